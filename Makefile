@@ -1,0 +1,105 @@
+# drfd: Dominant Resource Fairness for one Linux host.
+#
+#   make                      build drfctl (and later drfd) into .output/
+#   make check                build and run every test
+#   make check-all            check with gcc and clang, ASan and UBSan, and shellcheck
+#   make bench                allocation benchmarks (tests/bench/)
+#   make install PREFIX=/usr/local DESTDIR=
+#   make SANITIZER=address|undefined check
+#
+# Each compiler/sanitizer variant builds into its own folder under .output/.
+
+CC ?= cc
+SANITIZER ?=
+PREFIX ?= /usr/local
+DESTDIR ?=
+
+VARIANT := $(notdir $(CC))$(if $(SANITIZER),-$(SANITIZER))
+BUILD ?= .output/$(VARIANT)
+
+WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+	-Wformat=2 -Wno-format-nonliteral -Wvla
+CFLAGS ?= -O2 -g
+CFLAGS += -std=c11 -D_GNU_SOURCE $(WARN) -Iagent -MMD -MP
+LDFLAGS ?=
+LDLIBS := -linih -lm
+
+ifeq ($(SANITIZER),address)
+CFLAGS += -fsanitize=address -fno-omit-frame-pointer
+LDFLAGS += -fsanitize=address
+else ifeq ($(SANITIZER),undefined)
+CFLAGS += -fsanitize=undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+LDFLAGS += -fsanitize=undefined
+else ifneq ($(SANITIZER),)
+$(error SANITIZER must be address or undefined, not '$(SANITIZER)')
+endif
+
+LIB_SRCS := agent/res.c agent/alloc.c agent/config.c agent/plan.c
+LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
+LIB := $(BUILD)/libdrf.a
+
+BINS := $(BUILD)/drfctl
+
+UNIT_TESTS := test_units test_alloc test_props test_config test_fuzz_config
+UNIT_BINS := $(UNIT_TESTS:%=$(BUILD)/tests/%)
+BENCH_BIN := $(BUILD)/tests/bench_alloc
+
+.PHONY: all check check-unit check-cli check-all bench install clean lint shellcheck
+
+all: $(BINS)
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(LIB): $(LIB_OBJS)
+	$(AR) rcs $@ $^
+
+$(BUILD)/drfctl: $(BUILD)/agent/drfctl.o $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(BUILD)/tests/unit/testlib.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
+
+$(BENCH_BIN): $(BUILD)/tests/bench/bench_alloc.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+check: check-unit check-cli
+
+check-unit: $(UNIT_BINS)
+	@set -e; for t in $(UNIT_BINS); do \
+		echo "== $$t"; \
+		( cd tests/unit && ../../$$t ); \
+	done
+
+check-cli: $(BUILD)/drfctl
+	@echo "== tests/cli/test_plan.sh"
+	@DRFCTL=$(abspath $(BUILD)/drfctl) tests/cli/test_plan.sh
+
+check-all:
+	$(MAKE) check CC=gcc
+	$(MAKE) check CC=clang
+	$(MAKE) check CC=gcc SANITIZER=address
+	$(MAKE) check CC=clang SANITIZER=undefined
+	$(MAKE) shellcheck
+
+shellcheck:
+	shellcheck -x $(shell git ls-files '*.sh' .ci/run 2>/dev/null || ls tests/*/*.sh deploy/*.sh .ci/run)
+
+bench: $(BENCH_BIN)
+	@echo "command: make bench ($(BENCH_BIN), CC=$(CC) CFLAGS='$(CFLAGS)')"
+	$(BENCH_BIN)
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/drfd/examples/tenants.d
+	install -m 0755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
+	install -m 0644 deploy/examples/drfd.conf $(DESTDIR)$(PREFIX)/share/drfd/examples/
+	install -m 0644 deploy/examples/tenants.d/*.conf \
+		$(DESTDIR)$(PREFIX)/share/drfd/examples/tenants.d/
+
+clean:
+	rm -rf .output
+
+-include $(wildcard $(BUILD)/agent/*.d $(BUILD)/tests/*/*.d)

@@ -1,0 +1,1164 @@
+// SPDX-License-Identifier: MIT
+#include "config.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ini.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define DEFAULT_CGROUP_ROOT "/sys/fs/cgroup/drf.slice"
+#define DEFAULT_TENANTS_DIR "tenants.d"
+#define IFNAME_MAX 15 /* IFNAMSIZ - 1 */
+
+enum section {
+	SEC_NONE,
+	SEC_AGENT,
+	SEC_CAPACITY,
+	SEC_TENANT,
+};
+
+enum agent_key { AK_CGROUP_ROOT, AK_INTERVAL, AK_MODE, AK_POLICY, AK_TENANTS_DIR, AK_N };
+static const char *const agent_keys[AK_N] = {
+	"cgroup-root", "interval", "mode", "policy", "tenants-dir",
+};
+
+enum cap_key {
+	CK_CPU, CK_MEMORY, CK_MEMORY_RESERVE, CK_IO_DEVICE, CK_IO_READ, CK_IO_WRITE,
+	CK_NET_DEVICE, CK_NET_RATE, CK_N
+};
+static const char *const cap_keys[CK_N] = {
+	"cpu", "memory", "memory-reserve", "io-device", "io-read-bps", "io-write-bps",
+	"net-device", "net-rate",
+};
+
+/* Tenant keys: weight, cgroup, tasks, then the DRF_NRES demand and task keys. */
+enum tenant_key { TK_WEIGHT, TK_CGROUP, TK_TASKS, TK_DEMAND0, TK_TASK0 = TK_DEMAND0 + DRF_NRES,
+		  TK_N = TK_TASK0 + DRF_NRES };
+
+/* Parse state: one per config; the file fields change as files are read. */
+struct parser {
+	struct drf_config *cfg;
+	char *err;
+	size_t errlen;
+	bool failed;
+	/* the file being read */
+	const char *file;
+	bool main_file;
+	const char *buf;
+	size_t len, pos;
+	int line;
+	enum section sec;
+	size_t tenant;           /* index into cfg->tenants while sec == SEC_TENANT */
+	/* where each key was first set, for duplicate-key errors; 0 = not yet */
+	int agent_line[AK_N], cap_line[CK_N];
+	const char *cap_file;
+	int agent_sec_line, cap_sec_line;
+	int *tenant_lines;       /* TK_N per tenant */
+	size_t tenants_cap;
+	bool auto_cpu, auto_memory, auto_net;
+};
+
+static void __attribute__((format(printf, 3, 4)))
+fail_at(struct parser *ps, int line, const char *fmt, ...)
+{
+	size_t off = 0;
+	va_list ap;
+
+	if (ps->failed)
+		return;
+	ps->failed = true;
+	if (line > 0)
+		off = (size_t)snprintf(ps->err, ps->errlen, "%s:%d: ", ps->file, line);
+	else
+		off = (size_t)snprintf(ps->err, ps->errlen, "%s: ", ps->file);
+	if (off >= ps->errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(ps->err + off, ps->errlen - off, fmt, ap);
+	va_end(ap);
+}
+
+#define fail(ps, ...) fail_at(ps, (ps)->line, __VA_ARGS__)
+
+static int lookup(const char *const *names, int n, const char *name)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(names[i], name) == 0)
+			return i;
+	return -1;
+}
+
+static bool valid_tenant_name(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > DRF_TENANT_NAME_MAX || s[0] == '.')
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && s[i] != '_' && s[i] != '.' && s[i] != '-')
+			return false;
+	return true;
+}
+
+/* Prefixes of cgroup v2 interface files (cgroup-v2.rst): "cpu.max", "memory.low"... */
+static const char *const control_prefixes[] = {
+	"cgroup", "cpu", "cpuset", "io", "memory", "pids", "rdma", "hugetlb", "misc", "irq", NULL,
+};
+
+const char *drf_cgroup_path_problem(const char *path)
+{
+	const char *p = path;
+
+	if (path[0] == '\0')
+		return "is empty";
+	if (path[0] == '/')
+		return "is absolute (it must be relative to cgroup-root)";
+	if (strlen(path) >= PATH_MAX / 2)
+		return "is too long";
+	while (*p) {
+		const char *end = strchr(p, '/');
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+
+		if (n == 0)
+			return "has an empty component ('//' or a trailing '/')";
+		if ((n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
+			return "contains '.' or '..'";
+		if (p[0] == '.')
+			return "has a component starting with '.'";
+		for (size_t i = 0; i < n; i++)
+			if (!isalnum((unsigned char)p[i]) && !strchr("_.-:@", p[i]))
+				return "has a character other than letters, digits and _.-:@";
+		for (const char *const *cp = control_prefixes; *cp; cp++) {
+			size_t k = strlen(*cp);
+
+			if (n > k && strncmp(p, *cp, k) == 0 && p[k] == '.')
+				return "names a cgroup control file (a component like 'cpu.max')";
+		}
+		p += n;
+		if (*p == '/')
+			p++;
+		if (*p == '\0' && p[-1] == '/')
+			return "has an empty component ('//' or a trailing '/')";
+	}
+	return NULL;
+}
+
+/* Normalized absolute path: no '.', '..' or empty components. */
+static bool valid_abs_path(const char *s)
+{
+	const char *p = s;
+
+	if (s[0] != '/' || strlen(s) >= PATH_MAX)
+		return false;
+	while (*p) {
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		if (p[0] == '.' && (p[1] == '/' || p[1] == '\0'))
+			return false;
+		if (p[0] == '.' && p[1] == '.' && (p[2] == '/' || p[2] == '\0'))
+			return false;
+		while (*p && *p != '/')
+			p++;
+	}
+	return true;
+}
+
+/* rel if it is absolute, else rel in the directory of the file base. */
+static char *path_beside(const char *base, const char *rel)
+{
+	const char *slash = strrchr(base, '/');
+	char *p;
+
+	if (rel[0] == '/')
+		return strdup(rel);
+	if (!slash)
+		return asprintf(&p, "./%s", rel) < 0 ? NULL : p;
+	return asprintf(&p, "%.*s/%s", slash == base ? 0 : (int)(slash - base), base, rel) < 0
+		       ? NULL
+		       : p;
+}
+
+static char *xstrdup_or_fail(struct parser *ps, const char *s)
+{
+	char *d = strdup(s);
+
+	if (!d)
+		fail(ps, "out of memory");
+	return d;
+}
+
+static void set_string(struct parser *ps, char **slot, const char *value)
+{
+	char *d = xstrdup_or_fail(ps, value);
+
+	if (!d)
+		return;
+	free(*slot);
+	*slot = d;
+}
+
+static bool parse_num(struct parser *ps, const char *key, const char *value, enum drf_unit unit,
+		      double *ret)
+{
+	const char *why = "invalid";
+
+	if (drf_parse_quantity(value, unit, ret, &why) < 0) {
+		fail(ps, "%s = '%s': %s", key, value, why);
+		return false;
+	}
+	return true;
+}
+
+static void agent_key(struct parser *ps, int k, const char *value)
+{
+	struct drf_config *c = ps->cfg;
+	const char *why = "invalid";
+	double ms;
+	int v;
+
+	switch (k) {
+	case AK_CGROUP_ROOT:
+		if (!valid_abs_path(value)) {
+			fail(ps, "cgroup-root = '%s': must be an absolute path without '.' or '..'",
+			     value);
+			return;
+		}
+		set_string(ps, &c->cgroup_root, value);
+		return;
+	case AK_INTERVAL:
+		if (drf_parse_duration_ms(value, &ms, &why) < 0) {
+			fail(ps, "interval = '%s': %s", value, why);
+			return;
+		}
+		if (ms < 10 || ms > 3600 * 1000) {
+			fail(ps, "interval = '%s': must be between 10ms and 3600s", value);
+			return;
+		}
+		c->interval_ms = ms;
+		return;
+	case AK_MODE:
+		if (strcmp(value, "share") == 0)
+			c->mode = DRF_MODE_SHARE;
+		else if (strcmp(value, "limit") == 0)
+			c->mode = DRF_MODE_LIMIT;
+		else
+			fail(ps, "mode = '%s': expected 'share' or 'limit'", value);
+		return;
+	case AK_POLICY:
+		v = drf_policy_from_name(value);
+		if (v < 0)
+			fail(ps, "policy = '%s': expected 'drf', 'asset' or 'per-resource'", value);
+		else
+			c->policy = v;
+		return;
+	case AK_TENANTS_DIR: {
+		char *p = path_beside(c->path, value);
+
+		if (!p) {
+			fail(ps, "out of memory");
+			return;
+		}
+		free(c->tenants_dir);
+		c->tenants_dir = p;
+		return;
+	}
+	}
+}
+
+static bool is_auto(const char *value)
+{
+	return strcmp(value, "auto") == 0;
+}
+
+static bool valid_io_device(const char *s)
+{
+	const char *colon;
+
+	if (s[0] == '/')
+		return valid_abs_path(s);
+	colon = strchr(s, ':');
+	if (!colon || colon == s || colon[1] == '\0')
+		return false;
+	for (const char *p = s; *p; p++)
+		if (p != colon && !isdigit((unsigned char)*p))
+			return false;
+	return strlen(s) <= 21;
+}
+
+static bool valid_ifname(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > IFNAME_MAX || strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (s[i] == '/' || s[i] == ':' || isspace((unsigned char)s[i]))
+			return false;
+	return true;
+}
+
+static void capacity_key(struct parser *ps, int k, const char *value)
+{
+	struct drf_config *c = ps->cfg;
+	static const int res_of[CK_N] = {
+		[CK_CPU] = DRF_RES_CPU, [CK_MEMORY] = DRF_RES_MEMORY,
+		[CK_IO_READ] = DRF_RES_IO_READ, [CK_IO_WRITE] = DRF_RES_IO_WRITE,
+		[CK_NET_RATE] = DRF_RES_NET, [CK_MEMORY_RESERVE] = -1,
+		[CK_IO_DEVICE] = -1, [CK_NET_DEVICE] = -1,
+	};
+	int r = res_of[k];
+	double v;
+
+	switch (k) {
+	case CK_IO_DEVICE:
+		if (!valid_io_device(value))
+			fail(ps, "io-device = '%s': expected a block device path or MAJ:MIN", value);
+		else
+			set_string(ps, &c->io_device, value);
+		return;
+	case CK_NET_DEVICE:
+		if (!valid_ifname(value))
+			fail(ps, "net-device = '%s': not a network interface name", value);
+		else
+			set_string(ps, &c->net_device, value);
+		return;
+	case CK_MEMORY_RESERVE:
+		if (parse_num(ps, "memory-reserve", value, DRF_UNIT_BYTES, &v))
+			c->memory_reserve = v;
+		return;
+	}
+	if (is_auto(value) && (k == CK_CPU || k == CK_MEMORY || k == CK_NET_RATE)) {
+		if (k == CK_CPU)
+			ps->auto_cpu = true;
+		else if (k == CK_MEMORY)
+			ps->auto_memory = true;
+		else
+			ps->auto_net = true;
+		return;
+	}
+	if (!parse_num(ps, cap_keys[k], value, drf_res_unit(r), &v))
+		return;
+	if (v <= 0) {
+		fail(ps, "%s = '%s': a capacity must be positive (leave the key out to "
+			 "keep %s out of the allocation)", cap_keys[k], value, drf_res_name(r));
+		return;
+	}
+	c->capacity[r] = v;
+}
+
+static int tenant_key_index(const char *name)
+{
+	int r;
+
+	if (strcmp(name, "weight") == 0)
+		return TK_WEIGHT;
+	if (strcmp(name, "cgroup") == 0)
+		return TK_CGROUP;
+	if (strcmp(name, "tasks") == 0)
+		return TK_TASKS;
+	r = drf_res_from_name(name);
+	if (r >= 0)
+		return TK_DEMAND0 + r;
+	if (strncmp(name, "task-", 5) == 0) {
+		r = drf_res_from_name(name + 5);
+		if (r >= 0)
+			return TK_TASK0 + r;
+	}
+	return -1;
+}
+
+static const char *tenant_key_name(int k, char *buf, size_t len)
+{
+	if (k == TK_WEIGHT)
+		return "weight";
+	if (k == TK_CGROUP)
+		return "cgroup";
+	if (k == TK_TASKS)
+		return "tasks";
+	if (k < TK_TASK0)
+		return drf_res_name(k - TK_DEMAND0);
+	snprintf(buf, len, "task-%s", drf_res_name(k - TK_TASK0));
+	return buf;
+}
+
+static bool is_task_key(int k)
+{
+	return k == TK_TASKS || k >= TK_TASK0;
+}
+
+static bool is_demand_key(int k)
+{
+	return k >= TK_DEMAND0 && k < TK_TASK0;
+}
+
+static void tenant_key(struct parser *ps, int k, const char *value)
+{
+	struct drf_tenant *t = &ps->cfg->tenants[ps->tenant];
+	int *lines = &ps->tenant_lines[ps->tenant * TK_N];
+	char nb[32];
+	double v;
+
+	/* A tenant is described either by a demand or by a task shape, never both. */
+	for (int o = 0; o < TK_N; o++) {
+		if (!lines[o] || !((is_task_key(k) && is_demand_key(o)) ||
+				   (is_demand_key(k) && is_task_key(o))))
+			continue;
+		fail(ps, "tenant '%s': '%s' mixes a demand with a task shape ('%s' at line %d); "
+			 "use either demand keys (cpu, memory, ...) or task-* keys with tasks",
+		     t->name, tenant_key_name(k, nb, sizeof(nb)),
+		     tenant_key_name(o, nb + 16, sizeof(nb) - 16), lines[o]);
+		return;
+	}
+	if (k == TK_WEIGHT) {
+		if (!parse_num(ps, "weight", value, DRF_UNIT_CORES, &v))
+			return;
+		if (!(v > 0 && v <= DRF_WEIGHT_MAX)) {
+			fail(ps, "weight = '%s': out of range (0, %g]", value, DRF_WEIGHT_MAX);
+			return;
+		}
+		t->weight = v;
+	} else if (k == TK_CGROUP) {
+		const char *why = drf_cgroup_path_problem(value);
+
+		if (why) {
+			fail(ps, "cgroup = '%s': the path %s", value, why);
+			return;
+		}
+		set_string(ps, &t->cgroup, value);
+	} else if (k == TK_TASKS) {
+		t->task_model = true;
+		if (strcmp(value, "unlimited") == 0) {
+			t->tasks = INFINITY;
+		} else {
+			if (!parse_num(ps, "tasks", value, DRF_UNIT_CORES, &v))
+				return;
+			if (v < 1 || v != floor(v) || v > 1e15) {
+				fail(ps, "tasks = '%s': expected a whole number >= 1 or 'unlimited'",
+				     value);
+				return;
+			}
+			t->tasks = v;
+		}
+	} else {
+		bool task = k >= TK_TASK0;
+		int r = task ? k - TK_TASK0 : k - TK_DEMAND0;
+
+		if (!parse_num(ps, tenant_key_name(k, nb, sizeof(nb)), value, drf_res_unit(r), &v))
+			return;
+		t->task_model = task;
+		t->vec[r] = v;
+		t->declared[r] = true;
+	}
+}
+
+static void duplicate_key(struct parser *ps, int *first_line, const char *key)
+{
+	if (*first_line)
+		fail(ps, "'%s' is set twice in this section (first at line %d)", key, *first_line);
+	else
+		*first_line = ps->line;
+}
+
+static int handler(void *user, const char *section, const char *name, const char *value)
+{
+	struct parser *ps = user;
+	char nb[32];
+	int k;
+
+	(void)section; /* the reader tracks sections itself, including empty ones */
+	if (ps->failed)
+		return 0;
+	switch (ps->sec) {
+	case SEC_NONE:
+		fail(ps, "'%s' is outside any section", name);
+		return 0;
+	case SEC_AGENT:
+		k = lookup(agent_keys, AK_N, name);
+		if (k < 0) {
+			fail(ps, "unknown key '%s' in [agent] (known: cgroup-root, interval, mode, "
+				 "policy, tenants-dir)", name);
+			return 0;
+		}
+		duplicate_key(ps, &ps->agent_line[k], name);
+		if (value[0] == '\0')
+			fail(ps, "'%s' has an empty value", name);
+		if (!ps->failed)
+			agent_key(ps, k, value);
+		break;
+	case SEC_CAPACITY:
+		k = lookup(cap_keys, CK_N, name);
+		if (k < 0) {
+			fail(ps, "unknown key '%s' in [capacity] (known: cpu, memory, "
+				 "memory-reserve, io-device, io-read-bps, io-write-bps, net-device, "
+				 "net-rate)", name);
+			return 0;
+		}
+		duplicate_key(ps, &ps->cap_line[k], name);
+		if (value[0] == '\0')
+			fail(ps, "'%s' has an empty value", name);
+		if (!ps->failed)
+			capacity_key(ps, k, value);
+		break;
+	case SEC_TENANT:
+		k = tenant_key_index(name);
+		if (k < 0) {
+			fail(ps, "unknown key '%s' in [tenant %s] (known: weight, cgroup, cpu, memory, "
+				 "io-read-bps, io-write-bps, net-rate, task-cpu, task-memory, "
+				 "task-io-read-bps, task-io-write-bps, task-net-rate, tasks)",
+			     name, ps->cfg->tenants[ps->tenant].name);
+			return 0;
+		}
+		duplicate_key(ps, &ps->tenant_lines[ps->tenant * TK_N + k],
+			      tenant_key_name(k, nb, sizeof(nb)));
+		if (value[0] == '\0')
+			fail(ps, "'%s' has an empty value", name);
+		if (!ps->failed)
+			tenant_key(ps, k, value);
+		break;
+	}
+	return ps->failed ? 0 : 1;
+}
+
+static void add_tenant(struct parser *ps, const char *name)
+{
+	struct drf_config *c = ps->cfg;
+	struct drf_tenant *t;
+
+	for (size_t i = 0; i < c->n_tenants; i++) {
+		if (strcmp(c->tenants[i].name, name) == 0) {
+			fail(ps, "duplicate tenant '%s' (first defined at %s:%d)", name,
+			     c->tenants[i].file, c->tenants[i].line);
+			return;
+		}
+	}
+	if (c->n_tenants == ps->tenants_cap) {
+		size_t cap = ps->tenants_cap ? ps->tenants_cap * 2 : 16;
+		struct drf_tenant *nt = realloc(c->tenants, cap * sizeof(*nt));
+		int *nl;
+
+		if (!nt) {
+			fail(ps, "out of memory");
+			return;
+		}
+		c->tenants = nt;
+		nl = realloc(ps->tenant_lines, cap * TK_N * sizeof(*nl));
+		if (!nl) {
+			fail(ps, "out of memory");
+			return;
+		}
+		ps->tenant_lines = nl;
+		ps->tenants_cap = cap;
+	}
+	t = &c->tenants[c->n_tenants];
+	memset(t, 0, sizeof(*t));
+	memset(&ps->tenant_lines[c->n_tenants * TK_N], 0, TK_N * sizeof(int));
+	snprintf(t->name, sizeof(t->name), "%s", name);
+	t->weight = 1;
+	t->tasks = INFINITY;
+	t->file = ps->file;
+	t->line = ps->line;
+	ps->tenant = c->n_tenants++;
+}
+
+static void enter_section(struct parser *ps, const char *name)
+{
+	if (strcmp(name, "agent") == 0 || strcmp(name, "capacity") == 0) {
+		bool agent = name[0] == 'a';
+		int *seen = agent ? &ps->agent_sec_line : &ps->cap_sec_line;
+
+		if (!ps->main_file) {
+			fail(ps, "[%s] belongs in the main config file, not in a tenants file", name);
+			return;
+		}
+		if (*seen) {
+			fail(ps, "section [%s] appears twice (first at line %d)", name, *seen);
+			return;
+		}
+		*seen = ps->line;
+		ps->sec = agent ? SEC_AGENT : SEC_CAPACITY;
+		return;
+	}
+	if (strncmp(name, "tenant", 6) == 0 && (name[6] == ' ' || name[6] == '\t')) {
+		const char *n = name + 6;
+
+		while (*n == ' ' || *n == '\t')
+			n++;
+		if (!valid_tenant_name(n)) {
+			fail(ps, "tenant name '%s' is not 1-%d characters of [A-Za-z0-9_.-] "
+				 "not starting with '.'", n, DRF_TENANT_NAME_MAX);
+			return;
+		}
+		add_tenant(ps, n);
+		ps->sec = SEC_TENANT;
+		return;
+	}
+	fail(ps, "unknown section [%s] (expected [agent], [capacity] or [tenant NAME])", name);
+}
+
+/*
+ * The reader inih calls for each line, like fgets(). It hands over whole lines
+ * only: inih would cut a line longer than its buffer and read the rest as a
+ * line of its own, so that is an error here. It also does what the handler
+ * cannot: it sees section headers (empty sections are never reported to the
+ * handler), and it refuses indented lines, which inih takes as continuations of
+ * the previous value.
+ */
+static char *reader(char *str, int num, void *stream)
+{
+	struct parser *ps = stream;
+	const char *start, *nl, *p;
+	size_t n, content;
+
+	if (ps->failed || ps->pos >= ps->len)
+		return NULL;
+	start = ps->buf + ps->pos;
+	nl = memchr(start, '\n', ps->len - ps->pos);
+	n = nl ? (size_t)(nl - start) + 1 : ps->len - ps->pos;
+	ps->pos += n;
+	ps->line++;
+	content = nl ? n - 1 : n;
+	if (content > 0 && start[content - 1] == '\r')
+		content--;
+	if (memchr(start, '\0', n)) {
+		fail(ps, "contains a NUL byte");
+		return NULL;
+	}
+	if (num < 2 || n > (size_t)num - 1) {
+		fail(ps, "line is longer than %d characters", num - 2);
+		return NULL;
+	}
+	memcpy(str, start, n);
+	str[n] = '\0';
+
+	p = str;
+	if (ps->line == 1 && (unsigned char)p[0] == 0xEF && (unsigned char)p[1] == 0xBB &&
+	    (unsigned char)p[2] == 0xBF)
+		p += 3;
+	if (*p == ' ' || *p == '\t') {
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (*p && *p != '\n' && *p != '\r' && *p != ';' && *p != '#') {
+			fail(ps, "indented line: inih would read it as a continuation of the "
+				 "previous value; remove the leading whitespace");
+			return NULL;
+		}
+		return str;
+	}
+	if (*p == '[') {
+		const char *close = strchr(p, ']');
+		char name[128];
+		size_t len;
+
+		if (!close) {
+			fail(ps, "section header without ']'");
+			return NULL;
+		}
+		for (const char *q = close + 1; *q && *q != ';' && *q != '#'; q++) {
+			if (!isspace((unsigned char)*q)) {
+				fail(ps, "text after the section header's ']'");
+				return NULL;
+			}
+		}
+		len = (size_t)(close - p - 1);
+		if (len >= sizeof(name)) {
+			fail(ps, "section name is too long");
+			return NULL;
+		}
+		memcpy(name, p + 1, len);
+		name[len] = '\0';
+		enter_section(ps, name);
+		if (ps->failed)
+			return NULL;
+	}
+	return str;
+}
+
+static int read_file(struct parser *ps, const char *path, char **ret_buf, size_t *ret_len)
+{
+	struct stat st;
+	char *buf = NULL;
+	size_t len = 0;
+	int fd, err;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		err = -errno;
+		fail_at(ps, 0, "cannot open: %s", strerror(-err));
+		return err;
+	}
+	if (fstat(fd, &st) < 0) {
+		err = -errno;
+		fail_at(ps, 0, "cannot stat: %s", strerror(-err));
+		goto out_close;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		err = -EINVAL;
+		fail_at(ps, 0, "not a regular file");
+		goto out_close;
+	}
+	if (st.st_size > DRF_CONFIG_MAX_BYTES) {
+		err = -EFBIG;
+		fail_at(ps, 0, "larger than %d bytes", DRF_CONFIG_MAX_BYTES);
+		goto out_close;
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	if (!buf) {
+		err = -ENOMEM;
+		fail_at(ps, 0, "out of memory");
+		goto out_close;
+	}
+	while (len < (size_t)st.st_size) {
+		ssize_t r = read(fd, buf + len, (size_t)st.st_size - len);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			err = -errno;
+			fail_at(ps, 0, "cannot read: %s", strerror(-err));
+			goto out_free;
+		}
+		if (r == 0)
+			break;
+		len += (size_t)r;
+	}
+	*ret_buf = buf;
+	*ret_len = len;
+	close(fd);
+	return 0;
+out_free:
+	free(buf);
+out_close:
+	close(fd);
+	return err;
+}
+
+static int parse_file(struct parser *ps, const char *path, bool main_file)
+{
+	struct drf_config *c = ps->cfg;
+	char **nf, *name, *buf = NULL;
+	size_t len = 0;
+	int r;
+
+	name = strdup(path);
+	nf = name ? realloc(c->files, (c->n_files + 1) * sizeof(*nf)) : NULL;
+	if (!nf) {
+		free(name);
+		snprintf(ps->err, ps->errlen, "%s: out of memory", path);
+		ps->failed = true;
+		return -ENOMEM;
+	}
+	c->files = nf;
+	c->files[c->n_files++] = name;
+	ps->file = name;
+	ps->main_file = main_file;
+	ps->line = 0;
+	ps->sec = SEC_NONE;
+	r = read_file(ps, path, &buf, &len);
+	if (r < 0)
+		return r;
+	ps->buf = buf;
+	ps->len = len;
+	ps->pos = 0;
+	r = ini_parse_stream(reader, ps, handler, ps);
+	/*
+	 * inih reports its own syntax errors (a line with no '=' or ':') only as
+	 * the number of the first bad line, after going on to the end; ours stop
+	 * it at once. Whichever came first is the one to report.
+	 */
+	if (r > 0 && (!ps->failed || r < ps->line)) {
+		ps->failed = false;
+		fail_at(ps, r, "expected 'key = value', '[section]' or a comment");
+	}
+	free(buf);
+	ps->buf = NULL;
+	return ps->failed ? -EINVAL : 0;
+}
+
+static int conf_filter(const struct dirent *de)
+{
+	size_t n = strlen(de->d_name);
+
+	return de->d_name[0] != '.' && n > 5 && strcmp(de->d_name + n - 5, ".conf") == 0;
+}
+
+static int parse_tenants_dir(struct parser *ps, bool explicit)
+{
+	struct drf_config *c = ps->cfg;
+	struct dirent **list = NULL;
+	int n, r = 0;
+
+	n = scandir(c->tenants_dir, &list, conf_filter, alphasort);
+	if (n < 0) {
+		int err = -errno;
+
+		if (err == -ENOENT && !explicit)
+			return 0; /* the default tenants.d is optional */
+		ps->file = c->path;
+		fail_at(ps, ps->agent_line[AK_TENANTS_DIR], "tenants-dir '%s': %s", c->tenants_dir,
+			strerror(-err));
+		return err;
+	}
+	for (int i = 0; i < n; i++) {
+		char *path;
+
+		if (r == 0) {
+			if (asprintf(&path, "%s/%s", c->tenants_dir, list[i]->d_name) < 0) {
+				r = -ENOMEM;
+			} else {
+				r = parse_file(ps, path, false);
+				free(path);
+			}
+		}
+		free(list[i]);
+	}
+	free(list);
+	return r;
+}
+
+/* Where a tenant key was set, or its section if it was not. */
+static int tenant_line(const struct parser *ps, size_t i, int k)
+{
+	int l = ps->tenant_lines[i * TK_N + k];
+
+	return l ? l : ps->cfg->tenants[i].line;
+}
+
+static int cmp_cgroup(const void *a, const void *b)
+{
+	const char *x = (*(const struct drf_tenant *const *)a)->cgroup;
+	const char *y = (*(const struct drf_tenant *const *)b)->cgroup;
+
+	/* '/' sorts first, so that a path's descendants come right after it. */
+	for (;; x++, y++) {
+		unsigned char cx = *x == '/' ? 1 : (unsigned char)*x;
+		unsigned char cy = *y == '/' ? 1 : (unsigned char)*y;
+
+		if (cx != cy || !cx)
+			return cx - cy;
+	}
+}
+
+static bool is_under(const char *parent, const char *child)
+{
+	size_t n = strlen(parent);
+
+	return strncmp(parent, child, n) == 0 && (child[n] == '\0' || child[n] == '/');
+}
+
+static int check_tenants(struct parser *ps)
+{
+	struct drf_config *c = ps->cfg;
+	struct drf_tenant **sorted;
+
+	for (size_t i = 0; i < c->n_tenants; i++) {
+		struct drf_tenant *t = &c->tenants[i];
+		bool any = false;
+
+		ps->file = t->file;
+		if (!t->cgroup) {
+			const char *why = drf_cgroup_path_problem(t->name);
+
+			if (why) {
+				fail_at(ps, t->line, "tenant '%s': its name, used as its cgroup, %s; "
+						     "set 'cgroup' to another path", t->name, why);
+				return -EINVAL;
+			}
+			t->cgroup = strdup(t->name);
+			if (!t->cgroup) {
+				fail_at(ps, t->line, "out of memory");
+				return -ENOMEM;
+			}
+		}
+		if (!t->task_model)
+			continue;
+		for (int r = 0; r < DRF_NRES; r++)
+			any = any || (t->declared[r] && t->vec[r] > 0 && c->capacity[r] > 0);
+		if (!any) {
+			int l = tenant_line(ps, i, TK_TASKS);
+
+			fail_at(ps, l, "tenant '%s': its task needs none of the resources with a "
+				       "capacity; give at least one task-* key a positive value",
+				t->name);
+			return -EINVAL;
+		}
+	}
+	if (c->n_tenants < 2)
+		return 0;
+	sorted = malloc(c->n_tenants * sizeof(*sorted));
+	if (!sorted) {
+		fail_at(ps, 0, "out of memory");
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < c->n_tenants; i++)
+		sorted[i] = &c->tenants[i];
+	qsort(sorted, c->n_tenants, sizeof(*sorted), cmp_cgroup);
+	for (size_t i = 1; i < c->n_tenants; i++) {
+		const struct drf_tenant *a = sorted[i - 1], *b = sorted[i];
+
+		if (!is_under(a->cgroup, b->cgroup))
+			continue;
+		ps->file = b->file;
+		fail_at(ps, tenant_line(ps, (size_t)(b - c->tenants), TK_CGROUP),
+			"tenant '%s': cgroup '%s' %s cgroup '%s' of tenant '%s' (%s:%d); "
+			"tenant cgroups must not overlap", b->name, b->cgroup,
+			strcmp(a->cgroup, b->cgroup) == 0 ? "is the same as" : "is inside",
+			a->cgroup, a->name, a->file, a->line);
+		free(sorted);
+		return -EINVAL;
+	}
+	free(sorted);
+	return 0;
+}
+
+static int resolve_capacity(struct parser *ps, const struct drf_host_ops *host)
+{
+	struct drf_config *c = ps->cfg;
+	double v;
+	int r;
+
+	ps->file = c->path;
+	if (ps->auto_cpu) {
+		r = host->online_cpus(host->ctx, &v);
+		if (r < 0 || !(v > 0)) {
+			fail_at(ps, ps->cap_line[CK_CPU], "cpu = auto: cannot count online CPUs: %s",
+				strerror(r < 0 ? -r : EINVAL));
+			return r < 0 ? r : -EINVAL;
+		}
+		c->capacity[DRF_RES_CPU] = v;
+	}
+	if (ps->auto_memory) {
+		r = host->mem_total(host->ctx, &v);
+		if (r < 0) {
+			fail_at(ps, ps->cap_line[CK_MEMORY],
+				"memory = auto: cannot read MemTotal from /proc/meminfo: %s",
+				strerror(-r));
+			return r;
+		}
+		if (v - c->memory_reserve <= 0) {
+			fail_at(ps, ps->cap_line[CK_MEMORY_RESERVE],
+				"memory-reserve (%.0f bytes) leaves nothing of MemTotal (%.0f bytes)",
+				c->memory_reserve, v);
+			return -EINVAL;
+		}
+		c->capacity[DRF_RES_MEMORY] = v - c->memory_reserve;
+	}
+	if (ps->auto_net) {
+		if (!c->net_device) {
+			fail_at(ps, ps->cap_line[CK_NET_RATE], "net-rate = auto needs net-device");
+			return -EINVAL;
+		}
+		r = host->link_speed(host->ctx, c->net_device, &v);
+		if (r < 0 || !(v > 0)) {
+			fail_at(ps, ps->cap_line[CK_NET_RATE],
+				"net-rate = auto: cannot read the link speed of '%s' from "
+				"/sys/class/net/%s/speed: %s; set net-rate explicitly",
+				c->net_device, c->net_device, strerror(r < 0 ? -r : EINVAL));
+			return r < 0 ? r : -EINVAL;
+		}
+		c->capacity[DRF_RES_NET] = v;
+	}
+	/* Enforcing IO or network limits needs to know which device to limit. */
+	if ((c->capacity[DRF_RES_IO_READ] > 0 || c->capacity[DRF_RES_IO_WRITE] > 0) &&
+	    !c->io_device) {
+		int l = ps->cap_line[CK_IO_READ] ? ps->cap_line[CK_IO_READ] : ps->cap_line[CK_IO_WRITE];
+
+		fail_at(ps, l, "an io capacity needs io-device (the block device to limit)");
+		return -EINVAL;
+	}
+	if (c->capacity[DRF_RES_NET] > 0 && !c->net_device) {
+		fail_at(ps, ps->cap_line[CK_NET_RATE],
+			"net-rate needs net-device (the interface to shape)");
+		return -EINVAL;
+	}
+	for (r = 0; r < DRF_NRES; r++)
+		if (c->capacity[r] > 0)
+			return 0;
+	fail_at(ps, ps->cap_sec_line, "no resource has a capacity: set at least one of cpu, "
+				      "memory, io-read-bps, io-write-bps, net-rate in [capacity]");
+	return -EINVAL;
+}
+
+int drf_config_load(const char *path, const struct drf_host_ops *host, struct drf_config *ret,
+		    char *err, size_t errlen)
+{
+	struct drf_config *c = calloc(1, sizeof(*c));
+	struct parser ps = { .cfg = c, .err = err, .errlen = errlen, .file = path };
+	int r = -ENOMEM;
+
+	if (errlen)
+		err[0] = '\0';
+	if (!c)
+		goto out_oom;
+	c->path = strdup(path);
+	c->cgroup_root = strdup(DEFAULT_CGROUP_ROOT);
+	if (!c->path || !c->cgroup_root)
+		goto out_oom;
+	c->interval_ms = 1000;
+	c->mode = DRF_MODE_SHARE;
+	c->policy = DRF_POLICY_DRF;
+
+	r = parse_file(&ps, path, true);
+	if (r < 0)
+		goto out_free;
+	if (!c->tenants_dir) {
+		c->tenants_dir = path_beside(path, DEFAULT_TENANTS_DIR);
+		if (!c->tenants_dir) {
+			r = -ENOMEM;
+			goto out_oom;
+		}
+	}
+	r = parse_tenants_dir(&ps, ps.agent_line[AK_TENANTS_DIR] > 0);
+	if (r < 0)
+		goto out_free;
+	r = resolve_capacity(&ps, host);
+	if (r < 0)
+		goto out_free;
+	if (c->n_tenants == 0) {
+		ps.file = path;
+		fail_at(&ps, 0, "no tenants: add [tenant NAME] sections here or *.conf files to %s",
+			c->tenants_dir);
+		r = -EINVAL;
+		goto out_free;
+	}
+	r = check_tenants(&ps);
+	if (r < 0)
+		goto out_free;
+	free(ps.tenant_lines);
+	*ret = *c;
+	free(c);
+	return 0;
+out_oom:
+	if (!ps.failed)
+		snprintf(err, errlen, "%s: out of memory", path);
+out_free:
+	free(ps.tenant_lines);
+	drf_config_free(c);
+	free(c);
+	return r;
+}
+
+void drf_config_free(struct drf_config *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->n_tenants; i++)
+		free(c->tenants[i].cgroup);
+	free(c->tenants);
+	for (size_t i = 0; i < c->n_files; i++)
+		free(c->files[i]);
+	free(c->files);
+	free(c->path);
+	free(c->cgroup_root);
+	free(c->tenants_dir);
+	free(c->io_device);
+	free(c->net_device);
+	memset(c, 0, sizeof(*c));
+}
+
+int drf_config_problem(const struct drf_config *c, struct drf_problem *ret,
+		       struct drf_demand **ret_demands)
+{
+	struct drf_demand *d = calloc(c->n_tenants + 1, sizeof(*d));
+
+	if (!d)
+		return -ENOMEM;
+	for (size_t i = 0; i < c->n_tenants; i++) {
+		const struct drf_tenant *t = &c->tenants[i];
+
+		d[i].weight = t->weight;
+		d[i].max_units = t->task_model ? t->tasks : 1;
+		for (int r = 0; r < DRF_NRES; r++) {
+			if (t->declared[r])
+				d[i].shape[r] = t->vec[r];
+			else
+				d[i].shape[r] = t->task_model ? 0 : c->capacity[r];
+		}
+	}
+	memcpy(ret->capacity, c->capacity, sizeof(ret->capacity));
+	ret->n = c->n_tenants;
+	ret->demands = d;
+	*ret_demands = d;
+	return 0;
+}
+
+const char *drf_mode_name(enum drf_mode m)
+{
+	return m == DRF_MODE_LIMIT ? "limit" : "share";
+}
+
+/* The real host, for `auto` capacities. */
+
+static int real_online_cpus(void *ctx, double *ret)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	(void)ctx;
+	if (n <= 0)
+		return -errno ? -errno : -EINVAL;
+	*ret = (double)n;
+	return 0;
+}
+
+static int real_mem_total(void *ctx, double *ret)
+{
+	FILE *f = fopen("/proc/meminfo", "re");
+	char line[256];
+	int r = -ENOENT;
+
+	(void)ctx;
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long kb;
+
+		if (sscanf(line, "MemTotal: %llu kB", &kb) == 1) {
+			*ret = (double)kb * 1024;
+			r = 0;
+			break;
+		}
+	}
+	fclose(f);
+	return r;
+}
+
+static int real_link_speed(void *ctx, const char *dev, double *ret)
+{
+	char path[64];
+	FILE *f;
+	long mbit;
+	int r = 0;
+
+	(void)ctx;
+	snprintf(path, sizeof(path), "/sys/class/net/%s/speed", dev);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	/* Reading speed fails with EINVAL on links that do not report one (veth, lo). */
+	errno = 0;
+	if (fscanf(f, "%ld", &mbit) != 1)
+		r = errno ? -errno : -EINVAL;
+	else if (mbit <= 0)
+		r = -EINVAL; /* -1: unknown, e.g. link down */
+	else
+		*ret = (double)mbit * 1e6;
+	fclose(f);
+	return r;
+}
+
+const struct drf_host_ops drf_host_real = {
+	.online_cpus = real_online_cpus,
+	.mem_total = real_mem_total,
+	.link_speed = real_link_speed,
+	.ctx = NULL,
+};

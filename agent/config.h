@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The tenant config: one main INI file plus every *.conf in a tenants directory,
+ * parsed with Debian's libinih through a reader of our own, so that what inih
+ * would silently split or merge (over-long lines, indented continuation lines,
+ * repeated sections) is an error with FILE:LINE instead.
+ */
+#ifndef DRF_CONFIG_H
+#define DRF_CONFIG_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "alloc.h"
+
+#define DRF_TENANT_NAME_MAX 64
+#define DRF_CONFIG_MAX_BYTES (4 << 20)
+#define DRF_WEIGHT_MAX 10000.0
+
+enum drf_mode {
+	DRF_MODE_SHARE, /* guarantees plus borrowing: weights and protections */
+	DRF_MODE_LIMIT, /* hard caps at the allocation */
+};
+
+struct drf_tenant {
+	char name[DRF_TENANT_NAME_MAX + 1];
+	char *cgroup; /* relative to cgroup-root */
+	double weight;
+	bool task_model;       /* task-* keys (shape of one task) rather than a demand */
+	double vec[DRF_NRES];  /* the demand, or one task */
+	bool declared[DRF_NRES];
+	double tasks;          /* task model only: count, or INFINITY for unlimited */
+	const char *file;      /* where its section is; points into drf_config.files */
+	int line;
+};
+
+struct drf_config {
+	char *path;
+	char *cgroup_root;
+	double interval_ms;
+	enum drf_mode mode;
+	enum drf_policy policy;
+	char *tenants_dir; /* resolved against the main file's directory */
+	double capacity[DRF_NRES]; /* 0: takes no part */
+	double memory_reserve;
+	char *io_device;   /* as written: a path or MAJ:MIN; NULL if unset */
+	char *net_device;  /* NULL if unset */
+	struct drf_tenant *tenants;
+	size_t n_tenants;
+	char **files;
+	size_t n_files;
+};
+
+/* What `auto` capacities read from the host; injectable for tests. */
+struct drf_host_ops {
+	int (*online_cpus)(void *ctx, double *ret);
+	int (*mem_total)(void *ctx, double *ret_bytes);
+	int (*link_speed)(void *ctx, const char *dev, double *ret_bits);
+	void *ctx;
+};
+
+/* Reads sysconf(), /proc/meminfo and /sys/class/net/DEV/speed. */
+extern const struct drf_host_ops drf_host_real;
+
+/*
+ * Loads and checks the config. On failure returns a negative errno, writes
+ * "FILE:LINE: what is wrong" (or "FILE: ..." when no line applies) into err,
+ * and leaves ret untouched. On success ret owns everything; drf_config_free().
+ */
+int drf_config_load(const char *path, const struct drf_host_ops *host, struct drf_config *ret,
+		    char *err, size_t errlen);
+void drf_config_free(struct drf_config *c);
+
+/*
+ * The allocation problem the config describes. A bounded tenant's undeclared
+ * resources count as a demand for the whole capacity; a task tenant's as 0.
+ * ret_demands is allocated (n_tenants entries) and owned by the caller.
+ */
+int drf_config_problem(const struct drf_config *c, struct drf_problem *ret,
+		       struct drf_demand **ret_demands);
+
+/* Checks a tenant's cgroup path; returns NULL if fine, or why not. */
+const char *drf_cgroup_path_problem(const char *path);
+
+const char *drf_mode_name(enum drf_mode m);
+
+#endif

@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: MIT
+/*
+ * drfctl: the user's window on drfd.
+ *   drfctl plan -c FILE [--policy drf|asset|per-resource] [--discrete] [--json] [--compare]
+ *
+ * Exit status: 0 success, 1 runtime failure, 2 config error, 64 usage error.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "config.h"
+#include "plan.h"
+
+#define EXIT_CONFIG 2
+#define EXIT_USAGE 64
+#define DEFAULT_CONFIG "/etc/drfd/drfd.conf"
+
+static void usage(FILE *out)
+{
+	fputs("usage: drfctl plan [-c FILE] [--policy drf|asset|per-resource] [--discrete]\n"
+	      "                   [--json | --compare]\n"
+	      "\n"
+	      "  plan     show what each tenant gets under a policy, offline (no cgroups touched)\n"
+	      "\n"
+	      "  -c, --config FILE   main config file (default " DEFAULT_CONFIG ")\n"
+	      "  --policy P          override the config's policy\n"
+	      "  --discrete          whole tasks only (task tenants), DRF's Algorithm 1\n"
+	      "  --json              machine-readable output\n"
+	      "  --compare           the three policies side by side\n"
+	      "\n"
+	      "exit status: 0 ok, 1 failure, 2 config error, 64 usage error\n",
+	      out);
+}
+
+static int cmd_plan(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "policy", required_argument, NULL, 'p' },
+		{ "discrete", no_argument, NULL, 'd' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "compare", no_argument, NULL, 'C' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *path = DEFAULT_CONFIG;
+	bool json = false, discrete = false, compare = false;
+	int policy = -1, opt, err, ret = EXIT_FAILURE;
+	struct drf_config cfg;
+	struct drf_problem problem;
+	struct drf_demand *demands = NULL;
+	struct drf_result result = { 0 };
+	struct drf_plan plan;
+	char errbuf[1024];
+
+	while ((opt = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'c':
+			path = optarg;
+			break;
+		case 'p':
+			policy = drf_policy_from_name(optarg);
+			if (policy < 0) {
+				fprintf(stderr, "drfctl plan: unknown policy '%s' (drf, asset, "
+						"per-resource)\n", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'd':
+			discrete = true;
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'C':
+			compare = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return EXIT_SUCCESS;
+		default:
+			usage(stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "drfctl plan: unexpected argument '%s'\n", argv[optind]);
+		return EXIT_USAGE;
+	}
+	if (compare && (json || discrete || policy >= 0)) {
+		fputs("drfctl plan: --compare shows every divisible policy; it does not combine "
+		      "with --json, --discrete or --policy\n", stderr);
+		return EXIT_USAGE;
+	}
+	if (discrete && policy >= 0 && policy != DRF_POLICY_DRF) {
+		fputs("drfctl plan: --discrete is DRF's Algorithm 1; it needs --policy drf\n", stderr);
+		return EXIT_USAGE;
+	}
+
+	err = drf_config_load(path, &drf_host_real, &cfg, errbuf, sizeof(errbuf));
+	if (err < 0) {
+		fprintf(stderr, "drfctl: %s\n", errbuf);
+		return EXIT_CONFIG;
+	}
+	if (discrete) {
+		for (size_t i = 0; i < cfg.n_tenants; i++) {
+			if (cfg.tenants[i].task_model)
+				continue;
+			fprintf(stderr, "drfctl: %s:%d: tenant '%s' has a demand, not tasks; "
+					"--discrete needs every tenant in the task model "
+					"(task-* keys)\n",
+				cfg.tenants[i].file, cfg.tenants[i].line, cfg.tenants[i].name);
+			ret = EXIT_CONFIG;
+			goto out_config;
+		}
+	}
+	if (policy < 0)
+		policy = discrete ? DRF_POLICY_DRF : (int)cfg.policy;
+	err = drf_config_problem(&cfg, &problem, &demands);
+	if (err < 0) {
+		fprintf(stderr, "drfctl: cannot build the allocation problem: %s\n", strerror(-err));
+		goto out_config;
+	}
+	if (compare) {
+		err = drf_plan_print_compare(stdout, &cfg, &problem);
+		if (err < 0) {
+			fprintf(stderr, "drfctl: cannot compare policies: %s\n", strerror(-err));
+			goto out_demands;
+		}
+		ret = EXIT_SUCCESS;
+		goto out_demands;
+	}
+	err = discrete ? drf_allocate_discrete(&problem, &result)
+		       : drf_allocate(&problem, policy, &result);
+	if (err == -E2BIG) {
+		fprintf(stderr, "drfctl: the discrete plan would place more than %.0f tasks; "
+				"use the divisible plan (without --discrete)\n",
+			DRF_DISCRETE_MAX_TASKS);
+		goto out_demands;
+	}
+	if (err < 0) {
+		fprintf(stderr, "drfctl: allocation failed: %s\n", strerror(-err));
+		goto out_demands;
+	}
+	plan = (struct drf_plan){ .cfg = &cfg, .problem = &problem, .result = &result,
+				  .policy = policy, .discrete = discrete };
+	if (json)
+		drf_plan_print_json(stdout, &plan);
+	else
+		drf_plan_print_table(stdout, &plan);
+	ret = fflush(stdout) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	drf_result_free(&result);
+out_demands:
+	free(demands);
+out_config:
+	drf_config_free(&cfg);
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+		usage(stdout);
+		return EXIT_SUCCESS;
+	}
+	if (strcmp(argv[1], "plan") == 0)
+		return cmd_plan(argc - 1, argv + 1);
+	fprintf(stderr, "drfctl: unknown command '%s'\n", argv[1]);
+	usage(stderr);
+	return EXIT_USAGE;
+}

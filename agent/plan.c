@@ -1,0 +1,327 @@
+// SPDX-License-Identifier: MIT
+#include "plan.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CELL 96
+#define MAX_COLS (6 + DRF_NRES)
+
+char *drf_format_double(double v, char *buf, size_t len)
+{
+	for (int prec = 1; prec <= 17; prec++) {
+		snprintf(buf, len, "%.*g", prec, v);
+		if (strtod(buf, NULL) == v)
+			break;
+	}
+	return buf;
+}
+
+/* A table of strings, printed with columns padded to their widest cell. */
+struct table {
+	size_t rows, cols, cap;
+	char (*cells)[CELL];
+};
+
+static char *cell(struct table *t, size_t row, size_t col)
+{
+	return t->cells[row * t->cols + col];
+}
+
+static char *table_row(struct table *t)
+{
+	if (t->rows == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 16;
+		char(*nc)[CELL] = realloc(t->cells, cap * t->cols * sizeof(*nc));
+
+		if (!nc)
+			return NULL;
+		t->cells = nc;
+		t->cap = cap;
+	}
+	memset(t->cells[t->rows * t->cols], 0, t->cols * CELL);
+	return t->cells[t->rows++ * t->cols];
+}
+
+static void table_print(FILE *out, const struct table *t, const char *indent)
+{
+	size_t width[MAX_COLS] = { 0 };
+
+	for (size_t r = 0; r < t->rows; r++)
+		for (size_t c = 0; c < t->cols; c++) {
+			size_t n = strlen(t->cells[r * t->cols + c]);
+
+			if (n > width[c])
+				width[c] = n;
+		}
+	for (size_t r = 0; r < t->rows; r++) {
+		size_t last = t->cols;
+
+		/* No padding after the last non-empty cell. */
+		while (last > 1 && !t->cells[r * t->cols + last - 1][0])
+			last--;
+		fputs(indent, out);
+		for (size_t c = 0; c < last; c++) {
+			const char *s = t->cells[r * t->cols + c];
+
+			if (c + 1 == last)
+				fprintf(out, "%s\n", s);
+			else
+				fprintf(out, "%-*s  ", (int)width[c], s);
+		}
+	}
+}
+
+static void fmt_res(double v, int r, char *buf, size_t len)
+{
+	drf_format_quantity(v, drf_res_unit(r), buf, len);
+	if (r == DRF_RES_IO_READ || r == DRF_RES_IO_WRITE)
+		strncat(buf, "/s", len - strlen(buf) - 1);
+}
+
+static void fmt_units(const struct drf_tenant *t, const struct drf_share *s, bool discrete,
+		      char *buf, size_t len)
+{
+	if (!t->task_model)
+		snprintf(buf, len, "%.1f%%", 100 * s->units);
+	else if (discrete || s->units == floor(s->units))
+		snprintf(buf, len, "%.0f task%s", s->units, s->units == 1 ? "" : "s");
+	else
+		snprintf(buf, len, "%.3f tasks", s->units);
+}
+
+static const char *limit_name(int limited_by)
+{
+	return limited_by == DRF_LIMIT_DEMAND ? "demand" : drf_res_name(limited_by);
+}
+
+void drf_plan_print_table(FILE *out, const struct drf_plan *pl)
+{
+	const struct drf_problem *p = pl->problem;
+	struct table t = { .cols = 0 };
+	int res[DRF_NRES], m = 0;
+	char *row;
+	size_t c;
+
+	for (int r = 0; r < DRF_NRES; r++)
+		if (p->capacity[r] > 0)
+			res[m++] = r;
+	t.cols = (size_t)(5 + m);
+
+	fprintf(out, "policy %s%s, mode %s: %s\n", drf_policy_name(pl->policy),
+		pl->discrete ? " (discrete tasks)" : "", drf_mode_name(pl->cfg->mode),
+		pl->cfg->path);
+	fputs("capacity:", out);
+	for (int k = 0; k < m; k++) {
+		char b[CELL];
+
+		fmt_res(p->capacity[res[k]], res[k], b, sizeof(b));
+		fprintf(out, " %s %s", drf_res_name(res[k]), b);
+	}
+	fputs("\n\n", out);
+
+	if (!(row = table_row(&t)))
+		goto out;
+	c = 0;
+	snprintf(cell(&t, 0, c++), CELL, "TENANT");
+	snprintf(cell(&t, 0, c++), CELL, "WEIGHT");
+	for (int k = 0; k < m; k++)
+		snprintf(cell(&t, 0, c++), CELL, "%s", drf_res_name(res[k]));
+	snprintf(cell(&t, 0, c++), CELL, "MET");
+	snprintf(cell(&t, 0, c++), CELL, "DOMINANT");
+	snprintf(cell(&t, 0, c++), CELL, "LIMITED-BY");
+	for (size_t i = 0; i < p->n; i++) {
+		const struct drf_share *s = &pl->result->shares[i];
+		const struct drf_tenant *ten = &pl->cfg->tenants[i];
+		char w[32];
+
+		if (!table_row(&t))
+			goto out;
+		c = 0;
+		snprintf(cell(&t, t.rows - 1, c++), CELL, "%s", ten->name);
+		snprintf(cell(&t, t.rows - 1, c++), CELL, "%s", drf_format_double(ten->weight, w, 32));
+		for (int k = 0; k < m; k++)
+			fmt_res(s->alloc[res[k]], res[k], cell(&t, t.rows - 1, c++), CELL);
+		fmt_units(ten, s, pl->discrete, cell(&t, t.rows - 1, c++), CELL);
+		snprintf(cell(&t, t.rows - 1, c++), CELL, "%s %.3f", drf_res_name(s->dominant_res),
+			 s->dominant_share);
+		snprintf(cell(&t, t.rows - 1, c++), CELL, "%s", limit_name(s->limited_by));
+	}
+	if (!table_row(&t))
+		goto out;
+	c = 0;
+	snprintf(cell(&t, t.rows - 1, c++), CELL, "(unallocated)");
+	c++;
+	for (int k = 0; k < m; k++)
+		fmt_res(pl->result->unallocated[res[k]], res[k], cell(&t, t.rows - 1, c++), CELL);
+	table_print(out, &t, "");
+out:
+	free(t.cells);
+}
+
+static void json_res_object(FILE *out, const struct drf_problem *p, const double *v,
+			    const bool *is_null)
+{
+	bool first = true;
+	char b[32];
+
+	fputc('{', out);
+	for (int r = 0; r < DRF_NRES; r++) {
+		if (!(p->capacity[r] > 0))
+			continue;
+		fprintf(out, "%s\"%s\": ", first ? "" : ", ", drf_res_name(r));
+		if (is_null && is_null[r])
+			fputs("null", out);
+		else
+			fputs(drf_format_double(v[r], b, sizeof(b)), out);
+		first = false;
+	}
+	fputc('}', out);
+}
+
+static void json_string(FILE *out, const char *s)
+{
+	fputc('"', out);
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '"' || ch == '\\')
+			fprintf(out, "\\%c", ch);
+		else if (ch < 0x20)
+			fprintf(out, "\\u%04x", ch);
+		else
+			fputc(ch, out);
+	}
+	fputc('"', out);
+}
+
+void drf_plan_print_json(FILE *out, const struct drf_plan *pl)
+{
+	const struct drf_problem *p = pl->problem;
+	char b[32];
+
+	fprintf(out, "{\"policy\": \"%s\", \"capacity\": ", drf_policy_name(pl->policy));
+	json_res_object(out, p, p->capacity, NULL);
+	fputs(", \"unallocated\": ", out);
+	json_res_object(out, p, pl->result->unallocated, NULL);
+	fputs(", \"tenants\": [", out);
+	for (size_t i = 0; i < p->n; i++) {
+		const struct drf_demand *d = &p->demands[i];
+		const struct drf_share *s = &pl->result->shares[i];
+		const struct drf_tenant *t = &pl->cfg->tenants[i];
+		double demand[DRF_NRES];
+		bool unbounded[DRF_NRES];
+
+		for (int r = 0; r < DRF_NRES; r++) {
+			unbounded[r] = isinf(d->max_units) && d->shape[r] > 0;
+			demand[r] = d->shape[r] > 0 ? d->shape[r] * d->max_units : 0;
+		}
+		fputs(i ? ", {\"name\": " : "{\"name\": ", out);
+		json_string(out, t->name);
+		fprintf(out, ", \"weight\": %s, \"demand\": ", drf_format_double(t->weight, b, 32));
+		json_res_object(out, p, demand, unbounded);
+		fputs(", \"alloc\": ", out);
+		json_res_object(out, p, s->alloc, NULL);
+		if (t->task_model)
+			fprintf(out, ", \"tasks\": %s", drf_format_double(s->units, b, 32));
+		fprintf(out, ", \"dominant_resource\": \"%s\", \"dominant_share\": %s",
+			drf_res_name(s->dominant_res), drf_format_double(s->dominant_share, b, 32));
+		fprintf(out, ", \"limited_by\": \"%s\"}", limit_name(s->limited_by));
+	}
+	fputs("]}\n", out);
+}
+
+int drf_plan_print_compare(FILE *out, const struct drf_config *cfg,
+			   const struct drf_problem *p)
+{
+	struct drf_result res[DRF_NPOLICY] = { 0 };
+	struct drf_metrics met[DRF_NPOLICY];
+	struct table t = { .cols = 0 };
+	int ids[DRF_NRES], m = 0, err = 0;
+
+	for (int r = 0; r < DRF_NRES; r++)
+		if (p->capacity[r] > 0)
+			ids[m++] = r;
+	for (int pol = 0; pol < DRF_NPOLICY; pol++) {
+		err = drf_allocate(p, pol, &res[pol]);
+		if (err < 0)
+			goto out;
+		drf_metrics_compute(p, &res[pol], &met[pol]);
+	}
+	fprintf(out, "policies compared on %s\n\n", cfg->path);
+
+	/* Per policy: fairness, sharing incentive, usable utilization per resource. */
+	t.cols = (size_t)(3 + m);
+	if (!table_row(&t)) {
+		err = -ENOMEM;
+		goto out;
+	}
+	snprintf(cell(&t, 0, 0), CELL, "POLICY");
+	snprintf(cell(&t, 0, 1), CELL, "JAIN");
+	snprintf(cell(&t, 0, 2), CELL, "SI-VIOLATIONS");
+	for (int k = 0; k < m; k++)
+		snprintf(cell(&t, 0, 3 + (size_t)k), CELL, "%s-used", drf_res_name(ids[k]));
+	for (int pol = 0; pol < DRF_NPOLICY; pol++) {
+		size_t row = t.rows;
+
+		if (!table_row(&t)) {
+			err = -ENOMEM;
+			goto out;
+		}
+		snprintf(cell(&t, row, 0), CELL, "%s", drf_policy_name(pol));
+		snprintf(cell(&t, row, 1), CELL, "%.3f", met[pol].jain);
+		snprintf(cell(&t, row, 2), CELL, "%zu", met[pol].si_violations);
+		for (int k = 0; k < m; k++) {
+			int r = ids[k];
+			double used = 100 * met[pol].utilization[r];
+			double given = 100 * met[pol].allocated[r];
+
+			if (given > used + 0.05)
+				snprintf(cell(&t, row, 3 + (size_t)k), CELL,
+					 "%.1f%% (%.1f%% handed out)", used, given);
+			else
+				snprintf(cell(&t, row, 3 + (size_t)k), CELL, "%.1f%%", used);
+		}
+	}
+	table_print(out, &t, "");
+	fputs("\nJAIN: Jain's index over weighted dominant shares of usable allocations (1 = equal).\n"
+	      "SI-VIOLATIONS: tenants getting less than their weighted slice of every resource.\n"
+	      "-used: share of capacity that tenants can use (allocations in their demand's shape).\n\n",
+	      out);
+
+	/* Per tenant: what each policy serves. */
+	free(t.cells);
+	t = (struct table){ .cols = 1 + DRF_NPOLICY };
+	if (!table_row(&t)) {
+		err = -ENOMEM;
+		goto out;
+	}
+	snprintf(cell(&t, 0, 0), CELL, "TENANT");
+	for (int pol = 0; pol < DRF_NPOLICY; pol++)
+		snprintf(cell(&t, 0, 1 + (size_t)pol), CELL, "%s", drf_policy_name(pol));
+	for (size_t i = 0; i < p->n; i++) {
+		size_t row = t.rows;
+
+		if (!table_row(&t)) {
+			err = -ENOMEM;
+			goto out;
+		}
+		snprintf(cell(&t, row, 0), CELL, "%s", cfg->tenants[i].name);
+		for (int pol = 0; pol < DRF_NPOLICY; pol++) {
+			const struct drf_share *s = &res[pol].shares[i];
+			double usable = s->units * drf_shape_dominant(p, &p->demands[i], NULL);
+			char u[32];
+
+			fmt_units(&cfg->tenants[i], s, false, u, sizeof(u));
+			snprintf(cell(&t, row, 1 + (size_t)pol), CELL, "%s (dom %.3f)", u, usable);
+		}
+	}
+	table_print(out, &t, "");
+out:
+	free(t.cells);
+	for (int pol = 0; pol < DRF_NPOLICY; pol++)
+		drf_result_free(&res[pol]);
+	return err;
+}

@@ -1,0 +1,222 @@
+// SPDX-License-Identifier: MIT
+#include "res.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const res_names[DRF_NRES] = {
+	[DRF_RES_CPU] = "cpu",
+	[DRF_RES_MEMORY] = "memory",
+	[DRF_RES_IO_READ] = "io-read-bps",
+	[DRF_RES_IO_WRITE] = "io-write-bps",
+	[DRF_RES_NET] = "net-rate",
+};
+
+static const enum drf_unit res_units[DRF_NRES] = {
+	[DRF_RES_CPU] = DRF_UNIT_CORES,
+	[DRF_RES_MEMORY] = DRF_UNIT_BYTES,
+	[DRF_RES_IO_READ] = DRF_UNIT_BYTES,
+	[DRF_RES_IO_WRITE] = DRF_UNIT_BYTES,
+	[DRF_RES_NET] = DRF_UNIT_BITS,
+};
+
+const char *drf_res_name(enum drf_res r)
+{
+	return (unsigned)r < DRF_NRES ? res_names[r] : "?";
+}
+
+int drf_res_from_name(const char *name)
+{
+	for (int r = 0; r < DRF_NRES; r++)
+		if (strcmp(name, res_names[r]) == 0)
+			return r;
+	return -1;
+}
+
+enum drf_unit drf_res_unit(enum drf_res r)
+{
+	return res_units[r];
+}
+
+struct suffix {
+	const char *name;
+	double mult;
+};
+
+static const struct suffix byte_suffixes[] = {
+	{ "", 1.0 },
+	{ "K", 1024.0 },
+	{ "M", 1024.0 * 1024 },
+	{ "G", 1024.0 * 1024 * 1024 },
+	{ "T", 1024.0 * 1024 * 1024 * 1024 },
+	{ NULL, 0 },
+};
+
+static const struct suffix bit_suffixes[] = {
+	{ "", 1.0 },
+	{ "bit", 1.0 },
+	{ "kbit", 1e3 },
+	{ "mbit", 1e6 },
+	{ "gbit", 1e9 },
+	{ NULL, 0 },
+};
+
+static const struct suffix core_suffixes[] = {
+	{ "", 1.0 },
+	{ NULL, 0 },
+};
+
+static const struct suffix *suffixes_of(enum drf_unit unit)
+{
+	switch (unit) {
+	case DRF_UNIT_BYTES:
+		return byte_suffixes;
+	case DRF_UNIT_BITS:
+		return bit_suffixes;
+	case DRF_UNIT_CORES:
+		break;
+	}
+	return core_suffixes;
+}
+
+/*
+ * Checks that s starts with "digits[.digits]" (or ".digits") and returns the
+ * number of characters it takes, or 0 if there is no number there. Checked by
+ * hand so that "1e3", "0x10", " 5", "+5", "inf" and "nan", which strtod() would
+ * take, are refused; the value itself comes from strtod() for correct rounding.
+ */
+static size_t scan_decimal(const char *s, double *ret_v)
+{
+	size_t i = 0, digits = 0;
+	char tmp[64];
+
+	while (s[i] >= '0' && s[i] <= '9')
+		i++, digits++;
+	if (s[i] == '.') {
+		size_t frac = 0;
+
+		i++;
+		while (s[i] >= '0' && s[i] <= '9')
+			i++, frac++;
+		if (frac == 0)
+			return 0;
+		digits += frac;
+	}
+	if (digits == 0 || i >= sizeof(tmp))
+		return 0;
+	memcpy(tmp, s, i);
+	tmp[i] = '\0';
+	*ret_v = strtod(tmp, NULL);
+	return i;
+}
+
+int drf_parse_quantity(const char *s, enum drf_unit unit, double *ret, const char **ret_why)
+{
+	const char *why;
+	double v;
+	size_t n;
+
+	if (s[0] == '-') {
+		why = "negative number";
+		goto range;
+	}
+	n = scan_decimal(s, &v);
+	if (n == 0) {
+		why = unit == DRF_UNIT_CORES ? "not a decimal number"
+					     : "not a number (expected digits, then an optional unit)";
+		if (ret_why)
+			*ret_why = why;
+		return -EINVAL;
+	}
+	for (const struct suffix *sf = suffixes_of(unit); sf->name; sf++) {
+		if (strcmp(s + n, sf->name) == 0) {
+			v *= sf->mult;
+			if (!isfinite(v) || v > 1e18) {
+				why = "number too large";
+				goto range;
+			}
+			*ret = v;
+			return 0;
+		}
+	}
+	if (ret_why) {
+		switch (unit) {
+		case DRF_UNIT_BYTES:
+			*ret_why = "unknown unit (bytes take K, M, G or T)";
+			break;
+		case DRF_UNIT_BITS:
+			/* tc's "mbps" means megabytes per second: say so rather than guess. */
+			*ret_why = "unknown unit (bits/s take kbit, mbit or gbit; "
+				   "tc's kbps/mbps/gbps are bytes and are not accepted)";
+			break;
+		case DRF_UNIT_CORES:
+			*ret_why = "unknown unit (cores are a plain decimal number)";
+			break;
+		}
+	}
+	return -ENOENT;
+range:
+	if (ret_why)
+		*ret_why = why;
+	return -ERANGE;
+}
+
+int drf_parse_duration_ms(const char *s, double *ret_ms, const char **ret_why)
+{
+	double v;
+	size_t n;
+
+	if (s[0] == '-') {
+		if (ret_why)
+			*ret_why = "negative duration";
+		return -ERANGE;
+	}
+	n = scan_decimal(s, &v);
+	if (n == 0) {
+		if (ret_why)
+			*ret_why = "not a duration (expected e.g. 500ms or 1s)";
+		return -EINVAL;
+	}
+	if (strcmp(s + n, "ms") == 0) {
+		*ret_ms = v;
+	} else if (strcmp(s + n, "s") == 0 || s[n] == '\0') {
+		*ret_ms = v * 1000;
+	} else {
+		if (ret_why)
+			*ret_why = "unknown unit (durations take ms or s)";
+		return -ENOENT;
+	}
+	return 0;
+}
+
+static void format_scaled(double v, const char *suffix, char *buf, size_t len)
+{
+	if (v == floor(v) && v < 1e15)
+		snprintf(buf, len, "%.0f%s", v, suffix);
+	else if (v >= 100)
+		snprintf(buf, len, "%.1f%s", v, suffix);
+	else if (v >= 10)
+		snprintf(buf, len, "%.2f%s", v, suffix);
+	else
+		snprintf(buf, len, "%.3f%s", v, suffix);
+}
+
+char *drf_format_quantity(double v, enum drf_unit unit, char *buf, size_t len)
+{
+	const struct suffix *sf, *best;
+
+	if (isinf(v)) {
+		snprintf(buf, len, "unlimited");
+		return buf;
+	}
+	sf = suffixes_of(unit);
+	best = sf;
+	for (; sf->name; sf++)
+		if (sf->mult > best->mult && fabs(v) >= sf->mult)
+			best = sf;
+	format_scaled(v / best->mult, best->name, buf, len);
+	return buf;
+}

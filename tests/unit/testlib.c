@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: MIT
+#include "testlib.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+void t_assert_close_at(double actual, double expected, double rel, double abs_tol,
+		       const char *what, const char *file, int line)
+{
+	double limit = fmax(fabs(expected) * rel, abs_tol);
+
+	if (actual == expected || fabs(actual - expected) <= limit)
+		return;
+	print_error("%s: actual %.17g, expected %.17g, |diff| %.3g > limit %.3g\n", what, actual,
+		    expected, fabs(actual - expected), limit);
+	_fail(file, line);
+}
+
+void t_assert_le_at(double actual, double limit, double rel, double abs_tol, const char *what,
+		    const char *file, int line)
+{
+	double allowed = limit + fabs(limit) * rel + abs_tol;
+
+	if (actual <= allowed)
+		return;
+	print_error("%s: actual %.17g exceeds limit %.17g (allowed up to %.17g)\n", what, actual,
+		    limit, allowed);
+	_fail(file, line);
+}
+
+uint64_t rng_next(struct rng *r)
+{
+	uint64_t z = (r->s += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+double rng_unit(struct rng *r)
+{
+	return (double)(rng_next(r) >> 11) * 0x1p-53;
+}
+
+double rng_range(struct rng *r, double lo, double hi)
+{
+	return lo + (hi - lo) * rng_unit(r);
+}
+
+double rng_log(struct rng *r, double lo, double hi)
+{
+	return exp(rng_range(r, log(lo), log(hi)));
+}
+
+int rng_int(struct rng *r, int lo, int hi)
+{
+	return lo + (int)(rng_next(r) % (uint64_t)(hi - lo + 1));
+}
+
+int t_write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	size_t n = strlen(text);
+
+	if (!f)
+		return -errno;
+	if (fwrite(text, 1, n, f) != n) {
+		fclose(f);
+		return -EIO;
+	}
+	return fclose(f) == 0 ? 0 : -errno;
+}
