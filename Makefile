@@ -1,6 +1,7 @@
 # drfd: Dominant Resource Fairness for one Linux host.
 #
 #   make                      build drfctl (and later drfd) into .output/
+#   make demo                 show the plan for the example tenants
 #   make check                build and run every test
 #   make check-all            check with gcc and clang, ASan and UBSan, and shellcheck
 #   make bench                allocation benchmarks (tests/bench/)
@@ -44,7 +45,7 @@ UNIT_TESTS := test_units test_alloc test_props test_config test_fuzz_config
 UNIT_BINS := $(UNIT_TESTS:%=$(BUILD)/tests/%)
 BENCH_BIN := $(BUILD)/tests/bench_alloc
 
-.PHONY: all check check-unit check-cli check-all bench install clean lint shellcheck
+.PHONY: all demo check check-unit check-cli check-all bench install clean shellcheck
 
 all: $(BINS)
 
@@ -66,6 +67,12 @@ $(BENCH_BIN): $(BUILD)/tests/bench/bench_alloc.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# The README's first command: what DRF gives the example tenants.
+demo: $(BUILD)/drfctl
+	$(BUILD)/drfctl plan -c deploy/examples/drfd.conf
+	@echo
+	$(BUILD)/drfctl plan -c deploy/examples/drfd.conf --compare
+
 check: check-unit check-cli
 
 check-unit: $(UNIT_BINS)
@@ -86,7 +93,7 @@ check-all:
 	$(MAKE) shellcheck
 
 shellcheck:
-	shellcheck -x $(shell git ls-files '*.sh' .ci/run 2>/dev/null || ls tests/*/*.sh deploy/*.sh .ci/run)
+	shellcheck -x $(wildcard deploy/*.sh tests/*/*.sh) .ci/run
 
 bench: $(BENCH_BIN)
 	@echo "command: make bench ($(BENCH_BIN), CC=$(CC) CFLAGS='$(CFLAGS)')"

@@ -21,6 +21,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* fmax()/fmin() are calls into libm at -O2; these inline (no NaN reaches them). */
+static inline double max2(double a, double b)
+{
+	return a > b ? a : b;
+}
+
+static inline double min2(double a, double b)
+{
+	return a < b ? a : b;
+}
+
 /* Relative slack for "this resource is used up" and "this copy still fits". */
 #define FIT_EPS 1e-12
 
@@ -147,15 +158,15 @@ static void finish_share(const struct drf_problem *p, const struct drf_demand *d
 
 static void finish_result(const struct drf_problem *p, struct drf_result *out)
 {
-	for (int r = 0; r < DRF_NRES; r++) {
-		double used = 0;
+	double used[DRF_NRES] = { 0 };
 
-		for (size_t i = 0; i < out->n; i++)
-			used += out->shares[i].alloc[r];
-		out->unallocated[r] = p->capacity[r] > 0 ? fmax(0, p->capacity[r] - used) : 0;
-	}
-	for (size_t i = 0; i < out->n; i++)
+	for (size_t i = 0; i < out->n; i++) {
+		for (int r = 0; r < DRF_NRES; r++)
+			used[r] += out->shares[i].alloc[r];
 		finish_share(p, &p->demands[i], &out->shares[i]);
+	}
+	for (int r = 0; r < DRF_NRES; r++)
+		out->unallocated[r] = p->capacity[r] > 0 ? max2(0, p->capacity[r] - used[r]) : 0;
 }
 
 /*
@@ -219,16 +230,16 @@ struct filler {
 	bool *frozen;
 	uint32_t *list;   /* per resource (CSR): tenants with u_ir > 0 */
 	uint32_t list_start[DRF_NRES + 1];
-	long double used[DRF_NRES];    /* F_r: use by frozen tenants */
-	long double slope[DRF_NRES];   /* K_r: sum of coef over active tenants */
-	long double removed[DRF_NRES]; /* coef taken out of K_r since it was last summed */
+	double used[DRF_NRES];    /* F_r: use by frozen tenants */
+	double slope[DRF_NRES];   /* K_r: sum of coef over active tenants */
+	double removed[DRF_NRES]; /* coef taken out of K_r since it was last summed */
 	size_t nactive[DRF_NRES];      /* active tenants needing r */
 	bool saturated[DRF_NRES];
 };
 
 static void resum_slope(struct filler *f, int k)
 {
-	long double s = 0;
+	double s = 0;
 
 	for (uint32_t j = f->list_start[k]; j < f->list_start[k + 1]; j++)
 		if (!f->frozen[f->list[j]])
@@ -248,7 +259,7 @@ static void freeze(struct filler *f, size_t i, double level, int limited_by)
 	if (limited_by == DRF_LIMIT_DEMAND)
 		s->units = d->max_units;
 	else
-		s->units = fmin(d->max_units, d->weight * level / f->delta[i]);
+		s->units = min2(d->max_units, d->weight * level / f->delta[i]);
 	s->limited_by = limited_by;
 	for (int k = 0; k < m; k++) {
 		int r = f->rs.res[k];
@@ -257,7 +268,7 @@ static void freeze(struct filler *f, size_t i, double level, int limited_by)
 		s->alloc[r] = s->units * d->shape[r];
 		if (c <= 0)
 			continue;
-		f->used[k] += (long double)c * level;
+		f->used[k] += c * level;
 		if (--f->nactive[k] == 0) {
 			f->slope[k] = 0;
 			f->removed[k] = 0;
@@ -266,24 +277,24 @@ static void freeze(struct filler *f, size_t i, double level, int limited_by)
 		f->slope[k] -= c;
 		f->removed[k] += c;
 		/*
-		 * Taking large terms out of a sum leaves the rounding error of the large
-		 * terms behind; once the remainder is 2^-24 of what was removed, that error
-		 * could matter against it, so add the remainder up afresh.
+		 * Taking large terms out of a sum leaves their rounding error (2^-53 of
+		 * them) behind; once the remainder is 2^-16 of what was removed, that error
+		 * could reach 2^-37 of it, so add the remainder up afresh.
 		 */
-		if (f->slope[k] < f->removed[k] * 0x1p-24L)
+		if (f->slope[k] < f->removed[k] * 0x1p-16)
 			resum_slope(f, k);
 	}
 }
 
-static int fill(const struct drf_problem *p, enum drf_policy policy, struct drf_result *out)
+static int fill(const struct drf_problem *p, const struct resset *rs, enum drf_policy policy,
+		struct drf_result *out)
 {
-	struct filler f = { .p = p, .shares = out->shares, .n = p->n };
+	struct filler f = { .p = p, .shares = out->shares, .n = p->n, .rs = *rs };
 	struct sortkey *keys = NULL, *tmp = NULL, *sorted;
 	size_t ncap = 0, next = 0, nnz = 0;
 	double level = 0;
 	int m, ret = -ENOMEM;
 
-	validate(p, &f.rs);
 	m = f.rs.m;
 	f.delta = malloc(f.n * sizeof(*f.delta) + 1);
 	f.coef = malloc(f.n * m * sizeof(*f.coef) + 1);
@@ -306,7 +317,7 @@ static int fill(const struct drf_problem *p, enum drf_policy policy, struct drf_
 			if (policy == DRF_POLICY_ASSET)
 				delta += u;
 			else
-				delta = fmax(delta, u);
+				delta = max2(delta, u);
 		}
 		f.delta[i] = delta;
 		if (delta == 0) {
@@ -335,14 +346,21 @@ static int fill(const struct drf_problem *p, enum drf_policy policy, struct drf_
 			ncap++;
 		}
 	}
-	/* Per-resource lists of the tenants that need each resource. */
+	/* Per-resource lists of the tenants that need each resource (CSR). */
 	for (int k = 0; k < m; k++) {
 		f.list_start[k] = (uint32_t)nnz;
-		for (size_t i = 0; i < f.n; i++)
-			if (f.coef[i * m + k] > 0)
-				f.list[nnz++] = (uint32_t)i;
+		nnz += f.nactive[k];
 	}
 	f.list_start[m] = (uint32_t)nnz;
+	{
+		uint32_t fillpos[DRF_NRES];
+
+		memcpy(fillpos, f.list_start, sizeof(fillpos));
+		for (size_t i = 0; i < f.n; i++)
+			for (int k = 0; k < m; k++)
+				if (f.coef[i * m + k] > 0)
+					f.list[fillpos[k]++] = (uint32_t)i;
+	}
 	sorted = radix_sort(keys, tmp, ncap);
 
 	while (f.active > 0) {
@@ -358,7 +376,7 @@ static int fill(const struct drf_problem *p, enum drf_policy policy, struct drf_
 
 			if (f.saturated[k] || f.nactive[k] == 0)
 				continue;
-			l = (double)((1.0L - f.used[k]) / f.slope[k]);
+			l = (1.0 - f.used[k]) / f.slope[k];
 			if (l < level)
 				l = level; /* already full, up to rounding */
 			if (l < sat_level) {
@@ -395,14 +413,14 @@ out_free:
  * Weighted max-min water-filling of each resource on its own. A tenant's demand
  * on r is max_units * shape_r (infinite for unlimited tasks).
  */
-static int water_fill(const struct drf_problem *p, struct drf_result *out)
+static int water_fill(const struct drf_problem *p, const struct resset *prs,
+		      struct drf_result *out)
 {
 	struct sortkey *keys, *tmp, *sorted;
+	const struct resset rs = *prs;
 	double *suffix_w;
-	struct resset rs;
 	int ret = -ENOMEM;
 
-	validate(p, &rs);
 	keys = malloc(p->n * sizeof(*keys) + 1);
 	tmp = malloc(p->n * sizeof(*tmp) + 1);
 	suffix_w = malloc((p->n + 1) * sizeof(*suffix_w));
@@ -437,7 +455,7 @@ static int water_fill(const struct drf_problem *p, struct drf_result *out)
 				double a = d->shape[r] * d->max_units;
 
 				out->shares[sorted[j].idx].alloc[r] = a;
-				left = fmax(0, left - a);
+				left = max2(0, left - a);
 				continue;
 			}
 			for (; j < cnt; j++)
@@ -464,7 +482,7 @@ static int water_fill(const struct drf_problem *p, struct drf_result *out)
 				lim = r;
 			}
 		}
-		s->units = fmin(units, d->max_units);
+		s->units = min2(units, d->max_units);
 		s->limited_by = lim;
 	}
 	ret = 0;
@@ -498,9 +516,9 @@ int drf_allocate(const struct drf_problem *p, enum drf_policy policy, struct drf
 	if (err < 0)
 		return err;
 	if (policy == DRF_POLICY_PER_RESOURCE)
-		err = water_fill(p, &out);
+		err = water_fill(p, &rs, &out);
 	else
-		err = fill(p, policy, &out);
+		err = fill(p, &rs, policy, &out);
 	if (err < 0) {
 		drf_result_free(&out);
 		return err;
@@ -642,7 +660,7 @@ void drf_metrics_compute(const struct drf_problem *p, const struct drf_result *r
 			if (!(p->capacity[r] > 0))
 				continue;
 			usable = s->units * d->shape[r];
-			share = fmax(share, usable / p->capacity[r]);
+			share = max2(share, usable / p->capacity[r]);
 			m.utilization[r] += usable / p->capacity[r];
 			m.allocated[r] += s->alloc[r] / p->capacity[r];
 		}
@@ -652,7 +670,7 @@ void drf_metrics_compute(const struct drf_problem *p, const struct drf_result *r
 		full = d->max_units * drf_shape_dominant(p, d, NULL);
 		if (isnan(full))
 			full = INFINITY;
-		if (share < fmin(full, d->weight / wsum) * (1 - 1e-9) - 1e-12)
+		if (share < min2(full, d->weight / wsum) * (1 - 1e-9) - 1e-12)
 			m.si_violations++;
 	}
 	m.jain = y2sum > 0 ? ysum * ysum / ((double)p->n * y2sum) : 1.0;

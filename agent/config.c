@@ -634,7 +634,7 @@ static char *reader(char *str, int num, void *stream)
 		fail(ps, "contains a NUL byte");
 		return NULL;
 	}
-	if (num < 2 || n > (size_t)num - 1) {
+	if (num < 3 || (nl ? n - 1 : n) > (size_t)num - 2) {
 		fail(ps, "line is longer than %d characters", num - 2);
 		return NULL;
 	}

@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""Checks `drfctl plan --json` output against the schema of issue 2, exactly:
+no missing and no extra keys, the right types, resources among the five names,
+and the expected numbers given as NAME.FIELD[.RES]=VALUE arguments."""
+import json
+import sys
+
+RES = {"cpu", "memory", "io-read-bps", "io-write-bps", "net-rate"}
+
+
+def fail(msg):
+    print("schema: " + msg, file=sys.stderr)
+    sys.exit(1)
+
+
+def num(v, what):
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        fail(f"{what} is not a number: {v!r}")
+
+
+def res_obj(o, what, allow_null=False):
+    if not isinstance(o, dict) or not o:
+        fail(f"{what} is not a non-empty object")
+    for k, v in o.items():
+        if k not in RES:
+            fail(f"{what} has unknown resource {k!r}")
+        if v is None and allow_null:
+            continue
+        num(v, f"{what}.{k}")
+
+
+def main():
+    doc = json.load(sys.stdin)
+    if set(doc) != {"policy", "capacity", "unallocated", "tenants"}:
+        fail(f"top-level keys {sorted(doc)}")
+    if doc["policy"] not in ("drf", "asset", "per-resource"):
+        fail(f"policy {doc['policy']!r}")
+    res_obj(doc["capacity"], "capacity")
+    res_obj(doc["unallocated"], "unallocated")
+    if set(doc["unallocated"]) != set(doc["capacity"]):
+        fail("unallocated and capacity name different resources")
+    by_name = {}
+    for t in doc["tenants"]:
+        keys = {"name", "weight", "demand", "alloc", "dominant_resource", "dominant_share",
+                "limited_by"}
+        if set(t) - {"tasks"} != keys:
+            fail(f"tenant keys {sorted(t)}")
+        if not isinstance(t["name"], str):
+            fail("name is not a string")
+        num(t["weight"], "weight")
+        res_obj(t["demand"], t["name"] + ".demand", allow_null=True)
+        res_obj(t["alloc"], t["name"] + ".alloc")
+        if "tasks" in t:
+            num(t["tasks"], t["name"] + ".tasks")
+        if t["dominant_resource"] not in RES:
+            fail(f"dominant_resource {t['dominant_resource']!r}")
+        num(t["dominant_share"], "dominant_share")
+        if t["limited_by"] != "demand" and t["limited_by"] not in RES:
+            fail(f"limited_by {t['limited_by']!r}")
+        by_name[t["name"]] = t
+    for arg in sys.argv[1:]:
+        path, want = arg.split("=", 1)
+        parts = path.split(".")
+        if parts[0] == "":
+            node = doc
+            parts = parts[1:]
+        else:
+            node = by_name[parts[0]]
+            parts = parts[1:]
+        for p in parts:
+            node = node[p]
+        if want == "null":
+            ok = node is None
+        else:
+            try:
+                ok = abs(float(node) - float(want)) <= 1e-9 * max(1.0, abs(float(want)))
+            except (TypeError, ValueError):
+                ok = str(node) == want
+        if not ok:
+            fail(f"{path} = {node!r}, expected {want}")
+
+
+main()

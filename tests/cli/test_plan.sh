@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# drfctl plan end to end: the example config gives E1, --json matches the schema,
+# config errors exit 2 with FILE:LINE, usage errors exit 64.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+drfctl=${DRFCTL:?set DRFCTL to the drfctl binary}
+fix=$here/fixtures
+pass=0 failed=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+ok() { pass=$((pass + 1)); echo "PASS $1"; }
+ko() { failed=$((failed + 1)); echo "FAIL $1"; }
+
+# expect NAME STATUS CMD...: runs CMD, compares its exit status
+expect() {
+	local name=$1 want=$2
+	shift 2
+	"$@" >"$tmp/out" 2>"$tmp/err"
+	local got=$?
+	if [ "$got" -eq "$want" ]; then ok "$name"; else ko "$name (exit $got, expected $want)"; cat "$tmp/err"; fi
+}
+
+G=1073741824
+ex=$top/deploy/examples/drfd.conf
+
+expect "example plan runs" 0 "$drfctl" plan -c "$ex"
+if grep -Eq '^A +1 +3 +12G +3 tasks +memory 0\.667 +cpu$' "$tmp/out" &&
+	grep -Eq '^B +1 +6 +2G +2 tasks +cpu 0\.667 +cpu$' "$tmp/out" &&
+	grep -Eq '^\(unallocated\) +0 +4G$' "$tmp/out"; then
+	ok "example table shows E1 (A 3 tasks, B 2 tasks, 4G left)"
+else
+	ko "example table shows E1"; cat "$tmp/out"
+fi
+
+expect "example --json runs" 0 "$drfctl" plan -c "$ex" --json
+if python3 "$here/check_json.py" .policy=drf .capacity.cpu=9 .capacity.memory=$((18 * G)) \
+	.unallocated.cpu=0 .unallocated.memory=$((4 * G)) \
+	A.tasks=3 A.alloc.cpu=3 A.alloc.memory=$((12 * G)) A.demand.cpu=null \
+	A.dominant_resource=memory A.limited_by=cpu B.tasks=2 B.alloc.cpu=6 \
+	B.dominant_share=0.6666666666666666 <"$tmp/out"; then
+	ok "example --json matches the schema and E1"
+else
+	ko "example --json matches the schema and E1"; cat "$tmp/out"
+fi
+
+expect "example --discrete --json runs" 0 "$drfctl" plan -c "$ex" --discrete --json
+if python3 "$here/check_json.py" A.tasks=3 B.tasks=2 <"$tmp/out"; then
+	ok "discrete E1: 3 and 2 whole tasks"
+else
+	ko "discrete E1"; cat "$tmp/out"
+fi
+
+expect "E2 asset --json" 0 "$drfctl" plan -c "$fix/e2.conf" --policy asset --json
+if python3 "$here/check_json.py" .policy=asset U1.tasks=12 U2.tasks=8 .unallocated.cpu=8 \
+	<"$tmp/out"; then ok "E2 asset: 12 and 8 tasks, 8 cpu idle"; else ko "E2 asset"; cat "$tmp/out"; fi
+
+expect "E2 drf --json" 0 "$drfctl" plan -c "$fix/e2.conf" --json
+if python3 "$here/check_json.py" U1.tasks=14 U2.tasks=7 U1.dominant_share=0.5 <"$tmp/out"; then
+	ok "E2 drf: 14 and 7 tasks"
+else
+	ko "E2 drf"; cat "$tmp/out"
+fi
+
+expect "E3 --json" 0 "$drfctl" plan -c "$fix/e3.conf" --json
+if python3 "$here/check_json.py" A.alloc.cpu=2 A.alloc.memory=$((8 * G)) A.limited_by=demand \
+	A.demand.cpu=2 B.alloc.cpu=7 B.tasks=2.3333333333333335 B.limited_by=cpu <"$tmp/out" &&
+	! grep -q '"tasks"' <<<"$(python3 -c 'import json,sys; print(json.load(sys.stdin)["tenants"][0])' <"$tmp/out")"; then
+	ok "E3: A served in full (no tasks key), B 7/3 tasks"
+else
+	ko "E3"; cat "$tmp/out"
+fi
+
+expect "--compare runs" 0 "$drfctl" plan -c "$fix/e2.conf" --compare
+if grep -Eq '^asset +[0-9.]+ +1 ' "$tmp/out" && grep -Eq '^drf +1\.000 +0 ' "$tmp/out"; then
+	ok "--compare: asset has 1 sharing-incentive violation, drf none"
+else
+	ko "--compare"; cat "$tmp/out"
+fi
+
+expect "config error exits 2" 2 "$drfctl" plan -c "$fix/bad.conf"
+if grep -q "bad.conf:4: weight = '0': out of range" "$tmp/err"; then
+	ok "config error names FILE:LINE"
+else
+	ko "config error names FILE:LINE"; cat "$tmp/err"
+fi
+expect "missing config exits 2" 2 "$drfctl" plan -c "$tmp/nope.conf"
+expect "--discrete with a bounded tenant exits 2" 2 "$drfctl" plan -c "$fix/e3.conf" --discrete
+expect "unknown policy exits 64" 64 "$drfctl" plan -c "$ex" --policy fifo
+expect "unknown command exits 64" 64 "$drfctl" frobnicate
+expect "--compare --json exits 64" 64 "$drfctl" plan -c "$ex" --compare --json
+
+echo "$pass passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,512 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Config loading: every error path with its FILE:LINE, and what valid files mean.
+ * Each test writes its files into a fresh mkdtemp() directory.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "testlib.h"
+
+#define G (1024.0 * 1024 * 1024)
+
+static char dir[64];
+static char main_path[128];
+static char err[1024];
+
+/* A host where cpu = auto is 8, memory = auto is 16G and eth0 runs at 10 gbit. */
+static int fake_cpus(void *ctx, double *ret)
+{
+	(void)ctx;
+	*ret = 8;
+	return 0;
+}
+
+static int fake_mem(void *ctx, double *ret)
+{
+	(void)ctx;
+	*ret = 16 * G;
+	return 0;
+}
+
+static int fake_speed(void *ctx, const char *dev, double *ret)
+{
+	(void)ctx;
+	if (strcmp(dev, "eth0") != 0)
+		return -ENOENT;
+	*ret = 10e9;
+	return 0;
+}
+
+static int failing_cpus(void *ctx, double *ret)
+{
+	(void)ctx;
+	(void)ret;
+	return -EIO;
+}
+
+static const struct drf_host_ops fake_host = { fake_cpus, fake_mem, fake_speed, NULL };
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(dir, sizeof(dir), "/tmp/drf-config-XXXXXX");
+	if (!mkdtemp(dir))
+		return -1;
+	snprintf(main_path, sizeof(main_path), "%s/drfd.conf", dir);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[128];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static void write_tenant_file(const char *name, const char *text)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "%s/tenants.d", dir);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/tenants.d/%s", dir, name);
+	assert_int_equal(t_write_file(path, text), 0);
+}
+
+static int load_with(const char *text, const struct drf_host_ops *host, struct drf_config *c)
+{
+	assert_int_equal(t_write_file(main_path, text), 0);
+	return drf_config_load(main_path, host, c, err, sizeof(err));
+}
+
+static const char base[] = "[capacity]\ncpu = 9\nmemory = 18G\n"; /* 3 lines */
+
+/*
+ * Loading fails, and the message starts with "<where>:<line>: " and contains
+ * `phrase`. where is the main file unless a tenants file name is given.
+ */
+static void expect_error_in(const char *text, const char *where, int line, const char *phrase)
+{
+	struct drf_config c;
+	char prefix[256];
+	int r = load_with(text, &fake_host, &c);
+
+	if (r == 0) {
+		drf_config_free(&c);
+		print_error("config loaded, expected an error containing '%s'\n", phrase);
+		fail();
+	}
+	if (line > 0)
+		snprintf(prefix, sizeof(prefix), "%s:%d: ", where, line);
+	else
+		snprintf(prefix, sizeof(prefix), "%s: ", where);
+	if (strncmp(err, prefix, strlen(prefix)) != 0 || !strstr(err, phrase)) {
+		print_error("error '%s'\nexpected to start with '%s' and contain '%s'\n", err, prefix,
+			    phrase);
+		fail();
+	}
+}
+
+static void expect_error(const char *text, int line, const char *phrase)
+{
+	expect_error_in(text, main_path, line, phrase);
+}
+
+static void test_valid_full(void **state)
+{
+	struct drf_config c;
+	struct drf_problem p;
+	struct drf_demand *d;
+
+	(void)state;
+	write_tenant_file("b.conf", "# team B\n[tenant B]\ntask-cpu = 3\ntask-memory = 1G\n"
+				    "tasks = 5\n");
+	write_tenant_file("c.conf", "[tenant C]\n"); /* empty section: a tenant all the same */
+	write_tenant_file(".hidden.conf", "garbage that must not be read\n");
+	write_tenant_file("notes.txt", "garbage that must not be read\n");
+	assert_int_equal(load_with("; drfd\n"
+				   "[agent]\n"
+				   "cgroup-root = /sys/fs/cgroup/test.slice\n"
+				   "interval = 250ms\n"
+				   "mode = limit\n"
+				   "policy = asset\n"
+				   "\n"
+				   "[capacity]\n"
+				   "cpu = auto\n"
+				   "memory = auto\n"
+				   "memory-reserve = 2G\n"
+				   "io-device = 8:0\n"
+				   "io-read-bps = 100M\n"
+				   "io-write-bps = 50M ; inline comment\n"
+				   "net-device = eth0\n"
+				   "net-rate = auto\n"
+				   "[tenant A]\n"
+				   "weight = 2.5\n"
+				   "cgroup = team-a/web\n"
+				   "cpu = 2\n"
+				   "memory: 4G\n",
+				   &fake_host, &c),
+			 0);
+	assert_string_equal(c.cgroup_root, "/sys/fs/cgroup/test.slice");
+	assert_close(c.interval_ms, 250, 0, "interval");
+	assert_int_equal(c.mode, DRF_MODE_LIMIT);
+	assert_int_equal(c.policy, DRF_POLICY_ASSET);
+	assert_close(c.capacity[DRF_RES_CPU], 8, 0, "cpu auto");
+	assert_close(c.capacity[DRF_RES_MEMORY], 14 * G, 0, "memory auto - reserve");
+	assert_close(c.capacity[DRF_RES_IO_READ], 100 * 1048576.0, 0, "io read");
+	assert_close(c.capacity[DRF_RES_IO_WRITE], 50 * 1048576.0, 0, "io write");
+	assert_close(c.capacity[DRF_RES_NET], 10e9, 0, "net auto");
+	assert_string_equal(c.io_device, "8:0");
+	assert_string_equal(c.net_device, "eth0");
+	assert_int_equal(c.n_tenants, 3);
+	assert_string_equal(c.tenants[0].name, "A");
+	assert_string_equal(c.tenants[0].cgroup, "team-a/web");
+	assert_close(c.tenants[0].weight, 2.5, 0, "weight");
+	assert_false(c.tenants[0].task_model);
+	assert_string_equal(c.tenants[1].name, "B");
+	assert_true(c.tenants[1].task_model);
+	assert_close(c.tenants[1].tasks, 5, 0, "tasks");
+	assert_int_equal(c.tenants[1].line, 2);
+	assert_non_null(strstr(c.tenants[1].file, "tenants.d/b.conf"));
+	assert_string_equal(c.tenants[2].name, "C");
+	assert_string_equal(c.tenants[2].cgroup, "C");
+	assert_close(c.tenants[2].weight, 1, 0, "default weight");
+
+	assert_int_equal(drf_config_problem(&c, &p, &d), 0);
+	/* A declared cpu and memory; the rest of its demand is the whole capacity. */
+	assert_close(d[0].shape[DRF_RES_CPU], 2, 0, "A cpu");
+	assert_close(d[0].shape[DRF_RES_IO_READ], 100 * 1048576.0, 0, "A io undeclared");
+	assert_close(d[0].max_units, 1, 0, "bounded");
+	/* B's undeclared task entries are 0. */
+	assert_close(d[1].shape[DRF_RES_IO_READ], 0, 0, "B io undeclared");
+	assert_close(d[1].max_units, 5, 0, "B tasks");
+	/* C declared nothing: it wants everything. */
+	for (int r = 0; r < DRF_NRES; r++)
+		assert_close(d[2].shape[r], c.capacity[r], 0, "C undeclared");
+	free(d);
+	drf_config_free(&c);
+}
+
+static void test_defaults(void **state)
+{
+	struct drf_config c;
+
+	(void)state;
+	assert_int_equal(load_with("[capacity]\ncpu = 4\n[tenant a]\n", &fake_host, &c), 0);
+	assert_string_equal(c.cgroup_root, "/sys/fs/cgroup/drf.slice");
+	assert_close(c.interval_ms, 1000, 0, "default interval");
+	assert_int_equal(c.mode, DRF_MODE_SHARE);
+	assert_int_equal(c.policy, DRF_POLICY_DRF);
+	assert_non_null(strstr(c.tenants_dir, "/tenants.d"));
+	assert_true(isinf(c.tenants[0].tasks));
+	assert_close(c.capacity[DRF_RES_MEMORY], 0, 0, "memory takes no part");
+	drf_config_free(&c);
+}
+
+static void test_tenants_dir(void **state)
+{
+	struct drf_config c;
+	char sub[200];
+
+	(void)state;
+	snprintf(sub, sizeof(sub), "%s/teams", dir);
+	assert_int_equal(mkdir(sub, 0755), 0);
+	snprintf(sub, sizeof(sub), "%s/teams/x.conf", dir);
+	assert_int_equal(t_write_file(sub, "[tenant x]\ncpu = 1\n"), 0);
+	assert_int_equal(load_with("[agent]\ntenants-dir = teams\n[capacity]\ncpu = 4\n", &fake_host,
+				   &c),
+			 0);
+	assert_int_equal(c.n_tenants, 1);
+	assert_string_equal(c.tenants[0].name, "x");
+	drf_config_free(&c);
+	expect_error("[agent]\ntenants-dir = nowhere\n[capacity]\ncpu = 4\n[tenant a]\n", 2,
+		     "No such file or directory");
+}
+
+static void test_sections(void **state)
+{
+	(void)state;
+	expect_error("[capacity]\ncpu = 4\n[bogus]\n", 3, "unknown section [bogus]");
+	expect_error("cpu = 4\n[capacity]\n", 1, "outside any section");
+	expect_error("[capacity]\ncpu = 4\n[capacity]\n", 3, "appears twice (first at line 1)");
+	expect_error("[agent]\n[agent]\n", 2, "appears twice");
+	expect_error("[capacity\ncpu = 4\n", 1, "without ']'");
+	expect_error("[capacity] junk\ncpu = 4\n", 1, "text after");
+	expect_error("[capacity]\ncpu = 4\n[tenant]\n", 3, "unknown section [tenant]");
+	expect_error("[capacity]\ncpu = 4\njust some words\n", 3, "expected 'key = value'");
+	expect_error("[capacity]\ncpu = 4\n", 0, "no tenants");
+	expect_error("[agent]\nmode = share\n[tenant a]\n", 0, "no resource has a capacity");
+}
+
+static void test_unknown_keys(void **state)
+{
+	(void)state;
+	expect_error("[agent]\ncolour = blue\n", 2, "unknown key 'colour' in [agent]");
+	expect_error("[capacity]\ngpu = 1\n", 2, "unknown key 'gpu' in [capacity]");
+	expect_error("[capacity]\ncpu = 4\n[tenant a]\ntask-gpu = 1\n", 4,
+		     "unknown key 'task-gpu' in [tenant a]");
+	expect_error("[capacity]\ncpu = 4\ncpu = 5\n", 3, "set twice in this section (first at "
+							   "line 2)");
+	expect_error("[capacity]\ncpu = 4\n[tenant a]\nweight = 1\nweight = 2\n", 5, "set twice");
+	expect_error("[capacity]\ncpu =\n", 2, "empty value");
+}
+
+static void test_numbers(void **state)
+{
+	(void)state;
+	expect_error("[capacity]\ncpu = four\n", 2, "not a decimal number");
+	expect_error("[capacity]\ncpu = 4x\n", 2, "unknown unit");
+	expect_error("[capacity]\ncpu = -4\n", 2, "negative number");
+	expect_error("[capacity]\ncpu = 0\n", 2, "must be positive");
+	expect_error("[capacity]\ncpu = 1e3\n", 2, "unknown unit");
+	expect_error("[capacity]\nmemory = 4Q\n", 2, "bytes take K, M, G or T");
+	expect_error("[capacity]\nmemory = 4 G\n", 2, "unknown unit");
+	expect_error("[capacity]\nmemory = 4g\n", 2, "unknown unit");
+	expect_error("[capacity]\nmemory = .G\n", 2, "not a number");
+	expect_error("[capacity]\nnet-device = eth0\nnet-rate = 100mbps\n", 3, "tc's kbps/mbps");
+	expect_error("[capacity]\ncpu = 4\n[tenant a]\nmemory = -1G\n", 4, "negative number");
+	expect_error("[capacity]\ncpu = 99999999999999999999999\n", 2, "too large");
+	expect_error("[agent]\ninterval = 5m\n", 2, "durations take ms or s");
+	expect_error("[agent]\ninterval = 1ms\n", 2, "between 10ms and 3600s");
+	expect_error("[agent]\ninterval = soon\n", 2, "not a duration");
+	expect_error("[agent]\nmode = hard\n", 2, "expected 'share' or 'limit'");
+	expect_error("[agent]\npolicy = fifo\n", 2, "expected 'drf', 'asset' or 'per-resource'");
+	expect_error("[agent]\ncgroup-root = drf.slice\n", 2, "absolute path");
+	expect_error("[agent]\ncgroup-root = /sys/fs/cgroup/../x\n", 2, "absolute path");
+}
+
+static void test_weights_and_tasks(void **state)
+{
+	(void)state;
+	expect_error("[capacity]\ncpu = 4\n[tenant a]\nweight = 0\n", 4, "out of range");
+	expect_error("[capacity]\ncpu = 4\n[tenant a]\nweight = 10001\n", 4, "out of range");
+	expect_error("[capacity]\ncpu = 4\n[tenant a]\nweight = -1\n", 4, "negative");
+	expect_error("[capacity]\ncpu = 4\n[tenant a]\ntask-cpu = 1\ntasks = 0\n", 5, "whole number");
+	expect_error("[capacity]\ncpu = 4\n[tenant a]\ntask-cpu = 1\ntasks = 1.5\n", 5,
+		     "whole number");
+	expect_error("[capacity]\ncpu = 4\n[tenant a]\ntask-cpu = 1\ntasks = lots\n", 5,
+		     "not a decimal number");
+	expect_error("[capacity]\ncpu = 4\n[tenant a]\ntasks = 3\n", 4, "needs none of the resources");
+	expect_error("[capacity]\ncpu = 4\n[tenant a]\ntask-memory = 1G\n", 3,
+		     "needs none of the resources");
+	expect_error("[capacity]\ncpu = 4\n[tenant a]\ntask-cpu = 0\n", 3,
+		     "needs none of the resources");
+}
+
+static void test_mixed_models(void **state)
+{
+	(void)state;
+	expect_error("[capacity]\ncpu = 4\n[tenant a]\ncpu = 1\ntask-memory = 1G\n", 5,
+		     "mixes a demand with a task shape ('cpu' at line 4)");
+	expect_error("[capacity]\ncpu = 4\n[tenant a]\ntask-cpu = 1\nmemory = 1G\n", 5,
+		     "mixes a demand with a task shape ('task-cpu' at line 4)");
+	expect_error("[capacity]\ncpu = 4\n[tenant a]\ntasks = 2\ncpu = 1\n", 5,
+		     "mixes a demand with a task shape ('tasks' at line 4)");
+}
+
+static void test_names(void **state)
+{
+	char text[512];
+
+	(void)state;
+	expect_error("[capacity]\ncpu = 4\n[tenant a b]\n", 3, "is not 1-64 characters");
+	expect_error("[capacity]\ncpu = 4\n[tenant .hidden]\n", 3, "not starting with '.'");
+	expect_error("[capacity]\ncpu = 4\n[tenant caf\xc3\xa9]\n", 3, "is not 1-64 characters");
+	snprintf(text, sizeof(text), "[capacity]\ncpu = 4\n[tenant %065d]\n", 0);
+	expect_error(text, 3, "is not 1-64 characters");
+	snprintf(text, sizeof(text), "[capacity]\ncpu = 4\n[tenant %064d]\n", 0);
+	{
+		struct drf_config c;
+
+		assert_int_equal(load_with(text, &fake_host, &c), 0);
+		drf_config_free(&c);
+	}
+	expect_error("[capacity]\ncpu = 4\n[tenant a]\n[tenant a]\n", 4,
+		     "duplicate tenant 'a' (first defined at");
+}
+
+static void test_duplicate_across_files(void **state)
+{
+	char where[256];
+
+	(void)state;
+	write_tenant_file("dup.conf", "\n[tenant a]\n");
+	snprintf(where, sizeof(where), "%s/tenants.d/dup.conf", dir);
+	expect_error_in("[capacity]\ncpu = 4\n[tenant a]\n", where, 2,
+			"duplicate tenant 'a' (first defined at ");
+	assert_non_null(strstr(err, "drfd.conf:3)"));
+}
+
+static void test_tenants_file_sections(void **state)
+{
+	char where[256];
+
+	(void)state;
+	write_tenant_file("bad.conf", "[tenant x]\n[capacity]\ncpu = 4\n");
+	snprintf(where, sizeof(where), "%s/tenants.d/bad.conf", dir);
+	expect_error_in("[capacity]\ncpu = 4\n", where, 2, "belongs in the main config file");
+}
+
+static void test_cgroup_paths(void **state)
+{
+	(void)state;
+	expect_error("[capacity]\ncpu = 4\n[tenant a]\ncgroup = /abs\n", 4, "is absolute");
+	expect_error("[capacity]\ncpu = 4\n[tenant a]\ncgroup = x/../y\n", 4, "'.' or '..'");
+	expect_error("[capacity]\ncpu = 4\n[tenant a]\ncgroup = ..\n", 4, "'.' or '..'");
+	expect_error("[capacity]\ncpu = 4\n[tenant a]\ncgroup = x/cpu.max\n", 4,
+		     "names a cgroup control file");
+	expect_error("[capacity]\ncpu = 4\n[tenant a]\ncgroup = cgroup.procs\n", 4,
+		     "names a cgroup control file");
+	expect_error("[capacity]\ncpu = 4\n[tenant a]\ncgroup = a//b\n", 4, "empty component");
+	expect_error("[capacity]\ncpu = 4\n[tenant a]\ncgroup = a/\n", 4, "empty component");
+	expect_error("[capacity]\ncpu = 4\n[tenant a]\ncgroup = a b\n", 4, "a character other");
+	/* The tenant name is the default cgroup, and must not name a control file. */
+	expect_error("[capacity]\ncpu = 4\n[tenant memory.high]\n", 3, "set 'cgroup' to another");
+	/* Overlapping tenant cgroups, reported at the later tenant's cgroup key. */
+	expect_error("[capacity]\ncpu = 4\n[tenant a]\n[tenant b]\ncgroup = a/b\n", 5,
+		     "cgroup 'a/b' is inside cgroup 'a' of tenant 'a'");
+	expect_error("[capacity]\ncpu = 4\n[tenant a]\ncgroup = x\n[tenant b]\ncgroup = x\n", 6,
+		     "is the same as cgroup 'x'");
+	{
+		struct drf_config c;
+
+		/* "a-x" sorts between "a" and "a/b" in plain byte order: no overlap there. */
+		assert_int_equal(load_with("[capacity]\ncpu = 4\n[tenant a]\n[tenant a-x]\n"
+					   "[tenant c]\ncgroup = a.b/c\n",
+					   &fake_host, &c),
+				 0);
+		drf_config_free(&c);
+	}
+}
+
+static void test_lines(void **state)
+{
+	char text[600];
+
+	(void)state;
+	/* inih's buffer holds 200 bytes: 198 characters, a newline and a NUL; 199 fail. */
+	snprintf(text, sizeof(text), "[capacity]\ncpu = 4\n[tenant a]\ncgroup = %0*d\n", 190, 0);
+	expect_error(text, 4, "longer than 198 characters");
+	snprintf(text, sizeof(text), "[capacity]\ncpu = 4\n[tenant a]\n; %0*d\n", 196, 0);
+	{
+		struct drf_config c;
+
+		assert_int_equal(load_with(text, &fake_host, &c), 0); /* 198: fits */
+		drf_config_free(&c);
+	}
+	expect_error("[capacity]\ncpu = 4\n  memory = 4G\n", 3, "indented line");
+	expect_error("[capacity]\ncpu = 4\n\tmemory = 4G\n", 3, "indented line");
+	{
+		struct drf_config c;
+
+		/* Indented comments and blank lines with spaces are fine; so is CRLF. */
+		assert_int_equal(load_with("[capacity]\r\ncpu = 4\r\n   ; note\r\n  \r\n[tenant a]\r\n",
+					   &fake_host, &c),
+				 0);
+		assert_close(c.capacity[DRF_RES_CPU], 4, 0, "cpu with CRLF");
+		drf_config_free(&c);
+	}
+	assert_int_equal(t_write_file(main_path, "[capacity]\ncpu = 4\n"), 0);
+	{
+		FILE *f = fopen(main_path, "a");
+		struct drf_config c;
+
+		assert_non_null(f);
+		fwrite("[tenant a]\nweight = 1\0\n", 1, 23, f);
+		fclose(f);
+		assert_int_not_equal(drf_config_load(main_path, &fake_host, &c, err, sizeof(err)), 0);
+		assert_non_null(strstr(err, ":4: contains a NUL byte"));
+	}
+}
+
+static void test_capacity_dependencies(void **state)
+{
+	struct drf_host_ops bad = fake_host;
+
+	(void)state;
+	expect_error("[capacity]\nio-read-bps = 10M\n[tenant a]\n", 2, "needs io-device");
+	expect_error("[capacity]\nnet-rate = 1gbit\n[tenant a]\n", 2, "needs net-device");
+	expect_error("[capacity]\nnet-rate = auto\n[tenant a]\n", 2, "net-rate = auto needs");
+	expect_error("[capacity]\nnet-device = wlan9\nnet-rate = auto\n[tenant a]\n", 3,
+		     "cannot read the link speed of 'wlan9'");
+	expect_error("[capacity]\nio-device = sda\n", 2, "block device path or MAJ:MIN");
+	expect_error("[capacity]\nio-device = 8:\n", 2, "block device path or MAJ:MIN");
+	expect_error("[capacity]\nnet-device = a/b\n", 2, "not a network interface");
+	expect_error("[capacity]\nmemory = auto\nmemory-reserve = 32G\n[tenant a]\n", 3,
+		     "leaves nothing of MemTotal");
+	bad.online_cpus = failing_cpus;
+	{
+		struct drf_config c;
+
+		assert_int_not_equal(load_with("[capacity]\ncpu = auto\n[tenant a]\n", &bad, &c), 0);
+		assert_non_null(strstr(err, "drfd.conf:2: cpu = auto: cannot count online CPUs"));
+	}
+}
+
+static void test_missing_file(void **state)
+{
+	struct drf_config c;
+	char path[200];
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/absent.conf", dir);
+	assert_int_equal(drf_config_load(path, &fake_host, &c, err, sizeof(err)), -ENOENT);
+	assert_non_null(strstr(err, "absent.conf: cannot open: No such file or directory"));
+	/* a directory is not a config file */
+	assert_int_equal(drf_config_load(dir, &fake_host, &c, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "not a regular file"));
+}
+
+/* The parsed numbers mean what the units say. */
+static void test_units_in_context(void **state)
+{
+	struct drf_config c;
+
+	(void)state;
+	assert_int_equal(load_with("[capacity]\ncpu = 1.5\nmemory = 1536M\nio-device = /dev/vda\n"
+				   "io-read-bps = 2K\nnet-device = veth0\nnet-rate = 2.5gbit\n"
+				   "[tenant a]\nnet-rate = 100mbit\nio-read-bps = 512\n",
+				   &fake_host, &c),
+			 0);
+	assert_close(c.capacity[DRF_RES_CPU], 1.5, 0, "cpu");
+	assert_close(c.capacity[DRF_RES_MEMORY], 1.5 * G, 0, "memory");
+	assert_close(c.capacity[DRF_RES_IO_READ], 2048, 0, "io");
+	assert_close(c.capacity[DRF_RES_NET], 2.5e9, 0, "net");
+	assert_close(c.tenants[0].vec[DRF_RES_NET], 1e8, 0, "tenant net");
+	assert_close(c.tenants[0].vec[DRF_RES_IO_READ], 512, 0, "tenant io");
+	drf_config_free(&c);
+	(void)base;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_valid_full, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_defaults, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tenants_dir, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sections, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unknown_keys, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_numbers, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_weights_and_tasks, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_mixed_models, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_names, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_duplicate_across_files, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tenants_file_sections, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cgroup_paths, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lines, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_capacity_dependencies, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_missing_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_units_in_context, setup, teardown),
+	};
+
+	return cmocka_run_group_tests_name("config", tests, NULL, NULL);
+}

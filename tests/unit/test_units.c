@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: MIT
+/* Parsing and printing of quantities: bytes (K M G T = 1024^k), bits/s (kbit mbit
+ * gbit = 1000^k, as tc), cores and durations. */
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+#include "res.h"
+#include "testlib.h"
+
+static void ok(const char *s, enum drf_unit u, double want)
+{
+	double v = -1;
+	int r = drf_parse_quantity(s, u, &v, NULL);
+
+	if (r != 0) {
+		print_error("'%s' was refused (%d)\n", s, r);
+		fail();
+	}
+	assert_close(v, want, 0, s);
+}
+
+static void bad(const char *s, enum drf_unit u, int want_err)
+{
+	const char *why = NULL;
+	double v = 12345;
+
+	assert_int_equal(drf_parse_quantity(s, u, &v, &why), want_err);
+	assert_non_null(why);
+	assert_true(v == 12345); /* left alone on failure */
+}
+
+static void test_bytes(void **state)
+{
+	(void)state;
+	ok("0", DRF_UNIT_BYTES, 0);
+	ok("4096", DRF_UNIT_BYTES, 4096);
+	ok("1K", DRF_UNIT_BYTES, 1024);
+	ok("1.5M", DRF_UNIT_BYTES, 1.5 * 1048576);
+	ok("18G", DRF_UNIT_BYTES, 18.0 * 1073741824);
+	ok("2T", DRF_UNIT_BYTES, 2.0 * 1099511627776);
+	ok(".5G", DRF_UNIT_BYTES, 536870912);
+	bad("1KB", DRF_UNIT_BYTES, -ENOENT);
+	bad("1k", DRF_UNIT_BYTES, -ENOENT);
+	bad("1mbit", DRF_UNIT_BYTES, -ENOENT);
+	bad("-1G", DRF_UNIT_BYTES, -ERANGE);
+	bad("G", DRF_UNIT_BYTES, -EINVAL);
+	bad("", DRF_UNIT_BYTES, -EINVAL);
+	bad("1.", DRF_UNIT_BYTES, -EINVAL);
+	bad(" 1", DRF_UNIT_BYTES, -EINVAL);
+	bad("+1", DRF_UNIT_BYTES, -EINVAL);
+	bad("0x10", DRF_UNIT_BYTES, -ENOENT);
+	bad("inf", DRF_UNIT_BYTES, -EINVAL);
+	bad("nan", DRF_UNIT_BYTES, -EINVAL);
+	bad("1e3", DRF_UNIT_BYTES, -ENOENT);
+	bad("1 G", DRF_UNIT_BYTES, -ENOENT);
+	bad("2000000T", DRF_UNIT_BYTES, -ERANGE);
+}
+
+static void test_bits(void **state)
+{
+	(void)state;
+	ok("1000", DRF_UNIT_BITS, 1000);
+	ok("1000bit", DRF_UNIT_BITS, 1000);
+	ok("64kbit", DRF_UNIT_BITS, 64e3);
+	ok("100mbit", DRF_UNIT_BITS, 1e8);
+	ok("2.5gbit", DRF_UNIT_BITS, 2.5e9);
+	bad("100mbps", DRF_UNIT_BITS, -ENOENT); /* tc: megabytes per second */
+	bad("1G", DRF_UNIT_BITS, -ENOENT);
+	bad("1Mbit", DRF_UNIT_BITS, -ENOENT);
+}
+
+static void test_cores(void **state)
+{
+	(void)state;
+	ok("2", DRF_UNIT_CORES, 2);
+	ok("0.25", DRF_UNIT_CORES, 0.25);
+	ok("0.3", DRF_UNIT_CORES, 0.3); /* correctly rounded, not 0.30000000000000004 */
+	bad("2c", DRF_UNIT_CORES, -ENOENT);
+	bad("2K", DRF_UNIT_CORES, -ENOENT);
+	bad("two", DRF_UNIT_CORES, -EINVAL);
+}
+
+static void test_durations(void **state)
+{
+	double ms = -1;
+	const char *why = NULL;
+
+	(void)state;
+	assert_int_equal(drf_parse_duration_ms("1s", &ms, NULL), 0);
+	assert_close(ms, 1000, 0, "1s");
+	assert_int_equal(drf_parse_duration_ms("250ms", &ms, NULL), 0);
+	assert_close(ms, 250, 0, "250ms");
+	assert_int_equal(drf_parse_duration_ms("2", &ms, NULL), 0);
+	assert_close(ms, 2000, 0, "plain seconds");
+	assert_int_equal(drf_parse_duration_ms("1m", &ms, &why), -ENOENT);
+	assert_int_equal(drf_parse_duration_ms("-1s", &ms, &why), -ERANGE);
+	assert_int_equal(drf_parse_duration_ms("s", &ms, &why), -EINVAL);
+}
+
+static void test_format(void **state)
+{
+	char b[32];
+
+	(void)state;
+	assert_string_equal(drf_format_quantity(3, DRF_UNIT_CORES, b, sizeof(b)), "3");
+	assert_string_equal(drf_format_quantity(7.0 / 3, DRF_UNIT_CORES, b, sizeof(b)), "2.333");
+	assert_string_equal(drf_format_quantity(12.0 * 1073741824, DRF_UNIT_BYTES, b, sizeof(b)),
+			    "12G");
+	assert_string_equal(drf_format_quantity(1536, DRF_UNIT_BYTES, b, sizeof(b)), "1.500K");
+	assert_string_equal(drf_format_quantity(512, DRF_UNIT_BYTES, b, sizeof(b)), "512");
+	assert_string_equal(drf_format_quantity(1e8, DRF_UNIT_BITS, b, sizeof(b)), "100mbit");
+	assert_string_equal(drf_format_quantity(INFINITY, DRF_UNIT_BITS, b, sizeof(b)), "unlimited");
+}
+
+static void test_names(void **state)
+{
+	(void)state;
+	for (int r = 0; r < DRF_NRES; r++)
+		assert_int_equal(drf_res_from_name(drf_res_name(r)), r);
+	assert_int_equal(drf_res_from_name("gpu"), -1);
+	assert_string_equal(drf_res_name(DRF_RES_NET), "net-rate");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_bytes),     cmocka_unit_test(test_bits),
+		cmocka_unit_test(test_cores),     cmocka_unit_test(test_durations),
+		cmocka_unit_test(test_format),    cmocka_unit_test(test_names),
+	};
+
+	return cmocka_run_group_tests_name("units", tests, NULL, NULL);
+}
