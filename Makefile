@@ -1,6 +1,6 @@
 # drfd: Dominant Resource Fairness for one Linux host.
 #
-#   make                      build drfctl (and later drfd) into .output/
+#   make                      build drfd and drfctl into .output/
 #   make demo                 show the plan for the example tenants
 #   make check                build and run every test
 #   make check-all            check with gcc and clang, ASan and UBSan, and shellcheck
@@ -21,9 +21,9 @@ BUILD ?= .output/$(VARIANT)
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wformat=2 -Wno-format-nonliteral -Wvla
 CFLAGS ?= -O2 -g
-CFLAGS += -std=c11 -D_GNU_SOURCE $(WARN) -Iagent -MMD -MP
+CFLAGS += -std=c11 -D_GNU_SOURCE -pthread $(WARN) -Iagent -Icgroupfs -MMD -MP
 LDFLAGS ?=
-LDLIBS := -linih -lm
+LDLIBS := -linih -lcgroup -lsystemd -lm -pthread
 
 ifeq ($(SANITIZER),address)
 CFLAGS += -fsanitize=address -fno-omit-frame-pointer
@@ -35,11 +35,12 @@ else ifneq ($(SANITIZER),)
 $(error SANITIZER must be address or undefined, not '$(SANITIZER)')
 endif
 
-LIB_SRCS := agent/res.c agent/alloc.c agent/config.c agent/plan.c
+LIB_SRCS := agent/res.c agent/alloc.c agent/config.c agent/plan.c agent/knobs.c \
+	agent/reconcile.c agent/hostcheck.c cgroupfs/cgroupfs.c
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 LIB := $(BUILD)/libdrf.a
 
-BINS := $(BUILD)/drfctl
+BINS := $(BUILD)/drfctl $(BUILD)/drfd
 
 UNIT_TESTS := test_units test_alloc test_props test_config test_fuzz_config
 UNIT_BINS := $(UNIT_TESTS:%=$(BUILD)/tests/%)
@@ -57,6 +58,9 @@ $(LIB): $(LIB_OBJS)
 	$(AR) rcs $@ $^
 
 $(BUILD)/drfctl: $(BUILD)/agent/drfctl.o $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/drfd: $(BUILD)/agent/drfd.o $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(BUILD)/tests/unit/testlib.o $(LIB)
@@ -109,4 +113,4 @@ install: all
 clean:
 	rm -rf .output
 
--include $(wildcard $(BUILD)/agent/*.d $(BUILD)/tests/*/*.d)
+-include $(wildcard $(BUILD)/agent/*.d $(BUILD)/cgroupfs/*.d $(BUILD)/tests/*/*.d)

@@ -1,0 +1,298 @@
+// SPDX-License-Identifier: MIT
+#include "knobs.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cgroupfs.h"
+
+static const char *const knob_files[DRF_NKNOBS] = {
+	[DRF_KNOB_CPU_WEIGHT] = "cpu.weight",
+	[DRF_KNOB_CPU_MAX] = "cpu.max",
+	[DRF_KNOB_MEMORY_LOW] = "memory.low",
+	[DRF_KNOB_MEMORY_HIGH] = "memory.high",
+	[DRF_KNOB_MEMORY_MAX] = "memory.max",
+	[DRF_KNOB_IO_WEIGHT] = "io.weight",
+	[DRF_KNOB_IO_MAX] = "io.max",
+};
+
+const char *drf_knob_file(enum drf_knob k, const struct drf_io_target *io)
+{
+	if (k == DRF_KNOB_IO_WEIGHT && io && io->weights == DRF_IO_WEIGHTS_BFQ)
+		return "io.bfq.weight";
+	return knob_files[k];
+}
+
+unsigned drf_knobs_controllers(const struct drf_config *c)
+{
+	unsigned m = 0;
+
+	if (c->capacity[DRF_RES_CPU] > 0)
+		m |= CGFS_CPU;
+	if (c->capacity[DRF_RES_MEMORY] > 0)
+		m |= CGFS_MEMORY;
+	if (c->capacity[DRF_RES_IO_READ] > 0 || c->capacity[DRF_RES_IO_WRITE] > 0)
+		m |= CGFS_IO;
+	return m;
+}
+
+/* v scaled so that vmax maps to hi; at least 1. */
+static long scale_weight(double v, double vmax, long hi)
+{
+	long w;
+
+	if (!(vmax > 0))
+		return hi / 100 > 0 ? hi / 100 : 1; /* nothing allocated: the default */
+	w = lround(v / vmax * (double)hi);
+	return w < 1 ? 1 : w > hi ? hi : w;
+}
+
+static void set(struct drf_knobs *k, enum drf_knob which, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void set(struct drf_knobs *k, enum drf_knob which, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(k->val[which], DRF_KNOB_LEN, fmt, ap);
+	va_end(ap);
+	k->set[which] = true;
+}
+
+static void bytes_or_max(char *buf, size_t len, double v)
+{
+	if (isinf(v))
+		snprintf(buf, len, "max");
+	else
+		snprintf(buf, len, "%.0f", floor(v));
+}
+
+/* The declared total demand of r: bounded demand, or tasks x task; INFINITY if none. */
+static double declared(const struct drf_config *c, size_t i, int r)
+{
+	const struct drf_tenant *t = &c->tenants[i];
+
+	if (!t->declared[r])
+		return INFINITY;
+	if (!t->task_model)
+		return t->vec[r];
+	return t->vec[r] > 0 ? t->vec[r] * t->tasks : INFINITY;
+}
+
+unsigned drf_knobs_uncapped(const struct drf_config *c, const struct drf_problem *p, size_t i)
+{
+	unsigned bits = 0;
+
+	if (c->mode != DRF_MODE_LIMIT)
+		return 0;
+	for (int r = 0; r < DRF_NRES; r++)
+		if (p->capacity[r] > 0 && !(p->demands[i].shape[r] > 0))
+			bits |= 1u << r;
+	return bits;
+}
+
+/* "rbps=N|max wbps=N|max" for an allocation or demand vector. */
+static void io_limits(char *buf, size_t len, const struct drf_io_target *io, double rd, double wr)
+{
+	char r[32], w[32];
+
+	if (isinf(rd))
+		snprintf(r, sizeof(r), "max");
+	else
+		snprintf(r, sizeof(r), "%.0f", fmax(1, round(rd)));
+	if (isinf(wr))
+		snprintf(w, sizeof(w), "max");
+	else
+		snprintf(w, sizeof(w), "%.0f", fmax(1, round(wr)));
+	snprintf(buf, len, "%u:%u rbps=%s wbps=%s", io->major, io->minor, r, w);
+}
+
+void drf_knobs_compute(const struct drf_config *c, const struct drf_problem *p,
+		       const struct drf_result *res, const struct drf_io_target *io,
+		       struct drf_knobs *ret)
+{
+	unsigned ctrls = drf_knobs_controllers(c);
+	double cpu_max = 0, io_max = 0;
+	bool limit = c->mode == DRF_MODE_LIMIT;
+
+	/* io share of a tenant: the larger of its read and write shares. */
+	for (size_t i = 0; i < p->n; i++) {
+		const struct drf_share *s = &res->shares[i];
+		double ioshare = 0;
+
+		cpu_max = fmax(cpu_max, s->alloc[DRF_RES_CPU]);
+		for (int r = DRF_RES_IO_READ; r <= DRF_RES_IO_WRITE; r++)
+			if (p->capacity[r] > 0)
+				ioshare = fmax(ioshare, s->alloc[r] / p->capacity[r]);
+		io_max = fmax(io_max, ioshare);
+	}
+	for (size_t i = 0; i < p->n; i++) {
+		const struct drf_share *s = &res->shares[i];
+		struct drf_knobs *k = &ret[i];
+		unsigned uncapped = drf_knobs_uncapped(c, p, i);
+
+		memset(k, 0, sizeof(*k));
+		if (ctrls & CGFS_CPU) {
+			double a = s->alloc[DRF_RES_CPU];
+
+			if (limit) {
+				set(k, DRF_KNOB_CPU_WEIGHT, "100");
+				if (uncapped & (1u << DRF_RES_CPU))
+					set(k, DRF_KNOB_CPU_MAX, "max %d", DRF_CPU_PERIOD_US);
+				else /* the kernel's smallest quota is 1ms */
+					set(k, DRF_KNOB_CPU_MAX, "%.0f %d",
+					    fmax(1000, round(a * DRF_CPU_PERIOD_US)), DRF_CPU_PERIOD_US);
+			} else {
+				set(k, DRF_KNOB_CPU_WEIGHT, "%ld", scale_weight(a, cpu_max, 10000));
+				set(k, DRF_KNOB_CPU_MAX, "max %d", DRF_CPU_PERIOD_US);
+			}
+		}
+		if (ctrls & CGFS_MEMORY) {
+			double a = s->alloc[DRF_RES_MEMORY];
+
+			k->set[DRF_KNOB_MEMORY_LOW] = k->set[DRF_KNOB_MEMORY_HIGH] =
+				k->set[DRF_KNOB_MEMORY_MAX] = true;
+			if (limit && !(uncapped & (1u << DRF_RES_MEMORY))) {
+				snprintf(k->val[DRF_KNOB_MEMORY_LOW], DRF_KNOB_LEN, "0");
+				bytes_or_max(k->val[DRF_KNOB_MEMORY_HIGH], DRF_KNOB_LEN, a);
+				bytes_or_max(k->val[DRF_KNOB_MEMORY_MAX], DRF_KNOB_LEN, a);
+			} else if (limit) {
+				snprintf(k->val[DRF_KNOB_MEMORY_LOW], DRF_KNOB_LEN, "0");
+				snprintf(k->val[DRF_KNOB_MEMORY_HIGH], DRF_KNOB_LEN, "max");
+				snprintf(k->val[DRF_KNOB_MEMORY_MAX], DRF_KNOB_LEN, "max");
+			} else {
+				bytes_or_max(k->val[DRF_KNOB_MEMORY_LOW], DRF_KNOB_LEN, a);
+				snprintf(k->val[DRF_KNOB_MEMORY_HIGH], DRF_KNOB_LEN, "max");
+				bytes_or_max(k->val[DRF_KNOB_MEMORY_MAX], DRF_KNOB_LEN,
+					     declared(c, i, DRF_RES_MEMORY));
+			}
+		}
+		if ((ctrls & CGFS_IO) && io) {
+			double rd = p->capacity[DRF_RES_IO_READ] > 0 ? s->alloc[DRF_RES_IO_READ]
+								      : INFINITY;
+			double wr = p->capacity[DRF_RES_IO_WRITE] > 0 ? s->alloc[DRF_RES_IO_WRITE]
+								       : INFINITY;
+			double ioshare = 0;
+
+			for (int r = DRF_RES_IO_READ; r <= DRF_RES_IO_WRITE; r++)
+				if (p->capacity[r] > 0)
+					ioshare = fmax(ioshare, s->alloc[r] / p->capacity[r]);
+			if (uncapped & (1u << DRF_RES_IO_READ))
+				rd = INFINITY;
+			if (uncapped & (1u << DRF_RES_IO_WRITE))
+				wr = INFINITY;
+			if (!limit && io->weights != DRF_IO_WEIGHTS_NONE) {
+				long hi = io->weights == DRF_IO_WEIGHTS_BFQ ? 1000 : 10000;
+
+				set(k, DRF_KNOB_IO_WEIGHT, "default %ld", scale_weight(ioshare, io_max, hi));
+				io_limits(k->val[DRF_KNOB_IO_MAX], DRF_KNOB_LEN, io,
+					  declared(c, i, DRF_RES_IO_READ),
+					  declared(c, i, DRF_RES_IO_WRITE));
+			} else {
+				/* Both BFQ's and io.cost's default weight is 100. */
+				if (io->weights != DRF_IO_WEIGHTS_NONE)
+					set(k, DRF_KNOB_IO_WEIGHT, "default 100");
+				io_limits(k->val[DRF_KNOB_IO_MAX], DRF_KNOB_LEN, io, rd, wr);
+			}
+			k->set[DRF_KNOB_IO_MAX] = true;
+		}
+	}
+}
+
+static bool memory_matches(const char *want, const char *have)
+{
+	static long page;
+	unsigned long long w, h;
+	char *end;
+
+	if (strcmp(want, "max") == 0 || strcmp(have, "max") == 0)
+		return strcmp(want, have) == 0;
+	w = strtoull(want, &end, 10);
+	if (*end)
+		return false;
+	h = strtoull(have, &end, 10);
+	if (*end)
+		return false;
+	if (!page)
+		page = sysconf(_SC_PAGESIZE);
+	/* The kernel keeps memory limits in pages, rounding down. */
+	return h == w || h == w / (unsigned long long)page * (unsigned long long)page;
+}
+
+/* The value of key= for device MAJ:MIN in io.max content; "max" if no line. */
+static void io_max_value(const char *content, const char *dev, const char *key, char *out,
+			 size_t len)
+{
+	const char *line = content;
+	size_t dl = strlen(dev), kl = strlen(key);
+
+	snprintf(out, len, "max");
+	while (line && *line) {
+		if (strncmp(line, dev, dl) == 0 && line[dl] == ' ') {
+			const char *p = line + dl;
+
+			while (p && *p && *p != '\n') {
+				while (*p == ' ')
+					p++;
+				if (strncmp(p, key, kl) == 0 && p[kl] == '=') {
+					size_t n = strcspn(p + kl + 1, " \n");
+
+					snprintf(out, len, "%.*s", (int)n, p + kl + 1);
+					return;
+				}
+				p += strcspn(p, " \n");
+			}
+			return;
+		}
+		line = strchr(line, '\n');
+		if (line)
+			line++;
+	}
+}
+
+bool drf_knob_matches(enum drf_knob k, const char *want, const char *have,
+		      const struct drf_io_target *io)
+{
+	switch (k) {
+	case DRF_KNOB_MEMORY_LOW:
+	case DRF_KNOB_MEMORY_HIGH:
+	case DRF_KNOB_MEMORY_MAX:
+		return memory_matches(want, have);
+	case DRF_KNOB_IO_MAX: {
+		char dev[32], wr[32], wantv[32], havev[32];
+		static const char *const keys[] = { "rbps", "wbps" };
+
+		if (!io)
+			return false;
+		snprintf(dev, sizeof(dev), "%u:%u", io->major, io->minor);
+		for (int i = 0; i < 2; i++) {
+			io_max_value(want, dev, keys[i], wantv, sizeof(wantv));
+			io_max_value(have, dev, keys[i], havev, sizeof(havev));
+			if (strcmp(wantv, havev) != 0)
+				return false;
+		}
+		/* riops and wiops are not ours to set, but must not limit either. */
+		io_max_value(have, dev, "riops", wr, sizeof(wr));
+		if (strcmp(wr, "max") != 0)
+			return false;
+		io_max_value(have, dev, "wiops", wr, sizeof(wr));
+		return strcmp(wr, "max") == 0;
+	}
+	case DRF_KNOB_IO_WEIGHT: {
+		/* "default N" is the first line of the file. */
+		size_t n = strcspn(have, "\n");
+
+		return strlen(want) == n && strncmp(want, have, n) == 0;
+	}
+	case DRF_KNOB_CPU_WEIGHT:
+	case DRF_KNOB_CPU_MAX:
+	case DRF_NKNOBS:
+		break;
+	}
+	return strcmp(want, have) == 0;
+}

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * From an allocation to cgroup v2 knob values, and back: the mapping of issue 3.
+ * Pure: no I/O. Values are the strings written to (and read back from) the files.
+ *
+ * share mode (work-conserving: guarantees plus borrowing)
+ *   cpu.weight    proportional to the cpu allocation, the largest at 10000
+ *   cpu.max       "max 100000"
+ *   memory.low    the memory allocation; memory.high "max"
+ *   memory.max    the declared memory demand, or "max"
+ *   io weight     proportional to the io allocation (io.weight with io.cost,
+ *                 io.bfq.weight with BFQ); io.max at the declared io demand.
+ *                 Without either, io.max at the io allocation instead.
+ * limit mode (hard caps)
+ *   cpu.max       allocation x period; cpu.weight 100
+ *   memory.high = memory.max = the memory allocation; memory.low 0
+ *   io.max        rbps/wbps = the io allocation
+ * A tenant that needs none of a resource (shape 0) is not capped on it in limit
+ * mode: a zero cap would kill it. drf_knobs_uncapped() names such cases so the
+ * agent can say so.
+ */
+#ifndef DRF_KNOBS_H
+#define DRF_KNOBS_H
+
+#include <stdbool.h>
+
+#include "alloc.h"
+#include "config.h"
+
+enum drf_knob {
+	DRF_KNOB_CPU_WEIGHT,
+	DRF_KNOB_CPU_MAX,
+	DRF_KNOB_MEMORY_LOW,
+	DRF_KNOB_MEMORY_HIGH,
+	DRF_KNOB_MEMORY_MAX,
+	DRF_KNOB_IO_WEIGHT,     /* io.weight (io.cost) or io.bfq.weight (BFQ) */
+	DRF_KNOB_IO_MAX,
+	DRF_NKNOBS,
+};
+
+#define DRF_CPU_PERIOD_US 100000
+#define DRF_KNOB_LEN 96
+
+enum drf_io_weights {
+	DRF_IO_WEIGHTS_NONE, /* neither BFQ nor io.cost: io.max only */
+	DRF_IO_WEIGHTS_BFQ,  /* io.bfq.weight, 1..1000 */
+	DRF_IO_WEIGHTS_COST, /* io.weight, 1..10000 */
+};
+
+struct drf_io_target {
+	unsigned major, minor;
+	enum drf_io_weights weights;
+};
+
+struct drf_knobs {
+	bool set[DRF_NKNOBS];
+	char val[DRF_NKNOBS][DRF_KNOB_LEN];
+};
+
+/* The file a knob lives in (io weight depends on the scheduler). */
+const char *drf_knob_file(enum drf_knob k, const struct drf_io_target *io);
+
+/* Controllers (cgfs bits) the config needs: cpu, memory, io per capacity. */
+unsigned drf_knobs_controllers(const struct drf_config *c);
+
+/*
+ * Knob values for every tenant (ret has c->n_tenants entries). io may be NULL
+ * when the config has no io capacity.
+ */
+void drf_knobs_compute(const struct drf_config *c, const struct drf_problem *p,
+		       const struct drf_result *r, const struct drf_io_target *io,
+		       struct drf_knobs *ret);
+
+/*
+ * Whether the kernel's value `have` (as read, newline trimmed) is `want`,
+ * allowing for the kernel's rounding: memory values round down to pages, io.max
+ * prints riops/wiops and every device, io weights print a "default" line.
+ */
+bool drf_knob_matches(enum drf_knob k, const char *want, const char *have,
+		      const struct drf_io_target *io);
+
+/*
+ * Bits (1 << resource) of the resources that limit mode leaves uncapped for
+ * tenant i because it needs none of them.
+ */
+unsigned drf_knobs_uncapped(const struct drf_config *c, const struct drf_problem *p, size_t i);
+
+#endif

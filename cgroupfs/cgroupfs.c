@@ -1,0 +1,462 @@
+// SPDX-License-Identifier: MIT
+#include "cgroupfs.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static const char *const ctrl_names[CGFS_NCTRL] = { "cpu", "memory", "io", "pids" };
+
+const char *cgfs_ctrl_name(unsigned bit)
+{
+	for (int i = 0; i < CGFS_NCTRL; i++)
+		if (bit == 1u << i)
+			return ctrl_names[i];
+	return "?";
+}
+
+unsigned cgfs_parse_ctrls(const char *s)
+{
+	unsigned bits = 0;
+
+	while (*s) {
+		size_t n;
+
+		while (*s == ' ' || *s == '\n')
+			s++;
+		n = strcspn(s, " \n");
+		for (int i = 0; i < CGFS_NCTRL; i++)
+			if (n == strlen(ctrl_names[i]) && strncmp(s, ctrl_names[i], n) == 0)
+				bits |= 1u << i;
+		s += n;
+	}
+	return bits;
+}
+
+const char *cgfs_path_problem(const char *path)
+{
+	const char *p = path;
+
+	if (!*path)
+		return "is empty";
+	if (*path == '/')
+		return "is absolute";
+	while (*p) {
+		size_t n = strcspn(p, "/");
+
+		if (n == 0)
+			return "has an empty component";
+		if ((n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
+			return "contains '.' or '..'";
+		p += n;
+		if (*p == '/' && *++p == '\0')
+			return "has an empty component";
+	}
+	return NULL;
+}
+
+/*
+ * openat2() with RESOLVE_BENEATH refuses any path that would leave dirfd ("..",
+ * absolute paths, symlinks out): the kernel enforces "nothing outside the root".
+ * Kernels before 5.6 lack it; there the path checks above must do.
+ */
+static int open_beneath(int dirfd, const char *path, int flags)
+{
+	struct open_how how = {
+		.flags = (unsigned long long)(flags | O_CLOEXEC | O_NOFOLLOW),
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+	long fd = syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+
+	if (fd < 0 && errno == ENOSYS)
+		fd = openat(dirfd, path, flags | O_CLOEXEC | O_NOFOLLOW);
+	return fd < 0 ? -errno : (int)fd;
+}
+
+static ssize_t real_read(void *ctx, int dirfd, const char *path, char *buf, size_t len)
+{
+	size_t got = 0;
+	int fd;
+
+	(void)ctx;
+	if (len == 0)
+		return -EINVAL;
+	fd = open_beneath(dirfd, path, O_RDONLY);
+	if (fd < 0)
+		return fd;
+	while (got < len - 1) {
+		ssize_t r = read(fd, buf + got, len - 1 - got);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			int err = -errno;
+
+			close(fd);
+			return err;
+		}
+		if (r == 0)
+			break;
+		got += (size_t)r;
+	}
+	buf[got] = '\0';
+	close(fd);
+	return (ssize_t)got;
+}
+
+static int real_write(void *ctx, int dirfd, const char *path, const char *val)
+{
+	size_t n = strlen(val);
+	ssize_t w;
+	int fd, err = 0;
+
+	(void)ctx;
+	fd = open_beneath(dirfd, path, O_WRONLY);
+	if (fd < 0)
+		return fd;
+	/* cgroup files take one value per write(2); no retry loop on short writes. */
+	do
+		w = write(fd, val, n);
+	while (w < 0 && errno == EINTR);
+	if (w < 0)
+		err = -errno;
+	else if ((size_t)w != n)
+		err = -EIO;
+	if (close(fd) < 0 && err == 0)
+		err = -errno;
+	return err;
+}
+
+/* mkdirat/unlinkat have no RESOLVE_BENEATH: open the parent beneath, then act. */
+static int parent_of(int dirfd, const char *path, const char **ret_name)
+{
+	const char *slash = strrchr(path, '/');
+	char parent[4096];
+
+	if (!slash) {
+		int fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+
+		*ret_name = path;
+		return fd < 0 ? -errno : fd;
+	}
+	if ((size_t)(slash - path) >= sizeof(parent))
+		return -ENAMETOOLONG;
+	memcpy(parent, path, (size_t)(slash - path));
+	parent[slash - path] = '\0';
+	*ret_name = slash + 1;
+	return open_beneath(dirfd, parent, O_RDONLY | O_DIRECTORY);
+}
+
+static int real_mkdir(void *ctx, int dirfd, const char *path)
+{
+	const char *name;
+	int pfd, r;
+
+	(void)ctx;
+	pfd = parent_of(dirfd, path, &name);
+	if (pfd < 0)
+		return pfd;
+	r = mkdirat(pfd, name, 0755) < 0 ? -errno : 0;
+	close(pfd);
+	return r;
+}
+
+static int real_rmdir(void *ctx, int dirfd, const char *path)
+{
+	const char *name;
+	int pfd, r;
+
+	(void)ctx;
+	pfd = parent_of(dirfd, path, &name);
+	if (pfd < 0)
+		return pfd;
+	r = unlinkat(pfd, name, AT_REMOVEDIR) < 0 ? -errno : 0;
+	close(pfd);
+	return r;
+}
+
+const struct cgfs_ops cgfs_real_ops = {
+	.name = "real",
+	.read = real_read,
+	.write = real_write,
+	.mkdir = real_mkdir,
+	.rmdir = real_rmdir,
+};
+
+static int rec_fault(struct cgfs_recorder *r, const char *path)
+{
+	size_t n, m;
+
+	if (!r->fail_path)
+		return 0;
+	n = strlen(path);
+	m = strlen(r->fail_path);
+	if (n < m || strcmp(path + n - m, r->fail_path) != 0)
+		return 0;
+	if (r->fail_after > 0) {
+		r->fail_after--;
+		return 0;
+	}
+	return -r->fail_errno;
+}
+
+static void rec_line(struct cgfs_recorder *r, const char *what, const char *path, const char *val)
+{
+	r->changes++;
+	if (!r->out)
+		return;
+	fprintf(r->out, "%s %s/%s%s%s\n", what, r->root ? r->root : ".", path, val ? " " : "",
+		val ? val : "");
+}
+
+static ssize_t rec_read(void *ctx, int dirfd, const char *path, char *buf, size_t len)
+{
+	struct cgfs_recorder *r = ctx;
+	int f = rec_fault(r, path);
+
+	if (f < 0)
+		return f;
+	if (!r->inner)
+		return -ENOENT;
+	return r->inner->read(r->inner_ctx, dirfd, path, buf, len);
+}
+
+static int rec_write(void *ctx, int dirfd, const char *path, const char *val)
+{
+	struct cgfs_recorder *r = ctx;
+	int f = rec_fault(r, path);
+
+	if (f < 0)
+		return f;
+	rec_line(r, "write", path, val);
+	return r->pass_changes && r->inner ? r->inner->write(r->inner_ctx, dirfd, path, val) : 0;
+}
+
+static int rec_mkdir(void *ctx, int dirfd, const char *path)
+{
+	struct cgfs_recorder *r = ctx;
+	int f = rec_fault(r, path);
+
+	if (f < 0)
+		return f;
+	rec_line(r, "mkdir", path, NULL);
+	return r->pass_changes && r->inner ? r->inner->mkdir(r->inner_ctx, dirfd, path) : 0;
+}
+
+static int rec_rmdir(void *ctx, int dirfd, const char *path)
+{
+	struct cgfs_recorder *r = ctx;
+	int f = rec_fault(r, path);
+
+	if (f < 0)
+		return f;
+	rec_line(r, "rmdir", path, NULL);
+	return r->pass_changes && r->inner ? r->inner->rmdir(r->inner_ctx, dirfd, path) : 0;
+}
+
+const struct cgfs_ops cgfs_recording_ops = {
+	.name = "recording",
+	.read = rec_read,
+	.write = rec_write,
+	.mkdir = rec_mkdir,
+	.rmdir = rec_rmdir,
+};
+
+int cgfs_open(struct cgfs *c, const char *root, bool create, const struct cgfs_ops *ops,
+	      void *ctx)
+{
+	int fd;
+
+	if (root[0] != '/')
+		return -EINVAL;
+	fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT && create) {
+		const char *slash = strrchr(root, '/');
+		char parent[4096];
+		int pfd, r;
+
+		if ((size_t)(slash - root) >= sizeof(parent))
+			return -ENAMETOOLONG;
+		memcpy(parent, root, (size_t)(slash - root));
+		parent[slash - root] = '\0';
+		pfd = open(parent[0] ? parent : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (pfd < 0)
+			return -errno;
+		r = ops->mkdir(ctx, pfd, slash + 1);
+		close(pfd);
+		if (r < 0 && r != -EEXIST)
+			return r;
+		fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	}
+	if (fd < 0)
+		return -errno;
+	c->root = strdup(root);
+	if (!c->root) {
+		close(fd);
+		return -ENOMEM;
+	}
+	c->rootfd = fd;
+	c->ops = ops;
+	c->ctx = ctx;
+	return 0;
+}
+
+int cgfs_open_virtual(struct cgfs *c, const char *root, const struct cgfs_ops *ops, void *ctx)
+{
+	c->root = strdup(root);
+	if (!c->root)
+		return -ENOMEM;
+	c->rootfd = -1;
+	c->ops = ops;
+	c->ctx = ctx;
+	return 0;
+}
+
+void cgfs_close(struct cgfs *c)
+{
+	if (!c || !c->root)
+		return;
+	if (c->rootfd >= 0)
+		close(c->rootfd);
+	free(c->root);
+	c->root = NULL;
+	c->rootfd = -1;
+}
+
+static int join(char *buf, size_t len, const char *cg, const char *file)
+{
+	int n;
+
+	if (cg[0] && cgfs_path_problem(cg))
+		return -EINVAL;
+	if (strchr(file, '/') || file[0] == '.')
+		return -EINVAL;
+	n = cg[0] ? snprintf(buf, len, "%s/%s", cg, file) : snprintf(buf, len, "%s", file);
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+ssize_t cgfs_read(const struct cgfs *c, const char *cg, const char *file, char *buf, size_t len)
+{
+	char path[4096];
+	ssize_t n;
+	int r = join(path, sizeof(path), cg, file);
+
+	if (r < 0)
+		return r;
+	n = c->ops->read(c->ctx, c->rootfd, path, buf, len);
+	if (n > 0 && buf[n - 1] == '\n')
+		buf[--n] = '\0';
+	return n;
+}
+
+int cgfs_write(const struct cgfs *c, const char *cg, const char *file, const char *val)
+{
+	char path[4096];
+	int r = join(path, sizeof(path), cg, file);
+
+	return r < 0 ? r : c->ops->write(c->ctx, c->rootfd, path, val);
+}
+
+int cgfs_mkdir_p(const struct cgfs *c, const char *cg)
+{
+	char path[4096];
+	size_t n = strlen(cg);
+
+	if (cgfs_path_problem(cg))
+		return -EINVAL;
+	if (n >= sizeof(path))
+		return -ENAMETOOLONG;
+	memcpy(path, cg, n + 1);
+	for (size_t i = 0; i <= n; i++) {
+		int r;
+
+		if (path[i] != '/' && path[i] != '\0')
+			continue;
+		path[i] = '\0';
+		r = c->ops->mkdir(c->ctx, c->rootfd, path);
+		if (r < 0 && r != -EEXIST)
+			return r;
+		path[i] = i < n ? '/' : '\0';
+	}
+	return 0;
+}
+
+int cgfs_nprocs(const struct cgfs *c, const char *cg)
+{
+	char buf[65536];
+	ssize_t n = cgfs_read(c, cg, "cgroup.procs", buf, sizeof(buf));
+	int lines = 0;
+
+	if (n < 0)
+		return (int)n;
+	for (ssize_t i = 0; i < n; i++)
+		lines += buf[i] == '\n';
+	return n > 0 ? lines + 1 : 0;
+}
+
+int cgfs_remove(const struct cgfs *c, const char *cg)
+{
+	char buf[256];
+	ssize_t n = cgfs_read(c, cg, "cgroup.events", buf, sizeof(buf));
+
+	if (n < 0)
+		return (int)n;
+	/* "populated 1": processes here or below; never remove such a cgroup. */
+	if (strstr(buf, "populated 1"))
+		return -EBUSY;
+	return c->ops->rmdir(c->ctx, c->rootfd, cg);
+}
+
+static int read_ctrls(const struct cgfs *c, const char *cg, const char *file, unsigned *ret)
+{
+	char buf[512];
+	ssize_t n = cgfs_read(c, cg, file, buf, sizeof(buf));
+
+	if (n < 0)
+		return (int)n;
+	*ret = cgfs_parse_ctrls(buf);
+	return 0;
+}
+
+int cgfs_controllers(const struct cgfs *c, const char *cg, unsigned *ret)
+{
+	return read_ctrls(c, cg, "cgroup.controllers", ret);
+}
+
+int cgfs_subtree_control(const struct cgfs *c, const char *cg, unsigned *ret)
+{
+	return read_ctrls(c, cg, "cgroup.subtree_control", ret);
+}
+
+int cgfs_set_subtree(const struct cgfs *c, const char *cg, unsigned want, unsigned managed)
+{
+	char cmd[128] = "";
+	unsigned have = 0;
+	int r = cgfs_subtree_control(c, cg, &have);
+
+	/*
+	 * Unreadable as missing: nothing enabled. Where the cgroup really is missing
+	 * the write below fails with ENOENT all the same; a dry run over a tree that
+	 * does not exist yet gets the whole "+..." line.
+	 */
+	if (r < 0 && r != -ENOENT)
+		return r;
+	for (int i = 0; i < CGFS_NCTRL; i++) {
+		unsigned bit = 1u << i;
+
+		if (!(managed & bit) || !(want & bit) == !(have & bit))
+			continue;
+		snprintf(cmd + strlen(cmd), sizeof(cmd) - strlen(cmd), "%s%c%s", cmd[0] ? " " : "",
+			 (want & bit) ? '+' : '-', ctrl_names[i]);
+	}
+	if (!cmd[0])
+		return 0;
+	r = cgfs_write(c, cg, "cgroup.subtree_control", cmd);
+	return r < 0 ? r : 1;
+}

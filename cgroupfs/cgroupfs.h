@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The cgroup v2 layer. Every access is relative to the agent's root (an open
+ * directory fd), resolved with openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS) so
+ * that nothing outside the root can be reached, and goes through an ops table:
+ * the real one, or a recording one (dry-run, tests) that can also inject
+ * failures. Functions return 0 (or a count) or a negative errno; nothing here
+ * logs.
+ */
+#ifndef DRF_CGROUPFS_H
+#define DRF_CGROUPFS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+/* Controllers drfd may enable, as bits. */
+enum cgfs_ctrl {
+	CGFS_CPU = 1 << 0,
+	CGFS_MEMORY = 1 << 1,
+	CGFS_IO = 1 << 2,
+	CGFS_PIDS = 1 << 3,
+};
+#define CGFS_NCTRL 4
+
+const char *cgfs_ctrl_name(unsigned bit);
+/* Parses "cpu io memory ..." into bits; names drfd does not use are ignored. */
+unsigned cgfs_parse_ctrls(const char *s);
+
+struct cgfs_ops {
+	const char *name;
+	/* Reads a whole small file into buf (NUL-terminated); returns its length. */
+	ssize_t (*read)(void *ctx, int dirfd, const char *path, char *buf, size_t len);
+	/* Writes val in one write(2): 0, or -errno (-EIO on a short write). */
+	int (*write)(void *ctx, int dirfd, const char *path, const char *val);
+	int (*mkdir)(void *ctx, int dirfd, const char *path);
+	int (*rmdir)(void *ctx, int dirfd, const char *path);
+};
+
+extern const struct cgfs_ops cgfs_real_ops;
+
+/*
+ * Records every change (write, mkdir, rmdir) as a line "write PATH VALUE",
+ * "mkdir PATH", "rmdir PATH", with PATH absolute; passes reads, and changes too
+ * if pass_changes, to the inner ops. fail_path/fail_errno make the operations on
+ * paths ending in fail_path fail with that errno (after fail_after successes).
+ */
+struct cgfs_recorder {
+	const struct cgfs_ops *inner;
+	void *inner_ctx;
+	bool pass_changes;
+	const char *root;  /* printed before each relative path */
+	FILE *out;         /* where lines go; NULL: only counted */
+	size_t changes;    /* lines recorded */
+	const char *fail_path;
+	int fail_errno;
+	int fail_after;
+};
+
+extern const struct cgfs_ops cgfs_recording_ops;
+
+struct cgfs {
+	int rootfd;
+	char *root; /* absolute path of the agent's root */
+	const struct cgfs_ops *ops;
+	void *ctx;
+};
+
+/*
+ * Opens the agent's root at the absolute path root, creating it (one level:
+ * its parent must exist) if create is set. Returns -ENOTDIR, -ENOENT, ... or 0.
+ */
+int cgfs_open(struct cgfs *c, const char *root, bool create, const struct cgfs_ops *ops,
+	      void *ctx);
+/*
+ * A root that does not exist (yet): no fd; for dry runs with a recorder whose
+ * inner ops are NULL, so that every read finds nothing and every change is
+ * only recorded.
+ */
+int cgfs_open_virtual(struct cgfs *c, const char *root, const struct cgfs_ops *ops, void *ctx);
+void cgfs_close(struct cgfs *c);
+
+/*
+ * Reads or writes FILE in the cgroup CG (relative to the root; "" is the root).
+ * cgfs_read trims the trailing newline and returns the length.
+ */
+ssize_t cgfs_read(const struct cgfs *c, const char *cg, const char *file, char *buf, size_t len);
+int cgfs_write(const struct cgfs *c, const char *cg, const char *file, const char *val);
+
+/* Creates CG and any missing parents below the root. 0 if it already existed. */
+int cgfs_mkdir_p(const struct cgfs *c, const char *cg);
+
+/* Removes CG if it holds no processes (cgroup.events "populated 0"): else -EBUSY. */
+int cgfs_remove(const struct cgfs *c, const char *cg);
+
+/* Bits of the controllers listed in CG's cgroup.controllers / cgroup.subtree_control. */
+int cgfs_controllers(const struct cgfs *c, const char *cg, unsigned *ret);
+int cgfs_subtree_control(const struct cgfs *c, const char *cg, unsigned *ret);
+
+/*
+ * Makes CG's cgroup.subtree_control enable exactly `want` of the controllers in
+ * `managed` (others are left as they are): one write of "+a -b ...", only if
+ * something changes. Returns 1 if it wrote, 0 if nothing to do, or -errno.
+ */
+int cgfs_set_subtree(const struct cgfs *c, const char *cg, unsigned want, unsigned managed);
+
+/* Number of processes in CG (lines of cgroup.procs), or -errno. */
+int cgfs_nprocs(const struct cgfs *c, const char *cg);
+
+/* NULL if path is a safe relative cgroup path (no '/', '.', '..', empty parts). */
+const char *cgfs_path_problem(const char *path);
+
+#endif
