@@ -3,7 +3,8 @@
 #   make                      build drfd and drfctl into .output/
 #   make demo                 show the plan for the example tenants
 #   make check                build and run every test
-#   make check-all            check with gcc and clang, ASan and UBSan, and shellcheck
+#   make check-vm             the real-kernel tests, in a QEMU VM
+#   make check-all            check with gcc and clang, ASan and UBSan, shellcheck, check-vm
 #   make bench                allocation benchmarks (tests/bench/)
 #   make install PREFIX=/usr/local DESTDIR=
 #   make SANITIZER=address|undefined check
@@ -46,7 +47,7 @@ UNIT_TESTS := test_units test_alloc test_props test_config test_fuzz_config
 UNIT_BINS := $(UNIT_TESTS:%=$(BUILD)/tests/%)
 BENCH_BIN := $(BUILD)/tests/bench_alloc
 
-.PHONY: all demo check check-unit check-cli check-all bench install clean shellcheck
+.PHONY: all demo check check-unit check-cli check-vm check-all bench install clean shellcheck
 
 all: $(BINS)
 
@@ -85,6 +86,11 @@ check-unit: $(UNIT_BINS)
 		( cd tests/unit && ../../$$t ); \
 	done
 
+# Real-kernel tests in a QEMU VM (tests/vm/run.sh; ../shared/TESTBED.md).
+check-vm: $(BINS)
+	@echo "== tests/vm/run.sh"
+	@tests/vm/run.sh $(BUILD)
+
 check-cli: $(BUILD)/drfctl
 	@echo "== tests/cli/test_plan.sh"
 	@DRFCTL=$(abspath $(BUILD)/drfctl) tests/cli/test_plan.sh
@@ -95,9 +101,10 @@ check-all:
 	$(MAKE) check CC=gcc SANITIZER=address
 	$(MAKE) check CC=clang SANITIZER=undefined
 	$(MAKE) shellcheck
+	$(MAKE) check-vm CC=gcc
 
 shellcheck:
-	shellcheck -x $(wildcard deploy/*.sh tests/*/*.sh) .ci/run
+	shellcheck -x $(wildcard deploy/*.sh tests/*/*.sh) tests/vm/init .ci/run
 
 bench: $(BENCH_BIN)
 	@echo "command: make bench ($(BENCH_BIN), CC=$(CC) CFLAGS='$(CFLAGS)')"

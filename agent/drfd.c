@@ -38,58 +38,8 @@ struct opts {
 	bool dry_run, once, foreground;
 };
 
-/* A config with its plan and knob values: what is in force. */
-struct state {
-	struct drf_config cfg;
-	struct drf_problem problem;
-	struct drf_demand *demands;
-	struct drf_result result;
-	struct drf_knobs *knobs;
-	bool loaded;
-};
-
-static void state_free(struct state *s)
-{
-	if (!s->loaded)
-		return;
-	free(s->knobs);
-	drf_result_free(&s->result);
-	free(s->demands);
-	drf_config_free(&s->cfg);
-	s->loaded = false;
-}
-
-/* Loads the config and computes its plan; on failure s is untouched. */
-static int state_load(struct state *s, const char *path, const struct drf_io_target *io,
-		      char *err, size_t len)
-{
-	struct state n = { 0 };
-	int r;
-
-	r = drf_config_load(path, &drf_host_real, &n.cfg, err, len);
-	if (r < 0)
-		return r;
-	r = drf_config_problem(&n.cfg, &n.problem, &n.demands);
-	if (r == 0)
-		r = drf_allocate(&n.problem, n.cfg.policy, &n.result);
-	if (r == 0) {
-		n.knobs = calloc(n.cfg.n_tenants + 1, sizeof(*n.knobs));
-		r = n.knobs ? 0 : -ENOMEM;
-	}
-	if (r < 0) {
-		snprintf(err, len, "%s: cannot compute the allocation: %s", path, strerror(-r));
-		free(n.demands);
-		drf_config_free(&n.cfg);
-		return r;
-	}
-	drf_knobs_compute(&n.cfg, &n.problem, &n.result, io, n.knobs);
-	n.loaded = true;
-	*s = n;
-	return 0;
-}
-
 /* One line per tenant: what it gets. */
-static void log_plan(const struct state *s)
+static void log_plan(const struct drf_enforced *s)
 {
 	for (size_t i = 0; i < s->cfg.n_tenants; i++) {
 		const struct drf_share *sh = &s->result.shares[i];
@@ -110,7 +60,7 @@ static void log_plan(const struct state *s)
 }
 
 /* Never silent about what is not enforced. */
-static void log_caveats(const struct state *s, const struct drf_io_target *io)
+static void log_caveats(const struct drf_enforced *s, const struct drf_io_target *io)
 {
 	const struct drf_config *c = &s->cfg;
 
@@ -123,17 +73,17 @@ static void log_caveats(const struct state *s, const struct drf_io_target *io)
 				"io weights would have no effect; share mode sets io.max at each "
 				"tenant's io allocation instead\n", io->major, io->minor);
 	for (size_t i = 0; i < c->n_tenants; i++) {
-		unsigned u = drf_knobs_uncapped(c, &s->problem, i);
+		unsigned u = drf_knobs_uncapped(c, &s->problem, i, io);
 
 		for (int r = 0; r < DRF_NRES; r++)
-			if (u & (1u << r) && r != DRF_RES_NET)
-				fprintf(stderr, "drfd: tenant '%s' needs no %s, so limit mode leaves "
-						"its %s uncapped (a zero cap would stop it)\n",
-					c->tenants[i].name, drf_res_name(r), drf_res_name(r));
+			if (u & (1u << r))
+				fprintf(stderr, "drfd: tenant '%s' needs no %s, so it is left uncapped "
+						"on it rather than capped at zero, which would stop it\n",
+					c->tenants[i].name, drf_res_name(r));
 	}
 }
 
-static int run_pass(struct drf_reconciler *rc, const struct state *s, bool quiet_ok)
+static int run_pass(struct drf_reconciler *rc, const struct drf_enforced *s, bool quiet_ok)
 {
 	struct drf_reconcile_stats st;
 	int r = drf_reconcile(rc, &s->cfg, s->knobs, &st);
@@ -217,25 +167,25 @@ static int parse_args(int argc, char **argv, struct opts *o)
 }
 
 /* Reload on SIGHUP: a bad config is refused and the one in force stays. */
-static void reload(struct state *s, struct drf_reconciler *rc, const char *path,
+static void reload(struct drf_enforced *s, struct drf_reconciler *rc, const char *path,
 		   const struct drf_io_target *io)
 {
-	struct state n;
+	struct drf_enforced n;
 	char err[1024];
 	int r;
 
 	sd_notify(0, "RELOADING=1");
-	r = state_load(&n, path, io, err, sizeof(err));
+	r = drf_enforced_load(&n, path, io, err, sizeof(err));
 	if (r == 0 && strcmp(n.cfg.cgroup_root, s->cfg.cgroup_root) != 0) {
 		snprintf(err, sizeof(err), "%s: cgroup-root changed from '%s' to '%s'; that needs a "
 			 "restart", path, s->cfg.cgroup_root, n.cfg.cgroup_root);
-		state_free(&n);
+		drf_enforced_free(&n);
 		r = -EINVAL;
 	}
 	if (r == 0 && (drf_knobs_controllers(&n.cfg) & CGFS_IO) &&
 	    (!s->cfg.io_device || !n.cfg.io_device || strcmp(n.cfg.io_device, s->cfg.io_device))) {
 		snprintf(err, sizeof(err), "%s: io-device changed; that needs a restart", path);
-		state_free(&n);
+		drf_enforced_free(&n);
 		r = -EINVAL;
 	}
 	if (r < 0) {
@@ -248,13 +198,13 @@ static void reload(struct state *s, struct drf_reconciler *rc, const char *path,
 	log_plan(&n);
 	log_caveats(&n, io);
 	drf_reconcile_removed(rc, &s->cfg, &n.cfg);
-	state_free(s);
+	drf_enforced_free(s);
 	*s = n;
 	run_pass(rc, s, false);
 	sd_notify(0, "READY=1\nSTATUS=enforcing");
 }
 
-static int loop(struct state *s, struct drf_reconciler *rc, const char *path,
+static int loop(struct drf_enforced *s, struct drf_reconciler *rc, const char *path,
 		const struct drf_io_target *io, const sigset_t *mask)
 {
 	int sfd = signalfd(-1, mask, SFD_CLOEXEC), tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
@@ -345,7 +295,7 @@ static int daemonize(int *ret_ready_fd)
 
 int main(int argc, char **argv)
 {
-	struct state s = { 0 };
+	struct drf_enforced s = { 0 };
 	struct drf_io_target io = { 0 }, *iop = NULL;
 	struct cgfs_recorder rec = { 0 };
 	struct drf_reconciler rc;
@@ -367,7 +317,7 @@ int main(int argc, char **argv)
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 
 	/* The config is loaded before the host check only to know what to check. */
-	r = state_load(&s, o.config, NULL, err, sizeof(err));
+	r = drf_enforced_load(&s, o.config, NULL, err, sizeof(err));
 	if (r < 0) {
 		fprintf(stderr, "drfd: %s\n", err);
 		return DRF_EXIT_CONFIG;
@@ -389,8 +339,8 @@ int main(int argc, char **argv)
 	if (drf_knobs_controllers(&s.cfg) & CGFS_IO)
 		iop = &io;
 	/* The knob values depend on the io device's scheduler: compute them again. */
-	state_free(&s);
-	r = state_load(&s, o.config, iop, err, sizeof(err));
+	drf_enforced_free(&s);
+	r = drf_enforced_load(&s, o.config, iop, err, sizeof(err));
 	if (r < 0) {
 		fprintf(stderr, "drfd: %s\n", err);
 		ret = DRF_EXIT_CONFIG;
@@ -478,6 +428,6 @@ out_rc:
 out_fs:
 	cgfs_close(&fs);
 out_state:
-	state_free(&s);
+	drf_enforced_free(&s);
 	return ret;
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "knobs.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -84,14 +85,19 @@ static double declared(const struct drf_config *c, size_t i, int r)
 	return t->vec[r] > 0 ? t->vec[r] * t->tasks : INFINITY;
 }
 
-unsigned drf_knobs_uncapped(const struct drf_config *c, const struct drf_problem *p, size_t i)
+unsigned drf_knobs_uncapped(const struct drf_config *c, const struct drf_problem *p, size_t i,
+			    const struct drf_io_target *io)
 {
-	unsigned bits = 0;
+	unsigned bits = 0, capped = 0;
 
-	if (c->mode != DRF_MODE_LIMIT)
-		return 0;
+	/* Where a hard cap at the allocation is written at all. */
+	if (c->mode == DRF_MODE_LIMIT)
+		capped = (1u << DRF_RES_CPU) | (1u << DRF_RES_MEMORY) | (1u << DRF_RES_IO_READ) |
+			 (1u << DRF_RES_IO_WRITE);
+	else if (io && io->weights == DRF_IO_WEIGHTS_NONE)
+		capped = (1u << DRF_RES_IO_READ) | (1u << DRF_RES_IO_WRITE);
 	for (int r = 0; r < DRF_NRES; r++)
-		if (p->capacity[r] > 0 && !(p->demands[i].shape[r] > 0))
+		if ((capped & (1u << r)) && p->capacity[r] > 0 && !(p->demands[i].shape[r] > 0))
 			bits |= 1u << r;
 	return bits;
 }
@@ -101,14 +107,15 @@ static void io_limits(char *buf, size_t len, const struct drf_io_target *io, dou
 {
 	char r[32], w[32];
 
+	/* blk-throttle takes only bps values above 1 (tg_set_limit(): "val > 1"). */
 	if (isinf(rd))
 		snprintf(r, sizeof(r), "max");
 	else
-		snprintf(r, sizeof(r), "%.0f", fmax(1, round(rd)));
+		snprintf(r, sizeof(r), "%.0f", fmax(2, round(rd)));
 	if (isinf(wr))
 		snprintf(w, sizeof(w), "max");
 	else
-		snprintf(w, sizeof(w), "%.0f", fmax(1, round(wr)));
+		snprintf(w, sizeof(w), "%.0f", fmax(2, round(wr)));
 	snprintf(buf, len, "%u:%u rbps=%s wbps=%s", io->major, io->minor, r, w);
 }
 
@@ -134,7 +141,7 @@ void drf_knobs_compute(const struct drf_config *c, const struct drf_problem *p,
 	for (size_t i = 0; i < p->n; i++) {
 		const struct drf_share *s = &res->shares[i];
 		struct drf_knobs *k = &ret[i];
-		unsigned uncapped = drf_knobs_uncapped(c, p, i);
+		unsigned uncapped = drf_knobs_uncapped(c, p, i, io);
 
 		memset(k, 0, sizeof(*k));
 		if (ctrls & CGFS_CPU) {
@@ -295,4 +302,44 @@ bool drf_knob_matches(enum drf_knob k, const char *want, const char *have,
 		break;
 	}
 	return strcmp(want, have) == 0;
+}
+
+int drf_enforced_load(struct drf_enforced *ret, const char *path, const struct drf_io_target *io,
+		      char *err, size_t len)
+{
+	struct drf_enforced n = { 0 };
+	int r;
+
+	r = drf_config_load(path, &drf_host_real, &n.cfg, err, len);
+	if (r < 0)
+		return r;
+	r = drf_config_problem(&n.cfg, &n.problem, &n.demands);
+	if (r == 0)
+		r = drf_allocate(&n.problem, n.cfg.policy, &n.result);
+	if (r == 0) {
+		n.knobs = calloc(n.cfg.n_tenants + 1, sizeof(*n.knobs));
+		r = n.knobs ? 0 : -ENOMEM;
+	}
+	if (r < 0) {
+		snprintf(err, len, "%s: cannot compute the allocation: %s", path, strerror(-r));
+		drf_result_free(&n.result);
+		free(n.demands);
+		drf_config_free(&n.cfg);
+		return r == -EINVAL ? -EIO : r;
+	}
+	drf_knobs_compute(&n.cfg, &n.problem, &n.result, io, n.knobs);
+	n.loaded = true;
+	*ret = n;
+	return 0;
+}
+
+void drf_enforced_free(struct drf_enforced *e)
+{
+	if (!e->loaded)
+		return;
+	free(e->knobs);
+	drf_result_free(&e->result);
+	free(e->demands);
+	drf_config_free(&e->cfg);
+	e->loaded = false;
 }

@@ -15,9 +15,10 @@
  *   cpu.max       allocation x period; cpu.weight 100
  *   memory.high = memory.max = the memory allocation; memory.low 0
  *   io.max        rbps/wbps = the io allocation
- * A tenant that needs none of a resource (shape 0) is not capped on it in limit
- * mode: a zero cap would kill it. drf_knobs_uncapped() names such cases so the
- * agent can say so.
+ * Wherever a hard cap at the allocation is written (limit mode; io in share mode
+ * without weights), a tenant that needs none of that resource (shape 0) is left
+ * uncapped on it: a zero cap would stop it. drf_knobs_uncapped() names such
+ * cases so the agent can say so.
  */
 #ifndef DRF_KNOBS_H
 #define DRF_KNOBS_H
@@ -80,9 +81,30 @@ bool drf_knob_matches(enum drf_knob k, const char *want, const char *have,
 		      const struct drf_io_target *io);
 
 /*
- * Bits (1 << resource) of the resources that limit mode leaves uncapped for
- * tenant i because it needs none of them.
+ * Bits (1 << resource) of the resources on which tenant i would get a hard cap
+ * at its allocation (limit mode; io in share mode without io weights) but is
+ * left uncapped because it needs none of them: a zero cap would stop it.
  */
-unsigned drf_knobs_uncapped(const struct drf_config *c, const struct drf_problem *p, size_t i);
+unsigned drf_knobs_uncapped(const struct drf_config *c, const struct drf_problem *p, size_t i,
+			    const struct drf_io_target *io);
+
+/* A config's plan with its knob values: what drfd enforces and status compares. */
+struct drf_enforced {
+	struct drf_config cfg;
+	struct drf_problem problem;
+	struct drf_demand *demands;
+	struct drf_result result;
+	struct drf_knobs *knobs;
+	bool loaded;
+};
+
+/*
+ * Loads the config at path, allocates under its policy and maps the result to
+ * knobs for io (NULL: no io target known). On failure writes why into err and
+ * leaves ret untouched; returns -EINVAL for a config error, other -errno else.
+ */
+int drf_enforced_load(struct drf_enforced *ret, const char *path, const struct drf_io_target *io,
+		      char *err, size_t len);
+void drf_enforced_free(struct drf_enforced *e);
 
 #endif

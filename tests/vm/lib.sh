@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Helpers for the tests that run inside the VM (sourced by tests/vm/t_*.sh).
+# DRF_BUILD and DRF_TOP come from the kernel command line (see init).
+# shellcheck disable=SC2034 # the variables are for the scripts that source this
+set -u
+R=/mnt/results
+DRFD=$DRF_BUILD/drfd
+DRFCTL=$DRF_BUILD/drfctl
+PY=/usr/bin/python3
+CG=/sys/fs/cgroup
+work=$(mktemp -d)
+
+# Mounts cgroup2 and lets the root pass every controller down: the admin's part,
+# done once per boot; drfd itself writes only inside its cgroup-root.
+vm_setup() {
+	mountpoint -q $CG || mount -t cgroup2 none $CG
+	echo "+cpu +memory +io +pids" >$CG/cgroup.subtree_control
+}
+
+result() { # STATUS NAME DETAIL...
+	local st=$1 name=$2
+	shift 2
+	echo "$st $name: $*" | tee -a $R/results.txt
+}
+
+# check NAME COND-COMMAND DETAIL: PASS if the command succeeds.
+check() {
+	local name=$1 detail=$3
+	if eval "$2"; then result PASS "$name" "$detail"; else result FAIL "$name" "$detail"; fi
+}
+
+diagram() { cat >>$R/diagram.txt; }
+
+# usage_usec of a cgroup (relative to $CG).
+cpu_usec() { awk '$1 == "usage_usec" {print $2}' "$CG/$1/cpu.stat"; }
+
+# A process that burns cpu until killed, inside a tenant (via drfctl exec),
+# pinned to the given cpus.
+busy() { # CONF TENANT CPUS
+	"$DRFCTL" exec -c "$1" "$2" -- taskset -c "$3" sh -c 'while :; do :; done' &
+}
+
+# Relative difference of $1 from $2 within $3 (fraction)? Prints the figure.
+within() {
+	$PY - "$1" "$2" "$3" <<'PY'
+import sys
+got, want, tol = map(float, sys.argv[1:])
+d = abs(got - want) / want
+print(f"{got:.4f} vs {want:.4f} ({d * 100:.2f}% off, limit {tol * 100:.0f}%)")
+sys.exit(0 if d <= tol else 1)
+PY
+}
+
+cleanup() {
+	pkill -f 'while :; do :; done' 2>/dev/null
+	pkill -x drfd 2>/dev/null
+	rm -rf "$work"
+}
+trap cleanup EXIT
