@@ -43,7 +43,7 @@ LIB := $(BUILD)/libdrf.a
 
 BINS := $(BUILD)/drfctl $(BUILD)/drfd
 
-UNIT_TESTS := test_units test_alloc test_props test_config test_fuzz_config
+UNIT_TESTS := test_units test_alloc test_props test_config test_fuzz_config test_cgroupfs
 UNIT_BINS := $(UNIT_TESTS:%=$(BUILD)/tests/%)
 BENCH_BIN := $(BUILD)/tests/bench_alloc
 

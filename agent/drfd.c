@@ -278,8 +278,17 @@ static int daemonize(int *ret_ready_fd)
 		return DRF_EXIT_FAILURE;
 	}
 	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
 		close(p[0]);
 		setsid();
+		/* stdin and stdout are the caller's, e.g. a pipe it reads the pid from;
+		 * stderr stays: it is the log. */
+		if (null >= 0) {
+			dup2(null, STDIN_FILENO);
+			dup2(null, STDOUT_FILENO);
+			close(null);
+		}
 		*ret_ready_fd = p[1];
 		return -1;
 	}
