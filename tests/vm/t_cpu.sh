@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# CPU enforcement on a real kernel. Share mode: tenants with busy loops on the
+# same vCPU get CPU time in the ratio of their DRF cpu allocations (within 5%
+# over 10 s), with two and with three tenants. Limit mode: each tenant stays
+# within 5% of its cpu.max cap while the rest of the CPU idles.
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/vm/lib.sh
+. "$here/lib.sh"
+vm_setup
+WINDOW=10
+
+diagram <<'DIAGRAM'
+share, 2 tenants (cpu 2, memory 1G)         share, 3 tenants
+drf.slice                                  drf.slice
+ |- A  tasks (0.5 cpu, 64M)   busy vCPU0    |- A, B as before          busy vCPU0
+ '- B  tasks (0.25 cpu, 256M) busy vCPU0    '- C  weight 2, tasks (0.25 cpu, 32M)
+expect: usage_usec ratios = DRF cpu allocation ratios (drfctl plan --json), 5%
+
+limit (cpu 2): A demand 0.5 cpu, B demand 0.25 cpu, a busy loop each on vCPU 0
+expect: A uses 0.5 cores, B 0.25 cores (cpu.max), within 5%; vCPU 0 idle 0.25
+        (time measured by an unlimited loop on vCPU 1, in the scheduler's clock)
+DIAGRAM
+
+conf=$work/drfd.conf
+
+# Starts one busy loop per listed tenant on vCPU 0, measures WINDOW seconds,
+# and checks each tenant's share of the time against its share of allocation.
+share_test() { # NAME TENANT...
+	local name=$1 t
+	shift
+	"$DRFD" -c "$conf" --once 2>"$work/$name.log" || {
+		result FAIL "$name" "drfd --once failed: $(tail -2 "$work/$name.log")"
+		return
+	}
+	"$DRFCTL" plan -c "$conf" --json >"$work/$name.json"
+	for t in "$@"; do busy "$conf" "$t" 0; done
+	sleep 2
+	declare -A u0 u1
+	for t in "$@"; do u0[$t]=$(cpu_usec "drf.slice/$t"); done
+	sleep $WINDOW
+	for t in "$@"; do u1[$t]=$(cpu_usec "drf.slice/$t"); done
+	pkill -f 'while :; do :; done'
+	sleep 1
+	local first=$1 ok=0 detail="" got want line
+	for t in "$@"; do
+		[ "$t" = "$first" ] && continue
+		got=$($PY -c "print(($((u1[$t] - u0[$t]))) / ($((u1[$first] - u0[$first]))))")
+		want=$($PY -c "
+import json, sys
+p = {t['name']: t['alloc']['cpu'] for t in json.load(open('$work/$name.json'))['tenants']}
+print(p['$t'] / p['$first'])")
+		line=$(within "$got" "$want" 0.05) || ok=1
+		detail="$detail $t/$first cpu time $line;"
+	done
+	for t in "$@"; do
+		detail="$detail $t $(((u1[$t] - u0[$t]) / 1000)) ms (weight $(cat "$CG/drf.slice/$t/cpu.weight"));"
+	done
+	check "$name" "[ $ok -eq 0 ]" "${detail% ;}"
+}
+
+cat >"$conf" <<'CONF'
+[agent]
+cgroup-root = /sys/fs/cgroup/drf.slice
+[capacity]
+cpu = 2
+memory = 1G
+[tenant A]
+task-cpu = 0.5
+task-memory = 64M
+[tenant B]
+task-cpu = 0.25
+task-memory = 256M
+CONF
+share_test cpu-share-2-tenants A B
+
+cat >>"$conf" <<'CONF'
+[tenant C]
+weight = 2
+task-cpu = 0.25
+task-memory = 32M
+CONF
+share_test cpu-share-3-tenants A B C
+
+# Limit mode: hard caps at the allocation; here the demands are met in full.
+rmdir "$CG/drf.slice/C" 2>/dev/null
+cat >"$conf" <<'CONF'
+[agent]
+cgroup-root = /sys/fs/cgroup/drf.slice
+mode = limit
+[capacity]
+cpu = 2
+memory = 1G
+[tenant A]
+cpu = 0.5
+memory = 64M
+[tenant B]
+cpu = 0.25
+memory = 64M
+CONF
+if "$DRFD" -c "$conf" --once 2>"$work/limit.log"; then
+	# The clock: under TCG the scheduler's clock (usage_usec) runs a few percent
+	# off the guest's wall clock, so elapsed time is measured in the same clock,
+	# as the usage of an unlimited busy loop alone on vCPU 1, in a cgroup of the
+	# test's own outside drf.slice.
+	mkdir -p $CG/clockref
+	sh -c 'echo $$ >/sys/fs/cgroup/clockref/cgroup.procs; exec taskset -c 1 sh -c "while :; do :; done"' &
+	for t in A B; do busy "$conf" $t 0; done
+	sleep 2
+	a0=$(cpu_usec drf.slice/A) b0=$(cpu_usec drf.slice/B) r0=$(cpu_usec clockref)
+	i0=$(awk '/^cpu0 /{print $5; exit}' /proc/stat)
+	t0=$(awk '/^cpu0 /{s = 0; for (i = 2; i <= NF; i++) s += $i; print s; exit}' /proc/stat)
+	sleep $WINDOW
+	a1=$(cpu_usec drf.slice/A) b1=$(cpu_usec drf.slice/B) r1=$(cpu_usec clockref)
+	i1=$(awk '/^cpu0 /{print $5; exit}' /proc/stat)
+	t1=$(awk '/^cpu0 /{s = 0; for (i = 2; i <= NF; i++) s += $i; print s; exit}' /proc/stat)
+	pkill -f 'while :; do :; done'
+	ca=$($PY -c "print(($a1 - $a0) / ($r1 - $r0))")
+	cb=$($PY -c "print(($b1 - $b0) / ($r1 - $r0))")
+	idle=$($PY -c "print(($i1 - $i0) / ($t1 - $t0))")
+	la=$(within "$ca" 0.5 0.05)
+	oka=$?
+	lb=$(within "$cb" 0.25 0.05)
+	okb=$?
+	check cpu-limit-A "[ $oka -eq 0 ]" "A used $la cores (cpu.max $(cat $CG/drf.slice/A/cpu.max))"
+	check cpu-limit-B "[ $okb -eq 0 ]" "B used $lb cores (cpu.max $(cat $CG/drf.slice/B/cpu.max))"
+	# A and B share vCPU 0 under caps of 0.75 in all: a quarter of it stays idle.
+	check cpu-limit-rest-idles "$PY -c 'import sys; sys.exit(0 if abs($idle - 0.25) <= 0.05 else 1)'" \
+		"vCPU 0, which A and B share, was idle $(printf %.3f "$idle") of the time (caps leave 0.25)"
+	echo "  clock: the reference loop ran $(((r1 - r0) / 1000)) ms of scheduler time in a ${WINDOW}s window"
+else
+	result FAIL cpu-limit "drfd --once failed: $(tail -2 "$work/limit.log")"
+fi
+exit 0
