@@ -1,7 +1,7 @@
 # drfd: Dominant Resource Fairness for one Linux host.
 #
 #   make                      build drfd and drfctl into .output/
-#   make demo                 show the plan for the example tenants
+#   make demo                 drfd enforcing the example tenants (in a VM if need be)
 #   make check                build and run every test
 #   make check-vm             the real-kernel tests, in a QEMU VM
 #   make check-all            check with gcc and clang, ASan and UBSan, shellcheck, check-vm
@@ -72,11 +72,10 @@ $(BENCH_BIN): $(BUILD)/tests/bench/bench_alloc.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-# The README's first command: what DRF gives the example tenants.
-demo: $(BUILD)/drfctl
-	$(BUILD)/drfctl plan -c deploy/examples/drfd.conf
-	@echo
-	$(BUILD)/drfctl plan -c deploy/examples/drfd.conf --compare
+# The README's first command: drfd enforcing the example tenants (in a VM on
+# hosts without cgroup v2).
+demo: $(BINS)
+	@deploy/demo.sh $(BUILD)
 
 check: check-unit check-cli
 

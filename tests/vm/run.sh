@@ -31,19 +31,9 @@ cannot() {
 	exit 0
 }
 
-command -v qemu-system-x86_64 >/dev/null || cannot "qemu-system-x86_64 is missing (deploy/install-deps.sh installs it)"
-kv=
-for d in /lib/modules/*-amd64; do
-	v=$(basename "$d")
-	[ -r "/boot/vmlinuz-$v" ] && kv=$v
-done
-[ -n "$kv" ] || cannot "no Debian kernel (/boot/vmlinuz-*-amd64 with its modules; install linux-image-amd64)"
-[ -x /bin/busybox ] || cannot "/bin/busybox is missing (install busybox-static)"
-
-initrd=$out/initramfs-$kv.gz
-if [ ! -s "$initrd" ] || [ "$here/init" -nt "$initrd" ] || [ "$here/mkinitramfs.sh" -nt "$initrd" ]; then
-	"$here/mkinitramfs.sh" "$initrd" "$kv" || cannot "building the initramfs failed"
-fi
+# shellcheck source=tests/vm/boot.sh
+. "$here/boot.sh"
+vm_prepare "$out" || cannot "$VM_WHY"
 
 pass=0 failed=0 skipped=0
 for t in "${tests[@]}"; do
@@ -54,13 +44,7 @@ for t in "${tests[@]}"; do
 	rm -f "$disk"
 	truncate -s 256M "$disk"
 	start=$(date +%s)
-	# Generous: TCG emulates every instruction, and these tests run 10 s windows.
-	timeout 600 qemu-system-x86_64 -accel tcg -m 2048 -smp 2 -nographic -no-reboot \
-		-kernel "/boot/vmlinuz-$kv" -initrd "$initrd" \
-		-append "console=ttyS0 quiet panic=-1 drf.script=$here/$t.sh drf.build=$build drf.top=$top" \
-		-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
-		-virtfs "local,path=$res,mount_tag=results,security_model=none" \
-		-drive "file=$disk,if=virtio,format=raw" >"$res/serial.log" 2>&1
+	vm_boot "$here/$t.sh" "$res" "$build" "$disk"
 	qrc=$?
 	rm -f "$disk"
 	echo "=== $t ($(($(date +%s) - start)) s in the VM)"

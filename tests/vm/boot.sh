@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2034 # VM_WHY and VM_KV are for the scripts that source this
+# Booting the test VM (../../../shared/TESTBED.md), shared by tests/vm/run.sh and
+# deploy/demo.sh. Source it, then:
+#   vm_prepare OUTDIR       finds the kernel, builds the initramfs; 1 + VM_WHY if it cannot
+#   vm_boot SCRIPT RESULTS BUILD DISK
+#                           boots, runs SCRIPT in the guest with RESULTS as /mnt/results
+vm_here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+vm_top=$(cd "$vm_here/../.." && pwd)
+VM_KV='' VM_INITRD='' VM_WHY=''
+
+vm_prepare() {
+	local out=$1 d v
+	command -v qemu-system-x86_64 >/dev/null ||
+		{ VM_WHY="qemu-system-x86_64 is missing (deploy/install-deps.sh installs it)"; return 1; }
+	for d in /lib/modules/*-amd64; do
+		v=$(basename "$d")
+		[ -r "/boot/vmlinuz-$v" ] && VM_KV=$v
+	done
+	[ -n "$VM_KV" ] ||
+		{ VM_WHY="no Debian kernel (/boot/vmlinuz-*-amd64 and its modules; install linux-image-amd64)"; return 1; }
+	[ -x /bin/busybox ] || { VM_WHY="/bin/busybox is missing (install busybox-static)"; return 1; }
+	mkdir -p "$out"
+	VM_INITRD=$out/initramfs-$VM_KV.gz
+	if [ ! -s "$VM_INITRD" ] || [ "$vm_here/init" -nt "$VM_INITRD" ] ||
+		[ "$vm_here/mkinitramfs.sh" -nt "$VM_INITRD" ]; then
+		"$vm_here/mkinitramfs.sh" "$VM_INITRD" "$VM_KV" ||
+			{ VM_WHY="building the initramfs failed"; return 1; }
+	fi
+}
+
+vm_boot() {
+	local script=$1 res=$2 build=$3 disk=$4
+	# Generous: TCG emulates every instruction, and tests run 10 s windows.
+	timeout 600 qemu-system-x86_64 -accel tcg -m 2048 -smp 2 -nographic -no-reboot \
+		-kernel "/boot/vmlinuz-$VM_KV" -initrd "$VM_INITRD" \
+		-append "console=ttyS0 quiet panic=-1 drf.script=$script drf.build=$build drf.top=$vm_top" \
+		-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
+		-virtfs "local,path=$res,mount_tag=results,security_model=none" \
+		-drive "file=$disk,if=virtio,format=raw" >"$res/serial.log" 2>&1
+}
