@@ -182,6 +182,11 @@ static void reload(struct drf_enforced *s, struct drf_reconciler *rc, const char
 		drf_enforced_free(&n);
 		r = -EINVAL;
 	}
+	/* A reload may add a resource whose controller the host does not pass down. */
+	if (r == 0 && drf_check_cgroup(&n.cfg, err, sizeof(err)) != DRF_EXIT_OK) {
+		drf_enforced_free(&n);
+		r = -EINVAL;
+	}
 	if (r == 0 && (drf_knobs_controllers(&n.cfg) & CGFS_IO) &&
 	    (!s->cfg.io_device || !n.cfg.io_device || strcmp(n.cfg.io_device, s->cfg.io_device))) {
 		snprintf(err, sizeof(err), "%s: io-device changed; that needs a restart", path);

@@ -20,30 +20,6 @@ static char dir[64];
 static char main_path[128];
 static char err[1024];
 
-/* A host where cpu = auto is 8, memory = auto is 16G and eth0 runs at 10 gbit. */
-static int fake_cpus(void *ctx, double *ret)
-{
-	(void)ctx;
-	*ret = 8;
-	return 0;
-}
-
-static int fake_mem(void *ctx, double *ret)
-{
-	(void)ctx;
-	*ret = 16 * G;
-	return 0;
-}
-
-static int fake_speed(void *ctx, const char *dev, double *ret)
-{
-	(void)ctx;
-	if (strcmp(dev, "eth0") != 0)
-		return -ENOENT;
-	*ret = 10e9;
-	return 0;
-}
-
 static int failing_cpus(void *ctx, double *ret)
 {
 	(void)ctx;
@@ -51,7 +27,6 @@ static int failing_cpus(void *ctx, double *ret)
 	return -EIO;
 }
 
-static const struct drf_host_ops fake_host = { fake_cpus, fake_mem, fake_speed, NULL };
 
 static int setup(void **state)
 {
@@ -98,7 +73,7 @@ static void expect_error_in(const char *text, const char *where, int line, const
 {
 	struct drf_config c;
 	char prefix[256];
-	int r = load_with(text, &fake_host, &c);
+	int r = load_with(text, &t_fake_host, &c);
 
 	if (r == 0) {
 		drf_config_free(&c);
@@ -154,7 +129,7 @@ static void test_valid_full(void **state)
 				   "cgroup = team-a/web\n"
 				   "cpu = 2\n"
 				   "memory: 4G\n",
-				   &fake_host, &c),
+				   &t_fake_host, &c),
 			 0);
 	assert_string_equal(c.cgroup_root, "/sys/fs/cgroup/test.slice");
 	assert_close(c.interval_ms, 250, 0, "interval");
@@ -201,7 +176,7 @@ static void test_defaults(void **state)
 	struct drf_config c;
 
 	(void)state;
-	assert_int_equal(load_with("[capacity]\ncpu = 4\n[tenant a]\n", &fake_host, &c), 0);
+	assert_int_equal(load_with("[capacity]\ncpu = 4\n[tenant a]\n", &t_fake_host, &c), 0);
 	assert_string_equal(c.cgroup_root, "/sys/fs/cgroup/drf.slice");
 	assert_close(c.interval_ms, 1000, 0, "default interval");
 	assert_int_equal(c.mode, DRF_MODE_SHARE);
@@ -222,7 +197,7 @@ static void test_tenants_dir(void **state)
 	assert_int_equal(mkdir(sub, 0755), 0);
 	snprintf(sub, sizeof(sub), "%s/teams/x.conf", dir);
 	assert_int_equal(t_write_file(sub, "[tenant x]\ncpu = 1\n"), 0);
-	assert_int_equal(load_with("[agent]\ntenants-dir = teams\n[capacity]\ncpu = 4\n", &fake_host,
+	assert_int_equal(load_with("[agent]\ntenants-dir = teams\n[capacity]\ncpu = 4\n", &t_fake_host,
 				   &c),
 			 0);
 	assert_int_equal(c.n_tenants, 1);
@@ -327,7 +302,7 @@ static void test_names(void **state)
 	{
 		struct drf_config c;
 
-		assert_int_equal(load_with(text, &fake_host, &c), 0);
+		assert_int_equal(load_with(text, &t_fake_host, &c), 0);
 		drf_config_free(&c);
 	}
 	expect_error("[capacity]\ncpu = 4\n[tenant a]\n[tenant a]\n", 4,
@@ -382,7 +357,7 @@ static void test_cgroup_paths(void **state)
 		/* "a-x" sorts between "a" and "a/b" in plain byte order: no overlap there. */
 		assert_int_equal(load_with("[capacity]\ncpu = 4\n[tenant a]\n[tenant a-x]\n"
 					   "[tenant c]\ncgroup = a.b/c\n",
-					   &fake_host, &c),
+					   &t_fake_host, &c),
 				 0);
 		drf_config_free(&c);
 	}
@@ -400,7 +375,7 @@ static void test_lines(void **state)
 	{
 		struct drf_config c;
 
-		assert_int_equal(load_with(text, &fake_host, &c), 0); /* 198: fits */
+		assert_int_equal(load_with(text, &t_fake_host, &c), 0); /* 198: fits */
 		drf_config_free(&c);
 	}
 	expect_error("[capacity]\ncpu = 4\n  memory = 4G\n", 3, "indented line");
@@ -410,7 +385,7 @@ static void test_lines(void **state)
 
 		/* Indented comments and blank lines with spaces are fine; so is CRLF. */
 		assert_int_equal(load_with("[capacity]\r\ncpu = 4\r\n   ; note\r\n  \r\n[tenant a]\r\n",
-					   &fake_host, &c),
+					   &t_fake_host, &c),
 				 0);
 		assert_close(c.capacity[DRF_RES_CPU], 4, 0, "cpu with CRLF");
 		drf_config_free(&c);
@@ -423,14 +398,14 @@ static void test_lines(void **state)
 		assert_non_null(f);
 		fwrite("[tenant a]\nweight = 1\0\n", 1, 23, f);
 		fclose(f);
-		assert_int_not_equal(drf_config_load(main_path, &fake_host, &c, err, sizeof(err)), 0);
+		assert_int_not_equal(drf_config_load(main_path, &t_fake_host, &c, err, sizeof(err)), 0);
 		assert_non_null(strstr(err, ":4: contains a NUL byte"));
 	}
 }
 
 static void test_capacity_dependencies(void **state)
 {
-	struct drf_host_ops bad = fake_host;
+	struct drf_host_ops bad = t_fake_host;
 
 	(void)state;
 	expect_error("[capacity]\nio-read-bps = 10M\n[tenant a]\n", 2, "needs io-device");
@@ -459,10 +434,10 @@ static void test_missing_file(void **state)
 
 	(void)state;
 	snprintf(path, sizeof(path), "%s/absent.conf", dir);
-	assert_int_equal(drf_config_load(path, &fake_host, &c, err, sizeof(err)), -ENOENT);
+	assert_int_equal(drf_config_load(path, &t_fake_host, &c, err, sizeof(err)), -ENOENT);
 	assert_non_null(strstr(err, "absent.conf: cannot open: No such file or directory"));
 	/* a directory is not a config file */
-	assert_int_equal(drf_config_load(dir, &fake_host, &c, err, sizeof(err)), -EINVAL);
+	assert_int_equal(drf_config_load(dir, &t_fake_host, &c, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "not a regular file"));
 }
 
@@ -475,7 +450,7 @@ static void test_units_in_context(void **state)
 	assert_int_equal(load_with("[capacity]\ncpu = 1.5\nmemory = 1536M\nio-device = /dev/vda\n"
 				   "io-read-bps = 2K\nnet-device = veth0\nnet-rate = 2.5gbit\n"
 				   "[tenant a]\nnet-rate = 100mbit\nio-read-bps = 512\n",
-				   &fake_host, &c),
+				   &t_fake_host, &c),
 			 0);
 	assert_close(c.capacity[DRF_RES_CPU], 1.5, 0, "cpu");
 	assert_close(c.capacity[DRF_RES_MEMORY], 1.5 * G, 0, "memory");

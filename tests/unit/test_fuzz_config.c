@@ -33,33 +33,10 @@ static const char *const words[] = {
 static const char valid[] =
 	"[agent]\ncgroup-root = /sys/fs/cgroup/x\ninterval = 1s\nmode = limit\n"
 	"[capacity]\ncpu = 8\nmemory = 16G\nio-device = 8:0\nio-read-bps = 100M\n"
-	"net-device = lo\nnet-rate = 1gbit\n"
+	"net-device = eth0\nnet-rate = auto\n"
 	"[tenant a]\nweight = 2\ncpu = 2\nmemory = 4G\n"
 	"[tenant b]\ntask-cpu = 1\ntask-memory = 1G\ntasks = 4\n";
 
-static int fake_cpus(void *ctx, double *ret)
-{
-	(void)ctx;
-	*ret = 4;
-	return 0;
-}
-
-static int fake_mem(void *ctx, double *ret)
-{
-	(void)ctx;
-	*ret = 8.0 * (1 << 30);
-	return 0;
-}
-
-static int fake_speed(void *ctx, const char *dev, double *ret)
-{
-	(void)ctx;
-	(void)dev;
-	*ret = 1e9;
-	return 0;
-}
-
-static const struct drf_host_ops host = { fake_cpus, fake_mem, fake_speed, NULL };
 
 static void write_bytes(const char *p, const char *buf, size_t n)
 {
@@ -75,7 +52,7 @@ static int load_and_check(void)
 {
 	struct drf_config c;
 	char err[1024];
-	int r = drf_config_load(path, &host, &c, err, sizeof(err));
+	int r = drf_config_load(path, &t_fake_host, &c, err, sizeof(err));
 
 	if (r < 0) {
 		assert_true(strlen(err) > 0);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "testlib.h"
 
+#include "config.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -72,3 +74,28 @@ int t_write_file(const char *path, const char *text)
 	}
 	return fclose(f) == 0 ? 0 : -errno;
 }
+
+static int fake_cpus(void *ctx, double *ret)
+{
+	(void)ctx;
+	*ret = 8;
+	return 0;
+}
+
+static int fake_mem(void *ctx, double *ret)
+{
+	(void)ctx;
+	*ret = 16.0 * 1024 * 1024 * 1024;
+	return 0;
+}
+
+static int fake_speed(void *ctx, const char *dev, double *ret)
+{
+	(void)ctx;
+	if (strcmp(dev, "eth0") != 0)
+		return -ENOENT;
+	*ret = 10e9;
+	return 0;
+}
+
+const struct drf_host_ops t_fake_host = { fake_cpus, fake_mem, fake_speed, NULL };

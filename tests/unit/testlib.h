@@ -36,6 +36,13 @@ double rng_range(struct rng *r, double lo, double hi);
 double rng_log(struct rng *r, double lo, double hi); /* log-uniform */
 int rng_int(struct rng *r, int lo, int hi);     /* [lo, hi] */
 
+/*
+ * A host for `auto` capacities: 8 online CPUs, MemTotal 16G, eth0 at 10 gbit
+ * (other devices: -ENOENT).
+ */
+struct drf_host_ops;
+extern const struct drf_host_ops t_fake_host;
+
 /* Writes path with the given contents; returns 0 or -errno. */
 int t_write_file(const char *path, const char *text);
 
