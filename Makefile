@@ -90,9 +90,11 @@ check-vm: $(BINS)
 	@echo "== tests/vm/run.sh"
 	@tests/vm/run.sh $(BUILD)
 
-check-cli: $(BUILD)/drfctl
+check-cli: $(BINS)
 	@echo "== tests/cli/test_plan.sh"
 	@DRFCTL=$(abspath $(BUILD)/drfctl) tests/cli/test_plan.sh
+	@echo "== tests/cli/test_drfd.sh"
+	@DRFD=$(abspath $(BUILD)/drfd) tests/cli/test_drfd.sh
 
 check-all:
 	$(MAKE) check CC=gcc
