@@ -350,15 +350,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "drfd: %s\n", err);
 		goto out_state;
 	}
-	if (drf_knobs_controllers(&s.cfg) & CGFS_IO)
+	if (drf_knobs_controllers(&s.cfg) & CGFS_IO) {
+		/* The io knobs depend on the device's scheduler, known only now. */
 		iop = &io;
-	/* The knob values depend on the io device's scheduler: compute them again. */
-	drf_enforced_free(&s);
-	r = drf_enforced_load(&s, o.config, iop, err, sizeof(err));
-	if (r < 0) {
-		fprintf(stderr, "drfd: %s\n", err);
-		ret = DRF_EXIT_CONFIG;
-		goto out_state;
+		drf_knobs_compute(&s.cfg, &s.problem, &s.result, iop, s.knobs);
 	}
 
 	if (o.dry_run) {

@@ -47,7 +47,7 @@ static long scale_weight(double v, double vmax, long hi)
 	long w;
 
 	if (!(vmax > 0))
-		return hi / 100 > 0 ? hi / 100 : 1; /* nothing allocated: the default */
+		return 100; /* nothing allocated: the default of cpu.weight, io.weight and BFQ */
 	w = lround(v / vmax * (double)hi);
 	return w < 1 ? 1 : w > hi ? hi : w;
 }
@@ -102,6 +102,17 @@ unsigned drf_knobs_uncapped(const struct drf_config *c, const struct drf_problem
 	return bits;
 }
 
+/* A tenant's io share: the larger of its read and write shares. */
+static double io_share(const struct drf_problem *p, const struct drf_share *s)
+{
+	double v = 0;
+
+	for (int r = DRF_RES_IO_READ; r <= DRF_RES_IO_WRITE; r++)
+		if (p->capacity[r] > 0)
+			v = fmax(v, s->alloc[r] / p->capacity[r]);
+	return v;
+}
+
 /* "rbps=N|max wbps=N|max" for an allocation or demand vector. */
 static void io_limits(char *buf, size_t len, const struct drf_io_target *io, double rd, double wr)
 {
@@ -127,16 +138,9 @@ void drf_knobs_compute(const struct drf_config *c, const struct drf_problem *p,
 	double cpu_max = 0, io_max = 0;
 	bool limit = c->mode == DRF_MODE_LIMIT;
 
-	/* io share of a tenant: the larger of its read and write shares. */
 	for (size_t i = 0; i < p->n; i++) {
-		const struct drf_share *s = &res->shares[i];
-		double ioshare = 0;
-
-		cpu_max = fmax(cpu_max, s->alloc[DRF_RES_CPU]);
-		for (int r = DRF_RES_IO_READ; r <= DRF_RES_IO_WRITE; r++)
-			if (p->capacity[r] > 0)
-				ioshare = fmax(ioshare, s->alloc[r] / p->capacity[r]);
-		io_max = fmax(io_max, ioshare);
+		cpu_max = fmax(cpu_max, res->shares[i].alloc[DRF_RES_CPU]);
+		io_max = fmax(io_max, io_share(p, &res->shares[i]));
 	}
 	for (size_t i = 0; i < p->n; i++) {
 		const struct drf_share *s = &res->shares[i];
@@ -184,11 +188,6 @@ void drf_knobs_compute(const struct drf_config *c, const struct drf_problem *p,
 								      : INFINITY;
 			double wr = p->capacity[DRF_RES_IO_WRITE] > 0 ? s->alloc[DRF_RES_IO_WRITE]
 								       : INFINITY;
-			double ioshare = 0;
-
-			for (int r = DRF_RES_IO_READ; r <= DRF_RES_IO_WRITE; r++)
-				if (p->capacity[r] > 0)
-					ioshare = fmax(ioshare, s->alloc[r] / p->capacity[r]);
 			if (uncapped & (1u << DRF_RES_IO_READ))
 				rd = INFINITY;
 			if (uncapped & (1u << DRF_RES_IO_WRITE))
@@ -196,7 +195,7 @@ void drf_knobs_compute(const struct drf_config *c, const struct drf_problem *p,
 			if (!limit && io->weights != DRF_IO_WEIGHTS_NONE) {
 				long hi = io->weights == DRF_IO_WEIGHTS_BFQ ? 1000 : 10000;
 
-				set(k, DRF_KNOB_IO_WEIGHT, "default %ld", scale_weight(ioshare, io_max, hi));
+				set(k, DRF_KNOB_IO_WEIGHT, "default %ld", scale_weight(io_share(p, s), io_max, hi));
 				io_limits(k->val[DRF_KNOB_IO_MAX], DRF_KNOB_LEN, io,
 					  declared(c, i, DRF_RES_IO_READ),
 					  declared(c, i, DRF_RES_IO_WRITE));

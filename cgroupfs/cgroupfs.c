@@ -153,32 +153,30 @@ static int parent_of(int dirfd, const char *path, const char **ret_name)
 	return open_beneath(dirfd, parent, O_RDONLY | O_DIRECTORY);
 }
 
-static int real_mkdir(void *ctx, int dirfd, const char *path)
+/* mkdir (or rmdir) of the last component of path, in its parent opened beneath dirfd. */
+static int at_parent(int dirfd, const char *path, bool remove)
 {
 	const char *name;
 	int pfd, r;
 
-	(void)ctx;
 	pfd = parent_of(dirfd, path, &name);
 	if (pfd < 0)
 		return pfd;
-	r = mkdirat(pfd, name, 0755) < 0 ? -errno : 0;
+	r = (remove ? unlinkat(pfd, name, AT_REMOVEDIR) : mkdirat(pfd, name, 0755)) < 0 ? -errno : 0;
 	close(pfd);
 	return r;
 }
 
+static int real_mkdir(void *ctx, int dirfd, const char *path)
+{
+	(void)ctx;
+	return at_parent(dirfd, path, false);
+}
+
 static int real_rmdir(void *ctx, int dirfd, const char *path)
 {
-	const char *name;
-	int pfd, r;
-
 	(void)ctx;
-	pfd = parent_of(dirfd, path, &name);
-	if (pfd < 0)
-		return pfd;
-	r = unlinkat(pfd, name, AT_REMOVEDIR) < 0 ? -errno : 0;
-	close(pfd);
-	return r;
+	return at_parent(dirfd, path, true);
 }
 
 const struct cgfs_ops cgfs_real_ops = {
@@ -199,10 +197,6 @@ static int rec_fault(struct cgfs_recorder *r, const char *path)
 	m = strlen(r->fail_path);
 	if (n < m || strcmp(path + n - m, r->fail_path) != 0)
 		return 0;
-	if (r->fail_after > 0) {
-		r->fail_after--;
-		return 0;
-	}
 	return -r->fail_errno;
 }
 

@@ -44,7 +44,7 @@ extern const struct cgfs_ops cgfs_real_ops;
  * Records every change (write, mkdir, rmdir) as a line "write PATH VALUE",
  * "mkdir PATH", "rmdir PATH", with PATH absolute; passes reads, and changes too
  * if pass_changes, to the inner ops. fail_path/fail_errno make the operations on
- * paths ending in fail_path fail with that errno (after fail_after successes).
+ * paths ending in fail_path fail with that errno.
  */
 struct cgfs_recorder {
 	const struct cgfs_ops *inner;
@@ -55,7 +55,6 @@ struct cgfs_recorder {
 	size_t changes;    /* lines recorded */
 	const char *fail_path;
 	int fail_errno;
-	int fail_after;
 };
 
 extern const struct cgfs_ops cgfs_recording_ops;

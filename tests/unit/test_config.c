@@ -63,7 +63,6 @@ static int load_with(const char *text, const struct drf_host_ops *host, struct d
 	return drf_config_load(main_path, host, c, err, sizeof(err));
 }
 
-static const char base[] = "[capacity]\ncpu = 9\nmemory = 18G\n"; /* 3 lines */
 
 /*
  * Loading fails, and the message starts with "<where>:<line>: " and contains
@@ -459,7 +458,6 @@ static void test_units_in_context(void **state)
 	assert_close(c.tenants[0].vec[DRF_RES_NET], 1e8, 0, "tenant net");
 	assert_close(c.tenants[0].vec[DRF_RES_IO_READ], 512, 0, "tenant io");
 	drf_config_free(&c);
-	(void)base;
 }
 
 int main(void)
