@@ -22,23 +22,29 @@ BUILD ?= .output/$(VARIANT)
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wformat=2 -Wno-format-nonliteral -Wvla
 CFLAGS ?= -O2 -g
-CFLAGS += -std=c11 -D_GNU_SOURCE -pthread $(WARN) -Iagent -Icgroupfs -MMD -MP
+INCLUDES := -Iagent/core -Iagent/config -Iagent/daemon -Iagent/cli -Icgroupfs
+# The project's own flags go in DRF_CFLAGS, so that `make CFLAGS=...` changes
+# optimization and debug flags without dropping what the build needs.
+DRF_CFLAGS := -std=c11 -D_GNU_SOURCE -pthread $(WARN) $(INCLUDES) -MMD -MP
 LDFLAGS ?=
 LDLIBS := -linih -lcgroup -lsystemd -lm -pthread
 
 ifeq ($(SANITIZER),address)
-CFLAGS += -fsanitize=address -fno-omit-frame-pointer
+DRF_CFLAGS += -fsanitize=address -fno-omit-frame-pointer
 LDFLAGS += -fsanitize=address
 else ifeq ($(SANITIZER),undefined)
-CFLAGS += -fsanitize=undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+DRF_CFLAGS += -fsanitize=undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 LDFLAGS += -fsanitize=undefined
 else ifneq ($(SANITIZER),)
 $(error SANITIZER must be address or undefined, not '$(SANITIZER)')
 endif
 
-LIB_SRCS := agent/res.c agent/alloc.c agent/config.c agent/plan.c agent/knobs.c \
-	agent/reconcile.c agent/hostcheck.c cgroupfs/cgroupfs.c
-LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
+# The pure core (units, allocation, knob mapping): no I/O, linked with -lm only.
+CORE_SRCS := agent/core/res.c agent/core/alloc.c agent/core/knobs.c
+CORE_LIB := $(BUILD)/libdrfcore.a
+# Everything else the two programs share.
+LIB_SRCS := agent/config/config.c agent/config/desired.c agent/cli/plan.c \
+	agent/daemon/reconcile.c agent/daemon/hostcheck.c cgroupfs/cgroupfs.c
 LIB := $(BUILD)/libdrf.a
 
 BINS := $(BUILD)/drfctl $(BUILD)/drfd
@@ -53,24 +59,34 @@ all: $(BINS)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c -o $@ $<
+	$(CC) $(DRF_CFLAGS) $(CFLAGS) -c -o $@ $<
 
-$(LIB): $(LIB_OBJS)
+$(CORE_LIB): $(CORE_SRCS:%.c=$(BUILD)/%.o)
 	$(AR) rcs $@ $^
 
-$(BUILD)/drfctl: $(BUILD)/agent/drfctl.o $(LIB)
+$(LIB): $(LIB_SRCS:%.c=$(BUILD)/%.o)
+	$(AR) rcs $@ $^
+
+$(BUILD)/drfctl: $(BUILD)/agent/cli/drfctl.o $(LIB) $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/drfd: $(BUILD)/agent/drfd.o $(LIB)
+$(BUILD)/drfd: $(BUILD)/agent/daemon/drfd.o $(LIB) $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(BUILD)/tests/unit/testlib.o $(LIB)
+# Tests of the pure core link with -lm alone: that is what keeps it pure.
+CORE_TESTS := test_units test_alloc test_props
+$(CORE_TESTS:%=$(BUILD)/tests/%): $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o \
+		$(BUILD)/tests/unit/testlib.o $(CORE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ -lm -lcmocka
+
+$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(BUILD)/tests/unit/testlib.o $(LIB) $(CORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
 
-$(BENCH_BIN): $(BUILD)/tests/bench/bench_alloc.o $(LIB)
+$(BENCH_BIN): $(BUILD)/tests/bench/bench_alloc.o $(CORE_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ -lm
 
 # The README's first command: drfd enforcing the example tenants (in a VM on
 # hosts without cgroup v2).
@@ -108,7 +124,7 @@ shellcheck:
 	shellcheck -x $(wildcard deploy/*.sh tests/*/*.sh) tests/vm/init .ci/run
 
 bench: $(BENCH_BIN)
-	@echo "command: make bench ($(BENCH_BIN), CC=$(CC) CFLAGS='$(CFLAGS)')"
+	@echo "command: make bench ($(BENCH_BIN), CC=$(CC) CFLAGS='$(DRF_CFLAGS) $(CFLAGS)')"
 	$(BENCH_BIN)
 
 install: all
@@ -121,4 +137,4 @@ install: all
 clean:
 	rm -rf .output
 
--include $(wildcard $(BUILD)/agent/*.d $(BUILD)/cgroupfs/*.d $(BUILD)/tests/*/*.d)
+-include $(wildcard $(BUILD)/agent/*/*.d $(BUILD)/cgroupfs/*.d $(BUILD)/tests/*/*.d)

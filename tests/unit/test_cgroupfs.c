@@ -19,6 +19,8 @@
 #include "reconcile.h"
 #include "testlib.h"
 
+#define PAGE 4096UL /* the fake rounds memory limits down to 4K pages */
+
 static char dir[64], root[128];
 
 static int put(int dirfd, const char *path, const char *val)
@@ -282,7 +284,7 @@ static void test_reconcile_writes_only_changes(void **state)
 		if (!e.knobs[1].set[j])
 			continue;
 		snprintf(rel, sizeof(rel), "team/b/%s", drf_knob_file(j, NULL));
-		assert_true(drf_knob_matches(j, e.knobs[1].val[j], slurp(rel), NULL));
+		assert_true(drf_knob_matches(j, e.knobs[1].val[j], slurp(rel), NULL, PAGE));
 	}
 	/* memory.max of 100M is page-aligned; b's low is rounded by the kernel */
 	assert_string_equal(slurp("team/b/memory.max"), "104857600");
@@ -333,7 +335,7 @@ static void test_reconcile_failure_injection(void **state)
 		assert_non_null(strstr(log, strerror(errs[i])));
 		/* b was reconciled all the same */
 		assert_true(drf_knob_matches(DRF_KNOB_MEMORY_MAX, e.knobs[1].val[DRF_KNOB_MEMORY_MAX],
-					     slurp("team/b/memory.max"), NULL));
+					     slurp("team/b/memory.max"), NULL, PAGE));
 		drf_reconciler_free(&rc);
 		cgfs_close(&fs);
 		fclose(lf);
@@ -395,7 +397,7 @@ static void test_memory_tightening(void **state)
 	assert_int_equal(drf_reconcile(&rc, &e.cfg, e.knobs, &st), 0);
 	assert_int_equal(st.pending, 1);
 	assert_true(drf_knob_matches(DRF_KNOB_MEMORY_MAX, e.knobs[1].val[DRF_KNOB_MEMORY_MAX],
-				     slurp("team/b/memory.high"), NULL));
+				     slurp("team/b/memory.high"), NULL, PAGE));
 	assert_string_equal(slurp("team/b/memory.max"), "max");
 	/* still above: still waiting, memory.max untouched */
 	assert_int_equal(drf_reconcile(&rc, &e.cfg, e.knobs, &st), 0);
@@ -406,9 +408,9 @@ static void test_memory_tightening(void **state)
 	assert_int_equal(drf_reconcile(&rc, &e.cfg, e.knobs, &st), 0);
 	assert_int_equal(st.pending, 0);
 	assert_true(drf_knob_matches(DRF_KNOB_MEMORY_MAX, e.knobs[1].val[DRF_KNOB_MEMORY_MAX],
-				     slurp("team/b/memory.max"), NULL));
+				     slurp("team/b/memory.max"), NULL, PAGE));
 	assert_true(drf_knob_matches(DRF_KNOB_MEMORY_HIGH, e.knobs[1].val[DRF_KNOB_MEMORY_HIGH],
-				     slurp("team/b/memory.high"), NULL));
+				     slurp("team/b/memory.high"), NULL, PAGE));
 	drf_reconciler_free(&rc);
 	cgfs_close(&fs);
 	drf_enforced_free(&e);

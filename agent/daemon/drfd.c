@@ -27,6 +27,7 @@
 #include "cgroupfs.h"
 #include "config.h"
 #include "hostcheck.h"
+#include "desired.h"
 #include "knobs.h"
 #include "plan.h"
 #include "reconcile.h"

@@ -76,9 +76,10 @@ void drf_knobs_compute(const struct drf_config *c, const struct drf_problem *p,
  * Whether the kernel's value `have` (as read, newline trimmed) is `want`,
  * allowing for the kernel's rounding: memory values round down to pages, io.max
  * prints riops/wiops and every device, io weights print a "default" line.
+ * page_size is the host's (memory limits round down to it).
  */
 bool drf_knob_matches(enum drf_knob k, const char *want, const char *have,
-		      const struct drf_io_target *io);
+		      const struct drf_io_target *io, unsigned long page_size);
 
 /*
  * Bits (1 << resource) of the resources on which tenant i would get a hard cap
@@ -87,24 +88,5 @@ bool drf_knob_matches(enum drf_knob k, const char *want, const char *have,
  */
 unsigned drf_knobs_uncapped(const struct drf_config *c, const struct drf_problem *p, size_t i,
 			    const struct drf_io_target *io);
-
-/* A config's plan with its knob values: what drfd enforces and status compares. */
-struct drf_enforced {
-	struct drf_config cfg;
-	struct drf_problem problem;
-	struct drf_demand *demands;
-	struct drf_result result;
-	struct drf_knobs *knobs;
-	bool loaded;
-};
-
-/*
- * Loads the config at path, allocates under its policy and maps the result to
- * knobs for io (NULL: no io target known). On failure writes why into err and
- * leaves ret untouched; returns -EINVAL for a config error, other -errno else.
- */
-int drf_enforced_load(struct drf_enforced *ret, const char *path, const struct drf_io_target *io,
-		      char *err, size_t len);
-void drf_enforced_free(struct drf_enforced *e);
 
 #endif

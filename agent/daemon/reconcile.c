@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MEM_QUEUE 64
 
@@ -123,6 +124,7 @@ int drf_reconciler_init(struct drf_reconciler *rc, const struct cgfs *fs,
 	rc->io = io;
 	rc->log = log;
 	rc->async_memory = async_memory;
+	rc->page_size = (unsigned long)sysconf(_SC_PAGESIZE);
 	return async_memory ? worker_start(rc) : 0;
 }
 
@@ -250,12 +252,12 @@ static void set_knob(struct drf_reconciler *rc, const char *name, struct drf_ten
 	ssize_t n = cgfs_read(rc->fs, ts->cgroup, file, have, sizeof(have));
 	int r;
 
-	if (n >= 0 && drf_knob_matches(k, want, have, rc->io)) {
+	if (n >= 0 && drf_knob_matches(k, want, have, rc->io, rc->page_size)) {
 		ts->written[k] = true;
 		snprintf(ts->last[k], DRF_KNOB_LEN, "%s", want);
 		return;
 	}
-	if (n >= 0 && ts->written[k] && !drf_knob_matches(k, ts->last[k], have, rc->io)) {
+	if (n >= 0 && ts->written[k] && !drf_knob_matches(k, ts->last[k], have, rc->io, rc->page_size)) {
 		st->foreign++;
 		say(rc, "drfd: tenant '%s': %s was changed by someone else to '%s'; restoring '%s'",
 		    name, file, have, want);

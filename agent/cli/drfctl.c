@@ -20,6 +20,7 @@
 #include "cgroupfs.h"
 #include "config.h"
 #include "hostcheck.h"
+#include "desired.h"
 #include "knobs.h"
 #include "plan.h"
 
@@ -302,7 +303,7 @@ static int cmd_status(int argc, char **argv)
 				continue;
 			}
 			human(j, buf, hv, sizeof(hv));
-			if (drf_knob_matches(j, k->val[j], buf, &io)) {
+			if (drf_knob_matches(j, k->val[j], buf, &io, (unsigned long)sysconf(_SC_PAGESIZE))) {
 				printf("  %-14s %-28s ok\n", file, hv);
 			} else {
 				printf("  %-14s %-28s MISMATCH: the plan says %s\n", file, hv, hw);

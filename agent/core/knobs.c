@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cgroupfs.h"
 
@@ -210,9 +209,8 @@ void drf_knobs_compute(const struct drf_config *c, const struct drf_problem *p,
 	}
 }
 
-static bool memory_matches(const char *want, const char *have)
+static bool memory_matches(const char *want, const char *have, unsigned long page)
 {
-	static long page;
 	unsigned long long w, h;
 	char *end;
 
@@ -224,10 +222,8 @@ static bool memory_matches(const char *want, const char *have)
 	h = strtoull(have, &end, 10);
 	if (*end)
 		return false;
-	if (!page)
-		page = sysconf(_SC_PAGESIZE);
 	/* The kernel keeps memory limits in pages, rounding down. */
-	return h == w || h == w / (unsigned long long)page * (unsigned long long)page;
+	return h == w || (page && h == w / page * page);
 }
 
 /* The value of key= for device MAJ:MIN in io.max content; "max" if no line. */
@@ -262,13 +258,13 @@ static void io_max_value(const char *content, const char *dev, const char *key, 
 }
 
 bool drf_knob_matches(enum drf_knob k, const char *want, const char *have,
-		      const struct drf_io_target *io)
+		      const struct drf_io_target *io, unsigned long page_size)
 {
 	switch (k) {
 	case DRF_KNOB_MEMORY_LOW:
 	case DRF_KNOB_MEMORY_HIGH:
 	case DRF_KNOB_MEMORY_MAX:
-		return memory_matches(want, have);
+		return memory_matches(want, have, page_size);
 	case DRF_KNOB_IO_MAX: {
 		char dev[32], wr[32], wantv[32], havev[32];
 		static const char *const keys[] = { "rbps", "wbps" };
@@ -301,44 +297,4 @@ bool drf_knob_matches(enum drf_knob k, const char *want, const char *have,
 		break;
 	}
 	return strcmp(want, have) == 0;
-}
-
-int drf_enforced_load(struct drf_enforced *ret, const char *path, const struct drf_io_target *io,
-		      char *err, size_t len)
-{
-	struct drf_enforced n = { 0 };
-	int r;
-
-	r = drf_config_load(path, &drf_host_real, &n.cfg, err, len);
-	if (r < 0)
-		return r;
-	r = drf_config_problem(&n.cfg, &n.problem, &n.demands);
-	if (r == 0)
-		r = drf_allocate(&n.problem, n.cfg.policy, &n.result);
-	if (r == 0) {
-		n.knobs = calloc(n.cfg.n_tenants + 1, sizeof(*n.knobs));
-		r = n.knobs ? 0 : -ENOMEM;
-	}
-	if (r < 0) {
-		snprintf(err, len, "%s: cannot compute the allocation: %s", path, strerror(-r));
-		drf_result_free(&n.result);
-		free(n.demands);
-		drf_config_free(&n.cfg);
-		return r == -EINVAL ? -EIO : r;
-	}
-	drf_knobs_compute(&n.cfg, &n.problem, &n.result, io, n.knobs);
-	n.loaded = true;
-	*ret = n;
-	return 0;
-}
-
-void drf_enforced_free(struct drf_enforced *e)
-{
-	if (!e->loaded)
-		return;
-	free(e->knobs);
-	drf_result_free(&e->result);
-	free(e->demands);
-	drf_config_free(&e->cfg);
-	e->loaded = false;
 }

@@ -27,6 +27,7 @@ struct drf_reconciler {
 	const struct drf_io_target *io; /* NULL without io */
 	FILE *log;                      /* one line per change; NULL: silent */
 	bool async_memory;              /* tighten memory on a worker thread */
+	unsigned long page_size;        /* memory limits round down to it */
 	struct drf_tenant_state *state;
 	size_t n_state;
 	struct drf_mem_worker *worker;
