@@ -25,7 +25,7 @@ CFLAGS ?= -O2 -g
 INCLUDES := -Iagent/core -Iagent/config -Iagent/daemon -Iagent/cli -Icgroupfs
 # The project's own flags go in DRF_CFLAGS, so that `make CFLAGS=...` changes
 # optimization and debug flags without dropping what the build needs.
-DRF_CFLAGS := -std=c11 -D_GNU_SOURCE -pthread $(WARN) $(INCLUDES) -MMD -MP
+DRF_CFLAGS := -std=c11 -D_GNU_SOURCE -pthread $(WARN) $(INCLUDES) -Itests/lib -MMD -MP
 LDFLAGS ?=
 LDLIBS := -linih -lcgroup -lsystemd -lm -pthread
 
@@ -52,6 +52,9 @@ BINS := $(BUILD)/drfctl $(BUILD)/drfd
 UNIT_TESTS := test_units test_alloc test_props test_config test_fuzz_config test_cgroupfs
 UNIT_BINS := $(UNIT_TESTS:%=$(BUILD)/tests/%)
 BENCH_BIN := $(BUILD)/tests/bench_alloc
+BENCH_TICK_BIN := $(BUILD)/tests/bench_tick
+# Shared by tests and benchmarks: the fake cgroup tree.
+TESTLIB_OBJS := $(BUILD)/tests/lib/fakecg.o
 
 .PHONY: all demo check check-unit check-cli check-vm check-all bench install clean shellcheck
 
@@ -80,9 +83,14 @@ $(CORE_TESTS:%=$(BUILD)/tests/%): $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o \
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ -lm -lcmocka
 
-$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(BUILD)/tests/unit/testlib.o $(LIB) $(CORE_LIB)
+$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(BUILD)/tests/unit/testlib.o $(TESTLIB_OBJS) \
+		$(LIB) $(CORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
+
+$(BENCH_TICK_BIN): $(BUILD)/tests/bench/bench_tick.o $(TESTLIB_OBJS) $(LIB) $(CORE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BENCH_BIN): $(BUILD)/tests/bench/bench_alloc.o $(CORE_LIB)
 	@mkdir -p $(dir $@)
@@ -123,9 +131,12 @@ check-all:
 shellcheck:
 	shellcheck -x $(wildcard deploy/*.sh tests/*/*.sh) tests/vm/init .ci/run
 
-bench: $(BENCH_BIN)
+bench: $(BENCH_BIN) $(BENCH_TICK_BIN)
 	@echo "command: make bench ($(BENCH_BIN), CC=$(CC) CFLAGS='$(DRF_CFLAGS) $(CFLAGS)')"
 	$(BENCH_BIN)
+	@echo "command: make bench ($(BENCH_TICK_BIN) 1000; tests/bench/tick_syscalls.sh)"
+	$(BENCH_TICK_BIN) 1000
+	tests/bench/tick_syscalls.sh $(BENCH_TICK_BIN) 1000 20
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/drfd/examples/tenants.d

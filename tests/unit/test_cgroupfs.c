@@ -15,154 +15,31 @@
 #include <unistd.h>
 
 #include "cgroupfs.h"
+#include "desired.h"
+#include "fakecg.h"
 #include "knobs.h"
 #include "reconcile.h"
 #include "testlib.h"
 
-#define PAGE 4096UL /* the fake rounds memory limits down to 4K pages */
+#define PAGE FAKECG_PAGE
 
 static char dir[64], root[128];
 
-static int put(int dirfd, const char *path, const char *val)
-{
-	int fd = openat(dirfd, path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = write(fd, val, strlen(val));
-	close(fd);
-	return n == (ssize_t)strlen(val) ? 0 : -EIO;
-}
-
-static const char *const cg_files[][2] = {
-	{ "cgroup.type", "domain\n" },       { "cgroup.procs", "" },
-	{ "cgroup.events", "populated 0\n" }, { "cgroup.subtree_control", "\n" },
-	{ "cgroup.controllers", "cpu io memory pids\n" },
-	{ "cpu.weight", "100\n" },           { "cpu.max", "max 100000\n" },
-	{ "memory.low", "0\n" },             { "memory.high", "max\n" },
-	{ "memory.max", "max\n" },           { "memory.current", "0\n" },
-	{ "io.max", "" },
-};
-
-static int fake_mkdir(void *ctx, int dirfd, const char *path)
-{
-	char p[4096];
-	int r = cgfs_real_ops.mkdir(ctx, dirfd, path);
-
-	if (r < 0)
-		return r;
-	for (size_t i = 0; i < sizeof(cg_files) / sizeof(cg_files[0]); i++) {
-		snprintf(p, sizeof(p), "%s/%s", path, cg_files[i][0]);
-		put(dirfd, p, cg_files[i][1]);
-	}
-	return 0;
-}
-
-static bool ends_with(const char *s, const char *tail)
-{
-	size_t n = strlen(s), m = strlen(tail);
-
-	return n >= m && strcmp(s + n - m, tail) == 0;
-}
-
-static int fake_write(void *ctx, int dirfd, const char *path, const char *val)
-{
-	char cur[512], out[512] = "";
-	(void)ctx;
-
-	if (ends_with(path, "cgroup.subtree_control")) {
-		unsigned have = 0;
-		ssize_t n = cgfs_real_ops.read(NULL, dirfd, path, cur, sizeof(cur));
-		const char *p = val;
-
-		if (n >= 0)
-			have = cgfs_parse_ctrls(cur);
-		while (*p) {
-			char name[16];
-			int len = 0;
-			char op = *p++;
-
-			while (*p && *p != ' ' && len < 15)
-				name[len++] = *p++;
-			name[len] = '\0';
-			while (*p == ' ')
-				p++;
-			if (op == '+')
-				have |= cgfs_parse_ctrls(name);
-			else if (op == '-')
-				have &= ~cgfs_parse_ctrls(name);
-			else
-				return -EINVAL;
-		}
-		for (int i = 0; i < CGFS_NCTRL; i++)
-			if (have & (1u << i))
-				snprintf(out + strlen(out), sizeof(out) - strlen(out), "%s%s",
-					 out[0] ? " " : "", cgfs_ctrl_name(1u << i));
-		strcat(out, "\n");
-		return put(dirfd, path, out);
-	}
-	if (strstr(path, "/memory.") && strcmp(val, "max") != 0) {
-		/* the kernel keeps memory limits in pages */
-		snprintf(out, sizeof(out), "%llu\n", strtoull(val, NULL, 10) / 4096 * 4096);
-		return put(dirfd, path, out);
-	}
-	if (ends_with(path, "/io.max")) {
-		snprintf(out, sizeof(out), "%s riops=max wiops=max\n", val);
-		return put(dirfd, path, out);
-	}
-	snprintf(out, sizeof(out), "%s\n", val);
-	return put(dirfd, path, out);
-}
-
-/* cgroupfs removes a cgroup's interface files with it; a plain directory does not. */
-static int fake_rmdir(void *ctx, int dirfd, const char *path)
-{
-	char p[4096];
-
-	for (size_t i = 0; i < sizeof(cg_files) / sizeof(cg_files[0]); i++) {
-		snprintf(p, sizeof(p), "%s/%s", path, cg_files[i][0]);
-		unlinkat(dirfd, p, 0);
-	}
-	return cgfs_real_ops.rmdir(ctx, dirfd, path);
-}
-
-static const struct cgfs_ops fake_ops = {
-	.name = "fake",
-	.read = NULL, /* set in setup: the real read */
-	.write = fake_write,
-	.mkdir = fake_mkdir,
-	.rmdir = NULL,
-};
+#define put fakecg_put
 
 static struct cgfs_ops ops;
 
 static int setup(void **state)
 {
-	int fd;
-
 	(void)state;
-	snprintf(dir, sizeof(dir), "/tmp/drf-cgfs-XXXXXX");
-	if (!mkdtemp(dir))
-		return -1;
-	snprintf(root, sizeof(root), "%s/drf.slice", dir);
-	ops = fake_ops;
-	ops.read = cgfs_real_ops.read;
-	ops.rmdir = fake_rmdir;
-	fd = open(dir, O_RDONLY | O_DIRECTORY);
-	if (fd < 0 || fake_mkdir(NULL, fd, "drf.slice") < 0)
-		return -1;
-	close(fd);
-	return 0;
+	ops = fakecg_ops;
+	return fakecg_setup(dir, sizeof(dir), root, sizeof(root));
 }
 
 static int teardown(void **state)
 {
-	char cmd[128];
-
 	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
+	return fakecg_teardown(dir);
 }
 
 static void sub(char *buf, size_t len, const char *rel)

@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: MIT
+#include "fakecg.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int fakecg_put(int dirfd, const char *path, const char *val)
+{
+	int fd = openat(dirfd, path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, val, strlen(val));
+	close(fd);
+	return n == (ssize_t)strlen(val) ? 0 : -EIO;
+}
+
+static const char *const cg_files[][2] = {
+	{ "cgroup.type", "domain\n" },       { "cgroup.procs", "" },
+	{ "cgroup.events", "populated 0\n" }, { "cgroup.subtree_control", "\n" },
+	{ "cgroup.controllers", "cpu io memory pids\n" },
+	{ "cpu.weight", "100\n" },           { "cpu.max", "max 100000\n" },
+	{ "memory.low", "0\n" },             { "memory.high", "max\n" },
+	{ "memory.max", "max\n" },           { "memory.current", "0\n" },
+	{ "io.max", "" },                    { "cpu.stat", "usage_usec 0\n" },
+};
+
+static int fake_mkdir(void *ctx, int dirfd, const char *path)
+{
+	char p[4096];
+	int r = cgfs_real_ops.mkdir(ctx, dirfd, path);
+
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < sizeof(cg_files) / sizeof(cg_files[0]); i++) {
+		snprintf(p, sizeof(p), "%s/%s", path, cg_files[i][0]);
+		fakecg_put(dirfd, p, cg_files[i][1]);
+	}
+	return 0;
+}
+
+static bool ends_with(const char *s, const char *tail)
+{
+	size_t n = strlen(s), m = strlen(tail);
+
+	return n >= m && strcmp(s + n - m, tail) == 0;
+}
+
+static int subtree_write(int dirfd, const char *path, const char *val)
+{
+	char cur[512], out[512] = "";
+	unsigned have = 0;
+	ssize_t n = cgfs_real_ops.read(NULL, dirfd, path, cur, sizeof(cur));
+	const char *p = val;
+
+	if (n < 0)
+		return (int)n;
+	have = cgfs_parse_ctrls(cur);
+	while (*p) {
+		char name[16];
+		int len = 0;
+		char op = *p++;
+
+		while (*p && *p != ' ' && len < 15)
+			name[len++] = *p++;
+		name[len] = '\0';
+		while (*p == ' ')
+			p++;
+		if (op == '+')
+			have |= cgfs_parse_ctrls(name);
+		else if (op == '-')
+			have &= ~cgfs_parse_ctrls(name);
+		else
+			return -EINVAL;
+	}
+	for (int i = 0; i < CGFS_NCTRL; i++)
+		if (have & (1u << i))
+			snprintf(out + strlen(out), sizeof(out) - strlen(out), "%s%s",
+				 out[0] ? " " : "", cgfs_ctrl_name(1u << i));
+	strcat(out, "\n");
+	return fakecg_put(dirfd, path, out);
+}
+
+static int fake_write(void *ctx, int dirfd, const char *path, const char *val)
+{
+	char out[512];
+	int fd;
+
+	(void)ctx;
+	/* Like cgroupfs: only existing interface files can be written. */
+	fd = openat(dirfd, path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	if (ends_with(path, "cgroup.subtree_control"))
+		return subtree_write(dirfd, path, val);
+	if (strstr(path, "/memory.") && strcmp(val, "max") != 0) {
+		/* the kernel keeps memory limits in pages */
+		snprintf(out, sizeof(out), "%llu\n",
+			 strtoull(val, NULL, 10) / FAKECG_PAGE * FAKECG_PAGE);
+		return fakecg_put(dirfd, path, out);
+	}
+	if (ends_with(path, "/io.max") && !strstr(val, "riops=")) {
+		snprintf(out, sizeof(out), "%s riops=max wiops=max\n", val);
+		return fakecg_put(dirfd, path, out);
+	}
+	snprintf(out, sizeof(out), "%s\n", val);
+	return fakecg_put(dirfd, path, out);
+}
+
+/* cgroupfs removes a cgroup's interface files with it; a plain directory does not. */
+static int fake_rmdir(void *ctx, int dirfd, const char *path)
+{
+	char p[4096];
+
+	for (size_t i = 0; i < sizeof(cg_files) / sizeof(cg_files[0]); i++) {
+		snprintf(p, sizeof(p), "%s/%s", path, cg_files[i][0]);
+		unlinkat(dirfd, p, 0);
+	}
+	return cgfs_real_ops.rmdir(ctx, dirfd, path);
+}
+
+static ssize_t fake_read(void *ctx, int dirfd, const char *path, char *buf, size_t len)
+{
+	return cgfs_real_ops.read(ctx, dirfd, path, buf, len);
+}
+
+struct cgfs_ops fakecg_ops = {
+	.name = "fake",
+	.read = fake_read,
+	.write = fake_write,
+	.mkdir = fake_mkdir,
+	.rmdir = fake_rmdir,
+};
+
+int fakecg_setup(char *dir, size_t dirlen, char *root, size_t rootlen)
+{
+	int fd, r;
+
+	snprintf(dir, dirlen, "/tmp/drf-cgfs-XXXXXX");
+	if (!mkdtemp(dir))
+		return -errno;
+	snprintf(root, rootlen, "%s/drf.slice", dir);
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	r = fake_mkdir(NULL, fd, "drf.slice");
+	close(fd);
+	return r;
+}
+
+int fakecg_teardown(const char *dir)
+{
+	char cmd[256];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	return system(cmd) == 0 ? 0 : -EIO;
+}
