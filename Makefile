@@ -25,7 +25,9 @@ CFLAGS ?= -O2 -g
 INCLUDES := -Iagent/core -Iagent/config -Iagent/daemon -Iagent/cli -Icgroupfs
 # The project's own flags go in DRF_CFLAGS, so that `make CFLAGS=...` changes
 # optimization and debug flags without dropping what the build needs.
-DRF_CFLAGS := -std=c11 -D_GNU_SOURCE -pthread $(WARN) $(INCLUDES) -Itests/lib -MMD -MP
+VERSION := 0.3.0
+DRF_CFLAGS := -std=c11 -D_GNU_SOURCE -pthread $(WARN) $(INCLUDES) -Itests/lib -MMD -MP \
+	-DDRF_VERSION='"$(VERSION)"'
 LDFLAGS ?=
 LDLIBS := -linih -lcgroup -lsystemd -lm -pthread
 
@@ -35,8 +37,11 @@ LDFLAGS += -fsanitize=address
 else ifeq ($(SANITIZER),undefined)
 DRF_CFLAGS += -fsanitize=undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 LDFLAGS += -fsanitize=undefined
+else ifeq ($(SANITIZER),thread)
+DRF_CFLAGS += -fsanitize=thread -fno-omit-frame-pointer
+LDFLAGS += -fsanitize=thread
 else ifneq ($(SANITIZER),)
-$(error SANITIZER must be address or undefined, not '$(SANITIZER)')
+$(error SANITIZER must be address, undefined or thread, not '$(SANITIZER)')
 endif
 
 # The pure core (units, allocation, knob mapping): no I/O, linked with -lm only.
@@ -44,19 +49,23 @@ CORE_SRCS := agent/core/res.c agent/core/alloc.c agent/core/knobs.c
 CORE_LIB := $(BUILD)/libdrfcore.a
 # Everything else the two programs share.
 LIB_SRCS := agent/config/config.c agent/config/desired.c agent/cli/plan.c \
-	agent/daemon/reconcile.c agent/daemon/hostcheck.c cgroupfs/cgroupfs.c
+	agent/daemon/reconcile.c agent/daemon/hostcheck.c agent/daemon/daemon.c \
+	agent/daemon/status.c agent/daemon/lock.c agent/daemon/statefile.c agent/daemon/log.c \
+	cgroupfs/cgroupfs.c
 LIB := $(BUILD)/libdrf.a
 
 BINS := $(BUILD)/drfctl $(BUILD)/drfd
 
-UNIT_TESTS := test_units test_alloc test_props test_config test_fuzz_config test_cgroupfs
+UNIT_TESTS := test_units test_alloc test_props test_config test_fuzz_config test_cgroupfs \
+	test_reload_mem
 UNIT_BINS := $(UNIT_TESTS:%=$(BUILD)/tests/%)
 BENCH_BIN := $(BUILD)/tests/bench_alloc
 BENCH_TICK_BIN := $(BUILD)/tests/bench_tick
 # Shared by tests and benchmarks: the fake cgroup tree.
 TESTLIB_OBJS := $(BUILD)/tests/lib/fakecg.o
 
-.PHONY: all demo check check-unit check-cli check-vm check-all bench install clean shellcheck
+.PHONY: all demo check check-unit check-cli check-vm check-all check-tsan valgrind bench clean \
+	shellcheck
 
 all: $(BINS)
 
@@ -70,7 +79,8 @@ $(CORE_LIB): $(CORE_SRCS:%.c=$(BUILD)/%.o)
 $(LIB): $(LIB_SRCS:%.c=$(BUILD)/%.o)
 	$(AR) rcs $@ $^
 
-$(BUILD)/drfctl: $(BUILD)/agent/cli/drfctl.o $(LIB) $(CORE_LIB)
+DRFCTL_SRCS := agent/cli/drfctl.c agent/cli/help.c agent/cli/status_cmd.c agent/cli/client.c
+$(BUILD)/drfctl: $(DRFCTL_SRCS:%.c=$(BUILD)/%.o) $(LIB) $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/drfd: $(BUILD)/agent/daemon/drfd.o $(LIB) $(CORE_LIB)
@@ -119,12 +129,30 @@ check-cli: $(BINS)
 	@DRFCTL=$(abspath $(BUILD)/drfctl) tests/cli/test_plan.sh
 	@echo "== tests/cli/test_drfd.sh"
 	@DRFD=$(abspath $(BUILD)/drfd) tests/cli/test_drfd.sh
+	@echo "== tests/cli/test_drfctl.sh"
+	@DRFCTL=$(abspath $(BUILD)/drfctl) DRFD=$(abspath $(BUILD)/drfd) tests/cli/test_drfctl.sh
+
+# The memory-tightening worker thread under ThreadSanitizer.
+check-tsan:
+	$(MAKE) CC=clang SANITIZER=thread .output/clang-thread/tests/test_cgroupfs
+	@echo "== test_cgroupfs under ThreadSanitizer"
+	cd tests/unit && TSAN_OPTIONS=halt_on_error=1 ../../.output/clang-thread/tests/test_cgroupfs
+
+# Leaks and invalid accesses in the reconciler, reloads and the config parser.
+valgrind: $(BUILD)/tests/test_cgroupfs $(BUILD)/tests/test_reload_mem $(BUILD)/tests/test_config
+	@set -e; for t in $^; do \
+		echo "== valgrind $$t"; \
+		( cd tests/unit && DRF_RELOADS=200 valgrind -q --leak-check=full \
+			--errors-for-leak-kinds=definite,indirect --error-exitcode=99 ../../$$t ); \
+	done
 
 check-all:
 	$(MAKE) check CC=gcc
 	$(MAKE) check CC=clang
 	$(MAKE) check CC=gcc SANITIZER=address
 	$(MAKE) check CC=clang SANITIZER=undefined
+	$(MAKE) check-tsan
+	$(MAKE) valgrind CC=gcc
 	$(MAKE) shellcheck
 	$(MAKE) check-vm CC=gcc
 

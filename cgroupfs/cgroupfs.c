@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -63,14 +64,17 @@ const char *cgfs_path_problem(const char *path)
 
 /*
  * openat2() with RESOLVE_BENEATH refuses any path that would leave dirfd ("..",
- * absolute paths, symlinks out): the kernel enforces "nothing outside the root".
- * Kernels before 5.6 lack it; there the path checks above must do.
+ * absolute paths, symlinks out), and RESOLVE_NO_XDEV any that crosses a mount
+ * point, such as a directory bind-mounted over a tenant's cgroup: the kernel
+ * enforces "nothing outside the root's cgroup2 mount". Kernels before 5.6 lack
+ * openat2; there the path checks above must do.
  */
 static int open_beneath(int dirfd, const char *path, int flags)
 {
 	struct open_how how = {
 		.flags = (unsigned long long)(flags | O_CLOEXEC | O_NOFOLLOW),
-		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
+			   RESOLVE_NO_XDEV,
 	};
 	long fd = syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
 
@@ -187,17 +191,18 @@ const struct cgfs_ops cgfs_real_ops = {
 	.rmdir = real_rmdir,
 };
 
-static int rec_fault(struct cgfs_recorder *r, const char *path)
+static int rec_fault(struct cgfs_recorder *r, unsigned op, const char *path)
 {
 	size_t n, m;
 
-	if (!r->fail_path)
+	if (!r->fail_path || (r->fail_ops && !(r->fail_ops & op)))
 		return 0;
 	n = strlen(path);
 	m = strlen(r->fail_path);
 	if (n < m || strcmp(path + n - m, r->fail_path) != 0)
 		return 0;
-	return -r->fail_errno;
+	r->faults++;
+	return r->fail_short && op == CGFS_OP_WRITE ? -EIO : -r->fail_errno;
 }
 
 static void rec_line(struct cgfs_recorder *r, const char *what, const char *path, const char *val)
@@ -212,7 +217,7 @@ static void rec_line(struct cgfs_recorder *r, const char *what, const char *path
 static ssize_t rec_read(void *ctx, int dirfd, const char *path, char *buf, size_t len)
 {
 	struct cgfs_recorder *r = ctx;
-	int f = rec_fault(r, path);
+	int f = rec_fault(r, CGFS_OP_READ, path);
 
 	if (f < 0)
 		return f;
@@ -224,8 +229,15 @@ static ssize_t rec_read(void *ctx, int dirfd, const char *path, char *buf, size_
 static int rec_write(void *ctx, int dirfd, const char *path, const char *val)
 {
 	struct cgfs_recorder *r = ctx;
-	int f = rec_fault(r, path);
+	int f = rec_fault(r, CGFS_OP_WRITE, path);
 
+	if (f < 0 && r->fail_short && r->pass_changes && r->inner) {
+		char half[256];
+
+		snprintf(half, sizeof(half), "%.*s", (int)(strlen(val) / 2), val);
+		rec_line(r, "write", path, half);
+		r->inner->write(r->inner_ctx, dirfd, path, half);
+	}
 	if (f < 0)
 		return f;
 	rec_line(r, "write", path, val);
@@ -235,7 +247,7 @@ static int rec_write(void *ctx, int dirfd, const char *path, const char *val)
 static int rec_mkdir(void *ctx, int dirfd, const char *path)
 {
 	struct cgfs_recorder *r = ctx;
-	int f = rec_fault(r, path);
+	int f = rec_fault(r, CGFS_OP_MKDIR, path);
 
 	if (f < 0)
 		return f;
@@ -246,7 +258,7 @@ static int rec_mkdir(void *ctx, int dirfd, const char *path)
 static int rec_rmdir(void *ctx, int dirfd, const char *path)
 {
 	struct cgfs_recorder *r = ctx;
-	int f = rec_fault(r, path);
+	int f = rec_fault(r, CGFS_OP_RMDIR, path);
 
 	if (f < 0)
 		return f;

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The cgroup v2 layer. Every access is relative to the agent's root (an open
- * directory fd), resolved with openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS) so
- * that nothing outside the root can be reached, and goes through an ops table:
+ * directory fd), resolved with openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+ * RESOLVE_NO_XDEV) so that nothing outside the root and its mount can be
+ * reached, and goes through an ops table:
  * the real one, or a recording one (dry-run, tests) that can also inject
  * failures. Functions return 0 (or a count) or a negative errno; nothing here
  * logs.
@@ -40,11 +41,22 @@ struct cgfs_ops {
 
 extern const struct cgfs_ops cgfs_real_ops;
 
+/* Operations, as bits, for the recorder's fault injection. */
+enum cgfs_op {
+	CGFS_OP_READ = 1 << 0,
+	CGFS_OP_WRITE = 1 << 1,
+	CGFS_OP_MKDIR = 1 << 2,
+	CGFS_OP_RMDIR = 1 << 3,
+};
+
 /*
  * Records every change (write, mkdir, rmdir) as a line "write PATH VALUE",
  * "mkdir PATH", "rmdir PATH", with PATH absolute; passes reads, and changes too
- * if pass_changes, to the inner ops. fail_path/fail_errno make the operations on
- * paths ending in fail_path fail with that errno.
+ * if pass_changes, to the inner ops. Fault injection: the operations in
+ * fail_ops (0: all) on paths ending in fail_path fail with fail_errno; with
+ * fail_short, such a write first passes half of its value on and then fails
+ * with -EIO, as a short write(2) would leave it. faults counts the failures
+ * injected, so a test can tell that its fault was reached.
  */
 struct cgfs_recorder {
 	const struct cgfs_ops *inner;
@@ -55,6 +67,9 @@ struct cgfs_recorder {
 	size_t changes;    /* lines recorded */
 	const char *fail_path;
 	int fail_errno;
+	unsigned fail_ops;
+	bool fail_short;
+	size_t faults;
 };
 
 extern const struct cgfs_ops cgfs_recording_ops;

@@ -16,7 +16,8 @@ echo "== the plan: drfctl plan -c $conf"
 echo
 
 # drfd --dry-run runs drfd's own host check and says what is missing.
-why=$("$build/drfd" -c "$conf" --dry-run 2>&1 >/dev/null | sed -n 's/^drfd: note: this host could not enforce: //p')
+why=$("$build/drfd" -c "$conf" --dry-run 2>&1 >/dev/null |
+	sed -n 's/^drfd: this host could not enforce: \(.*\); dry run: .*/\1/p')
 if [ -z "$why" ] && [ "$(id -u)" -eq 0 ]; then
 	exec "$here/demo-run.sh" "$build"
 fi

@@ -17,6 +17,8 @@
 
 #define DEFAULT_CGROUP_ROOT "/sys/fs/cgroup/drf.slice"
 #define DEFAULT_TENANTS_DIR "tenants.d"
+#define DEFAULT_STATE_DIR "/var/lib/drfd"
+#define DEFAULT_STATUS_SOCKET "/run/drfd/drfd.sock"
 #define IFNAME_MAX 15 /* IFNAMSIZ - 1 */
 
 enum section {
@@ -26,9 +28,11 @@ enum section {
 	SEC_TENANT,
 };
 
-enum agent_key { AK_CGROUP_ROOT, AK_INTERVAL, AK_MODE, AK_POLICY, AK_TENANTS_DIR, AK_N };
+enum agent_key { AK_CGROUP_ROOT, AK_INTERVAL, AK_MODE, AK_POLICY, AK_TENANTS_DIR, AK_STATE_DIR,
+		 AK_STATUS_SOCKET, AK_STATUS_GROUP, AK_VERIFY_PERIOD, AK_N };
 static const char *const agent_keys[AK_N] = {
-	"cgroup-root", "interval", "mode", "policy", "tenants-dir",
+	"cgroup-root", "interval", "mode", "policy", "tenants-dir", "state-dir", "status-socket",
+	"status-group", "verify-period",
 };
 
 enum cap_key {
@@ -229,12 +233,68 @@ static void agent_key(struct parser *ps, int k, const char *value)
 
 	switch (k) {
 	case AK_CGROUP_ROOT:
+		if (strcmp(value, "auto") == 0) {
+			c->cgroup_root_auto = true;
+			return;
+		}
 		if (!valid_abs_path(value)) {
 			fail(ps, "cgroup-root = '%s': must be an absolute path without '.' or '..'",
 			     value);
 			return;
 		}
+		{
+			const char *last = strrchr(value, '/') + 1;
+
+			if (strcmp(value, "/") == 0 || (last[0] && drf_cgroup_path_problem(last) &&
+							 strstr(drf_cgroup_path_problem(last), "control"))) {
+				fail(ps, "cgroup-root = '%s': %s", value, strcmp(value, "/") == 0
+					? "the root of the filesystem cannot be drfd's cgroup"
+					: "its last component names a cgroup control file, not a cgroup");
+				return;
+			}
+		}
+		c->cgroup_root_auto = false;
 		set_string(ps, &c->cgroup_root, value);
+		return;
+	case AK_STATE_DIR:
+		if (!valid_abs_path(value)) {
+			fail(ps, "state-dir = '%s': must be an absolute path without '.' or '..'", value);
+			return;
+		}
+		set_string(ps, &c->state_dir, value);
+		return;
+	case AK_STATUS_SOCKET:
+		if (!valid_abs_path(value) || strlen(value) > 107) {
+			fail(ps, "status-socket = '%s': must be an absolute path of at most 107 bytes "
+				 "(a socket's sun_path)", value);
+			return;
+		}
+		set_string(ps, &c->status_socket, value);
+		return;
+	case AK_STATUS_GROUP: {
+		size_t n = strlen(value);
+		bool ok = n > 0 && n <= 32 && (isalpha((unsigned char)value[0]) || value[0] == '_');
+
+		for (size_t i = 1; ok && i < n; i++)
+			ok = isalnum((unsigned char)value[i]) || strchr("_.-", value[i]);
+		if (!ok) {
+			fail(ps, "status-group = '%s': not a group name ([A-Za-z_][A-Za-z0-9_.-]*, at "
+				 "most 32 characters)", value);
+			return;
+		}
+		set_string(ps, &c->status_group, value);
+		return;
+	}
+	case AK_VERIFY_PERIOD:
+		if (drf_parse_duration_ms(value, &ms, &why) < 0) {
+			fail(ps, "verify-period = '%s': %s", value, why);
+			return;
+		}
+		if (ms < 1000 || ms > 3600 * 1000) {
+			fail(ps, "verify-period = '%s': must be between 1s and 3600s", value);
+			return;
+		}
+		c->verify_period_ms = ms;
 		return;
 	case AK_INTERVAL:
 		if (drf_parse_duration_ms(value, &ms, &why) < 0) {
@@ -487,7 +547,8 @@ static int handler(void *user, const char *section, const char *name, const char
 		k = lookup(agent_keys, AK_N, name);
 		if (k < 0) {
 			fail(ps, "unknown key '%s' in [agent] (known: cgroup-root, interval, mode, "
-				 "policy, tenants-dir)", name);
+				 "policy, tenants-dir, state-dir, status-socket, status-group, "
+				 "verify-period)", name);
 			return 0;
 		}
 		duplicate_key(ps, &ps->agent_line[k], name);
@@ -1005,6 +1066,12 @@ int drf_config_load(const char *path, const struct drf_host_ops *host, struct dr
 	if (!c->path || !c->cgroup_root)
 		goto out_oom;
 	c->interval_ms = 1000;
+	c->verify_period_ms = 30000;
+	c->cgroup_root_auto = true;
+	c->state_dir = strdup(DEFAULT_STATE_DIR);
+	c->status_socket = strdup(DEFAULT_STATUS_SOCKET);
+	if (!c->state_dir || !c->status_socket)
+		goto out_oom;
 	c->mode = DRF_MODE_SHARE;
 	c->policy = DRF_POLICY_DRF;
 
@@ -1017,6 +1084,16 @@ int drf_config_load(const char *path, const struct drf_host_ops *host, struct dr
 			r = -ENOMEM;
 			goto out_oom;
 		}
+	}
+	/* Each knob is read back at least once a verify-period: a tick at the least. */
+	if (!ps.agent_line[AK_VERIFY_PERIOD] && c->verify_period_ms < c->interval_ms) {
+		c->verify_period_ms = c->interval_ms;
+	} else if (c->verify_period_ms < c->interval_ms) {
+		fail_at(&ps, ps.agent_line[AK_VERIFY_PERIOD], "verify-period (%gs) is shorter than "
+			"interval (%gs); it must be at least one interval", c->verify_period_ms / 1000,
+			c->interval_ms / 1000);
+		r = -EINVAL;
+		goto out_free;
 	}
 	r = parse_tenants_dir(&ps, ps.agent_line[AK_TENANTS_DIR] > 0);
 	if (r < 0)
@@ -1061,6 +1138,9 @@ void drf_config_free(struct drf_config *c)
 	free(c->path);
 	free(c->cgroup_root);
 	free(c->tenants_dir);
+	free(c->state_dir);
+	free(c->status_socket);
+	free(c->status_group);
 	free(c->io_device);
 	free(c->net_device);
 	memset(c, 0, sizeof(*c));

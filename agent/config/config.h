@@ -39,6 +39,11 @@ struct drf_config {
 	char *path;
 	char *cgroup_root;
 	double interval_ms;
+	double verify_period_ms; /* every knob is read back at least once per this */
+	bool cgroup_root_auto;   /* `auto`: the daemon resolves it (cgroup_root: the fallback) */
+	char *state_dir;
+	char *status_socket;
+	char *status_group;      /* NULL: root only */
 	enum drf_mode mode;
 	enum drf_policy policy;
 	char *tenants_dir; /* resolved against the main file's directory */

@@ -72,12 +72,16 @@ static void bytes_or_max(char *buf, size_t len, double v)
 		snprintf(buf, len, "%.0f", floor(v));
 }
 
-/* The declared total demand of r: bounded demand, or tasks x task; INFINITY if none. */
+/*
+ * The declared total demand of r as a cap: bounded demand, or tasks x task;
+ * INFINITY if none, and for a declared 0 (the tenant needs none of r: a zero
+ * cap would stop it rather than express that).
+ */
 static double declared(const struct drf_config *c, size_t i, int r)
 {
 	const struct drf_tenant *t = &c->tenants[i];
 
-	if (!t->declared[r])
+	if (!t->declared[r] || !(t->vec[r] > 0))
 		return INFINITY;
 	if (!t->task_model)
 		return t->vec[r];
@@ -95,9 +99,16 @@ unsigned drf_knobs_uncapped(const struct drf_config *c, const struct drf_problem
 			 (1u << DRF_RES_IO_WRITE);
 	else if (io && io->weights == DRF_IO_WEIGHTS_NONE)
 		capped = (1u << DRF_RES_IO_READ) | (1u << DRF_RES_IO_WRITE);
-	for (int r = 0; r < DRF_NRES; r++)
-		if ((capped & (1u << r)) && p->capacity[r] > 0 && !(p->demands[i].shape[r] > 0))
+	for (int r = 0; r < DRF_NRES; r++) {
+		if (!(p->capacity[r] > 0))
+			continue;
+		if ((capped & (1u << r)) && !(p->demands[i].shape[r] > 0))
 			bits |= 1u << r;
+		/* share mode caps at the declared demand: a declared 0 is no cap either */
+		if (c->mode == DRF_MODE_SHARE && r != DRF_RES_NET && c->tenants[i].declared[r] &&
+		    !(c->tenants[i].vec[r] > 0))
+			bits |= 1u << r;
+	}
 	return bits;
 }
 
@@ -126,7 +137,8 @@ static void io_limits(char *buf, size_t len, const struct drf_io_target *io, dou
 		snprintf(w, sizeof(w), "max");
 	else
 		snprintf(w, sizeof(w), "%.0f", fmax(2, round(wr)));
-	snprintf(buf, len, "%u:%u rbps=%s wbps=%s", io->major, io->minor, r, w);
+	/* riops and wiops are not drfd's to limit: written as max so a foreign one is cleared. */
+	snprintf(buf, len, "%u:%u rbps=%s wbps=%s riops=max wiops=max", io->major, io->minor, r, w);
 }
 
 void drf_knobs_compute(const struct drf_config *c, const struct drf_problem *p,
@@ -152,11 +164,17 @@ void drf_knobs_compute(const struct drf_config *c, const struct drf_problem *p,
 
 			if (limit) {
 				set(k, DRF_KNOB_CPU_WEIGHT, "100");
-				if (uncapped & (1u << DRF_RES_CPU))
+				double quota = fmax(1000, round(a * DRF_CPU_PERIOD_US));
+
+				/*
+				 * The kernel's quota lies in [1ms, max_cfs_runtime]
+				 * (tg_set_cfs_bandwidth(): EINVAL outside); a cap
+				 * above the largest quota caps nothing.
+				 */
+				if ((uncapped & (1u << DRF_RES_CPU)) || quota > DRF_CPU_MAX_QUOTA_US)
 					set(k, DRF_KNOB_CPU_MAX, "max %d", DRF_CPU_PERIOD_US);
-				else /* the kernel's smallest quota is 1ms */
-					set(k, DRF_KNOB_CPU_MAX, "%.0f %d",
-					    fmax(1000, round(a * DRF_CPU_PERIOD_US)), DRF_CPU_PERIOD_US);
+				else
+					set(k, DRF_KNOB_CPU_MAX, "%.0f %d", quota, DRF_CPU_PERIOD_US);
 			} else {
 				set(k, DRF_KNOB_CPU_WEIGHT, "%ld", scale_weight(a, cpu_max, 10000));
 				set(k, DRF_KNOB_CPU_MAX, "max %d", DRF_CPU_PERIOD_US);
@@ -266,24 +284,20 @@ bool drf_knob_matches(enum drf_knob k, const char *want, const char *have,
 	case DRF_KNOB_MEMORY_MAX:
 		return memory_matches(want, have, page_size);
 	case DRF_KNOB_IO_MAX: {
-		char dev[32], wr[32], wantv[32], havev[32];
-		static const char *const keys[] = { "rbps", "wbps" };
+		char dev[32], wantv[32], havev[32];
+		static const char *const keys[] = { "rbps", "wbps", "riops", "wiops" };
 
 		if (!io)
 			return false;
 		snprintf(dev, sizeof(dev), "%u:%u", io->major, io->minor);
-		for (int i = 0; i < 2; i++) {
+		/* Every field of our device's line; a field absent from want is max. */
+		for (int i = 0; i < 4; i++) {
 			io_max_value(want, dev, keys[i], wantv, sizeof(wantv));
 			io_max_value(have, dev, keys[i], havev, sizeof(havev));
 			if (strcmp(wantv, havev) != 0)
 				return false;
 		}
-		/* riops and wiops are not ours to set, but must not limit either. */
-		io_max_value(have, dev, "riops", wr, sizeof(wr));
-		if (strcmp(wr, "max") != 0)
-			return false;
-		io_max_value(have, dev, "wiops", wr, sizeof(wr));
-		return strcmp(wr, "max") == 0;
+		return true;
 	}
 	case DRF_KNOB_IO_WEIGHT: {
 		/* "default N" is the first line of the file. */

@@ -17,8 +17,10 @@
  *   io.max        rbps/wbps = the io allocation
  * Wherever a hard cap at the allocation is written (limit mode; io in share mode
  * without weights), a tenant that needs none of that resource (shape 0) is left
- * uncapped on it: a zero cap would stop it. drf_knobs_uncapped() names such
- * cases so the agent can say so.
+ * uncapped on it: a zero cap would stop it. Share mode's caps at the declared
+ * demand treat a declared 0 the same way, so zero means the same in both modes:
+ * no guarantee and no cap. drf_knobs_uncapped() names such cases so the agent
+ * can say so. A cpu.max quota above the kernel's largest is written as "max".
  */
 #ifndef DRF_KNOBS_H
 #define DRF_KNOBS_H
@@ -40,7 +42,9 @@ enum drf_knob {
 };
 
 #define DRF_CPU_PERIOD_US 100000
-#define DRF_KNOB_LEN 96
+/* The kernel's largest cpu.max quota: max_cfs_runtime, (1 << 44) - 1 us (BW_SHIFT 20). */
+#define DRF_CPU_MAX_QUOTA_US 17592186044415.0
+#define DRF_KNOB_LEN 128
 
 enum drf_io_weights {
 	DRF_IO_WEIGHTS_NONE, /* neither BFQ nor io.cost: io.max only */
@@ -83,8 +87,9 @@ bool drf_knob_matches(enum drf_knob k, const char *want, const char *have,
 
 /*
  * Bits (1 << resource) of the resources on which tenant i would get a hard cap
- * at its allocation (limit mode; io in share mode without io weights) but is
- * left uncapped because it needs none of them: a zero cap would stop it.
+ * at its allocation (limit mode; io in share mode without io weights), or at a
+ * declared demand of 0 (share mode), but is left uncapped because it needs none
+ * of them: a zero cap would stop it.
  */
 unsigned drf_knobs_uncapped(const struct drf_config *c, const struct drf_problem *p, size_t i,
 			    const struct drf_io_target *io);

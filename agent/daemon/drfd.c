@@ -1,118 +1,55 @@
 // SPDX-License-Identifier: MIT
 /*
  * drfd: computes the DRF allocation of the config's tenants and makes cgroup v2
- * enforce it.
- *
- *   drfd -c FILE [--dry-run] [--once] [--foreground]
- *
- * Checks the host first and exits with a code per problem (hostcheck.h). Then
- * reconciles every `interval`, with signals taken from a signalfd and the period
- * from a timerfd: SIGHUP reloads the config (a bad one is refused and the last
- * good one stays), SIGTERM/SIGINT exit leaving every limit in place.
+ * enforce it. main() only: the checks and their exit codes, daemonizing, and
+ * handing over to the daemon (daemon.c).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/signalfd.h>
-#include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include "cgroupfs.h"
 #include "config.h"
-#include "hostcheck.h"
+#include "daemon.h"
 #include "desired.h"
+#include "hostcheck.h"
 #include "knobs.h"
-#include "plan.h"
-#include "reconcile.h"
+#include "lock.h"
+#include "log.h"
 
+#ifndef DRF_VERSION
+#define DRF_VERSION "0.3.0"
+#endif
 #define DEFAULT_CONFIG "/etc/drfd/drfd.conf"
+
+/* drfd's exit codes, one per kind of problem (drfd(8)). */
+enum {
+	EXIT_OK = 0,
+	EXIT_FAIL = 1,
+	EXIT_CONFIG = 2,  /* the config is invalid */
+	EXIT_CGROUP = 3,  /* no usable cgroup v2 (v1/hybrid host, missing controllers) */
+	EXIT_DEVICE = 4,  /* io-device missing or a partition */
+	EXIT_ROOT = 5,    /* cgroup-root cannot be created, written, holds processes, not cgroup2 */
+	EXIT_LOCKED = 6,  /* another drfd holds this cgroup-root or its status socket */
+	EXIT_USAGE = 64,
+};
 
 struct opts {
 	const char *config;
 	bool dry_run, once, foreground;
 };
 
-/* One line per tenant: what it gets. */
-static void log_plan(const struct drf_enforced *s)
-{
-	for (size_t i = 0; i < s->cfg.n_tenants; i++) {
-		const struct drf_share *sh = &s->result.shares[i];
-		char line[512] = "", q[32];
-
-		for (int r = 0; r < DRF_NRES; r++) {
-			if (!(s->problem.capacity[r] > 0))
-				continue;
-			drf_format_quantity(sh->alloc[r], drf_res_unit(r), q, sizeof(q));
-			snprintf(line + strlen(line), sizeof(line) - strlen(line), " %s=%s",
-				 drf_res_name(r), q);
-		}
-		fprintf(stderr, "drfd: plan: tenant '%s':%s dominant %s %.3f, limited by %s\n",
-			s->cfg.tenants[i].name, line, drf_res_name(sh->dominant_res),
-			sh->dominant_share,
-			sh->limited_by == DRF_LIMIT_DEMAND ? "demand" : drf_res_name(sh->limited_by));
-	}
-}
-
-/* Never silent about what is not enforced. */
-static void log_caveats(const struct drf_enforced *s, const struct drf_io_target *io)
-{
-	const struct drf_config *c = &s->cfg;
-
-	if (c->capacity[DRF_RES_NET] > 0)
-		fprintf(stderr, "drfd: warning: net-rate is allocated but not enforced: this drfd "
-				"does not program tc yet; no tenant's network rate is limited\n");
-	if (io && (drf_knobs_controllers(c) & CGFS_IO) && c->mode == DRF_MODE_SHARE &&
-	    io->weights == DRF_IO_WEIGHTS_NONE)
-		fprintf(stderr, "drfd: io: device %u:%u has neither BFQ nor io.cost enabled, so "
-				"io weights would have no effect; share mode sets io.max at each "
-				"tenant's io allocation instead\n", io->major, io->minor);
-	for (size_t i = 0; i < c->n_tenants; i++) {
-		unsigned u = drf_knobs_uncapped(c, &s->problem, i, io);
-
-		for (int r = 0; r < DRF_NRES; r++)
-			if (u & (1u << r))
-				fprintf(stderr, "drfd: tenant '%s' needs no %s, so it is left uncapped "
-						"on it rather than capped at zero, which would stop it\n",
-					c->tenants[i].name, drf_res_name(r));
-	}
-}
-
-static int run_pass(struct drf_reconciler *rc, const struct drf_enforced *s, bool quiet_ok)
-{
-	struct drf_reconcile_stats st;
-	int r = drf_reconcile(rc, &s->cfg, s->knobs, &st);
-
-	if (r < 0)
-		return r;
-	if (!quiet_ok || st.writes || st.created || st.errors || st.foreign)
-		fprintf(stderr, "drfd: reconciled %zu tenants: %u written, %u created, %u changed "
-				"by others, %u waiting for memory to drop, %u errors\n",
-			s->cfg.n_tenants, st.writes, st.created, st.foreign, st.pending, st.errors);
-	return st.errors ? -EIO : 0;
-}
-
-static int arm_timer(int tfd, double ms)
-{
-	struct itimerspec its = { 0 };
-
-	its.it_value.tv_sec = (time_t)(ms / 1000);
-	its.it_value.tv_nsec = (long)((ms - (double)its.it_value.tv_sec * 1000) * 1e6);
-	if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
-		its.it_value.tv_nsec = 1;
-	its.it_interval = its.it_value;
-	return timerfd_settime(tfd, 0, &its, NULL) < 0 ? -errno : 0;
-}
-
 static void usage(FILE *out)
 {
 	fputs("usage: drfd [-c FILE] [--dry-run] [--once] [--foreground]\n"
+	      "       drfd --version | --help\n"
 	      "\n"
 	      "  -c, --config FILE   main config file (default " DEFAULT_CONFIG ")\n"
 	      "  --dry-run           print the cgroup writes it would make, change nothing\n"
@@ -121,7 +58,9 @@ static void usage(FILE *out)
 	      "\n"
 	      "signals: SIGHUP reloads the config; SIGTERM and SIGINT exit, leaving limits in place\n"
 	      "exit status: 0 ok, 1 failure, 2 config error, 3 no usable cgroup v2,\n"
-	      "             4 io device missing, 5 cgroup-root unusable, 64 usage error\n",
+	      "             4 io device missing, 5 cgroup-root unusable,\n"
+	      "             6 another drfd holds the cgroup-root, 64 usage error\n"
+	      "see drfd(8) and drfd.conf(5)\n",
 	      out);
 }
 
@@ -133,6 +72,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "once", no_argument, NULL, '1' },
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -154,7 +94,10 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			break;
 		case 'h':
 			usage(stdout);
-			exit(0);
+			return 1;
+		case 'V':
+			printf("drfd %s\n", DRF_VERSION);
+			return 1;
 		default:
 			usage(stderr);
 			return -1;
@@ -165,104 +108,6 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		return -1;
 	}
 	return 0;
-}
-
-/* Reload on SIGHUP: a bad config is refused and the one in force stays. */
-static void reload(struct drf_enforced *s, struct drf_reconciler *rc, const char *path,
-		   const struct drf_io_target *io)
-{
-	struct drf_enforced n;
-	char err[1024];
-	int r;
-
-	sd_notify(0, "RELOADING=1");
-	r = drf_enforced_load(&n, path, io, err, sizeof(err));
-	if (r == 0 && strcmp(n.cfg.cgroup_root, s->cfg.cgroup_root) != 0) {
-		snprintf(err, sizeof(err), "%s: cgroup-root changed from '%s' to '%s'; that needs a "
-			 "restart", path, s->cfg.cgroup_root, n.cfg.cgroup_root);
-		drf_enforced_free(&n);
-		r = -EINVAL;
-	}
-	/* A reload may add a resource whose controller the host does not pass down. */
-	if (r == 0 && drf_check_cgroup(&n.cfg, err, sizeof(err)) != DRF_EXIT_OK) {
-		drf_enforced_free(&n);
-		r = -EINVAL;
-	}
-	if (r == 0 && (drf_knobs_controllers(&n.cfg) & CGFS_IO) &&
-	    (!s->cfg.io_device || !n.cfg.io_device || strcmp(n.cfg.io_device, s->cfg.io_device))) {
-		snprintf(err, sizeof(err), "%s: io-device changed; that needs a restart", path);
-		drf_enforced_free(&n);
-		r = -EINVAL;
-	}
-	if (r < 0) {
-		fprintf(stderr, "drfd: reload refused, keeping the configuration in force: %s\n",
-			err);
-		sd_notify(0, "READY=1\nSTATUS=reload refused; previous configuration in force");
-		return;
-	}
-	fprintf(stderr, "drfd: reloaded %s: %zu tenants\n", path, n.cfg.n_tenants);
-	log_plan(&n);
-	log_caveats(&n, io);
-	drf_reconcile_removed(rc, &s->cfg, &n.cfg);
-	drf_enforced_free(s);
-	*s = n;
-	run_pass(rc, s, false);
-	sd_notify(0, "READY=1\nSTATUS=enforcing");
-}
-
-static int loop(struct drf_enforced *s, struct drf_reconciler *rc, const char *path,
-		const struct drf_io_target *io, const sigset_t *mask)
-{
-	int sfd = signalfd(-1, mask, SFD_CLOEXEC), tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
-	int ret = DRF_EXIT_OK;
-
-	if (sfd < 0 || tfd < 0 || arm_timer(tfd, s->cfg.interval_ms) < 0) {
-		fprintf(stderr, "drfd: cannot set up signalfd/timerfd: %s\n", strerror(errno));
-		ret = DRF_EXIT_FAILURE;
-		goto out;
-	}
-	for (;;) {
-		struct pollfd p[2] = { { .fd = sfd, .events = POLLIN }, { .fd = tfd, .events = POLLIN } };
-
-		if (poll(p, 2, -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			fprintf(stderr, "drfd: poll: %s\n", strerror(errno));
-			ret = DRF_EXIT_FAILURE;
-			break;
-		}
-		if (p[0].revents & POLLIN) {
-			struct signalfd_siginfo si;
-
-			if (read(sfd, &si, sizeof(si)) != sizeof(si))
-				continue;
-			if (si.ssi_signo == SIGHUP) {
-				double old = s->cfg.interval_ms;
-
-				reload(s, rc, path, io);
-				if (s->cfg.interval_ms != old)
-					arm_timer(tfd, s->cfg.interval_ms);
-				continue;
-			}
-			fprintf(stderr, "drfd: %s: exiting; the limits stay in place\n",
-				strsignal((int)si.ssi_signo));
-			sd_notify(0, "STOPPING=1");
-			break;
-		}
-		if (p[1].revents & POLLIN) {
-			unsigned long long ticks;
-
-			if (read(tfd, &ticks, sizeof(ticks)) != sizeof(ticks))
-				continue;
-			run_pass(rc, s, true);
-		}
-	}
-out:
-	if (sfd >= 0)
-		close(sfd);
-	if (tfd >= 0)
-		close(tfd);
-	return ret;
 }
 
 /*
@@ -277,11 +122,11 @@ static int daemonize(int *ret_ready_fd)
 	char b;
 
 	if (pipe2(p, O_CLOEXEC) < 0)
-		return DRF_EXIT_FAILURE;
+		return EXIT_FAIL;
 	pid = fork();
 	if (pid < 0) {
-		fprintf(stderr, "drfd: fork: %s\n", strerror(errno));
-		return DRF_EXIT_FAILURE;
+		drf_log(LOG_ERR, "cannot fork: %s", strerror(errno));
+		return EXIT_FAIL;
 	}
 	if (pid == 0) {
 		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -300,31 +145,95 @@ static int daemonize(int *ret_ready_fd)
 	}
 	close(p[1]);
 	if (read(p[0], &b, 1) == 1) {
+		/* A caller that closed stdout still gets the verdict: the exit code. */
 		printf("%d\n", (int)pid);
-		return DRF_EXIT_OK;
+		fflush(stdout);
+		if (b == 0)
+			return EXIT_OK;
+		drf_log(LOG_ERR, "drfd (pid %d) is running, but its first pass could not put every "
+				 "limit in place; it retries each tick (see its log and drfctl status)",
+			(int)pid);
+		return EXIT_FAIL;
 	}
 	if (waitpid(pid, &status, 0) == pid && WIFEXITED(status))
 		return WEXITSTATUS(status);
-	return DRF_EXIT_FAILURE;
+	return EXIT_FAIL;
+}
+
+/* Opens (creating) the root and checks it; an exit code. */
+static int open_root(struct drfd *d, struct cgfs *fs, struct cgfs_recorder *rec)
+{
+	int r, n;
+
+	if (d->dry_run) {
+		*rec = (struct cgfs_recorder){ .inner = &cgfs_real_ops, .pass_changes = false,
+					       .root = d->root, .out = stdout };
+		r = cgfs_open(fs, d->root, false, &cgfs_recording_ops, rec);
+		if (r == -ENOENT) {
+			printf("mkdir %s\n", d->root);
+			rec->inner = NULL;
+			r = cgfs_open_virtual(fs, d->root, &cgfs_recording_ops, rec);
+		}
+		if (r < 0) {
+			drf_log(LOG_ERR, "cannot open cgroup-root '%s': %s", d->root, strerror(-r));
+			return EXIT_ROOT;
+		}
+		return EXIT_OK;
+	}
+	r = cgfs_open(fs, d->root, true, &cgfs_real_ops, NULL);
+	if (r < 0) {
+		drf_log(LOG_ERR, "cannot open or create cgroup-root '%s': %s", d->root, strerror(-r));
+		return EXIT_ROOT;
+	}
+	/* Nothing but cgroupfs: a directory mounted over the root is not followed. */
+	r = drf_check_cgroup2_fd(fs->rootfd);
+	if (r < 0) {
+		drf_log(LOG_ERR, "cgroup-root '%s' is not on a cgroup2 filesystem (%s): another "
+				 "filesystem is mounted there; drfd writes only to cgroup v2",
+			d->root, strerror(-r));
+		return EXIT_ROOT;
+	}
+	n = cgfs_nprocs(fs, "");
+	if (n > 0) {
+		drf_log(LOG_ERR, "cgroup-root '%s' holds %d processes; cgroup v2 lets no cgroup with "
+				 "processes pass controllers to children: move them into a tenant "
+				 "or elsewhere", d->root, n);
+		return EXIT_ROOT;
+	}
+	if (n < 0) {
+		drf_log(LOG_ERR, "cannot read '%s/cgroup.procs': %s", d->root, strerror(-n));
+		return EXIT_ROOT;
+	}
+	if (access(d->root, W_OK) < 0) {
+		drf_log(LOG_ERR, "cgroup-root '%s' is not writable: %s", d->root, strerror(errno));
+		return EXIT_ROOT;
+	}
+	return EXIT_OK;
 }
 
 int main(int argc, char **argv)
 {
-	struct drf_enforced s = { 0 };
-	struct drf_io_target io = { 0 }, *iop = NULL;
+	struct drfd d = { .listen_fd = -1 };
 	struct cgfs_recorder rec = { 0 };
-	struct drf_reconciler rc;
+	struct drf_reconcile_stats st;
 	struct cgfs fs = { .rootfd = -1 };
-	char err[2048], mount[4096] = "";
+	char err[2048], mount[4096] = "", root[4096];
+	const char *how = "";
 	struct opts o;
 	sigset_t mask;
 	int r, ret, ready_fd = -1;
 
+	/* A closed stderr or stdout must not kill the daemon: writes just fail. */
+	signal(SIGPIPE, SIG_IGN);
 	setvbuf(stderr, NULL, _IOLBF, 0);
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (parse_args(argc, argv, &o) < 0)
-		return DRF_EXIT_USAGE;
-	/* Signals are blocked from the start and taken from the signalfd in the loop. */
+	drf_log_init(LOG_INFO);
+	r = parse_args(argc, argv, &o);
+	if (r != 0)
+		return r < 0 ? EXIT_USAGE : EXIT_OK;
+	d.config_path = o.config;
+	d.dry_run = o.dry_run;
+	/* Signals are blocked from the start and taken by the event loop. */
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGHUP);
 	sigaddset(&mask, SIGTERM);
@@ -332,112 +241,143 @@ int main(int argc, char **argv)
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 
 	/* The config is loaded before the host check only to know what to check. */
-	r = drf_enforced_load(&s, o.config, NULL, err, sizeof(err));
+	r = drf_enforced_load(&d.plan, o.config, NULL, err, sizeof(err));
 	if (r < 0) {
-		fprintf(stderr, "drfd: %s\n", err);
-		return DRF_EXIT_CONFIG;
+		drf_log(LOG_ERR, "%s", err);
+		return r == -EINVAL ? EXIT_CONFIG : EXIT_FAIL;
 	}
-	ret = drf_check_cgroup(&s.cfg, err, sizeof(err));
-	if (ret != DRF_EXIT_OK && !o.dry_run) {
-		fprintf(stderr, "drfd: cannot enforce on this host: %s\n", err);
-		goto out_state;
-	}
-	if (ret != DRF_EXIT_OK)
-		fprintf(stderr, "drfd: note: this host could not enforce: %s\n"
-				"drfd: dry run: showing the writes for an empty tree\n", err);
-	drf_cgroup2_mount_of(s.cfg.cgroup_root, mount, sizeof(mount));
-	ret = drf_check_io_device(&s.cfg, mount[0] ? mount : NULL, &io, err, sizeof(err));
-	if (ret != DRF_EXIT_OK) {
-		fprintf(stderr, "drfd: %s\n", err);
-		goto out_state;
-	}
-	if (drf_knobs_controllers(&s.cfg) & CGFS_IO) {
-		/* The io knobs depend on the device's scheduler, known only now. */
-		iop = &io;
-		drf_knobs_compute(&s.cfg, &s.problem, &s.result, iop, s.knobs);
-	}
-
-	if (o.dry_run) {
-		rec = (struct cgfs_recorder){ .inner = &cgfs_real_ops, .pass_changes = false,
-					      .root = s.cfg.cgroup_root, .out = stdout };
-		r = cgfs_open(&fs, s.cfg.cgroup_root, false, &cgfs_recording_ops, &rec);
-		if (r == -ENOENT) {
-			printf("mkdir %s\n", s.cfg.cgroup_root);
-			rec.inner = NULL;
-			r = cgfs_open_virtual(&fs, s.cfg.cgroup_root, &cgfs_recording_ops, &rec);
+	if (d.plan.cfg.cgroup_root_auto) {
+		r = drf_resolve_auto_root(d.plan.cfg.cgroup_root, root, sizeof(root), &how);
+		if (r < 0) {
+			drf_log(LOG_ERR, "cgroup-root = auto: %s", strerror(-r));
+			ret = EXIT_ROOT;
+			goto out;
 		}
 	} else {
-		r = cgfs_open(&fs, s.cfg.cgroup_root, true, &cgfs_real_ops, NULL);
+		snprintf(root, sizeof(root), "%s", d.plan.cfg.cgroup_root);
 	}
-	if (r < 0) {
-		fprintf(stderr, "drfd: cannot open or create cgroup-root '%s': %s\n", s.cfg.cgroup_root,
-			strerror(-r));
-		ret = DRF_EXIT_ROOT;
-		goto out_state;
+	d.root = strdup(root);
+	if (!d.root) {
+		ret = EXIT_FAIL;
+		goto out;
 	}
-	if (!o.dry_run) {
-		int n = cgfs_nprocs(&fs, "");
+	{
+		/* The host check looks at the resolved root. */
+		char *literal = d.plan.cfg.cgroup_root;
 
-		if (n != 0) {
-			if (n > 0)
-				fprintf(stderr, "drfd: cgroup-root '%s' holds %d processes; cgroup v2 "
-						"lets no cgroup with processes pass controllers to children: "
-						"move them into a tenant or elsewhere\n", s.cfg.cgroup_root, n);
-			else
-				fprintf(stderr, "drfd: cannot read '%s/cgroup.procs': %s\n",
-					s.cfg.cgroup_root, strerror(-n));
-			ret = DRF_EXIT_ROOT;
-			goto out_fs;
-		}
-		if (access(s.cfg.cgroup_root, W_OK) < 0) {
-			fprintf(stderr, "drfd: cgroup-root '%s' is not writable: %s\n",
-				s.cfg.cgroup_root, strerror(errno));
-			ret = DRF_EXIT_ROOT;
-			goto out_fs;
-		}
+		d.plan.cfg.cgroup_root = d.root;
+		r = drf_check_cgroup(&d.plan.cfg, err, sizeof(err));
+		d.plan.cfg.cgroup_root = literal;
 	}
+	if (r < 0 && !o.dry_run) {
+		drf_log(LOG_ERR, "cannot enforce on this host: %s", err);
+		ret = r == -ENOTDIR ? EXIT_ROOT : EXIT_CGROUP;
+		goto out;
+	}
+	if (r < 0)
+		drf_log(LOG_NOTICE, "this host could not enforce: %s; dry run: showing the writes "
+				    "for an empty tree", err);
+	drf_cgroup2_mount_of(d.root, mount, sizeof(mount));
+	r = drf_check_io_device(&d.plan.cfg, mount[0] ? mount : NULL, &d.io, err, sizeof(err));
+	if (r < 0) {
+		drf_log(LOG_ERR, "%s", err);
+		ret = EXIT_DEVICE;
+		goto out;
+	}
+	if (drf_knobs_controllers(&d.plan.cfg) & CGFS_IO) {
+		/* The io knobs depend on the device's scheduler, known only now. */
+		d.has_io = true;
+		drf_knobs_compute(&d.plan.cfg, &d.plan.problem, &d.plan.result, &d.io, d.plan.knobs);
+	}
+	ret = open_root(&d, &fs, &rec);
+	if (ret != EXIT_OK)
+		goto out;
+	d.fs = &fs;
 	/*
 	 * Detach before any thread exists; the parent waits for the child's first
-	 * pass and exits with its verdict, so "drfd -c FILE && ..." sees limits in place.
+	 * tick and exits with its verdict, so "drfd -c FILE && ..." sees limits in place.
 	 */
 	if (!o.dry_run && !o.once && !o.foreground && !getenv("NOTIFY_SOCKET")) {
 		ret = daemonize(&ready_fd);
 		if (ret >= 0)
 			goto out_fs; /* the parent */
-		ret = DRF_EXIT_OK;
 	}
-	r = drf_reconciler_init(&rc, &fs, iop, o.dry_run ? NULL : stderr, !o.dry_run && !o.once);
+	if (!o.dry_run) {
+		pid_t holder = 0;
+
+		r = drf_lock_root(fs.rootfd, &holder);
+		if (r == -EWOULDBLOCK) {
+			if (holder > 0)
+				drf_log(LOG_ERR, "another drfd (pid %d) is enforcing cgroup-root '%s'; "
+						 "one drfd per root", (int)holder, d.root);
+			else
+				drf_log(LOG_ERR, "another drfd is enforcing cgroup-root '%s'; one drfd "
+						 "per root", d.root);
+			ret = EXIT_LOCKED;
+			goto out_fs;
+		}
+		if (r < 0) {
+			drf_log(LOG_ERR, "cannot lock cgroup-root '%s': %s", d.root, strerror(-r));
+			ret = EXIT_ROOT;
+			goto out_fs;
+		}
+	}
+	r = sd_event_new(&d.event);
 	if (r < 0) {
-		fprintf(stderr, "drfd: cannot start: %s\n", strerror(-r));
-		ret = DRF_EXIT_FAILURE;
+		drf_log(LOG_ERR, "cannot create the event loop: %s", strerror(-r));
+		ret = EXIT_FAIL;
 		goto out_fs;
 	}
-	fprintf(stderr, "drfd: %s: %zu tenants, policy %s, mode %s, root %s%s\n", o.config,
-		s.cfg.n_tenants, drf_policy_name(s.cfg.policy), drf_mode_name(s.cfg.mode),
-		s.cfg.cgroup_root, o.dry_run ? " (dry run)" : "");
-	log_plan(&s);
-	log_caveats(&s, iop);
-	r = run_pass(&rc, &s, false);
-	if (o.dry_run || o.once) {
-		drf_reconciler_drain(&rc);
-		ret = r < 0 ? DRF_EXIT_FAILURE : DRF_EXIT_OK;
-		goto out_rc;
+	if (!o.dry_run && !o.once) {
+		r = drfd_listen(&d, d.plan.cfg.status_socket, d.plan.cfg.status_group, err,
+				sizeof(err));
+		if (r == -EADDRINUSE) {
+			drf_log(LOG_ERR, "%s", err);
+			ret = EXIT_LOCKED;
+			goto out_d;
+		}
+		if (r < 0)
+			drf_log(LOG_ERR, "%s; drfctl status will fall back to reading cgroupfs", err);
 	}
-	sd_notify(0, "READY=1\nSTATUS=enforcing");
+	drf_log(LOG_NOTICE, "%s: %zu tenants, policy %s, mode %s, root %s%s%s%s%s", o.config,
+		d.plan.cfg.n_tenants, drf_policy_name(d.plan.cfg.policy),
+		drf_mode_name(d.plan.cfg.mode), d.root,
+		d.plan.cfg.cgroup_root_auto ? " (auto: " : "", d.plan.cfg.cgroup_root_auto ? how : "",
+		d.plan.cfg.cgroup_root_auto ? ")" : "", o.dry_run ? " (dry run)" : "");
+	drfd_log_plan(&d.plan, d.has_io ? &d.io : NULL);
+	r = drfd_start(&d, &st);
+	if (r < 0) {
+		drf_log(LOG_ERR, "cannot start: %s", strerror(-r));
+		ret = EXIT_FAIL;
+		goto out_d;
+	}
+	if (o.dry_run || o.once) {
+		drf_reconciler_drain(&d.rc);
+		ret = st.errors || d.rc.worker_failures ? EXIT_FAIL : EXIT_OK;
+		goto out_d;
+	}
+	/* The parent is promised the first tick's verdict: limits in place, or not. */
+	if (st.errors) {
+		drf_log(LOG_WARNING, "the first pass had %u errors; drfd goes on and retries them "
+				     "each tick (drfctl status lists them)", st.errors);
+	}
+	sd_notifyf(0, "READY=1\nSTATUS=%s", d.status_text[0] ? d.status_text : "enforcing");
 	if (ready_fd >= 0) {
-		char ok = 0;
+		char verdict = st.errors ? 1 : 0;
 
-		if (write(ready_fd, &ok, 1) != 1)
-			fprintf(stderr, "drfd: cannot tell the parent it is ready: %s\n",
-				strerror(errno));
+		if (write(ready_fd, &verdict, 1) != 1)
+			drf_log(LOG_WARNING, "cannot tell the parent it is ready: %s", strerror(errno));
 		close(ready_fd);
 	}
-	ret = loop(&s, &rc, o.config, iop, &mask);
-out_rc:
-	drf_reconciler_free(&rc);
+	ret = drfd_run(&d);
+out_d:
+	drfd_free(&d);
+	cgfs_close(&fs);
+	return ret;
 out_fs:
 	cgfs_close(&fs);
-out_state:
-	drf_enforced_free(&s);
+out:
+	drf_enforced_free(&d.plan);
+	free(d.root);
 	return ret;
 }

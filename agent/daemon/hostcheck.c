@@ -134,9 +134,11 @@ int drf_check_cgroup(const struct drf_config *c, char *err, size_t len)
 
 	parent_dir(c->cgroup_root, parent, sizeof(parent));
 	if (statfs(parent, &sf) < 0) {
+		int e0 = -errno;
+
 		snprintf(err, len, "cannot examine '%s', the parent of cgroup-root: %s", parent,
-			 strerror(errno));
-		return DRF_EXIT_CGROUP;
+			 strerror(-e0));
+		return e0;
 	}
 	if (sf.f_type != CGROUP2_SUPER_MAGIC) {
 		ctrl_list(need, names, sizeof(names));
@@ -150,7 +152,14 @@ int drf_check_cgroup(const struct drf_config *c, char *err, size_t len)
 			 "into a cgroup2 mount that offers them",
 			 parent, c->cgroup_root, strcmp(mount, "nowhere") ? "at " : "", mount,
 			 v1[0] ? ", and the controllers are bound to cgroup v1: " : "", v1, names);
-		return DRF_EXIT_CGROUP;
+		return -EMEDIUMTYPE;
+	}
+	/* Something else mounted at the root itself: not a cgroup at all. */
+	if (stat(c->cgroup_root, &st) == 0 && statfs(c->cgroup_root, &sf) == 0 &&
+	    sf.f_type != CGROUP2_SUPER_MAGIC) {
+		snprintf(err, len, "cgroup-root '%s' exists but is not a cgroup: another filesystem "
+			 "is mounted there; drfd writes only to cgroup v2", c->cgroup_root);
+		return -ENOTDIR;
 	}
 	/* The root's parent must pass the controllers down to the root. */
 	if (stat(c->cgroup_root, &st) == 0)
@@ -159,10 +168,10 @@ int drf_check_cgroup(const struct drf_config *c, char *err, size_t len)
 		have = read_ctrl_file(parent, "cgroup.subtree_control", &e);
 	if (e < 0) {
 		snprintf(err, len, "cannot read the controllers of '%s': %s", parent, strerror(-e));
-		return DRF_EXIT_CGROUP;
+		return e;
 	}
 	if ((have & need) == need)
-		return DRF_EXIT_OK;
+		return 0;
 	offered = read_ctrl_file(parent, "cgroup.controllers", &e);
 	ctrl_list(need & ~have, names, sizeof(names));
 	if ((offered & need) == need) {
@@ -176,7 +185,7 @@ int drf_check_cgroup(const struct drf_config *c, char *err, size_t len)
 			 "'%s' does not pass %s down to cgroup-root '%s'; drfd writes only inside "
 			 "its root, so enable them first: echo '%s' > %s/cgroup.subtree_control",
 			 parent, names, c->cgroup_root, plus, parent);
-		return DRF_EXIT_CGROUP;
+		return -ENOTSUP;
 	}
 	v1_bindings(need & ~offered, v1, sizeof(v1));
 	snprintf(err, len,
@@ -186,7 +195,7 @@ int drf_check_cgroup(const struct drf_config *c, char *err, size_t len)
 		 parent, names, v1[0] ? " (bound to cgroup v1: " : "", v1[0] ? v1 : "");
 	if (v1[0])
 		strncat(err, ")", len - strlen(err) - 1);
-	return DRF_EXIT_CGROUP;
+	return -ENOTSUP;
 }
 
 int drf_check_io_device(const struct drf_config *c, const char *cgroup_mount,
@@ -199,34 +208,36 @@ int drf_check_io_device(const struct drf_config *c, const char *cgroup_mount,
 
 	if (!(drf_knobs_controllers(c) & CGFS_IO)) {
 		memset(ret, 0, sizeof(*ret));
-		return DRF_EXIT_OK;
+		return 0;
 	}
 	if (c->io_device[0] == '/') {
 		if (stat(c->io_device, &st) < 0) {
-			snprintf(err, len, "io-device '%s': %s", c->io_device, strerror(errno));
-			return DRF_EXIT_DEVICE;
+			int e0 = -errno;
+
+			snprintf(err, len, "io-device '%s': %s", c->io_device, strerror(-e0));
+			return e0 == -ENOENT ? -ENODEV : e0;
 		}
 		if (!S_ISBLK(st.st_mode)) {
 			snprintf(err, len, "io-device '%s' is not a block device", c->io_device);
-			return DRF_EXIT_DEVICE;
+			return -ENOTBLK;
 		}
 		io.major = major(st.st_rdev);
 		io.minor = minor(st.st_rdev);
 	} else if (sscanf(c->io_device, "%u:%u", &io.major, &io.minor) != 2) {
 		snprintf(err, len, "io-device '%s' is neither a path nor MAJ:MIN", c->io_device);
-		return DRF_EXIT_DEVICE;
+		return -EINVAL;
 	}
 	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u", io.major, io.minor);
 	if (stat(path, &st) < 0) {
 		snprintf(err, len, "io-device '%s': no block device %u:%u (%s: %s)", c->io_device,
 			 io.major, io.minor, path, strerror(errno));
-		return DRF_EXIT_DEVICE;
+		return -ENODEV;
 	}
 	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/partition", io.major, io.minor);
 	if (stat(path, &st) == 0) {
 		snprintf(err, len, "io-device '%s' (%u:%u) is a partition; io.max and io weights "
 			 "apply to whole disks: name the disk", c->io_device, io.major, io.minor);
-		return DRF_EXIT_DEVICE;
+		return -ENOTBLK;
 	}
 	/* BFQ honours io.bfq.weight; blk-iocost, when enabled, honours io.weight. */
 	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/queue/scheduler", io.major, io.minor);
@@ -249,5 +260,57 @@ int drf_check_io_device(const struct drf_config *c, const char *cgroup_mount,
 			fclose(f);
 	}
 	*ret = io;
-	return DRF_EXIT_OK;
+	return 0;
+}
+
+int drf_check_cgroup2_fd(int fd)
+{
+	struct statfs sf;
+
+	if (fstatfs(fd, &sf) < 0)
+		return -errno;
+	return sf.f_type == CGROUP2_SUPER_MAGIC ? 0 : -EMEDIUMTYPE;
+}
+
+int drf_resolve_auto_root(const char *fallback, char *ret, size_t len, const char **ret_how)
+{
+	char line[4096], mount[4096], path[8192];
+	struct stat st;
+	FILE *f;
+	int n;
+
+	*ret_how = "not run by systemd";
+	if (!getenv("INVOCATION_ID"))
+		goto fallback;
+	*ret_how = "no cgroup v2 mount or own cgroup found";
+	f = fopen("/proc/self/cgroup", "re");
+	if (!f)
+		goto fallback;
+	/* The cgroup v2 line is "0::/system.slice/drfd.service". */
+	line[0] = '\0';
+	while (fgets(line, sizeof(line), f))
+		if (strncmp(line, "0::/", 4) == 0)
+			break;
+	fclose(f);
+	if (strncmp(line, "0::/", 4) != 0 || any_cgroup2_mount(mount, sizeof(mount)) < 0)
+		goto fallback;
+	line[strcspn(line, "\n")] = '\0';
+	*strrchr(line, '/') = '\0';
+	n = snprintf(path, sizeof(path), "%s%s/%s", strcmp(mount, "/") ? mount : "", line + 3,
+		     DRF_TENANTS_UNIT);
+	if (n < 0 || (size_t)n >= sizeof(path))
+		goto fallback;
+	*ret_how = "run by systemd, but " DRF_TENANTS_UNIT " is not running beside drfd's unit";
+	if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+		goto fallback;
+	if ((size_t)n >= len)
+		return -ENAMETOOLONG;
+	memcpy(ret, path, (size_t)n + 1);
+	*ret_how = "the delegated cgroup of " DRF_TENANTS_UNIT;
+	return 0;
+fallback:
+	if (strlen(fallback) >= len)
+		return -ENAMETOOLONG;
+	snprintf(ret, len, "%s", fallback);
+	return 0;
 }

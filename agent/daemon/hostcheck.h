@@ -13,32 +13,37 @@
 #include "config.h"
 #include "knobs.h"
 
-/* drfd's exit codes, one per kind of problem. */
-enum drf_exit {
-	DRF_EXIT_OK = 0,
-	DRF_EXIT_FAILURE = 1,
-	DRF_EXIT_CONFIG = 2,  /* the config is invalid */
-	DRF_EXIT_CGROUP = 3,  /* no usable cgroup v2 (v1/hybrid host, missing controllers) */
-	DRF_EXIT_DEVICE = 4,  /* io-device or net-device missing */
-	DRF_EXIT_ROOT = 5,    /* cgroup-root cannot be created, written, or holds processes */
-	DRF_EXIT_USAGE = 64,
-};
-
 /*
- * Checks cgroup v2 and the controllers c needs. Returns DRF_EXIT_OK or
- * DRF_EXIT_CGROUP with the reason in err.
+ * Checks cgroup v2 and the controllers c needs. Returns 0, or a negative errno
+ * with the reason in err: -EMEDIUMTYPE if the root's parent is not on cgroup v2,
+ * -ENOTSUP if controllers are missing, -ENOTDIR if the root exists but is not a
+ * cgroup (something else is mounted there), another -errno if it cannot tell.
  */
 int drf_check_cgroup(const struct drf_config *c, char *err, size_t len);
 
 /*
  * Resolves io-device to MAJ:MIN and finds whether BFQ or io.cost will honour
- * io weights. cgroup_mount is the cgroup2 mount (for io.cost.qos). Returns
- * DRF_EXIT_OK or DRF_EXIT_DEVICE with the reason in err.
+ * io weights. cgroup_mount is the cgroup2 mount (for io.cost.qos). Returns 0,
+ * or -ENODEV (or another -errno) with the reason in err.
  */
 int drf_check_io_device(const struct drf_config *c, const char *cgroup_mount,
 			struct drf_io_target *ret, char *err, size_t len);
 
 /* The cgroup2 mount that holds path, from /proc/self/mounts; 0 or -ENOENT. */
 int drf_cgroup2_mount_of(const char *path, char *ret, size_t len);
+
+/* The unit drfd's tenants live in when systemd runs drfd (see drfd(8)). */
+#define DRF_TENANTS_UNIT "drfd-tenants.service"
+
+/*
+ * `cgroup-root = auto`: when systemd runs drfd (INVOCATION_ID is set) and the
+ * delegated cgroup of DRF_TENANTS_UNIT sits beside drfd's own cgroup, that
+ * cgroup; otherwise the default root. Writes the path into ret; ret_how says
+ * which rule applied, for the log. Returns 0 or -ENAMETOOLONG.
+ */
+int drf_resolve_auto_root(const char *fallback, char *ret, size_t len, const char **ret_how);
+
+/* 0 if fd is a directory on a cgroup2 filesystem, else -EMEDIUMTYPE or -errno. */
+int drf_check_cgroup2_fd(int fd);
 
 #endif

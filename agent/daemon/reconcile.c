@@ -2,36 +2,111 @@
 #include "reconcile.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
+#include <syslog.h>
 
 #define MEM_QUEUE 64
+#define KNOB_BIT(k) (1u << (k))
+#define MEMORY_BITS (KNOB_BIT(DRF_KNOB_MEMORY_HIGH) | KNOB_BIT(DRF_KNOB_MEMORY_MAX))
+#define MANAGED_CTRLS (CGFS_CPU | CGFS_MEMORY | CGFS_IO)
 
-struct drf_tenant_state {
-	char *cgroup;
-	bool written[DRF_NKNOBS];
-	char last[DRF_NKNOBS][DRF_KNOB_LEN];
-	bool tightening; /* memory.high lowered; memory.max waits for usage to drop */
-	char target[DRF_KNOB_LEN];
-};
+static void __attribute__((format(printf, 3, 4)))
+say(const struct drf_reconciler *rc, int prio, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
 
+	if (!rc->log.fn)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	rc->log.fn(rc->log.ctx, prio, msg);
+}
+
+/* seen[k] = v; v may be another field of t, hence no snprintf. */
+static void set_seen(struct drf_tenant_rt *t, enum drf_knob k, const char *v)
+{
+	size_t n = strnlen(v, DRF_KNOB_LEN - 1);
+
+	memmove(t->seen[k], v, n);
+	t->seen[k][n] = '\0';
+}
+
+/* The hash index: cgroup path -> position in the tenant array. */
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+	return h;
+}
+
+static int index_build(struct drf_index *ix, const struct drf_tenant_rt *t, size_t n)
+{
+	size_t cap = 16;
+
+	while (cap < 2 * n)
+		cap *= 2;
+	ix->slot = calloc(cap, sizeof(*ix->slot));
+	if (!ix->slot)
+		return -ENOMEM;
+	ix->cap = cap;
+	for (size_t i = 0; i < n; i++) {
+		size_t h = (size_t)hash_str(t[i].cgroup) & (cap - 1);
+
+		while (ix->slot[h])
+			h = (h + 1) & (cap - 1);
+		ix->slot[h] = i + 1;
+	}
+	return 0;
+}
+
+static ssize_t index_find(const struct drf_index *ix, const struct drf_tenant_rt *t,
+			  const char *cgroup)
+{
+	size_t h;
+
+	if (!ix->cap)
+		return -1;
+	for (h = (size_t)hash_str(cgroup) & (ix->cap - 1); ix->slot[h]; h = (h + 1) & (ix->cap - 1))
+		if (strcmp(t[ix->slot[h] - 1].cgroup, cgroup) == 0)
+			return (ssize_t)(ix->slot[h] - 1);
+	return -1;
+}
+
+ssize_t drf_reconciler_find(const struct drf_reconciler *rc, const char *cgroup)
+{
+	return index_find(&rc->index, rc->t, cgroup);
+}
+
+/*
+ * The worker: one thread for the memory.high writes the kernel may take long
+ * over (it reclaims inside the write). Results go back to the tick through a
+ * list the tick drains, so that a failure is counted and retried like any.
+ */
 struct mem_job {
-	char cgroup[512];
+	char *cgroup;
 	char high[DRF_KNOB_LEN];
+	int result;
 };
 
-/* One thread that does the memory.high writes the kernel may take long over. */
 struct drf_mem_worker {
 	pthread_t thread;
 	pthread_mutex_t mu;
 	pthread_cond_t cv, idle;
 	struct mem_job q[MEM_QUEUE];
 	size_t head, len;
+	struct mem_job done[MEM_QUEUE];
+	size_t n_done;
 	bool busy, stop;
 	const struct cgfs *fs;
-	FILE *log;
 };
 
 static void *worker_main(void *arg)
@@ -41,9 +116,8 @@ static void *worker_main(void *arg)
 	pthread_mutex_lock(&w->mu);
 	for (;;) {
 		struct mem_job job;
-		int r;
 
-		while (!w->stop && w->len == 0)
+		while (!w->stop && (w->len == 0 || w->n_done + w->len > MEM_QUEUE))
 			pthread_cond_wait(&w->cv, &w->mu);
 		if (w->len == 0)
 			break;
@@ -52,11 +126,9 @@ static void *worker_main(void *arg)
 		w->len--;
 		w->busy = true;
 		pthread_mutex_unlock(&w->mu);
-		r = cgfs_write(w->fs, job.cgroup, "memory.high", job.high);
-		if (r < 0 && w->log)
-			fprintf(w->log, "drfd: cannot write '%s' to '%s/%s/memory.high': %s\n", job.high,
-				w->fs->root, job.cgroup, strerror(-r));
+		job.result = cgfs_write(w->fs, job.cgroup, "memory.high", job.high);
 		pthread_mutex_lock(&w->mu);
+		w->done[w->n_done++] = job;
 		w->busy = false;
 		if (w->len == 0)
 			pthread_cond_broadcast(&w->idle);
@@ -73,12 +145,14 @@ static int worker_start(struct drf_reconciler *rc)
 	if (!w)
 		return -ENOMEM;
 	w->fs = rc->fs;
-	w->log = rc->log;
 	pthread_mutex_init(&w->mu, NULL);
 	pthread_cond_init(&w->cv, NULL);
 	pthread_cond_init(&w->idle, NULL);
 	r = pthread_create(&w->thread, NULL, worker_main, w);
 	if (r) {
+		pthread_mutex_destroy(&w->mu);
+		pthread_cond_destroy(&w->cv);
+		pthread_cond_destroy(&w->idle);
 		free(w);
 		return -r;
 	}
@@ -86,127 +160,386 @@ static int worker_start(struct drf_reconciler *rc)
 	return 0;
 }
 
-static bool worker_post(struct drf_mem_worker *w, const char *cg, const char *high)
+/* Queues a memory.high write; -EAGAIN if the queue is full, -ENOMEM. */
+static int worker_post(struct drf_mem_worker *w, const char *cg, const char *high)
 {
-	bool ok = false;
+	int r = -EAGAIN;
 
 	pthread_mutex_lock(&w->mu);
-	if (w->len < MEM_QUEUE) {
+	/* Room for the job and, later, its result. */
+	if (w->len + w->n_done < MEM_QUEUE) {
 		struct mem_job *j = &w->q[(w->head + w->len) % MEM_QUEUE];
 
-		snprintf(j->cgroup, sizeof(j->cgroup), "%s", cg);
-		snprintf(j->high, sizeof(j->high), "%s", high);
-		w->len++;
-		ok = true;
-		pthread_cond_signal(&w->cv);
+		j->cgroup = strdup(cg);
+		if (j->cgroup) {
+			snprintf(j->high, sizeof(j->high), "%s", high);
+			j->result = 0;
+			w->len++;
+			r = 0;
+			pthread_cond_signal(&w->cv);
+		} else {
+			r = -ENOMEM;
+		}
 	}
 	pthread_mutex_unlock(&w->mu);
-	return ok;
+	return r;
 }
 
-void drf_reconciler_drain(struct drf_reconciler *rc)
+static void mem_result(struct drf_reconciler *rc, const struct mem_job *job,
+		       struct drf_reconcile_stats *st)
+{
+	ssize_t i = index_find(&rc->index, rc->t, job->cgroup);
+	struct drf_tenant_rt *t;
+	const int k = DRF_KNOB_MEMORY_HIGH;
+
+	if (i < 0)
+		return; /* the tenant left the plan meanwhile */
+	t = &rc->t[i];
+	t->job_queued = false;
+	if (job->result == 0) {
+		set_seen(t, k, job->high);
+		t->known |= KNOB_BIT(k);
+		return;
+	}
+	/* Counted like a synchronous failure; the next tick starts over. */
+	st->errors++;
+	rc->worker_failures++;
+	t->tightening = false;
+	t->failed |= KNOB_BIT(k);
+	t->known &= ~KNOB_BIT(k);
+	if (t->err[k] != -job->result)
+		say(rc, LOG_ERR, "cannot write '%s' to '%s/%s/memory.high': %s; will retry",
+		    job->high, rc->fs->root, job->cgroup, strerror(-job->result));
+	t->err[k] = -job->result;
+}
+
+/* Takes the worker's results; with wait, first lets it finish its queue. */
+static void worker_collect(struct drf_reconciler *rc, bool wait, struct drf_reconcile_stats *st)
 {
 	struct drf_mem_worker *w = rc->worker;
+	struct mem_job done[MEM_QUEUE];
+	size_t n;
 
 	if (!w)
 		return;
 	pthread_mutex_lock(&w->mu);
-	while (w->len > 0 || w->busy)
+	while (wait && (w->len > 0 || w->busy))
 		pthread_cond_wait(&w->idle, &w->mu);
+	n = w->n_done;
+	memcpy(done, w->done, n * sizeof(*done));
+	w->n_done = 0;
+	pthread_cond_signal(&w->cv); /* room for results again */
 	pthread_mutex_unlock(&w->mu);
+	for (size_t i = 0; i < n; i++) {
+		mem_result(rc, &done[i], st);
+		free(done[i].cgroup);
+	}
+}
+
+void drf_reconciler_drain(struct drf_reconciler *rc)
+{
+	struct drf_reconcile_stats st = { 0 };
+
+	worker_collect(rc, true, &st);
+	rc->total_errors += st.errors;
+}
+
+static void worker_stop(struct drf_mem_worker *w)
+{
+	if (!w)
+		return;
+	pthread_mutex_lock(&w->mu);
+	w->stop = true;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	pthread_join(w->thread, NULL);
+	for (size_t i = 0; i < w->len; i++)
+		free(w->q[(w->head + i) % MEM_QUEUE].cgroup);
+	for (size_t i = 0; i < w->n_done; i++)
+		free(w->done[i].cgroup);
+	pthread_mutex_destroy(&w->mu);
+	pthread_cond_destroy(&w->cv);
+	pthread_cond_destroy(&w->idle);
+	free(w);
 }
 
 int drf_reconciler_init(struct drf_reconciler *rc, const struct cgfs *fs,
-			const struct drf_io_target *io, FILE *log, bool async_memory)
+			const struct drf_io_target *io, const struct drf_logger *log,
+			bool async_memory, unsigned long page_size)
 {
 	memset(rc, 0, sizeof(*rc));
 	rc->fs = fs;
 	rc->io = io;
-	rc->log = log;
+	if (log)
+		rc->log = *log;
 	rc->async_memory = async_memory;
-	rc->page_size = (unsigned long)sysconf(_SC_PAGESIZE);
+	rc->page_size = page_size;
 	return async_memory ? worker_start(rc) : 0;
+}
+
+static void tenant_free(struct drf_tenant_rt *t)
+{
+	free(t->name);
+	free(t->cgroup);
 }
 
 void drf_reconciler_free(struct drf_reconciler *rc)
 {
-	struct drf_mem_worker *w = rc->worker;
-
-	if (w) {
-		pthread_mutex_lock(&w->mu);
-		w->stop = true;
-		pthread_cond_signal(&w->cv);
-		pthread_mutex_unlock(&w->mu);
-		pthread_join(w->thread, NULL);
-		pthread_mutex_destroy(&w->mu);
-		pthread_cond_destroy(&w->cv);
-		pthread_cond_destroy(&w->idle);
-		free(w);
+	worker_stop(rc->worker);
+	for (size_t i = 0; i < rc->n; i++)
+		tenant_free(&rc->t[i]);
+	free(rc->t);
+	free(rc->index.slot);
+	for (size_t i = 0; i < rc->n_orphans; i++) {
+		free(rc->orphans[i].name);
+		free(rc->orphans[i].cgroup);
 	}
-	for (size_t i = 0; i < rc->n_state; i++)
-		free(rc->state[i].cgroup);
-	free(rc->state);
+	free(rc->orphans);
 	memset(rc, 0, sizeof(*rc));
 }
 
-static void __attribute__((format(printf, 2, 3))) say(struct drf_reconciler *rc, const char *fmt,
-						      ...)
+static ssize_t orphan_find(const struct drf_reconciler *rc, const char *cgroup)
 {
-	va_list ap;
-
-	if (!rc->log)
-		return;
-	va_start(ap, fmt);
-	vfprintf(rc->log, fmt, ap);
-	va_end(ap);
-	fputc('\n', rc->log);
+	for (size_t i = 0; i < rc->n_orphans; i++)
+		if (strcmp(rc->orphans[i].cgroup, cgroup) == 0)
+			return (ssize_t)i;
+	return -1;
 }
 
-/* The state of each tenant of c, carried over by cgroup path from the last pass. */
-static int sync_state(struct drf_reconciler *rc, const struct drf_config *c)
+static void orphan_drop(struct drf_reconciler *rc, size_t i)
 {
-	struct drf_tenant_state *ns = calloc(c->n_tenants + 1, sizeof(*ns));
+	free(rc->orphans[i].name);
+	free(rc->orphans[i].cgroup);
+	rc->orphans[i] = rc->orphans[--rc->n_orphans];
+	rc->membership_changed = true;
+}
 
-	if (!ns)
-		return -ENOMEM;
-	for (size_t i = 0; i < c->n_tenants; i++) {
-		const char *cg = c->tenants[i].cgroup;
-		size_t j;
+/*
+ * A cgroup that is no longer a tenant: removed if empty, else kept with its
+ * limits as an orphan. name and cgroup are copied.
+ */
+static int retire(struct drf_reconciler *rc, const char *name, const char *cgroup)
+{
+	struct drf_orphan *no;
+	int r = cgfs_remove(rc->fs, cgroup);
 
-		for (j = 0; j < rc->n_state; j++)
-			if (rc->state[j].cgroup && strcmp(rc->state[j].cgroup, cg) == 0)
-				break;
-		if (j < rc->n_state) {
-			ns[i] = rc->state[j];
-			rc->state[j].cgroup = NULL;
-		} else {
-			ns[i].cgroup = strdup(cg);
-			if (!ns[i].cgroup) {
-				for (size_t k = 0; k < i; k++)
-					free(ns[k].cgroup);
-				free(ns);
-				return -ENOMEM;
-			}
-		}
+	if (r == 0) {
+		say(rc, LOG_NOTICE, "tenant '%s' is gone from the config; removed '%s/%s'", name,
+		    rc->fs->root, cgroup);
+		rc->membership_changed = true;
+		return 0;
 	}
-	for (size_t j = 0; j < rc->n_state; j++)
-		free(rc->state[j].cgroup);
-	free(rc->state);
-	rc->state = ns;
-	rc->n_state = c->n_tenants;
+	if (r == -ENOENT)
+		return 0;
+	if (r == -EBUSY)
+		say(rc, LOG_WARNING, "tenant '%s' is gone from the config but '%s/%s' still holds "
+			"processes; leaving it and its limits in place until it is empty", name,
+		    rc->fs->root, cgroup);
+	else
+		say(rc, LOG_ERR, "cannot remove '%s/%s' of departed tenant '%s': %s; will retry",
+		    rc->fs->root, cgroup, name, strerror(-r));
+	no = realloc(rc->orphans, (rc->n_orphans + 1) * sizeof(*no));
+	if (!no)
+		return -ENOMEM;
+	rc->orphans = no;
+	no = &rc->orphans[rc->n_orphans];
+	no->name = strdup(name);
+	no->cgroup = strdup(cgroup);
+	if (!no->name || !no->cgroup) {
+		free(no->name);
+		free(no->cgroup);
+		return -ENOMEM;
+	}
+	rc->n_orphans++;
+	rc->membership_changed = true;
 	return 0;
 }
 
-/* mkdir the tenant's path, with the controllers enabled in each ancestor. */
-static int ensure_cgroup(struct drf_reconciler *rc, const char *cg, unsigned ctrls,
+int drf_reconciler_forget(struct drf_reconciler *rc, const char *name, const char *cgroup)
+{
+	if (index_find(&rc->index, rc->t, cgroup) >= 0 || orphan_find(rc, cgroup) >= 0)
+		return 0;
+	return retire(rc, name, cgroup);
+}
+
+int drf_reconciler_set(struct drf_reconciler *rc, const struct drf_config *c,
+		       const struct drf_knobs *k)
+{
+	struct drf_tenant_rt *nt = calloc(c->n_tenants + 1, sizeof(*nt));
+	struct drf_index nix = { 0 };
+	bool *kept = calloc(rc->n + 1, sizeof(*kept));
+	size_t i = 0;
+	int r = -ENOMEM;
+
+	if (!nt || !kept)
+		goto out_free;
+	for (i = 0; i < c->n_tenants; i++) {
+		const struct drf_tenant *ct = &c->tenants[i];
+		ssize_t o = index_find(&rc->index, rc->t, ct->cgroup);
+
+		if (o >= 0 && !kept[o]) {
+			/* Carried over with what was observed; only its name may change. */
+			nt[i] = rc->t[o];
+			nt[i].name = strdup(ct->name);
+			nt[i].cgroup = strdup(ct->cgroup);
+		} else {
+			nt[i].name = strdup(ct->name);
+			nt[i].cgroup = strdup(ct->cgroup);
+		}
+		if (!nt[i].name || !nt[i].cgroup) {
+			free(nt[i].name);
+			free(nt[i].cgroup);
+			goto out_free;
+		}
+		if (o >= 0)
+			kept[o] = true;
+		nt[i].want = k[i];
+	}
+	r = index_build(&nix, nt, c->n_tenants);
+	if (r < 0)
+		goto out_free;
+
+	/* Committed: from here on nothing fails but the orphan list's growth. */
+	for (size_t o = 0; o < rc->n; o++) {
+		if (kept[o]) {
+			tenant_free(&rc->t[o]);
+			continue;
+		}
+		r = retire(rc, rc->t[o].name, rc->t[o].cgroup);
+		if (r < 0)
+			say(rc, LOG_ERR, "cannot track departed tenant '%s': %s", rc->t[o].name,
+			    strerror(-r));
+		tenant_free(&rc->t[o]);
+	}
+	/* A tenant that comes back is no orphan any more. */
+	for (i = 0; i < c->n_tenants; i++) {
+		ssize_t orph = orphan_find(rc, nt[i].cgroup);
+
+		if (orph >= 0)
+			orphan_drop(rc, (size_t)orph);
+	}
+	if (rc->n != c->n_tenants)
+		rc->membership_changed = true;
+	free(rc->t);
+	free(rc->index.slot);
+	rc->t = nt;
+	rc->n = c->n_tenants;
+	rc->index = nix;
+	rc->ctrls = drf_knobs_controllers(c);
+	rc->root_checked = false;
+	if (rc->cursor >= rc->n)
+		rc->cursor = 0;
+	free(kept);
+	return 0;
+out_free:
+	if (nt)
+		for (size_t j = 0; j < i; j++)
+			tenant_free(&nt[j]);
+	free(nt);
+	free(kept);
+	return r;
+}
+
+bool drf_reconciler_membership_changed(struct drf_reconciler *rc)
+{
+	bool c = rc->membership_changed;
+
+	rc->membership_changed = false;
+	return c;
+}
+
+size_t drf_verify_per_tick(size_t n, double interval_ms, double period_ms)
+{
+	double ticks = period_ms / interval_ms;
+	size_t v;
+
+	if (n == 0)
+		return 0;
+	if (!(ticks > 1))
+		return n;
+	v = (size_t)((double)n / (ticks > 1e9 ? 1e9 : (double)(size_t)ticks) + 0.999999);
+	return v < 1 ? 1 : v > n ? n : v;
+}
+
+/* Why a controller cannot be enabled (or disabled) in a cgroup, for the message. */
+static void subtree_cause(const struct drf_reconciler *rc, const char *cg, unsigned bit,
+			  bool enable, int err, char *buf, size_t len)
+{
+	unsigned offered = 0;
+	int nprocs;
+
+	if (enable && err == -ENOENT && cgfs_controllers(rc->fs, cg, &offered) == 0 &&
+	    !(offered & bit)) {
+		snprintf(buf, len, "its parent no longer passes '%s' down (not in %s%s%s"
+			 "cgroup.controllers)", cgfs_ctrl_name(bit), cg[0] ? cg : "", cg[0] ? "/" : "",
+			 "");
+		return;
+	}
+	if (err == -EBUSY && enable && (nprocs = cgfs_nprocs(rc->fs, cg)) > 0) {
+		snprintf(buf, len, "it holds %d process%s, and cgroup v2 lets no cgroup with "
+			 "processes pass controllers down", nprocs, nprocs == 1 ? "" : "es");
+		return;
+	}
+	if (err == -EBUSY && !enable) {
+		snprintf(buf, len, "a cgroup below it still enables '%s' in its own "
+			 "cgroup.subtree_control", cgfs_ctrl_name(bit));
+		return;
+	}
+	snprintf(buf, len, "%s", strerror(-err));
+}
+
+/*
+ * Makes cg pass exactly the plan's controllers down, one controller per write
+ * so that one refusal does not block the others. Returns the bits that failed.
+ */
+static unsigned set_subtree(struct drf_reconciler *rc, const char *cg, int *errs,
+			    struct drf_reconcile_stats *st)
+{
+	unsigned have = 0, failed = 0;
+	int r = cgfs_subtree_control(rc->fs, cg, &have);
+
+	/* Unreadable as missing: nothing enabled; a dry run of an absent tree gets "+x". */
+	if (r < 0 && r != -ENOENT)
+		return MANAGED_CTRLS & rc->ctrls;
+	for (int i = 0; i < CGFS_NCTRL; i++) {
+		unsigned bit = 1u << i;
+		bool want = rc->ctrls & bit;
+		char cmd[16], why[256];
+
+		if (!(MANAGED_CTRLS & bit) || want == !!(have & bit))
+			continue;
+		snprintf(cmd, sizeof(cmd), "%c%s", want ? '+' : '-', cgfs_ctrl_name(bit));
+		r = cgfs_write(rc->fs, cg, "cgroup.subtree_control", cmd);
+		if (r == 0) {
+			st->writes++;
+			if (errs)
+				errs[i] = 0;
+			continue;
+		}
+		failed |= bit;
+		st->errors++;
+		if (errs && errs[i] == r)
+			continue; /* said already */
+		if (errs)
+			errs[i] = r;
+		subtree_cause(rc, cg, bit, want, r, why, sizeof(why));
+		say(rc, LOG_ERR, "cannot write '%s' to '%s%s%s/cgroup.subtree_control': %s", cmd,
+		    rc->fs->root, cg[0] ? "/" : "", cg, why);
+	}
+	return failed;
+}
+
+/* mkdir the tenant's path, with the controllers enabled in each inner node. */
+static int ensure_cgroup(struct drf_reconciler *rc, struct drf_tenant_rt *t,
 			 struct drf_reconcile_stats *st)
 {
 	char path[4096];
-	size_t n = strlen(cg);
+	size_t n = strlen(t->cgroup);
+	bool made = false;
 
 	if (n >= sizeof(path))
 		return -ENAMETOOLONG;
-	memcpy(path, cg, n + 1);
+	memcpy(path, t->cgroup, n + 1);
 	for (size_t i = 0; i <= n; i++) {
 		char buf[8];
 		int r;
@@ -217,25 +550,34 @@ static int ensure_cgroup(struct drf_reconciler *rc, const char *cg, unsigned ctr
 		r = (int)cgfs_read(rc->fs, path, "cgroup.type", buf, sizeof(buf));
 		if (r == -ENOENT) {
 			r = cgfs_mkdir_p(rc->fs, path);
-			if (r < 0) {
-				say(rc, "drfd: cannot create cgroup '%s/%s': %s", rc->fs->root, path,
-				    strerror(-r));
+			if (r < 0)
 				return r;
-			}
-			say(rc, "drfd: created cgroup '%s/%s'", rc->fs->root, path);
-			st->created++;
+			made = i == n;
+			if (!made)
+				st->created++;
+		} else if (r < 0) {
+			return r;
 		}
 		if (i < n) {
 			/* An inner node of a nested tenant path passes the controllers on. */
-			r = cgfs_set_subtree(rc->fs, path, ctrls, CGFS_CPU | CGFS_MEMORY | CGFS_IO);
-			if (r < 0) {
-				say(rc, "drfd: cannot enable controllers in '%s/%s': %s",
-				    rc->fs->root, path, strerror(-r));
-				return r;
-			}
+			set_subtree(rc, path, NULL, st);
 			path[i] = '/';
 		}
 	}
+	if (made) {
+		if (t->seen_once) {
+			st->recreated++;
+			say(rc, LOG_WARNING, "tenant '%s': '%s/%s' had been removed by someone else; "
+				"recreated it", t->name, rc->fs->root, t->cgroup);
+		} else {
+			st->created++;
+			say(rc, LOG_INFO, "created cgroup '%s/%s'", rc->fs->root, t->cgroup);
+		}
+		/* A new cgroup holds the kernel's defaults, not what drfd saw before. */
+		t->known = 0;
+	}
+	t->exists = true;
+	t->seen_once = true;
 	return 0;
 }
 
@@ -244,85 +586,133 @@ static unsigned long long parse_bytes(const char *s)
 	return strcmp(s, "max") == 0 ? ~0ULL : strtoull(s, NULL, 10);
 }
 
-static void set_knob(struct drf_reconciler *rc, const char *name, struct drf_tenant_state *ts,
-		     enum drf_knob k, const char *want, struct drf_reconcile_stats *st)
+/* A failed read or write of knob k: counted every tick, said once, retried. */
+static void knob_failed(struct drf_reconciler *rc, struct drf_tenant_rt *t, enum drf_knob k,
+			bool write, int err, struct drf_reconcile_stats *st)
 {
 	const char *file = drf_knob_file(k, rc->io);
-	char have[512];
-	ssize_t n = cgfs_read(rc->fs, ts->cgroup, file, have, sizeof(have));
-	int r;
+	char what[DRF_KNOB_LEN + 32];
 
-	if (n >= 0 && drf_knob_matches(k, want, have, rc->io, rc->page_size)) {
-		ts->written[k] = true;
-		snprintf(ts->last[k], DRF_KNOB_LEN, "%s", want);
-		return;
+	st->errors++;
+	t->failed |= KNOB_BIT(k);
+	t->known &= ~KNOB_BIT(k);
+	if (t->err[k] == -err)
+		return; /* each failure is said once, not every tick */
+	t->err[k] = -err;
+	if (write)
+		snprintf(what, sizeof(what), "write '%s' to", t->want.val[k]);
+	else
+		snprintf(what, sizeof(what), "read");
+	if (err == -ENOENT)
+		say(rc, LOG_ERR, "cannot %s '%s/%s/%s': the file is missing, so the controller is "
+			"not enabled for this cgroup (its parent's cgroup.subtree_control lacks it); "
+			"will retry", what, rc->fs->root, t->cgroup, file);
+	else
+		say(rc, LOG_ERR, "cannot %s '%s/%s/%s': %s; will retry", what, rc->fs->root,
+		    t->cgroup, file, strerror(-err));
+}
+
+/* The device line "MAJ:MIN ..." of our io device in content, if any. */
+static bool has_device_line(const char *content, const struct drf_io_target *io)
+{
+	char dev[32];
+	size_t n;
+
+	if (!io)
+		return false;
+	n = (size_t)snprintf(dev, sizeof(dev), "%u:%u ", io->major, io->minor);
+	for (const char *l = content; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+		if (strncmp(l, dev, n) == 0)
+			return true;
+	return false;
+}
+
+static int write_knob(struct drf_reconciler *rc, struct drf_tenant_rt *t, enum drf_knob k,
+		      const char *have, struct drf_reconcile_stats *st)
+{
+	const char *file = drf_knob_file(k, rc->io);
+	int r = cgfs_write(rc->fs, t->cgroup, file, t->want.val[k]);
+
+	if (r == 0 && k == DRF_KNOB_IO_WEIGHT && have && has_device_line(have, rc->io)) {
+		char reset[48];
+
+		/* A per-device weight overrides "default N" for our device: drop it. */
+		snprintf(reset, sizeof(reset), "%u:%u default", rc->io->major, rc->io->minor);
+		r = cgfs_write(rc->fs, t->cgroup, file, reset);
 	}
-	if (n >= 0 && ts->written[k] && !drf_knob_matches(k, ts->last[k], have, rc->io, rc->page_size)) {
-		st->foreign++;
-		say(rc, "drfd: tenant '%s': %s was changed by someone else to '%s'; restoring '%s'",
-		    name, file, have, want);
-	}
-	r = cgfs_write(rc->fs, ts->cgroup, file, want);
 	if (r < 0) {
-		st->errors++;
-		say(rc, "drfd: cannot write '%s' to '%s/%s/%s': %s", want, rc->fs->root, ts->cgroup,
-		    file, strerror(-r));
-		return;
+		knob_failed(rc, t, k, true, r, st);
+		return r;
 	}
 	st->writes++;
-	ts->written[k] = true;
-	snprintf(ts->last[k], DRF_KNOB_LEN, "%s", want);
-	say(rc, "drfd: tenant '%s': %s %s -> %s", name, file, n >= 0 ? have : "(unread)", want);
+	if (t->err[k])
+		say(rc, LOG_NOTICE, "tenant '%s': %s written after %s", t->name, file,
+		    strerror(t->err[k]));
+	t->err[k] = 0;
+	t->failed &= ~KNOB_BIT(k);
+	t->known |= KNOB_BIT(k);
+	say(rc, LOG_INFO, "tenant '%s': %s %s -> %s", t->name, file, have ? have : "(unread)",
+	    t->want.val[k]);
+	set_seen(t, k, t->want.val[k]);
+	return 0;
 }
 
 /*
  * memory.max below current usage: the kernel would reclaim, then OOM-kill,
  * inside the write. Lower memory.high first, on the worker; write memory.max
- * on a later pass, once usage is under it.
+ * on a later tick, once usage is under it. Returns true while memory.max and
+ * memory.high must wait.
  */
-static bool memory_tightening(struct drf_reconciler *rc, const char *name,
-			      struct drf_tenant_state *ts, const struct drf_knobs *k,
-			      struct drf_reconcile_stats *st)
+static bool memory_gate(struct drf_reconciler *rc, struct drf_tenant_rt *t,
+			struct drf_reconcile_stats *st)
 {
-	const char *want = k->val[DRF_KNOB_MEMORY_MAX];
-	char cur[64];
+	const char *want = t->want.val[DRF_KNOB_MEMORY_MAX];
 	unsigned long long usage, target = parse_bytes(want);
+	char cur[64];
+	int r;
 
-	if (!k->set[DRF_KNOB_MEMORY_MAX] || target == ~0ULL)
-		return (ts->tightening = false);
-	if (cgfs_read(rc->fs, ts->cgroup, "memory.current", cur, sizeof(cur)) < 0)
-		return (ts->tightening = false);
+	if (target == ~0ULL) {
+		t->tightening = false;
+		return false;
+	}
+	if (t->tightening && strcmp(t->target, want) != 0)
+		t->tightening = false; /* a new target: start over */
+	if (cgfs_read(rc->fs, t->cgroup, "memory.current", cur, sizeof(cur)) < 0) {
+		t->tightening = false;
+		return false;
+	}
 	usage = strtoull(cur, NULL, 10);
-	if (ts->tightening && strcmp(ts->target, want) != 0)
-		ts->tightening = false; /* a new target: start over */
 	if (usage <= target) {
-		if (ts->tightening)
-			say(rc, "drfd: tenant '%s': memory usage %llu is under %s now", name, usage,
-			    want);
-		ts->tightening = false;
+		if (t->tightening)
+			say(rc, LOG_INFO, "tenant '%s': memory usage %llu is under %s now", t->name,
+			    usage, want);
+		t->tightening = false;
 		return false;
 	}
 	st->pending++;
-	if (ts->tightening)
+	if (t->tightening)
 		return true;
-	ts->tightening = true;
-	snprintf(ts->target, sizeof(ts->target), "%s", want);
-	say(rc, "drfd: tenant '%s': memory.max %s is below usage %llu: lowering memory.high "
-		"first, memory.max once usage is under it", name, want, usage);
+	t->tightening = true;
+	snprintf(t->target, sizeof(t->target), "%s", want);
+	say(rc, LOG_NOTICE, "tenant '%s': memory.max %s is below usage %llu: lowering memory.high "
+		"first, memory.max once usage is under it", t->name, want, usage);
 	if (rc->worker) {
-		if (!worker_post(rc->worker, ts->cgroup, want)) {
-			st->errors++;
-			say(rc, "drfd: tenant '%s': memory queue full; will retry", name);
-			ts->tightening = false;
-		}
-	} else {
-		int r = cgfs_write(rc->fs, ts->cgroup, "memory.high", want);
-
+		r = worker_post(rc->worker, t->cgroup, want);
 		if (r < 0) {
-			st->errors++;
-			say(rc, "drfd: cannot write '%s' to '%s/%s/memory.high': %s", want,
-			    rc->fs->root, ts->cgroup, strerror(-r));
+			knob_failed(rc, t, DRF_KNOB_MEMORY_HIGH, true, r, st);
+			t->tightening = false;
+		} else {
+			t->job_queued = true;
 		}
+		return true;
+	}
+	r = cgfs_write(rc->fs, t->cgroup, "memory.high", want);
+	if (r < 0) {
+		knob_failed(rc, t, DRF_KNOB_MEMORY_HIGH, true, r, st);
+		t->tightening = false;
+	} else {
+		set_seen(t, DRF_KNOB_MEMORY_HIGH, want);
+		t->known |= KNOB_BIT(DRF_KNOB_MEMORY_HIGH);
 	}
 	return true;
 }
@@ -336,71 +726,170 @@ static const enum drf_knob write_order[] = {
 	DRF_KNOB_MEMORY_HIGH, DRF_KNOB_IO_WEIGHT, DRF_KNOB_IO_MAX,
 };
 
-int drf_reconcile(struct drf_reconciler *rc, const struct drf_config *c,
-		  const struct drf_knobs *k, struct drf_reconcile_stats *ret)
+static bool in_sync(const struct drf_tenant_rt *t, enum drf_knob k)
 {
-	struct drf_reconcile_stats st = { 0 };
-	unsigned ctrls = drf_knobs_controllers(c);
+	return (t->known & KNOB_BIT(k)) && !(t->failed & KNOB_BIT(k)) &&
+	       strcmp(t->seen[k], t->want.val[k]) == 0;
+}
+
+/* Whether a tick has anything to do for t without verifying it. */
+static bool needs_work(const struct drf_tenant_rt *t)
+{
+	if (!t->exists || t->failed || t->tightening)
+		return true;
+	for (int k = 0; k < DRF_NKNOBS; k++)
+		if (t->want.set[k] && !in_sync(t, k))
+			return true;
+	return false;
+}
+
+static int cgroup_gone(struct drf_reconciler *rc, struct drf_tenant_rt *t)
+{
+	char buf[8];
+
+	return cgfs_read(rc->fs, t->cgroup, "cgroup.type", buf, sizeof(buf)) == -ENOENT;
+}
+
+static void process(struct drf_reconciler *rc, struct drf_tenant_rt *t, bool verify,
+		    struct drf_reconcile_stats *st)
+{
+	bool hold = false, made = false;
 	int r;
 
-	r = sync_state(rc, c);
-	if (r < 0)
-		return r;
-	r = cgfs_set_subtree(rc->fs, "", ctrls, CGFS_CPU | CGFS_MEMORY | CGFS_IO);
-	if (r < 0) {
-		say(rc, "drfd: cannot enable controllers in '%s': %s", rc->fs->root, strerror(-r));
-		return r;
+	if (!t->exists) {
+		made = true;
+		r = ensure_cgroup(rc, t, st);
+		if (r < 0) {
+			st->errors++;
+			if (t->cg_err != -r)
+				say(rc, LOG_ERR, "cannot create cgroup '%s/%s' of tenant '%s': %s; "
+					"will retry", rc->fs->root, t->cgroup, t->name, strerror(-r));
+			t->cg_err = -r;
+			return;
+		}
+		t->cg_err = 0;
+		verify = true; /* first look at it (after a restart): read before writing */
 	}
-	if (r > 0)
-		st.writes++;
-	for (size_t i = 0; i < c->n_tenants; i++) {
-		struct drf_tenant_state *ts = &rc->state[i];
-		const char *name = c->tenants[i].name;
-		bool hold_memory;
+	for (size_t o = 0; o < sizeof(write_order) / sizeof(write_order[0]); o++) {
+		enum drf_knob k = write_order[o];
+		const char *file = drf_knob_file(k, rc->io);
+		char have[512];
+		ssize_t n;
 
-		if (ensure_cgroup(rc, ts->cgroup, ctrls, &st) < 0) {
-			st.errors++;
+		if (!t->want.set[k])
+			continue;
+		if (hold && (KNOB_BIT(k) & MEMORY_BITS))
+			continue;
+		if (!verify && in_sync(t, k) && !(k == DRF_KNOB_MEMORY_MAX && t->tightening))
+			continue;
+		n = -1;
+		if (verify || !(t->known & KNOB_BIT(k))) {
+			n = cgfs_read(rc->fs, t->cgroup, file, have, sizeof(have));
+			if (n == -ENOENT && cgroup_gone(rc, t)) {
+				/*
+				 * Removed under us: make it again. Just made and still
+				 * gone is a dry run's tree: write without reading.
+				 */
+				if (made) {
+					write_knob(rc, t, k, NULL, st);
+					continue;
+				}
+				t->exists = false;
+				t->known = 0;
+				process(rc, t, true, st);
+				return;
+			}
+			if (n < 0) {
+				knob_failed(rc, t, k, false, (int)n, st);
+				continue;
+			}
+			if (drf_knob_matches(k, t->want.val[k], have, rc->io, rc->page_size) &&
+			    !(k == DRF_KNOB_IO_WEIGHT && has_device_line(have, rc->io))) {
+				set_seen(t, k, t->want.val[k]);
+				t->known |= KNOB_BIT(k);
+				t->failed &= ~KNOB_BIT(k);
+				if (t->err[k])
+					say(rc, LOG_NOTICE, "tenant '%s': %s holds its value again",
+					    t->name, file);
+				t->err[k] = 0;
+				if (k == DRF_KNOB_MEMORY_MAX)
+					t->tightening = false;
+				continue;
+			}
+			if ((t->known & KNOB_BIT(k)) &&
+			    (!drf_knob_matches(k, t->seen[k], have, rc->io, rc->page_size) ||
+			     (k == DRF_KNOB_IO_WEIGHT && has_device_line(have, rc->io)))) {
+				st->foreign++;
+				rc->total_foreign++;
+				say(rc, LOG_WARNING, "tenant '%s': %s was changed by someone else to "
+					"'%s'; restoring '%s'", t->name, file, have, t->want.val[k]);
+			}
+			/* What the file holds now, so that a held write is not forgotten. */
+			set_seen(t, k, have);
+			t->known |= KNOB_BIT(k);
+		}
+		if (k == DRF_KNOB_MEMORY_MAX && memory_gate(rc, t, st)) {
+			hold = true;
 			continue;
 		}
-		hold_memory = memory_tightening(rc, name, ts, &k[i], &st);
-		for (size_t o = 0; o < sizeof(write_order) / sizeof(write_order[0]); o++) {
-			enum drf_knob j = write_order[o];
-
-			if (!k[i].set[j])
-				continue;
-			/* While tightening, memory.high holds the target and memory.max waits. */
-			if (hold_memory && (j == DRF_KNOB_MEMORY_MAX || j == DRF_KNOB_MEMORY_HIGH))
-				continue;
-			set_knob(rc, name, ts, j, k[i].val[j], &st);
-		}
+		write_knob(rc, t, k, n >= 0 ? have : NULL, st);
 	}
+	if (verify) {
+		t->verified_tick = rc->ticks;
+		st->verified++;
+	}
+}
+
+static void check_root(struct drf_reconciler *rc, struct drf_reconcile_stats *st)
+{
+	rc->root_failed = set_subtree(rc, "", rc->root_err, st);
+	rc->root_checked = true;
+}
+
+int drf_reconcile_tick(struct drf_reconciler *rc, size_t verify, struct drf_reconcile_stats *ret)
+{
+	struct drf_reconcile_stats st = { 0 };
+	size_t start = rc->cursor, end;
+
+	worker_collect(rc, false, &st);
+	if (verify > rc->n)
+		verify = rc->n;
+	/* The root's controllers: at start, while failing, and once per verify round. */
+	if (!rc->root_checked || rc->root_failed || start == 0)
+		check_root(rc, &st);
+	end = start + verify;
+	for (size_t i = 0; i < rc->n; i++) {
+		struct drf_tenant_rt *t = &rc->t[i];
+		bool v = (i >= start && i < end) || (end > rc->n && i < end - rc->n);
+
+		if (t->job_queued)
+			continue; /* its memory.high write is still with the worker */
+		if (v || needs_work(t))
+			process(rc, t, v, &st);
+	}
+	if (rc->n)
+		rc->cursor = end % rc->n;
+	for (size_t i = 0; i < rc->n_orphans;) {
+		int r = cgfs_remove(rc->fs, rc->orphans[i].cgroup);
+
+		if (r == 0 || r == -ENOENT) {
+			if (r == 0) {
+				st.removed++;
+				say(rc, LOG_NOTICE, "orphan '%s/%s' of departed tenant '%s' is empty "
+					"now; removed it", rc->fs->root, rc->orphans[i].cgroup,
+				    rc->orphans[i].name);
+			}
+			orphan_drop(rc, i);
+			continue;
+		}
+		i++;
+	}
+	for (size_t i = 0; i < rc->n; i++)
+		st.retrying += (unsigned)__builtin_popcount(rc->t[i].failed) + (rc->t[i].cg_err != 0);
+	rc->ticks++;
+	rc->total_writes += st.writes;
+	rc->total_errors += st.errors;
 	if (ret)
 		*ret = st;
 	return 0;
-}
-
-void drf_reconcile_removed(struct drf_reconciler *rc, const struct drf_config *old_cfg,
-			   const struct drf_config *new_cfg)
-{
-	for (size_t i = 0; i < old_cfg->n_tenants; i++) {
-		const struct drf_tenant *t = &old_cfg->tenants[i];
-		bool kept = false;
-		int r;
-
-		for (size_t j = 0; j < new_cfg->n_tenants && !kept; j++)
-			kept = strcmp(new_cfg->tenants[j].cgroup, t->cgroup) == 0;
-		if (kept)
-			continue;
-		r = cgfs_remove(rc->fs, t->cgroup);
-		if (r == -EBUSY)
-			say(rc, "drfd: tenant '%s' is gone from the config but '%s/%s' still holds "
-				"processes; leaving it and its limits in place", t->name, rc->fs->root,
-			    t->cgroup);
-		else if (r < 0 && r != -ENOENT)
-			say(rc, "drfd: cannot remove '%s/%s': %s", rc->fs->root, t->cgroup,
-			    strerror(-r));
-		else if (r == 0)
-			say(rc, "drfd: tenant '%s' is gone from the config; removed '%s/%s'", t->name,
-			    rc->fs->root, t->cgroup);
-	}
 }

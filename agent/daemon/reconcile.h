@@ -1,66 +1,150 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Reconciliation: make the tenant tree in cgroupfs hold the knob values of a
- * plan. Creates missing tenant cgroups, enables the needed controllers along
- * each tenant's path (only below the agent's root), reads every knob back and
- * writes only what differs, and says when a value it wrote was changed by
- * someone else. Lowering a memory limit below current usage is done in two steps
- * off the caller's thread: memory.high first (the kernel reclaims inside that
- * write), memory.max only once usage is under it.
+ * Reconciliation of the cgroup backend: desired state -> observed state -> diff.
+ *
+ * The desired state is a plan's knob values per tenant (drf_reconciler_set).
+ * The observed state is what drfd last read back or wrote, per knob. A tick
+ * (drf_reconcile_tick) writes at once every knob whose desired value differs
+ * from the observed one, retries every write that failed, and re-reads a slice
+ * of the tenants (round robin) so that a value someone else changed is found
+ * and put back within a bounded time: with `verify` tenants a tick out of n,
+ * every knob is read back at least once every ceil(n / verify) ticks. A steady
+ * tick therefore reads a fraction of the knobs and writes nothing.
+ *
+ * Tenants are matched across plans by cgroup path through a hash index built
+ * when the plan is set, so a reload and a tick are O(n).
+ *
+ * Lowering memory.max below current usage is done in two steps off the
+ * caller's thread: memory.high first (the kernel reclaims inside that write),
+ * memory.max only once usage is under it. A failure of that asynchronous write
+ * is counted and retried like any other.
+ *
+ * A tenant that leaves the plan loses its cgroup if no process is left in it;
+ * otherwise it becomes an orphan: kept with its limits, reported, and removed
+ * by a later tick once empty.
  */
 #ifndef DRF_RECONCILE_H
 #define DRF_RECONCILE_H
 
-#include <pthread.h>
 #include <stdbool.h>
-#include <stdio.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
 
 #include "cgroupfs.h"
 #include "config.h"
 #include "knobs.h"
 
-struct drf_tenant_state; /* per tenant: what was written, pending tightening */
+/* Where the reconciler's messages go; prio is syslog's (LOG_ERR .. LOG_DEBUG). */
+struct drf_logger {
+	void (*fn)(void *ctx, int prio, const char *msg);
+	void *ctx;
+};
+
+struct drf_tenant_rt {
+	char *name;
+	char *cgroup;                          /* relative to the root */
+	struct drf_knobs want;                 /* desired */
+	char seen[DRF_NKNOBS][DRF_KNOB_LEN];   /* observed: last read back or written */
+	unsigned known;                        /* bits: seen[k] is valid */
+	unsigned failed;                       /* bits: the last write failed; retried */
+	int err[DRF_NKNOBS];                   /* that failure's errno; 0 */
+	int cg_err;                            /* errno of creating the cgroup; 0 */
+	bool exists;                           /* the cgroup was there at the last look */
+	bool seen_once;                        /* it existed at some point: a new mkdir recreates */
+	bool tightening;                       /* memory.high lowered, memory.max waits */
+	bool job_queued;                       /* a memory.high write is with the worker */
+	char target[DRF_KNOB_LEN];             /* the memory.max being waited for */
+	uint64_t verified_tick;                /* the last tick that read every knob back */
+};
+
+struct drf_orphan {
+	char *name;
+	char *cgroup;
+};
+
+struct drf_index {
+	size_t *slot; /* 0: empty; else 1 + index into the tenant array */
+	size_t cap;   /* a power of two, at least twice the tenants */
+};
+
 struct drf_mem_worker;
 
 struct drf_reconciler {
 	const struct cgfs *fs;
 	const struct drf_io_target *io; /* NULL without io */
-	FILE *log;                      /* one line per change; NULL: silent */
+	struct drf_logger log;
 	bool async_memory;              /* tighten memory on a worker thread */
 	unsigned long page_size;        /* memory limits round down to it */
-	struct drf_tenant_state *state;
-	size_t n_state;
+	unsigned ctrls;                 /* controllers the plan needs */
+	struct drf_tenant_rt *t;        /* the plan's tenants, in config order */
+	size_t n;
+	struct drf_index index;         /* cgroup -> t[] */
+	struct drf_orphan *orphans;
+	size_t n_orphans;
+	size_t cursor;                  /* next tenant to verify */
+	uint64_t ticks;
+	unsigned root_failed;           /* controllers the root could not pass down */
+	int root_err[CGFS_NCTRL];
+	bool root_checked;
+	bool membership_changed;        /* tenants or orphans changed since last asked */
 	struct drf_mem_worker *worker;
+	/* totals since start */
+	uint64_t total_writes, total_errors, total_foreign, worker_failures;
 };
 
 struct drf_reconcile_stats {
 	unsigned writes;    /* knob values written */
 	unsigned created;   /* cgroups created */
+	unsigned recreated; /* tenant cgroups that had vanished, created again */
 	unsigned foreign;   /* values found changed by someone else */
 	unsigned pending;   /* memory limits waiting for usage to drop */
-	unsigned errors;    /* failed operations (each logged) */
+	unsigned errors;    /* failed operations this tick (each logged once) */
+	unsigned retrying;  /* knobs whose write failed and will be retried */
+	unsigned verified;  /* tenants whose every knob was read back */
+	unsigned removed;   /* orphans removed now that they are empty */
 };
 
 int drf_reconciler_init(struct drf_reconciler *rc, const struct cgfs *fs,
-			const struct drf_io_target *io, FILE *log, bool async_memory);
+			const struct drf_io_target *io, const struct drf_logger *log,
+			bool async_memory, unsigned long page_size);
 void drf_reconciler_free(struct drf_reconciler *rc);
 
 /*
- * One pass over every tenant of c with the knob values k (c->n_tenants). Errors
- * on one tenant do not stop the others; they are counted and logged. Returns 0,
- * or -errno if the root itself could not be set up.
+ * Makes the plan of c with knob values k (c->n_tenants) the desired state.
+ * Tenants are carried over by cgroup path with what was observed of them; a
+ * tenant whose values changed is written by the next tick without waiting for
+ * its turn to be verified. Tenants of the previous plan that are not in this
+ * one are removed if empty and become orphans otherwise. Returns 0 or -ENOMEM
+ * (then the previous plan stays in force).
  */
-int drf_reconcile(struct drf_reconciler *rc, const struct drf_config *c,
-		  const struct drf_knobs *k, struct drf_reconcile_stats *ret);
+int drf_reconciler_set(struct drf_reconciler *rc, const struct drf_config *c,
+		       const struct drf_knobs *k);
 
 /*
- * After a reload: removes the cgroups of tenants in old but not in new if they
- * hold no processes, and says so for those it must leave (limits left in place).
+ * A cgroup that drfd managed before (from its state file) and that is not in
+ * the plan: removed if empty, otherwise kept as an orphan. Ignored if it is a
+ * tenant of the plan or already an orphan.
  */
-void drf_reconcile_removed(struct drf_reconciler *rc, const struct drf_config *old_cfg,
-			   const struct drf_config *new_cfg);
+int drf_reconciler_forget(struct drf_reconciler *rc, const char *name, const char *cgroup);
 
-/* Waits for queued memory writes (tests, shutdown). */
+/*
+ * One tick: writes what differs, retries what failed, reads back `verify`
+ * tenants (SIZE_MAX: all), removes orphans that became empty. Returns 0; the
+ * failures are in ret and the tenants' state.
+ */
+int drf_reconcile_tick(struct drf_reconciler *rc, size_t verify, struct drf_reconcile_stats *ret);
+
+/* Tenants to verify per tick so that each is read back at least once per period. */
+size_t drf_verify_per_tick(size_t n, double interval_ms, double period_ms);
+
+/* Whether the tenants or orphans changed since the last call (for the state file). */
+bool drf_reconciler_membership_changed(struct drf_reconciler *rc);
+
+/* Waits for queued memory writes and takes their results (tests, shutdown). */
 void drf_reconciler_drain(struct drf_reconciler *rc);
+
+/* Index of the tenant with this cgroup, or -1. */
+ssize_t drf_reconciler_find(const struct drf_reconciler *rc, const char *cgroup);
 
 #endif

@@ -30,6 +30,7 @@ static const char *const cg_files[][2] = {
 	{ "memory.low", "0\n" },             { "memory.high", "max\n" },
 	{ "memory.max", "max\n" },           { "memory.current", "0\n" },
 	{ "io.max", "" },                    { "cpu.stat", "usage_usec 0\n" },
+	{ "io.weight", "default 100\n" },    { "io.bfq.weight", "default 100\n" },
 };
 
 static int fake_mkdir(void *ctx, int dirfd, const char *path)
@@ -88,6 +89,39 @@ static int subtree_write(int dirfd, const char *path, const char *val)
 	return fakecg_put(dirfd, path, out);
 }
 
+/*
+ * io.weight and io.bfq.weight: "default N" sets the first line, "MAJ:MIN N" a
+ * device's own line, "MAJ:MIN default" removes it (blk-iocost, bfq-cgroup).
+ */
+static int weight_write(int dirfd, const char *path, const char *val)
+{
+	char cur[1024], out[1024] = "", dev[32];
+	ssize_t n = cgfs_real_ops.read(NULL, dirfd, path, cur, sizeof(cur));
+	const char *sp = strchr(val, ' ');
+
+	if (n < 0)
+		return (int)n;
+	if (strncmp(val, "default ", 8) == 0) {
+		snprintf(out, sizeof(out), "%s\n", val);
+		for (const char *l = strchr(cur, '\n'); l && l[1]; l = strchr(l + 1, '\n'))
+			snprintf(out + strlen(out), sizeof(out) - strlen(out), "%.*s\n",
+				 (int)strcspn(l + 1, "\n"), l + 1);
+		return fakecg_put(dirfd, path, out);
+	}
+	if (!sp || (size_t)(sp - val) >= sizeof(dev) - 1)
+		return -EINVAL;
+	snprintf(dev, sizeof(dev), "%.*s ", (int)(sp - val), val);
+	for (const char *l = cur; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		size_t len = strcspn(l, "\n");
+
+		if (strncmp(l, dev, strlen(dev)) != 0)
+			snprintf(out + strlen(out), sizeof(out) - strlen(out), "%.*s\n", (int)len, l);
+	}
+	if (strcmp(sp + 1, "default") != 0)
+		snprintf(out + strlen(out), sizeof(out) - strlen(out), "%s\n", val);
+	return fakecg_put(dirfd, path, out);
+}
+
 static int fake_write(void *ctx, int dirfd, const char *path, const char *val)
 {
 	char out[512];
@@ -107,6 +141,8 @@ static int fake_write(void *ctx, int dirfd, const char *path, const char *val)
 			 strtoull(val, NULL, 10) / FAKECG_PAGE * FAKECG_PAGE);
 		return fakecg_put(dirfd, path, out);
 	}
+	if (ends_with(path, "/io.weight") || ends_with(path, "/io.bfq.weight"))
+		return weight_write(dirfd, path, val);
 	if (ends_with(path, "/io.max") && !strstr(val, "riops=")) {
 		snprintf(out, sizeof(out), "%s riops=max wiops=max\n", val);
 		return fakecg_put(dirfd, path, out);
@@ -145,7 +181,7 @@ int fakecg_setup(char *dir, size_t dirlen, char *root, size_t rootlen)
 	int fd, r;
 
 	snprintf(dir, dirlen, "/tmp/drf-cgfs-XXXXXX");
-	if (!mkdtemp(dir))
+	if (!mkdtemp(dir) || !dir[0])
 		return -errno;
 	snprintf(root, rootlen, "%s/drf.slice", dir);
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -1,16 +1,17 @@
 // SPDX-License-Identifier: MIT
 /*
  * cgroupfs and the reconciler against a fake cgroup tree in a mkdtemp()
- * directory. The fake is an ops table over the real one that behaves like the
- * kernel where the code depends on it: mkdir creates the interface files,
- * cgroup.subtree_control applies "+x -y", memory limits round down to pages.
- * Failures are injected with the recording ops.
+ * directory (tests/lib/fakecg.c: an ops table over the real one that behaves
+ * like the kernel where the code depends on it). Failures are injected with
+ * the recording ops, on every operation the reconciler uses.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,15 +19,16 @@
 #include "desired.h"
 #include "fakecg.h"
 #include "knobs.h"
+#include "lock.h"
 #include "reconcile.h"
+#include "statefile.h"
 #include "testlib.h"
 
 #define PAGE FAKECG_PAGE
-
-static char dir[64], root[128];
-
+#define ALL SIZE_MAX
 #define put fakecg_put
 
+static char dir[64], root[128];
 static struct cgfs_ops ops;
 
 static int setup(void **state)
@@ -95,6 +97,36 @@ static void test_paths_stay_beneath_root(void **state)
 	cgfs_close(&fs);
 }
 
+/*
+ * A directory bind-mounted over a tenant's cgroup is another mount: not
+ * followed (RESOLVE_NO_XDEV). Needs a mount namespace of its own (root).
+ */
+static void test_bind_mount_not_followed(void **state)
+{
+	char outside[256], inside[256], buf[64];
+	struct cgfs fs;
+
+	(void)state;
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+		fprintf(stderr, "SKIP test_bind_mount_not_followed: no mount namespace (%s); needs "
+				"root\n", strerror(errno));
+		skip();
+	}
+	snprintf(outside, sizeof(outside), "%s/outside", dir);
+	assert_int_equal(mkdir(outside, 0755), 0);
+	assert_int_equal(put(AT_FDCWD, strcat(outside, "/cpu.weight"), "7\n"), 0);
+	snprintf(outside, sizeof(outside), "%s/outside", dir);
+	sub(inside, sizeof(inside), "a");
+	assert_int_equal(mkdir(inside, 0755), 0);
+	assert_int_equal(mount(outside, inside, NULL, MS_BIND, NULL), 0);
+	assert_int_equal(cgfs_open(&fs, root, false, &cgfs_real_ops, NULL), 0);
+	assert_int_equal(cgfs_write(&fs, "a", "cpu.weight", "9"), -EXDEV);
+	assert_int_equal(cgfs_read(&fs, "a", "cpu.weight", buf, sizeof(buf)), -EXDEV);
+	cgfs_close(&fs);
+	assert_int_equal(umount(inside), 0);
+	assert_string_equal(slurp("../outside/cpu.weight"), "7");
+}
+
 static void test_subtree_and_remove(void **state)
 {
 	struct cgfs fs;
@@ -107,7 +139,6 @@ static void test_subtree_and_remove(void **state)
 	assert_int_equal(cgfs_set_subtree(&fs, "", CGFS_CPU | CGFS_MEMORY, CGFS_CPU | CGFS_MEMORY | CGFS_IO), 1);
 	assert_int_equal(cgfs_subtree_control(&fs, "", &bits), 0);
 	assert_int_equal(bits, CGFS_CPU | CGFS_MEMORY | CGFS_PIDS);
-	assert_int_equal(cgfs_set_subtree(&fs, "", CGFS_CPU | CGFS_MEMORY, CGFS_CPU | CGFS_MEMORY | CGFS_IO), 0);
 	assert_int_equal(cgfs_set_subtree(&fs, "", CGFS_CPU, CGFS_CPU | CGFS_MEMORY), 1);
 	assert_int_equal(cgfs_subtree_control(&fs, "", &bits), 0);
 	assert_int_equal(bits, CGFS_CPU | CGFS_PIDS);
@@ -117,108 +148,405 @@ static void test_subtree_and_remove(void **state)
 	assert_int_equal(put(fs.rootfd, "t/u/cgroup.events", "populated 1\n"), 0);
 	assert_int_equal(cgfs_remove(&fs, "t/u"), -EBUSY);
 	assert_non_null(slurp("t/u/cgroup.type"));
+	assert_int_equal(put(fs.rootfd, "t/u/cgroup.events", "populated 0\n"), 0);
+	assert_int_equal(cgfs_remove(&fs, "t/u"), 0);
+	assert_null(slurp("t/u/cgroup.type"));
 	cgfs_close(&fs);
 }
 
-/* A config with two tenants, share mode: cpu 4, memory 1G. */
-static void load_enforced(struct drf_enforced *e, const char *extra)
+/* Writes the config; tenants a (cpu 3, memory 256M) and team/b (weight 2, memory 100M). */
+static void write_conf(const char *agent, const char *capacity, const char *tenants)
 {
-	char path[256], text[1024], err[512];
+	char path[256], text[2048];
 
 	snprintf(path, sizeof(path), "%s/drfd.conf", dir);
-	snprintf(text, sizeof(text),
-		 "[agent]\ncgroup-root = %s\n%s[capacity]\ncpu = 4\nmemory = 1G\n"
-		 "[tenant a]\ncpu = 3\nmemory = 256M\n[tenant b]\ncgroup = team/b\nweight = 2\n"
-		 "memory = 100M\n",
-		 root, extra);
+	snprintf(text, sizeof(text), "[agent]\ncgroup-root = %s\n%s[capacity]\n%s%s", root, agent,
+		 capacity, tenants);
 	assert_int_equal(t_write_file(path, text), 0);
-	if (drf_enforced_load(e, path, NULL, err, sizeof(err)) < 0) {
+}
+
+#define TWO_TENANTS \
+	"[tenant a]\ncpu = 3\nmemory = 256M\n[tenant b]\ncgroup = team/b\nweight = 2\n" \
+	"memory = 100M\n"
+
+static void load(struct drf_enforced *e, const struct drf_io_target *io)
+{
+	char path[256], err[512];
+
+	snprintf(path, sizeof(path), "%s/drfd.conf", dir);
+	if (drf_enforced_load(e, path, io, err, sizeof(err)) < 0) {
 		print_error("%s\n", err);
 		fail();
 	}
 }
 
-static void test_reconcile_writes_only_changes(void **state)
+static void load_two(struct drf_enforced *e, const char *agent)
 {
+	write_conf(agent, "cpu = 4\nmemory = 1G\n", TWO_TENANTS);
+	load(e, NULL);
+}
+
+/* Every knob of every tenant holds what the plan wants. */
+static bool converged(const struct drf_enforced *e, const struct drf_io_target *io)
+{
+	for (size_t i = 0; i < e->cfg.n_tenants; i++)
+		for (int k = 0; k < DRF_NKNOBS; k++) {
+			char rel[256];
+			const char *have;
+
+			if (!e->knobs[i].set[k])
+				continue;
+			snprintf(rel, sizeof(rel), "%s/%s", e->cfg.tenants[i].cgroup,
+				 drf_knob_file(k, io));
+			have = slurp(rel);
+			if (!have || !drf_knob_matches(k, e->knobs[i].val[k], have, io, PAGE)) {
+				print_message("not converged: %s is '%s', want '%s'\n", rel,
+					      have ? have : "(missing)", e->knobs[i].val[k]);
+				return false;
+			}
+		}
+	return true;
+}
+
+struct fixture {
 	struct drf_enforced e;
 	struct drf_reconciler rc;
-	struct drf_reconcile_stats st;
 	struct cgfs fs;
+	struct cgfs_recorder rec;
+	struct drf_reconcile_stats st;
+};
+
+/* A reconciler over the fake tree, through a recorder that can inject faults. */
+static void fixture_open(struct fixture *f, const struct drf_io_target *io, bool async)
+{
+	f->rec = (struct cgfs_recorder){ .inner = &ops, .pass_changes = true, .root = root };
+	assert_int_equal(cgfs_open(&f->fs, root, false, &cgfs_recording_ops, &f->rec), 0);
+	assert_int_equal(drf_reconciler_init(&f->rc, &f->fs, io, NULL, async, PAGE), 0);
+	assert_int_equal(drf_reconciler_set(&f->rc, &f->e.cfg, f->e.knobs), 0);
+}
+
+static void fixture_close(struct fixture *f)
+{
+	drf_reconciler_free(&f->rc);
+	cgfs_close(&f->fs);
+	drf_enforced_free(&f->e);
+}
+
+static void tick(struct fixture *f, size_t verify)
+{
+	assert_int_equal(drf_reconcile_tick(&f->rc, verify, &f->st), 0);
+}
+
+static void test_reconcile_writes_only_changes(void **state)
+{
+	struct fixture f;
 
 	(void)state;
-	load_enforced(&e, "");
-	assert_int_equal(cgfs_open(&fs, root, false, &ops, NULL), 0);
-	assert_int_equal(drf_reconciler_init(&rc, &fs, NULL, NULL, false), 0);
-	assert_int_equal(drf_reconcile(&rc, &e.cfg, e.knobs, &st), 0);
-	assert_int_equal(st.errors, 0);
-	assert_int_equal(st.created, 3); /* a, team, team/b */
-	assert_true(st.writes > 0);
+	load_two(&f.e, "");
+	fixture_open(&f, NULL, false);
+	tick(&f, ALL);
+	assert_int_equal(f.st.errors, 0);
+	assert_int_equal(f.st.created, 3); /* a, team, team/b */
+	assert_true(f.st.writes > 0);
 	assert_string_equal(slurp("cgroup.subtree_control"), "cpu memory");
 	assert_string_equal(slurp("team/cgroup.subtree_control"), "cpu memory");
-	for (int j = 0; j < DRF_NKNOBS; j++) {
-		char rel[64];
-
-		if (!e.knobs[1].set[j])
-			continue;
-		snprintf(rel, sizeof(rel), "team/b/%s", drf_knob_file(j, NULL));
-		assert_true(drf_knob_matches(j, e.knobs[1].val[j], slurp(rel), NULL, PAGE));
-	}
+	assert_true(converged(&f.e, NULL));
 	/* memory.max of 100M is page-aligned; b's low is rounded by the kernel */
 	assert_string_equal(slurp("team/b/memory.max"), "104857600");
 
-	/* Second pass: nothing to do, even where the kernel rounded. */
-	assert_int_equal(drf_reconcile(&rc, &e.cfg, e.knobs, &st), 0);
-	assert_int_equal(st.writes, 0);
-	assert_int_equal(st.created, 0);
-	assert_int_equal(st.foreign, 0);
+	/* Second pass, every knob read back: nothing to do, even where the kernel rounded. */
+	f.rec.changes = 0;
+	tick(&f, ALL);
+	assert_int_equal(f.st.writes + f.st.created + f.st.foreign + f.st.errors, 0);
+	assert_int_equal(f.rec.changes, 0);
+	assert_int_equal(f.st.verified, 2);
 
 	/* Someone else changes a knob: noticed, counted and put back. */
-	assert_int_equal(put(fs.rootfd, "a/cpu.weight", "42\n"), 0);
-	assert_int_equal(drf_reconcile(&rc, &e.cfg, e.knobs, &st), 0);
-	assert_int_equal(st.foreign, 1);
-	assert_int_equal(st.writes, 1);
-	assert_string_equal(slurp("a/cpu.weight"), e.knobs[0].val[DRF_KNOB_CPU_WEIGHT]);
-
-	drf_reconciler_free(&rc);
-	cgfs_close(&fs);
-	drf_enforced_free(&e);
+	assert_int_equal(put(f.fs.rootfd, "a/cpu.weight", "42\n"), 0);
+	tick(&f, ALL);
+	assert_int_equal(f.st.foreign, 1);
+	assert_int_equal(f.st.writes, 1);
+	assert_string_equal(slurp("a/cpu.weight"), f.e.knobs[0].val[DRF_KNOB_CPU_WEIGHT]);
+	fixture_close(&f);
 }
 
-/* A failing write on one tenant is counted and does not stop the others. */
-static void test_reconcile_failure_injection(void **state)
+/* A steady tick with no verification reads and writes nothing at all. */
+static void test_steady_tick_touches_nothing(void **state)
 {
-	static const int errs[] = { EBUSY, EACCES, ENOSPC, EIO };
-	struct drf_enforced e;
+	struct fixture f;
 
 	(void)state;
-	load_enforced(&e, "");
-	for (size_t i = 0; i < sizeof(errs) / sizeof(errs[0]); i++) {
-		struct cgfs_recorder rec = { .inner = &ops, .pass_changes = true, .root = root,
-					     .fail_path = "a/cpu.weight", .fail_errno = errs[i] };
-		struct drf_reconciler rc;
-		struct drf_reconcile_stats st;
-		struct cgfs fs;
-		char *log = NULL;
-		size_t loglen = 0;
-		FILE *lf = open_memstream(&log, &loglen);
+	load_two(&f.e, "");
+	fixture_open(&f, NULL, false);
+	tick(&f, ALL);
+	assert_int_equal(put(f.fs.rootfd, "a/cpu.weight", "42\n"), 0);
+	f.rec.fail_path = "cpu.weight"; /* any read of it would now fail */
+	f.rec.fail_errno = EIO;
+	f.rec.fail_ops = CGFS_OP_READ;
+	f.rec.changes = 0;
+	tick(&f, 0);
+	assert_int_equal(f.rec.faults, 0);
+	assert_int_equal(f.rec.changes, 0);
+	/* the foreign value is still there: found only when a's turn comes */
+	assert_string_equal(slurp("a/cpu.weight"), "42");
+	fixture_close(&f);
+}
 
-		assert_int_equal(put(AT_FDCWD, root, "") < 0, 1); /* root is a directory */
-		assert_int_equal(cgfs_open(&fs, root, false, &cgfs_recording_ops, &rec), 0);
-		assert_int_equal(drf_reconciler_init(&rc, &fs, NULL, lf, false), 0);
-		assert_int_equal(drf_reconcile(&rc, &e.cfg, e.knobs, &st), 0);
-		assert_int_equal(st.errors, 1);
-		fflush(lf);
-		assert_non_null(strstr(log, "a/cpu.weight"));
-		assert_non_null(strstr(log, strerror(errs[i])));
-		/* b was reconciled all the same */
-		assert_true(drf_knob_matches(DRF_KNOB_MEMORY_MAX, e.knobs[1].val[DRF_KNOB_MEMORY_MAX],
-					     slurp("team/b/memory.max"), NULL, PAGE));
-		drf_reconciler_free(&rc);
-		cgfs_close(&fs);
-		fclose(lf);
-		free(log);
+/*
+ * Round robin: with one tenant verified per tick, a foreign change on any
+ * tenant is repaired within n ticks (the documented bound: verify-period).
+ */
+static void test_verify_round_robin_bound(void **state)
+{
+	struct fixture f;
+	int repaired_at = -1;
+
+	(void)state;
+	write_conf("", "cpu = 4\n", "[tenant a]\n[tenant b]\n[tenant c]\n[tenant d]\n");
+	load(&f.e, NULL);
+	fixture_open(&f, NULL, false);
+	tick(&f, ALL);
+	assert_int_equal(put(f.fs.rootfd, "c/cpu.weight", "42\n"), 0);
+	for (int i = 0; i < 4 && repaired_at < 0; i++) {
+		tick(&f, 1);
+		assert_int_equal(f.st.verified, 1);
+		if (strcmp(slurp("c/cpu.weight"), f.e.knobs[2].val[DRF_KNOB_CPU_WEIGHT]) == 0)
+			repaired_at = i;
 	}
-	drf_enforced_free(&e);
+	assert_true(repaired_at >= 0);
+	assert_int_equal(drf_verify_per_tick(1000, 1000, 30000), 34);
+	assert_int_equal(drf_verify_per_tick(1000, 1000, 1000), 1000);
+	assert_int_equal(drf_verify_per_tick(3, 1000, 30000), 1);
+	assert_int_equal(drf_verify_per_tick(0, 1000, 30000), 0);
+	fixture_close(&f);
+}
+
+/* A reload writes a changed tenant at once, without a verifying pass. */
+static void test_reload_writes_at_once(void **state)
+{
+	struct fixture f;
+	struct drf_enforced e2;
+
+	(void)state;
+	load_two(&f.e, "");
+	fixture_open(&f, NULL, false);
+	tick(&f, ALL);
+	/* b's memory demand falls; cpu, not memory, decides the allocation: a keeps its values */
+	write_conf("", "cpu = 4\nmemory = 1G\n",
+		   "[tenant a]\ncpu = 3\nmemory = 256M\n[tenant b]\ncgroup = team/b\nweight = 2\n"
+		   "memory = 90M\n");
+	load(&e2, NULL);
+	assert_memory_equal(&e2.knobs[0], &f.e.knobs[0], sizeof(e2.knobs[0]));
+	assert_int_equal(drf_reconciler_set(&f.rc, &e2.cfg, e2.knobs), 0);
+	drf_enforced_free(&f.e);
+	f.e = e2;
+	f.rec.fail_path = "a/cpu.weight"; /* a is unchanged: not even read */
+	f.rec.fail_errno = EIO;
+	f.rec.fail_ops = CGFS_OP_READ | CGFS_OP_WRITE;
+	tick(&f, 0);
+	assert_int_equal(f.rec.faults, 0);
+	assert_true(f.st.writes > 0);
+	assert_int_equal(f.st.errors, 0);
+	assert_true(converged(&f.e, NULL));
+	fixture_close(&f);
+}
+
+struct fault {
+	const char *what;     /* for messages */
+	const char *path;     /* suffix */
+	unsigned ops;
+	int err;
+	bool short_write;
+};
+
+/* Nothing recorded outside the root, and nothing beside it in the temp dir. */
+static void assert_only_under_root(const char *log)
+{
+	char prefix[160];
+	const char *l = log;
+
+	snprintf(prefix, sizeof(prefix), "%s/", root);
+	while (l && *l) {
+		const char *sp = strchr(l, ' ');
+
+		assert_non_null(sp);
+		if (strncmp(sp + 1, prefix, strlen(prefix)) != 0) {
+			print_error("change outside the root: %.*s\n", (int)strcspn(l, "\n"), l);
+			fail();
+		}
+		l = strchr(l, '\n');
+		if (l)
+			l++;
+	}
+}
+
+/*
+ * Every cgroupfs operation the reconciler uses, failing with each errno: the
+ * tick reports it, and once the fault clears the next ticks converge.
+ */
+static void test_fault_matrix(void **state)
+{
+	static const struct fault faults[] = {
+		{ "mkdir of a tenant", "a", CGFS_OP_MKDIR, 0, false },
+		{ "mkdir of an inner node", "team", CGFS_OP_MKDIR, 0, false },
+		{ "read of cgroup.type", "b/cgroup.type", CGFS_OP_READ, 0, false },
+		{ "root subtree_control write", "cgroup.subtree_control", CGFS_OP_WRITE, 0, false },
+		{ "cpu.weight read", "a/cpu.weight", CGFS_OP_READ, 0, false },
+		{ "cpu.weight write", "a/cpu.weight", CGFS_OP_WRITE, 0, false },
+		{ "cpu.max read", "team/b/cpu.max", CGFS_OP_READ, 0, false },
+		{ "cpu.max write", "team/b/cpu.max", CGFS_OP_WRITE, 0, false },
+		{ "memory.low read", "a/memory.low", CGFS_OP_READ, 0, false },
+		{ "memory.low write", "a/memory.low", CGFS_OP_WRITE, 0, false },
+		{ "memory.high read", "team/b/memory.high", CGFS_OP_READ, 0, false },
+		{ "memory.high write", "team/b/memory.high", CGFS_OP_WRITE, 0, false },
+		{ "memory.max read", "team/b/memory.max", CGFS_OP_READ, 0, false },
+		{ "memory.max write", "team/b/memory.max", CGFS_OP_WRITE, 0, false },
+		{ "cpu.weight short write", "a/cpu.weight", CGFS_OP_WRITE, 0, true },
+		{ "memory.max short write", "team/b/memory.max", CGFS_OP_WRITE, 0, true },
+	};
+	static const int errs[] = { EBUSY, EINVAL, ENOENT, EACCES, ENOSPC, EINTR };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(faults) / sizeof(faults[0]); i++) {
+		size_t nerr = faults[i].short_write ? 1 : sizeof(errs) / sizeof(errs[0]);
+
+		for (size_t j = 0; j < nerr; j++) {
+			struct fixture f;
+			char *log = NULL;
+			size_t loglen = 0;
+
+			fakecg_teardown(dir);
+			assert_int_equal(fakecg_setup(dir, sizeof(dir), root, sizeof(root)), 0);
+			load_two(&f.e, "mode = limit\n");
+			fixture_open(&f, NULL, false);
+			f.rec.out = open_memstream(&log, &loglen);
+			/* Faults on reads need a tree to read: make it first. */
+			if (strchr(faults[i].path, '.') && !strstr(faults[i].path, "cgroup."))
+				tick(&f, ALL);
+			/* A knob changed by someone else, so that a verify must write it. */
+			if (strstr(faults[i].path, ".") && !strstr(faults[i].path, "cgroup.") &&
+			    slurp(faults[i].path))
+				put(f.fs.rootfd, faults[i].path, "1\n");
+			f.rec.fail_path = faults[i].path;
+			f.rec.fail_ops = faults[i].ops;
+			f.rec.fail_errno = errs[j];
+			f.rec.fail_short = faults[i].short_write;
+			tick(&f, ALL);
+			/* ENOENT on cgroup.type is how absence reads: mkdir is tried, no error. */
+			if (errs[j] == ENOENT && strstr(faults[i].path, "cgroup.type"))
+				f.st.errors = f.rec.faults > 0;
+			if (f.rec.faults == 0 || f.st.errors == 0) {
+				print_error("%s, %s: fault reached %zu times, %u errors reported\n",
+					    faults[i].what, strerror(errs[j]), f.rec.faults,
+					    f.st.errors);
+				fail();
+			}
+			/* The fault clears: retried without waiting for a verify round. */
+			f.rec.fail_path = NULL;
+			tick(&f, 0);
+			tick(&f, 0);
+			if (!converged(&f.e, NULL) || f.st.errors || f.st.retrying) {
+				print_error("%s, %s: no convergence after the fault cleared (%u errors, "
+					    "%u retrying)\n", faults[i].what, strerror(errs[j]),
+					    f.st.errors, f.st.retrying);
+				fail();
+			}
+			/* and a full verify finds nothing left to do */
+			tick(&f, ALL);
+			assert_int_equal(f.st.writes + f.st.errors, 0);
+			fflush(f.rec.out);
+			assert_only_under_root(log);
+			fclose(f.rec.out);
+			free(log);
+			fixture_close(&f);
+		}
+	}
+}
+
+/* Removal: rmdir failing, and cgroup.events unreadable; orphans removed once it clears. */
+static void test_fault_on_removal(void **state)
+{
+	static const struct fault faults[] = {
+		{ "rmdir", "team/b", CGFS_OP_RMDIR, 0, false },
+		{ "cgroup.events read", "team/b/cgroup.events", CGFS_OP_READ, 0, false },
+	};
+	static const int errs[] = { EBUSY, EINVAL, EACCES, ENOSPC, EINTR };
+
+	(void)state;
+	for (size_t i = 0; i < 2; i++)
+		for (size_t j = 0; j < sizeof(errs) / sizeof(errs[0]); j++) {
+			struct fixture f;
+			struct drf_enforced e2;
+
+			fakecg_teardown(dir);
+			assert_int_equal(fakecg_setup(dir, sizeof(dir), root, sizeof(root)), 0);
+			load_two(&f.e, "");
+			fixture_open(&f, NULL, false);
+			tick(&f, ALL);
+			write_conf("", "cpu = 4\nmemory = 1G\n", "[tenant a]\ncpu = 3\n");
+			load(&e2, NULL);
+			f.rec.fail_path = faults[i].path;
+			f.rec.fail_ops = faults[i].ops;
+			f.rec.fail_errno = errs[j];
+			assert_int_equal(drf_reconciler_set(&f.rc, &e2.cfg, e2.knobs), 0);
+			drf_enforced_free(&f.e);
+			f.e = e2;
+			assert_true(f.rec.faults > 0);
+			assert_int_equal(f.rc.n_orphans, 1); /* kept, reported */
+			assert_non_null(slurp("team/b/cgroup.type"));
+			f.rec.fail_path = NULL;
+			tick(&f, 0);
+			assert_int_equal(f.st.removed, 1);
+			assert_int_equal(f.rc.n_orphans, 0);
+			assert_null(slurp("team/b/cgroup.type"));
+			fixture_close(&f);
+		}
+}
+
+/* One failed subtree_control write does not stop the rest of the pass. */
+static void test_subtree_failure_pass_goes_on(void **state)
+{
+	struct fixture f;
+
+	(void)state;
+	load_two(&f.e, "");
+	fixture_open(&f, NULL, false);
+	tick(&f, ALL);
+	/* the root stops passing memory (someone wrote -memory) and cannot be fixed */
+	assert_int_equal(put(f.fs.rootfd, "cgroup.subtree_control", "cpu\n"), 0);
+	assert_int_equal(put(f.fs.rootfd, "a/cpu.weight", "42\n"), 0);
+	f.rec.fail_path = "drf.slice/cgroup.subtree_control";
+	f.rec.fail_path = "cgroup.subtree_control";
+	f.rec.fail_ops = CGFS_OP_WRITE;
+	f.rec.fail_errno = EBUSY;
+	tick(&f, ALL);
+	assert_true(f.st.errors >= 1);
+	assert_true(f.rc.root_failed & CGFS_MEMORY);
+	/* a's foreign cpu.weight was repaired all the same */
+	assert_string_equal(slurp("a/cpu.weight"), f.e.knobs[0].val[DRF_KNOB_CPU_WEIGHT]);
+	f.rec.fail_path = NULL;
+	tick(&f, 0);
+	assert_string_equal(slurp("cgroup.subtree_control"), "cpu memory");
+	assert_int_equal(f.rc.root_failed, 0);
+	fixture_close(&f);
+}
+
+/* A tenant's cgroup removed by someone else is recreated, and said so. */
+static void test_recreated(void **state)
+{
+	struct fixture f;
+
+	(void)state;
+	load_two(&f.e, "");
+	fixture_open(&f, NULL, false);
+	tick(&f, ALL);
+	assert_int_equal(ops.rmdir(NULL, f.fs.rootfd, "a"), 0);
+	tick(&f, ALL);
+	assert_int_equal(f.st.recreated, 1);
+	assert_int_equal(f.st.created, 0);
+	assert_int_equal(f.st.foreign, 0);
+	assert_true(converged(&f.e, NULL));
+	fixture_close(&f);
 }
 
 /* Dry run: every change recorded, nothing changed. */
@@ -234,10 +562,11 @@ static void test_dry_run_changes_nothing(void **state)
 
 	(void)state;
 	rec.out = open_memstream(&out, &len);
-	load_enforced(&e, "");
+	load_two(&e, "");
 	assert_int_equal(cgfs_open(&fs, root, false, &cgfs_recording_ops, &rec), 0);
-	assert_int_equal(drf_reconciler_init(&rc, &fs, NULL, NULL, false), 0);
-	assert_int_equal(drf_reconcile(&rc, &e.cfg, e.knobs, &st), 0);
+	assert_int_equal(drf_reconciler_init(&rc, &fs, NULL, NULL, false, PAGE), 0);
+	assert_int_equal(drf_reconciler_set(&rc, &e.cfg, e.knobs), 0);
+	assert_int_equal(drf_reconcile_tick(&rc, ALL, &st), 0);
 	fflush(rec.out);
 	assert_non_null(strstr(out, "mkdir "));
 	assert_non_null(strstr(out, "/team/b/memory.max 104857600"));
@@ -253,85 +582,241 @@ static void test_dry_run_changes_nothing(void **state)
 
 /*
  * memory.max below usage: memory.high goes down first, memory.max waits until
- * usage is under it (here the caller's thread does it: async off).
+ * usage is under it. async: on the worker thread (run under ThreadSanitizer by
+ * make check-tsan), with its write failing once: counted and retried.
  */
-static void test_memory_tightening(void **state)
+static void memory_tightening(bool async)
 {
-	struct drf_enforced e;
-	struct drf_reconciler rc;
-	struct drf_reconcile_stats st;
-	struct cgfs fs;
+	struct fixture f;
 
-	(void)state;
-	load_enforced(&e, "mode = limit\n");
-	assert_int_equal(cgfs_open(&fs, root, false, &ops, NULL), 0);
-	assert_int_equal(drf_reconciler_init(&rc, &fs, NULL, NULL, false), 0);
+	load_two(&f.e, "mode = limit\n");
+	fixture_open(&f, NULL, async);
 	/* create the tree, then let b use 300M, far above its limit-mode cap */
-	assert_int_equal(drf_reconcile(&rc, &e.cfg, e.knobs, &st), 0);
-	assert_int_equal(put(fs.rootfd, "team/b/memory.max", "max\n"), 0);
-	assert_int_equal(put(fs.rootfd, "team/b/memory.high", "max\n"), 0);
-	assert_int_equal(put(fs.rootfd, "team/b/memory.current", "314572800\n"), 0);
-	assert_int_equal(drf_reconcile(&rc, &e.cfg, e.knobs, &st), 0);
-	assert_int_equal(st.pending, 1);
-	assert_true(drf_knob_matches(DRF_KNOB_MEMORY_MAX, e.knobs[1].val[DRF_KNOB_MEMORY_MAX],
+	tick(&f, ALL);
+	assert_int_equal(put(f.fs.rootfd, "team/b/memory.max", "max\n"), 0);
+	assert_int_equal(put(f.fs.rootfd, "team/b/memory.high", "max\n"), 0);
+	assert_int_equal(put(f.fs.rootfd, "team/b/memory.current", "314572800\n"), 0);
+	if (async) {
+		f.rec.fail_path = "team/b/memory.high";
+		f.rec.fail_ops = CGFS_OP_WRITE;
+		f.rec.fail_errno = EBUSY;
+	}
+	tick(&f, ALL);
+	assert_int_equal(f.st.pending, 1);
+	if (async) {
+		/* the worker's failure reaches the next tick: counted, and posted again */
+		drf_reconciler_drain(&f.rc);
+		assert_int_equal(f.rc.worker_failures, 1);
+		assert_true(f.rec.faults > 0);
+		assert_string_equal(slurp("team/b/memory.high"), "max");
+		f.rec.fail_path = NULL;
+		tick(&f, 0);
+		assert_int_equal(f.st.pending, 1);
+		drf_reconciler_drain(&f.rc);
+	}
+	assert_true(drf_knob_matches(DRF_KNOB_MEMORY_MAX, f.e.knobs[1].val[DRF_KNOB_MEMORY_MAX],
 				     slurp("team/b/memory.high"), NULL, PAGE));
 	assert_string_equal(slurp("team/b/memory.max"), "max");
 	/* still above: still waiting, memory.max untouched */
-	assert_int_equal(drf_reconcile(&rc, &e.cfg, e.knobs, &st), 0);
-	assert_int_equal(st.pending, 1);
+	tick(&f, ALL);
+	assert_int_equal(f.st.pending, 1);
 	assert_string_equal(slurp("team/b/memory.max"), "max");
 	/* usage drops under the target: memory.max now, memory.high as planned */
-	assert_int_equal(put(fs.rootfd, "team/b/memory.current", "1048576\n"), 0);
-	assert_int_equal(drf_reconcile(&rc, &e.cfg, e.knobs, &st), 0);
-	assert_int_equal(st.pending, 0);
-	assert_true(drf_knob_matches(DRF_KNOB_MEMORY_MAX, e.knobs[1].val[DRF_KNOB_MEMORY_MAX],
-				     slurp("team/b/memory.max"), NULL, PAGE));
-	assert_true(drf_knob_matches(DRF_KNOB_MEMORY_HIGH, e.knobs[1].val[DRF_KNOB_MEMORY_HIGH],
-				     slurp("team/b/memory.high"), NULL, PAGE));
-	drf_reconciler_free(&rc);
-	cgfs_close(&fs);
+	assert_int_equal(put(f.fs.rootfd, "team/b/memory.current", "1048576\n"), 0);
+	tick(&f, 0);
+	assert_int_equal(f.st.pending, 0);
+	assert_true(converged(&f.e, NULL));
+	tick(&f, ALL);
+	assert_int_equal(f.st.writes + f.st.errors, 0);
+	fixture_close(&f);
+}
+
+static void test_memory_tightening(void **state)
+{
+	(void)state;
+	memory_tightening(false);
+}
+
+static void test_memory_tightening_async(void **state)
+{
+	(void)state;
+	memory_tightening(true);
+}
+
+/* Removing a tenant removes its cgroup only if empty; an orphan goes once empty. */
+static void test_removed_tenants_and_orphans(void **state)
+{
+	struct fixture f;
+	struct drf_enforced e2;
+
+	(void)state;
+	load_two(&f.e, "");
+	fixture_open(&f, NULL, false);
+	tick(&f, ALL);
+	drf_reconciler_membership_changed(&f.rc);
+	assert_int_equal(put(f.fs.rootfd, "a/cgroup.events", "populated 1\n"), 0);
+	write_conf("", "cpu = 4\n", "[tenant c]\n");
+	load(&e2, NULL);
+	assert_int_equal(drf_reconciler_set(&f.rc, &e2.cfg, e2.knobs), 0);
+	drf_enforced_free(&f.e);
+	f.e = e2;
+	assert_true(drf_reconciler_membership_changed(&f.rc));
+	assert_non_null(slurp("a/cgroup.type"));   /* holds processes: kept */
+	assert_null(slurp("team/b/cgroup.type"));  /* empty: removed */
+	assert_int_equal(f.rc.n_orphans, 1);
+	assert_string_equal(f.rc.orphans[0].cgroup, "a");
+	tick(&f, 0);
+	assert_int_equal(f.rc.n_orphans, 1);
+	assert_int_equal(put(f.fs.rootfd, "a/cgroup.events", "populated 0\n"), 0);
+	tick(&f, 0);
+	assert_int_equal(f.st.removed, 1);
+	assert_int_equal(f.rc.n_orphans, 0);
+	assert_null(slurp("a/cgroup.type"));
+	fixture_close(&f);
+}
+
+/* io.max: every field drfd owns, a foreign riops cleared; io weights' device lines. */
+static void test_io_fields(void **state)
+{
+	const struct drf_io_target bfq = { .major = 8, .minor = 0, .weights = DRF_IO_WEIGHTS_BFQ };
+	struct fixture f;
+
+	(void)state;
+	write_conf("", "cpu = 4\nio-device = 8:0\nio-read-bps = 100M\nio-write-bps = 100M\n",
+		   "[tenant a]\nio-read-bps = 10M\n[tenant b]\n");
+	load(&f.e, &bfq);
+	fixture_open(&f, &bfq, false);
+	tick(&f, ALL);
+	assert_true(converged(&f.e, &bfq));
+	assert_string_equal(slurp("a/io.max"), "8:0 rbps=10485760 wbps=max riops=max wiops=max");
+	/* someone limits a's read iops and gives it a device weight of its own */
+	assert_int_equal(put(f.fs.rootfd, "a/io.max",
+			     "8:0 rbps=10485760 wbps=max riops=100 wiops=max\n"), 0);
+	assert_int_equal(put(f.fs.rootfd, "a/io.bfq.weight", "default 1000\n8:0 5\n"), 0);
+	tick(&f, ALL);
+	assert_int_equal(f.st.foreign, 2);
+	assert_string_equal(slurp("a/io.max"), "8:0 rbps=10485760 wbps=max riops=max wiops=max");
+	assert_null(strstr(slurp("a/io.bfq.weight"), "8:0"));
+	tick(&f, ALL);
+	assert_int_equal(f.st.writes, 0);
+	fixture_close(&f);
+}
+
+/* Zero means "needs none" in both modes: no zero caps; a cpu cap past the kernel's range. */
+static void test_zero_demand_and_cpu_clamp(void **state)
+{
+	const struct drf_io_target none = { .major = 8, .minor = 0, .weights = DRF_IO_WEIGHTS_BFQ };
+	struct drf_enforced e;
+
+	(void)state;
+	write_conf("", "cpu = 4\nmemory = 1G\nio-device = 8:0\nio-write-bps = 100M\n",
+		   "[tenant a]\ncpu = 1\nmemory = 0\nio-write-bps = 0\n[tenant b]\n");
+	load(&e, &none);
+	assert_string_equal(e.knobs[0].val[DRF_KNOB_MEMORY_MAX], "max");
+	assert_string_equal(e.knobs[0].val[DRF_KNOB_MEMORY_LOW], "0");
+	assert_string_equal(e.knobs[0].val[DRF_KNOB_IO_MAX], "8:0 rbps=max wbps=max riops=max "
+							      "wiops=max");
+	assert_true(drf_knobs_uncapped(&e.cfg, &e.problem, 0, &none) & (1u << DRF_RES_MEMORY));
+	drf_enforced_free(&e);
+
+	write_conf("mode = limit\n", "cpu = 400000000\n", "[tenant a]\n[tenant b]\ncpu = 1\n");
+	load(&e, NULL);
+	/* 2e8 cores x 100ms is past max_cfs_runtime: the kernel would say EINVAL */
+	assert_string_equal(e.knobs[0].val[DRF_KNOB_CPU_MAX], "max 100000");
+	assert_string_equal(e.knobs[1].val[DRF_KNOB_CPU_MAX], "100000 100000");
 	drf_enforced_free(&e);
 }
 
-/* Removing a tenant from the config removes its cgroup only if it is empty. */
-static void test_removed_tenants(void **state)
+/* State file: escaped name, round trip, and a restart that forgets departed tenants. */
+static void test_state_file(void **state)
 {
-	struct drf_enforced e, e2;
-	struct drf_reconciler rc;
-	struct drf_reconcile_stats st;
-	struct cgfs fs;
-	char path[256], text[512], err[256];
+	struct drf_state_entry *ent;
+	size_t n, skipped;
+	char path[512], sdir[256];
+	struct fixture f, g;
 
 	(void)state;
-	load_enforced(&e, "");
-	assert_int_equal(cgfs_open(&fs, root, false, &ops, NULL), 0);
-	assert_int_equal(drf_reconciler_init(&rc, &fs, NULL, NULL, false), 0);
-	assert_int_equal(drf_reconcile(&rc, &e.cfg, e.knobs, &st), 0);
-	assert_int_equal(put(fs.rootfd, "a/cgroup.events", "populated 1\n"), 0);
-	snprintf(path, sizeof(path), "%s/drfd.conf", dir);
-	snprintf(text, sizeof(text), "[agent]\ncgroup-root = %s\n[capacity]\ncpu = 4\n[tenant c]\n",
-		 root);
-	assert_int_equal(t_write_file(path, text), 0);
-	assert_int_equal(drf_enforced_load(&e2, path, NULL, err, sizeof(err)), 0);
-	drf_reconcile_removed(&rc, &e.cfg, &e2.cfg);
-	assert_non_null(slurp("a/cgroup.type"));   /* holds processes: kept */
-	assert_null(slurp("team/b/cgroup.type"));  /* empty: removed */
-	drf_reconciler_free(&rc);
-	cgfs_close(&fs);
-	drf_enforced_free(&e);
-	drf_enforced_free(&e2);
+	assert_int_equal(drf_state_path("/var/lib/drfd", "/sys/fs/cgroup/a-b%/drf.slice", path,
+					sizeof(path)), 0);
+	assert_string_equal(path, "/var/lib/drfd/sys-fs-cgroup-a%2db%25-drf.slice.state");
+	snprintf(sdir, sizeof(sdir), "%s/state/sub", dir);
+	assert_int_equal(drf_state_path(sdir, root, path, sizeof(path)), 0);
+
+	load_two(&f.e, "");
+	fixture_open(&f, NULL, false);
+	tick(&f, ALL);
+	assert_int_equal(drf_state_save(path, root, &f.rc), 0);
+	assert_int_equal(drf_state_load(path, root, &ent, &n, &skipped), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(skipped, 0);
+	assert_string_equal(ent[1].name, "b");
+	assert_string_equal(ent[1].cgroup, "team/b");
+	drf_state_free(ent, n);
+	/* written for another root: nothing of it is ours */
+	assert_int_equal(drf_state_load(path, "/elsewhere", &ent, &n, &skipped), 0);
+	assert_int_equal(n, 0);
+	drf_state_free(ent, n);
+	fixture_close(&f);
+
+	/* drfd restarts with b gone from the config, a still busy and c new */
+	assert_int_equal(put(AT_FDCWD, strcat(strcpy(sdir, root), "/team/b/cgroup.events"),
+			     "populated 1\n"), 0);
+	write_conf("", "cpu = 4\n", "[tenant c]\n");
+	load(&g.e, NULL);
+	fixture_open(&g, NULL, false);
+	assert_int_equal(drf_state_load(path, root, &ent, &n, &skipped), 0);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(drf_reconciler_forget(&g.rc, ent[i].name, ent[i].cgroup), 0);
+	drf_state_free(ent, n);
+	assert_null(slurp("a/cgroup.type"));         /* empty: removed */
+	assert_non_null(slurp("team/b/cgroup.type")); /* busy: kept, an orphan */
+	assert_int_equal(g.rc.n_orphans, 1);
+	assert_int_equal(drf_state_save(path, root, &g.rc), 0);
+	assert_int_equal(drf_state_load(path, root, &ent, &n, &skipped), 0);
+	assert_int_equal(n, 2); /* tenant c, orphan b */
+	drf_state_free(ent, n);
+	fixture_close(&g);
+}
+
+/* One drfd per root: a second lock on the same directory is refused, naming the pid. */
+static void test_lock(void **state)
+{
+	int a = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int b = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	pid_t holder = -1;
+
+	(void)state;
+	assert_true(a >= 0 && b >= 0);
+	assert_int_equal(drf_lock_root(a, &holder), 0);
+	assert_int_equal(drf_lock_root(b, &holder), -EWOULDBLOCK);
+	assert_int_equal(holder, getpid());
+	close(a);
+	assert_int_equal(drf_lock_root(b, &holder), 0);
+	close(b);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_paths_stay_beneath_root, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bind_mount_not_followed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_subtree_and_remove, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reconcile_writes_only_changes, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_reconcile_failure_injection, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_steady_tick_touches_nothing, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_verify_round_robin_bound, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reload_writes_at_once, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fault_matrix, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fault_on_removal, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_subtree_failure_pass_goes_on, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_recreated, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dry_run_changes_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_memory_tightening, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_removed_tenants, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_memory_tightening_async, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_removed_tenants_and_orphans, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_io_fields, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_zero_demand_and_cpu_clamp, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_state_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lock, setup, teardown),
 	};
 
 	return cmocka_run_group_tests_name("cgroupfs", tests, NULL, NULL);

@@ -1,29 +1,33 @@
 #!/usr/bin/env bash
-# Crash on a real kernel: drfd (daemonized) is killed with SIGKILL mid-run; the
-# limits hold while it is down; a restart converges to the same tree with no
-# errors and no duplicate work. Then a kill in the middle of a first pass over a
-# changed config, and a restart that finishes the job.
+# Crash on a real kernel. drfd (daemonized) is killed with SIGKILL: the limits
+# hold while it is down, and a restart converges with nothing left to write.
+# Then a kill that provably lands in the middle of a first pass over a config
+# whose knobs all differ: some tenants already show the new values and some the
+# old ones; the restart finishes the job.
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/vm/lib.sh
 . "$here/lib.sh"
 vm_setup
 
-diagram <<'DIAGRAM'
+nt=200
+diagram <<DIAGRAM
 drf.slice (limit mode, cpu 2, memory 1G)
  |- A  tasks (0.5 cpu, 64M)      two busy loops, cpu.max one core
  |- B  tasks (0.25 cpu, 256M)
  '- C  weight 2, demand cpu 0.5, memory 128M
 kill -9 drfd -> every knob unchanged while it is down, A still throttled at its cap
-restart      -> 0 written, 0 created, 0 errors; drfctl status: all ok
+restart      -> drfd --dry-run then has nothing to write; drfctl status exit 0
+then $nt tenants t0..t$((nt - 1)) under wide.slice, weights all changed at once:
+kill -9 mid-pass -> some tenants new, some old (shown); restart -> all new, idempotent
 DIAGRAM
 
 conf=$work/drfd.conf
-write_conf() { # C's weight
-	cat >"$conf" <<CONF
+cat >"$conf" <<CONF
 [agent]
 cgroup-root = /sys/fs/cgroup/drf.slice
 mode = limit
 interval = 200ms
+status-socket = /run/drfd/crash.sock
 [capacity]
 cpu = 2
 memory = 1G
@@ -34,18 +38,18 @@ task-memory = 64M
 task-cpu = 0.25
 task-memory = 256M
 [tenant C]
-weight = $1
+weight = 2
 cpu = 0.5
 memory = 128M
 CONF
-}
 snapshot() {
 	for f in cpu.max memory.max memory.high; do
 		for t in A B C; do printf '%s/%s=%s ' $t $f "$(cat $CG/drf.slice/$t/$f)"; done
 	done
 }
+# Lines a dry run would write: none once the tree holds the plan.
+pending_writes() { "$DRFD" -c "$1" --dry-run 2>/dev/null | grep -c '^write '; }
 
-write_conf 2
 pid=$("$DRFD" -c "$conf" 2>"$work/drfd1.log")
 rc=$?
 check daemon-starts "[ $rc -eq 0 ] && kill -0 ${pid:-0}" "drfd exit $rc after forking pid ${pid:-none}"
@@ -64,29 +68,74 @@ during=$(snapshot)
 check limits-held-while-down "[ \"$before\" = \"$during\" ] && [ $((n1 - n0)) -gt 10 ]" \
 	"knobs unchanged 3 s after kill -9; A throttled $((n1 - n0)) times in those 3 s at cpu.max $(cat $CG/drf.slice/A/cpu.max)"
 
+pending=$(pending_writes "$conf")
 "$DRFD" -c "$conf" --once 2>"$work/drfd2.log"
 rc=$?
 "$DRFCTL" status -c "$conf" >"$work/status" 2>&1
 src=$?
 check restart-converges-no-duplicate-work \
-	"[ $rc -eq 0 ] && grep -q ' 0 written, 0 created, .* 0 errors' $work/drfd2.log && [ $src -eq 0 ] && [ \"\$(snapshot)\" = \"$before\" ]" \
-	"restart exit $rc: $(grep reconciled "$work/drfd2.log" | sed 's/drfd: //'); status exit $src"
+	"[ $rc -eq 0 ] && [ $pending -eq 0 ] && [ $src -eq 0 ] && [ \"\$(snapshot)\" = \"$before\" ]" \
+	"after kill -9 a dry run has $pending writes to make; restart exit $rc; status exit $src; knobs as before"
+pkill -f 'while :; do :; done'
 
-# Killed in the middle of applying a changed config: the restart finishes it.
-write_conf 7
-"$DRFD" -c "$conf" --foreground 2>"$work/drfd3.log" &
-p3=$!
-sleep 0.05
-kill -9 $p3
-wait $p3 2>/dev/null
-"$DRFD" -c "$conf" --once 2>"$work/drfd4.log"
+# n tenants; every weight changes between the two configs, so every cpu.weight does.
+wide() { # CONF FIRST-WEIGHT
+	{
+		printf '[agent]\ncgroup-root = /sys/fs/cgroup/wide.slice\nstatus-socket = /run/drfd/wide.sock\n'
+		printf '[capacity]\ncpu = 2\nmemory = 1G\n'
+		for i in $(seq 0 $((nt - 1))); do
+			printf '[tenant t%d]\nweight = %d\ncpu = 0.5\nmemory = 64M\n' "$i" $(($2 + i % 50))
+		done
+	} >"$1"
+}
+wide "$work/old.conf" 1
+wide "$work/new.conf" 100
+"$DRFD" -c "$work/old.conf" --once 2>"$work/old.log"
+weights() { # CONF: "TENANT cpu.weight" as the mapping gives them
+	"$DRFCTL" plan -c "$1" --json | $PY -c "
+import json, sys
+t = json.load(sys.stdin)['tenants']
+m = max(x['alloc']['cpu'] for x in t)
+for x in t:
+    print(x['name'], max(1, min(10000, int(x['alloc']['cpu'] / m * 10000 + 0.5))))"
+}
+# Only the tenants whose cpu.weight differs between the two plans count.
+join <(weights "$work/old.conf" | sort) <(weights "$work/new.conf" | sort) |
+	awk '$2 != $3 {print $1, $3}' >"$work/want"
+n=$(wc -l <"$work/want")
+# Tenants whose cpu.weight already holds the new plan's value.
+count_new() {
+	local c=0 t w
+	while read -r t w; do [ "$(cat "$CG/wide.slice/$t/cpu.weight")" = "$w" ] && c=$((c + 1)); done <"$work/want"
+	echo $c
+}
+old_new=$(count_new)
+# Kill it mid-pass: tune the delay until the kill lands with the pass partly done.
+delay=0.05 partial=0 tries=0
+while [ $tries -lt 12 ]; do
+	tries=$((tries + 1))
+	"$DRFD" -c "$work/old.conf" --once 2>/dev/null
+	"$DRFD" -c "$work/new.conf" --foreground 2>"$work/new.log" &
+	p=$!
+	sleep "$delay"
+	kill -9 $p
+	wait $p 2>/dev/null
+	got=$(count_new)
+	if [ "$got" -gt 0 ] && [ "$got" -lt "$n" ]; then
+		partial=$got
+		break
+	fi
+	if [ "$got" -eq 0 ]; then delay=$($PY -c "print($delay * 1.7)"); else delay=$($PY -c "print($delay / 2)"); fi
+done
+check kill-lands-mid-pass "[ $old_new -eq 0 ] && [ $partial -gt 0 ] && [ $partial -lt $n ]" \
+	"before: $old_new of $n tenants had the new weights; killed after ${delay}s (try $tries): $partial of $n new, $((n - partial)) old"
+"$DRFD" -c "$work/new.conf" --once 2>"$work/new2.log"
 rc=$?
-"$DRFCTL" status -c "$conf" >"$work/status2" 2>&1
+"$DRFCTL" status -c "$work/new.conf" --json >"$work/status2.json" 2>/dev/null
 src=$?
-check crash-mid-pass-then-converges "[ $rc -eq 0 ] && [ $src -eq 0 ] && grep -q ' 0 errors' $work/drfd4.log" \
-	"after kill -9 0.05 s into a pass: restart exit $rc ($(grep reconciled "$work/drfd4.log" | sed 's/drfd: //')), status exit $src"
-"$DRFD" -c "$conf" --once 2>"$work/drfd5.log"
-check then-idempotent "grep -q ' 0 written, 0 created, .* 0 errors' $work/drfd5.log" \
-	"$(grep reconciled "$work/drfd5.log" | sed 's/drfd: //')"
+check crash-mid-pass-then-converges "[ $rc -eq 0 ] && [ $src -eq 0 ] && [ \$(count_new) -eq $n ]" \
+	"restart exit $rc: $(count_new) of $n tenants new; status exit $src"
+pending=$(pending_writes "$work/new.conf")
+check then-idempotent "[ $pending -eq 0 ]" "a dry run now has $pending writes to make"
 for f in "$work"/drfd*.log; do sed "s/^/  $(basename "$f"): /" "$f"; done
 exit 0

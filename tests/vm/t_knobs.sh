@@ -79,20 +79,28 @@ check status-agrees "[ $rc -eq 0 ]" "drfctl status exit $rc after drfd --once"
 
 # Someone else changes a knob: status flags it and exits 3; drfd puts it back.
 echo 1234 >"$CG/drf.slice/web/cpu.weight"
-"$DRFCTL" status -c "$conf" >"$work/status2" 2>&1
+"$DRFCTL" status -c "$conf" --json >"$work/status2" 2>/dev/null
 rc=$?
-check status-flags-drift "[ $rc -eq 3 ] && grep -q 'cpu.weight.*1234.*MISMATCH' $work/status2" \
-	"drfctl status exit $rc: $(grep 'MISMATCH' "$work/status2" | head -1 | sed 's/  */ /g')"
+state=$($PY -c "
+import json, sys
+s = json.load(open(sys.argv[1]))
+t = [x for x in s['tenants'] if x['name'] == 'web'][0]
+k = [k for k in t['knobs'] if k['file'] == 'cpu.weight'][0]
+print(s['source'], k['actual'], k['state'])" "$work/status2")
+check status-flags-drift "[ $rc -eq 3 ] && [ \"$state\" = 'cgroupfs 1234 mismatch' ]" \
+	"drfctl status exit $rc; web cpu.weight (source, actual, state): $state"
 "$DRFD" -c "$conf" --once 2>"$work/log2"
 compare share
 ok=$?
 check drfd-restores "[ $ok -eq 0 ]" \
 	"web/cpu.weight back to $(cat "$CG/drf.slice/web/cpu.weight"); $(cat "$work/summary")"
 
-# Idempotent: a second pass writes nothing.
+# Idempotent: a second pass has nothing to write (a dry run lists no write).
 "$DRFD" -c "$conf" --once 2>"$work/log3"
-check no-duplicate-writes "grep -q ' 0 written, 0 created, .* 0 errors' $work/log3" \
-	"$(grep reconciled "$work/log3")"
+rc=$?
+pending=$("$DRFD" -c "$conf" --dry-run 2>/dev/null | grep -c '^write ')
+check no-duplicate-writes "[ $rc -eq 0 ] && [ $pending -eq 0 ]" \
+	"drfd --once exit $rc, then a dry run has $pending writes to make"
 
 write_conf limit
 "$DRFD" -c "$conf" --once 2>"$work/log4"

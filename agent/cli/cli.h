@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: MIT */
+/* drfctl's commands and their help (drfctl(8)). */
+#ifndef DRF_CLI_H
+#define DRF_CLI_H
+
+#include <stdio.h>
+
+#define DRFCTL_DEFAULT_CONFIG "/etc/drfd/drfd.conf"
+#define DRFCTL_DEFAULT_SOCKET "/run/drfd/drfd.sock"
+
+/* drfctl's exit codes (drfctl(8)); the other commands' are 0, 1 and 64. */
+enum {
+	DRFCTL_EXIT_CONFIG = 2,
+	DRFCTL_EXIT_DRIFT = 3,  /* status: a knob differs from what drfd wants, or a write fails */
+	DRFCTL_EXIT_USAGE = 64,
+	DRFCTL_EXIT_NOEXEC = 127,
+};
+
+/* The help of one command ("plan", "status", "exec", "help"), or of all with NULL. */
+int drfctl_help(FILE *out, const char *cmd);
+
+int drfctl_status(int argc, char **argv);
+int drfctl_exec(int argc, char **argv);
+
+#endif

@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: MIT
+#include "client.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int drf_client_ask(const char *socket_path, const char *request, int timeout_ms, char **ret,
+		   size_t *ret_len)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	long long deadline = now_ms() + timeout_ms;
+	char *buf = NULL, line[512];
+	size_t len = 0, cap = 0;
+	int fd, r = 0, n;
+
+	if (strlen(socket_path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	memcpy(sa.sun_path, socket_path, strlen(socket_path) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		r = -errno;
+		goto out;
+	}
+	n = snprintf(line, sizeof(line), "%s\n", request);
+	if (n < 0 || (size_t)n >= sizeof(line)) {
+		r = -EINVAL;
+		goto out;
+	}
+	if (send(fd, line, (size_t)n, MSG_NOSIGNAL) != n) {
+		r = -errno;
+		goto out;
+	}
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		long long left = deadline - now_ms();
+		ssize_t got;
+
+		if (left <= 0) {
+			r = -ETIMEDOUT;
+			goto out;
+		}
+		if (poll(&p, 1, (int)left) < 0) {
+			if (errno == EINTR)
+				continue;
+			r = -errno;
+			goto out;
+		}
+		if (len + 4096 + 1 > cap) {
+			size_t nc = cap ? cap * 2 : 16384;
+			char *nb = realloc(buf, nc);
+
+			if (!nb) {
+				r = -ENOMEM;
+				goto out;
+			}
+			buf = nb;
+			cap = nc;
+		}
+		got = read(fd, buf + len, cap - len - 1);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0) {
+			r = -errno;
+			goto out;
+		}
+		if (got == 0)
+			break;
+		len += (size_t)got;
+	}
+	if (!buf) {
+		buf = malloc(1);
+		if (!buf) {
+			r = -ENOMEM;
+			goto out;
+		}
+	}
+	buf[len] = '\0';
+	*ret = buf;
+	*ret_len = len;
+	buf = NULL;
+out:
+	free(buf);
+	close(fd);
+	return r;
+}

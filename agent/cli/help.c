@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: MIT
+#include <string.h>
+
+#include "cli.h"
+
+static const struct {
+	const char *name, *synopsis, *text;
+} cmds[] = {
+	{ "plan",
+	  "drfctl plan [-c FILE] [--policy drf|asset|per-resource] [--discrete] [--json | --compare]",
+	  "Shows what each tenant gets under a policy, offline: reads the config and touches no\n"
+	  "cgroup. `auto` capacities are read from this machine.\n"
+	  "\n"
+	  "  -c, --config FILE   main config file (default " DRFCTL_DEFAULT_CONFIG ")\n"
+	  "  --policy P          override the config's policy\n"
+	  "  --discrete          whole tasks only (task tenants): DRF's Algorithm 1\n"
+	  "  --json              machine-readable output\n"
+	  "  --compare           the three policies side by side\n"
+	  "\n"
+	  "exit status: 0 ok, 1 failure, 2 config error, 64 usage error\n" },
+	{ "status",
+	  "drfctl status [-c FILE] [--json] [--socket PATH]",
+	  "Asks the running drfd for its state: the plan in force, each knob's desired and\n"
+	  "current value, usage, orphans (departed tenants whose cgroups still hold processes),\n"
+	  "errors and retries. When no drfd answers it says so and shows cgroupfs against the\n"
+	  "plan computed from the config instead, marked as such.\n"
+	  "\n"
+	  "  -c, --config FILE   main config file (default " DRFCTL_DEFAULT_CONFIG "): where the\n"
+	  "                      socket is, and the plan for the fallback\n"
+	  "  --json              machine-readable output (see drfctl(8) for the schema)\n"
+	  "  --socket PATH       the status socket (default: the config's status-socket, or\n"
+	  "                      " DRFCTL_DEFAULT_SOCKET ")\n"
+	  "\n"
+	  "exit status: 0 every knob holds what drfd wants, 1 failure, 2 config error,\n"
+	  "             3 some knob differs or a write is failing, 64 usage error\n" },
+	{ "exec",
+	  "drfctl exec [-c FILE] TENANT -- CMD [ARG...]",
+	  "Runs CMD inside TENANT's cgroup (it must exist: drfd creates it).\n"
+	  "\n"
+	  "  -c, --config FILE   main config file (default " DRFCTL_DEFAULT_CONFIG ")\n"
+	  "\n"
+	  "exit status: CMD's, or 1 failure, 2 config error or unknown tenant, 64 usage error,\n"
+	  "             127 CMD cannot run\n" },
+	{ "help",
+	  "drfctl help [COMMAND]",
+	  "Prints the help of COMMAND, or of every command.\n" },
+};
+
+int drfctl_help(FILE *out, const char *cmd)
+{
+	size_t n = sizeof(cmds) / sizeof(cmds[0]);
+
+	for (size_t i = 0; i < n; i++) {
+		if (cmd && strcmp(cmd, cmds[i].name) != 0)
+			continue;
+		fprintf(out, "usage: %s\n\n%s", cmds[i].synopsis, cmds[i].text);
+		return 0;
+	}
+	if (cmd) {
+		fprintf(stderr, "drfctl: no command '%s' (plan, status, exec, help)\n", cmd);
+		return -1;
+	}
+	fputs("usage:\n", out);
+	for (size_t i = 0; i < n; i++)
+		fprintf(out, "  %s\n", cmds[i].synopsis);
+	fputs("  drfctl --version\n\n"
+	      "  plan     what DRF gives each tenant, offline\n"
+	      "  status   what the running drfd enforces, knob by knob\n"
+	      "  exec     run a command inside a tenant\n"
+	      "  help     one command's help: drfctl help COMMAND, or drfctl COMMAND --help\n"
+	      "\nsee drfctl(8), drfd(8), drfd.conf(5)\n",
+	      out);
+	return 0;
+}

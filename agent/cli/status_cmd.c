@@ -1,0 +1,347 @@
+// SPDX-License-Identifier: MIT
+/*
+ * drfctl status and drfctl exec. status asks the running drfd over its socket;
+ * when none answers, it reads cgroupfs against the plan computed from the
+ * config, and says so.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cgroupfs.h"
+#include "cli.h"
+#include "client.h"
+#include "config.h"
+#include "desired.h"
+#include "hostcheck.h"
+#include "knobs.h"
+
+#define ASK_TIMEOUT_MS 10000
+
+/*
+ * The cgroup-root as drfd sees it: asked of the daemon when it runs; else
+ * the config's, where `auto` means the tenants unit's cgroup if systemd has
+ * one, or the default.
+ */
+static void cli_root(const struct drf_config *c, const char *sock, char *ret, size_t len)
+{
+	char *answer = NULL, mount[4096];
+	size_t n;
+	struct stat st;
+
+	if (drf_client_ask(sock, "root", ASK_TIMEOUT_MS, &answer, &n) == 0 && n > 1 &&
+	    answer[0] == '/') {
+		answer[strcspn(answer, "\n")] = '\0';
+		snprintf(ret, len, "%s", answer);
+		free(answer);
+		return;
+	}
+	free(answer);
+	snprintf(ret, len, "%s", c->cgroup_root);
+	if (!c->cgroup_root_auto || drf_cgroup2_mount_of("/sys/fs/cgroup", mount, sizeof(mount)))
+		return;
+	if ((size_t)snprintf(ret, len, "%s/system.slice/%s", mount, DRF_TENANTS_UNIT) < len &&
+	    stat(ret, &st) == 0 && S_ISDIR(st.st_mode))
+		return;
+	snprintf(ret, len, "%s", c->cgroup_root);
+}
+
+static void human(enum drf_knob k, const char *val, char *buf, size_t len)
+{
+	double v;
+	char *end;
+
+	/* memory values in bytes print as 12G; everything else as the kernel shows it */
+	if (k >= DRF_KNOB_MEMORY_LOW && k <= DRF_KNOB_MEMORY_MAX && strcmp(val, "max") != 0) {
+		v = strtod(val, &end);
+		if (!*end) {
+			drf_format_quantity(v, DRF_UNIT_BYTES, buf, len);
+			return;
+		}
+	}
+	snprintf(buf, len, "%s", val);
+	for (char *p = buf; *p; p++)
+		if (*p == '\n')
+			*p = ' ';
+}
+
+static void json_str(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '"' || ch == '\\')
+			printf("\\%c", ch);
+		else if (ch < 0x20)
+			printf("\\u%04x", ch);
+		else
+			putchar(ch);
+	}
+	putchar('"');
+}
+
+/* No daemon: cgroupfs against the plan computed from the config. */
+static int fallback(const char *path, const char *sock, bool json)
+{
+	struct drf_io_target io = { 0 };
+	unsigned long page = (unsigned long)sysconf(_SC_PAGESIZE);
+	struct drf_enforced e;
+	struct cgfs fs;
+	char err[2048], mount[4096] = "", root[4096];
+	int r, drift = 0;
+
+	r = drf_enforced_load(&e, path, NULL, err, sizeof(err));
+	if (r < 0) {
+		fprintf(stderr, "drfctl: %s\n", err);
+		return r == -EINVAL ? DRFCTL_EXIT_CONFIG : EXIT_FAILURE;
+	}
+	cli_root(&e.cfg, sock, root, sizeof(root));
+	drf_cgroup2_mount_of(root, mount, sizeof(mount));
+	if (drf_knobs_controllers(&e.cfg) & CGFS_IO) {
+		if (drf_check_io_device(&e.cfg, mount[0] ? mount : NULL, &io, err, sizeof(err)) < 0) {
+			fprintf(stderr, "drfctl: %s\n", err);
+			drf_enforced_free(&e);
+			return EXIT_FAILURE;
+		}
+		drf_knobs_compute(&e.cfg, &e.problem, &e.result, &io, e.knobs);
+	}
+	r = cgfs_open(&fs, root, false, &cgfs_real_ops, NULL);
+	if (r < 0) {
+		if (drf_check_cgroup(&e.cfg, err, sizeof(err)) == -EMEDIUMTYPE)
+			fprintf(stderr, "drfctl: drfd cannot enforce on this host: %s\n", err);
+		else
+			fprintf(stderr, "drfctl: cannot open cgroup-root '%s': %s (has drfd run on "
+					"this host?)\n", root, strerror(-r));
+		drf_enforced_free(&e);
+		return EXIT_FAILURE;
+	}
+	if (json)
+		printf("{\"source\": \"cgroupfs\", \"config\": ");
+	else
+		printf("source: cgroupfs; no drfd answers on %s, so this is cgroupfs against the "
+		       "plan computed from the config\n%s: policy %s, mode %s, root %s\n", sock, path,
+		       drf_policy_name(e.cfg.policy), drf_mode_name(e.cfg.mode), root);
+	if (json) {
+		json_str(path);
+		printf(", \"cgroup_root\": ");
+		json_str(root);
+		printf(", \"policy\": \"%s\", \"mode\": \"%s\", \"tenants\": [",
+		       drf_policy_name(e.cfg.policy), drf_mode_name(e.cfg.mode));
+	}
+	for (size_t i = 0; i < e.cfg.n_tenants; i++) {
+		const struct drf_tenant *t = &e.cfg.tenants[i];
+		const struct drf_share *sh = &e.result.shares[i];
+		const struct drf_knobs *k = &e.knobs[i];
+		char q[64], buf[512], hv[128], hw[128];
+		bool first = true;
+
+		if (json) {
+			printf("%s{\"name\": ", i ? ", " : "");
+			json_str(t->name);
+			printf(", \"cgroup\": ");
+			json_str(t->cgroup);
+			printf(", \"knobs\": [");
+		} else {
+			printf("\ntenant %s (cgroup %s/%s)\n  allocation:", t->name, root, t->cgroup);
+			for (int res = 0; res < DRF_NRES; res++) {
+				if (!(e.problem.capacity[res] > 0))
+					continue;
+				drf_format_quantity(sh->alloc[res], drf_res_unit(res), q, sizeof(q));
+				printf(" %s %s", drf_res_name(res), q);
+			}
+			printf("\n  processes %d\n", cgfs_nprocs(&fs, t->cgroup) < 0
+							     ? 0 : cgfs_nprocs(&fs, t->cgroup));
+		}
+		for (int j = 0; j < DRF_NKNOBS; j++) {
+			const char *file = drf_knob_file(j, &io);
+			ssize_t n;
+			const char *state;
+
+			if (!k->set[j])
+				continue;
+			n = cgfs_read(&fs, t->cgroup, file, buf, sizeof(buf));
+			if (n < 0)
+				snprintf(buf, sizeof(buf), "(%s)", strerror((int)-n));
+			state = n < 0 ? "missing"
+			      : drf_knob_matches(j, k->val[j], buf, &io, page) ? "ok" : "mismatch";
+			drift += strcmp(state, "ok") != 0;
+			if (json) {
+				printf("%s{\"file\": \"%s\", \"desired\": ", first ? "" : ", ", file);
+				json_str(k->val[j]);
+				printf(", \"actual\": ");
+				json_str(buf);
+				printf(", \"state\": \"%s\"}", state);
+				first = false;
+				continue;
+			}
+			human(j, k->val[j], hw, sizeof(hw));
+			human(j, buf, hv, sizeof(hv));
+			if (strcmp(state, "ok") == 0)
+				printf("  %-14s %-28s ok\n", file, hv);
+			else
+				printf("  %-14s %-28s %s: the plan says %s\n", file, hv,
+				       n < 0 ? "MISSING" : "MISMATCH", hw);
+		}
+		if (json)
+			printf("]}");
+	}
+	if (json)
+		printf("]}\n");
+	else if (drift)
+		printf("\n%d knob%s differ%s from the plan\n", drift, drift == 1 ? "" : "s",
+		       drift == 1 ? "s" : "");
+	cgfs_close(&fs);
+	drf_enforced_free(&e);
+	if (fflush(stdout) != 0)
+		return EXIT_FAILURE;
+	return drift ? DRFCTL_EXIT_DRIFT : EXIT_SUCCESS;
+}
+
+int drfctl_status(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "socket", required_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *path = DRFCTL_DEFAULT_CONFIG, *sock = NULL, *body;
+	char *answer = NULL, err[2048], sockbuf[128];
+	struct drf_config cfg;
+	bool json = false;
+	int opt, r, problems = 0;
+	size_t n;
+
+	while ((opt = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'c':
+			path = optarg;
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 's':
+			sock = optarg;
+			break;
+		case 'h':
+			drfctl_help(stdout, "status");
+			return EXIT_SUCCESS;
+		default:
+			drfctl_help(stderr, "status");
+			return DRFCTL_EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "drfctl status: unexpected argument '%s'\n", argv[optind]);
+		return DRFCTL_EXIT_USAGE;
+	}
+	if (!sock) {
+		/* The socket the config names; a config we cannot read is said below. */
+		sock = DRFCTL_DEFAULT_SOCKET;
+		if (drf_config_load(path, &drf_host_real, &cfg, err, sizeof(err)) == 0) {
+			snprintf(sockbuf, sizeof(sockbuf), "%s", cfg.status_socket);
+			sock = sockbuf;
+			drf_config_free(&cfg);
+		}
+	}
+	r = drf_client_ask(sock, json ? "status json" : "status text", ASK_TIMEOUT_MS, &answer, &n);
+	if (r == -ENOENT || r == -ECONNREFUSED) {
+		fprintf(stderr, "drfctl: no drfd answers on %s (is it running? systemctl status "
+				"drfd); showing cgroupfs against the plan from %s\n", sock, path);
+		return fallback(path, sock, json);
+	}
+	if (r < 0) {
+		fprintf(stderr, "drfctl: cannot ask drfd at %s: %s%s\n", sock, strerror(-r),
+			r == -EACCES ? " (root, or a member of the config's status-group)" : "");
+		return EXIT_FAILURE;
+	}
+	if (sscanf(answer, "drfd-status 1 problems=%d", &problems) != 1) {
+		fprintf(stderr, "drfctl: drfd at %s answered something else: %.80s\n", sock, answer);
+		free(answer);
+		return EXIT_FAILURE;
+	}
+	body = strchr(answer, '\n');
+	fputs(body ? body + 1 : "", stdout);
+	free(answer);
+	if (fflush(stdout) != 0)
+		return EXIT_FAILURE;
+	return problems ? DRFCTL_EXIT_DRIFT : EXIT_SUCCESS;
+}
+
+int drfctl_exec(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *path = DRFCTL_DEFAULT_CONFIG, *name;
+	const struct drf_tenant *t = NULL;
+	struct drf_config cfg;
+	struct cgfs fs;
+	char err[2048], pid[32], root[4096];
+	int r, opt, i;
+
+	/* "+": stop at the first non-option, so that CMD keeps its options. */
+	while ((opt = getopt_long(argc, argv, "+c:h", opts, NULL)) != -1) {
+		if (opt == 'c') {
+			path = optarg;
+		} else if (opt == 'h') {
+			drfctl_help(stdout, "exec");
+			return EXIT_SUCCESS;
+		} else {
+			drfctl_help(stderr, "exec");
+			return DRFCTL_EXIT_USAGE;
+		}
+	}
+	i = optind;
+	if (i >= argc) {
+		fputs("drfctl exec: which tenant? usage: drfctl exec [-c FILE] TENANT -- CMD\n", stderr);
+		return DRFCTL_EXIT_USAGE;
+	}
+	name = argv[i++];
+	if (i < argc && strcmp(argv[i], "--") == 0)
+		i++;
+	if (i >= argc) {
+		fputs("drfctl exec: no command; usage: drfctl exec [-c FILE] TENANT -- CMD\n", stderr);
+		return DRFCTL_EXIT_USAGE;
+	}
+	r = drf_config_load(path, &drf_host_real, &cfg, err, sizeof(err));
+	if (r < 0) {
+		fprintf(stderr, "drfctl: %s\n", err);
+		return DRFCTL_EXIT_CONFIG;
+	}
+	for (size_t j = 0; j < cfg.n_tenants && !t; j++)
+		if (strcmp(cfg.tenants[j].name, name) == 0)
+			t = &cfg.tenants[j];
+	if (!t) {
+		fprintf(stderr, "drfctl: no tenant '%s' in %s\n", name, path);
+		drf_config_free(&cfg);
+		return DRFCTL_EXIT_CONFIG;
+	}
+	cli_root(&cfg, cfg.status_socket, root, sizeof(root));
+	r = cgfs_open(&fs, root, false, &cgfs_real_ops, NULL);
+	if (r == 0) {
+		snprintf(pid, sizeof(pid), "%d", (int)getpid());
+		r = cgfs_write(&fs, t->cgroup, "cgroup.procs", pid);
+		if (r < 0)
+			fprintf(stderr, "drfctl: cannot move into '%s/%s': %s (has drfd created it?)\n",
+				root, t->cgroup, strerror(-r));
+		cgfs_close(&fs);
+	} else {
+		fprintf(stderr, "drfctl: cannot open cgroup-root '%s': %s\n", root, strerror(-r));
+	}
+	drf_config_free(&cfg);
+	if (r < 0)
+		return EXIT_FAILURE;
+	execvp(argv[i], argv + i);
+	fprintf(stderr, "drfctl: cannot run '%s': %s\n", argv[i], strerror(errno));
+	return DRFCTL_EXIT_NOEXEC;
+}

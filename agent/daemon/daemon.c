@@ -1,0 +1,295 @@
+// SPDX-License-Identifier: MIT
+#include "daemon.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <systemd/sd-daemon.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hostcheck.h"
+#include "log.h"
+#include "statefile.h"
+
+static uint64_t now_realtime(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+/* One line per tenant: what it gets. */
+void drfd_log_plan(const struct drf_enforced *s, const struct drf_io_target *io)
+{
+	const struct drf_config *c = &s->cfg;
+
+	if (c->n_tenants == 0)
+		drf_log(LOG_NOTICE, "%s defines no tenants: idling until a reload brings some",
+			c->path);
+	for (size_t i = 0; i < c->n_tenants; i++) {
+		const struct drf_share *sh = &s->result.shares[i];
+		char line[512] = "", q[32];
+
+		for (int r = 0; r < DRF_NRES; r++) {
+			if (!(s->problem.capacity[r] > 0))
+				continue;
+			drf_format_quantity(sh->alloc[r], drf_res_unit(r), q, sizeof(q));
+			snprintf(line + strlen(line), sizeof(line) - strlen(line), " %s=%s",
+				 drf_res_name(r), q);
+		}
+		drf_log(LOG_INFO, "plan: tenant '%s':%s dominant %s %.3f, limited by %s",
+			c->tenants[i].name, line, drf_res_name(sh->dominant_res),
+			sh->dominant_share,
+			sh->limited_by == DRF_LIMIT_DEMAND ? "demand" : drf_res_name(sh->limited_by));
+	}
+	/* Never silent about what is not enforced. */
+	if (c->capacity[DRF_RES_NET] > 0)
+		drf_log(LOG_WARNING, "net-rate is allocated but not enforced: this drfd does not "
+				     "program tc yet; no tenant's network rate is limited");
+	if (io && (drf_knobs_controllers(c) & CGFS_IO) && c->mode == DRF_MODE_SHARE &&
+	    io->weights == DRF_IO_WEIGHTS_NONE)
+		drf_log(LOG_NOTICE, "io: device %u:%u has neither BFQ nor io.cost enabled, so io "
+				    "weights would have no effect; share mode sets io.max at each "
+				    "tenant's io allocation instead", io->major, io->minor);
+	for (size_t i = 0; i < c->n_tenants; i++) {
+		unsigned u = drf_knobs_uncapped(c, &s->problem, i, io);
+
+		for (int r = 0; r < DRF_NRES; r++)
+			if (u & (1u << r))
+				drf_log(LOG_WARNING, "tenant '%s' needs no %s (its demand is 0), so it "
+						     "gets no guarantee and no cap on it: a zero cap "
+						     "would stop it", c->tenants[i].name,
+					drf_res_name(r));
+	}
+}
+
+static void save_state(struct drfd *d)
+{
+	int r;
+
+	if (!d->state_path[0] || d->dry_run)
+		return;
+	r = drf_state_save(d->state_path, d->root, &d->rc);
+	if (r < 0)
+		drf_log(LOG_ERR, "cannot write the state file '%s': %s; after a restart, tenants "
+				 "removed from the config meanwhile would not be cleaned up",
+			d->state_path, strerror(-r));
+}
+
+static void notify_status(struct drfd *d)
+{
+	const struct drf_reconcile_stats *st = &d->last;
+	char text[256];
+
+	if (d->plan.cfg.n_tenants == 0)
+		snprintf(text, sizeof(text), "idle: no tenants in %s", d->config_path);
+	else if (st->retrying)
+		snprintf(text, sizeof(text), "enforcing %zu tenants; %u writes failing, retried "
+			 "each tick", d->plan.cfg.n_tenants, st->retrying);
+	else
+		snprintf(text, sizeof(text), "enforcing %zu tenants%s", d->plan.cfg.n_tenants,
+			 d->rc.n_orphans ? "; orphans kept (see drfctl status)" : "");
+	/* One sd_notify per change, not per tick. */
+	if (strcmp(text, d->status_text) == 0)
+		return;
+	snprintf(d->status_text, sizeof(d->status_text), "%s", text);
+	sd_notifyf(0, "STATUS=%s", text);
+}
+
+/* One tick: snapshot -> allocate -> reconcile -> one log line. */
+static void tick(struct drfd *d, size_t verify)
+{
+	struct drf_reconcile_stats st;
+	bool busy;
+
+	/*
+	 * The snapshot (usage from BPF maps and cgroup files) and a re-allocation
+	 * from it come with online DRF; today the plan changes only on reload.
+	 */
+	drf_reconcile_tick(&d->rc, verify, &st);
+	d->last = st;
+	d->last_tick = now_realtime();
+	if (drf_reconciler_membership_changed(&d->rc))
+		save_state(d);
+	busy = st.writes || st.created || st.recreated || st.foreign || st.errors || st.removed;
+	drf_log(busy ? LOG_INFO : LOG_DEBUG,
+		"tick %llu: %zu tenants, %u verified, %u written, %u created, %u recreated, "
+		"%u changed by others, %u waiting for memory to drop, %u errors, %u retrying, "
+		"%zu orphans", (unsigned long long)d->rc.ticks, d->rc.n, st.verified, st.writes,
+		st.created, st.recreated, st.foreign, st.pending, st.errors, st.retrying,
+		d->rc.n_orphans);
+	notify_status(d);
+}
+
+int drfd_start(struct drfd *d, struct drf_reconcile_stats *ret)
+{
+	struct drf_state_entry *e = NULL;
+	size_t n = 0, skipped = 0;
+	int r;
+
+	d->started = now_realtime();
+	d->listen_fd = -1;
+	r = drf_reconciler_init(&d->rc, d->fs, d->has_io ? &d->io : NULL, &drf_log_reconciler,
+				!d->dry_run, (unsigned long)sysconf(_SC_PAGESIZE));
+	if (r < 0)
+		return r;
+	r = drf_reconciler_set(&d->rc, &d->plan.cfg, d->plan.knobs);
+	if (r < 0)
+		return r;
+	d->verify = drf_verify_per_tick(d->rc.n, d->plan.cfg.interval_ms,
+					d->plan.cfg.verify_period_ms);
+	if (d->plan.cfg.state_dir &&
+	    drf_state_path(d->plan.cfg.state_dir, d->root, d->state_path, sizeof(d->state_path)) < 0) {
+		drf_log(LOG_ERR, "state-dir '%s': path too long; running without a state file",
+			d->plan.cfg.state_dir);
+		d->state_path[0] = '\0';
+	}
+	/* Cgroups of tenants that left the config while drfd was down. */
+	if (d->state_path[0]) {
+		r = drf_state_load(d->state_path, d->root, &e, &n, &skipped);
+		if (r < 0 && r != -ENOENT)
+			drf_log(LOG_ERR, "cannot read the state file '%s': %s; tenants removed from "
+					 "the config while drfd was down will not be cleaned up",
+				d->state_path, strerror(-r));
+		if (skipped)
+			drf_log(LOG_WARNING, "state file '%s': ignored %zu lines that do not parse",
+				d->state_path, skipped);
+		for (size_t i = 0; i < n; i++)
+			if (drf_reconciler_forget(&d->rc, e[i].name, e[i].cgroup) < 0)
+				drf_log(LOG_ERR, "cannot track departed tenant '%s': out of memory",
+					e[i].name);
+		drf_state_free(e, n);
+	}
+	tick(d, SIZE_MAX);
+	drf_reconciler_membership_changed(&d->rc);
+	save_state(d);
+	if (ret)
+		*ret = d->last;
+	return 0;
+}
+
+/* Reload on SIGHUP: a bad config is refused and the one in force stays. */
+static void reload(struct drfd *d)
+{
+	struct drf_enforced n;
+	char err[2048];
+	int r;
+
+	sd_notify(0, "RELOADING=1");
+	r = drf_enforced_load(&n, d->config_path, d->has_io ? &d->io : NULL, err, sizeof(err));
+	if (r == 0 && strcmp(n.cfg.cgroup_root, d->plan.cfg.cgroup_root) != 0) {
+		snprintf(err, sizeof(err), "%s: cgroup-root changed from '%s' to '%s'; that needs a "
+			 "restart", d->config_path, d->plan.cfg.cgroup_root, n.cfg.cgroup_root);
+		r = -EINVAL;
+	}
+	/* A reload may add a resource whose controller the host does not pass down. */
+	if (r == 0) {
+		char *saved = n.cfg.cgroup_root;
+
+		n.cfg.cgroup_root = d->root;
+		if (drf_check_cgroup(&n.cfg, err, sizeof(err)) < 0)
+			r = -EINVAL;
+		n.cfg.cgroup_root = saved;
+	}
+	if (r == 0 && (drf_knobs_controllers(&n.cfg) & CGFS_IO) &&
+	    (!d->has_io || !n.cfg.io_device || !d->plan.cfg.io_device ||
+	     strcmp(n.cfg.io_device, d->plan.cfg.io_device) != 0)) {
+		snprintf(err, sizeof(err), "%s: io-device changed; that needs a restart",
+			 d->config_path);
+		r = -EINVAL;
+	}
+	if (r == 0 && drf_reconciler_set(&d->rc, &n.cfg, n.knobs) < 0) {
+		snprintf(err, sizeof(err), "out of memory");
+		r = -ENOMEM;
+	}
+	if (r < 0) {
+		if (n.loaded)
+			drf_enforced_free(&n);
+		d->reloads_refused++;
+		drf_log(LOG_ERR, "reload refused, keeping the configuration in force: %s", err);
+		sd_notify(0, "READY=1");
+		return;
+	}
+	drf_log(LOG_NOTICE, "reloaded %s: %zu tenants", d->config_path, n.cfg.n_tenants);
+	drfd_log_plan(&n, d->has_io ? &d->io : NULL);
+	drf_enforced_free(&d->plan);
+	d->plan = n;
+	d->reloads++;
+	d->verify = drf_verify_per_tick(d->rc.n, d->plan.cfg.interval_ms,
+					d->plan.cfg.verify_period_ms);
+	/* The changed tenants now, not after a verifying round. */
+	tick(d, 0);
+	sd_notify(0, "READY=1");
+}
+
+static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct drfd *d = userdata;
+
+	(void)usec;
+	tick(d, d->verify);
+	sd_event_source_set_time_relative(s, (uint64_t)(d->plan.cfg.interval_ms * 1000));
+	return sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+}
+
+static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
+{
+	struct drfd *d = userdata;
+
+	(void)s;
+	if (si->ssi_signo == SIGHUP) {
+		reload(d);
+		return 0;
+	}
+	drf_log(LOG_NOTICE, "%s: exiting; the limits stay in place", strsignal((int)si->ssi_signo));
+	sd_notify(0, "STOPPING=1");
+	return sd_event_exit(d->event, 0);
+}
+
+int drfd_run(struct drfd *d)
+{
+	static const int sigs[] = { SIGHUP, SIGTERM, SIGINT };
+	int r;
+
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+		r = sd_event_add_signal(d->event, NULL, sigs[i], on_signal, d);
+		if (r < 0) {
+			drf_log(LOG_ERR, "cannot watch %s: %s", strsignal(sigs[i]), strerror(-r));
+			return 1;
+		}
+	}
+	r = sd_event_add_time_relative(d->event, &d->timer, CLOCK_MONOTONIC,
+				       (uint64_t)(d->plan.cfg.interval_ms * 1000), 0, on_timer, d);
+	if (r < 0) {
+		drf_log(LOG_ERR, "cannot set up the tick timer: %s", strerror(-r));
+		return 1;
+	}
+	/* With WatchdogSec= in the unit, systemd restarts a drfd that stops ticking. */
+	sd_event_set_watchdog(d->event, true);
+	r = sd_event_loop(d->event);
+	if (r < 0) {
+		drf_log(LOG_ERR, "event loop failed: %s", strerror(-r));
+		return 1;
+	}
+	return d->exit_code;
+}
+
+void drfd_free(struct drfd *d)
+{
+	drf_reconciler_free(&d->rc);
+	d->timer = sd_event_source_unref(d->timer);
+	d->listen_src = sd_event_source_unref(d->listen_src);
+	if (d->listen_fd >= 0)
+		close(d->listen_fd);
+	if (d->socket_path) {
+		unlink(d->socket_path);
+		free(d->socket_path);
+	}
+	d->event = sd_event_unref(d->event);
+	drf_enforced_free(&d->plan);
+	free(d->root);
+}

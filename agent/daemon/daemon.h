@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The running daemon: the plan in force, the reconciler, and the event loop
+ * (sd-event) with its sources: SIGHUP, SIGTERM and SIGINT, the tick timer, and
+ * the status socket. Each tick: snapshot -> allocate -> reconcile -> one log
+ * line. Netlink and BPF ring buffers will be further io sources of the loop.
+ */
+#ifndef DRF_DAEMON_H
+#define DRF_DAEMON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <systemd/sd-event.h>
+
+#include "cgroupfs.h"
+#include "desired.h"
+#include "reconcile.h"
+
+struct drfd {
+	const char *config_path;
+	bool dry_run;
+	struct drf_enforced plan;       /* in force */
+	struct drf_io_target io;
+	bool has_io;
+	char *root;                     /* the resolved cgroup-root */
+	struct cgfs *fs;
+	struct drf_reconciler rc;
+	char state_path[4096];          /* "" when there is no state file */
+	size_t verify;                  /* tenants read back per tick */
+	sd_event *event;
+	sd_event_source *timer;
+	sd_event_source *listen_src;
+	int listen_fd;
+	char *socket_path;              /* the socket drfd bound, to unlink at exit */
+	uint64_t started;               /* CLOCK_REALTIME, usec */
+	uint64_t last_tick;             /* CLOCK_REALTIME, usec; 0 before the first */
+	uint64_t reloads, reloads_refused;
+	struct drf_reconcile_stats last;
+	char status_text[256];          /* last STATUS= sent to systemd */
+	int exit_code;
+};
+
+/*
+ * Sets up the reconciler on fs for the loaded plan, takes over the state file
+ * (cgroups of departed tenants become orphans or are removed), and runs the
+ * first tick, reading every knob back. Returns 0 or -errno; the first tick's
+ * failures are in *ret.
+ */
+int drfd_start(struct drfd *d, struct drf_reconcile_stats *ret);
+
+/* The event loop until SIGTERM/SIGINT; returns the exit code. */
+int drfd_run(struct drfd *d);
+
+void drfd_free(struct drfd *d);
+
+/* Serves the status socket at path (see status.c); 0 or -errno with why. */
+int drfd_listen(struct drfd *d, const char *path, const char *group, char *why, size_t len);
+
+/* Renders the status: text for people or JSON; returns the count of problems. */
+int drfd_status_render(const struct drfd *d, bool json, FILE *out);
+
+/* What the daemon logs of a plan when it starts or reloads. */
+void drfd_log_plan(const struct drf_enforced *s, const struct drf_io_target *io);
+
+#endif

@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: MIT
+#include "statefile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int drf_state_path(const char *state_dir, const char *root, char *ret, size_t len)
+{
+	size_t n = (size_t)snprintf(ret, len, "%s/", state_dir);
+
+	if (n >= len)
+		return -ENAMETOOLONG;
+	for (const char *p = root[0] == '/' ? root + 1 : root; *p; p++) {
+		const char *rep = *p == '/' ? "-" : *p == '-' ? "%2d" : *p == '%' ? "%25" : NULL;
+		size_t k = rep ? strlen(rep) : 1;
+
+		if (n + k >= len)
+			return -ENAMETOOLONG;
+		if (rep)
+			memcpy(ret + n, rep, k);
+		else
+			ret[n] = *p;
+		n += k;
+	}
+	if (n + sizeof(".state") > len)
+		return -ENAMETOOLONG;
+	memcpy(ret + n, ".state", sizeof(".state"));
+	return 0;
+}
+
+void drf_state_free(struct drf_state_entry *e, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(e[i].name);
+		free(e[i].cgroup);
+	}
+	free(e);
+}
+
+int drf_state_load(const char *path, const char *root, struct drf_state_entry **ret,
+		   size_t *ret_n, size_t *ret_skipped)
+{
+	struct drf_state_entry *e = NULL;
+	size_t n = 0, cap = 0, skipped = 0;
+	char line[8192], word[16], name[256], cg[4096];
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY), r = 0;
+	bool ours = false;
+	struct stat st;
+	FILE *f;
+
+	if (fd < 0)
+		return -errno;
+	/* Only a regular file: a FIFO there must not block the daemon. */
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
+	f = fdopen(fd, "re");
+	if (!f) {
+		close(fd);
+		return -errno;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		if (line[0] == '#' || line[0] == '\n')
+			continue;
+		if (strncmp(line, "root ", 5) == 0) {
+			line[strcspn(line, "\n")] = '\0';
+			ours = strcmp(line + 5, root) == 0;
+			continue;
+		}
+		if (sscanf(line, "%15s %255s %4095s", word, name, cg) != 3 || !ours ||
+		    (strcmp(word, "tenant") != 0 && strcmp(word, "orphan") != 0) ||
+		    cgfs_path_problem(cg)) {
+			if (strncmp(line, "drfd-state ", 11) != 0)
+				skipped++;
+			continue;
+		}
+		if (n == cap) {
+			size_t nc = cap ? 2 * cap : 16;
+			struct drf_state_entry *ne = realloc(e, nc * sizeof(*ne));
+
+			if (!ne) {
+				r = -ENOMEM;
+				break;
+			}
+			e = ne;
+			cap = nc;
+		}
+		e[n].name = strdup(name);
+		e[n].cgroup = strdup(cg);
+		if (!e[n].name || !e[n].cgroup) {
+			free(e[n].name);
+			free(e[n].cgroup);
+			r = -ENOMEM;
+			break;
+		}
+		n++;
+	}
+	fclose(f);
+	if (r < 0) {
+		drf_state_free(e, n);
+		return r;
+	}
+	*ret = e;
+	*ret_n = n;
+	*ret_skipped = skipped;
+	return 0;
+}
+
+static int mkdir_p(const char *dir)
+{
+	char p[4096];
+	size_t n = strlen(dir);
+
+	if (n >= sizeof(p))
+		return -ENAMETOOLONG;
+	memcpy(p, dir, n + 1);
+	for (size_t i = 1; i <= n; i++) {
+		if (p[i] != '/' && p[i] != '\0')
+			continue;
+		p[i] = '\0';
+		if (mkdir(p, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		p[i] = i < n ? '/' : '\0';
+	}
+	return 0;
+}
+
+int drf_state_save(const char *path, const char *root, const struct drf_reconciler *rc)
+{
+	char tmp[4200], dir[4096];
+	const char *slash = strrchr(path, '/');
+	int fd, r = 0, dfd;
+	FILE *f;
+
+	if (!slash || (size_t)(slash - path) >= sizeof(dir))
+		return -EINVAL;
+	memcpy(dir, path, (size_t)(slash - path));
+	dir[slash - path] = '\0';
+	r = mkdir_p(dir[0] ? dir : "/");
+	if (r < 0)
+		return r;
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return -errno;
+	f = fdopen(fd, "w");
+	if (!f) {
+		r = -errno;
+		close(fd);
+		goto out_unlink;
+	}
+	fprintf(f, "# drfd state: the tenant cgroups drfd manages under its cgroup-root.\n"
+		   "# Written by drfd; do not edit.\ndrfd-state 1\nroot %s\n", root);
+	for (size_t i = 0; i < rc->n; i++)
+		fprintf(f, "tenant %s %s\n", rc->t[i].name, rc->t[i].cgroup);
+	for (size_t i = 0; i < rc->n_orphans; i++)
+		fprintf(f, "orphan %s %s\n", rc->orphans[i].name, rc->orphans[i].cgroup);
+	if (fflush(f) != 0 || fsync(fileno(f)) < 0)
+		r = -errno;
+	if (fclose(f) != 0 && r == 0)
+		r = -errno;
+	if (r < 0)
+		goto out_unlink;
+	if (rename(tmp, path) < 0) {
+		r = -errno;
+		goto out_unlink;
+	}
+	/* The rename itself is durable once the directory is synced. */
+	dfd = open(dir[0] ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+	return 0;
+out_unlink:
+	unlink(tmp);
+	return r;
+}

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * drfd's state across restarts: the tenant cgroups it manages under its root
+ * (tenants of the plan in force, and orphans: departed tenants whose cgroups
+ * still hold processes). After a restart, an entry that is no longer in the
+ * config is handled as a reload handles a departed tenant. One small text file
+ * per cgroup-root under state-dir, replaced atomically (write, fsync, rename):
+ *
+ *   drfd-state 1
+ *   root /sys/fs/cgroup/drf.slice
+ *   tenant NAME CGROUP
+ *   orphan NAME CGROUP
+ */
+#ifndef DRF_STATEFILE_H
+#define DRF_STATEFILE_H
+
+#include <stddef.h>
+
+#include "reconcile.h"
+
+struct drf_state_entry {
+	char *name;
+	char *cgroup;
+};
+
+/* STATE_DIR/ROOT-ESCAPED.state: '/' as '-', '-' and '%' as %2d and %25. */
+int drf_state_path(const char *state_dir, const char *root, char *ret, size_t len);
+
+/*
+ * Reads the entries of a state file written for root. -ENOENT if there is none;
+ * lines that do not parse or name another root are skipped (counted in
+ * *ret_skipped). Free with drf_state_free().
+ */
+int drf_state_load(const char *path, const char *root, struct drf_state_entry **ret,
+		   size_t *ret_n, size_t *ret_skipped);
+void drf_state_free(struct drf_state_entry *e, size_t n);
+
+/* Writes the reconciler's tenants and orphans, creating state-dir if needed. */
+int drf_state_save(const char *path, const char *root, const struct drf_reconciler *rc);
+
+#endif

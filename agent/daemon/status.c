@@ -1,0 +1,572 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The status socket. A client connects, sends one request line and reads the
+ * answer until the daemon closes the connection:
+ *
+ *   "status text\n" or "status json\n"  ->  "drfd-status 1 problems=N\n" BODY
+ *   "root\n"                             ->  the cgroup-root in force, one line
+ *
+ * Connections are non-blocking and served from the event loop, so a slow or
+ * stuck client cannot stall the ticks; one that has not finished in 5 s is
+ * dropped. The socket is 0600 (root), or 0660 with status-group.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "log.h"
+
+#define REQ_MAX 256
+#define CONN_TIMEOUT_USEC (5 * 1000000ULL)
+
+struct conn {
+	struct drfd *d;
+	int fd;
+	sd_event_source *io, *timeout;
+	char req[REQ_MAX];
+	size_t req_len;
+	char *out;
+	size_t out_len, out_off;
+};
+
+static void conn_free(struct conn *c)
+{
+	sd_event_source_disable_unref(c->io);
+	sd_event_source_disable_unref(c->timeout);
+	close(c->fd);
+	free(c->out);
+	free(c);
+}
+
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '"' || ch == '\\')
+			fprintf(f, "\\%c", ch);
+		else if (ch < 0x20)
+			fprintf(f, "\\u%04x", ch);
+		else
+			fputc(ch, f);
+	}
+	fputc('"', f);
+}
+
+/* Shortest "%.*g" that reads back as the same double; null for non-finite. */
+static void json_num(FILE *f, double v)
+{
+	char b[32];
+
+	if (!isfinite(v)) {
+		fputs("null", f);
+		return;
+	}
+	for (int p = 1; p <= 17; p++) {
+		snprintf(b, sizeof(b), "%.*g", p, v);
+		if (strtod(b, NULL) == v)
+			break;
+	}
+	fputs(b, f);
+}
+
+enum knob_state { KS_OK, KS_DRIFT, KS_RETRYING, KS_WAITING, KS_UNREAD };
+
+static const char *const ks_names[] = {
+	[KS_OK] = "ok",
+	[KS_DRIFT] = "drift",
+	[KS_RETRYING] = "retrying",
+	[KS_WAITING] = "waiting",
+	[KS_UNREAD] = "unread",
+};
+
+/* The knob's value now, and how it stands against what drfd wants. */
+static enum knob_state knob_now(const struct drfd *d, const struct drf_tenant_rt *t,
+				enum drf_knob k, char *have, size_t len)
+{
+	ssize_t n = cgfs_read(d->fs, t->cgroup, drf_knob_file(k, d->rc.io), have, len);
+
+	for (char *p = have; n >= 0 && *p; p++)
+		if (*p == '\n')
+			*p = ' ';
+	if (t->failed & (1u << k))
+		return KS_RETRYING;
+	if ((k == DRF_KNOB_MEMORY_MAX || k == DRF_KNOB_MEMORY_HIGH) && t->tightening)
+		return KS_WAITING;
+	if (n < 0) {
+		snprintf(have, len, "(%s)", strerror((int)-n));
+		return KS_UNREAD;
+	}
+	return drf_knob_matches(k, t->want.val[k], have, d->rc.io, d->rc.page_size) ? KS_OK
+										      : KS_DRIFT;
+}
+
+struct usage {
+	double memory, cpu_usec;
+	int procs;
+};
+
+static void usage_now(const struct drfd *d, const char *cg, struct usage *u)
+{
+	char buf[1024];
+	const char *p;
+
+	u->memory = NAN;
+	u->cpu_usec = NAN;
+	if (cgfs_read(d->fs, cg, "memory.current", buf, sizeof(buf)) > 0)
+		u->memory = strtod(buf, NULL);
+	if (cgfs_read(d->fs, cg, "cpu.stat", buf, sizeof(buf)) > 0 &&
+	    (p = strstr(buf, "usage_usec ")))
+		u->cpu_usec = strtod(p + 11, NULL);
+	u->procs = cgfs_nprocs(d->fs, cg);
+}
+
+static void render_json(const struct drfd *d, FILE *f, int *problems)
+{
+	const struct drf_enforced *e = &d->plan;
+	const struct drf_reconciler *rc = &d->rc;
+
+	fprintf(f, "{\"source\": \"daemon\", \"pid\": %d, \"config\": ", (int)getpid());
+	json_str(f, d->config_path);
+	fputs(", \"cgroup_root\": ", f);
+	json_str(f, d->root);
+	fprintf(f, ", \"policy\": \"%s\", \"mode\": \"%s\", \"interval_ms\": ",
+		drf_policy_name(e->cfg.policy), drf_mode_name(e->cfg.mode));
+	json_num(f, e->cfg.interval_ms);
+	fputs(", \"verify_period_ms\": ", f);
+	json_num(f, e->cfg.verify_period_ms);
+	fprintf(f, ", \"started\": %.3f, \"last_tick\": %.3f, \"ticks\": %llu, \"reloads\": %llu, "
+		   "\"reloads_refused\": %llu", (double)d->started / 1e6, (double)d->last_tick / 1e6,
+		(unsigned long long)rc->ticks, (unsigned long long)d->reloads,
+		(unsigned long long)d->reloads_refused);
+	fprintf(f, ", \"errors\": {\"total\": %llu, \"retrying\": %u, \"memory_worker_failures\": "
+		   "%llu}, \"writes_total\": %llu, \"foreign_total\": %llu",
+		(unsigned long long)rc->total_errors, d->last.retrying,
+		(unsigned long long)rc->worker_failures, (unsigned long long)rc->total_writes,
+		(unsigned long long)rc->total_foreign);
+	fputs(", \"root_errors\": [", f);
+	for (int i = 0, first = 1; i < CGFS_NCTRL; i++) {
+		if (!(rc->root_failed & (1u << i)))
+			continue;
+		(*problems)++;
+		fprintf(f, "%s{\"controller\": \"%s\", \"error\": ", first ? "" : ", ",
+			cgfs_ctrl_name(1u << i));
+		json_str(f, strerror(-rc->root_err[i]));
+		fputc('}', f);
+		first = 0;
+	}
+	fputs("]", f);
+	fputs(", \"capacity\": {", f);
+	for (int r = 0, first = 1; r < DRF_NRES; r++) {
+		if (!(e->problem.capacity[r] > 0))
+			continue;
+		fprintf(f, "%s\"%s\": ", first ? "" : ", ", drf_res_name(r));
+		json_num(f, e->problem.capacity[r]);
+		first = 0;
+	}
+	fputs("}, \"tenants\": [", f);
+	for (size_t i = 0; i < rc->n; i++) {
+		const struct drf_tenant_rt *t = &rc->t[i];
+		const struct drf_share *sh = &e->result.shares[i];
+		struct usage u;
+
+		usage_now(d, t->cgroup, &u);
+		fputs(i ? ", {\"name\": " : "{\"name\": ", f);
+		json_str(f, t->name);
+		fputs(", \"cgroup\": ", f);
+		json_str(f, t->cgroup);
+		fputs(", \"weight\": ", f);
+		json_num(f, e->cfg.tenants[i].weight);
+		fputs(", \"alloc\": {", f);
+		for (int r = 0, first = 1; r < DRF_NRES; r++) {
+			if (!(e->problem.capacity[r] > 0))
+				continue;
+			fprintf(f, "%s\"%s\": ", first ? "" : ", ", drf_res_name(r));
+			json_num(f, sh->alloc[r]);
+			first = 0;
+		}
+		fprintf(f, "}, \"dominant_resource\": \"%s\", \"dominant_share\": ",
+			drf_res_name(sh->dominant_res));
+		json_num(f, sh->dominant_share);
+		fprintf(f, ", \"limited_by\": \"%s\", \"usage\": {\"memory_bytes\": ",
+			sh->limited_by == DRF_LIMIT_DEMAND ? "demand" : drf_res_name(sh->limited_by));
+		json_num(f, u.memory);
+		fputs(", \"cpu_usec\": ", f);
+		json_num(f, u.cpu_usec);
+		fprintf(f, ", \"processes\": %d}, \"cgroup_error\": ", u.procs < 0 ? 0 : u.procs);
+		if (t->cg_err)
+			json_str(f, strerror(t->cg_err));
+		else
+			fputs("null", f);
+		if (t->cg_err)
+			(*problems)++;
+		fputs(", \"knobs\": [", f);
+		for (int k = 0, first = 1; k < DRF_NKNOBS; k++) {
+			char have[512];
+			enum knob_state ks;
+
+			if (!t->want.set[k])
+				continue;
+			ks = knob_now(d, t, k, have, sizeof(have));
+			if (ks != KS_OK)
+				(*problems)++;
+			fputs(first ? "{\"file\": " : ", {\"file\": ", f);
+			json_str(f, drf_knob_file(k, rc->io));
+			fputs(", \"desired\": ", f);
+			json_str(f, t->want.val[k]);
+			fputs(", \"actual\": ", f);
+			json_str(f, have);
+			fprintf(f, ", \"state\": \"%s\", \"error\": ", ks_names[ks]);
+			if (t->err[k])
+				json_str(f, strerror(t->err[k]));
+			else
+				fputs("null", f);
+			fputc('}', f);
+			first = 0;
+		}
+		fputs("]}", f);
+	}
+	fputs("], \"orphans\": [", f);
+	for (size_t i = 0; i < rc->n_orphans; i++) {
+		int np = cgfs_nprocs(d->fs, rc->orphans[i].cgroup);
+
+		fputs(i ? ", {\"name\": " : "{\"name\": ", f);
+		json_str(f, rc->orphans[i].name);
+		fputs(", \"cgroup\": ", f);
+		json_str(f, rc->orphans[i].cgroup);
+		fprintf(f, ", \"processes\": %d}", np < 0 ? 0 : np);
+	}
+	fputs("]}\n", f);
+}
+
+static void human_duration(double s, char *buf, size_t len)
+{
+	if (s < 120)
+		snprintf(buf, len, "%.1fs", s);
+	else if (s < 7200)
+		snprintf(buf, len, "%.0fm%02.0fs", floor(s / 60), fmod(s, 60));
+	else
+		snprintf(buf, len, "%.0fh%02.0fm", floor(s / 3600), fmod(floor(s / 60), 60));
+}
+
+static void render_text(const struct drfd *d, FILE *f, int *problems)
+{
+	const struct drf_enforced *e = &d->plan;
+	const struct drf_reconciler *rc = &d->rc;
+	double now = (double)time(NULL);
+	char up[32], ago[32], q[64];
+
+	human_duration(now - (double)d->started / 1e6, up, sizeof(up));
+	human_duration(now - (double)d->last_tick / 1e6, ago, sizeof(ago));
+	fprintf(f, "drfd (pid %d): %s: policy %s, mode %s, root %s\n", (int)getpid(),
+		d->config_path, drf_policy_name(e->cfg.policy), drf_mode_name(e->cfg.mode), d->root);
+	fprintf(f, "up %s, %llu ticks, the last %s ago; every knob is read back at least every "
+		   "%.0fs\n", up, (unsigned long long)rc->ticks, ago,
+		e->cfg.verify_period_ms / 1000);
+	fprintf(f, "errors: %llu since start, %u writes failing and retried each tick, %llu "
+		   "memory-worker failures; reloads: %llu, %llu refused\n",
+		(unsigned long long)rc->total_errors, d->last.retrying,
+		(unsigned long long)rc->worker_failures, (unsigned long long)d->reloads,
+		(unsigned long long)d->reloads_refused);
+	for (int i = 0; i < CGFS_NCTRL; i++) {
+		bool on = rc->ctrls & (1u << i);
+
+		if (!(rc->root_failed & (1u << i)))
+			continue;
+		(*problems)++;
+		fprintf(f, "ROOT: cannot make %s %s '%s' down: %s; retried each tick\n", d->root,
+			on ? "pass" : "stop passing", cgfs_ctrl_name(1u << i),
+			strerror(-rc->root_err[i]));
+	}
+	if (rc->n == 0)
+		fprintf(f, "\nno tenants: %s defines none\n", d->config_path);
+	for (size_t i = 0; i < rc->n; i++) {
+		const struct drf_tenant_rt *t = &rc->t[i];
+		const struct drf_share *sh = &e->result.shares[i];
+		struct usage u;
+
+		fprintf(f, "\ntenant %s (cgroup %s/%s)\n  allocation:", t->name, d->root, t->cgroup);
+		for (int r = 0; r < DRF_NRES; r++) {
+			if (!(e->problem.capacity[r] > 0))
+				continue;
+			drf_format_quantity(sh->alloc[r], drf_res_unit(r), q, sizeof(q));
+			fprintf(f, " %s %s", drf_res_name(r), q);
+		}
+		fprintf(f, "; dominant %s %.3f, limited by %s\n  usage:",
+			drf_res_name(sh->dominant_res), sh->dominant_share,
+			sh->limited_by == DRF_LIMIT_DEMAND ? "demand" : drf_res_name(sh->limited_by));
+		usage_now(d, t->cgroup, &u);
+		if (!isnan(u.memory)) {
+			drf_format_quantity(u.memory, DRF_UNIT_BYTES, q, sizeof(q));
+			fprintf(f, " memory %s", q);
+		}
+		if (!isnan(u.cpu_usec))
+			fprintf(f, " cpu %.1fs", u.cpu_usec / 1e6);
+		fprintf(f, " processes %d\n", u.procs < 0 ? 0 : u.procs);
+		if (t->cg_err) {
+			(*problems)++;
+			fprintf(f, "  cgroup cannot be created: %s; retried each tick\n",
+				strerror(t->cg_err));
+		}
+		for (int k = 0; k < DRF_NKNOBS; k++) {
+			char have[512];
+			enum knob_state ks;
+
+			if (!t->want.set[k])
+				continue;
+			ks = knob_now(d, t, k, have, sizeof(have));
+			fprintf(f, "  %-14s %-28s ", drf_knob_file(k, rc->io), have);
+			switch (ks) {
+			case KS_OK:
+				fputs("ok\n", f);
+				continue;
+			case KS_DRIFT:
+				fprintf(f, "DRIFT: drfd wants %s; restored within %.0fs\n",
+					t->want.val[k], e->cfg.verify_period_ms / 1000);
+				break;
+			case KS_RETRYING:
+				fprintf(f, "RETRYING: writing %s failed: %s\n", t->want.val[k],
+					strerror(t->err[k]));
+				break;
+			case KS_WAITING:
+				fprintf(f, "WAITING: memory usage is above %s; memory.high holds it "
+					   "until usage drops\n", t->target);
+				break;
+			case KS_UNREAD:
+				fprintf(f, "UNREADABLE: drfd wants %s\n", t->want.val[k]);
+				break;
+			}
+			(*problems)++;
+		}
+	}
+	if (rc->n_orphans)
+		fputs("\norphans (departed tenants whose cgroups still hold processes; kept with "
+		      "their limits and removed once empty):\n", f);
+	for (size_t i = 0; i < rc->n_orphans; i++) {
+		int np = cgfs_nprocs(d->fs, rc->orphans[i].cgroup);
+
+		fprintf(f, "  %s (cgroup %s/%s): %d processes\n", rc->orphans[i].name, d->root,
+			rc->orphans[i].cgroup, np < 0 ? 0 : np);
+	}
+}
+
+int drfd_status_render(const struct drfd *d, bool json, FILE *out)
+{
+	int problems = 0;
+
+	if (json)
+		render_json(d, out, &problems);
+	else
+		render_text(d, out, &problems);
+	return problems;
+}
+
+/* The answer to a request, into c->out. */
+static int answer(struct conn *c)
+{
+	char *body = NULL, *all = NULL;
+	size_t blen = 0;
+	FILE *f;
+	int problems = 0, n;
+
+	c->req[c->req_len] = '\0';
+	c->req[strcspn(c->req, "\r\n")] = '\0';
+	if (strcmp(c->req, "root") == 0) {
+		n = asprintf(&c->out, "%s\n", c->d->root);
+		if (n < 0)
+			return -ENOMEM;
+		c->out_len = (size_t)n;
+		return 0;
+	}
+	if (strcmp(c->req, "status text") != 0 && strcmp(c->req, "status json") != 0) {
+		n = asprintf(&c->out, "drfd-status 1 error=unknown-request\n");
+		if (n < 0)
+			return -ENOMEM;
+		c->out_len = (size_t)n;
+		return 0;
+	}
+	f = open_memstream(&body, &blen);
+	if (!f)
+		return -ENOMEM;
+	problems = drfd_status_render(c->d, strcmp(c->req, "status json") == 0, f);
+	if (fclose(f) != 0) {
+		free(body);
+		return -ENOMEM;
+	}
+	n = asprintf(&all, "drfd-status 1 problems=%d\n%s", problems, body);
+	free(body);
+	if (n < 0)
+		return -ENOMEM;
+	c->out = all;
+	c->out_len = (size_t)n;
+	return 0;
+}
+
+static int on_conn_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct conn *c = userdata;
+
+	(void)s;
+	if (!c->out && (revents & (EPOLLIN | EPOLLHUP))) {
+		ssize_t n = read(fd, c->req + c->req_len, REQ_MAX - 1 - c->req_len);
+
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return 0;
+		if (n > 0)
+			c->req_len += (size_t)n;
+		if (n > 0 && !memchr(c->req, '\n', c->req_len) && c->req_len < REQ_MAX - 1)
+			return 0; /* the line is not complete yet */
+		if (n < 0 || answer(c) < 0) {
+			conn_free(c);
+			return 0;
+		}
+		sd_event_source_set_io_events(c->io, EPOLLOUT);
+		return 0;
+	}
+	if (c->out && (revents & (EPOLLOUT | EPOLLERR | EPOLLHUP))) {
+		ssize_t n = send(fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
+
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return 0;
+		if (n > 0)
+			c->out_off += (size_t)n;
+		if (n <= 0 || c->out_off == c->out_len)
+			conn_free(c);
+	}
+	return 0;
+}
+
+static int on_conn_timeout(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	(void)s;
+	(void)usec;
+	conn_free(userdata);
+	return 0;
+}
+
+static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct drfd *d = userdata;
+	struct conn *c;
+	int cfd;
+
+	(void)s;
+	(void)revents;
+	cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (cfd < 0)
+		return 0;
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		close(cfd);
+		return 0;
+	}
+	c->d = d;
+	c->fd = cfd;
+	if (sd_event_add_io(d->event, &c->io, cfd, EPOLLIN, on_conn_io, c) < 0 ||
+	    sd_event_add_time_relative(d->event, &c->timeout, CLOCK_MONOTONIC, CONN_TIMEOUT_USEC,
+				       0, on_conn_timeout, c) < 0)
+		conn_free(c);
+	return 0;
+}
+
+static int mkdir_parent(const char *path)
+{
+	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	const char *slash = strrchr(path, '/');
+
+	if (!slash || slash == path)
+		return 0;
+	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	for (char *p = dir + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	return mkdir(dir, 0755) < 0 && errno != EEXIST ? -errno : 0;
+}
+
+int drfd_listen(struct drfd *d, const char *path, const char *group, char *why, size_t len)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	mode_t mode = 0600;
+	gid_t gid = 0;
+	int fd, r;
+
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		snprintf(why, len, "status-socket '%s' is too long for a socket path", path);
+		return -ENAMETOOLONG;
+	}
+	if (group) {
+		struct group *g = getgrnam(group);
+
+		if (!g) {
+			snprintf(why, len, "status-group '%s': no such group", group);
+			return -ENOENT;
+		}
+		gid = g->gr_gid;
+		mode = 0660;
+	}
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	r = mkdir_parent(path);
+	if (r < 0) {
+		snprintf(why, len, "cannot create the directory of status-socket '%s': %s", path,
+			 strerror(-r));
+		return r;
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		r = -errno;
+		snprintf(why, len, "cannot create a socket: %s", strerror(-r));
+		return r;
+	}
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int probe;
+
+		if (errno != EADDRINUSE)
+			goto fail;
+		/* In use, or left behind by a drfd that died: only a live one answers. */
+		probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (probe >= 0 && connect(probe, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+			close(probe);
+			close(fd);
+			snprintf(why, len, "status-socket '%s' is served by another drfd; give each "
+				 "drfd its own status-socket", path);
+			return -EADDRINUSE;
+		}
+		if (probe >= 0)
+			close(probe);
+		unlink(path);
+		if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+			goto fail;
+	}
+	if (chmod(path, mode) < 0 || (group && chown(path, (uid_t)-1, gid) < 0) || listen(fd, 16) < 0)
+		goto fail;
+	r = sd_event_add_io(d->event, &d->listen_src, fd, EPOLLIN, on_accept, d);
+	if (r < 0) {
+		close(fd);
+		snprintf(why, len, "cannot watch status-socket '%s': %s", path, strerror(-r));
+		return r;
+	}
+	d->listen_fd = fd;
+	d->socket_path = strdup(path);
+	return 0;
+fail:
+	r = -errno;
+	close(fd);
+	snprintf(why, len, "cannot serve status-socket '%s': %s", path, strerror(-r));
+	return r;
+}

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# drfctl's help, version, and status without a daemon, on the host that runs
+# the tests. status against a running drfd is tested in the VM (tests/vm).
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+drfctl=${DRFCTL:?set DRFCTL to the drfctl binary}
+drfd=${DRFD:?set DRFD to the drfd binary}
+pass=0 failed=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+ok() { pass=$((pass + 1)); echo "PASS $1"; }
+ko() { failed=$((failed + 1)); echo "FAIL $1"; cat "$tmp/out" "$tmp/err" 2>/dev/null; }
+ex=$top/deploy/examples/drfd.conf
+
+for cmd in plan status exec help; do
+	"$drfctl" help "$cmd" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	"$drfctl" "$cmd" --help >"$tmp/out2" 2>&1
+	rc2=$?
+	[ "$cmd" = help ] && rc2=0 && cp "$tmp/out" "$tmp/out2"
+	if [ $rc -eq 0 ] && [ $rc2 -eq 0 ] && head -1 "$tmp/out" | grep -q "^usage: drfctl $cmd" &&
+		cmp -s "$tmp/out" "$tmp/out2"; then
+		ok "drfctl help $cmd and drfctl $cmd --help print the same help"
+	else
+		ko "drfctl help $cmd (exit $rc, $rc2)"
+	fi
+done
+"$drfctl" help bogus >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ $rc -eq 64 ]; then ok "drfctl help of an unknown command exits 64"; else ko "help bogus exit $rc"; fi
+
+"$drfctl" --version >"$tmp/out" 2>"$tmp/err"
+rc=$?
+"$drfd" --version >"$tmp/out2" 2>&1
+rc2=$?
+if [ $rc -eq 0 ] && [ $rc2 -eq 0 ] && grep -Eq '^drfctl [0-9]+\.[0-9]+\.[0-9]+$' "$tmp/out" &&
+	grep -Eq '^drfd [0-9]+\.[0-9]+\.[0-9]+$' "$tmp/out2"; then
+	ok "--version: $(cat "$tmp/out"), $(cat "$tmp/out2")"
+else
+	ko "--version (exit $rc, $rc2)"
+fi
+
+# No daemon: status says so and falls back to cgroupfs, marked as such.
+sock=$tmp/none.sock
+"$drfctl" status -c "$ex" --socket "$sock" --json >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ "$(stat -fc %T /sys/fs/cgroup)" != cgroup2fs ]; then
+	# This host cannot enforce: status says so as drfd does, and creates nothing.
+	if [ $rc -eq 1 ] && grep -q "cannot enforce on this host" "$tmp/err" &&
+		[ ! -e /sys/fs/cgroup/drf.slice ]; then
+		ok "status without a daemon on a host without cgroup v2: exit 1, says why"
+	else
+		ko "status without a daemon on a host without cgroup v2 (exit $rc)"
+	fi
+else
+	if python3 -c "import json,sys; sys.exit(json.load(open('$tmp/out'))['source'] != 'cgroupfs')"; then
+		ok "status without a daemon: source cgroupfs (exit $rc)"
+	else
+		ko "status without a daemon (exit $rc)"
+	fi
+fi
+
+echo "$pass passed, $failed failed"
+[ "$failed" -eq 0 ]
