@@ -165,6 +165,8 @@ bench: $(BENCH_BIN) $(BENCH_TICK_BIN)
 	@echo "command: make bench ($(BENCH_TICK_BIN) 1000; tests/bench/tick_syscalls.sh)"
 	$(BENCH_TICK_BIN) 1000
 	tests/bench/tick_syscalls.sh $(BENCH_TICK_BIN) 1000 20
+	$(BENCH_TICK_BIN) 1000 reload 101
+	$(BENCH_TICK_BIN) 10000 reload 21
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/drfd/examples/tenants.d

@@ -175,7 +175,7 @@ int drfd_start(struct drfd *d, struct drf_reconcile_stats *ret)
 /* Reload on SIGHUP: a bad config is refused and the one in force stays. */
 static void reload(struct drfd *d)
 {
-	struct drf_enforced n;
+	struct drf_enforced n = { 0 };
 	char err[2048];
 	int r;
 

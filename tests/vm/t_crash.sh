@@ -100,8 +100,9 @@ for x in t:
     print(x['name'], max(1, min(10000, int(x['alloc']['cpu'] / m * 10000 + 0.5))))"
 }
 # Only the tenants whose cpu.weight differs between the two plans count.
-join <(weights "$work/old.conf" | sort) <(weights "$work/new.conf" | sort) |
-	awk '$2 != $3 {print $1, $3}' >"$work/want"
+weights "$work/old.conf" | sort >"$work/w.old"
+weights "$work/new.conf" | sort >"$work/w.new"
+join "$work/w.old" "$work/w.new" | awk '$2 != $3 {print $1, $3}' >"$work/want"
 n=$(wc -l <"$work/want")
 # Tenants whose cpu.weight already holds the new plan's value.
 count_new() {

@@ -81,7 +81,7 @@ check second-instance-refused "[ $rc -eq 6 ] && grep -q \"pid $pid\" $work/secon
 
 # Status from the daemon.
 src=$(status "s['source'], s['pid'], len(s['tenants'])")
-check status-from-daemon "[ \"$src\" = \"('daemon', $pid, 3)\" ]" "drfctl status --json: $src"
+check status-from-daemon "[ \"$src\" = \"daemon $pid 3\" ]" "drfctl status --json: $src"
 
 # A foreign riops in A's io.max is cleared within verify-period.
 echo "$dev riops=100" >$CG/drf.slice/A/io.max
@@ -163,11 +163,11 @@ wait_until "! kill -0 $pid 2>/dev/null"
 
 # A FIFO as the config, and as a tenants file: an error at once, not a hang.
 mkfifo "$work/fifo.conf"
-timeout 10 "$DRFD" -c "$work/fifo.conf" --once 2>"$work/fifo.log"
+timeout -k 2 10 "$DRFD" -c "$work/fifo.conf" --once 2>"$work/fifo.log"
 rc1=$?
 mkdir -p "$work/tenants.d"
 mkfifo "$work/tenants.d/x.conf"
-timeout 10 "$DRFD" -c "$conf" --once 2>"$work/fifo2.log"
+timeout -k 2 10 "$DRFD" -c "$conf" --once 2>"$work/fifo2.log"
 rc2=$?
 check fifo-config-refused "[ $rc1 -eq 2 ] && [ $rc2 -eq 2 ]" \
 	"FIFO as config: exit $rc1; FIFO in tenants.d: exit $rc2 (124 would be a hang)"
