@@ -752,7 +752,11 @@ static int read_file(struct parser *ps, const char *path, char **ret_buf, size_t
 	size_t len = 0;
 	int fd, err;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/*
+	 * O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer,
+	 * forever; only a regular file is read, and that is checked below.
+	 */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0) {
 		err = -errno;
 		fail_at(ps, 0, "cannot open: %s", strerror(-err));
@@ -766,6 +770,11 @@ static int read_file(struct parser *ps, const char *path, char **ret_buf, size_t
 	if (!S_ISREG(st.st_mode)) {
 		err = -EINVAL;
 		fail_at(ps, 0, "not a regular file");
+		goto out_close;
+	}
+	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0) {
+		err = -errno;
+		fail_at(ps, 0, "cannot read: %s", strerror(-err));
 		goto out_close;
 	}
 	if (st.st_size > DRF_CONFIG_MAX_BYTES) {
