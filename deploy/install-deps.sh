@@ -10,7 +10,7 @@ packages=(
 	libsystemd-dev
 	# tests
 	libcmocka-dev python3 shellcheck iproute2
-	# the real-kernel test VM (tests/vm, ../shared/TESTBED.md)
+	# the real-kernel test VM (tests/vm): QEMU and Debian's kernel
 	qemu-system-x86 linux-image-amd64 busybox-static cpio kmod
 )
 

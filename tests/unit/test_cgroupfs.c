@@ -107,7 +107,7 @@ static void test_bind_mount_not_followed(void **state)
 	struct cgfs fs;
 
 	(void)state;
-	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+	if (unshare(CLONE_NEWNS) < 0 || mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) < 0) {
 		fprintf(stderr, "SKIP test_bind_mount_not_followed: no mount namespace (%s); needs "
 				"root\n", strerror(errno));
 		skip();
@@ -118,7 +118,7 @@ static void test_bind_mount_not_followed(void **state)
 	snprintf(outside, sizeof(outside), "%s/outside", dir);
 	sub(inside, sizeof(inside), "a");
 	assert_int_equal(mkdir(inside, 0755), 0);
-	assert_int_equal(mount(outside, inside, NULL, MS_BIND, NULL), 0);
+	assert_int_equal(mount(outside, inside, "none", MS_BIND, NULL), 0);
 	assert_int_equal(cgfs_open(&fs, root, false, &cgfs_real_ops, NULL), 0);
 	assert_int_equal(cgfs_write(&fs, "a", "cpu.weight", "9"), -EXDEV);
 	assert_int_equal(cgfs_read(&fs, "a", "cpu.weight", buf, sizeof(buf)), -EXDEV);

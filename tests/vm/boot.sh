@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2034 # VM_WHY and VM_KV are for the scripts that source this
-# Booting the test VM (../../../shared/TESTBED.md), shared by tests/vm/run.sh and
+# Booting the test VM (Debian's kernel under QEMU TCG), shared by tests/vm/run.sh and
 # deploy/demo.sh. Source it, then:
 #   vm_prepare OUTDIR       finds the kernel, builds the initramfs; 1 + VM_WHY if it cannot
 #   vm_boot SCRIPT RESULTS BUILD DISK

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the initramfs of the test VM (../../../shared/TESTBED.md): a static
+# Builds the initramfs of the test VM (see tests/vm/boot.sh): a static
 # busybox, the modules needed to reach the host's root over virtio-9p and to put
 # an overlay on it, and an /init that does that and runs the test script named
 # on the kernel command line.
