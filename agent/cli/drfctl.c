@@ -140,11 +140,12 @@ static int cmd_plan(int argc, char **argv)
 	}
 	plan = (struct drf_plan){ .cfg = &cfg, .problem = &problem, .result = &result,
 				  .policy = policy, .discrete = discrete };
-	if (json)
-		drf_plan_print_json(stdout, &plan);
-	else
-		drf_plan_print_table(stdout, &plan);
-	ret = fflush(stdout) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	err = json ? drf_plan_print_json(stdout, &plan) : drf_plan_print_table(stdout, &plan);
+	if (err == 0 && fflush(stdout) != 0)
+		err = -errno;
+	if (err < 0)
+		fprintf(stderr, "drfctl: cannot print the plan: %s\n", strerror(-err));
+	ret = err < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 	drf_result_free(&result);
 out_demands:
 	free(demands);

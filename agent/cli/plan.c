@@ -97,11 +97,18 @@ static const char *limit_name(int limited_by)
 	return limited_by == DRF_LIMIT_DEMAND ? "demand" : drf_res_name(limited_by);
 }
 
-void drf_plan_print_table(FILE *out, const struct drf_plan *pl)
+/* Undeclared by a bounded tenant: it counts as a demand for the whole capacity. */
+static bool undeclared(const struct drf_tenant *t, int r)
+{
+	return !t->task_model && !t->declared[r];
+}
+
+int drf_plan_print_table(FILE *out, const struct drf_plan *pl)
 {
 	const struct drf_problem *p = pl->problem;
 	struct table t = { .cols = 0 };
-	int res[DRF_NRES], m = 0;
+	int res[DRF_NRES], m = 0, err = -ENOMEM;
+	bool marked = false;
 	char *row;
 	size_t c;
 
@@ -142,8 +149,15 @@ void drf_plan_print_table(FILE *out, const struct drf_plan *pl)
 		c = 0;
 		snprintf(cell(&t, t.rows - 1, c++), CELL, "%s", ten->name);
 		snprintf(cell(&t, t.rows - 1, c++), CELL, "%s", drf_format_double(ten->weight, w, 32));
-		for (int k = 0; k < m; k++)
-			fmt_res(s->alloc[res[k]], res[k], cell(&t, t.rows - 1, c++), CELL);
+		for (int k = 0; k < m; k++) {
+			char *cl = cell(&t, t.rows - 1, c++);
+
+			fmt_res(s->alloc[res[k]], res[k], cl, CELL);
+			if (undeclared(ten, res[k])) {
+				strncat(cl, "*", CELL - strlen(cl) - 1);
+				marked = true;
+			}
+		}
 		fmt_units(ten, s, pl->discrete, cell(&t, t.rows - 1, c++), CELL);
 		snprintf(cell(&t, t.rows - 1, c++), CELL, "%s %.3f", drf_res_name(s->dominant_res),
 			 s->dominant_share);
@@ -157,8 +171,16 @@ void drf_plan_print_table(FILE *out, const struct drf_plan *pl)
 	for (int k = 0; k < m; k++)
 		fmt_res(pl->result->unallocated[res[k]], res[k], cell(&t, t.rows - 1, c++), CELL);
 	table_print(out, &t, "");
+	if (p->n == 0)
+		fputs("\nno tenants yet: add [tenant NAME] sections, or *.conf files to the tenants "
+		      "directory\n", out);
+	if (marked)
+		fputs("\n* not declared by the tenant: counts as a demand for the whole capacity\n",
+		      out);
+	err = ferror(out) ? -EIO : 0;
 out:
 	free(t.cells);
+	return err;
 }
 
 static void json_res_object(FILE *out, const struct drf_problem *p, const double *v,
@@ -197,7 +219,7 @@ static void json_string(FILE *out, const char *s)
 	fputc('"', out);
 }
 
-void drf_plan_print_json(FILE *out, const struct drf_plan *pl)
+int drf_plan_print_json(FILE *out, const struct drf_plan *pl)
 {
 	const struct drf_problem *p = pl->problem;
 	char b[32];
@@ -228,9 +250,18 @@ void drf_plan_print_json(FILE *out, const struct drf_plan *pl)
 			fprintf(out, ", \"tasks\": %s", drf_format_double(s->units, b, 32));
 		fprintf(out, ", \"dominant_resource\": \"%s\", \"dominant_share\": %s",
 			drf_res_name(s->dominant_res), drf_format_double(s->dominant_share, b, 32));
-		fprintf(out, ", \"limited_by\": \"%s\"}", limit_name(s->limited_by));
+		fputs(", \"declared\": {", out);
+		for (int r = 0, first = 1; r < DRF_NRES; r++) {
+			if (!(p->capacity[r] > 0))
+				continue;
+			fprintf(out, "%s\"%s\": %s", first ? "" : ", ", drf_res_name(r),
+				undeclared(t, r) ? "false" : "true");
+			first = 0;
+		}
+		fprintf(out, "}, \"limited_by\": \"%s\"}", limit_name(s->limited_by));
 	}
 	fputs("]}\n", out);
+	return ferror(out) ? -EIO : 0;
 }
 
 int drf_plan_print_compare(FILE *out, const struct drf_config *cfg,

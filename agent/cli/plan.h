@@ -17,14 +17,19 @@ struct drf_plan {
 	bool discrete;
 };
 
-void drf_plan_print_table(FILE *out, const struct drf_plan *plan);
+/*
+ * The table; a bounded tenant's undeclared resources (a demand for the whole
+ * capacity) are marked '*', with a footnote. Returns 0, -ENOMEM, or -EIO if
+ * the stream failed.
+ */
+int drf_plan_print_table(FILE *out, const struct drf_plan *plan);
 
 /*
  * {"policy": ..., "capacity": {...}, "unallocated": {...}, "tenants": [...]}: see
  * the README for the schema. Numbers print as the shortest decimal that reads
- * back as the same double.
+ * back as the same double. Returns 0, or -EIO if the stream failed.
  */
-void drf_plan_print_json(FILE *out, const struct drf_plan *plan);
+int drf_plan_print_json(FILE *out, const struct drf_plan *plan);
 
 /* The three policies side by side. Returns 0 or a negative errno. */
 int drf_plan_print_compare(FILE *out, const struct drf_config *cfg,

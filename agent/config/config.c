@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #define DEFAULT_CGROUP_ROOT "/sys/fs/cgroup/drf.slice"
@@ -68,6 +69,8 @@ struct parser {
 	int agent_sec_line, cap_sec_line;
 	int *tenant_lines;       /* TK_N per tenant */
 	size_t tenants_cap;
+	size_t *names;           /* open-addressing set: 1 + tenant index, 0 empty */
+	size_t names_cap;
 	bool auto_cpu, auto_memory, auto_net;
 };
 
@@ -216,12 +219,21 @@ static bool parse_num(struct parser *ps, const char *key, const char *value, enu
 		      double *ret)
 {
 	const char *why = "invalid";
+	int r = drf_parse_quantity(value, unit, ret, &why);
 
-	if (drf_parse_quantity(value, unit, ret, &why) < 0) {
+	if (r == 0)
+		return true;
+	/* inih ends a value at " ;" but not at "#": the rest reads as a unit. */
+	if (strchr(value, '#'))
+		fail(ps, "%s = '%s': '#' starts a comment only at the start of a line; after a "
+			 "value, write ' ;'", key, value);
+	else if (r == -ENOENT && unit == DRF_UNIT_CORES && strcmp(key, "cpu") != 0 &&
+		 strcmp(key, "task-cpu") != 0)
+		fail(ps, "%s = '%s': %s takes a plain number, with no unit and no %%", key, value,
+		     key);
+	else
 		fail(ps, "%s = '%s': %s", key, value, why);
-		return false;
-	}
-	return true;
+	return false;
 }
 
 static void agent_key(struct parser *ps, int k, const char *value)
@@ -466,7 +478,7 @@ static void tenant_key(struct parser *ps, int k, const char *value)
 {
 	struct drf_tenant *t = &ps->cfg->tenants[ps->tenant];
 	int *lines = &ps->tenant_lines[ps->tenant * TK_N];
-	char nb[32];
+	char nb[32], ob[32];
 	double v;
 
 	/* A tenant is described either by a demand or by a task shape, never both. */
@@ -477,7 +489,7 @@ static void tenant_key(struct parser *ps, int k, const char *value)
 		fail(ps, "tenant '%s': '%s' mixes a demand with a task shape ('%s' at line %d); "
 			 "use either demand keys (cpu, memory, ...) or task-* keys with tasks",
 		     t->name, tenant_key_name(k, nb, sizeof(nb)),
-		     tenant_key_name(o, nb + 16, sizeof(nb) - 16), lines[o]);
+		     tenant_key_name(o, ob, sizeof(ob)), lines[o]);
 		return;
 	}
 	if (k == TK_WEIGHT) {
@@ -591,17 +603,64 @@ static int handler(void *user, const char *section, const char *name, const char
 	return ps->failed ? 0 : 1;
 }
 
+static uint64_t hash_name(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+	return h;
+}
+
+/*
+ * The tenant named name, through an open-addressing set of tenant indexes kept
+ * at most half full, so that loading n tenants is O(n) and not O(n^2); -1 if
+ * none. With add, a miss inserts index c->n_tenants (the caller then adds it).
+ */
+static ssize_t name_lookup(struct parser *ps, const char *name, bool add)
+{
+	struct drf_config *c = ps->cfg;
+	size_t h;
+
+	if (2 * (c->n_tenants + 1) > ps->names_cap) {
+		size_t cap = ps->names_cap ? 2 * ps->names_cap : 64;
+		size_t *ns = calloc(cap, sizeof(*ns));
+
+		if (!ns)
+			return -2;
+		for (size_t i = 0; i < c->n_tenants; i++) {
+			h = (size_t)hash_name(c->tenants[i].name) & (cap - 1);
+			while (ns[h])
+				h = (h + 1) & (cap - 1);
+			ns[h] = i + 1;
+		}
+		free(ps->names);
+		ps->names = ns;
+		ps->names_cap = cap;
+	}
+	for (h = (size_t)hash_name(name) & (ps->names_cap - 1); ps->names[h];
+	     h = (h + 1) & (ps->names_cap - 1))
+		if (strcmp(c->tenants[ps->names[h] - 1].name, name) == 0)
+			return (ssize_t)(ps->names[h] - 1);
+	if (add)
+		ps->names[h] = c->n_tenants + 1;
+	return -1;
+}
+
 static void add_tenant(struct parser *ps, const char *name)
 {
 	struct drf_config *c = ps->cfg;
 	struct drf_tenant *t;
+	ssize_t dup = name_lookup(ps, name, false);
 
-	for (size_t i = 0; i < c->n_tenants; i++) {
-		if (strcmp(c->tenants[i].name, name) == 0) {
-			fail(ps, "duplicate tenant '%s' (first defined at %s:%d)", name,
-			     c->tenants[i].file, c->tenants[i].line);
-			return;
-		}
+	if (dup == -2) {
+		fail(ps, "out of memory");
+		return;
+	}
+	if (dup >= 0) {
+		fail(ps, "duplicate tenant '%s' (first defined at %s:%d)", name, c->tenants[dup].file,
+		     c->tenants[dup].line);
+		return;
 	}
 	if (c->n_tenants == ps->tenants_cap) {
 		size_t cap = ps->tenants_cap ? ps->tenants_cap * 2 : 16;
@@ -621,6 +680,7 @@ static void add_tenant(struct parser *ps, const char *name)
 		ps->tenant_lines = nl;
 		ps->tenants_cap = cap;
 	}
+	name_lookup(ps, name, true);
 	t = &c->tenants[c->n_tenants];
 	memset(t, 0, sizeof(*t));
 	memset(&ps->tenant_lines[c->n_tenants * TK_N], 0, TK_N * sizeof(int));
@@ -1110,17 +1170,12 @@ int drf_config_load(const char *path, const struct drf_host_ops *host, struct dr
 	r = resolve_capacity(&ps, host);
 	if (r < 0)
 		goto out_free;
-	if (c->n_tenants == 0) {
-		ps.file = path;
-		fail_at(&ps, 0, "no tenants: add [tenant NAME] sections here or *.conf files to %s",
-			c->tenants_dir);
-		r = -EINVAL;
-		goto out_free;
-	}
+	/* No tenants is a valid config: drfd idles until a reload brings some. */
 	r = check_tenants(&ps);
 	if (r < 0)
 		goto out_free;
 	free(ps.tenant_lines);
+	free(ps.names);
 	*ret = *c;
 	free(c);
 	return 0;
@@ -1129,6 +1184,7 @@ out_oom:
 		snprintf(err, errlen, "%s: out of memory", path);
 out_free:
 	free(ps.tenant_lines);
+	free(ps.names);
 	drf_config_free(c);
 	free(c);
 	return r;

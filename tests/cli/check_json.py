@@ -42,7 +42,7 @@ def main():
     by_name = {}
     for t in doc["tenants"]:
         keys = {"name", "weight", "demand", "alloc", "dominant_resource", "dominant_share",
-                "limited_by"}
+                "declared", "limited_by"}
         if set(t) - {"tasks"} != keys:
             fail(f"tenant keys {sorted(t)}")
         if not isinstance(t["name"], str):
@@ -52,6 +52,9 @@ def main():
         res_obj(t["alloc"], t["name"] + ".alloc")
         if "tasks" in t:
             num(t["tasks"], t["name"] + ".tasks")
+        if set(t["declared"]) != set(doc["capacity"]) or \
+                not all(isinstance(v, bool) for v in t["declared"].values()):
+            fail(f"{t['name']}.declared {t['declared']!r}")
         if t["dominant_resource"] not in RES:
             fail(f"dominant_resource {t['dominant_resource']!r}")
         num(t["dominant_share"], "dominant_share")

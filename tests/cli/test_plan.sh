@@ -91,5 +91,32 @@ expect "unknown policy exits 64" 64 "$drfctl" plan -c "$ex" --policy fifo
 expect "unknown command exits 64" 64 "$drfctl" frobnicate
 expect "--compare --json exits 64" 64 "$drfctl" plan -c "$ex" --compare --json
 
+# Undeclared resources are marked, in the table and in the JSON.
+expect "undeclared plan runs" 0 "$drfctl" plan -c "$fix/undeclared.conf"
+if grep -Eq '^m +1 +3\.200\* +819\.2M ' "$tmp/out" && grep -Eq '^c +1 +0\.800 +6\.400G\* ' "$tmp/out" &&
+	grep -q '^\* not declared' "$tmp/out"; then
+	ok "undeclared resources are marked with * and a footnote"
+else
+	ko "undeclared resources are marked"
+	cat "$tmp/out"
+fi
+"$drfctl" plan -c "$fix/undeclared.conf" --json >"$tmp/out"
+if python3 "$here/check_json.py" m.declared.cpu=False m.declared.memory=True c.declared.cpu=True \
+	c.declared.memory=False <"$tmp/out"; then
+	ok "--json says which resources each tenant declared"
+else
+	ko "--json declared"
+fi
+# No tenants: a valid config, an empty plan.
+expect "a config without tenants plans" 0 "$drfctl" plan -c "$fix/no-tenants.conf"
+"$drfctl" plan -c "$fix/no-tenants.conf" --json >"$tmp/out"
+if python3 "$here/check_json.py" .capacity.cpu=4 <"$tmp/out" &&
+	python3 -c "import json,sys; sys.exit(json.load(open('$tmp/out'))['tenants'] != [])"; then
+	ok "no tenants: --json has an empty tenants list"
+else
+	ko "no tenants --json"
+fi
+# A stream that fails: exit 1, not a cut table with exit 0.
+expect "a full stdout exits 1" 1 sh -c "\"$drfctl\" plan -c \"$ex\" >/dev/full"
 echo "$pass passed, $failed failed"
 [ "$failed" -eq 0 ]

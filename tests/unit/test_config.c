@@ -217,7 +217,6 @@ static void test_sections(void **state)
 	expect_error("[capacity] junk\ncpu = 4\n", 1, "text after");
 	expect_error("[capacity]\ncpu = 4\n[tenant]\n", 3, "unknown section [tenant]");
 	expect_error("[capacity]\ncpu = 4\njust some words\n", 3, "expected 'key = value'");
-	expect_error("[capacity]\ncpu = 4\n", 0, "no tenants");
 	expect_error("[agent]\nmode = share\n[tenant a]\n", 0, "no resource has a capacity");
 }
 
@@ -440,6 +439,118 @@ static void test_missing_file(void **state)
 	assert_non_null(strstr(err, "not a regular file"));
 }
 
+/* A config without tenants is valid: drfd idles until a reload brings some. */
+static void test_no_tenants(void **state)
+{
+	struct drf_config c;
+
+	(void)state;
+	assert_int_equal(load_with("[capacity]\ncpu = 4\n", &t_fake_host, &c), 0);
+	assert_int_equal(c.n_tenants, 0);
+	drf_config_free(&c);
+}
+
+/* The [agent] keys of the service: defaults, values, and their errors. */
+static void test_agent_service_keys(void **state)
+{
+	struct drf_config c;
+
+	(void)state;
+	assert_int_equal(load_with("[capacity]\ncpu = 4\n", &t_fake_host, &c), 0);
+	assert_true(c.cgroup_root_auto);
+	assert_string_equal(c.cgroup_root, "/sys/fs/cgroup/drf.slice");
+	assert_string_equal(c.state_dir, "/var/lib/drfd");
+	assert_string_equal(c.status_socket, "/run/drfd/drfd.sock");
+	assert_null(c.status_group);
+	assert_close(c.verify_period_ms, 30000, 0, "verify-period");
+	drf_config_free(&c);
+	assert_int_equal(load_with("[agent]\ncgroup-root = /sys/fs/cgroup/x\nstate-dir = /srv/s\n"
+				   "status-socket = /run/x.sock\nstatus-group = drf-ops\n"
+				   "verify-period = 5s\ninterval = 500ms\n[capacity]\ncpu = 4\n",
+				   &t_fake_host, &c), 0);
+	assert_false(c.cgroup_root_auto);
+	assert_string_equal(c.cgroup_root, "/sys/fs/cgroup/x");
+	assert_string_equal(c.state_dir, "/srv/s");
+	assert_string_equal(c.status_socket, "/run/x.sock");
+	assert_string_equal(c.status_group, "drf-ops");
+	assert_close(c.verify_period_ms, 5000, 0, "verify-period");
+	drf_config_free(&c);
+	/* an interval past the default verify-period raises it */
+	assert_int_equal(load_with("[agent]\ninterval = 60s\n[capacity]\ncpu = 4\n", &t_fake_host,
+				   &c), 0);
+	assert_close(c.verify_period_ms, 60000, 0, "verify-period follows interval");
+	drf_config_free(&c);
+	expect_error("[agent]\nverify-period = 2s\ninterval = 5s\n[capacity]\ncpu = 4\n", 2,
+		     "shorter than interval");
+	expect_error("[agent]\nverify-period = 100ms\n[capacity]\ncpu = 4\n", 2, "between 1s");
+	expect_error("[agent]\nstate-dir = var/lib\n[capacity]\ncpu = 4\n", 2, "absolute");
+	expect_error("[agent]\nstatus-socket = /run/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+		     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.sock\n[capacity]\n"
+		     "cpu = 4\n", 2, "107 bytes");
+	expect_error("[agent]\nstatus-group = 9lives\n[capacity]\ncpu = 4\n", 2, "group name");
+	/* a cgroup-root that names a control file, or the filesystem's root */
+	expect_error("[agent]\ncgroup-root = /sys/fs/cgroup/x/cpu.max\n[capacity]\ncpu = 4\n", 2,
+		     "control file");
+	expect_error("[agent]\ncgroup-root = /sys/fs/cgroup/memory.high\n[capacity]\ncpu = 4\n",
+		     2, "control file");
+	expect_error("[agent]\ncgroup-root = /\n[capacity]\ncpu = 4\n", 2, "root of the");
+}
+
+/* What a new user tripped over: the messages name the real problem. */
+static void test_messages(void **state)
+{
+	(void)state;
+	expect_error("[capacity]\ncpu = 4\n[tenant a]\nweight = 70%\n", 4, "plain number");
+	expect_error("[capacity]\ncpu = 4 # four cores\n", 2, "comment only at the start");
+	/* the whole key name, not cut at 15 characters */
+	expect_error("[capacity]\ncpu = 4\n[tenant a]\ncpu = 1\ntask-io-write-bps = 1M\n", 5,
+		     "'task-io-write-bps'");
+	expect_error("[capacity]\ncpu = 4\nio-device = 8:0\nio-write-bps = 10M\n[tenant a]\n"
+		     "task-io-write-bps = 1M\nio-write-bps = 1M\n", 7, "'task-io-write-bps' at");
+}
+
+/* A FIFO is not read: refused at once, as the main file or in tenants.d. */
+static void test_fifo_refused(void **state)
+{
+	struct drf_config c;
+	char path[256];
+
+	(void)state;
+	alarm(10); /* a regression would hang in open(): fail instead */
+	snprintf(path, sizeof(path), "%s/fifo.conf", dir);
+	assert_int_equal(mkfifo(path, 0644), 0);
+	assert_int_equal(drf_config_load(path, &t_fake_host, &c, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "not a regular file"));
+	snprintf(path, sizeof(path), "%s/tenants.d", dir);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/tenants.d/x.conf", dir);
+	assert_int_equal(mkfifo(path, 0644), 0);
+	assert_int_equal(load_with("[capacity]\ncpu = 4\n", &t_fake_host, &c), -EINVAL);
+	assert_non_null(strstr(err, "x.conf: not a regular file"));
+	alarm(0);
+}
+
+/* Many tenants load, and a duplicate among them is still found (hashed names). */
+static void test_many_tenants(void **state)
+{
+	struct drf_config c;
+	size_t len = 0, cap = 1 << 20;
+	char *text = malloc(cap);
+
+	(void)state;
+	assert_non_null(text);
+	len += (size_t)snprintf(text + len, cap - len, "[capacity]\ncpu = 4\n");
+	for (int i = 0; i < 5000; i++)
+		len += (size_t)snprintf(text + len, cap - len, "[tenant t%d]\n", i);
+	assert_int_equal(load_with(text, &t_fake_host, &c), 0);
+	assert_int_equal(c.n_tenants, 5000);
+	assert_string_equal(c.tenants[4999].name, "t4999");
+	drf_config_free(&c);
+	snprintf(text + len, cap - len, "[tenant t1234]\n");
+	expect_error(text, 5003, "duplicate tenant 't1234' (first defined at");
+	free(text);
+}
+
 /* The parsed numbers mean what the units say. */
 static void test_units_in_context(void **state)
 {
@@ -479,6 +590,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_capacity_dependencies, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_missing_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_units_in_context, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_no_tenants, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_agent_service_keys, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_messages, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fifo_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_many_tenants, setup, teardown),
 	};
 
 	return cmocka_run_group_tests_name("config", tests, NULL, NULL);
