@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Allocation engine. See alloc.h for the contract and ALGORITHMS.md for the math.
+ * Allocation engine. See alloc.h for the contract, the README for the policies.
  *
  * Progressive filling is done exactly, by jumping from event to event instead of
  * raising the level in small steps. At level s an active tenant i holds
@@ -65,6 +65,49 @@ void drf_result_free(struct drf_result *r)
 	free(r->shares);
 	r->shares = NULL;
 	r->n = 0;
+}
+
+/* Scratch memory: the engine's, kept between calls, or the call's own. */
+static void *scratch_get(struct drf_engine *e, size_t size, void **own)
+{
+	*own = NULL;
+	if (!e)
+		return *own = malloc(size + 1);
+	if (size > e->cap) {
+		size_t cap = size > 2 * e->cap ? size : 2 * e->cap;
+		void *b = malloc(cap + 1);
+
+		if (!b)
+			return NULL;
+		free(e->buf);
+		e->buf = b;
+		e->cap = cap;
+	}
+	return e->buf;
+}
+
+/* Carves size bytes, 16-aligned, off *at. */
+static void *carve(char **at, size_t size)
+{
+	void *p = *at;
+
+	*at += (size + 15) & ~(size_t)15;
+	return p;
+}
+
+int drf_engine_init(struct drf_engine *e)
+{
+	memset(e, 0, sizeof(*e));
+	return 0;
+}
+
+void drf_engine_free(struct drf_engine *e)
+{
+	if (!e)
+		return;
+	free(e->buf);
+	free(e->shares);
+	memset(e, 0, sizeof(*e));
 }
 
 /* Participating resources, in index order. */
@@ -287,23 +330,27 @@ static void freeze(struct filler *f, size_t i, double level, int limited_by)
 }
 
 static int fill(const struct drf_problem *p, const struct resset *rs, enum drf_policy policy,
-		struct drf_result *out)
+		struct drf_result *out, struct drf_engine *e)
 {
 	struct filler f = { .p = p, .shares = out->shares, .n = p->n, .rs = *rs };
-	struct sortkey *keys = NULL, *tmp = NULL, *sorted;
-	size_t ncap = 0, next = 0, nnz = 0;
+	struct sortkey *keys, *tmp, *sorted;
+	size_t ncap = 0, next = 0, nnz = 0, um = (size_t)rs->m;
+	int m = rs->m;
 	double level = 0;
-	int m, ret = -ENOMEM;
+	void *own;
+	char *at = scratch_get(e, 16 * 6 + f.n * (sizeof(*f.delta) + um * sizeof(*f.coef) +
+					       sizeof(*f.frozen) + 2 * sizeof(*keys) +
+					       um * sizeof(*f.list)), &own);
 
-	m = f.rs.m;
-	f.delta = malloc(f.n * sizeof(*f.delta) + 1);
-	f.coef = malloc(f.n * m * sizeof(*f.coef) + 1);
-	f.frozen = calloc(f.n + 1, sizeof(*f.frozen));
-	keys = malloc(f.n * sizeof(*keys) + 1);
-	tmp = malloc(f.n * sizeof(*tmp) + 1);
-	f.list = malloc(f.n * m * sizeof(*f.list) + 1);
-	if (!f.delta || !f.coef || !f.frozen || !keys || !tmp || !f.list)
-		goto out_free;
+	if (!at)
+		return -ENOMEM;
+	f.delta = carve(&at, f.n * sizeof(*f.delta));
+	f.coef = carve(&at, f.n * um * sizeof(*f.coef));
+	f.frozen = carve(&at, f.n * sizeof(*f.frozen));
+	keys = carve(&at, f.n * sizeof(*keys));
+	tmp = carve(&at, f.n * sizeof(*tmp));
+	f.list = carve(&at, f.n * um * sizeof(*f.list));
+	memset(f.frozen, 0, f.n * sizeof(*f.frozen));
 
 	for (size_t i = 0; i < f.n; i++) {
 		const struct drf_demand *d = &p->demands[i];
@@ -398,15 +445,8 @@ static int fill(const struct drf_problem *p, const struct resset *rs, enum drf_p
 			if (!f.frozen[f.list[j]])
 				freeze(&f, f.list[j], level, f.rs.res[sat_k]);
 	}
-	ret = 0;
-out_free:
-	free(f.list);
-	free(tmp);
-	free(keys);
-	free(f.frozen);
-	free(f.coef);
-	free(f.delta);
-	return ret;
+	free(own);
+	return 0;
 }
 
 /*
@@ -414,18 +454,20 @@ out_free:
  * on r is max_units * shape_r (infinite for unlimited tasks).
  */
 static int water_fill(const struct drf_problem *p, const struct resset *prs,
-		      struct drf_result *out)
+		      struct drf_result *out, struct drf_engine *e)
 {
 	struct sortkey *keys, *tmp, *sorted;
 	const struct resset rs = *prs;
 	double *suffix_w;
-	int ret = -ENOMEM;
+	void *own;
+	char *at = scratch_get(e, 16 * 3 + p->n * 2 * sizeof(*keys) +
+				       (p->n + 1) * sizeof(*suffix_w), &own);
 
-	keys = malloc(p->n * sizeof(*keys) + 1);
-	tmp = malloc(p->n * sizeof(*tmp) + 1);
-	suffix_w = malloc((p->n + 1) * sizeof(*suffix_w));
-	if (!keys || !tmp || !suffix_w)
-		goto out_free;
+	if (!at)
+		return -ENOMEM;
+	keys = carve(&at, p->n * sizeof(*keys));
+	tmp = carve(&at, p->n * sizeof(*tmp));
+	suffix_w = carve(&at, (p->n + 1) * sizeof(*suffix_w));
 
 	for (int k = 0; k < rs.m; k++) {
 		int r = rs.res[k];
@@ -485,12 +527,8 @@ static int water_fill(const struct drf_problem *p, const struct resset *prs,
 		s->units = min2(units, d->max_units);
 		s->limited_by = lim;
 	}
-	ret = 0;
-out_free:
-	free(suffix_w);
-	free(tmp);
-	free(keys);
-	return ret;
+	free(own);
+	return 0;
 }
 
 static int result_init(const struct drf_problem *p, struct drf_result *r)
@@ -501,9 +539,9 @@ static int result_init(const struct drf_problem *p, struct drf_result *r)
 	return r->shares ? 0 : -ENOMEM;
 }
 
-int drf_allocate(const struct drf_problem *p, enum drf_policy policy, struct drf_result *ret)
+static int allocate(const struct drf_problem *p, enum drf_policy policy, struct drf_result *out,
+		    struct drf_engine *e)
 {
-	struct drf_result out;
 	struct resset rs;
 	int err;
 
@@ -512,19 +550,61 @@ int drf_allocate(const struct drf_problem *p, enum drf_policy policy, struct drf
 	err = validate(p, &rs);
 	if (err < 0)
 		return err;
+	if (policy == DRF_POLICY_PER_RESOURCE)
+		err = water_fill(p, &rs, out, e);
+	else
+		err = fill(p, &rs, policy, out, e);
+	if (err < 0)
+		return err;
+	finish_result(p, out);
+	return 0;
+}
+
+int drf_allocate(const struct drf_problem *p, enum drf_policy policy, struct drf_result *ret)
+{
+	struct drf_result out;
+	int err;
+
+	if ((unsigned)policy >= DRF_NPOLICY)
+		return -EINVAL;
 	err = result_init(p, &out);
 	if (err < 0)
 		return err;
-	if (policy == DRF_POLICY_PER_RESOURCE)
-		err = water_fill(p, &rs, &out);
-	else
-		err = fill(p, &rs, policy, &out);
+	err = allocate(p, policy, &out, NULL);
 	if (err < 0) {
 		drf_result_free(&out);
 		return err;
 	}
-	finish_result(p, &out);
 	*ret = out;
+	return 0;
+}
+
+int drf_engine_allocate(struct drf_engine *e, const struct drf_problem *p, enum drf_policy policy,
+			struct drf_result *ret)
+{
+	int err;
+
+	if ((unsigned)policy >= DRF_NPOLICY)
+		return -EINVAL;
+	if (!e->shares || e->shares_cap < p->n) {
+		size_t cap = p->n > 2 * e->shares_cap ? p->n : 2 * e->shares_cap;
+		struct drf_share *ns = malloc((cap + 1) * sizeof(*ns));
+
+		if (!ns)
+			return -ENOMEM;
+		free(e->shares);
+		e->shares = ns;
+		e->shares_cap = cap;
+	}
+	/* Every share starts from zero, as calloc() gives drf_allocate(). */
+	memset(e->shares, 0, p->n * sizeof(*e->shares));
+	e->result.n = p->n;
+	e->result.shares = e->shares;
+	memset(e->result.unallocated, 0, sizeof(e->result.unallocated));
+	err = allocate(p, policy, &e->result, e);
+	if (err < 0)
+		return err;
+	*ret = e->result;
 	return 0;
 }
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The allocation engine: a pure function of (capacities, demands). No I/O, no
- * logging, no globals. See ALGORITHMS.md for the policies and their properties.
+ * logging, no globals. The README's "Policies" says what each computes.
  *
  * Every tenant's demand is a shape vector and a bound on how many copies of it
  * the tenant can use:
@@ -82,6 +82,27 @@ int drf_allocate(const struct drf_problem *p, enum drf_policy policy, struct drf
 int drf_allocate_discrete(const struct drf_problem *p, struct drf_result *ret);
 
 void drf_result_free(struct drf_result *r);
+
+/*
+ * The engine for repeated allocations (the daemon, every tick): it keeps its
+ * scratch memory and its result's shares between calls, so a call of the same
+ * size allocates nothing. The result drf_engine_allocate() returns points into
+ * the engine: valid until its next call or drf_engine_free(), and never passed
+ * to drf_result_free(). Results are bit-identical to drf_allocate()'s.
+ */
+struct drf_engine {
+	void *buf;                 /* scratch */
+	size_t cap;
+	struct drf_share *shares;  /* the result's */
+	size_t shares_cap;
+	struct drf_result result;
+};
+
+int drf_engine_init(struct drf_engine *e);
+/* As drf_allocate(); on failure the engine stays usable. */
+int drf_engine_allocate(struct drf_engine *e, const struct drf_problem *p, enum drf_policy policy,
+			struct drf_result *ret);
+void drf_engine_free(struct drf_engine *e);
 
 /* "drf", "asset", "per-resource" */
 const char *drf_policy_name(enum drf_policy p);

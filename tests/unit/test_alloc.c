@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
- * The worked examples of ALGORITHMS.md, exactly, and the engine's edge cases.
+ * The worked examples (E1-E5 of the README's policies), exactly, and the engine's
+ * edge cases.
  * Expected numbers are written beside each test, derived by hand in the comment.
  */
 #include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "testlib.h"
@@ -348,6 +350,62 @@ static void test_task_count_cap(void **state)
 	drf_result_free(&r);
 }
 
+/*
+ * The engine, reused across problems that grow and shrink in n and m under all
+ * three policies, gives bit-identical results to fresh drf_allocate() calls;
+ * a malformed problem is refused and leaves it usable.
+ */
+static void test_engine_reuse(void **state)
+{
+	static const size_t sizes[] = { 5, 300, 1, 2000, 40, 0, 700, 3 };
+	struct drf_demand *d = calloc(2000, sizeof(*d));
+	struct rng g = { 7 };
+	struct drf_engine e;
+
+	(void)state;
+	assert_non_null(d);
+	assert_int_equal(drf_engine_init(&e), 0);
+	for (size_t round = 0; round < 3 * sizeof(sizes) / sizeof(sizes[0]); round++) {
+		size_t n = sizes[round % (sizeof(sizes) / sizeof(sizes[0]))];
+		struct drf_problem p = { .n = n, .demands = d };
+		int m = 1 + (int)(round % DRF_NRES);
+
+		for (int r = 0; r < DRF_NRES; r++)
+			p.capacity[r] = r < m ? rng_log(&g, 1, 1e12) : 0;
+		for (size_t i = 0; i < n; i++) {
+			d[i].weight = rng_log(&g, 0.1, 100);
+			d[i].max_units = rng_unit(&g) < 0.5 ? 1 : INFINITY;
+			for (int r = 0; r < DRF_NRES; r++)
+				d[i].shape[r] = rng_unit(&g) < 0.2 ? 0 : rng_log(&g, 1e-3, 1) *
+							 (p.capacity[r] > 0 ? p.capacity[r] : 1);
+			d[i].shape[round % DRF_NRES % m] += 1; /* needs something shared */
+		}
+		for (int pol = 0; pol < DRF_NPOLICY; pol++) {
+			struct drf_result fresh, reused;
+
+			assert_int_equal(drf_allocate(&p, pol, &fresh), 0);
+			assert_int_equal(drf_engine_allocate(&e, &p, pol, &reused), 0);
+			assert_int_equal(reused.n, n);
+			assert_memory_equal(fresh.unallocated, reused.unallocated,
+					    sizeof(fresh.unallocated));
+			if (n)
+				assert_memory_equal(fresh.shares, reused.shares,
+						    n * sizeof(*fresh.shares));
+			drf_result_free(&fresh);
+		}
+		if (n) {
+			struct drf_result r;
+			double w = d[0].weight;
+
+			d[0].weight = -1;
+			assert_int_equal(drf_engine_allocate(&e, &p, DRF_POLICY_DRF, &r), -EINVAL);
+			d[0].weight = w;
+		}
+	}
+	drf_engine_free(&e);
+	free(d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -365,6 +423,7 @@ int main(void)
 		cmocka_unit_test(test_discrete_too_many),
 		cmocka_unit_test(test_discrete_ties_and_skip),
 		cmocka_unit_test(test_task_count_cap),
+		cmocka_unit_test(test_engine_reuse),
 	};
 
 	return cmocka_run_group_tests_name("alloc", tests, NULL, NULL);
