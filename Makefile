@@ -6,7 +6,9 @@
 #   make check-vm             the real-kernel tests, in a QEMU VM
 #   make check-all            check with gcc and clang, ASan and UBSan, shellcheck, check-vm
 #   make bench                allocation benchmarks (tests/bench/)
-#   make install PREFIX=/usr/local DESTDIR=
+#   make install PREFIX=/usr/local DESTDIR=   (SYSCONFDIR=/etc)
+#   make deb                  the Debian package, in .output/deb/
+#   make lintian              the package checked by lintian
 #   make SANITIZER=address|undefined check
 #
 # Each compiler/sanitizer variant builds into its own folder under .output/.
@@ -15,6 +17,16 @@ CC ?= cc
 SANITIZER ?=
 PREFIX ?= /usr/local
 DESTDIR ?=
+SBINDIR ?= $(PREFIX)/sbin
+LIBEXECDIR ?= $(PREFIX)/libexec
+BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
+DOCDIR ?= $(PREFIX)/share/doc/drfd
+SYSCONFDIR ?= /etc
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+# Debian keeps units in /lib/systemd/system; /usr/local/lib/systemd/system is
+# on systemd's search path too.
+UNITDIR ?= $(if $(filter /usr,$(PREFIX)),/lib/systemd/system,$(PREFIX)/lib/systemd/system)
 
 VARIANT := $(notdir $(CC))$(if $(SANITIZER),-$(SANITIZER))
 BUILD ?= .output/$(VARIANT)
@@ -27,7 +39,7 @@ INCLUDES := -Iagent/core -Iagent/config -Iagent/daemon -Iagent/cli -Icgroupfs
 # optimization and debug flags without dropping what the build needs.
 VERSION := 0.3.0
 DRF_CFLAGS := -std=c11 -D_GNU_SOURCE -pthread $(WARN) $(INCLUDES) -Itests/lib -MMD -MP \
-	-DDRF_VERSION='"$(VERSION)"'
+	-DDRF_VERSION='"$(VERSION)"' -DDRF_SYSCONFDIR='"$(SYSCONFDIR)"'
 LDFLAGS ?=
 LDLIBS := -linih -lcgroup -lsystemd -lm -pthread
 
@@ -55,6 +67,9 @@ LIB_SRCS := agent/config/config.c agent/config/desired.c agent/cli/plan.c \
 LIB := $(BUILD)/libdrf.a
 
 BINS := $(BUILD)/drfctl $(BUILD)/drfd
+# Man pages, written in scdoc (deploy/man/), the same for every variant.
+MANS := $(patsubst deploy/man/%.scd,.output/man/%,$(wildcard deploy/man/*.scd))
+DEB_DIR := .output/deb
 
 UNIT_TESTS := test_units test_alloc test_props test_config test_fuzz_config test_cgroupfs \
 	test_reload_mem
@@ -65,13 +80,17 @@ BENCH_TICK_BIN := $(BUILD)/tests/bench_tick
 TESTLIB_OBJS := $(BUILD)/tests/lib/fakecg.o
 
 .PHONY: all demo check check-unit check-cli check-vm check-all check-tsan valgrind bench clean \
-	shellcheck
+	shellcheck install deb lintian
 
-all: $(BINS)
+all: $(BINS) $(MANS)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(DRF_CFLAGS) $(CFLAGS) -c -o $@ $<
+	$(CC) $(DRF_CFLAGS) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+.output/man/%: deploy/man/%.scd
+	@mkdir -p $(dir $@)
+	scdoc <$< >$@.tmp && mv $@.tmp $@
 
 $(CORE_LIB): $(CORE_SRCS:%.c=$(BUILD)/%.o)
 	$(AR) rcs $@ $^
@@ -120,9 +139,11 @@ check-unit: $(UNIT_BINS)
 	done
 
 # Real-kernel tests in a QEMU VM (tests/vm/run.sh: Debian's kernel under TCG).
-check-vm: $(BINS)
+# t_systemd installs the Debian package in the VM: it is built first.
+VM_TESTS ?=
+check-vm: $(BINS) deb
 	@echo "== tests/vm/run.sh"
-	@tests/vm/run.sh $(BUILD)
+	@tests/vm/run.sh $(BUILD) $(VM_TESTS)
 
 check-cli: $(BINS)
 	@echo "== tests/cli/test_plan.sh"
@@ -131,6 +152,8 @@ check-cli: $(BINS)
 	@DRFD=$(abspath $(BUILD)/drfd) tests/cli/test_drfd.sh
 	@echo "== tests/cli/test_drfctl.sh"
 	@DRFCTL=$(abspath $(BUILD)/drfctl) DRFD=$(abspath $(BUILD)/drfd) tests/cli/test_drfctl.sh
+	@echo "== tests/cli/test_completion.sh"
+	@DRFCTL=$(abspath $(BUILD)/drfctl) tests/cli/test_completion.sh
 
 # The memory-tightening worker thread under ThreadSanitizer.
 check-tsan:
@@ -157,7 +180,8 @@ check-all:
 	$(MAKE) check-vm CC=gcc
 
 shellcheck:
-	shellcheck -x $(wildcard deploy/*.sh tests/*/*.sh) tests/vm/init .ci/run
+	shellcheck -x $(wildcard deploy/*.sh tests/*/*.sh) tests/vm/init .ci/run deploy/systemd/drfd-hold
+	shellcheck -s bash deploy/bash-completion/drfctl
 
 bench: $(BENCH_BIN) $(BENCH_TICK_BIN)
 	@echo "command: make bench ($(BENCH_BIN), CC=$(CC) CFLAGS='$(DRF_CFLAGS) $(CFLAGS)')"
@@ -168,12 +192,47 @@ bench: $(BENCH_BIN) $(BENCH_TICK_BIN)
 	$(BENCH_TICK_BIN) 1000 reload 101
 	$(BENCH_TICK_BIN) 10000 reload 21
 
+# Per the FHS. Files in SYSCONFDIR are never overwritten: an existing config is
+# the administrator's.
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/drfd/examples/tenants.d
-	install -m 0755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
-	install -m 0644 deploy/examples/drfd.conf $(DESTDIR)$(PREFIX)/share/drfd/examples/
-	install -m 0644 deploy/examples/tenants.d/*.conf \
-		$(DESTDIR)$(PREFIX)/share/drfd/examples/tenants.d/
+	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man5 \
+		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(UNITDIR) \
+		$(DESTDIR)$(SYSCONFDIR)/drfd/tenants.d $(DESTDIR)$(DOCDIR)/examples/tenants.d \
+		$(DESTDIR)$(LIBEXECDIR)/drfd
+	install -m 0755 $(BUILD)/drfd $(DESTDIR)$(SBINDIR)/drfd
+	install -m 0755 deploy/systemd/drfd-hold $(DESTDIR)$(LIBEXECDIR)/drfd/drfd-hold
+	install -m 0755 $(BUILD)/drfctl $(DESTDIR)$(BINDIR)/drfctl
+	install -m 0644 $(filter %.5,$(MANS)) $(DESTDIR)$(MANDIR)/man5/
+	install -m 0644 $(filter %.8,$(MANS)) $(DESTDIR)$(MANDIR)/man8/
+	install -m 0644 deploy/bash-completion/drfctl $(DESTDIR)$(BASHCOMPDIR)/drfctl
+	for u in deploy/systemd/*.service; do \
+		sed 's|/usr/sbin/drfd|$(SBINDIR)/drfd|; s|/usr/libexec/drfd|$(LIBEXECDIR)/drfd|' \
+			$$u >$(DESTDIR)$(UNITDIR)/$${u##*/} && \
+		chmod 0644 $(DESTDIR)$(UNITDIR)/$${u##*/} || exit 1; \
+	done
+	@set -e; for f in drfd.conf tenants.d/example.conf; do \
+		dst=$(DESTDIR)$(SYSCONFDIR)/drfd/$$f; \
+		if [ -e "$$dst" ]; then echo "install: keeping $$dst, which exists"; \
+		else install -m 0644 deploy/etc/$$f "$$dst"; fi; \
+	done
+	install -m 0644 deploy/examples/drfd.conf $(DESTDIR)$(DOCDIR)/examples/
+	install -m 0644 deploy/examples/tenants.d/*.conf $(DESTDIR)$(DOCDIR)/examples/tenants.d/
+
+# The Debian package, built from a copy of the tree so that its outputs stay
+# in .output/deb (dpkg-buildpackage writes the .deb beside the source). Its
+# tests are the ones `make check-all` runs; the package build skips them.
+deb:
+	rm -rf $(DEB_DIR)
+	mkdir -p $(DEB_DIR)/drfd-$(VERSION)
+	tar -c --exclude=./.output --exclude=./.git . | tar -x -C $(DEB_DIR)/drfd-$(VERSION)
+	cd $(DEB_DIR)/drfd-$(VERSION) && DEB_BUILD_OPTIONS=nocheck dpkg-buildpackage -b -us -uc \
+		>../build.log 2>&1 || { tail -n 40 ../build.log; exit 1; }
+	@ls $(DEB_DIR)/*.deb
+
+# Errors and warnings fail; each override in debian/drfd.lintian-overrides
+# says why it is there.
+lintian: deb
+	lintian --fail-on error,warning --display-info $(DEB_DIR)/drfd_$(VERSION)_*.changes
 
 clean:
 	rm -rf .output

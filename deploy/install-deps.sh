@@ -7,9 +7,11 @@ packages=(
 	# build
 	make gcc clang llvm pkg-config git
 	libinih-dev libcgroup-dev libbpf-dev bpftool libnl-3-dev libnl-route-3-dev
-	libsystemd-dev
+	libsystemd-dev scdoc
+	# the Debian package
+	dpkg-dev debhelper fakeroot lintian
 	# tests
-	libcmocka-dev python3 shellcheck iproute2
+	libcmocka-dev python3 shellcheck iproute2 bash-completion valgrind
 	# the real-kernel test VM (tests/vm): QEMU and Debian's kernel
 	qemu-system-x86 linux-image-amd64 busybox-static cpio kmod
 )

@@ -5,7 +5,10 @@
 
 #include <stdio.h>
 
-#define DRFCTL_DEFAULT_CONFIG "/etc/drfd/drfd.conf"
+#ifndef DRF_SYSCONFDIR
+#define DRF_SYSCONFDIR "/etc"
+#endif
+#define DRFCTL_DEFAULT_CONFIG DRF_SYSCONFDIR "/drfd/drfd.conf"
 #define DRFCTL_DEFAULT_SOCKET "/run/drfd/drfd.sock"
 
 /* drfctl's exit codes (drfctl(8)); the other commands' are 0, 1 and 64. */

@@ -50,8 +50,8 @@ int drfctl_help(FILE *out, const char *cmd)
 {
 	size_t n = sizeof(cmds) / sizeof(cmds[0]);
 
-	for (size_t i = 0; i < n; i++) {
-		if (cmd && strcmp(cmd, cmds[i].name) != 0)
+	for (size_t i = 0; cmd && i < n; i++) {
+		if (strcmp(cmd, cmds[i].name) != 0)
 			continue;
 		fprintf(out, "usage: %s\n\n%s", cmds[i].synopsis, cmds[i].text);
 		return 0;

@@ -99,7 +99,7 @@ static int fallback(const char *path, const char *sock, bool json)
 	r = drf_enforced_load(&e, path, NULL, err, sizeof(err));
 	if (r < 0) {
 		fprintf(stderr, "drfctl: %s\n", err);
-		return r == -EINVAL ? DRFCTL_EXIT_CONFIG : EXIT_FAILURE;
+		return r == -ENOMEM ? EXIT_FAILURE : DRFCTL_EXIT_CONFIG;
 	}
 	cli_root(&e.cfg, sock, root, sizeof(root));
 	drf_cgroup2_mount_of(root, mount, sizeof(mount));

@@ -27,13 +27,16 @@
 #ifndef DRF_VERSION
 #define DRF_VERSION "0.3.0"
 #endif
-#define DEFAULT_CONFIG "/etc/drfd/drfd.conf"
+#ifndef DRF_SYSCONFDIR
+#define DRF_SYSCONFDIR "/etc"
+#endif
+#define DEFAULT_CONFIG DRF_SYSCONFDIR "/drfd/drfd.conf"
 
 /* drfd's exit codes, one per kind of problem (drfd(8)). */
 enum {
 	EXIT_OK = 0,
 	EXIT_FAIL = 1,
-	EXIT_CONFIG = 2,  /* the config is invalid */
+	EXIT_CONFIG = 2,  /* the config cannot be read, or is invalid */
 	EXIT_CGROUP = 3,  /* no usable cgroup v2 (v1/hybrid host, missing controllers) */
 	EXIT_DEVICE = 4,  /* io-device missing or a partition */
 	EXIT_ROOT = 5,    /* cgroup-root cannot be created, written, holds processes, not cgroup2 */
@@ -244,12 +247,13 @@ int main(int argc, char **argv)
 	r = drf_enforced_load(&d.plan, o.config, NULL, err, sizeof(err));
 	if (r < 0) {
 		drf_log(LOG_ERR, "%s", err);
-		return r == -EINVAL ? EXIT_CONFIG : EXIT_FAIL;
+		return r == -ENOMEM ? EXIT_FAIL : EXIT_CONFIG;
 	}
 	if (d.plan.cfg.cgroup_root_auto) {
 		r = drf_resolve_auto_root(d.plan.cfg.cgroup_root, root, sizeof(root), &how);
 		if (r < 0) {
-			drf_log(LOG_ERR, "cgroup-root = auto: %s", strerror(-r));
+			drf_log(LOG_ERR, "cgroup-root = auto: %s",
+				r == -ENOENT ? how : strerror(-r));
 			ret = EXIT_ROOT;
 			goto out;
 		}

@@ -300,9 +300,14 @@ int drf_resolve_auto_root(const char *fallback, char *ret, size_t len, const cha
 		     DRF_TENANTS_UNIT);
 	if (n < 0 || (size_t)n >= sizeof(path))
 		goto fallback;
-	*ret_how = "run by systemd, but " DRF_TENANTS_UNIT " is not running beside drfd's unit";
+	/*
+	 * Under systemd, a cgroup outside what it delegated is systemd's to write:
+	 * no fallback to drf.slice there, which would break its single-writer rule.
+	 */
+	*ret_how = "run by systemd, but " DRF_TENANTS_UNIT " is not running beside drfd's unit "
+		   "(systemctl start " DRF_TENANTS_UNIT ", or set cgroup-root)";
 	if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
-		goto fallback;
+		return -ENOENT;
 	if ((size_t)n >= len)
 		return -ENAMETOOLONG;
 	memcpy(ret, path, (size_t)n + 1);

@@ -38,8 +38,9 @@ int drf_cgroup2_mount_of(const char *path, char *ret, size_t len);
 /*
  * `cgroup-root = auto`: when systemd runs drfd (INVOCATION_ID is set) and the
  * delegated cgroup of DRF_TENANTS_UNIT sits beside drfd's own cgroup, that
- * cgroup; otherwise the default root. Writes the path into ret; ret_how says
- * which rule applied, for the log. Returns 0 or -ENAMETOOLONG.
+ * cgroup; when systemd runs drfd without that unit, -ENOENT (ret_how says
+ * why); otherwise the default root. Writes the path into ret; ret_how says
+ * which rule applied, for the log. Returns 0, -ENOENT or -ENAMETOOLONG.
  */
 int drf_resolve_auto_root(const char *fallback, char *ret, size_t len, const char **ret_how);
 

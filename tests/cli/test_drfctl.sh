@@ -26,6 +26,17 @@ for cmd in plan status exec help; do
 		ko "drfctl help $cmd (exit $rc, $rc2)"
 	fi
 done
+# The overview (drfctl help, drfctl --help) lists every command, not one.
+"$drfctl" help >"$tmp/out" 2>"$tmp/err"
+rc=$?
+"$drfctl" --help >"$tmp/out2" 2>&1
+rc2=$?
+n=$(grep -cE '^  drfctl (plan|status|exec|help) ' "$tmp/out")
+if [ $rc -eq 0 ] && [ $rc2 -eq 0 ] && [ "$n" -eq 4 ] && cmp -s "$tmp/out" "$tmp/out2"; then
+	ok "drfctl help and drfctl --help list all 4 commands"
+else
+	ko "drfctl help lists $n of 4 commands (exit $rc, $rc2)"
+fi
 "$drfctl" help bogus >"$tmp/out" 2>"$tmp/err"
 rc=$?
 if [ $rc -eq 64 ]; then ok "drfctl help of an unknown command exits 64"; else ko "help bogus exit $rc"; fi

@@ -25,6 +25,11 @@ else
 	ko "config error exits 2 with FILE:LINE (exit $rc)"
 fi
 
+# A config that cannot be read is a config error too, as for drfctl plan.
+"$drfd" -c "$tmp/no-such.conf" --once >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ $rc -eq 2 ]; then ok "a missing config exits 2"; else ko "a missing config exits 2 (exit $rc)"; fi
+
 "$drfd" -c "$ex" --dry-run >"$tmp/out" 2>"$tmp/err"
 rc=$?
 if [ $rc -eq 0 ] && grep -q "^write /sys/fs/cgroup/drf.slice/A/cpu.weight 5000$" "$tmp/out" &&

@@ -4,7 +4,9 @@
 # deploy/demo.sh. Source it, then:
 #   vm_prepare OUTDIR       finds the kernel, builds the initramfs; 1 + VM_WHY if it cannot
 #   vm_boot SCRIPT RESULTS BUILD DISK
-#                           boots, runs SCRIPT in the guest with RESULTS as /mnt/results
+#                           boots, runs SCRIPT in the guest with RESULTS as /mnt/results;
+#                           a script with a line "# vm-mode: systemd" runs under
+#                           Debian's systemd as PID 1 (see init), the others in a chroot
 vm_here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 vm_top=$(cd "$vm_here/../.." && pwd)
 VM_KV='' VM_INITRD='' VM_WHY=''
@@ -30,11 +32,16 @@ vm_prepare() {
 }
 
 vm_boot() {
-	local script=$1 res=$2 build=$3 disk=$4
+	local script=$1 res=$2 build=$3 disk=$4 mode=chroot extra=''
+	if grep -q '^# vm-mode: systemd$' "$script"; then
+		mode=systemd
+		# Pure cgroup v2, as on a Debian 12 host booted with it.
+		extra='systemd.unified_cgroup_hierarchy=1 systemd.show_status=0'
+	fi
 	# Generous: TCG emulates every instruction, and tests run 10 s windows.
-	timeout 600 qemu-system-x86_64 -accel tcg -m 2048 -smp 2 -nographic -no-reboot \
+	timeout 900 qemu-system-x86_64 -accel tcg -m 2048 -smp 2 -nographic -no-reboot \
 		-kernel "/boot/vmlinuz-$VM_KV" -initrd "$VM_INITRD" \
-		-append "console=ttyS0 quiet panic=-1 drf.script=$script drf.build=$build drf.top=$vm_top" \
+		-append "console=ttyS0 quiet panic=-1 $extra drf.mode=$mode drf.script=$script drf.build=$build drf.top=$vm_top" \
 		-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
 		-virtfs "local,path=$res,mount_tag=results,security_model=none" \
 		-drive "file=$disk,if=virtio,format=raw" >"$res/serial.log" 2>&1
