@@ -154,6 +154,8 @@ check-cli: $(BINS)
 	@DRFCTL=$(abspath $(BUILD)/drfctl) DRFD=$(abspath $(BUILD)/drfd) tests/cli/test_drfctl.sh
 	@echo "== tests/cli/test_completion.sh"
 	@DRFCTL=$(abspath $(BUILD)/drfctl) tests/cli/test_completion.sh
+	@echo "== tests/cli/test_install.sh"
+	@BUILD=$(BUILD) MAKE=$(MAKE) tests/cli/test_install.sh
 
 # The memory-tightening worker thread under ThreadSanitizer.
 check-tsan:
@@ -177,6 +179,7 @@ check-all:
 	$(MAKE) check-tsan
 	$(MAKE) valgrind CC=gcc
 	$(MAKE) shellcheck
+	$(MAKE) lintian
 	$(MAKE) check-vm CC=gcc
 
 shellcheck:

@@ -109,7 +109,11 @@ static int fallback(const char *path, const char *sock, bool json)
 			drf_enforced_free(&e);
 			return EXIT_FAILURE;
 		}
-		drf_knobs_compute(&e.cfg, &e.problem, &e.result, &io, e.knobs);
+		if (drf_enforced_map(&e, &io) < 0) {
+			fprintf(stderr, "drfctl: out of memory\n");
+			drf_enforced_free(&e);
+			return EXIT_FAILURE;
+		}
 	}
 	r = cgfs_open(&fs, root, false, &cgfs_real_ops, NULL);
 	if (r < 0) {

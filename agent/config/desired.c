@@ -29,9 +29,29 @@ int drf_enforced_load(struct drf_enforced *ret, const char *path, const struct d
 		drf_config_free(&n.cfg);
 		return r == -EINVAL ? -EIO : r;
 	}
-	drf_knobs_compute(&n.cfg, &n.problem, &n.result, io, n.knobs);
 	n.loaded = true;
+	r = drf_enforced_map(&n, io);
+	if (r < 0) {
+		snprintf(err, len, "%s: cannot map the allocation to knobs: %s", path, strerror(-r));
+		drf_enforced_free(&n);
+		return r;
+	}
 	*ret = n;
+	return 0;
+}
+
+int drf_enforced_map(struct drf_enforced *e, const struct drf_io_target *io)
+{
+	struct drf_inner *inner = NULL;
+	size_t n_inner = 0;
+	int r;
+
+	r = drf_knobs_compute(&e->cfg, &e->problem, &e->result, io, e->knobs, &inner, &n_inner);
+	if (r < 0)
+		return r;
+	drf_inner_free(e->inner, e->n_inner);
+	e->inner = inner;
+	e->n_inner = n_inner;
 	return 0;
 }
 
@@ -40,6 +60,9 @@ void drf_enforced_free(struct drf_enforced *e)
 	if (!e->loaded)
 		return;
 	free(e->knobs);
+	drf_inner_free(e->inner, e->n_inner);
+	e->inner = NULL;
+	e->n_inner = 0;
 	drf_result_free(&e->result);
 	free(e->demands);
 	drf_config_free(&e->cfg);

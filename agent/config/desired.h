@@ -19,7 +19,9 @@ struct drf_enforced {
 	struct drf_problem problem;
 	struct drf_demand *demands;
 	struct drf_result result;
-	struct drf_knobs *knobs;
+	struct drf_knobs *knobs;        /* per tenant */
+	struct drf_inner *inner;        /* inner nodes of nested tenant paths, parents first */
+	size_t n_inner;
 	bool loaded;
 };
 
@@ -31,5 +33,11 @@ struct drf_enforced {
 int drf_enforced_load(struct drf_enforced *ret, const char *path, const struct drf_io_target *io,
 		      char *err, size_t len);
 void drf_enforced_free(struct drf_enforced *e);
+
+/*
+ * (Re)maps the allocation of a loaded e to knobs for io, e.g. once the io
+ * device's scheduler is known. Returns 0 or -ENOMEM (e keeps its old knobs).
+ */
+int drf_enforced_map(struct drf_enforced *e, const struct drf_io_target *io);
 
 #endif

@@ -3,10 +3,12 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 
 #include "cgroupfs.h"
 
@@ -142,15 +144,21 @@ unsigned drf_knobs_uncapped(const struct drf_config *c, const struct drf_problem
 	return bits;
 }
 
-/* A tenant's io share: the larger of its read and write shares. */
-static double io_share(const struct drf_problem *p, const struct drf_share *s)
+/* An io allocation's share: the larger of its read and write shares. */
+static double io_share_of(const struct drf_problem *p, double rd, double wr)
 {
 	double v = 0;
 
-	for (int r = DRF_RES_IO_READ; r <= DRF_RES_IO_WRITE; r++)
-		if (p->capacity[r] > 0)
-			v = fmax(v, s->alloc[r] / p->capacity[r]);
+	if (p->capacity[DRF_RES_IO_READ] > 0)
+		v = fmax(v, rd / p->capacity[DRF_RES_IO_READ]);
+	if (p->capacity[DRF_RES_IO_WRITE] > 0)
+		v = fmax(v, wr / p->capacity[DRF_RES_IO_WRITE]);
 	return v;
+}
+
+static double io_share(const struct drf_problem *p, const struct drf_share *s)
+{
+	return io_share_of(p, s->alloc[DRF_RES_IO_READ], s->alloc[DRF_RES_IO_WRITE]);
 }
 
 /* "rbps=N|max wbps=N|max" for an allocation or demand vector. */
@@ -171,23 +179,218 @@ static void io_limits(char *buf, size_t len, const struct drf_io_target *io, dou
 	snprintf(buf, len, "%u:%u rbps=%s wbps=%s riops=max wiops=max", io->major, io->minor, r, w);
 }
 
-void drf_knobs_compute(const struct drf_config *c, const struct drf_problem *p,
-		       const struct drf_result *res, const struct drf_io_target *io,
-		       struct drf_knobs *ret)
+/*
+ * Nested tenant paths ("team/web"): cgroup v2 divides among siblings only, so
+ * weights are proportional to the allocation of each node's whole subtree
+ * among its siblings, and an inner node (a path component that is no tenant)
+ * gets the sum of its tenants' allocations. A flat config, where every tenant
+ * is a sibling of every other, needs none of this.
+ */
+struct tree_node {
+	const char *path;
+	size_t len;
+	size_t parent;           /* index + 1 of the parent node; 0: a child of the root */
+	double cpu, mem, rd, wr; /* the allocation of the subtree */
+};
+
+struct tree {
+	struct tree_node *v;     /* v[i] is tenant i for i < n_tenants, then inner nodes */
+	size_t n, n_tenants;
+	size_t *slot;            /* hash of path -> index + 1 */
+	size_t cap;
+	double *gcpu, *gio;      /* per group (parent index + 1): the largest cpu, io share */
+};
+
+static uint64_t path_hash(const char *s, size_t n)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
+	return h;
+}
+
+/* The node of path[0..len), added (an inner node) if new; its index, or -ENOMEM. */
+static ssize_t tree_node_of(struct tree *t, const char *path, size_t len)
+{
+	size_t mask = t->cap - 1, h = (size_t)path_hash(path, len) & mask;
+
+	while (t->slot[h]) {
+		struct tree_node *x = &t->v[t->slot[h] - 1];
+
+		if (x->len == len && memcmp(x->path, path, len) == 0)
+			return (ssize_t)(t->slot[h] - 1);
+		h = (h + 1) & mask;
+	}
+	t->v[t->n] = (struct tree_node){ .path = path, .len = len };
+	t->slot[h] = ++t->n;
+	return (ssize_t)(t->n - 1);
+}
+
+static void tree_free(struct tree *t)
+{
+	free(t->v);
+	free(t->slot);
+	free(t->gcpu);
+	free(t->gio);
+}
+
+/* The tree of the tenants' paths with subtree allocations and group maxima. */
+static int tree_build(struct tree *t, const struct drf_config *c, const struct drf_problem *p,
+		      const struct drf_result *res)
+{
+	size_t most = 0;
+
+	*t = (struct tree){ .n_tenants = p->n };
+	for (size_t i = 0; i < p->n; i++) {
+		most++;
+		for (const char *q = c->tenants[i].cgroup; *q; q++)
+			most += *q == '/';
+	}
+	for (t->cap = 16; t->cap < 2 * most; t->cap *= 2)
+		;
+	t->v = calloc(most + 1, sizeof(*t->v));
+	t->slot = calloc(t->cap, sizeof(*t->slot));
+	if (!t->v || !t->slot)
+		goto nomem;
+	/* Tenants first, at their own indexes: a tenant is never inside another. */
+	for (size_t i = 0; i < p->n; i++)
+		if (tree_node_of(t, c->tenants[i].cgroup, strlen(c->tenants[i].cgroup)) !=
+		    (ssize_t)i)
+			goto nomem; /* cannot happen for a valid config: duplicate paths */
+	/* Inner nodes, parents before children (prefixes shortest first). */
+	for (size_t i = 0; i < p->n; i++) {
+		const char *path = c->tenants[i].cgroup;
+		const struct drf_share *s = &res->shares[i];
+		size_t parent = 0;
+
+		for (const char *q = strchr(path, '/'); q; q = strchr(q + 1, '/')) {
+			ssize_t x = tree_node_of(t, path, (size_t)(q - path));
+
+			t->v[x].parent = parent;
+			parent = (size_t)x + 1;
+		}
+		t->v[i].parent = parent;
+		/* The tenant's allocation counts for it and for every inner node above it. */
+		for (size_t x = i + 1; x; x = t->v[x - 1].parent) {
+			t->v[x - 1].cpu += s->alloc[DRF_RES_CPU];
+			t->v[x - 1].mem += s->alloc[DRF_RES_MEMORY];
+			t->v[x - 1].rd += s->alloc[DRF_RES_IO_READ];
+			t->v[x - 1].wr += s->alloc[DRF_RES_IO_WRITE];
+		}
+	}
+	t->gcpu = calloc(t->n + 1, sizeof(*t->gcpu));
+	t->gio = calloc(t->n + 1, sizeof(*t->gio));
+	if (!t->gcpu || !t->gio)
+		goto nomem;
+	for (size_t x = 0; x < t->n; x++) {
+		size_t g = t->v[x].parent;
+
+		t->gcpu[g] = fmax(t->gcpu[g], t->v[x].cpu);
+		t->gio[g] = fmax(t->gio[g], io_share_of(p, t->v[x].rd, t->v[x].wr));
+	}
+	return 0;
+nomem:
+	tree_free(t);
+	return -ENOMEM;
+}
+
+/* The knobs of an inner node: weights from its subtree, no caps of its own. */
+static void inner_knobs(const struct drf_config *c, const struct drf_problem *p,
+			const struct tree *t, size_t x, const struct drf_io_target *io,
+			struct drf_knobs *k)
+{
+	const struct tree_node *v = &t->v[x];
+	unsigned ctrls = drf_knobs_controllers(c);
+	bool limit = c->mode == DRF_MODE_LIMIT;
+
+	memset(k, 0, sizeof(*k));
+	if (ctrls & CGFS_CPU) {
+		if (limit)
+			set(k, DRF_KNOB_CPU_WEIGHT, "100");
+		else
+			set(k, DRF_KNOB_CPU_WEIGHT, "%ld", scale_weight(v->cpu, t->gcpu[v->parent], 10000));
+		set(k, DRF_KNOB_CPU_MAX, "max %d", DRF_CPU_PERIOD_US);
+	}
+	if (ctrls & CGFS_MEMORY) {
+		/* Without memory_recursiveprot a child is protected up to its parent's low. */
+		if (limit)
+			set(k, DRF_KNOB_MEMORY_LOW, "0");
+		else
+			bytes_or_max(k->val[DRF_KNOB_MEMORY_LOW], DRF_KNOB_LEN, v->mem);
+		k->set[DRF_KNOB_MEMORY_LOW] = true;
+		set(k, DRF_KNOB_MEMORY_HIGH, "max");
+		set(k, DRF_KNOB_MEMORY_MAX, "max");
+	}
+	if ((ctrls & CGFS_IO) && io) {
+		if (io->weights != DRF_IO_WEIGHTS_NONE) {
+			long hi = io->weights == DRF_IO_WEIGHTS_BFQ ? 1000 : 10000;
+
+			if (limit)
+				set(k, DRF_KNOB_IO_WEIGHT, "default 100");
+			else
+				set(k, DRF_KNOB_IO_WEIGHT, "default %ld",
+				    scale_weight(io_share_of(p, v->rd, v->wr), t->gio[v->parent], hi));
+		}
+		io_limits(k->val[DRF_KNOB_IO_MAX], DRF_KNOB_LEN, io, INFINITY, INFINITY);
+		k->set[DRF_KNOB_IO_MAX] = true;
+	}
+}
+
+void drf_inner_free(struct drf_inner *in, size_t n)
+{
+	for (size_t i = 0; in && i < n; i++)
+		free(in[i].cgroup);
+	free(in);
+}
+
+int drf_knobs_compute(const struct drf_config *c, const struct drf_problem *p,
+		      const struct drf_result *res, const struct drf_io_target *io,
+		      struct drf_knobs *ret, struct drf_inner **ret_inner, size_t *ret_n_inner)
 {
 	unsigned ctrls = drf_knobs_controllers(c);
 	double cpu_max = 0, io_max = 0;
-	bool limit = c->mode == DRF_MODE_LIMIT;
+	bool limit = c->mode == DRF_MODE_LIMIT, nested = false;
+	struct drf_inner *inner = NULL;
+	struct tree t = { 0 };
+	size_t n_inner = 0;
 
 	for (size_t i = 0; i < p->n; i++) {
 		cpu_max = fmax(cpu_max, res->shares[i].alloc[DRF_RES_CPU]);
 		io_max = fmax(io_max, io_share(p, &res->shares[i]));
+		nested = nested || strchr(c->tenants[i].cgroup, '/');
+	}
+	if (nested) {
+		if (tree_build(&t, c, p, res) < 0)
+			return -ENOMEM;
+		n_inner = t.n - t.n_tenants;
+		inner = calloc(n_inner + 1, sizeof(*inner));
+		if (!inner) {
+			tree_free(&t);
+			return -ENOMEM;
+		}
+		for (size_t x = 0; x < n_inner; x++) {
+			const struct tree_node *v = &t.v[t.n_tenants + x];
+
+			inner[x].cgroup = strndup(v->path, v->len);
+			if (!inner[x].cgroup) {
+				drf_inner_free(inner, n_inner);
+				tree_free(&t);
+				return -ENOMEM;
+			}
+			inner_knobs(c, p, &t, t.n_tenants + x, io, &inner[x].knobs);
+		}
 	}
 	for (size_t i = 0; i < p->n; i++) {
 		const struct drf_share *s = &res->shares[i];
 		struct drf_knobs *k = &ret[i];
 		unsigned uncapped = drf_knobs_uncapped(c, p, i, io);
 
+		/* Weights among siblings: with nesting, the tenant's group's largest. */
+		if (nested) {
+			cpu_max = t.gcpu[t.v[i].parent];
+			io_max = t.gio[t.v[i].parent];
+		}
 		memset(k, 0, sizeof(*k));
 		if (ctrls & CGFS_CPU) {
 			double a = s->alloc[DRF_RES_CPU];
@@ -259,6 +462,14 @@ void drf_knobs_compute(const struct drf_config *c, const struct drf_problem *p,
 			k->set[DRF_KNOB_IO_MAX] = true;
 		}
 	}
+	tree_free(&t);
+	if (ret_inner) {
+		*ret_inner = inner;
+		*ret_n_inner = n_inner;
+	} else {
+		drf_inner_free(inner, n_inner);
+	}
+	return 0;
 }
 
 static bool memory_matches(const char *want, const char *have, unsigned long page)

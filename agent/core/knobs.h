@@ -26,6 +26,7 @@
 #define DRF_KNOBS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "alloc.h"
 #include "config.h"
@@ -69,12 +70,29 @@ const char *drf_knob_file(enum drf_knob k, const struct drf_io_target *io);
 unsigned drf_knobs_controllers(const struct drf_config *c);
 
 /*
- * Knob values for every tenant (ret has c->n_tenants entries). io may be NULL
- * when the config has no io capacity.
+ * A cgroup between the root and a tenant's that is no tenant itself: the inner
+ * node "team" of a tenant with `cgroup = team/web`. cgroup v2 divides among
+ * siblings only, so drfd sets its weights from the allocation of all the
+ * tenants below it (and its memory.low to their sum), and no caps.
  */
-void drf_knobs_compute(const struct drf_config *c, const struct drf_problem *p,
-		       const struct drf_result *r, const struct drf_io_target *io,
-		       struct drf_knobs *ret);
+struct drf_inner {
+	char *cgroup;
+	struct drf_knobs knobs;
+};
+
+void drf_inner_free(struct drf_inner *in, size_t n);
+
+/*
+ * Knob values for every tenant (ret has c->n_tenants entries) and, if
+ * ret_inner is not NULL, for the inner nodes of nested tenant paths, parents
+ * before children (*ret_inner is NULL and *ret_n_inner 0 for a flat config).
+ * Weights are proportional among siblings: for a flat config, among all the
+ * tenants. io may be NULL when the config has no io capacity. Returns 0 or
+ * -ENOMEM.
+ */
+int drf_knobs_compute(const struct drf_config *c, const struct drf_problem *p,
+		      const struct drf_result *r, const struct drf_io_target *io,
+		      struct drf_knobs *ret, struct drf_inner **ret_inner, size_t *ret_n_inner);
 
 /*
  * Whether the kernel's value `have` (as read, newline trimmed) is `want`,

@@ -137,10 +137,10 @@ int drfd_start(struct drfd *d, struct drf_reconcile_stats *ret)
 				!d->dry_run, (unsigned long)sysconf(_SC_PAGESIZE));
 	if (r < 0)
 		return r;
-	r = drf_reconciler_set(&d->rc, &d->plan.cfg, d->plan.knobs);
+	r = drf_reconciler_set(&d->rc, &d->plan.cfg, d->plan.knobs, d->plan.inner, d->plan.n_inner);
 	if (r < 0)
 		return r;
-	d->verify = drf_verify_per_tick(d->rc.n, d->plan.cfg.interval_ms,
+	d->verify = drf_verify_per_tick(d->rc.n + d->rc.n_inner, d->plan.cfg.interval_ms,
 					d->plan.cfg.verify_period_ms);
 	if (d->plan.cfg.state_dir &&
 	    drf_state_path(d->plan.cfg.state_dir, d->root, d->state_path, sizeof(d->state_path)) < 0) {
@@ -202,7 +202,7 @@ static void reload(struct drfd *d)
 			 d->config_path);
 		r = -EINVAL;
 	}
-	if (r == 0 && drf_reconciler_set(&d->rc, &n.cfg, n.knobs) < 0) {
+	if (r == 0 && drf_reconciler_set(&d->rc, &n.cfg, n.knobs, n.inner, n.n_inner) < 0) {
 		snprintf(err, sizeof(err), "out of memory");
 		r = -ENOMEM;
 	}
@@ -219,7 +219,7 @@ static void reload(struct drfd *d)
 	drf_enforced_free(&d->plan);
 	d->plan = n;
 	d->reloads++;
-	d->verify = drf_verify_per_tick(d->rc.n, d->plan.cfg.interval_ms,
+	d->verify = drf_verify_per_tick(d->rc.n + d->rc.n_inner, d->plan.cfg.interval_ms,
 					d->plan.cfg.verify_period_ms);
 	/* The changed tenants now, not after a verifying round. */
 	tick(d, 0);

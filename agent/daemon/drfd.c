@@ -291,7 +291,11 @@ int main(int argc, char **argv)
 	if (drf_knobs_controllers(&d.plan.cfg) & CGFS_IO) {
 		/* The io knobs depend on the device's scheduler, known only now. */
 		d.has_io = true;
-		drf_knobs_compute(&d.plan.cfg, &d.plan.problem, &d.plan.result, &d.io, d.plan.knobs);
+		if (drf_enforced_map(&d.plan, &d.io) < 0) {
+			drf_log(LOG_ERR, "cannot map the allocation to knobs: out of memory");
+			ret = EXIT_FAIL;
+			goto out;
+		}
 	}
 	ret = open_root(&d, &fs, &rec);
 	if (ret != EXIT_OK)

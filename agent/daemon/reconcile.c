@@ -37,6 +37,9 @@ static void set_seen(struct drf_tenant_rt *t, enum drf_knob k, const char *v)
 	t->seen[k][n] = '\0';
 }
 
+/* What a message calls t: a tenant, or an inner node of nested tenant paths. */
+#define KIND(t) ((t)->inner ? "inner cgroup" : "tenant")
+
 /* The hash index: cgroup path -> position in the tenant array. */
 
 static uint64_t hash_str(const char *s)
@@ -286,7 +289,7 @@ static void tenant_free(struct drf_tenant_rt *t)
 void drf_reconciler_free(struct drf_reconciler *rc)
 {
 	worker_stop(rc->worker);
-	for (size_t i = 0; i < rc->n; i++)
+	for (size_t i = 0; i < rc->n + rc->n_inner; i++)
 		tenant_free(&rc->t[i]);
 	free(rc->t);
 	free(rc->index.slot);
@@ -315,23 +318,30 @@ static void orphan_drop(struct drf_reconciler *rc, size_t i)
 }
 
 /*
- * A cgroup that is no longer a tenant: removed if empty, else kept with its
- * limits as an orphan. name and cgroup are copied.
+ * A cgroup that is no longer a tenant (or, inner, no longer above one): removed
+ * if empty, else kept with its limits as an orphan. name and cgroup are copied.
  */
-static int retire(struct drf_reconciler *rc, const char *name, const char *cgroup)
+static int retire(struct drf_reconciler *rc, const char *name, const char *cgroup, bool inner)
 {
 	struct drf_orphan *no;
 	int r = cgfs_remove(rc->fs, cgroup);
 
 	if (r == 0) {
-		say(rc, LOG_NOTICE, "tenant '%s' is gone from the config; removed '%s/%s'", name,
-		    rc->fs->root, cgroup);
+		if (inner)
+			say(rc, LOG_NOTICE, "'%s/%s' is above no tenant any more; removed it",
+			    rc->fs->root, cgroup);
+		else
+			say(rc, LOG_NOTICE, "tenant '%s' is gone from the config; removed '%s/%s'",
+			    name, rc->fs->root, cgroup);
 		rc->membership_changed = true;
 		return 0;
 	}
 	if (r == -ENOENT)
 		return 0;
-	if (r == -EBUSY)
+	if (r == -EBUSY && inner)
+		say(rc, LOG_NOTICE, "'%s/%s' is above no tenant any more, but still holds "
+			"processes or cgroups; removing it once it is empty", rc->fs->root, cgroup);
+	else if (r == -EBUSY)
 		say(rc, LOG_WARNING, "tenant '%s' is gone from the config but '%s/%s' still holds "
 			"processes; leaving it and its limits in place until it is empty", name,
 		    rc->fs->root, cgroup);
@@ -357,35 +367,52 @@ static int retire(struct drf_reconciler *rc, const char *name, const char *cgrou
 
 int drf_reconciler_forget(struct drf_reconciler *rc, const char *name, const char *cgroup)
 {
+	char path[4096];
+	char *slash;
+	int r;
+
 	if (index_find(&rc->index, rc->t, cgroup) >= 0 || orphan_find(rc, cgroup) >= 0)
 		return 0;
-	return retire(rc, name, cgroup);
+	r = retire(rc, name, cgroup, false);
+	if (r < 0 || strlen(cgroup) >= sizeof(path))
+		return r;
+	/* The inner nodes of its path that the plan does not use, deepest first. */
+	snprintf(path, sizeof(path), "%s", cgroup);
+	while ((slash = strrchr(path, '/'))) {
+		*slash = '\0';
+		if (index_find(&rc->index, rc->t, path) >= 0 || orphan_find(rc, path) >= 0)
+			break;
+		r = retire(rc, path, path, true);
+		if (r < 0)
+			return r;
+	}
+	return 0;
 }
 
 int drf_reconciler_set(struct drf_reconciler *rc, const struct drf_config *c,
-		       const struct drf_knobs *k)
+		       const struct drf_knobs *k, const struct drf_inner *inner, size_t n_inner)
 {
-	struct drf_tenant_rt *nt = calloc(c->n_tenants + 1, sizeof(*nt));
+	size_t total = c->n_tenants + n_inner, old = rc->n + rc->n_inner;
+	struct drf_tenant_rt *nt = calloc(total + 1, sizeof(*nt));
 	struct drf_index nix = { 0 };
-	bool *kept = calloc(rc->n + 1, sizeof(*kept));
+	bool *kept = calloc(old + 1, sizeof(*kept));
 	size_t i = 0;
 	int r = -ENOMEM;
 
 	if (!nt || !kept)
 		goto out_free;
-	for (i = 0; i < c->n_tenants; i++) {
-		const struct drf_tenant *ct = &c->tenants[i];
-		ssize_t o = index_find(&rc->index, rc->t, ct->cgroup);
+	for (i = 0; i < total; i++) {
+		bool is_inner = i >= c->n_tenants;
+		const char *cg = is_inner ? inner[i - c->n_tenants].cgroup : c->tenants[i].cgroup;
+		const char *name = is_inner ? cg : c->tenants[i].name;
+		ssize_t o = index_find(&rc->index, rc->t, cg);
 
-		if (o >= 0 && !kept[o]) {
-			/* Carried over with what was observed; only its name may change. */
+		/* Carried over with what was observed; only its name may change. */
+		if (o >= 0 && !kept[o])
 			nt[i] = rc->t[o];
-			nt[i].name = strdup(ct->name);
-			nt[i].cgroup = strdup(ct->cgroup);
-		} else {
-			nt[i].name = strdup(ct->name);
-			nt[i].cgroup = strdup(ct->cgroup);
-		}
+		nt[i].name = strdup(name);
+		nt[i].cgroup = strdup(cg);
+		nt[i].inner = is_inner;
 		if (!nt[i].name || !nt[i].cgroup) {
 			free(nt[i].name);
 			free(nt[i].cgroup);
@@ -393,41 +420,48 @@ int drf_reconciler_set(struct drf_reconciler *rc, const struct drf_config *c,
 		}
 		if (o >= 0)
 			kept[o] = true;
-		nt[i].want = k[i];
+		nt[i].want = is_inner ? inner[i - c->n_tenants].knobs : k[i];
 	}
-	r = index_build(&nix, nt, c->n_tenants);
+	r = index_build(&nix, nt, total);
 	if (r < 0)
 		goto out_free;
 
-	/* Committed: from here on nothing fails but the orphan list's growth. */
-	for (size_t o = 0; o < rc->n; o++) {
-		if (kept[o]) {
-			tenant_free(&rc->t[o]);
+	/*
+	 * Committed: from here on nothing fails but the orphan list's growth.
+	 * Departed tenants first, then the inner nodes no tenant needs, deepest
+	 * (last) first, so that a parent is tried once its children are gone.
+	 */
+	for (size_t o = old; o-- > 0;) {
+		size_t x = o < rc->n_inner ? rc->n + o : o - rc->n_inner;
+
+		if (kept[x]) {
+			tenant_free(&rc->t[x]);
 			continue;
 		}
-		r = retire(rc, rc->t[o].name, rc->t[o].cgroup);
+		r = retire(rc, rc->t[x].name, rc->t[x].cgroup, rc->t[x].inner);
 		if (r < 0)
-			say(rc, LOG_ERR, "cannot track departed tenant '%s': %s", rc->t[o].name,
+			say(rc, LOG_ERR, "cannot track departed tenant '%s': %s", rc->t[x].name,
 			    strerror(-r));
-		tenant_free(&rc->t[o]);
+		tenant_free(&rc->t[x]);
 	}
 	/* A tenant that comes back is no orphan any more. */
-	for (i = 0; i < c->n_tenants; i++) {
+	for (i = 0; i < total; i++) {
 		ssize_t orph = orphan_find(rc, nt[i].cgroup);
 
 		if (orph >= 0)
 			orphan_drop(rc, (size_t)orph);
 	}
-	if (rc->n != c->n_tenants)
+	if (rc->n != c->n_tenants || rc->n_inner != n_inner)
 		rc->membership_changed = true;
 	free(rc->t);
 	free(rc->index.slot);
 	rc->t = nt;
 	rc->n = c->n_tenants;
+	rc->n_inner = n_inner;
 	rc->index = nix;
 	rc->ctrls = drf_knobs_controllers(c);
 	rc->root_checked = false;
-	if (rc->cursor >= rc->n)
+	if (rc->cursor >= total)
 		rc->cursor = 0;
 	free(kept);
 	return 0;
@@ -558,17 +592,18 @@ static int ensure_cgroup(struct drf_reconciler *rc, struct drf_tenant_rt *t,
 		} else if (r < 0) {
 			return r;
 		}
-		if (i < n) {
+		if (i < n || t->inner) {
 			/* An inner node of a nested tenant path passes the controllers on. */
 			set_subtree(rc, path, NULL, st);
-			path[i] = '/';
+			if (i < n)
+				path[i] = '/';
 		}
 	}
 	if (made) {
 		if (t->seen_once) {
 			st->recreated++;
-			say(rc, LOG_WARNING, "tenant '%s': '%s/%s' had been removed by someone else; "
-				"recreated it", t->name, rc->fs->root, t->cgroup);
+			say(rc, LOG_WARNING, "%s '%s': '%s/%s' had been removed by someone else; "
+				"recreated it", KIND(t), t->name, rc->fs->root, t->cgroup);
 		} else {
 			st->created++;
 			say(rc, LOG_INFO, "created cgroup '%s/%s'", rc->fs->root, t->cgroup);
@@ -646,12 +681,12 @@ static int write_knob(struct drf_reconciler *rc, struct drf_tenant_rt *t, enum d
 	}
 	st->writes++;
 	if (t->err[k])
-		say(rc, LOG_NOTICE, "tenant '%s': %s written after %s", t->name, file,
+		say(rc, LOG_NOTICE, "%s '%s': %s written after %s", KIND(t), t->name, file,
 		    strerror(t->err[k]));
 	t->err[k] = 0;
 	t->failed &= ~KNOB_BIT(k);
 	t->known |= KNOB_BIT(k);
-	say(rc, LOG_INFO, "tenant '%s': %s %s -> %s", t->name, file, have ? have : "(unread)",
+	say(rc, LOG_INFO, "%s '%s': %s %s -> %s", KIND(t), t->name, file, have ? have : "(unread)",
 	    t->want.val[k]);
 	set_seen(t, k, t->want.val[k]);
 	return 0;
@@ -762,8 +797,8 @@ static void process(struct drf_reconciler *rc, struct drf_tenant_rt *t, bool ver
 		if (r < 0) {
 			st->errors++;
 			if (t->cg_err != -r)
-				say(rc, LOG_ERR, "cannot create cgroup '%s/%s' of tenant '%s': %s; "
-					"will retry", rc->fs->root, t->cgroup, t->name, strerror(-r));
+				say(rc, LOG_ERR, "cannot create cgroup '%s/%s' of %s '%s': %s; "
+					"will retry", rc->fs->root, t->cgroup, KIND(t), t->name, strerror(-r));
 			t->cg_err = -r;
 			return;
 		}
@@ -809,8 +844,8 @@ static void process(struct drf_reconciler *rc, struct drf_tenant_rt *t, bool ver
 				t->known |= KNOB_BIT(k);
 				t->failed &= ~KNOB_BIT(k);
 				if (t->err[k])
-					say(rc, LOG_NOTICE, "tenant '%s': %s holds its value again",
-					    t->name, file);
+					say(rc, LOG_NOTICE, "%s '%s': %s holds its value again",
+					    KIND(t), t->name, file);
 				t->err[k] = 0;
 				if (k == DRF_KNOB_MEMORY_MAX)
 					t->tightening = false;
@@ -821,8 +856,8 @@ static void process(struct drf_reconciler *rc, struct drf_tenant_rt *t, bool ver
 			     (k == DRF_KNOB_IO_WEIGHT && has_device_line(have, rc->io)))) {
 				st->foreign++;
 				rc->total_foreign++;
-				say(rc, LOG_WARNING, "tenant '%s': %s was changed by someone else to "
-					"'%s'; restoring '%s'", t->name, file, have, t->want.val[k]);
+				say(rc, LOG_WARNING, "%s '%s': %s was changed by someone else to "
+					"'%s'; restoring '%s'", KIND(t), t->name, file, have, t->want.val[k]);
 			}
 			/* What the file holds now, so that a held write is not forgotten. */
 			set_seen(t, k, have);
@@ -849,26 +884,28 @@ static void check_root(struct drf_reconciler *rc, struct drf_reconcile_stats *st
 int drf_reconcile_tick(struct drf_reconciler *rc, size_t verify, struct drf_reconcile_stats *ret)
 {
 	struct drf_reconcile_stats st = { 0 };
-	size_t start = rc->cursor, end;
+	size_t start = rc->cursor, end, total = rc->n + rc->n_inner;
 
 	worker_collect(rc, false, &st);
-	if (verify > rc->n)
-		verify = rc->n;
+	if (verify > total)
+		verify = total;
 	/* The root's controllers: at start, while failing, and once per verify round. */
 	if (!rc->root_checked || rc->root_failed || start == 0)
 		check_root(rc, &st);
 	end = start + verify;
-	for (size_t i = 0; i < rc->n; i++) {
+	/* Inner nodes (at n and above, parents first) before the tenants below them. */
+	for (size_t o = 0; o < total; o++) {
+		size_t i = o < rc->n_inner ? rc->n + o : o - rc->n_inner;
 		struct drf_tenant_rt *t = &rc->t[i];
-		bool v = (i >= start && i < end) || (end > rc->n && i < end - rc->n);
+		bool v = (i >= start && i < end) || (end > total && i < end - total);
 
 		if (t->job_queued)
 			continue; /* its memory.high write is still with the worker */
 		if (v || needs_work(t))
 			process(rc, t, v, &st);
 	}
-	if (rc->n)
-		rc->cursor = end % rc->n;
+	if (total)
+		rc->cursor = end % total;
 	for (size_t i = 0; i < rc->n_orphans;) {
 		int r = cgfs_remove(rc->fs, rc->orphans[i].cgroup);
 
@@ -884,7 +921,7 @@ int drf_reconcile_tick(struct drf_reconciler *rc, size_t verify, struct drf_reco
 		}
 		i++;
 	}
-	for (size_t i = 0; i < rc->n; i++)
+	for (size_t i = 0; i < total; i++)
 		st.retrying += (unsigned)__builtin_popcount(rc->t[i].failed) + (rc->t[i].cg_err != 0);
 	rc->ticks++;
 	rc->total_writes += st.writes;

@@ -42,7 +42,8 @@ struct drf_logger {
 };
 
 struct drf_tenant_rt {
-	char *name;
+	char *name;                            /* an inner node's is its cgroup */
+	bool inner;                            /* an inner node of nested tenant paths */
 	char *cgroup;                          /* relative to the root */
 	struct drf_knobs want;                 /* desired */
 	char seen[DRF_NKNOBS][DRF_KNOB_LEN];   /* observed: last read back or written */
@@ -77,8 +78,9 @@ struct drf_reconciler {
 	bool async_memory;              /* tighten memory on a worker thread */
 	unsigned long page_size;        /* memory limits round down to it */
 	unsigned ctrls;                 /* controllers the plan needs */
-	struct drf_tenant_rt *t;        /* the plan's tenants, in config order */
-	size_t n;
+	struct drf_tenant_rt *t;        /* the plan's tenants, in config order, then its inner */
+	size_t n;                       /* tenants: t[0 .. n) */
+	size_t n_inner;                 /* inner nodes: t[n .. n + n_inner), parents first */
 	struct drf_index index;         /* cgroup -> t[] */
 	struct drf_orphan *orphans;
 	size_t n_orphans;
@@ -111,20 +113,22 @@ int drf_reconciler_init(struct drf_reconciler *rc, const struct cgfs *fs,
 void drf_reconciler_free(struct drf_reconciler *rc);
 
 /*
- * Makes the plan of c with knob values k (c->n_tenants) the desired state.
- * Tenants are carried over by cgroup path with what was observed of them; a
- * tenant whose values changed is written by the next tick without waiting for
- * its turn to be verified. Tenants of the previous plan that are not in this
+ * Makes the plan of c with knob values k (c->n_tenants) and the inner nodes of
+ * its nested tenant paths (n_inner, parents first) the desired state. Tenants
+ * and inner nodes are carried over by cgroup path with what was observed of
+ * them; one whose values changed is written by the next tick without waiting
+ * for its turn to be verified. Those of the previous plan that are not in this
  * one are removed if empty and become orphans otherwise. Returns 0 or -ENOMEM
  * (then the previous plan stays in force).
  */
 int drf_reconciler_set(struct drf_reconciler *rc, const struct drf_config *c,
-		       const struct drf_knobs *k);
+		       const struct drf_knobs *k, const struct drf_inner *inner, size_t n_inner);
 
 /*
  * A cgroup that drfd managed before (from its state file) and that is not in
- * the plan: removed if empty, otherwise kept as an orphan. Ignored if it is a
- * tenant of the plan or already an orphan.
+ * the plan: removed if empty, otherwise kept as an orphan; so are the inner
+ * nodes of its path that the plan does not use. Ignored if it is a tenant of
+ * the plan or already an orphan.
  */
 int drf_reconciler_forget(struct drf_reconciler *rc, const char *name, const char *cgroup);
 
@@ -144,7 +148,7 @@ bool drf_reconciler_membership_changed(struct drf_reconciler *rc);
 /* Waits for queued memory writes and takes their results (tests, shutdown). */
 void drf_reconciler_drain(struct drf_reconciler *rc);
 
-/* Index of the tenant with this cgroup, or -1. */
+/* Index of the tenant (or, at n and above, the inner node) with this cgroup, or -1. */
 ssize_t drf_reconciler_find(const struct drf_reconciler *rc, const char *cgroup);
 
 #endif

@@ -132,6 +132,37 @@ static void usage_now(const struct drfd *d, const char *cg, struct usage *u)
 	u->procs = cgfs_nprocs(d->fs, cg);
 }
 
+/* "knobs": [...] of one tenant or inner node. */
+static void json_knobs(const struct drfd *d, const struct drf_tenant_rt *t, FILE *f, int *problems)
+{
+	const struct drf_reconciler *rc = &d->rc;
+
+	fputs(", \"knobs\": [", f);
+	for (int k = 0, first = 1; k < DRF_NKNOBS; k++) {
+		char have[512];
+		enum knob_state ks;
+
+		if (!t->want.set[k])
+			continue;
+		ks = knob_now(d, t, k, have, sizeof(have));
+		if (ks != KS_OK)
+			(*problems)++;
+		fputs(first ? "{\"file\": " : ", {\"file\": ", f);
+		json_str(f, drf_knob_file(k, rc->io));
+		fputs(", \"desired\": ", f);
+		json_str(f, t->want.val[k]);
+		fputs(", \"actual\": ", f);
+		json_str(f, have);
+		fprintf(f, ", \"state\": \"%s\", \"error\": ", ks_names[ks]);
+		if (t->err[k])
+			json_str(f, strerror(t->err[k]));
+		else
+			fputs("null", f);
+		fputc('}', f);
+		first = 0;
+	}
+}
+
 static void render_json(const struct drfd *d, FILE *f, int *problems)
 {
 	const struct drf_enforced *e = &d->plan;
@@ -211,30 +242,23 @@ static void render_json(const struct drfd *d, FILE *f, int *problems)
 			fputs("null", f);
 		if (t->cg_err)
 			(*problems)++;
-		fputs(", \"knobs\": [", f);
-		for (int k = 0, first = 1; k < DRF_NKNOBS; k++) {
-			char have[512];
-			enum knob_state ks;
+		json_knobs(d, t, f, problems);
+		fputs("]}", f);
+	}
+	fputs("], \"inner\": [", f);
+	for (size_t i = rc->n; i < rc->n + rc->n_inner; i++) {
+		const struct drf_tenant_rt *t = &rc->t[i];
 
-			if (!t->want.set[k])
-				continue;
-			ks = knob_now(d, t, k, have, sizeof(have));
-			if (ks != KS_OK)
-				(*problems)++;
-			fputs(first ? "{\"file\": " : ", {\"file\": ", f);
-			json_str(f, drf_knob_file(k, rc->io));
-			fputs(", \"desired\": ", f);
-			json_str(f, t->want.val[k]);
-			fputs(", \"actual\": ", f);
-			json_str(f, have);
-			fprintf(f, ", \"state\": \"%s\", \"error\": ", ks_names[ks]);
-			if (t->err[k])
-				json_str(f, strerror(t->err[k]));
-			else
-				fputs("null", f);
-			fputc('}', f);
-			first = 0;
-		}
+		fputs(i > rc->n ? ", {\"cgroup\": " : "{\"cgroup\": ", f);
+		json_str(f, t->cgroup);
+		fputs(", \"cgroup_error\": ", f);
+		if (t->cg_err)
+			json_str(f, strerror(t->cg_err));
+		else
+			fputs("null", f);
+		if (t->cg_err)
+			(*problems)++;
+		json_knobs(d, t, f, problems);
 		fputs("]}", f);
 	}
 	fputs("], \"orphans\": [", f);
@@ -258,6 +282,44 @@ static void human_duration(double s, char *buf, size_t len)
 		snprintf(buf, len, "%.0fm%02.0fs", floor(s / 60), fmod(s, 60));
 	else
 		snprintf(buf, len, "%.0fh%02.0fm", floor(s / 3600), fmod(floor(s / 60), 60));
+}
+
+/* One line per knob of a tenant or inner node: its value and how it stands. */
+static void text_knobs(const struct drfd *d, const struct drf_tenant_rt *t, FILE *f, int *problems)
+{
+	const struct drf_enforced *e = &d->plan;
+	const struct drf_reconciler *rc = &d->rc;
+
+	for (int k = 0; k < DRF_NKNOBS; k++) {
+		char have[512];
+		enum knob_state ks;
+
+		if (!t->want.set[k])
+			continue;
+		ks = knob_now(d, t, k, have, sizeof(have));
+		fprintf(f, "  %-14s %-28s ", drf_knob_file(k, rc->io), have);
+		switch (ks) {
+		case KS_OK:
+			fputs("ok\n", f);
+			continue;
+		case KS_DRIFT:
+			fprintf(f, "DRIFT: drfd wants %s; restored within %.0fs\n",
+				t->want.val[k], e->cfg.verify_period_ms / 1000);
+			break;
+		case KS_RETRYING:
+			fprintf(f, "RETRYING: writing %s failed: %s\n", t->want.val[k],
+				strerror(t->err[k]));
+			break;
+		case KS_WAITING:
+			fprintf(f, "WAITING: memory usage is above %s; memory.high holds it "
+				   "until usage drops\n", t->target);
+			break;
+		case KS_UNREAD:
+			fprintf(f, "UNREADABLE: drfd wants %s\n", t->want.val[k]);
+			break;
+		}
+		(*problems)++;
+	}
 }
 
 static void render_text(const struct drfd *d, FILE *f, int *problems)
@@ -319,36 +381,19 @@ static void render_text(const struct drfd *d, FILE *f, int *problems)
 			fprintf(f, "  cgroup cannot be created: %s; retried each tick\n",
 				strerror(t->cg_err));
 		}
-		for (int k = 0; k < DRF_NKNOBS; k++) {
-			char have[512];
-			enum knob_state ks;
+		text_knobs(d, t, f, problems);
+	}
+	for (size_t i = rc->n; i < rc->n + rc->n_inner; i++) {
+		const struct drf_tenant_rt *t = &rc->t[i];
 
-			if (!t->want.set[k])
-				continue;
-			ks = knob_now(d, t, k, have, sizeof(have));
-			fprintf(f, "  %-14s %-28s ", drf_knob_file(k, rc->io), have);
-			switch (ks) {
-			case KS_OK:
-				fputs("ok\n", f);
-				continue;
-			case KS_DRIFT:
-				fprintf(f, "DRIFT: drfd wants %s; restored within %.0fs\n",
-					t->want.val[k], e->cfg.verify_period_ms / 1000);
-				break;
-			case KS_RETRYING:
-				fprintf(f, "RETRYING: writing %s failed: %s\n", t->want.val[k],
-					strerror(t->err[k]));
-				break;
-			case KS_WAITING:
-				fprintf(f, "WAITING: memory usage is above %s; memory.high holds it "
-					   "until usage drops\n", t->target);
-				break;
-			case KS_UNREAD:
-				fprintf(f, "UNREADABLE: drfd wants %s\n", t->want.val[k]);
-				break;
-			}
+		fprintf(f, "\ninner cgroup %s/%s (above tenants: weights from their sum)\n", d->root,
+			t->cgroup);
+		if (t->cg_err) {
 			(*problems)++;
+			fprintf(f, "  cgroup cannot be created: %s; retried each tick\n",
+				strerror(t->cg_err));
 		}
+		text_knobs(d, t, f, problems);
 	}
 	if (rc->n_orphans)
 		fputs("\norphans (departed tenants whose cgroups still hold processes; kept with "

@@ -140,7 +140,7 @@ static int reload_bench(int n, int rounds)
 	if (drf_enforced_load(&e, a, NULL, err, sizeof(err)) < 0 ||
 	    cgfs_open(&fs, root, false, &fakecg_ops, NULL) < 0 ||
 	    drf_reconciler_init(&rc, &fs, NULL, NULL, false, FAKECG_PAGE) < 0 ||
-	    drf_reconciler_set(&rc, &e.cfg, e.knobs) < 0 ||
+	    drf_reconciler_set(&rc, &e.cfg, e.knobs, e.inner, e.n_inner) < 0 ||
 	    drf_reconcile_tick(&rc, SIZE_MAX, &st) < 0) {
 		fprintf(stderr, "bench_tick: reload setup: %s\n", err);
 		return 1;
@@ -150,7 +150,7 @@ static int reload_bench(int n, int rounds)
 		double t0 = now_us();
 
 		if (drf_enforced_load(&next, i % 2 ? a : b, NULL, err, sizeof(err)) < 0 ||
-		    drf_reconciler_set(&rc, &next.cfg, next.knobs) < 0 ||
+		    drf_reconciler_set(&rc, &next.cfg, next.knobs, next.inner, next.n_inner) < 0 ||
 		    drf_reconcile_tick(&rc, 0, &st) < 0 || st.errors) {
 			fprintf(stderr, "bench_tick: reload failed: %s\n", err);
 			return 1;
@@ -226,7 +226,7 @@ int main(int argc, char **argv)
 	verify = drf_verify_per_tick((size_t)n, 1000, 30000);
 	if (cgfs_open(&fs, root, false, &fakecg_ops, NULL) < 0 ||
 	    drf_reconciler_init(&rc, &fs, NULL, NULL, false, FAKECG_PAGE) < 0 ||
-	    drf_reconciler_set(&rc, &e.cfg, e.knobs) < 0) {
+	    drf_reconciler_set(&rc, &e.cfg, e.knobs, e.inner, e.n_inner) < 0) {
 		fprintf(stderr, "bench_tick: cannot open the fake tree\n");
 		return 1;
 	}

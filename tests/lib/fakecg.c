@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "fakecg.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
@@ -152,10 +153,34 @@ static int fake_write(void *ctx, int dirfd, const char *path, const char *val)
 }
 
 /* cgroupfs removes a cgroup's interface files with it; a plain directory does not. */
+/* Whether the cgroup at path has child cgroups (subdirectories). */
+static bool has_children(int dirfd, const char *path)
+{
+	int fd = openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct dirent *de;
+	bool found = false;
+	DIR *d;
+
+	if (fd < 0)
+		return false;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return false;
+	}
+	while (!found && (de = readdir(d)))
+		found = de->d_type == DT_DIR && strcmp(de->d_name, ".") && strcmp(de->d_name, "..");
+	closedir(d);
+	return found;
+}
+
 static int fake_rmdir(void *ctx, int dirfd, const char *path)
 {
 	char p[4096];
 
+	/* The kernel refuses to remove a cgroup with children, touching nothing. */
+	if (has_children(dirfd, path))
+		return -EBUSY;
 	for (size_t i = 0; i < sizeof(cg_files) / sizeof(cg_files[0]); i++) {
 		snprintf(p, sizeof(p), "%s/%s", path, cg_files[i][0]);
 		unlinkat(dirfd, p, 0);

@@ -222,7 +222,7 @@ static void fixture_open(struct fixture *f, const struct drf_io_target *io, bool
 	f->rec = (struct cgfs_recorder){ .inner = &ops, .pass_changes = true, .root = root };
 	assert_int_equal(cgfs_open(&f->fs, root, false, &cgfs_recording_ops, &f->rec), 0);
 	assert_int_equal(drf_reconciler_init(&f->rc, &f->fs, io, NULL, async, PAGE), 0);
-	assert_int_equal(drf_reconciler_set(&f->rc, &f->e.cfg, f->e.knobs), 0);
+	assert_int_equal(drf_reconciler_set(&f->rc, &f->e.cfg, f->e.knobs, f->e.inner, f->e.n_inner), 0);
 }
 
 static void fixture_close(struct fixture *f)
@@ -259,7 +259,7 @@ static void test_reconcile_writes_only_changes(void **state)
 	tick(&f, ALL);
 	assert_int_equal(f.st.writes + f.st.created + f.st.foreign + f.st.errors, 0);
 	assert_int_equal(f.rec.changes, 0);
-	assert_int_equal(f.st.verified, 2);
+	assert_int_equal(f.st.verified, 3); /* a, team/b and the inner node team */
 
 	/* Someone else changes a knob: noticed, counted and put back. */
 	assert_int_equal(put(f.fs.rootfd, "a/cpu.weight", "42\n"), 0);
@@ -337,7 +337,7 @@ static void test_reload_writes_at_once(void **state)
 		   "memory = 90M\n");
 	load(&e2, NULL);
 	assert_memory_equal(&e2.knobs[0], &f.e.knobs[0], sizeof(e2.knobs[0]));
-	assert_int_equal(drf_reconciler_set(&f.rc, &e2.cfg, e2.knobs), 0);
+	assert_int_equal(drf_reconciler_set(&f.rc, &e2.cfg, e2.knobs, e2.inner, e2.n_inner), 0);
 	drf_enforced_free(&f.e);
 	f.e = e2;
 	f.rec.fail_path = "a/cpu.weight"; /* a is unchanged: not even read */
@@ -488,16 +488,18 @@ static void test_fault_on_removal(void **state)
 			f.rec.fail_path = faults[i].path;
 			f.rec.fail_ops = faults[i].ops;
 			f.rec.fail_errno = errs[j];
-			assert_int_equal(drf_reconciler_set(&f.rc, &e2.cfg, e2.knobs), 0);
+			assert_int_equal(drf_reconciler_set(&f.rc, &e2.cfg, e2.knobs, e2.inner, e2.n_inner), 0);
 			drf_enforced_free(&f.e);
 			f.e = e2;
 			assert_true(f.rec.faults > 0);
-			assert_int_equal(f.rc.n_orphans, 1); /* kept, reported */
+			/* kept, reported: b, and the inner node team that holds it */
+			assert_int_equal(f.rc.n_orphans, 2);
 			assert_non_null(slurp("team/b/cgroup.type"));
 			f.rec.fail_path = NULL;
 			tick(&f, 0);
-			assert_int_equal(f.st.removed, 1);
+			assert_int_equal(f.st.removed, 2);
 			assert_int_equal(f.rc.n_orphans, 0);
+			assert_null(slurp("team/cgroup.type"));
 			assert_null(slurp("team/b/cgroup.type"));
 			fixture_close(&f);
 		}
@@ -565,7 +567,7 @@ static void test_dry_run_changes_nothing(void **state)
 	load_two(&e, "");
 	assert_int_equal(cgfs_open(&fs, root, false, &cgfs_recording_ops, &rec), 0);
 	assert_int_equal(drf_reconciler_init(&rc, &fs, NULL, NULL, false, PAGE), 0);
-	assert_int_equal(drf_reconciler_set(&rc, &e.cfg, e.knobs), 0);
+	assert_int_equal(drf_reconciler_set(&rc, &e.cfg, e.knobs, e.inner, e.n_inner), 0);
 	assert_int_equal(drf_reconcile_tick(&rc, ALL, &st), 0);
 	fflush(rec.out);
 	assert_non_null(strstr(out, "mkdir "));
@@ -657,7 +659,7 @@ static void test_removed_tenants_and_orphans(void **state)
 	assert_int_equal(put(f.fs.rootfd, "a/cgroup.events", "populated 1\n"), 0);
 	write_conf("", "cpu = 4\n", "[tenant c]\n");
 	load(&e2, NULL);
-	assert_int_equal(drf_reconciler_set(&f.rc, &e2.cfg, e2.knobs), 0);
+	assert_int_equal(drf_reconciler_set(&f.rc, &e2.cfg, e2.knobs, e2.inner, e2.n_inner), 0);
 	drf_enforced_free(&f.e);
 	f.e = e2;
 	assert_true(drf_reconciler_membership_changed(&f.rc));
@@ -676,6 +678,72 @@ static void test_removed_tenants_and_orphans(void **state)
 }
 
 /* io.max: every field drfd owns, a foreign riops cleared; io weights' device lines. */
+/*
+ * Nested tenant paths: cgroup v2 divides among siblings, so weights are
+ * proportional within each sibling group and the inner node team gets its
+ * tenants' sum. Tree and expected values:
+ *
+ *   root                cpu 6
+ *    |- db              cpu 3, memory 256M     cpu.weight 10000 (3 of the root's 3 max)
+ *    '- team            (inner: 2 + 1 = 3)     cpu.weight 10000, memory.low 150M
+ *        |- web         cpu 2, memory 100M     cpu.weight 10000
+ *        '- api         cpu 1, memory 50M      cpu.weight 5000
+ *
+ * web's share of the cpu is 1/2 * 2/3 = 2/6, api's 1/2 * 1/3 = 1/6: their
+ * allocations. With team left at the default weight 100, web would get about
+ * 1/101 of it.
+ */
+static void test_nested_weights(void **state)
+{
+	struct fixture f;
+	struct drf_enforced e2;
+
+	(void)state;
+	write_conf("", "cpu = 6\nmemory = 1G\n",
+		   "[tenant db]\ncpu = 3\nmemory = 256M\n"
+		   "[tenant web]\ncgroup = team/web\ncpu = 2\nmemory = 100M\n"
+		   "[tenant api]\ncgroup = team/api\ncpu = 1\nmemory = 50M\n");
+	load(&f.e, NULL);
+	assert_int_equal(f.e.n_inner, 1);
+	assert_string_equal(f.e.inner[0].cgroup, "team");
+	fixture_open(&f, NULL, false);
+	tick(&f, ALL);
+	assert_int_equal(f.st.errors, 0);
+	assert_string_equal(slurp("db/cpu.weight"), "10000");
+	assert_string_equal(slurp("team/cpu.weight"), "10000");
+	assert_string_equal(slurp("team/web/cpu.weight"), "10000");
+	assert_string_equal(slurp("team/api/cpu.weight"), "5000");
+	assert_string_equal(slurp("team/memory.low"), "157286400");
+	assert_string_equal(slurp("team/memory.max"), "max");
+	assert_string_equal(slurp("team/cgroup.subtree_control"), "cpu memory");
+	assert_true(converged(&f.e, NULL));
+
+	/* Someone else changes the inner node: found and put back like a tenant's knob. */
+	assert_int_equal(put(f.fs.rootfd, "team/cpu.weight", "100\n"), 0);
+	tick(&f, ALL);
+	assert_int_equal(f.st.foreign, 1);
+	assert_string_equal(slurp("team/cpu.weight"), "10000");
+
+	/* web moves to the top; api leaves: team is above no tenant and goes. */
+	write_conf("", "cpu = 6\nmemory = 1G\n",
+		   "[tenant db]\ncpu = 3\nmemory = 256M\n"
+		   "[tenant web]\ncpu = 2\nmemory = 100M\n");
+	load(&e2, NULL);
+	assert_int_equal(e2.n_inner, 0);
+	assert_int_equal(drf_reconciler_set(&f.rc, &e2.cfg, e2.knobs, e2.inner, e2.n_inner), 0);
+	drf_enforced_free(&f.e);
+	f.e = e2;
+	tick(&f, ALL);
+	assert_int_equal(f.st.errors, 0);
+	assert_null(slurp("team/cgroup.type"));
+	assert_int_equal(f.rc.n_orphans, 0);
+	/* flat again: weights among all tenants, db's 3 against web's 2 */
+	assert_string_equal(slurp("db/cpu.weight"), "10000");
+	assert_string_equal(slurp("web/cpu.weight"), "6667");
+	assert_true(converged(&f.e, NULL));
+	fixture_close(&f);
+}
+
 static void test_io_fields(void **state)
 {
 	const struct drf_io_target bfq = { .major = 8, .minor = 0, .weights = DRF_IO_WEIGHTS_BFQ };
@@ -770,10 +838,10 @@ static void test_state_file(void **state)
 	drf_state_free(ent, n);
 	assert_null(slurp("a/cgroup.type"));         /* empty: removed */
 	assert_non_null(slurp("team/b/cgroup.type")); /* busy: kept, an orphan */
-	assert_int_equal(g.rc.n_orphans, 1);
+	assert_int_equal(g.rc.n_orphans, 2);          /* and team, which holds it */
 	assert_int_equal(drf_state_save(path, root, &g.rc), 0);
 	assert_int_equal(drf_state_load(path, root, &ent, &n, &skipped), 0);
-	assert_int_equal(n, 2); /* tenant c, orphan b */
+	assert_int_equal(n, 3); /* tenant c, orphans b and team */
 	drf_state_free(ent, n);
 	fixture_close(&g);
 }
@@ -813,6 +881,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_memory_tightening, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_memory_tightening_async, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_removed_tenants_and_orphans, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_nested_weights, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_io_fields, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_zero_demand_and_cpu_clamp, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_state_file, setup, teardown),

@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
+#include "knobs.h"
 #include "testlib.h"
 
 #define MAXN 200
@@ -655,6 +657,98 @@ static void test_discrete_within_one_task(void **state)
 	free(in);
 }
 
+/*
+ * The knob mapping on nested tenant paths: cgroup v2 splits the cpu among
+ * siblings by cpu.weight, level by level, so a tenant's share of a contended
+ * cpu is the product, along its path, of each node's weight over the sum of
+ * its siblings'. That product must be the tenant's share of the allocation,
+ * whatever the tree. Random trees of up to 8 tenants under up to two levels
+ * of inner nodes, allocations of 1 to 10 cores; weights are whole numbers, so
+ * the products agree within 2%.
+ */
+static double path_share(const struct drf_config *c, const struct drf_knobs *k,
+			 const struct drf_inner *in, size_t n_in, const char *path)
+{
+	char parent[64], me[64];
+	double w = 0, sum = 0;
+	const char *slash = strrchr(path, '/');
+	size_t plen = slash ? (size_t)(slash - path) : 0;
+
+	snprintf(parent, sizeof(parent), "%.*s", (int)plen, path);
+	snprintf(me, sizeof(me), "%s", path);
+	/* The node's weight and its siblings' (tenants and inner nodes with this parent). */
+	for (size_t i = 0; i < c->n_tenants + n_in; i++) {
+		const char *cg = i < c->n_tenants ? c->tenants[i].cgroup : in[i - c->n_tenants].cgroup;
+		const struct drf_knobs *kk = i < c->n_tenants ? &k[i] : &in[i - c->n_tenants].knobs;
+		const char *s2 = strrchr(cg, '/');
+		size_t l2 = s2 ? (size_t)(s2 - cg) : 0;
+		double wi = atof(kk->val[DRF_KNOB_CPU_WEIGHT]);
+
+		if (l2 != plen || strncmp(cg, parent, plen) != 0)
+			continue;
+		sum += wi;
+		if (strcmp(cg, me) == 0)
+			w = wi;
+	}
+	assert_true(w > 0);
+	return w / sum * (plen ? path_share(c, k, in, n_in, parent) : 1);
+}
+
+static void test_nested_weights_compose(void **state)
+{
+	(void)state;
+	for (unsigned long it = 0; it < 2000; it++) {
+		struct rng g = { base_seed ^ (0x9e3779b97f4a7c15ULL * (it + 1)) };
+		struct drf_tenant ts[8];
+		struct drf_demand d[8];
+		struct drf_share sh[8];
+		struct drf_knobs k[8];
+		char paths[8][64];
+		struct drf_config c = { .mode = DRF_MODE_SHARE, .tenants = ts };
+		struct drf_problem p = { .demands = d };
+		struct drf_result res = { .shares = sh };
+		struct drf_inner *in = NULL;
+		size_t n_in = 0, n = (size_t)rng_int(&g, 1, 8);
+		double total = 0;
+
+		memset(ts, 0, sizeof(ts));
+		memset(sh, 0, sizeof(sh));
+		for (size_t i = 0; i < n; i++) {
+			int depth = rng_int(&g, 0, 2);
+
+			paths[i][0] = '\0';
+			for (int l = 0; l < depth; l++)
+				snprintf(paths[i] + strlen(paths[i]), 64 - strlen(paths[i]), "g%d/",
+					 rng_int(&g, 0, 1));
+			snprintf(paths[i] + strlen(paths[i]), 64 - strlen(paths[i]), "t%zu", i);
+			ts[i].cgroup = paths[i];
+			ts[i].weight = 1;
+			d[i] = (struct drf_demand){ .weight = 1, .shape = { [DRF_RES_CPU] = 1 },
+						    .max_units = 1 };
+			sh[i].alloc[DRF_RES_CPU] = rng_range(&g, 1, 10);
+			total += sh[i].alloc[DRF_RES_CPU];
+		}
+		c.n_tenants = p.n = res.n = n;
+		c.capacity[DRF_RES_CPU] = p.capacity[DRF_RES_CPU] = total;
+		assert_int_equal(drf_knobs_compute(&c, &p, &res, NULL, k, &in, &n_in), 0);
+		for (size_t i = 0; i < n; i++) {
+			double got = path_share(&c, k, in, n_in, paths[i]);
+			double want = sh[i].alloc[DRF_RES_CPU] / total;
+
+			if (fabs(got - want) > 0.02 * want)
+				print_error("instance %lu: tenant %s: share %.4f by weights, %.4f by "
+					    "allocation\n", it, paths[i], got, want);
+			assert_true(fabs(got - want) <= 0.02 * want);
+		}
+		/* Inner nodes come parents first. */
+		for (size_t x = 0; x < n_in; x++)
+			for (size_t y = x + 1; y < n_in; y++)
+				assert_false(strncmp(in[x].cgroup, in[y].cgroup, strlen(in[y].cgroup)) == 0 &&
+					     in[x].cgroup[strlen(in[y].cgroup)] == '/');
+		drf_inner_free(in, n_in);
+	}
+}
+
 int main(void)
 {
 	const char *s = getenv("DRF_PROPS_SEED"), *n = getenv("DRF_PROPS_N");
@@ -666,6 +760,7 @@ int main(void)
 		cmocka_unit_test(test_population_monotonicity_needs_positive_demands),
 		cmocka_unit_test(test_discrete_converges),
 		cmocka_unit_test(test_discrete_within_one_task),
+		cmocka_unit_test(test_nested_weights_compose),
 	};
 
 	if (s)

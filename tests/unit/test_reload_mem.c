@@ -74,7 +74,7 @@ static void test_reloads_keep_rss_flat(void **state)
 		struct drf_reconcile_stats st;
 
 		assert_int_equal(drf_enforced_load(&next, i % 2 ? b : a, NULL, err, sizeof(err)), 0);
-		assert_int_equal(drf_reconciler_set(&rc, &next.cfg, next.knobs), 0);
+		assert_int_equal(drf_reconciler_set(&rc, &next.cfg, next.knobs, next.inner, next.n_inner), 0);
 		drf_enforced_free(&e);
 		e = next;
 		assert_int_equal(drf_reconcile_tick(&rc, 0, &st), 0);

@@ -14,7 +14,7 @@ diagram <<'DIAGRAM'
 /sys/fs/cgroup/drf.slice            capacity: cpu 2, memory 1G, vda read 40M/s write 20M/s
  |- web        weight 2, demand cpu 1, memory 256M, read 10M/s
  |- batch      tasks of (cpu 0.5, memory 128M, write 4M/s), unlimited
- '- data/db    demand cpu 0.5, memory 512M, write 8M/s
+ '- data/db    demand cpu 0.5, memory 512M, write 8M/s (data: an inner node, weights from db's)
 expect: every knob = mapping(drfctl plan --json), share mode, then limit mode
 DIAGRAM
 
@@ -52,13 +52,12 @@ compare() { # MODE
 	local mode=$1 bad=0 t f want have cg n
 	"$DRFCTL" plan -c "$conf" --json >"$work/plan.json"
 	$PY "$here/expect_knobs.py" "$mode" "$dev" web:memory=268435456 db:memory=536870912 \
+		db:cgroup=data/db \
 		<"$work/plan.json" >"$work/expect"
-	while read -r t f want; do
-		cg=$t
-		[ "$t" = db ] && cg=data/db
+	while read -r cg f want; do
 		have=$(tr '\n' ' ' <"$CG/drf.slice/$cg/$f" | sed 's/ *$//')
 		if [ "$have" != "$want" ]; then
-			echo "  $t $f: cgroupfs has '$have', the mapping says '$want'" >>"$work/diffs"
+			echo "  $cg $f: cgroupfs has '$have', the mapping says '$want'" >>"$work/diffs"
 			bad=$((bad + 1))
 		fi
 	done <"$work/expect"
