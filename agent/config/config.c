@@ -38,11 +38,11 @@ static const char *const agent_keys[AK_N] = {
 
 enum cap_key {
 	CK_CPU, CK_MEMORY, CK_MEMORY_RESERVE, CK_IO_DEVICE, CK_IO_READ, CK_IO_WRITE,
-	CK_NET_DEVICE, CK_NET_RATE, CK_N
+	CK_NET_DEVICE, CK_NET_RATE, CK_NET_IN, CK_N
 };
 static const char *const cap_keys[CK_N] = {
 	"cpu", "memory", "memory-reserve", "io-device", "io-read-bps", "io-write-bps",
-	"net-device", "net-rate",
+	"net-device", "net-rate", "net-ingress-rate",
 };
 
 /* Tenant keys: weight, cgroup, tasks, then the DRF_NRES demand and task keys. */
@@ -71,7 +71,7 @@ struct parser {
 	size_t tenants_cap;
 	size_t *names;           /* open-addressing set: 1 + tenant index, 0 empty */
 	size_t names_cap;
-	bool auto_cpu, auto_memory, auto_net;
+	bool auto_cpu, auto_memory, auto_net, auto_net_in;
 };
 
 static void __attribute__((format(printf, 3, 4)))
@@ -386,7 +386,7 @@ static void capacity_key(struct parser *ps, int k, const char *value)
 	static const int res_of[CK_N] = {
 		[CK_CPU] = DRF_RES_CPU, [CK_MEMORY] = DRF_RES_MEMORY,
 		[CK_IO_READ] = DRF_RES_IO_READ, [CK_IO_WRITE] = DRF_RES_IO_WRITE,
-		[CK_NET_RATE] = DRF_RES_NET, [CK_MEMORY_RESERVE] = -1,
+		[CK_NET_RATE] = DRF_RES_NET, [CK_NET_IN] = DRF_RES_NET_IN, [CK_MEMORY_RESERVE] = -1,
 		[CK_IO_DEVICE] = -1, [CK_NET_DEVICE] = -1,
 	};
 	int r = res_of[k];
@@ -410,13 +410,15 @@ static void capacity_key(struct parser *ps, int k, const char *value)
 			c->memory_reserve = v;
 		return;
 	}
-	if (is_auto(value) && (k == CK_CPU || k == CK_MEMORY || k == CK_NET_RATE)) {
+	if (is_auto(value) && (k == CK_CPU || k == CK_MEMORY || k == CK_NET_RATE || k == CK_NET_IN)) {
 		if (k == CK_CPU)
 			ps->auto_cpu = true;
 		else if (k == CK_MEMORY)
 			ps->auto_memory = true;
-		else
+		else if (k == CK_NET_RATE)
 			ps->auto_net = true;
+		else
+			ps->auto_net_in = true;
 		return;
 	}
 	if (!parse_num(ps, cap_keys[k], value, drf_res_unit(r), &v))
@@ -574,7 +576,7 @@ static int handler(void *user, const char *section, const char *name, const char
 		if (k < 0) {
 			fail(ps, "unknown key '%s' in [capacity] (known: cpu, memory, "
 				 "memory-reserve, io-device, io-read-bps, io-write-bps, net-device, "
-				 "net-rate)", name);
+				 "net-rate, net-ingress-rate)", name);
 			return 0;
 		}
 		duplicate_key(ps, &ps->cap_line[k], name);
@@ -587,8 +589,9 @@ static int handler(void *user, const char *section, const char *name, const char
 		k = tenant_key_index(name);
 		if (k < 0) {
 			fail(ps, "unknown key '%s' in [tenant %s] (known: weight, cgroup, cpu, memory, "
-				 "io-read-bps, io-write-bps, net-rate, task-cpu, task-memory, "
-				 "task-io-read-bps, task-io-write-bps, task-net-rate, tasks)",
+				 "io-read-bps, io-write-bps, net-rate, net-ingress-rate, task-cpu, "
+				 "task-memory, task-io-read-bps, task-io-write-bps, task-net-rate, "
+				 "task-net-ingress-rate, tasks)",
 			     name, ps->cfg->tenants[ps->tenant].name);
 			return 0;
 		}
@@ -1083,20 +1086,25 @@ static int resolve_capacity(struct parser *ps, const struct drf_host_ops *host)
 		}
 		c->capacity[DRF_RES_MEMORY] = v - c->memory_reserve;
 	}
-	if (ps->auto_net) {
+	for (int n = 0; n < 2; n++) {
+		int key = n ? CK_NET_IN : CK_NET_RATE, res = n ? DRF_RES_NET_IN : DRF_RES_NET;
+
+		if (!(n ? ps->auto_net_in : ps->auto_net))
+			continue;
 		if (!c->net_device) {
-			fail_at(ps, ps->cap_line[CK_NET_RATE], "net-rate = auto needs net-device");
+			fail_at(ps, ps->cap_line[key], "%s = auto needs net-device", cap_keys[key]);
 			return -EINVAL;
 		}
 		r = host->link_speed(host->ctx, c->net_device, &v);
 		if (r < 0 || !(v > 0)) {
-			fail_at(ps, ps->cap_line[CK_NET_RATE],
-				"net-rate = auto: cannot read the link speed of '%s' from "
-				"/sys/class/net/%s/speed: %s; set net-rate explicitly",
-				c->net_device, c->net_device, strerror(r < 0 ? -r : EINVAL));
+			fail_at(ps, ps->cap_line[key],
+				"%s = auto: cannot read the link speed of '%s' from "
+				"/sys/class/net/%s/speed: %s; set %s explicitly", cap_keys[key],
+				c->net_device, c->net_device, strerror(r < 0 ? -r : EINVAL),
+				cap_keys[key]);
 			return r < 0 ? r : -EINVAL;
 		}
-		c->capacity[DRF_RES_NET] = v;
+		c->capacity[res] = v;
 	}
 	/* Enforcing IO or network limits needs to know which device to limit. */
 	if ((c->capacity[DRF_RES_IO_READ] > 0 || c->capacity[DRF_RES_IO_WRITE] > 0) &&
@@ -1111,11 +1119,17 @@ static int resolve_capacity(struct parser *ps, const struct drf_host_ops *host)
 			"net-rate needs net-device (the interface to shape)");
 		return -EINVAL;
 	}
+	if (c->capacity[DRF_RES_NET_IN] > 0 && !c->net_device) {
+		fail_at(ps, ps->cap_line[CK_NET_IN],
+			"net-ingress-rate needs net-device (the interface whose traffic it polices)");
+		return -EINVAL;
+	}
 	for (r = 0; r < DRF_NRES; r++)
 		if (c->capacity[r] > 0)
 			return 0;
 	fail_at(ps, ps->cap_sec_line, "no resource has a capacity: set at least one of cpu, "
-				      "memory, io-read-bps, io-write-bps, net-rate in [capacity]");
+				      "memory, io-read-bps, io-write-bps, net-rate, net-ingress-rate in "
+				      "[capacity]");
 	return -EINVAL;
 }
 

@@ -643,7 +643,14 @@ int drf_allocate_discrete(const struct drf_problem *p, struct drf_result *ret)
 {
 	struct drf_result out;
 	struct heap h = { 0 };
-	double used[DRF_NRES] = { 0 }, *key = NULL, *step = NULL, placed = 0;
+	/*
+	 * used[] grows by one task at a time, up to DRF_DISCRETE_MAX_TASKS times: a
+	 * plain running sum drifts by up to a rounding per task, enough to refuse a
+	 * last task that fits. Neumaier's compensated sum keeps the error at a few
+	 * roundings whatever the count.
+	 */
+	double used[DRF_NRES] = { 0 }, comp[DRF_NRES] = { 0 }, *key = NULL, *step = NULL;
+	double placed = 0;
 	struct resset rs;
 	int err;
 
@@ -685,7 +692,7 @@ int drf_allocate_discrete(const struct drf_problem *p, struct drf_result *ret)
 		for (int k = 0; k < rs.m && misfit < 0; k++) {
 			int r = rs.res[k];
 
-			if (used[r] + d->shape[r] > p->capacity[r] * (1 + FIT_EPS))
+			if (used[r] + comp[r] + d->shape[r] > p->capacity[r] * (1 + FIT_EPS))
 				misfit = r;
 		}
 		if (misfit >= 0 || s->units >= d->max_units) {
@@ -698,8 +705,13 @@ int drf_allocate_discrete(const struct drf_problem *p, struct drf_result *ret)
 			err = -E2BIG;
 			goto out_free;
 		}
-		for (int k = 0; k < rs.m; k++)
-			used[rs.res[k]] += d->shape[rs.res[k]];
+		for (int k = 0; k < rs.m; k++) {
+			int r = rs.res[k];
+			double x = d->shape[r], t = used[r] + x;
+
+			comp[r] += fabs(used[r]) >= fabs(x) ? (used[r] - t) + x : (x - t) + used[r];
+			used[r] = t;
+		}
 		s->units += 1;
 		/* units * step rather than a running sum: no drift over many tasks. */
 		key[i] = s->units * step[i];

@@ -13,6 +13,7 @@ static const char *const res_names[DRF_NRES] = {
 	[DRF_RES_IO_READ] = "io-read-bps",
 	[DRF_RES_IO_WRITE] = "io-write-bps",
 	[DRF_RES_NET] = "net-rate",
+	[DRF_RES_NET_IN] = "net-ingress-rate",
 };
 
 static const enum drf_unit res_units[DRF_NRES] = {
@@ -21,6 +22,7 @@ static const enum drf_unit res_units[DRF_NRES] = {
 	[DRF_RES_IO_READ] = DRF_UNIT_BYTES,
 	[DRF_RES_IO_WRITE] = DRF_UNIT_BYTES,
 	[DRF_RES_NET] = DRF_UNIT_BITS,
+	[DRF_RES_NET_IN] = DRF_UNIT_BITS,
 };
 
 const char *drf_res_name(enum drf_res r)

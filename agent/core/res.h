@@ -13,7 +13,8 @@ enum drf_res {
 	DRF_RES_MEMORY,   /* bytes */
 	DRF_RES_IO_READ,  /* bytes/s */
 	DRF_RES_IO_WRITE, /* bytes/s */
-	DRF_RES_NET,      /* bits/s */
+	DRF_RES_NET,      /* bits/s, egress */
+	DRF_RES_NET_IN,   /* bits/s, ingress */
 	DRF_NRES,
 };
 

@@ -47,9 +47,10 @@ void drfd_log_plan(const struct drf_enforced *s, const struct drf_io_target *io)
 			sh->limited_by == DRF_LIMIT_DEMAND ? "demand" : drf_res_name(sh->limited_by));
 	}
 	/* Never silent about what is not enforced. */
-	if (c->capacity[DRF_RES_NET] > 0)
-		drf_log(LOG_WARNING, "net-rate is allocated but not enforced: this drfd does not "
-				     "program tc yet; no tenant's network rate is limited");
+	if (c->capacity[DRF_RES_NET] > 0 || c->capacity[DRF_RES_NET_IN] > 0)
+		drf_log(LOG_WARNING, "net-rate and net-ingress-rate are allocated but not enforced: "
+				     "this drfd does not shape the network yet; no tenant's network "
+				     "rate is limited");
 	if (io && (drf_knobs_controllers(c) & CGFS_IO) && c->mode == DRF_MODE_SHARE &&
 	    io->weights == DRF_IO_WEIGHTS_NONE)
 		drf_log(LOG_NOTICE, "io: device %u:%u has neither BFQ nor io.cost enabled, so io "

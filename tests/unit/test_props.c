@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * The DRF properties (README, "Policies") on seeded random instances: n in 1..200, m in
- * 1..5 of the resources, equal or widely spread weights, bounded demands, task
+ * 1..6 of the resources, equal or widely spread weights, bounded demands, task
  * shapes with limited and unlimited counts, zero entries, and magnitudes from a
  * fraction of a core to terabytes. Each failure prints the seed of its instance;
  * DRF_PROPS_SEED=N reruns from another base seed and DRF_PROPS_N=K changes the
@@ -30,8 +30,8 @@ struct inst {
 	uint64_t seed;
 };
 
-static const double cap_lo[DRF_NRES] = { 0.5, 1048576.0, 1e3, 1e3, 1e5 };
-static const double cap_hi[DRF_NRES] = { 512, 35184372088832.0, 1e10, 1e10, 1e11 };
+static const double cap_lo[DRF_NRES] = { 0.5, 1048576.0, 1e3, 1e3, 1e5, 1e5 };
+static const double cap_hi[DRF_NRES] = { 512, 35184372088832.0, 1e10, 1e10, 1e11, 1e11 };
 
 static void gen(struct inst *in, uint64_t seed, int nmax)
 {

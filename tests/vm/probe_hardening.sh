@@ -54,17 +54,20 @@ wait_for() {
 	done
 }
 
-# write_conf GROUP MEM IO: /etc/drfd/drfd.conf from the packaged one, with
+# write_conf GROUP MEM CAP: /etc/drfd/drfd.conf from the packaged one, with
 # status-group = adm (GROUP=group), memory = 1G instead of auto (MEM=fixed),
-# io-device = IO and io rates (IO=none: no io).
+# and the lines of CAP (separated by ";", "-" for none) added to [capacity].
 write_conf() {
+	local l
 	cp "$work/drfd.conf.orig" "$main"
 	[ "$1" = group ] && sed -i '/^\[agent\]$/a status-group = adm' "$main"
 	[ "$2" = fixed ] && sed -i 's/^memory = auto$/memory = 1G/' "$main"
-	if [ "$3" != none ]; then
-		sed -i -e "s|^;io-device = .*|io-device = $3|" -e 's/^;io-read-bps = .*/io-read-bps = 100M/' \
-			-e 's/^;io-write-bps = .*/io-write-bps = 100M/' "$main"
+	if [ "$3" != - ]; then
+		IFS=';' read -ra l <<<"$3"
+		printf '%s\n' "${l[@]}" >"$work/cap.lines"
+		sed -i "/^\[capacity\]\$/r $work/cap.lines" "$main"
 	fi
+	grep -q '^\[capacity\]$' "$main" || note "write_conf: no [capacity] in $main"
 }
 
 write_tenants() { # WEIGHT-OF-a
@@ -80,10 +83,14 @@ CONF
 }
 
 journal_lines() { journalctl -u drfd.service -o cat --no-pager 2>/dev/null | wc -l; }
-# The last N lines the journal got for drfd.service since line FROM, on one line.
+# The last N lines the journal got for drfd.service since line FROM that say
+# what went wrong (not systemd's Starting/Failed to start, nor drfd's tick
+# lines), on one line.
 journal_since() { # FROM N
 	journalctl --sync 2>/dev/null
 	journalctl -u drfd.service -o cat --no-pager 2>/dev/null | tail -n +"$(($1 + 1))" |
+		grep -vE '^(Starting|Started|Stopping|Stopped|Reloading|Reloaded|Failed to start) |^tick |^plan: |^tenant |Failed with result|Scheduled restart' |
+		grep -iE 'error|cannot|denied|not permitted|fail|exited|killed|no such|invalid|migrat|apparently|not safe' |
 		tail -n "$2" | tr '\n' '|' | sed 's/|$//; s/|/ | /g'
 }
 
@@ -100,10 +107,10 @@ bw() { cat "$TROOT/b/cpu.weight" 2>/dev/null || echo none; }
 # shellcheck disable=SC2317 # called through wait_for
 bw_changed() { [ "$(bw)" != "$1" ] && [ "$(bw)" != none ]; }
 
-# probe NAME GROUP MEM IO [DROP-IN LINE...]: one variant; sets $outcome to
-# pass, group (only the status-group part broke) or fail.
+# probe NAME GROUP MEM CAP [DROP-IN LINE...]: one variant (see write_conf);
+# sets $outcome to pass, group (only the status-group part broke), fail or skip.
 probe() {
-	local name=$1 grp=$2 mem=$3 io=$4 n0 rc act st src sock want member bw0 bw1 pid why='' err
+	local name=$1 grp=$2 mem=$3 cap=$4 n0 rc act st src sock want member bw0 bw1 pid why='' err
 	local t0=$SECONDS
 	shift 4
 	outcome=fail
@@ -114,7 +121,7 @@ probe() {
 	fi
 	sc stop drfd.service 2>/dev/null
 	sc reset-failed drfd.service 2>/dev/null
-	write_conf "$grp" "$mem" "$io"
+	write_conf "$grp" "$mem" "$cap"
 	write_tenants 2
 	if [ $# -gt 0 ]; then
 		printf '[Service]\n' >"$drop"
@@ -128,12 +135,12 @@ probe() {
 	rc=$?
 	act=$(sc is-active drfd.service)
 	{
-		echo "=== $name (${grp}, memory ${mem}, io ${io}): $*"
+		echo "=== $name (${grp}, memory ${mem}, capacity ${cap}): $*"
 		echo "restart exit $rc: $(tr '\n' ' ' <"$work/restart.err")"
 	} >>"$detail"
 	if [ $rc -ne 0 ] || [ "$act" != active ]; then
 		sleep 1
-		err=$(journal_since "$n0" 6)
+		err=$(journal_since "$n0" 4)
 		note "journal: $err"
 		note "$(systemctl show drfd.service -p Result -p ExecMainCode -p ExecMainStatus | tr '\n' ' ')"
 		result FAIL "probe-$name" "does not start (restart exit $rc, $act; $(systemctl show -p ExecMainStatus --value drfd.service | sed 's/^/exit status /')): $err"
@@ -143,7 +150,8 @@ probe() {
 	fi
 	pid=$(systemctl show -p MainPID --value drfd.service)
 	note "drfd $pid: $(grep -E '^(Uid|Gid|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp):' "/proc/$pid/status" | tr -s '\t\n' '  ')uid_map: $(tr -s ' \n' ' ' <"/proc/$pid/uid_map")"
-	wait_for 20 daemon_ok
+	# drfd serves its socket before READY=1: no socket now, none at all.
+	[ -S /run/drfd/drfd.sock ] && wait_for 20 daemon_ok
 	read -r st src < <(status_source "$DRFCTL" status --json)
 	sock=$(stat -c %G /run/drfd/drfd.sock 2>/dev/null || echo none)
 	want=root member=n/a
@@ -158,7 +166,7 @@ probe() {
 	sc reload drfd.service
 	wait_for 15 bw_changed "$bw0"
 	bw1=$(bw)
-	wait_for 10 daemon_ok
+	[ "$src" = daemon ] && wait_for 10 daemon_ok
 	note "status exit $st source $src; socket group $sock (want $want); member of adm: $member; b cpu.weight $bw0 -> $bw1; $((SECONDS - t0)) s"
 	# Without its socket drfd still works (drfctl status reads cgroupfs): that
 	# and the socket's group are the status-group part.
@@ -172,25 +180,24 @@ probe() {
 		outcome=pass
 		result PASS "probe-$name" "active, status 0 (daemon), socket group $sock, reload applied (b cpu.weight $bw0 -> $bw1)"
 	else
-		err=$(journal_since "$n0" 40 | tr '|' '\n' | grep -iE 'status-socket|error|fail|cannot|denied|not permitted' |
-			tail -n 3 | tr '\n' '|' | sed 's/|$//; s/|/ | /g')
+		err=$(journal_since "$n0" 3)
 		note "journal: $err"
 		result FAIL "probe-$name" "${why# } journal: ${err:-nothing}"
 	fi
 	rm -f "$drop"
 }
 
-# candidate NAME GROUP MEM IO LINE...: a variant that, if drfd works with it,
+# candidate NAME GROUP MEM CAP LINE...: a variant that, if drfd works with it,
 # joins the combined one. One that fails with status-group is tried again
 # without, to tell whether status-group is what it breaks.
 candidate() {
-	local name=$1 grp=$2 mem=$3 io=$4
+	local name=$1 grp=$2 mem=$3 cap=$4
 	probe "$@"
 	shift 4
 	if [ "$outcome" = pass ]; then
 		combined+=("$@")
 	elif [ "$outcome" != skip ] && [ "$grp" = group ]; then
-		probe "$name-nogroup" nogroup "$mem" "$io" "$@"
+		probe "$name-nogroup" nogroup "$mem" "$cap" "$@"
 	fi
 }
 
@@ -208,8 +215,14 @@ second_drfd() { # NAME PROP...
 	if [ $rc -eq 6 ] && [[ $msg == *"(pid "* ]]; then
 		result PASS "probe-second-$name" "exit 6: $msg"
 	else
-		result FAIL "probe-second-$name" "exit $rc: ${msg:-no message}"
+		result FAIL "probe-second-$name" "exit $rc: ${msg:-no message} ($(journalctl -u "drfd-second-$name" -o cat --no-pager | grep -m1 'error'))"
 	fi
+}
+
+# The directories systemd made for drfd, and what a DynamicUser= start left.
+dirs() {
+	stat -c '%N %U:%G %F' /run/drfd /run/private/drfd /var/lib/drfd /var/lib/private/drfd 2>&1 |
+		tr '\n' ';'
 }
 
 security() { # FILE
@@ -234,44 +247,49 @@ sc daemon-reload
 security "$R/security.txt"
 
 # The shipped unit, and the capability bounding set.
-probe baseline group auto none
-probe baseline-nogroup nogroup auto none
-candidate capbset-empty group auto none 'CapabilityBoundingSet='
-probe securebits-noroot group auto none 'SecureBits=noroot noroot-locked'
-probe securebits-noroot-ambient group auto none 'SecureBits=noroot noroot-locked' \
+probe baseline group auto -
+probe baseline-nogroup nogroup auto -
+candidate capbset-empty group auto - 'CapabilityBoundingSet='
+# chown(2) to a group of one's own needs no CAP_CHOWN: the group as a supplementary one.
+probe capbset-empty-supplementary-adm group auto - 'CapabilityBoundingSet=' 'SupplementaryGroups=adm'
+probe securebits-noroot group auto - 'SecureBits=noroot noroot-locked'
+probe securebits-noroot-ambient group auto - 'SecureBits=noroot noroot-locked' \
 	'AmbientCapabilities=CAP_CHOWN'
 
 # Filesystem and kernel views.
-candidate protect-kernel-tunables group auto none 'ProtectKernelTunables=yes'
-probe protect-control-groups group auto none 'ProtectControlGroups=yes'
-candidate protect-control-groups-rw-tenants group auto none 'ProtectControlGroups=yes' \
+candidate protect-kernel-tunables group auto - 'ProtectKernelTunables=yes'
+probe protect-control-groups group auto - 'ProtectControlGroups=yes'
+candidate protect-control-groups-rw-tenants group auto - 'ProtectControlGroups=yes' \
 	"ReadWritePaths=$TROOT"
-probe readonly-cgroupfs group auto none 'ReadOnlyPaths=/sys/fs/cgroup'
-candidate private-devices group auto none 'PrivateDevices=yes'
-candidate device-policy-closed group auto none 'DevicePolicy=closed'
-candidate private-network group auto none 'PrivateNetwork=yes'
-candidate private-users group auto none 'PrivateUsers=yes'
-candidate protect-proc-invisible group auto none 'ProtectProc=invisible'
-probe proc-subset-pid group auto none 'ProcSubset=pid'
-probe proc-subset-pid-memory-1G group fixed none 'ProcSubset=pid'
-candidate private-mounts group auto none 'PrivateMounts=yes'
-candidate private-ipc group auto none 'PrivateIPC=yes'
-candidate remove-ipc group auto none 'RemoveIPC=yes'
-candidate umask-0077 group auto none 'UMask=0077'
-candidate keyring-private group auto none 'KeyringMode=private'
+probe readonly-cgroupfs group auto - 'ReadOnlyPaths=/sys/fs/cgroup'
+candidate private-devices group auto - 'PrivateDevices=yes'
+candidate device-policy-closed group auto - 'DevicePolicy=closed'
+candidate private-network group auto - 'PrivateNetwork=yes'
+candidate private-users group auto - 'PrivateUsers=yes'
+candidate protect-proc-invisible group auto - 'ProtectProc=invisible'
+probe proc-subset-pid group auto - 'ProcSubset=pid'
+probe proc-subset-pid-memory-1G group fixed - 'ProcSubset=pid'
+candidate private-mounts group auto - 'PrivateMounts=yes'
+candidate private-ipc group auto - 'PrivateIPC=yes'
+candidate remove-ipc group auto - 'RemoveIPC=yes'
+candidate umask-0077 group auto - 'UMask=0077'
+candidate keyring-private group auto - 'KeyringMode=private'
 
 # System calls and socket families.
-candidate syscall-no-privileged-resources group auto none 'SystemCallFilter=~@privileged @resources'
-candidate syscall-no-resources group auto none 'SystemCallFilter=~@resources'
-probe syscall-no-privileged-eperm group auto none 'SystemCallFilter=~@privileged' \
+candidate syscall-no-privileged-resources group auto - 'SystemCallFilter=~@privileged @resources'
+candidate syscall-no-privileged-resources-but-chown group auto - \
+	'SystemCallFilter=~@privileged @resources' 'SystemCallFilter=@chown'
+candidate syscall-no-resources group auto - 'SystemCallFilter=~@resources'
+probe syscall-no-privileged-eperm group auto - 'SystemCallFilter=~@privileged' \
 	'SystemCallErrorNumber=EPERM'
-candidate syscall-errno-eperm group auto none 'SystemCallErrorNumber=EPERM'
-candidate af-unix-only group auto none 'RestrictAddressFamilies=' 'RestrictAddressFamilies=AF_UNIX'
+candidate syscall-errno-eperm group auto - 'SystemCallErrorNumber=EPERM'
+candidate af-unix-only group auto - 'RestrictAddressFamilies=' 'RestrictAddressFamilies=AF_UNIX'
 
 # /proc/locks names the holder of the root's lock: hidden by ProcSubset=pid?
+# (memory = 1G: memory = auto cannot start under ProcSubset=pid.)
 sc stop drfd.service
 sc reset-failed drfd.service
-write_conf group auto none
+write_conf group fixed -
 write_tenants 2
 rm -f "$drop"
 sc daemon-reload
@@ -284,29 +302,72 @@ sc stop drfd.service
 
 # io: io-device by path needs /dev in drfd's view; by MAJ:MIN only /sys.
 if [ -e /sys/block/vda/dev ] && grep -qw io "$TROOT/cgroup.controllers" 2>/dev/null; then
+	rates='io-read-bps = 100M;io-write-bps = 100M'
 	majmin=$(cat /sys/block/vda/dev)
-	probe io-path group auto /dev/vda
-	probe io-path-private-devices group auto /dev/vda 'PrivateDevices=yes'
-	probe io-majmin-private-devices group auto "$majmin" 'PrivateDevices=yes'
-	probe io-path-device-policy-closed group auto /dev/vda 'DevicePolicy=closed'
+	probe io-path group auto "io-device = /dev/vda;$rates"
+	probe io-path-private-devices group auto "io-device = /dev/vda;$rates" 'PrivateDevices=yes'
+	probe io-majmin-private-devices group auto "io-device = $majmin;$rates" 'PrivateDevices=yes'
+	probe io-path-device-policy-closed group auto "io-device = /dev/vda;$rates" 'DevicePolicy=closed'
 else
 	result SKIP probe-io "no /dev/vda or no io controller in $TROOT ($(cat "$TROOT/cgroup.controllers" 2>/dev/null))"
 fi
 
+# net-rate = auto reads /sys/class/net/DEV/speed (drfd allocates net, does not enforce it yet).
+nic=''
+for d in /sys/class/net/*; do
+	[ "${d##*/}" != lo ] && nic=${d##*/} && break
+done
+if [ -n "$nic" ] && [ "$(cat "/sys/class/net/$nic/speed" 2>/dev/null || echo -1)" -gt 0 ]; then
+	probe net-auto group auto "net-device = $nic;net-rate = auto"
+	[ "$outcome" = pass ] && probe net-auto-private-network group auto "net-device = $nic;net-rate = auto" \
+		'PrivateNetwork=yes'
+else
+	result SKIP probe-net "no network interface with a link speed in the VM ('$nic')"
+fi
+
 # Everything that passed, together, with the shipped CAP_CHOWN.
 note "combined: ${combined[*]}"
-probe combined group auto none "${combined[@]}"
+probe combined group auto - "${combined[@]}"
 printf '[Service]\n' >"$drop"
 printf '%s\n' "${combined[@]}" >>"$drop"
 sc daemon-reload
 security "$R/security-combined.txt"
+
+# What the report recommends adding to the shipped unit; with io-device by
+# path, which PrivateDevices=yes would hide.
+recommended=('ProtectKernelTunables=yes' 'ProtectControlGroups=yes'
+	"ReadWritePaths=-$TROOT" 'DevicePolicy=closed' 'PrivateNetwork=yes'
+	'ProtectProc=invisible' 'PrivateIPC=yes' 'UMask=0077'
+	'SystemCallFilter=~@privileged @resources' 'SystemCallFilter=@chown'
+	'SystemCallErrorNumber=EPERM' 'RestrictAddressFamilies=' 'RestrictAddressFamilies=AF_UNIX')
+if [ -n "${rates:-}" ]; then
+	probe recommended group auto "io-device = /dev/vda;$rates" "${recommended[@]}"
+else
+	probe recommended group auto - "${recommended[@]}"
+fi
+printf '[Service]\n' >"$drop"
+printf '%s\n' "${recommended[@]}" >>"$drop"
+sc daemon-reload
+security "$R/security-recommended.txt"
 rm -f "$drop"
 sc daemon-reload
 
 # Another user than root: last, since systemd moves and chowns the state directory.
-probe dynamic-user group auto none 'DynamicUser=yes'
-probe user-nobody group auto none 'User=nobody'
-probe baseline-again group auto none
+probe dynamic-user group auto - 'DynamicUser=yes'
+sc stop drfd.service
+note "after dynamic-user: $(dirs)"
+# With RuntimeDirectoryPreserve=restart, DynamicUser= makes /run/drfd a link to
+# /run/private/drfd; gone with the failed unit, its dangling link stays, and no
+# start of drfd without DynamicUser= gets past RUNTIME_DIRECTORY until reboot.
+if [ -L /run/drfd ] && [ ! -e /run/drfd ]; then
+	probe after-dynamic-user group auto -
+	rm -f /run/drfd
+fi
+probe user-nobody group auto - 'User=nobody'
+sc stop drfd.service
+note "after user-nobody: $(dirs)"
+probe baseline-again group auto -
+note "after baseline-again: $(dirs)"
 
 sc stop drfd.service
 journalctl -u drfd.service -o short-monotonic --no-pager >"$R/drfd-journal.txt" 2>&1
