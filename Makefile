@@ -34,14 +34,17 @@ BUILD ?= .output/$(VARIANT)
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wformat=2 -Wno-format-nonliteral -Wvla
 CFLAGS ?= -O2 -g
-INCLUDES := -Iagent/core -Iagent/config -Iagent/daemon -Iagent/cli -Icgroupfs
+# The BPF objects and skeletons are the same for every variant.
+BPF_OUT := .output/bpf
+INCLUDES := -Iagent/core -Iagent/config -Iagent/daemon -Iagent/cli -Iagent/net -Icgroupfs -Ibpf \
+	-I$(BPF_OUT) $(shell pkg-config --cflags libnl-route-3.0)
 # The project's own flags go in DRF_CFLAGS, so that `make CFLAGS=...` changes
 # optimization and debug flags without dropping what the build needs.
 VERSION := 0.3.0
 DRF_CFLAGS := -std=c11 -D_GNU_SOURCE -pthread $(WARN) $(INCLUDES) -Itests/lib -MMD -MP \
 	-DDRF_VERSION='"$(VERSION)"' -DDRF_SYSCONFDIR='"$(SYSCONFDIR)"'
 LDFLAGS ?=
-LDLIBS := -linih -lcgroup -lsystemd -lm -pthread
+LDLIBS := -linih -lcgroup -lsystemd -lbpf -lnl-route-3 -lnl-3 -lm -pthread
 
 ifeq ($(SANITIZER),address)
 DRF_CFLAGS += -fsanitize=address -fno-omit-frame-pointer
@@ -63,6 +66,7 @@ CORE_LIB := $(BUILD)/libdrfcore.a
 LIB_SRCS := agent/config/config.c agent/config/desired.c agent/cli/plan.c \
 	agent/daemon/reconcile.c agent/daemon/hostcheck.c agent/daemon/daemon.c \
 	agent/daemon/status.c agent/daemon/lock.c agent/daemon/statefile.c agent/daemon/log.c \
+	agent/net/tc.c agent/net/tc_nl.c agent/net/htb.c agent/net/shaper.c bpf/netbpf.c \
 	cgroupfs/cgroupfs.c
 LIB := $(BUILD)/libdrf.a
 
@@ -87,6 +91,16 @@ all: $(BINS) $(MANS)
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(DRF_CFLAGS) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+# BPF: .bpf.c -> .bpf.o (clang, CO-RE against the pinned bpf/vmlinux.h) -> skeleton.
+BPF_ARCH := $(patsubst x86_64,x86,$(patsubst aarch64,arm64,$(shell uname -m)))
+BPF_CLANG ?= clang
+$(BPF_OUT)/%.bpf.o: bpf/%.bpf.c bpf/%.h bpf/vmlinux.h
+	@mkdir -p $(dir $@)
+	$(BPF_CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -Ibpf -Wall -Werror -c $< -o $@
+$(BPF_OUT)/%.skel.h: $(BPF_OUT)/%.bpf.o
+	bpftool gen skeleton $< name $(subst .,_,$*)_bpf >$@.tmp && mv $@.tmp $@
+$(BUILD)/bpf/netbpf.o: $(BPF_OUT)/net.skel.h
 
 .output/man/%: deploy/man/%.scd
 	@mkdir -p $(dir $@)

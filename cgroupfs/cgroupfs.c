@@ -250,12 +250,30 @@ static int real_rmdir(void *ctx, int dirfd, const char *path)
 	return at_parent(dirfd, path, true);
 }
 
+static int real_id(void *ctx, int dirfd, const char *path, uint64_t *ret)
+{
+	struct stat st;
+	int fd, r = 0;
+
+	(void)ctx;
+	fd = open_beneath(dirfd, path[0] ? path : ".", O_RDONLY | O_DIRECTORY);
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &st) < 0)
+		r = -errno;
+	else
+		*ret = (uint64_t)st.st_ino;
+	close(fd);
+	return r;
+}
+
 const struct cgfs_ops cgfs_real_ops = {
 	.name = "real",
 	.read = real_read,
 	.write = real_write,
 	.mkdir = real_mkdir,
 	.rmdir = real_rmdir,
+	.id = real_id,
 };
 
 static int rec_fault(struct cgfs_recorder *r, unsigned op, const char *path)
@@ -333,12 +351,25 @@ static int rec_rmdir(void *ctx, int dirfd, const char *path)
 	return r->pass_changes && r->inner ? r->inner->rmdir(r->inner_ctx, dirfd, path) : 0;
 }
 
+static int rec_id(void *ctx, int dirfd, const char *path, uint64_t *ret)
+{
+	struct cgfs_recorder *r = ctx;
+	int f = rec_fault(r, CGFS_OP_ID, path);
+
+	if (f < 0)
+		return f;
+	if (!r->inner)
+		return -ENOENT;
+	return r->inner->id(r->inner_ctx, dirfd, path, ret);
+}
+
 const struct cgfs_ops cgfs_recording_ops = {
 	.name = "recording",
 	.read = rec_read,
 	.write = rec_write,
 	.mkdir = rec_mkdir,
 	.rmdir = rec_rmdir,
+	.id = rec_id,
 };
 
 int cgfs_open(struct cgfs *c, const char *root, bool create, const struct cgfs_ops *ops,
@@ -484,6 +515,15 @@ int cgfs_remove(const struct cgfs *c, const char *cg)
 	if (strstr(buf, "populated 1"))
 		return -EBUSY;
 	return c->ops->rmdir(c->ctx, c->rootfd, cg);
+}
+
+int cgfs_id(const struct cgfs *c, const char *cg, uint64_t *ret)
+{
+	const char *why = cg[0] ? cgfs_path_problem(cg) : NULL;
+
+	if (why)
+		return -EINVAL;
+	return c->ops->id(c->ctx, c->rootfd, cg, ret);
 }
 
 static int read_ctrls(const struct cgfs *c, const char *cg, const char *file, unsigned *ret)

@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
 
@@ -37,6 +38,8 @@ struct cgfs_ops {
 	int (*write)(void *ctx, int dirfd, const char *path, const char *val);
 	int (*mkdir)(void *ctx, int dirfd, const char *path);
 	int (*rmdir)(void *ctx, int dirfd, const char *path);
+	/* The cgroup id of the directory (its inode number on cgroup2). */
+	int (*id)(void *ctx, int dirfd, const char *path, uint64_t *ret);
 };
 
 extern const struct cgfs_ops cgfs_real_ops;
@@ -47,6 +50,7 @@ enum cgfs_op {
 	CGFS_OP_WRITE = 1 << 1,
 	CGFS_OP_MKDIR = 1 << 2,
 	CGFS_OP_RMDIR = 1 << 3,
+	CGFS_OP_ID = 1 << 4,
 };
 
 /*
@@ -118,6 +122,12 @@ int cgfs_subtree_control(const struct cgfs *c, const char *cg, unsigned *ret);
  * something changes. Returns 1 if it wrote, 0 if nothing to do, or -errno.
  */
 int cgfs_set_subtree(const struct cgfs *c, const char *cg, unsigned want, unsigned managed);
+
+/*
+ * The cgroup id of CG, as BPF sees it (bpf_skb_ancestor_cgroup_id(),
+ * bpf_get_current_cgroup_id()): the inode number of its directory.
+ */
+int cgfs_id(const struct cgfs *c, const char *cg, uint64_t *ret);
 
 /* Number of processes in CG (lines of cgroup.procs), or -errno. */
 int cgfs_nprocs(const struct cgfs *c, const char *cg);

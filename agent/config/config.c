@@ -4,6 +4,11 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <sys/socket.h>
+#include <sys/ioctl.h>
+#include <net/if.h>
+#include <linux/sockios.h>
+#include <linux/ethtool.h>
 #include <fcntl.h>
 #include <ini.h>
 #include <math.h>
@@ -30,10 +35,10 @@ enum section {
 };
 
 enum agent_key { AK_CGROUP_ROOT, AK_INTERVAL, AK_MODE, AK_POLICY, AK_TENANTS_DIR, AK_STATE_DIR,
-		 AK_STATUS_SOCKET, AK_STATUS_GROUP, AK_VERIFY_PERIOD, AK_N };
+		 AK_STATUS_SOCKET, AK_STATUS_GROUP, AK_VERIFY_PERIOD, AK_NET_REPLACE, AK_N };
 static const char *const agent_keys[AK_N] = {
 	"cgroup-root", "interval", "mode", "policy", "tenants-dir", "state-dir", "status-socket",
-	"status-group", "verify-period",
+	"status-group", "verify-period", "net-replace-qdisc",
 };
 
 enum cap_key {
@@ -345,6 +350,14 @@ static void agent_key(struct parser *ps, int k, const char *value)
 		c->tenants_dir = p;
 		return;
 	}
+	case AK_NET_REPLACE:
+		if (strcmp(value, "yes") == 0)
+			c->net_replace_qdisc = true;
+		else if (strcmp(value, "no") == 0)
+			c->net_replace_qdisc = false;
+		else
+			fail(ps, "net-replace-qdisc = '%s': expected 'yes' or 'no'", value);
+		return;
 	}
 }
 
@@ -562,7 +575,7 @@ static int handler(void *user, const char *section, const char *name, const char
 		if (k < 0) {
 			fail(ps, "unknown key '%s' in [agent] (known: cgroup-root, interval, mode, "
 				 "policy, tenants-dir, state-dir, status-socket, status-group, "
-				 "verify-period)", name);
+				 "verify-period, net-replace-qdisc)", name);
 			return 0;
 		}
 		duplicate_key(ps, &ps->agent_line[k], name);
@@ -1098,10 +1111,10 @@ static int resolve_capacity(struct parser *ps, const struct drf_host_ops *host)
 		r = host->link_speed(host->ctx, c->net_device, &v);
 		if (r < 0 || !(v > 0)) {
 			fail_at(ps, ps->cap_line[key],
-				"%s = auto: cannot read the link speed of '%s' from "
-				"/sys/class/net/%s/speed: %s; set %s explicitly", cap_keys[key],
-				c->net_device, c->net_device, strerror(r < 0 ? -r : EINVAL),
-				cap_keys[key]);
+				"%s = auto: cannot read the link speed of '%s' (ethtool): %s; "
+				"set %s explicitly", cap_keys[key], c->net_device,
+				r == -ENODEV ? "no such network interface"
+					     : strerror(r < 0 ? -r : EINVAL), cap_keys[key]);
 			return r < 0 ? r : -EINVAL;
 		}
 		c->capacity[res] = v;
@@ -1293,25 +1306,34 @@ static int real_mem_total(void *ctx, double *ret)
 
 static int real_link_speed(void *ctx, const char *dev, double *ret)
 {
-	char path[64];
-	FILE *f;
-	long mbit;
-	int r = 0;
+	struct ethtool_cmd ecmd = { .cmd = ETHTOOL_GSET };
+	struct ifreq ifr = { 0 };
+	uint32_t mbit;
+	int fd, r = 0;
 
 	(void)ctx;
-	snprintf(path, sizeof(path), "/sys/class/net/%s/speed", dev);
-	f = fopen(path, "re");
-	if (!f)
+	if (strlen(dev) >= sizeof(ifr.ifr_name))
+		return -ENAMETOOLONG;
+	/*
+	 * Through ethtool on a socket, not /sys/class/net: that shows the
+	 * devices of the network namespace sysfs was mounted in, not ours.
+	 */
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
 		return -errno;
-	/* Reading speed fails with EINVAL on links that do not report one (veth, lo). */
-	errno = 0;
-	if (fscanf(f, "%ld", &mbit) != 1)
-		r = errno ? -errno : -EINVAL;
-	else if (mbit <= 0)
-		r = -EINVAL; /* -1: unknown, e.g. link down */
-	else
-		*ret = (double)mbit * 1e6;
-	fclose(f);
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", dev);
+	ifr.ifr_data = (char *)&ecmd;
+	if (ioctl(fd, SIOCETHTOOL, &ifr) < 0) {
+		r = errno == EOPNOTSUPP ? -EINVAL : -errno;
+	} else {
+		mbit = ethtool_cmd_speed(&ecmd);
+		/* SPEED_UNKNOWN (-1), e.g. link down; veth says 10000 */
+		if (mbit == 0 || mbit == (uint32_t)SPEED_UNKNOWN)
+			r = -EINVAL;
+		else
+			*ret = (double)mbit * 1e6;
+	}
+	close(fd);
 	return r;
 }
 

@@ -109,7 +109,7 @@ static void bytes_or_max(char *buf, size_t len, double v)
  * INFINITY if none, and for a declared 0 (the tenant needs none of r: a zero
  * cap would stop it rather than express that).
  */
-static double declared(const struct drf_config *c, size_t i, int r)
+double drf_knobs_declared(const struct drf_config *c, size_t i, int r)
 {
 	const struct drf_tenant *t = &c->tenants[i];
 
@@ -434,7 +434,7 @@ int drf_knobs_compute(const struct drf_config *c, const struct drf_problem *p,
 				bytes_or_max(k->val[DRF_KNOB_MEMORY_LOW], DRF_KNOB_LEN, a);
 				snprintf(k->val[DRF_KNOB_MEMORY_HIGH], DRF_KNOB_LEN, "max");
 				bytes_or_max(k->val[DRF_KNOB_MEMORY_MAX], DRF_KNOB_LEN,
-					     declared(c, i, DRF_RES_MEMORY));
+					     drf_knobs_declared(c, i, DRF_RES_MEMORY));
 			}
 		}
 		if ((ctrls & CGFS_IO) && io) {
@@ -451,8 +451,8 @@ int drf_knobs_compute(const struct drf_config *c, const struct drf_problem *p,
 
 				set(k, DRF_KNOB_IO_WEIGHT, "default %ld", scale_weight(io_share(p, s), io_max, hi));
 				io_limits(k->val[DRF_KNOB_IO_MAX], DRF_KNOB_LEN, io,
-					  declared(c, i, DRF_RES_IO_READ),
-					  declared(c, i, DRF_RES_IO_WRITE));
+					  drf_knobs_declared(c, i, DRF_RES_IO_READ),
+					  drf_knobs_declared(c, i, DRF_RES_IO_WRITE));
 			} else {
 				/* Both BFQ's and io.cost's default weight is 100. */
 				if (io->weights != DRF_IO_WEIGHTS_NONE)

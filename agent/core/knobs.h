@@ -104,6 +104,13 @@ bool drf_knob_matches(enum drf_knob k, const char *want, const char *have,
 		      const struct drf_io_target *io, unsigned long page_size);
 
 /*
+ * Tenant i's declared total demand of resource r, as a cap: a bounded demand,
+ * or tasks x task; INFINITY if it declared none, or 0 (it needs none of r: a
+ * zero cap would stop it rather than express that).
+ */
+double drf_knobs_declared(const struct drf_config *c, size_t i, int r);
+
+/*
  * Bits (1 << resource) of the resources on which tenant i would get a hard cap
  * at its allocation (limit mode; io in share mode without io weights), or at a
  * declared demand of 0 (share mode), but is left uncapped because it needs none

@@ -22,6 +22,14 @@ static uint64_t now_realtime(void)
 	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 }
 
+static uint64_t now_monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
+}
+
 /* One line per tenant: what it gets. */
 void drfd_log_plan(const struct drf_enforced *s, const struct drf_io_target *io)
 {
@@ -47,10 +55,6 @@ void drfd_log_plan(const struct drf_enforced *s, const struct drf_io_target *io)
 			sh->limited_by == DRF_LIMIT_DEMAND ? "demand" : drf_res_name(sh->limited_by));
 	}
 	/* Never silent about what is not enforced. */
-	if (c->capacity[DRF_RES_NET] > 0 || c->capacity[DRF_RES_NET_IN] > 0)
-		drf_log(LOG_WARNING, "net-rate and net-ingress-rate are allocated but not enforced: "
-				     "this drfd does not shape the network yet; no tenant's network "
-				     "rate is limited");
 	if (io && (drf_knobs_controllers(c) & CGFS_IO) && c->mode == DRF_MODE_SHARE &&
 	    io->weights == DRF_IO_WEIGHTS_NONE)
 		drf_log(LOG_NOTICE, "io: device %u:%u has neither BFQ nor io.cost enabled, so io "
@@ -74,7 +78,7 @@ static void save_state(struct drfd *d)
 
 	if (!d->state_path[0] || d->dry_run)
 		return;
-	r = drf_state_save(d->state_path, d->root, &d->rc);
+	r = drf_state_save(d->state_path, d->root, &d->rc, d->has_net ? &d->net : NULL);
 	if (r < 0)
 		drf_log(LOG_ERR, "cannot write the state file '%s': %s; after a restart, tenants "
 				 "removed from the config meanwhile would not be cleaned up",
@@ -84,13 +88,14 @@ static void save_state(struct drfd *d)
 static void notify_status(struct drfd *d)
 {
 	const struct drf_reconcile_stats *st = &d->last;
+	unsigned retrying = st->retrying + (d->has_net ? d->net_last.retrying : 0);
 	char text[256];
 
 	if (d->plan.cfg.n_tenants == 0)
 		snprintf(text, sizeof(text), "idle: no tenants in %s", d->config_path);
-	else if (st->retrying)
+	else if (retrying)
 		snprintf(text, sizeof(text), "enforcing %zu tenants; %u writes failing, retried "
-			 "each tick", d->plan.cfg.n_tenants, st->retrying);
+			 "each tick", d->plan.cfg.n_tenants, retrying);
 	else
 		snprintf(text, sizeof(text), "enforcing %zu tenants%s", d->plan.cfg.n_tenants,
 			 d->rc.n_orphans ? "; orphans kept (see drfctl status)" : "");
@@ -113,16 +118,24 @@ static void tick(struct drfd *d, size_t verify)
 	 */
 	drf_reconcile_tick(&d->rc, verify, &st);
 	d->last = st;
+	/* The network after the cgroups: its map entries need the tenants' cgroups. */
+	if (d->has_net)
+		drf_shaper_tick(&d->net, now_monotonic_ns(), verify, &d->net_last);
 	d->last_tick = now_realtime();
 	if (drf_reconciler_membership_changed(&d->rc))
 		save_state(d);
-	busy = st.writes || st.created || st.recreated || st.foreign || st.errors || st.removed;
+	busy = st.writes || st.created || st.recreated || st.foreign || st.errors || st.removed ||
+	       (d->has_net && (d->net_last.writes || d->net_last.errors));
 	drf_log(busy ? LOG_INFO : LOG_DEBUG,
 		"tick %llu: %zu tenants, %u verified, %u written, %u created, %u recreated, "
 		"%u changed by others, %u waiting for memory to drop, %u errors, %u retrying, "
 		"%zu orphans", (unsigned long long)d->rc.ticks, d->rc.n, st.verified, st.writes,
 		st.created, st.recreated, st.foreign, st.pending, st.errors, st.retrying,
 		d->rc.n_orphans);
+	if (d->has_net && (d->net_last.writes || d->net_last.errors))
+		drf_log(LOG_INFO, "tick %llu: network on %s: %u written, %u errors, %u retrying",
+			(unsigned long long)d->rc.ticks, d->net.ifname, d->net_last.writes,
+			d->net_last.errors, d->net_last.retrying);
 	notify_status(d);
 }
 
@@ -159,11 +172,23 @@ int drfd_start(struct drfd *d, struct drf_reconcile_stats *ret)
 		if (skipped)
 			drf_log(LOG_WARNING, "state file '%s': ignored %zu lines that do not parse",
 				d->state_path, skipped);
-		for (size_t i = 0; i < n; i++)
+		for (size_t i = 0; i < n; i++) {
+			if (e[i].net_minor) {
+				/* A tenant's class minor: the same class after the restart. */
+				if (d->has_net)
+					drf_shaper_remember(&d->net, e[i].name, (uint16_t)e[i].net_minor);
+				continue;
+			}
 			if (drf_reconciler_forget(&d->rc, e[i].name, e[i].cgroup) < 0)
 				drf_log(LOG_ERR, "cannot track departed tenant '%s': out of memory",
 					e[i].name);
+		}
 		drf_state_free(e, n);
+	}
+	if (d->has_net) {
+		r = drf_shaper_set(&d->net, &d->plan, d->plan.cfg.net_replace_qdisc);
+		if (r < 0)
+			return r;
 	}
 	tick(d, SIZE_MAX);
 	drf_reconciler_membership_changed(&d->rc);
@@ -202,6 +227,24 @@ static void reload(struct drfd *d)
 		snprintf(err, sizeof(err), "%s: io-device changed; that needs a restart",
 			 d->config_path);
 		r = -EINVAL;
+	}
+	/* The shaper is set up at start for one device: a change of either needs a restart. */
+	if (r == 0) {
+		bool net = n.cfg.capacity[DRF_RES_NET] > 0 || n.cfg.capacity[DRF_RES_NET_IN] > 0;
+
+		if (net != d->has_net || (net && strcmp(n.cfg.net_device, d->net.ifname) != 0)) {
+			snprintf(err, sizeof(err), "%s: %s; that needs a restart", d->config_path,
+				 net != d->has_net ? (net ? "network capacities added"
+							  : "network capacities removed")
+						   : "net-device changed");
+			r = -EINVAL;
+		}
+	}
+	if (r == 0 && d->has_net) {
+		r = drf_shaper_set(&d->net, &n, n.cfg.net_replace_qdisc);
+		if (r < 0)
+			snprintf(err, sizeof(err), "%s", r == -ENOSPC ? "more tenants than HTB class "
+				 "ids (65519)" : "out of memory");
 	}
 	if (r == 0 && drf_reconciler_set(&d->rc, &n.cfg, n.knobs, n.inner, n.n_inner) < 0) {
 		snprintf(err, sizeof(err), "out of memory");
@@ -282,6 +325,8 @@ int drfd_run(struct drfd *d)
 void drfd_free(struct drfd *d)
 {
 	drf_reconciler_free(&d->rc);
+	if (d->has_net)
+		drf_shaper_free(&d->net);
 	d->timer = sd_event_source_unref(d->timer);
 	d->listen_src = sd_event_source_unref(d->listen_src);
 	if (d->listen_fd >= 0)

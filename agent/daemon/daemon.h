@@ -15,6 +15,7 @@
 #include "cgroupfs.h"
 #include "desired.h"
 #include "reconcile.h"
+#include "shaper.h"
 
 struct drfd {
 	const char *config_path;
@@ -36,6 +37,9 @@ struct drfd {
 	uint64_t last_tick;             /* CLOCK_REALTIME, usec; 0 before the first */
 	uint64_t reloads, reloads_refused;
 	struct drf_reconcile_stats last;
+	bool has_net;                   /* the config shares the network: the shaper runs */
+	struct drf_shaper net;          /* set up by main(), with its ops */
+	struct drf_shaper_stats net_last;
 	char status_text[256];          /* last STATUS= sent to systemd */
 	int exit_code;
 };

@@ -23,6 +23,9 @@
 #include "knobs.h"
 #include "lock.h"
 #include "log.h"
+#include "netbpf.h"
+#include "shaper.h"
+#include "tc_nl.h"
 
 #ifndef DRF_VERSION
 #define DRF_VERSION "0.3.0"
@@ -41,6 +44,7 @@ enum {
 	EXIT_DEVICE = 4,  /* io-device missing or a partition */
 	EXIT_ROOT = 5,    /* cgroup-root cannot be created, written, holds processes, not cgroup2 */
 	EXIT_LOCKED = 6,  /* another drfd holds this cgroup-root or its status socket */
+	EXIT_NET = 7,     /* the network cannot be shaped: device, bpffs, cgroup_skb, HTB, a foreign qdisc */
 	EXIT_USAGE = 64,
 };
 
@@ -62,7 +66,8 @@ static void usage(FILE *out)
 	      "signals: SIGHUP reloads the config; SIGTERM and SIGINT exit, leaving limits in place\n"
 	      "exit status: 0 ok, 1 failure, 2 config error, 3 no usable cgroup v2,\n"
 	      "             4 io device missing, 5 cgroup-root unusable,\n"
-	      "             6 another drfd holds the cgroup-root, 64 usage error\n"
+	      "             6 another drfd holds the cgroup-root, 7 the network cannot be\n"
+	      "             shaped as configured, 64 usage error\n"
 	      "see drfd(8) and drfd.conf(5)\n",
 	      out);
 }
@@ -214,8 +219,83 @@ static int open_root(struct drfd *d, struct cgfs *fs, struct cgfs_recorder *rec)
 	return EXIT_OK;
 }
 
+/* The network's ops and their state: real, or recording for a dry run. */
+struct net_ops {
+	struct drf_tc_nl nl;
+	struct drf_netbpf bpf;
+	struct drf_tc_recorder tc_rec;
+	struct drf_netbpf_recorder *bpf_rec;
+};
+
+/*
+ * Sets up d->net when the config shares the network: checks the host first
+ * (nothing is installed before every check passed). An exit code.
+ */
+static int setup_net(struct drfd *d, struct cgfs *fs, const char *mount, struct net_ops *n)
+{
+	const struct drf_config *c = &d->plan.cfg;
+	const struct drf_tc_ops *tc = &drf_tc_nl_ops;
+	const struct drf_netbpf_ops *bpf = &drf_netbpf_real_ops;
+	void *tc_ctx = &n->nl, *bpf_ctx = &n->bpf;
+	char err[2048], pin[256];
+	uint32_t level = 0;
+	int r, nl;
+
+	if (!(c->capacity[DRF_RES_NET] > 0) && !(c->capacity[DRF_RES_NET_IN] > 0))
+		return EXIT_OK;
+	nl = drf_tc_nl_open(&n->nl);
+	if (nl < 0 && !d->dry_run) {
+		drf_log(LOG_ERR, "cannot open a netlink socket: %s", strerror(-nl));
+		return EXIT_NET;
+	}
+	if (d->dry_run) {
+		n->tc_rec = (struct drf_tc_recorder){ .inner = nl == 0 ? &drf_tc_nl_ops : NULL,
+						      .inner_ctx = &n->nl, .ifname = c->net_device,
+						      .out = stdout };
+		n->bpf_rec = calloc(1, sizeof(*n->bpf_rec));
+		if (!n->bpf_rec)
+			return EXIT_FAIL;
+		n->bpf_rec->out = stdout;
+		tc = &drf_tc_recording_ops;
+		tc_ctx = &n->tc_rec;
+		bpf = &drf_netbpf_recording_ops;
+		bpf_ctx = n->bpf_rec;
+	}
+	r = drf_check_net(c, tc, tc_ctx, err, sizeof(err));
+	if (r < 0 && !d->dry_run) {
+		drf_log(LOG_ERR, "cannot shape the network: %s", err);
+		return EXIT_NET;
+	}
+	if (r < 0)
+		drf_log(LOG_NOTICE, "this host could not shape the network: %s; dry run: showing "
+				    "what drfd would install", err);
+	r = drf_net_paths(d->root, mount[0] ? mount : "/sys/fs/cgroup", &level, pin, sizeof(pin));
+	if (r == 0)
+		r = drf_shaper_init(&d->net, c->net_device, tc, tc_ctx, bpf, bpf_ctx, fs, pin, level,
+				    &drf_log_reconciler);
+	if (r < 0) {
+		drf_log(LOG_ERR, "cannot set up the network shaper: %s", strerror(-r));
+		return EXIT_FAIL;
+	}
+	/* fq_codel under each tenant class, where the kernel has it. */
+	if (c->capacity[DRF_RES_NET] > 0 && drf_have_qdisc("fq_codel") == 0) {
+		d->net.leaf_fq_codel = false;
+		drf_log(LOG_WARNING, "this kernel has no fq_codel qdisc (sch_fq_codel): tenant "
+				     "classes keep HTB's default FIFO queue");
+	}
+	d->has_net = true;
+	return EXIT_OK;
+}
+
+static void net_ops_free(struct net_ops *n)
+{
+	drf_tc_nl_close(&n->nl);
+	free(n->bpf_rec);
+}
+
 int main(int argc, char **argv)
 {
+	struct net_ops netops = { 0 };
 	struct drfd d = { .listen_fd = -1 };
 	struct cgfs_recorder rec = { 0 };
 	struct drf_reconcile_stats st;
@@ -301,6 +381,9 @@ int main(int argc, char **argv)
 	if (ret != EXIT_OK)
 		goto out;
 	d.fs = &fs;
+	ret = setup_net(&d, &fs, mount, &netops);
+	if (ret != EXIT_OK)
+		goto out_fs;
 	/*
 	 * Detach before any thread exists; the parent waits for the child's first
 	 * tick and exits with its verdict, so "drfd -c FILE && ..." sees limits in place.
@@ -381,9 +464,13 @@ int main(int argc, char **argv)
 out_d:
 	drfd_free(&d);
 	cgfs_close(&fs);
+	net_ops_free(&netops);
 	return ret;
 out_fs:
+	if (d.has_net)
+		drf_shaper_free(&d.net);
 	cgfs_close(&fs);
+	net_ops_free(&netops);
 out:
 	drf_enforced_free(&d.plan);
 	free(d.root);

@@ -2,6 +2,7 @@
 #include "statefile.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +43,14 @@ void drf_state_free(struct drf_state_entry *e, size_t n)
 	free(e);
 }
 
+/* A class minor as "netclass" lines have it: hex, 1 to 4 digits. */
+static bool valid_minor(const char *s)
+{
+	size_t n = strspn(s, "0123456789abcdef");
+
+	return n >= 1 && n <= 4 && s[n] == '\0';
+}
+
 int drf_state_load(const char *path, const char *root, struct drf_state_entry **ret,
 		   size_t *ret_n, size_t *ret_skipped)
 {
@@ -74,8 +83,9 @@ int drf_state_load(const char *path, const char *root, struct drf_state_entry **
 			continue;
 		}
 		if (sscanf(line, "%15s %255s %4095s", word, name, cg) != 3 || !ours ||
-		    (strcmp(word, "tenant") != 0 && strcmp(word, "orphan") != 0) ||
-		    cgfs_path_problem(cg)) {
+		    (strcmp(word, "tenant") != 0 && strcmp(word, "orphan") != 0 &&
+		     strcmp(word, "netclass") != 0) ||
+		    (strcmp(word, "netclass") == 0 ? !valid_minor(cg) : cgfs_path_problem(cg) != NULL)) {
 			if (strncmp(line, "drfd-state ", 11) != 0)
 				skipped++;
 			continue;
@@ -90,6 +100,11 @@ int drf_state_load(const char *path, const char *root, struct drf_state_entry **
 			}
 			e = ne;
 			cap = nc;
+		}
+		e[n].net_minor = 0;
+		if (strcmp(word, "netclass") == 0) {
+			e[n].net_minor = (unsigned)strtoul(cg, NULL, 16);
+			snprintf(cg, sizeof(cg), "-");
 		}
 		e[n].name = strdup(name);
 		e[n].cgroup = strdup(cg);
@@ -131,7 +146,8 @@ static int mkdir_p(const char *dir)
 	return 0;
 }
 
-int drf_state_save(const char *path, const char *root, const struct drf_reconciler *rc)
+int drf_state_save(const char *path, const char *root, const struct drf_reconciler *rc,
+		   const struct drf_shaper *net)
 {
 	char tmp[4200], dir[4096];
 	const char *slash = strrchr(path, '/');
@@ -162,6 +178,8 @@ int drf_state_save(const char *path, const char *root, const struct drf_reconcil
 		fprintf(f, "tenant %s %s\n", rc->t[i].name, rc->t[i].cgroup);
 	for (size_t i = 0; i < rc->n_orphans; i++)
 		fprintf(f, "orphan %s %s\n", rc->orphans[i].name, rc->orphans[i].cgroup);
+	for (size_t i = 0; net && i < net->n; i++)
+		fprintf(f, "netclass %s %x\n", net->t[i].name, net->t[i].minor);
 	if (fflush(f) != 0 || fsync(fileno(f)) < 0)
 		r = -errno;
 	if (fclose(f) != 0 && r == 0)

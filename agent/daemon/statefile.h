@@ -10,6 +10,7 @@
  *   root /sys/fs/cgroup/drf.slice
  *   tenant NAME CGROUP
  *   orphan NAME CGROUP
+ *   netclass NAME MINOR     (the tenant's HTB class minor, hex: stable across restarts)
  */
 #ifndef DRF_STATEFILE_H
 #define DRF_STATEFILE_H
@@ -17,10 +18,12 @@
 #include <stddef.h>
 
 #include "reconcile.h"
+#include "shaper.h"
 
 struct drf_state_entry {
 	char *name;
-	char *cgroup;
+	char *cgroup;        /* "-" for a netclass line */
+	unsigned net_minor;  /* a netclass line's minor; 0 for tenant and orphan lines */
 };
 
 /* STATE_DIR/ROOT-ESCAPED.state: '/' as '-', '-' and '%' as %2d and %25. */
@@ -35,7 +38,11 @@ int drf_state_load(const char *path, const char *root, struct drf_state_entry **
 		   size_t *ret_n, size_t *ret_skipped);
 void drf_state_free(struct drf_state_entry *e, size_t n);
 
-/* Writes the reconciler's tenants and orphans, creating state-dir if needed. */
-int drf_state_save(const char *path, const char *root, const struct drf_reconciler *rc);
+/*
+ * Writes the reconciler's tenants and orphans, and the shaper's class minors
+ * (net may be NULL), creating state-dir if needed.
+ */
+int drf_state_save(const char *path, const char *root, const struct drf_reconciler *rc,
+		   const struct drf_shaper *net);
 
 #endif

@@ -193,12 +193,18 @@ static ssize_t fake_read(void *ctx, int dirfd, const char *path, char *buf, size
 	return cgfs_real_ops.read(ctx, dirfd, path, buf, len);
 }
 
+static int fake_id(void *ctx, int dirfd, const char *path, uint64_t *ret)
+{
+	return cgfs_real_ops.id(ctx, dirfd, path, ret);
+}
+
 struct cgfs_ops fakecg_ops = {
 	.name = "fake",
 	.read = fake_read,
 	.write = fake_write,
 	.mkdir = fake_mkdir,
 	.rmdir = fake_rmdir,
+	.id = fake_id,
 };
 
 int fakecg_setup(char *dir, size_t dirlen, char *root, size_t rootlen)

@@ -813,7 +813,7 @@ static void test_state_file(void **state)
 	load_two(&f.e, "");
 	fixture_open(&f, NULL, false);
 	tick(&f, ALL);
-	assert_int_equal(drf_state_save(path, root, &f.rc), 0);
+	assert_int_equal(drf_state_save(path, root, &f.rc, NULL), 0);
 	assert_int_equal(drf_state_load(path, root, &ent, &n, &skipped), 0);
 	assert_int_equal(n, 2);
 	assert_int_equal(skipped, 0);
@@ -839,7 +839,7 @@ static void test_state_file(void **state)
 	assert_null(slurp("a/cgroup.type"));         /* empty: removed */
 	assert_non_null(slurp("team/b/cgroup.type")); /* busy: kept, an orphan */
 	assert_int_equal(g.rc.n_orphans, 2);          /* and team, which holds it */
-	assert_int_equal(drf_state_save(path, root, &g.rc), 0);
+	assert_int_equal(drf_state_save(path, root, &g.rc, NULL), 0);
 	assert_int_equal(drf_state_load(path, root, &ent, &n, &skipped), 0);
 	assert_int_equal(n, 3); /* tenant c, orphans b and team */
 	drf_state_free(ent, n);

@@ -313,11 +313,17 @@ else
 fi
 
 # net-rate = auto reads /sys/class/net/DEV/speed (drfd allocates net, does not enforce it yet).
+has_speed() { [ "$(cat "/sys/class/net/$1/speed" 2>/dev/null || echo -1)" -gt 0 ]; }
 nic=''
 for d in /sys/class/net/*; do
 	[ "${d##*/}" != lo ] && nic=${d##*/} && break
 done
-if [ -n "$nic" ] && [ "$(cat "/sys/class/net/$nic/speed" 2>/dev/null || echo -1)" -gt 0 ]; then
+# A link that is down has no speed: the VM brings up no network.
+if [ -n "$nic" ] && ! has_speed "$nic"; then
+	ip link set "$nic" up 2>/dev/null
+	wait_for 5 has_speed "$nic"
+fi
+if [ -n "$nic" ] && has_speed "$nic"; then
 	probe net-auto group auto "net-device = $nic;net-rate = auto"
 	[ "$outcome" = pass ] && probe net-auto-private-network group auto "net-device = $nic;net-rate = auto" \
 		'PrivateNetwork=yes'
@@ -345,6 +351,9 @@ if [ -n "${rates:-}" ]; then
 else
 	probe recommended group auto - "${recommended[@]}"
 fi
+# Its lock on the root, taken through the ReadWritePaths= bind mount, still
+# keeps out a drfd started outside its namespace.
+[ "$outcome" = pass ] && second_drfd beside-recommended
 printf '[Service]\n' >"$drop"
 printf '%s\n' "${recommended[@]}" >>"$drop"
 sc daemon-reload

@@ -1,0 +1,634 @@
+// SPDX-License-Identifier: MIT
+#include "shaper.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+
+static void say(const struct drf_shaper *s, int prio, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void say(const struct drf_shaper *s, int prio, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	if (!s->log.fn)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	s->log.fn(s->log.ctx, prio, msg);
+}
+
+/* A failure: counted every tick, said once per errno. */
+static void failed(struct drf_shaper *s, int *slot, int err, struct drf_shaper_stats *st,
+		   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static void failed(struct drf_shaper *s, int *slot, int err, struct drf_shaper_stats *st,
+		   const char *fmt, ...)
+{
+	char what[512];
+	va_list ap;
+
+	st->errors++;
+	if (*slot == -err)
+		return;
+	*slot = -err;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	say(s, LOG_ERR, "%s: %s; will retry", what, strerror(-err));
+}
+
+/* A success after failures: said once. */
+static void mended(struct drf_shaper *s, int *slot, const char *what)
+{
+	if (*slot)
+		say(s, LOG_NOTICE, "%s: done now, after %s", what, strerror(*slot));
+	*slot = 0;
+}
+
+int drf_shaper_init(struct drf_shaper *s, const char *ifname, const struct drf_tc_ops *tc,
+		    void *tc_ctx, const struct drf_netbpf_ops *bpf, void *bpf_ctx,
+		    const struct cgfs *fs, const char *pin_dir, uint32_t root_level,
+		    const struct drf_logger *log)
+{
+	*s = (struct drf_shaper){ .tc = tc, .tc_ctx = tc_ctx, .bpf = bpf, .bpf_ctx = bpf_ctx,
+				  .fs = fs, .root_level = root_level, .map_dirty = true,
+				  .leaf_fq_codel = true };
+	if (log)
+		s->log = *log;
+	if (strlen(pin_dir) >= sizeof(s->pin_dir))
+		return -ENAMETOOLONG;
+	snprintf(s->pin_dir, sizeof(s->pin_dir), "%s", pin_dir);
+	s->ifname = strdup(ifname ? ifname : "");
+	return s->ifname ? 0 : -ENOMEM;
+}
+
+static void tenants_free(struct drf_shaper_tenant *t, size_t n)
+{
+	for (size_t i = 0; t && i < n; i++) {
+		free(t[i].name);
+		free(t[i].cgroup);
+	}
+	free(t);
+}
+
+void drf_shaper_free(struct drf_shaper *s)
+{
+	if (s->attached && s->bpf)
+		s->bpf->close(s->bpf_ctx);
+	tenants_free(s->t, s->n);
+	for (size_t i = 0; i < s->n_mem; i++)
+		free(s->mem_name[i]);
+	free(s->mem_name);
+	free(s->mem_minor);
+	free(s->ifname);
+	memset(s, 0, sizeof(*s));
+}
+
+int drf_shaper_remember(struct drf_shaper *s, const char *name, uint16_t minor)
+{
+	char **nn;
+	uint16_t *nm;
+
+	if (minor < DRF_HTB_FIRST_TENANT || minor > DRF_HTB_LAST_TENANT)
+		return -EINVAL;
+	nn = realloc(s->mem_name, (s->n_mem + 1) * sizeof(*nn));
+	if (!nn)
+		return -ENOMEM;
+	s->mem_name = nn;
+	nm = realloc(s->mem_minor, (s->n_mem + 1) * sizeof(*nm));
+	if (!nm)
+		return -ENOMEM;
+	s->mem_minor = nm;
+	s->mem_name[s->n_mem] = strdup(name);
+	if (!s->mem_name[s->n_mem])
+		return -ENOMEM;
+	s->mem_minor[s->n_mem++] = minor;
+	return 0;
+}
+
+#define BIT(set, m) ((set)[(m) >> 3] & (1u << ((m) & 7)))
+#define SET_BIT(set, m) ((set)[(m) >> 3] |= (uint8_t)(1u << ((m) & 7)))
+
+/* The tenant's minor: its own from the last plan or the state file if free, else a new one. */
+static int pick_minor(const struct drf_shaper *s, const char *name, uint8_t *used,
+		      uint16_t *ret)
+{
+	uint16_t m;
+
+	for (size_t i = 0; i < s->n; i++)
+		if (strcmp(s->t[i].name, name) == 0 && !BIT(used, s->t[i].minor)) {
+			*ret = s->t[i].minor;
+			goto take;
+		}
+	for (size_t i = 0; i < s->n_mem; i++)
+		if (strcmp(s->mem_name[i], name) == 0 && !BIT(used, s->mem_minor[i])) {
+			*ret = s->mem_minor[i];
+			goto take;
+		}
+	m = drf_htb_minor_hint(name);
+	for (unsigned k = 0; k < DRF_HTB_MAX_TENANTS; k++) {
+		if (!BIT(used, m)) {
+			*ret = m;
+			goto take;
+		}
+		m = m == DRF_HTB_LAST_TENANT ? DRF_HTB_FIRST_TENANT : (uint16_t)(m + 1);
+	}
+	return -ENOSPC;
+take:
+	SET_BIT(used, *ret);
+	return 0;
+}
+
+/* The classes and map entries wanted, from the plan and the link as now known. */
+static void remap(struct drf_shaper *s)
+{
+	uint32_t mtu = s->link.mtu ? s->link.mtu : 1500;
+
+	drf_htb_base(&s->plan, s->link.speed, mtu, s->base);
+	for (size_t i = 0; i < s->n; i++) {
+		struct drf_shaper_tenant *t = &s->t[i];
+		struct drf_policer pol = drf_htb_policer(&s->plan, &t->in, mtu);
+
+		t->want = drf_htb_tenant_class(&s->plan, &t->in, t->minor, s->max_eg, s->link.speed,
+					       mtu);
+		t->want_map = (struct drf_net_tenant){
+			.classid = s->plan.eg_cap > 0 ? t->want.classid : 0,
+			.in_rate = s->plan.in_cap > 0 ? pol.rate : 0,
+			.in_burst = s->plan.in_cap > 0 ? pol.burst : 0,
+		};
+		/* Compared with the kernel's by the next tick. */
+		t->class_ok = t->map_ok = false;
+	}
+}
+
+int drf_shaper_set(struct drf_shaper *s, const struct drf_enforced *e, bool replace_foreign)
+{
+	const struct drf_config *c = &e->cfg;
+	struct drf_shaper_tenant *nt;
+	uint8_t used[65536 / 8] = { 0 };
+	size_t n = c->n_tenants;
+	double max_eg = 0;
+	int r = -ENOMEM;
+
+	if (n > DRF_HTB_MAX_TENANTS)
+		return -ENOSPC;
+	nt = calloc(n + 1, sizeof(*nt));
+	if (!nt)
+		return -ENOMEM;
+	/* Tenants that keep their minor first, so that a newcomer never takes one. */
+	for (size_t i = 0; i < n; i++)
+		for (size_t o = 0; o < s->n; o++)
+			if (strcmp(s->t[o].name, c->tenants[i].name) == 0)
+				SET_BIT(used, s->t[o].minor);
+	for (size_t i = 0; i < n; i++) {
+		const struct drf_shaper_tenant *old = NULL;
+
+		for (size_t o = 0; o < s->n && !old; o++)
+			if (strcmp(s->t[o].name, c->tenants[i].name) == 0)
+				old = &s->t[o];
+		if (old) {
+			/* Observed state, counters and minor carried over. */
+			nt[i] = *old;
+			nt[i].name = nt[i].cgroup = NULL; /* old's stay old's */
+			if (strcmp(old->cgroup, c->tenants[i].cgroup) != 0)
+				nt[i].cgid = 0; /* moved: another cgroup, another id */
+		} else {
+			r = pick_minor(s, c->tenants[i].name, used, &nt[i].minor);
+			if (r < 0)
+				goto fail;
+		}
+		nt[i].name = strdup(c->tenants[i].name);
+		nt[i].cgroup = strdup(c->tenants[i].cgroup);
+		if (!nt[i].name || !nt[i].cgroup) {
+			r = -ENOMEM;
+			goto fail;
+		}
+		drf_htb_inputs(c, &e->problem, &e->result, i, &nt[i].in);
+		if (nt[i].in.eg_alloc > max_eg)
+			max_eg = nt[i].in.eg_alloc;
+	}
+	/* Committed. */
+	tenants_free(s->t, s->n);
+	s->t = nt;
+	s->n = n;
+	s->max_eg = max_eg;
+	s->plan = (struct drf_htb_plan){
+		.limit = c->mode == DRF_MODE_LIMIT,
+		.eg_cap = e->problem.capacity[DRF_RES_NET],
+		.in_cap = e->problem.capacity[DRF_RES_NET_IN],
+	};
+	s->egress = s->plan.eg_cap > 0;
+	s->ingress = s->plan.in_cap > 0;
+	s->replace_foreign = replace_foreign;
+	s->map_dirty = true;
+	remap(s);
+	return 0;
+fail:
+	tenants_free(nt, n);
+	return r;
+}
+
+/* Whether the kernel's class holds what drfd wants; bursts round through ticks. */
+static bool class_matches(const struct drf_tc_class *want, const struct drf_tc_class *have)
+{
+	/* A class made under the qdisc itself reads back as a root class. */
+	uint32_t wp = want->parent == DRF_TC_HANDLE(DRF_HTB_MAJOR, 0) ? DRF_TC_ROOT : want->parent;
+
+	if (wp != have->parent || want->rate != have->rate || want->ceil != have->ceil)
+		return false;
+	/* Only leaves use a quantum: the kernel reports any value for an inner class. */
+	if (DRF_TC_MIN(want->classid) != DRF_HTB_LINK_MIN &&
+	    DRF_TC_MIN(want->classid) != DRF_HTB_TENANTS_MIN && want->quantum != have->quantum)
+		return false;
+	/* libnl turns bytes into microseconds of the rate and back: a little either way. */
+	for (int k = 0; k < 2; k++) {
+		double w = k ? want->cburst : want->burst, h = k ? have->cburst : have->burst;
+
+		if (h < w * 0.99 - 2 || h > w * 1.01 + 2)
+			return false;
+	}
+	return true;
+}
+
+static const struct drf_tc_class *find_class(const struct drf_tc_class *v, size_t n, uint32_t id)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i].classid == id)
+			return &v[i];
+	return NULL;
+}
+
+static bool has_leaf(const struct drf_tc_qdisc *q, size_t nq, uint32_t classid)
+{
+	for (size_t i = 0; i < nq; i++)
+		if (q[i].parent == classid && strcmp(q[i].kind, "fq_codel") == 0)
+			return true;
+	return false;
+}
+
+/* Makes the root qdisc drfd's; false while it cannot (foreign, or failing). */
+static bool ensure_root(struct drf_shaper *s, const struct drf_tc_qdisc *q, size_t nq,
+			struct drf_shaper_stats *st)
+{
+	const uint32_t ours = DRF_TC_HANDLE(DRF_HTB_MAJOR, 0);
+	const struct drf_tc_qdisc *root = NULL;
+	char h[16];
+	int r;
+
+	for (size_t i = 0; i < nq && !root; i++)
+		if (q[i].parent == DRF_TC_ROOT)
+			root = &q[i];
+	if (root && root->handle == ours && strcmp(root->kind, "htb") == 0) {
+		s->qdisc_ok = true;
+		s->foreign = false;
+		return true;
+	}
+	/* The kernel's own default root qdisc has handle 0:; anything else was put there. */
+	if (root && root->handle != 0 && !s->replace_foreign) {
+		if (!s->foreign || s->foreign_handle != root->handle)
+			say(s, LOG_ERR, "%s: its root qdisc is %s %s, which drfd did not install; drfd "
+				  "leaves it alone and does not shape egress. Remove it (tc qdisc del "
+				  "dev %s root), or set net-replace-qdisc = yes in [agent]",
+			    s->ifname, root->kind, drf_tc_handle_str(root->handle, true, h, sizeof(h)),
+			    s->ifname);
+		s->foreign = true;
+		s->foreign_handle = root->handle;
+		snprintf(s->foreign_kind, sizeof(s->foreign_kind), "%s", root->kind);
+		st->errors++;
+		s->qdisc_ok = false;
+		return false;
+	}
+	if (root && root->handle != 0)
+		say(s, LOG_WARNING, "%s: replacing its root qdisc %s %s (net-replace-qdisc = yes)", s->ifname,
+		    root->kind, drf_tc_handle_str(root->handle, true, h, sizeof(h)));
+	r = s->tc->add_htb(s->tc_ctx, s->link.ifindex, ours,
+			   DRF_HTB_DEFAULT_MIN, root != NULL);
+	if (r < 0) {
+		failed(s, &s->err_qdisc, r, st, "cannot install the htb root qdisc on %s", s->ifname);
+		s->qdisc_ok = false;
+		return false;
+	}
+	mended(s, &s->err_qdisc, "the htb root qdisc");
+	say(s, LOG_INFO, "%s: installed htb root qdisc %x:", s->ifname, DRF_HTB_MAJOR);
+	st->writes++;
+	s->foreign = false;
+	s->qdisc_ok = true;
+	return true;
+}
+
+/* Writes cl if the kernel's differs (have NULL: missing). */
+static int sync_class(struct drf_shaper *s, const struct drf_tc_class *want,
+		      const struct drf_tc_class *have, int *err, struct drf_shaper_stats *st)
+{
+	char id[16];
+	int r;
+
+	if (have && class_matches(want, have))
+		return 0;
+	if (have)
+		say(s, LOG_WARNING, "%s: class %s was changed by someone else (rate %llu ceil %llu); restoring "
+			  "rate %llu ceil %llu", s->ifname,
+		    drf_tc_handle_str(want->classid, false, id, sizeof(id)),
+		    (unsigned long long)have->rate, (unsigned long long)have->ceil,
+		    (unsigned long long)want->rate, (unsigned long long)want->ceil);
+	r = s->tc->set_class(s->tc_ctx, s->link.ifindex, want);
+	if (r < 0) {
+		failed(s, err, r, st, "cannot set class %s on %s",
+		       drf_tc_handle_str(want->classid, false, id, sizeof(id)), s->ifname);
+		return r;
+	}
+	mended(s, err, "an htb class");
+	st->writes++;
+	return 1;
+}
+
+static bool wanted_minor(const struct drf_shaper *s, uint32_t minor)
+{
+	if (minor == DRF_HTB_LINK_MIN || minor == DRF_HTB_TENANTS_MIN || minor == DRF_HTB_DEFAULT_MIN)
+		return true;
+	for (size_t i = 0; i < s->n; i++)
+		if (s->t[i].minor == minor)
+			return true;
+	return false;
+}
+
+static void egress_tick(struct drf_shaper *s, double dt, struct drf_shaper_stats *st)
+{
+	struct drf_tc_qdisc *q = NULL;
+	struct drf_tc_class *cl = NULL;
+	size_t nq = 0, nc = 0;
+	int r;
+
+	r = s->tc->qdiscs(s->tc_ctx, s->link.ifindex, &q, &nq);
+	if (r < 0) {
+		failed(s, &s->err_dump, r, st, "cannot list the qdiscs of %s", s->ifname);
+		return;
+	}
+	if (!ensure_root(s, q, nq, st))
+		goto out;
+	r = s->tc->classes(s->tc_ctx, s->link.ifindex, DRF_TC_HANDLE(DRF_HTB_MAJOR, 0), &cl, &nc);
+	if (r < 0) {
+		failed(s, &s->err_dump, r, st, "cannot list the classes of %s", s->ifname);
+		goto out;
+	}
+	mended(s, &s->err_dump, "reading tc state");
+	/* Parents before children: the link, the tenants' and default classes, then tenants. */
+	for (int b = 0; b < 3; b++)
+		if (sync_class(s, &s->base[b], find_class(cl, nc, s->base[b].classid), &s->err_qdisc,
+			       st) < 0)
+			goto out;
+	for (size_t i = 0; i < s->n; i++) {
+		struct drf_shaper_tenant *t = &s->t[i];
+		const struct drf_tc_class *have = find_class(cl, nc, t->want.classid);
+
+		r = sync_class(s, &t->want, have, &t->err_class, st);
+		t->class_ok = r >= 0;
+		if (r < 0)
+			continue;
+		if (have) {
+			/* The class's counters: bytes HTB sent, and their rate since the last tick. */
+			if (t->seen_valid && dt > 0 && have->bytes >= t->seen.bytes)
+				t->class_bps = (double)(have->bytes - t->seen.bytes) * 8 / dt;
+			t->seen = *have;
+			t->seen_valid = true;
+		}
+		t->leaf_ok = !s->leaf_fq_codel || (have && r == 0 && has_leaf(q, nq, t->want.classid));
+		if (t->leaf_ok)
+			continue;
+		r = s->tc->add_leaf(s->tc_ctx, s->link.ifindex, t->want.classid);
+		if (r == -ENOENT) {
+			/* The class is there (just read or written): the kernel lacks the kind. */
+			say(s, LOG_WARNING, "%s: this kernel has no fq_codel qdisc (sch_fq_codel): "
+				  "tenant classes keep HTB's default FIFO queue", s->ifname);
+			s->leaf_fq_codel = false;
+			t->leaf_ok = true;
+			continue;
+		}
+		if (r < 0) {
+			failed(s, &t->err_leaf, r, st, "cannot add fq_codel under class %x:%x of tenant "
+				  "'%s' on %s", DRF_HTB_MAJOR, t->minor, t->name, s->ifname);
+			continue;
+		}
+		mended(s, &t->err_leaf, "a leaf qdisc");
+		t->leaf_ok = true;
+		st->writes++;
+	}
+	/* Classes of drfd's qdisc that no tenant has any more. */
+	for (size_t k = 0; k < nc; k++) {
+		char id[16];
+
+		if (wanted_minor(s, DRF_TC_MIN(cl[k].classid)))
+			continue;
+		r = s->tc->del_class(s->tc_ctx, s->link.ifindex, cl[k].classid);
+		if (r < 0 && r != -ENOENT) {
+			failed(s, &s->err_dump, r, st, "cannot delete class %s of a departed tenant",
+			       drf_tc_handle_str(cl[k].classid, false, id, sizeof(id)));
+			continue;
+		}
+		say(s, LOG_INFO, "%s: deleted class %s of a departed tenant", s->ifname,
+		    drf_tc_handle_str(cl[k].classid, false, id, sizeof(id)));
+		st->writes++;
+	}
+out:
+	free(q);
+	free(cl);
+}
+
+static bool map_equal(const struct drf_net_tenant *a, const struct drf_net_tenant *b)
+{
+	return a->classid == b->classid && a->in_rate == b->in_rate && a->in_burst == b->in_burst;
+}
+
+static void bpf_tick(struct drf_shaper *s, size_t verify_from, size_t verify,
+		     struct drf_shaper_stats *st)
+{
+	bool adopted = false;
+	int r;
+
+	if (!s->attached) {
+		r = s->bpf->attach(s->bpf_ctx, s->pin_dir, s->fs->rootfd, s->root_level, &adopted);
+		if (r < 0) {
+			failed(s, &s->err_bpf, r, st, "cannot load or attach the network programs "
+				  "(pinned in %s)", s->pin_dir);
+			return;
+		}
+		mended(s, &s->err_bpf, "the network programs");
+		say(s, LOG_INFO, "network programs %s at %s (pinned in %s)",
+		    adopted ? "took over from the pinned ones" : "attached", s->fs->root, s->pin_dir);
+		s->attached = true;
+		s->map_dirty = true;
+	}
+	for (size_t i = 0; i < s->n; i++) {
+		struct drf_shaper_tenant *t = &s->t[i];
+		bool v = (i >= verify_from && i < verify_from + verify) ||
+			 (verify_from + verify > s->n && i < verify_from + verify - s->n);
+		struct drf_net_tenant have;
+		uint64_t id;
+
+		if (t->map_ok && !v)
+			continue;
+		/* The cgroup's id: a recreated cgroup has a new one. */
+		r = cgfs_id(s->fs, t->cgroup, &id);
+		if (r < 0) {
+			/* Not there (yet): the cgroup reconciler makes it. */
+			t->map_ok = false;
+			st->retrying++;
+			continue;
+		}
+		if (t->cgid && t->cgid != id) {
+			s->bpf->del(s->bpf_ctx, t->cgid);
+			t->map_ok = false;
+		}
+		t->cgid = id;
+		r = s->bpf->get(s->bpf_ctx, id, &have);
+		if (r == 0 && map_equal(&have, &t->want_map)) {
+			t->map_ok = true;
+			continue;
+		}
+		if (r == 0 && t->map_ok)
+			say(s, LOG_WARNING, "tenant '%s': its network map entry was changed by someone else; "
+				  "restoring it", t->name);
+		r = s->bpf->set(s->bpf_ctx, id, &t->want_map);
+		if (r < 0) {
+			t->map_ok = false;
+			failed(s, &t->err_map, r, st, "cannot write the network map entry of tenant '%s'",
+			       t->name);
+			continue;
+		}
+		mended(s, &t->err_map, "a network map entry");
+		t->map_ok = true;
+		st->writes++;
+	}
+	if (s->map_dirty) {
+		uint64_t *keys = NULL;
+		size_t nk = 0;
+
+		r = s->bpf->keys(s->bpf_ctx, &keys, &nk);
+		if (r < 0) {
+			failed(s, &s->err_bpf, r, st, "cannot list the network map");
+			return;
+		}
+		s->map_dirty = false;
+		for (size_t k = 0; k < nk; k++) {
+			bool mine = false;
+
+			for (size_t i = 0; i < s->n && !mine; i++)
+				mine = s->t[i].cgid == keys[k];
+			if (mine)
+				continue;
+			r = s->bpf->del(s->bpf_ctx, keys[k]);
+			if (r < 0) {
+				s->map_dirty = true;
+				failed(s, &s->err_bpf, r, st, "cannot delete a departed tenant's "
+					  "network map entry");
+				continue;
+			}
+			st->writes++;
+		}
+		free(keys);
+	}
+}
+
+static void counters_tick(struct drf_shaper *s, double dt)
+{
+	struct drf_net_counters *vals = NULL;
+	uint64_t *keys = NULL;
+	size_t n = 0;
+
+	if (s->bpf->counters(s->bpf_ctx, &keys, &vals, &n) < 0)
+		return; /* counters are for the status: a failure here changes nothing */
+	for (size_t i = 0; i < s->n; i++) {
+		struct drf_shaper_tenant *t = &s->t[i];
+
+		for (size_t k = 0; k < n; k++) {
+			if (keys[k] != t->cgid || !t->cgid)
+				continue;
+			if (dt > 0 && vals[k].eg_bytes >= t->cnt.eg_bytes &&
+			    vals[k].in_bytes >= t->cnt.in_bytes) {
+				t->eg_bps = (double)(vals[k].eg_bytes - t->cnt.eg_bytes) * 8 / dt;
+				t->in_bps = (double)(vals[k].in_bytes - t->cnt.in_bytes) * 8 / dt;
+			}
+			t->cnt = vals[k];
+			break;
+		}
+	}
+	free(keys);
+	free(vals);
+}
+
+int drf_shaper_tick(struct drf_shaper *s, uint64_t now_ns, size_t verify,
+		    struct drf_shaper_stats *ret)
+{
+	struct drf_shaper_stats st = { 0 };
+	double dt = s->last_ns && now_ns > s->last_ns ? (double)(now_ns - s->last_ns) / 1e9 : 0;
+	struct drf_tc_link l;
+	int r;
+
+	if (!s->egress && !s->ingress)
+		goto out;
+	r = s->tc->link(s->tc_ctx, s->ifname, &l);
+	if (r < 0) {
+		failed(s, &s->err_link, r, &st, "net-device '%s'", s->ifname);
+		s->link_ok = false;
+		goto out;
+	}
+	mended(s, &s->err_link, "net-device");
+	if (!s->link_ok || l.ifindex != s->link.ifindex || l.mtu != s->link.mtu ||
+	    l.speed != s->link.speed) {
+		s->link = l;
+		s->link_ok = true;
+		remap(s);
+	}
+	if (s->egress)
+		egress_tick(s, dt, &st);
+	bpf_tick(s, s->cursor, verify, &st);
+	if (s->n)
+		s->cursor = (s->cursor + verify) % s->n;
+	if (s->attached)
+		counters_tick(s, dt);
+	s->last_ns = now_ns;
+	for (size_t i = 0; i < s->n; i++)
+		st.retrying += (s->egress && (!s->t[i].class_ok || !s->t[i].leaf_ok)) + !s->t[i].map_ok;
+out:
+	s->total_writes += st.writes;
+	s->total_errors += st.errors;
+	if (ret)
+		*ret = st;
+	return 0;
+}
+
+int drf_shaper_reset(struct drf_shaper *s)
+{
+	struct drf_tc_qdisc *q = NULL;
+	struct drf_tc_link l;
+	size_t nq = 0;
+	int r, ret = 0;
+
+	r = s->tc->link(s->tc_ctx, s->ifname, &l);
+	if (r == 0)
+		r = s->tc->qdiscs(s->tc_ctx, l.ifindex, &q, &nq);
+	if (r == 0) {
+		for (size_t i = 0; i < nq; i++) {
+			/* Only drfd's own: htb d7f: at the root. */
+			if (q[i].parent != DRF_TC_ROOT || q[i].handle != DRF_TC_HANDLE(DRF_HTB_MAJOR, 0) ||
+			    strcmp(q[i].kind, "htb") != 0)
+				continue;
+			r = s->tc->del_qdisc(s->tc_ctx, l.ifindex, DRF_TC_ROOT, q[i].handle);
+			if (r < 0)
+				ret = r;
+		}
+		free(q);
+	} else if (r != -ENODEV) {
+		ret = r;
+	}
+	r = s->bpf->reset(s->bpf_ctx, s->pin_dir);
+	s->attached = false;
+	return ret < 0 ? ret : r;
+}

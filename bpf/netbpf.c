@@ -1,0 +1,507 @@
+// SPDX-License-Identifier: MIT
+/* The network programs' loader (libbpf, skeleton) and its recording stand-in. */
+#include "netbpf.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "net.skel.h"
+
+static const char *const map_names[] = { "drf_net_tenants", "drf_net_stats", "drf_net_buckets" };
+
+static int pin_path(char *buf, size_t len, const char *dir, const char *name)
+{
+	return (size_t)snprintf(buf, len, "%s/%s", dir, name) < len ? 0 : -ENAMETOOLONG;
+}
+
+/* mkdir -p on bpffs. */
+static int make_dir(const char *dir)
+{
+	char p[512];
+	size_t n = strlen(dir);
+
+	if (n >= sizeof(p))
+		return -ENAMETOOLONG;
+	memcpy(p, dir, n + 1);
+	for (size_t i = 1; i <= n; i++) {
+		if (p[i] != '/' && p[i] != '\0')
+			continue;
+		p[i] = '\0';
+		if (mkdir(p, 0700) < 0 && errno != EEXIST)
+			return -errno;
+		p[i] = i < n ? '/' : '\0';
+	}
+	return 0;
+}
+
+static int load(struct drf_netbpf *b, const char *pin_dir, uint32_t root_level)
+{
+	char path[512];
+	struct bpf_map *m;
+	int r;
+
+	b->skel = net_bpf__open();
+	if (!b->skel)
+		return -errno;
+	b->skel->rodata->drf_root_level = root_level;
+	bpf_object__for_each_map(m, b->skel->obj) {
+		if (strncmp(bpf_map__name(m), "drf_net_", 8) != 0)
+			continue; /* .rodata and the like are the programs' own */
+		r = pin_path(path, sizeof(path), pin_dir, bpf_map__name(m));
+		if (r == 0)
+			r = bpf_map__set_pin_path(m, path);
+		if (r < 0)
+			return r;
+	}
+	/* Reuses the maps pinned there (with their counters), or creates and pins them. */
+	return net_bpf__load(b->skel);
+}
+
+/* The pinned link at pin_dir/name, switched to prog; or prog attached and pinned there. */
+static int link_prog(struct bpf_program *prog, const char *pin_dir, const char *name, int cgfd,
+		     struct bpf_link **ret, bool *adopted)
+{
+	char path[512];
+	struct bpf_link *l;
+	int r = pin_path(path, sizeof(path), pin_dir, name);
+
+	if (r < 0)
+		return r;
+	l = bpf_link__open(path);
+	if (l) {
+		/* Atomic: packets see the old program or the new one, never none. */
+		r = bpf_link__update_program(l, prog);
+		if (r < 0) {
+			bpf_link__destroy(l);
+			return r;
+		}
+		*adopted = true;
+		*ret = l;
+		return 0;
+	}
+	l = bpf_program__attach_cgroup(prog, cgfd);
+	if (!l)
+		return -errno;
+	r = bpf_link__pin(l, path);
+	if (r < 0) {
+		/* Unpinned, the link would go with this process: undo it. */
+		bpf_link__destroy(l);
+		return r;
+	}
+	*ret = l;
+	return 0;
+}
+
+static void real_close(void *ctx)
+{
+	struct drf_netbpf *b = ctx;
+
+	/* fd links: destroying closes the fds; the pins keep the programs attached. */
+	bpf_link__destroy(b->egress);
+	bpf_link__destroy(b->ingress);
+	net_bpf__destroy(b->skel);
+	*b = (struct drf_netbpf){ 0 };
+}
+
+static int real_attach(void *ctx, const char *pin_dir, int cgroup_fd, uint32_t root_level,
+		       bool *ret_adopted)
+{
+	struct drf_netbpf *b = ctx;
+	bool adopted = false;
+	int r;
+
+	real_close(b);
+	r = make_dir(pin_dir);
+	if (r < 0)
+		return r;
+	r = load(b, pin_dir, root_level);
+	if (r == -EINVAL) {
+		/*
+		 * A pinned map of another layout (an older drfd): it cannot be
+		 * reused, so it goes, with its counters, and the load starts afresh.
+		 */
+		char path[512];
+
+		net_bpf__destroy(b->skel);
+		b->skel = NULL;
+		for (size_t i = 0; i < sizeof(map_names) / sizeof(map_names[0]); i++)
+			if (pin_path(path, sizeof(path), pin_dir, map_names[i]) == 0)
+				unlink(path);
+		r = load(b, pin_dir, root_level);
+	}
+	if (r == 0)
+		r = link_prog(b->skel->progs.drf_net_egress, pin_dir, "egress_link", cgroup_fd,
+			      &b->egress, &adopted);
+	if (r == 0)
+		r = link_prog(b->skel->progs.drf_net_ingress, pin_dir, "ingress_link", cgroup_fd,
+			      &b->ingress, &adopted);
+	if (r < 0) {
+		real_close(b);
+		return r;
+	}
+	*ret_adopted = adopted;
+	return 0;
+}
+
+static int tenants_fd(struct drf_netbpf *b)
+{
+	return b->skel ? bpf_map__fd(b->skel->maps.drf_net_tenants) : -EBADF;
+}
+
+static int real_set(void *ctx, uint64_t cgid, const struct drf_net_tenant *v)
+{
+	int fd = tenants_fd(ctx);
+
+	if (fd < 0)
+		return fd;
+	return bpf_map_update_elem(fd, &cgid, v, BPF_ANY) < 0 ? -errno : 0;
+}
+
+static int real_get(void *ctx, uint64_t cgid, struct drf_net_tenant *ret)
+{
+	int fd = tenants_fd(ctx);
+
+	if (fd < 0)
+		return fd;
+	return bpf_map_lookup_elem(fd, &cgid, ret) < 0 ? -errno : 0;
+}
+
+static int real_del(void *ctx, uint64_t cgid)
+{
+	struct drf_netbpf *b = ctx;
+	int fd = tenants_fd(b);
+
+	if (fd < 0)
+		return fd;
+	if (bpf_map_delete_elem(fd, &cgid) < 0 && errno != ENOENT)
+		return -errno;
+	/* Its counters and bucket go with it: a cgroup id is never reused. */
+	bpf_map_delete_elem(bpf_map__fd(b->skel->maps.drf_net_stats), &cgid);
+	bpf_map_delete_elem(bpf_map__fd(b->skel->maps.drf_net_buckets), &cgid);
+	return 0;
+}
+
+static int real_keys(void *ctx, uint64_t **ret, size_t *ret_n)
+{
+	int fd = tenants_fd(ctx);
+	uint64_t *v = NULL, key, *prev = NULL;
+	size_t n = 0, cap = 0;
+
+	if (fd < 0)
+		return fd;
+	while (bpf_map_get_next_key(fd, prev, &key) == 0) {
+		if (n == cap) {
+			uint64_t *nv;
+
+			cap = cap ? 2 * cap : 64;
+			nv = realloc(v, cap * sizeof(*v));
+			if (!nv) {
+				free(v);
+				return -ENOMEM;
+			}
+			v = nv;
+		}
+		v[n++] = key;
+		prev = &v[n - 1];
+	}
+	if (errno != ENOENT) {
+		free(v);
+		return -errno;
+	}
+	*ret = v;
+	*ret_n = n;
+	return 0;
+}
+
+/* Keys per batch lookup. */
+#define BATCH 256
+
+static int real_counters(void *ctx, uint64_t **ret_keys, struct drf_net_counters **ret_vals,
+			 size_t *ret_n)
+{
+	struct drf_netbpf *b = ctx;
+	int ncpu = libbpf_num_possible_cpus(), fd, r = 0;
+	uint64_t *keys = NULL, batch = 0;
+	struct drf_net_counters *per = NULL, *vals = NULL;
+	size_t n = 0, cap = 0;
+	bool first = true, done = false;
+
+	if (!b->skel)
+		return -EBADF;
+	if (ncpu < 0)
+		return ncpu;
+	fd = bpf_map__fd(b->skel->maps.drf_net_stats);
+	per = malloc((size_t)BATCH * (size_t)ncpu * sizeof(*per));
+	if (!per)
+		return -ENOMEM;
+	while (!done) {
+		uint32_t count = BATCH;
+
+		if (n + BATCH > cap) {
+			uint64_t *nk;
+			struct drf_net_counters *nv;
+
+			cap = cap ? 2 * cap : 4 * BATCH;
+			nk = realloc(keys, cap * sizeof(*keys));
+			if (nk)
+				keys = nk;
+			nv = realloc(vals, cap * sizeof(*vals));
+			if (nv)
+				vals = nv;
+			if (!nk || !nv) {
+				r = -ENOMEM;
+				break;
+			}
+		}
+		/* A per-CPU map gives every CPU's value of a key, one after the other. */
+		if (bpf_map_lookup_batch(fd, first ? NULL : &batch, &batch, keys + n, per, &count,
+					 NULL) < 0) {
+			if (errno != ENOENT) {
+				r = -errno;
+				break;
+			}
+			done = true; /* ENOENT: that was the last batch */
+		}
+		first = false;
+		for (uint32_t k = 0; k < count; k++) {
+			struct drf_net_counters sum = { 0 };
+
+			for (int c = 0; c < ncpu; c++) {
+				const struct drf_net_counters *v = &per[(size_t)k * (size_t)ncpu + (size_t)c];
+
+				sum.eg_bytes += v->eg_bytes;
+				sum.eg_packets += v->eg_packets;
+				sum.in_bytes += v->in_bytes;
+				sum.in_packets += v->in_packets;
+				sum.in_dropped += v->in_dropped;
+				sum.in_marked += v->in_marked;
+			}
+			vals[n + k] = sum;
+		}
+		n += count;
+	}
+	free(per);
+	if (r < 0) {
+		free(keys);
+		free(vals);
+		return r;
+	}
+	*ret_keys = keys;
+	*ret_vals = vals;
+	*ret_n = n;
+	return 0;
+}
+
+static int real_reset(void *ctx, const char *pin_dir)
+{
+	struct drf_netbpf *b = ctx;
+	struct dirent *de;
+	DIR *d;
+	int r = 0;
+
+	real_close(b);
+	d = opendir(pin_dir);
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	/* A pinned link with no fd left is destroyed, and detached, when unpinned. */
+	while ((de = readdir(d))) {
+		char path[512];
+
+		if (de->d_name[0] == '.' || pin_path(path, sizeof(path), pin_dir, de->d_name) < 0)
+			continue;
+		if (unlink(path) < 0 && r == 0)
+			r = -errno;
+	}
+	closedir(d);
+	if (rmdir(pin_dir) < 0 && r == 0 && errno != ENOENT)
+		r = -errno;
+	return r;
+}
+
+const struct drf_netbpf_ops drf_netbpf_real_ops = {
+	.name = "libbpf",
+	.attach = real_attach,
+	.set = real_set,
+	.get = real_get,
+	.del = real_del,
+	.keys = real_keys,
+	.counters = real_counters,
+	.reset = real_reset,
+	.close = real_close,
+};
+
+/* The recorder. */
+
+static void rec_line(struct drf_netbpf_recorder *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void rec_line(struct drf_netbpf_recorder *r, const char *fmt, ...)
+{
+	va_list ap;
+
+	r->changes++;
+	if (!r->out)
+		return;
+	va_start(ap, fmt);
+	vfprintf(r->out, fmt, ap);
+	va_end(ap);
+	fputc('\n', r->out);
+}
+
+static bool rec_inject(struct drf_netbpf_recorder *r, enum drf_netbpf_op op, uint64_t id)
+{
+	if (!r->fail_errno || (r->fail_ops && !(r->fail_ops & op)) || (r->fail_id && r->fail_id != id))
+		return false;
+	r->faults++;
+	return true;
+}
+
+static ssize_t rec_find(const struct drf_netbpf_recorder *r, uint64_t cgid)
+{
+	for (size_t i = 0; i < r->n; i++)
+		if (r->key[i] == cgid)
+			return (ssize_t)i;
+	return -1;
+}
+
+static int rec_attach(void *ctx, const char *pin_dir, int cgroup_fd, uint32_t root_level,
+		      bool *ret_adopted)
+{
+	struct drf_netbpf_recorder *r = ctx;
+
+	(void)cgroup_fd;
+	if (rec_inject(r, DRF_NETBPF_OP_ATTACH, 0))
+		return -r->fail_errno;
+	rec_line(r, "bpf attach %s level %" PRIu32, pin_dir, root_level);
+	*ret_adopted = r->attached;
+	r->attached = true;
+	return 0;
+}
+
+static int rec_set(void *ctx, uint64_t cgid, const struct drf_net_tenant *v)
+{
+	struct drf_netbpf_recorder *r = ctx;
+	ssize_t i = rec_find(r, cgid);
+
+	if (rec_inject(r, DRF_NETBPF_OP_SET, cgid))
+		return -r->fail_errno;
+	if (i < 0) {
+		if (r->n == DRF_NETBPF_REC_MAX)
+			return -E2BIG;
+		i = (ssize_t)r->n++;
+		r->key[i] = cgid;
+		r->cnt[i] = (struct drf_net_counters){ 0 };
+	}
+	r->val[i] = *v;
+	rec_line(r, "bpf map set %" PRIu64 " class %x:%x in-rate %llu in-burst %llu", cgid,
+		 v->classid >> 16, v->classid & 0xffff, (unsigned long long)v->in_rate,
+		 (unsigned long long)v->in_burst);
+	return 0;
+}
+
+static int rec_get(void *ctx, uint64_t cgid, struct drf_net_tenant *ret)
+{
+	struct drf_netbpf_recorder *r = ctx;
+	ssize_t i = rec_find(r, cgid);
+
+	if (rec_inject(r, DRF_NETBPF_OP_GET, cgid))
+		return -r->fail_errno;
+	if (i < 0)
+		return -ENOENT;
+	*ret = r->val[i];
+	return 0;
+}
+
+static int rec_del(void *ctx, uint64_t cgid)
+{
+	struct drf_netbpf_recorder *r = ctx;
+	ssize_t i = rec_find(r, cgid);
+
+	if (rec_inject(r, DRF_NETBPF_OP_DEL, cgid))
+		return -r->fail_errno;
+	rec_line(r, "bpf map del %" PRIu64, cgid);
+	if (i >= 0) {
+		r->n--;
+		r->key[i] = r->key[r->n];
+		r->val[i] = r->val[r->n];
+		r->cnt[i] = r->cnt[r->n];
+	}
+	return 0;
+}
+
+static int rec_keys(void *ctx, uint64_t **ret, size_t *ret_n)
+{
+	struct drf_netbpf_recorder *r = ctx;
+	uint64_t *v;
+
+	if (rec_inject(r, DRF_NETBPF_OP_KEYS, 0))
+		return -r->fail_errno;
+	v = malloc((r->n + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	memcpy(v, r->key, r->n * sizeof(*v));
+	*ret = v;
+	*ret_n = r->n;
+	return 0;
+}
+
+static int rec_counters(void *ctx, uint64_t **ret_keys, struct drf_net_counters **ret_vals,
+			size_t *ret_n)
+{
+	struct drf_netbpf_recorder *r = ctx;
+	uint64_t *k;
+	struct drf_net_counters *v;
+
+	if (rec_inject(r, DRF_NETBPF_OP_COUNTERS, 0))
+		return -r->fail_errno;
+	k = malloc((r->n + 1) * sizeof(*k));
+	v = malloc((r->n + 1) * sizeof(*v));
+	if (!k || !v) {
+		free(k);
+		free(v);
+		return -ENOMEM;
+	}
+	memcpy(k, r->key, r->n * sizeof(*k));
+	memcpy(v, r->cnt, r->n * sizeof(*v));
+	*ret_keys = k;
+	*ret_vals = v;
+	*ret_n = r->n;
+	return 0;
+}
+
+static int rec_reset(void *ctx, const char *pin_dir)
+{
+	struct drf_netbpf_recorder *r = ctx;
+
+	if (rec_inject(r, DRF_NETBPF_OP_RESET, 0))
+		return -r->fail_errno;
+	rec_line(r, "bpf reset %s", pin_dir);
+	r->attached = false;
+	r->n = 0;
+	return 0;
+}
+
+static void rec_close(void *ctx)
+{
+	(void)ctx;
+}
+
+const struct drf_netbpf_ops drf_netbpf_recording_ops = {
+	.name = "recording",
+	.attach = rec_attach,
+	.set = rec_set,
+	.get = rec_get,
+	.del = rec_del,
+	.keys = rec_keys,
+	.counters = rec_counters,
+	.reset = rec_reset,
+	.close = rec_close,
+};
