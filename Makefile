@@ -4,6 +4,7 @@
 #   make demo                 drfd enforcing the example tenants (in a VM if need be)
 #   make check                build and run every test
 #   make check-vm             the real-kernel tests, in a QEMU VM
+#   make check-net            network shaping with iperf3 between network namespaces
 #   make check-all            check with gcc and clang, ASan and UBSan, shellcheck, check-vm
 #   make bench                allocation benchmarks (tests/bench/)
 #   make install PREFIX=/usr/local DESTDIR=   (SYSCONFDIR=/etc)
@@ -76,14 +77,14 @@ MANS := $(patsubst deploy/man/%.scd,.output/man/%,$(wildcard deploy/man/*.scd))
 DEB_DIR := .output/deb
 
 UNIT_TESTS := test_units test_alloc test_props test_config test_fuzz_config test_cgroupfs \
-	test_reload_mem
+	test_reload_mem test_shaper
 UNIT_BINS := $(UNIT_TESTS:%=$(BUILD)/tests/%)
 BENCH_BIN := $(BUILD)/tests/bench_alloc
 BENCH_TICK_BIN := $(BUILD)/tests/bench_tick
 # Shared by tests and benchmarks: the fake cgroup tree.
-TESTLIB_OBJS := $(BUILD)/tests/lib/fakecg.o
+TESTLIB_OBJS := $(BUILD)/tests/lib/fakecg.o $(BUILD)/tests/lib/faketc.o
 
-.PHONY: all demo check check-unit check-cli check-vm check-all check-tsan valgrind bench clean \
+.PHONY: all demo check check-unit check-cli check-vm check-net check-all check-tsan valgrind bench clean \
 	shellcheck install deb lintian
 
 all: $(BINS) $(MANS)
@@ -112,7 +113,8 @@ $(CORE_LIB): $(CORE_SRCS:%.c=$(BUILD)/%.o)
 $(LIB): $(LIB_SRCS:%.c=$(BUILD)/%.o)
 	$(AR) rcs $@ $^
 
-DRFCTL_SRCS := agent/cli/drfctl.c agent/cli/help.c agent/cli/status_cmd.c agent/cli/client.c
+DRFCTL_SRCS := agent/cli/drfctl.c agent/cli/help.c agent/cli/status_cmd.c agent/cli/client.c \
+	agent/cli/net_cmd.c
 $(BUILD)/drfctl: $(DRFCTL_SRCS:%.c=$(BUILD)/%.o) $(LIB) $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -171,6 +173,12 @@ check-cli: $(BINS)
 	@echo "== tests/cli/test_install.sh"
 	@BUILD=$(BUILD) MAKE=$(MAKE) tests/cli/test_install.sh
 
+# Network shaping with real traffic (iperf3) between network namespaces on this
+# host's kernel; the VM runs the same script (tests/vm/t_net.sh).
+check-net: $(BINS)
+	@echo "== tests/net/net.sh"
+	@DRFD=$(abspath $(BUILD)/drfd) DRFCTL=$(abspath $(BUILD)/drfctl) tests/net/net.sh 1
+
 # The memory-tightening worker thread under ThreadSanitizer.
 check-tsan:
 	$(MAKE) CC=clang SANITIZER=thread .output/clang-thread/tests/test_cgroupfs
@@ -194,6 +202,7 @@ check-all:
 	$(MAKE) valgrind CC=gcc
 	$(MAKE) shellcheck
 	$(MAKE) lintian
+	$(MAKE) check-net CC=gcc
 	$(MAKE) check-vm CC=gcc
 
 shellcheck:

@@ -9,8 +9,9 @@
  *   counts bytes and packets;
  * - ingress (cgroup_skb/ingress): counts, and polices with a token bucket
  *   per tenant. Over its rate a packet is ECN-marked (CE) if its flow is
- *   ECN-capable, and dropped otherwise. The packet has crossed the link by
- *   then: the policer makes senders slow down, it cannot stop them.
+ *   ECN-capable (up to one burst over), and dropped otherwise. The packet has
+ *   crossed the link by then: the policer makes senders slow down, it cannot
+ *   stop them.
  *
  * Traffic of no tenant is neither classified nor counted: it goes to HTB's
  * default class.
@@ -98,36 +99,56 @@ int drf_net_egress(struct __sk_buff *skb)
 	return 1;
 }
 
-/* Whether the bucket has len bytes of tokens left; takes them if so. */
-static __always_inline int take(struct drf_net_tenant *t, __u64 *id, __u32 len)
+enum drf_verdict { DRF_PASS, DRF_MARK, DRF_DROP };
+
+/*
+ * The token bucket: a packet within the rate passes. Over it, an ECN-capable
+ * packet is marked CE and passes on credit, down to one burst of debt; beyond
+ * that, or not ECN-capable, it is dropped. Marking alone would let a flow run
+ * far past its rate where round trips are short: a sender halves its window
+ * once per round trip, however many packets were marked.
+ */
+static __always_inline enum drf_verdict police(struct __sk_buff *skb, struct drf_net_tenant *t,
+					   __u64 *id, __u32 len)
 {
 	struct drf_net_bucket *b = bpf_map_lookup_elem(&drf_net_buckets, id);
 	__u64 now = bpf_ktime_get_ns(), add;
-	int ok;
+	enum drf_verdict v = DRF_DROP;
+	__s64 burst = (__s64)t->in_burst;
 
 	if (!b) {
-		struct drf_net_bucket fresh = { .tokens = t->in_burst, .last_ns = now };
+		struct drf_net_bucket fresh = { .tokens = burst, .last_ns = now };
 
 		bpf_map_update_elem(&drf_net_buckets, id, &fresh, BPF_NOEXIST);
 		b = bpf_map_lookup_elem(&drf_net_buckets, id);
 		if (!b)
-			return 1;
+			return DRF_PASS;
 	}
 	bpf_spin_lock(&b->lock);
 	/* At most one second of refill: no overflow in elapsed * rate below 2^64. */
 	add = now - b->last_ns;
 	if (add > 1000000000ULL)
 		add = 1000000000ULL;
-	add = add * t->in_rate / 1000000000ULL;
-	b->tokens += add;
-	if (b->tokens > t->in_burst)
-		b->tokens = t->in_burst;
+	b->tokens += (__s64)(add * t->in_rate / 1000000000ULL);
+	if (b->tokens > burst)
+		b->tokens = burst;
 	b->last_ns = now;
-	ok = b->tokens >= len;
-	if (ok)
+	if (b->tokens >= (__s64)len) {
 		b->tokens -= len;
+		v = DRF_PASS;
+	} else if (b->tokens - (__s64)len >= -burst) {
+		v = DRF_MARK;
+		b->tokens -= len; /* taken back if the packet cannot carry a mark */
+	}
 	bpf_spin_unlock(&b->lock);
-	return ok;
+	if (v != DRF_MARK)
+		return v;
+	if (bpf_skb_ecn_set_ce(skb))
+		return DRF_MARK;
+	bpf_spin_lock(&b->lock);
+	b->tokens += len;
+	bpf_spin_unlock(&b->lock);
+	return DRF_DROP;
 }
 
 SEC("cgroup_skb/ingress")
@@ -142,16 +163,15 @@ int drf_net_ingress(struct __sk_buff *skb)
 	if (!t)
 		return 1;
 	c = counters(&id);
-	if (t->in_rate && !take(t, &id, skb->len)) {
-		/* Over the rate: CE on an ECN-capable packet (1), else drop. */
-		if (bpf_skb_ecn_set_ce(skb)) {
-			if (c)
-				c->in_marked++;
-		} else {
+	if (t->in_rate) {
+		enum drf_verdict v = police(skb, t, &id, skb->len);
+
+		if (v == DRF_DROP)
 			pass = 0;
-			if (c)
-				c->in_dropped++;
-		}
+		if (c && v == DRF_MARK)
+			c->in_marked++;
+		if (c && v == DRF_DROP)
+			c->in_dropped++;
 	}
 	if (c && pass) {
 		c->in_bytes += skb->len;

@@ -11,7 +11,7 @@ packages=(
 	# the Debian package
 	dpkg-dev debhelper fakeroot lintian
 	# tests
-	libcmocka-dev python3 shellcheck iproute2 bash-completion valgrind
+	libcmocka-dev python3 shellcheck iproute2 bash-completion valgrind iperf3 util-linux
 	# the real-kernel test VM (tests/vm): QEMU and Debian's kernel
 	qemu-system-x86 linux-image-amd64 busybox-static cpio kmod
 )

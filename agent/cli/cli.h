@@ -3,7 +3,10 @@
 #ifndef DRF_CLI_H
 #define DRF_CLI_H
 
+#include <stddef.h>
 #include <stdio.h>
+
+#include "config.h"
 
 #ifndef DRF_SYSCONFDIR
 #define DRF_SYSCONFDIR "/etc"
@@ -24,5 +27,13 @@ int drfctl_help(FILE *out, const char *cmd);
 
 int drfctl_status(int argc, char **argv);
 int drfctl_exec(int argc, char **argv);
+int drfctl_net_reset(int argc, char **argv);
+
+/*
+ * The cgroup-root as drfd sees it: asked of the daemon at sock when one runs;
+ * else the config's, where `auto` means the tenants unit's cgroup if systemd
+ * has one, or the default.
+ */
+void drfctl_cli_root(const struct drf_config *c, const char *sock, char *ret, size_t len);
 
 #endif

@@ -182,6 +182,8 @@ int main(int argc, char **argv)
 		return drfctl_status(argc - 1, argv + 1);
 	if (strcmp(argv[1], "exec") == 0)
 		return drfctl_exec(argc - 1, argv + 1);
+	if (strcmp(argv[1], "net-reset") == 0)
+		return drfctl_net_reset(argc - 1, argv + 1);
 	fprintf(stderr, "drfctl: unknown command '%s'\n", argv[1]);
 	drfctl_help(stderr, NULL);
 	return DRFCTL_EXIT_USAGE;

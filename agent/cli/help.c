@@ -41,6 +41,16 @@ static const struct {
 	  "\n"
 	  "exit status: CMD's, or 1 failure, 2 config error or unknown tenant, 64 usage error,\n"
 	  "             127 CMD cannot run\n" },
+	{ "net-reset",
+	  "drfctl net-reset [-c FILE]",
+	  "Removes what drfd installed for the network, and only that: its root qdisc on\n"
+	  "net-device (htb d7f:, with its classes) and its programs and maps pinned in bpffs.\n"
+	  "A qdisc drfd did not install is left alone. Refused while drfd runs: it would\n"
+	  "install them again.\n"
+	  "\n"
+	  "  -c, --config FILE   main config file (default " DRFCTL_DEFAULT_CONFIG ")\n"
+	  "\n"
+	  "exit status: 0 done, 1 failure (or drfd runs), 2 config error, 64 usage error\n" },
 	{ "help",
 	  "drfctl help [COMMAND]",
 	  "Prints the help of COMMAND, or of every command.\n" },
@@ -57,7 +67,7 @@ int drfctl_help(FILE *out, const char *cmd)
 		return 0;
 	}
 	if (cmd) {
-		fprintf(stderr, "drfctl: no command '%s' (plan, status, exec, help)\n", cmd);
+		fprintf(stderr, "drfctl: no command '%s' (plan, status, exec, net-reset, help)\n", cmd);
 		return -1;
 	}
 	fputs("usage:\n", out);
@@ -67,6 +77,7 @@ int drfctl_help(FILE *out, const char *cmd)
 	      "  plan     what DRF gives each tenant, offline\n"
 	      "  status   what the running drfd enforces, knob by knob\n"
 	      "  exec     run a command inside a tenant\n"
+	      "  net-reset  remove drfd's qdisc and network programs (drfd stopped)\n"
 	      "  help     one command's help: drfctl help COMMAND, or drfctl COMMAND --help\n"
 	      "\nsee drfctl(8), drfd(8), drfd.conf(5)\n",
 	      out);

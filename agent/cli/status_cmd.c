@@ -28,7 +28,7 @@
  * the config's, where `auto` means the tenants unit's cgroup if systemd has
  * one, or the default.
  */
-static void cli_root(const struct drf_config *c, const char *sock, char *ret, size_t len)
+void drfctl_cli_root(const struct drf_config *c, const char *sock, char *ret, size_t len)
 {
 	char *answer = NULL, mount[4096];
 	size_t n;
@@ -101,7 +101,7 @@ static int fallback(const char *path, const char *sock, bool json)
 		fprintf(stderr, "drfctl: %s\n", err);
 		return r == -ENOMEM ? EXIT_FAILURE : DRFCTL_EXIT_CONFIG;
 	}
-	cli_root(&e.cfg, sock, root, sizeof(root));
+	drfctl_cli_root(&e.cfg, sock, root, sizeof(root));
 	drf_cgroup2_mount_of(root, mount, sizeof(mount));
 	if (drf_knobs_controllers(&e.cfg) & CGFS_IO) {
 		if (drf_check_io_device(&e.cfg, mount[0] ? mount : NULL, &io, err, sizeof(err)) < 0) {
@@ -330,7 +330,7 @@ int drfctl_exec(int argc, char **argv)
 		drf_config_free(&cfg);
 		return DRFCTL_EXIT_CONFIG;
 	}
-	cli_root(&cfg, cfg.status_socket, root, sizeof(root));
+	drfctl_cli_root(&cfg, cfg.status_socket, root, sizeof(root));
 	r = cgfs_open(&fs, root, false, &cgfs_real_ops, NULL);
 	if (r == 0) {
 		snprintf(pid, sizeof(pid), "%d", (int)getpid());

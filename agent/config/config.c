@@ -43,11 +43,11 @@ static const char *const agent_keys[AK_N] = {
 
 enum cap_key {
 	CK_CPU, CK_MEMORY, CK_MEMORY_RESERVE, CK_IO_DEVICE, CK_IO_READ, CK_IO_WRITE,
-	CK_NET_DEVICE, CK_NET_RATE, CK_NET_IN, CK_N
+	CK_NET_DEVICE, CK_NET_RATE, CK_NET_IN, CK_NET_LINK, CK_N
 };
 static const char *const cap_keys[CK_N] = {
 	"cpu", "memory", "memory-reserve", "io-device", "io-read-bps", "io-write-bps",
-	"net-device", "net-rate", "net-ingress-rate",
+	"net-device", "net-rate", "net-ingress-rate", "net-link-rate",
 };
 
 /* Tenant keys: weight, cgroup, tasks, then the DRF_NRES demand and task keys. */
@@ -400,7 +400,7 @@ static void capacity_key(struct parser *ps, int k, const char *value)
 		[CK_CPU] = DRF_RES_CPU, [CK_MEMORY] = DRF_RES_MEMORY,
 		[CK_IO_READ] = DRF_RES_IO_READ, [CK_IO_WRITE] = DRF_RES_IO_WRITE,
 		[CK_NET_RATE] = DRF_RES_NET, [CK_NET_IN] = DRF_RES_NET_IN, [CK_MEMORY_RESERVE] = -1,
-		[CK_IO_DEVICE] = -1, [CK_NET_DEVICE] = -1,
+		[CK_IO_DEVICE] = -1, [CK_NET_DEVICE] = -1, [CK_NET_LINK] = -1,
 	};
 	int r = res_of[k];
 	double v;
@@ -421,6 +421,15 @@ static void capacity_key(struct parser *ps, int k, const char *value)
 	case CK_MEMORY_RESERVE:
 		if (parse_num(ps, "memory-reserve", value, DRF_UNIT_BYTES, &v))
 			c->memory_reserve = v;
+		return;
+	case CK_NET_LINK:
+		if (!parse_num(ps, "net-link-rate", value, DRF_UNIT_BITS, &v))
+			return;
+		if (v <= 0)
+			fail(ps, "net-link-rate = '%s': must be positive (leave it out to use the "
+				 "device's speed)", value);
+		else
+			c->net_link_rate = v;
 		return;
 	}
 	if (is_auto(value) && (k == CK_CPU || k == CK_MEMORY || k == CK_NET_RATE || k == CK_NET_IN)) {
@@ -589,7 +598,7 @@ static int handler(void *user, const char *section, const char *name, const char
 		if (k < 0) {
 			fail(ps, "unknown key '%s' in [capacity] (known: cpu, memory, "
 				 "memory-reserve, io-device, io-read-bps, io-write-bps, net-device, "
-				 "net-rate, net-ingress-rate)", name);
+				 "net-rate, net-ingress-rate, net-link-rate)", name);
 			return 0;
 		}
 		duplicate_key(ps, &ps->cap_line[k], name);
@@ -1130,6 +1139,12 @@ static int resolve_capacity(struct parser *ps, const struct drf_host_ops *host)
 	if (c->capacity[DRF_RES_NET] > 0 && !c->net_device) {
 		fail_at(ps, ps->cap_line[CK_NET_RATE],
 			"net-rate needs net-device (the interface to shape)");
+		return -EINVAL;
+	}
+	if (c->net_link_rate > 0 && c->capacity[DRF_RES_NET] > c->net_link_rate) {
+		fail_at(ps, ps->cap_line[CK_NET_RATE], "net-rate (%.0f bits/s) is more than "
+			"net-link-rate (%.0f bits/s): the tenants cannot share more than the link has",
+			c->capacity[DRF_RES_NET], c->net_link_rate);
 		return -EINVAL;
 	}
 	if (c->capacity[DRF_RES_NET_IN] > 0 && !c->net_device) {

@@ -52,6 +52,7 @@ struct drf_config {
 	double memory_reserve;
 	char *io_device;   /* as written: a path or MAJ:MIN; NULL if unset */
 	char *net_device;  /* NULL if unset */
+	double net_link_rate; /* bits/s the link really carries; 0: the device's speed */
 	struct drf_tenant *tenants;
 	size_t n_tenants;
 	char **files;

@@ -163,6 +163,100 @@ static void json_knobs(const struct drfd *d, const struct drf_tenant_rt *t, FILE
 	}
 }
 
+/* A tenant's network: what it is allocated, what tc and the map hold, what it used. */
+static void json_net_tenant(const struct drfd *d, size_t i, FILE *f, int *problems)
+{
+	const struct drf_shaper *s = &d->net;
+	const struct drf_shaper_tenant *t = &s->t[i];
+	const struct drf_share *sh = &d->plan.result.shares[i];
+	bool eg_ok = !s->egress || (t->class_ok && t->leaf_ok && s->qdisc_ok);
+	char id[16];
+
+	fputs(", \"net\": {\"class\": ", f);
+	json_str(f, drf_tc_handle_str(t->want.classid, false, id, sizeof(id)));
+	fprintf(f, ", \"cgroup_id\": %llu, \"state\": \"%s\", \"error\": ",
+		(unsigned long long)t->cgid, eg_ok && t->map_ok ? "ok" : "retrying");
+	if (t->err_class || t->err_leaf || t->err_map)
+		json_str(f, strerror(t->err_class ? t->err_class : t->err_leaf ? t->err_leaf
+										: t->err_map));
+	else
+		fputs("null", f);
+	if (!eg_ok || !t->map_ok)
+		(*problems)++;
+	if (s->egress) {
+		fputs(", \"egress\": {\"alloc_bps\": ", f);
+		json_num(f, sh->alloc[DRF_RES_NET]);
+		fprintf(f, ", \"rate_bps\": %llu, \"ceil_bps\": %llu, \"burst_bytes\": %u, "
+			   "\"cburst_bytes\": %u, \"installed\": ",
+			(unsigned long long)t->want.rate * 8, (unsigned long long)t->want.ceil * 8,
+			t->want.burst, t->want.cburst);
+		if (t->seen_valid)
+			fprintf(f, "{\"rate_bps\": %llu, \"ceil_bps\": %llu, \"burst_bytes\": %u, "
+				   "\"cburst_bytes\": %u, \"quantum\": %u}",
+				(unsigned long long)t->seen.rate * 8, (unsigned long long)t->seen.ceil * 8,
+				t->seen.burst, t->seen.cburst, t->seen.quantum);
+		else
+			fputs("null", f);
+		fprintf(f, ", \"class_bytes\": %llu, \"class_packets\": %llu, \"class_drops\": "
+			   "%llu, \"class_overlimits\": %llu, \"class_bps\": ",
+			(unsigned long long)t->seen.bytes, (unsigned long long)t->seen.packets,
+			(unsigned long long)t->seen.drops, (unsigned long long)t->seen.overlimits);
+		json_num(f, t->class_bps);
+		fprintf(f, ", \"bytes\": %llu, \"packets\": %llu, \"bps\": ",
+			(unsigned long long)t->cnt.eg_bytes, (unsigned long long)t->cnt.eg_packets);
+		json_num(f, t->eg_bps);
+		fputc('}', f);
+	}
+	if (s->ingress) {
+		fputs(", \"ingress\": {\"alloc_bps\": ", f);
+		json_num(f, sh->alloc[DRF_RES_NET_IN]);
+		fprintf(f, ", \"policer_bps\": %llu, \"burst_bytes\": %llu, \"bytes\": %llu, "
+			   "\"packets\": %llu, \"dropped\": %llu, \"marked\": %llu, \"bps\": ",
+			(unsigned long long)t->want_map.in_rate * 8,
+			(unsigned long long)t->want_map.in_burst, (unsigned long long)t->cnt.in_bytes,
+			(unsigned long long)t->cnt.in_packets, (unsigned long long)t->cnt.in_dropped,
+			(unsigned long long)t->cnt.in_marked);
+		json_num(f, t->in_bps);
+		fputc('}', f);
+	}
+	fputc('}', f);
+}
+
+static void json_net(const struct drfd *d, FILE *f, int *problems)
+{
+	const struct drf_shaper *s = &d->net;
+	char h[16];
+
+	if (!d->has_net) {
+		fputs(", \"net\": null", f);
+		return;
+	}
+	fputs(", \"net\": {\"device\": ", f);
+	json_str(f, s->ifname);
+	fprintf(f, ", \"ifindex\": %d, \"link_bps\": %llu, \"mtu\": %u, \"egress\": %s, "
+		   "\"ingress\": %s, \"qdisc\": \"%s\", \"foreign_qdisc\": ", s->link.ifindex,
+		(unsigned long long)(s->link_rate ? s->link_rate : s->link.speed), s->link.mtu,
+		s->egress ? "true" : "false",
+		s->ingress ? "true" : "false",
+		!s->egress ? "none" : s->qdisc_ok ? "ok" : s->foreign ? "foreign" : "failing");
+	if (s->foreign) {
+		char what[64];
+
+		snprintf(what, sizeof(what), "%s %s", s->foreign_kind,
+			 drf_tc_handle_str(s->foreign_handle, true, h, sizeof(h)));
+		json_str(f, what);
+	} else {
+		fputs("null", f);
+	}
+	fprintf(f, ", \"fq_codel\": %s, \"programs\": \"%s\", \"pin_dir\": ",
+		s->leaf_fq_codel ? "true" : "false", s->attached ? "attached" : "failing");
+	json_str(f, s->pin_dir);
+	fprintf(f, ", \"writes_total\": %llu, \"errors_total\": %llu}",
+		(unsigned long long)s->total_writes, (unsigned long long)s->total_errors);
+	if (!s->link_ok || (s->egress && !s->qdisc_ok) || !s->attached)
+		(*problems)++;
+}
+
 static void render_json(const struct drfd *d, FILE *f, int *problems)
 {
 	const struct drf_enforced *e = &d->plan;
@@ -243,7 +337,10 @@ static void render_json(const struct drfd *d, FILE *f, int *problems)
 		if (t->cg_err)
 			(*problems)++;
 		json_knobs(d, t, f, problems);
-		fputs("]}", f);
+		fputc(']', f);
+		if (d->has_net && i < d->net.n)
+			json_net_tenant(d, i, f, problems);
+		fputc('}', f);
 	}
 	fputs("], \"inner\": [", f);
 	for (size_t i = rc->n; i < rc->n + rc->n_inner; i++) {
@@ -261,7 +358,9 @@ static void render_json(const struct drfd *d, FILE *f, int *problems)
 		json_knobs(d, t, f, problems);
 		fputs("]}", f);
 	}
-	fputs("], \"orphans\": [", f);
+	fputc(']', f);
+	json_net(d, f, problems);
+	fputs(", \"orphans\": [", f);
 	for (size_t i = 0; i < rc->n_orphans; i++) {
 		int np = cgfs_nprocs(d->fs, rc->orphans[i].cgroup);
 
@@ -282,6 +381,42 @@ static void human_duration(double s, char *buf, size_t len)
 		snprintf(buf, len, "%.0fm%02.0fs", floor(s / 60), fmod(s, 60));
 	else
 		snprintf(buf, len, "%.0fh%02.0fm", floor(s / 3600), fmod(floor(s / 60), 60));
+}
+
+static void text_net_tenant(const struct drfd *d, size_t i, FILE *f, int *problems)
+{
+	const struct drf_shaper *s = &d->net;
+	const struct drf_shaper_tenant *t = &s->t[i];
+	char q1[32], q2[32], q3[32], id[16];
+
+	if (s->egress) {
+		bool ok = t->class_ok && t->leaf_ok && s->qdisc_ok;
+
+		drf_format_quantity((double)t->want.rate * 8, DRF_UNIT_BITS, q1, sizeof(q1));
+		drf_format_quantity((double)t->want.ceil * 8, DRF_UNIT_BITS, q2, sizeof(q2));
+		drf_format_quantity(t->eg_bps, DRF_UNIT_BITS, q3, sizeof(q3));
+		fprintf(f, "  net egress     class %s rate %s ceil %s; sent %llu bytes, %llu packets, "
+			   "%s/s over the last tick; %llu dropped: %s\n",
+			drf_tc_handle_str(t->want.classid, false, id, sizeof(id)), q1, q2,
+			(unsigned long long)t->cnt.eg_bytes, (unsigned long long)t->cnt.eg_packets, q3,
+			(unsigned long long)t->seen.drops,
+			ok ? "ok" : t->err_class || t->err_leaf ? strerror(t->err_class ? t->err_class
+									  : t->err_leaf)
+								: "RETRYING");
+		if (!ok)
+			(*problems)++;
+	}
+	if (s->ingress) {
+		drf_format_quantity((double)t->want_map.in_rate * 8, DRF_UNIT_BITS, q1, sizeof(q1));
+		drf_format_quantity(t->in_bps, DRF_UNIT_BITS, q3, sizeof(q3));
+		fprintf(f, "  net ingress    policer %s; received %llu bytes, %llu packets, %s/s; "
+			   "%llu dropped, %llu ECN-marked: %s\n",
+			t->want_map.in_rate ? q1 : "none", (unsigned long long)t->cnt.in_bytes,
+			(unsigned long long)t->cnt.in_packets, q3, (unsigned long long)t->cnt.in_dropped,
+			(unsigned long long)t->cnt.in_marked, t->map_ok ? "ok" : "RETRYING");
+	}
+	if (!t->map_ok)
+		(*problems)++;
 }
 
 /* One line per knob of a tenant or inner node: its value and how it stands. */
@@ -351,6 +486,25 @@ static void render_text(const struct drfd *d, FILE *f, int *problems)
 			on ? "pass" : "stop passing", cgfs_ctrl_name(1u << i),
 			strerror(-rc->root_err[i]));
 	}
+	if (d->has_net) {
+		const struct drf_shaper *s = &d->net;
+		char l[32], h[16];
+
+		uint64_t link = s->link_rate ? s->link_rate : s->link.speed;
+
+		drf_format_quantity((double)link, DRF_UNIT_BITS, l, sizeof(l));
+		fprintf(f, "network: %s (link %s), egress %s, programs %s (pinned in %s)\n", s->ifname,
+			link ? l : "speed unknown",
+			!s->egress ? "not shaped" : s->qdisc_ok ? "shaped by htb d7f:" : "NOT SHAPED",
+			s->attached ? "attached" : "FAILING", s->pin_dir);
+		if (s->foreign)
+			fprintf(f, "FOREIGN QDISC: %s has root qdisc %s %s, which drfd did not install; "
+				   "it shapes no egress until that is removed (or net-replace-qdisc = "
+				   "yes)\n", s->ifname, s->foreign_kind,
+				drf_tc_handle_str(s->foreign_handle, true, h, sizeof(h)));
+		if (!s->link_ok || (s->egress && !s->qdisc_ok) || !s->attached)
+			(*problems)++;
+	}
 	if (rc->n == 0)
 		fprintf(f, "\nno tenants: %s defines none\n", d->config_path);
 	for (size_t i = 0; i < rc->n; i++) {
@@ -382,6 +536,8 @@ static void render_text(const struct drfd *d, FILE *f, int *problems)
 				strerror(t->cg_err));
 		}
 		text_knobs(d, t, f, problems);
+		if (d->has_net && i < d->net.n)
+			text_net_tenant(d, i, f, problems);
 	}
 	for (size_t i = rc->n; i < rc->n + rc->n_inner; i++) {
 		const struct drf_tenant_rt *t = &rc->t[i];

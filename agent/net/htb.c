@@ -130,8 +130,14 @@ struct drf_policer drf_htb_policer(const struct drf_htb_plan *p, const struct dr
 		rate = bytes_of_bits(t->in_declared);
 	if (rate && rate < DRF_HTB_MIN_RATE_BPS)
 		rate = DRF_HTB_MIN_RATE_BPS;
-	return (struct drf_policer){
-		.rate = rate,
-		.burst = rate ? burst_for(rate, DRF_POLICER_BURST_S, mtu) : 0,
-	};
+	/*
+	 * At least two of the largest packets the receive path can hand over:
+	 * GRO merges a flow's segments into skbs of up to 64 KiB, and a bucket
+	 * smaller than one would drop each of them.
+	 */
+	uint64_t burst = rate ? burst_for(rate, DRF_POLICER_BURST_S, mtu) : 0;
+
+	if (rate && burst < DRF_POLICER_MIN_BURST)
+		burst = DRF_POLICER_MIN_BURST;
+	return (struct drf_policer){ .rate = rate, .burst = burst };
 }

@@ -40,8 +40,11 @@
 #define DRF_HTB_LAST_TENANT 0xfffe
 #define DRF_HTB_MAX_TENANTS (DRF_HTB_LAST_TENANT - DRF_HTB_FIRST_TENANT + 1)
 
-/* The scheduling latency the bursts cover: one tick at HZ=250, Debian's. */
-#define DRF_HTB_TIMER_S 0.004
+/*
+ * The scheduling latency the bursts cover: 10 ms, a few timer ticks at any HZ
+ * (Debian's is 250); a class whose dequeue comes late still sends at its rate.
+ */
+#define DRF_HTB_TIMER_S 0.01
 /* The kernel's bounds on a computed quantum (sch_htb.c); drfd stays within them. */
 #define DRF_HTB_QUANTUM_MAX 200000u
 /* The default class's floor: traffic of no tenant is never starved. */
@@ -54,8 +57,9 @@ struct drf_policer {
 	uint64_t rate, burst;
 };
 
-/* The ingress policer's burst: DRF_POLICER_BURST_S of traffic, at least a few packets. */
-#define DRF_POLICER_BURST_S 0.02
+/* The ingress policer's burst: DRF_POLICER_BURST_S of traffic, at least two GRO packets. */
+#define DRF_POLICER_BURST_S 0.25
+#define DRF_POLICER_MIN_BURST (4 * 65536)
 
 /* What the mapping needs of a tenant: its allocations and declared demands, bits/s. */
 struct drf_htb_tenant {

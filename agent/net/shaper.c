@@ -150,14 +150,14 @@ take:
 static void remap(struct drf_shaper *s)
 {
 	uint32_t mtu = s->link.mtu ? s->link.mtu : 1500;
+	uint64_t link = s->link_rate ? s->link_rate : s->link.speed;
 
-	drf_htb_base(&s->plan, s->link.speed, mtu, s->base);
+	drf_htb_base(&s->plan, link, mtu, s->base);
 	for (size_t i = 0; i < s->n; i++) {
 		struct drf_shaper_tenant *t = &s->t[i];
 		struct drf_policer pol = drf_htb_policer(&s->plan, &t->in, mtu);
 
-		t->want = drf_htb_tenant_class(&s->plan, &t->in, t->minor, s->max_eg, s->link.speed,
-					       mtu);
+		t->want = drf_htb_tenant_class(&s->plan, &t->in, t->minor, s->max_eg, link, mtu);
 		t->want_map = (struct drf_net_tenant){
 			.classid = s->plan.eg_cap > 0 ? t->want.classid : 0,
 			.in_rate = s->plan.in_cap > 0 ? pol.rate : 0,
@@ -224,6 +224,7 @@ int drf_shaper_set(struct drf_shaper *s, const struct drf_enforced *e, bool repl
 		.eg_cap = e->problem.capacity[DRF_RES_NET],
 		.in_cap = e->problem.capacity[DRF_RES_NET_IN],
 	};
+	s->link_rate = c->net_link_rate > 0 ? (uint64_t)c->net_link_rate : 0;
 	s->egress = s->plan.eg_cap > 0;
 	s->ingress = s->plan.in_cap > 0;
 	s->replace_foreign = replace_foreign;

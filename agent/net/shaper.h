@@ -71,6 +71,7 @@ struct drf_shaper {
 	uint32_t foreign_handle;
 	int err_link, err_qdisc, err_bpf, err_dump;
 	struct drf_htb_plan plan;
+	uint64_t link_rate;             /* net-link-rate, bits/s; 0: the device's speed */
 	double max_eg;                  /* the largest egress allocation, bits/s */
 	struct drf_tc_class base[3];    /* d7f:1, d7f:2, d7f:ffff */
 	struct drf_shaper_tenant *t;

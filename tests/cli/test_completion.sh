@@ -84,7 +84,7 @@ expect() {
 	fi
 }
 
-commands="plan status exec help"
+commands="plan status exec net-reset help"
 policies="drf asset per-resource"
 # opts COMMAND: the options of COMMAND.
 opts() {
@@ -92,6 +92,7 @@ opts() {
 	plan) echo "-c --config --policy --discrete --json --compare -h --help" ;;
 	status) echo "-c --config --json --socket -h --help" ;;
 	exec) echo "-c --config -h --help" ;;
+	net-reset) echo "-c --config -h --help" ;;
 	esac
 }
 

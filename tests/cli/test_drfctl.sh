@@ -31,11 +31,11 @@ done
 rc=$?
 "$drfctl" --help >"$tmp/out2" 2>&1
 rc2=$?
-n=$(grep -cE '^  drfctl (plan|status|exec|help) ' "$tmp/out")
-if [ $rc -eq 0 ] && [ $rc2 -eq 0 ] && [ "$n" -eq 4 ] && cmp -s "$tmp/out" "$tmp/out2"; then
-	ok "drfctl help and drfctl --help list all 4 commands"
+n=$(grep -cE '^  drfctl (plan|status|exec|net-reset|help) ' "$tmp/out")
+if [ $rc -eq 0 ] && [ $rc2 -eq 0 ] && [ "$n" -eq 5 ] && cmp -s "$tmp/out" "$tmp/out2"; then
+	ok "drfctl help and drfctl --help list all 5 commands"
 else
-	ko "drfctl help lists $n of 4 commands (exit $rc, $rc2)"
+	ko "drfctl help lists $n of 5 commands (exit $rc, $rc2)"
 fi
 "$drfctl" help bogus >"$tmp/out" 2>"$tmp/err"
 rc=$?

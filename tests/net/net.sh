@@ -1,0 +1,369 @@
+#!/usr/bin/env bash
+# drfd shaping real traffic, measured with iperf3, between two network
+# namespaces this script creates (addresses from 198.18.0.0/15) and removes:
+#
+#   netns A (drfd's: net-device va)  <--veth-->  netns B (iperf3 servers)
+#     va: htb d7f: -> d7f:1 link -> d7f:2 tenants -> d7f:M per tenant
+#                                -> d7f:ffff traffic of no tenant
+#     tenants' iperf3 clients run in their cgroups (drfctl exec), classified
+#     by drfd's cgroup_skb program at cgroup-root
+#
+# Runs on the host (make check-net) and in the VM (tests/vm/t_net.sh).
+#   DRFD=... DRFCTL=... tests/net/net.sh [SCALE [TEST...]]
+# SCALE multiplies every rate (the VM's emulated CPU needs lower ones); TEST is
+# limit2, limit3, share, default, restart, ingress, foreign (default: all).
+# Results: PASS/FAIL/SKIP lines on stdout, also appended to $NET_RESULTS.
+# Goodput is what iperf3 received: TCP payload, 1448 bytes of every 1514-byte
+# frame that HTB counts (Ethernet 14 + IP 20 + TCP with timestamps 32), so a
+# class at rate R gives a goodput of R x 1448/1514.
+set -u
+drfd=${DRFD:?set DRFD to the drfd binary}
+drfctl=${DRFCTL:?set DRFCTL to the drfctl binary}
+scale=${1:-1}
+shift
+tests=("$@")
+[ ${#tests[@]} -eq 0 ] && tests=(limit2 limit3 share default restart ingress foreign)
+results=${NET_RESULTS:-/dev/null}
+pass=0 failed=0
+GOODPUT=$(awk 'BEGIN { printf "%.6f", 1448 / 1514 }')
+
+say() { echo "$*" | tee -a "$results"; }
+ok() { pass=$((pass + 1)); say "PASS $1: $2"; }
+ko() { failed=$((failed + 1)); say "FAIL $1: $2"; }
+check() { if eval "$2"; then ok "$1" "$3"; else ko "$1" "$3"; fi; }
+
+skip_all() {
+	say "SKIP net: $1"
+	if [ "${CI:-}" = true ]; then
+		say "FAIL net: CI must run the network tests"
+		exit 1
+	fi
+	exit 0
+}
+
+[ "$(id -u)" -eq 0 ] || skip_all "needs root (network namespaces, tc, BPF)"
+for c in iperf3 ip tc nsenter python3; do
+	command -v "$c" >/dev/null || skip_all "$c is missing (deploy/install-deps.sh installs it)"
+done
+[ "$(stat -f -c %T /sys/fs/bpf 2>/dev/null)" = bpf_fs ] || skip_all "no bpffs at /sys/fs/bpf"
+mnt=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
+[ -n "$mnt" ] || skip_all "no cgroup2 mount"
+
+id=$$
+nsA=drfA$id nsB=drfB$id
+root=$mnt/drfnet$id
+work=$(mktemp -d)
+addrA=198.18.7.1 addrB=198.18.7.2
+drfd_pid=''
+
+stop_drfd() {
+	[ -n "$drfd_pid" ] || return 0
+	kill "$drfd_pid" 2>/dev/null
+	wait "$drfd_pid" 2>/dev/null
+	drfd_pid=''
+}
+
+cleanup() {
+	stop_drfd
+	ip netns pids "$nsA" 2>/dev/null | xargs -r kill 2>/dev/null
+	ip netns pids "$nsB" 2>/dev/null | xargs -r kill 2>/dev/null
+	sleep 0.2
+	[ -f "$work/drfd.conf" ] && inA "$drfctl" net-reset -c "$work/drfd.conf" >/dev/null 2>&1
+	ip netns del "$nsA" 2>/dev/null
+	ip netns del "$nsB" 2>/dev/null
+	for d in "$root"/*/; do [ -d "$d" ] && rmdir "$d" 2>/dev/null; done
+	rmdir "$root" 2>/dev/null
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+# In netns A without remounting /sys (ip netns exec would): cgroupfs and bpffs stay.
+inA() { nsenter --net="/run/netns/$nsA" "$@"; }
+
+if ! { ip netns add "$nsA" && ip netns add "$nsB" &&
+	ip link add va netns "$nsA" type veth peer name vb netns "$nsB" &&
+	ip -n "$nsA" addr add $addrA/24 dev va && ip -n "$nsB" addr add $addrB/24 dev vb &&
+	ip -n "$nsA" link set va up && ip -n "$nsB" link set vb up &&
+	ip -n "$nsA" link set lo up && ip -n "$nsB" link set lo up; }; then
+	skip_all "cannot make network namespaces and a veth pair"
+fi
+# ECN for the ingress policer's flows, both ways.
+ip netns exec "$nsA" sysctl -qw net.ipv4.tcp_ecn=1
+ip netns exec "$nsB" sysctl -qw net.ipv4.tcp_ecn=1
+for p in 5201 5202 5203 5204 5205; do
+	ip netns exec "$nsB" iperf3 -s -p $p -D -I "$work/srv$p.pid" >/dev/null 2>&1
+done
+sleep 0.5
+
+mbit() { awk -v r="$1" -v s="$scale" 'BEGIN { printf "%dkbit", r * s * 1000 }'; }
+
+# write_conf MODE EXTRA-CAPACITY TENANTS...: TENANTS as "name key=value,..."
+write_conf() {
+	local mode=$1 cap=$2 t name kv
+	shift 2
+	{
+		printf '[agent]\ncgroup-root = %s\nmode = %s\nstate-dir = %s/state\n' "$root" "$mode" "$work"
+		printf 'status-socket = %s/drfd.sock\ninterval = 500ms\n%s' "$work" "${AGENT_EXTRA:-}"
+		printf '[capacity]\nnet-device = va\n%b\n' "$cap"
+		for t in "$@"; do
+			name=${t%% *}
+			printf '[tenant %s]\n' "$name"
+			kv=${t#* }
+			[ "$kv" = "$t" ] || echo "$kv" | tr ',' '\n'
+		done
+	} >"$work/drfd.conf"
+}
+
+start_drfd() {
+	# Not through inA: a function in the background is a subshell, whose pid is not drfd's.
+	nsenter --net="/run/netns/$nsA" "$drfd" -c "$work/drfd.conf" --foreground \
+		>>"$work/drfd.log" 2>&1 &
+	drfd_pid=$!
+	local _
+	for _ in $(seq 50); do
+		kill -0 "$drfd_pid" 2>/dev/null || return 1
+		# From the daemon, not the fallback that reads cgroupfs.
+		[ "$(status_py "s['source']")" = daemon ] && return 0
+		sleep 0.2
+	done
+	return 1
+}
+
+status_py() { # EXPR over the status JSON as s
+	"$drfctl" status -c "$work/drfd.conf" --json >"$work/st.json" 2>/dev/null
+	python3 -c "import json; s = json.load(open('$work/st.json')); print($1)" 2>/dev/null || echo "?"
+}
+
+# client TENANT PORT SECONDS [iperf3 args]: iperf3 in the tenant (background), JSON in work/
+client() {
+	local t=$1 port=$2 secs=$3
+	shift 3
+	inA "$drfctl" exec -c "$work/drfd.conf" "$t" -- iperf3 -c $addrB -p "$port" -t "$secs" \
+		-i 0.5 -J "$@" >"$work/$t.$port.json" 2>"$work/$t.$port.err" &
+}
+
+# mean goodput (Mbit/s) of a client's JSON over the intervals starting in [FROM, TO)
+mean() { # FILE FROM TO
+	python3 - "$@" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+lo, hi = float(sys.argv[2]), float(sys.argv[3])
+v = [i["sum"]["bits_per_second"] for i in d.get("intervals", []) if lo <= i["sum"]["start"] < hi]
+print("%.3f" % (sum(v) / len(v) / 1e6 if v else 0))
+PY
+}
+
+within() { # GOT WANT TOLERANCE(fraction)
+	awk -v g="$1" -v w="$2" -v t="$3" 'BEGIN { exit !(w > 0 && (g - w < 0 ? w - g : g - w) <= t * w) }'
+}
+
+alloc_of() { # TENANT: its net-rate allocation in Mbit/s, from drfctl plan --json
+	"$drfctl" plan -c "$work/drfd.conf" --json |
+		python3 -c "import json,sys; p=json.load(sys.stdin); print([t['alloc']['net-rate'] for t in p['tenants'] if t['name']=='$1'][0]/1e6)"
+}
+
+# limit mode, N tenants at once: each one's goodput within 3% of its rate x 1448/1514.
+limit_test() { # NAME TENANTS...
+	local name=$1 t port=5201 want got detail='' bad=0
+	shift
+	write_conf limit "net-rate = $(mbit 100)\nnet-link-rate = $(mbit 100)" "$@"
+	start_drfd || { ko "$name" "drfd did not start: $(tail -3 "$work/drfd.log")"; return; }
+	for t in "$@"; do
+		client "${t%% *}" $port 8
+		port=$((port + 1))
+	done
+	wait_clients
+	port=5201
+	for t in "$@"; do
+		t=${t%% *}
+		want=$(awk -v a="$(alloc_of "$t")" -v g="$GOODPUT" 'BEGIN { printf "%.3f", a * g }')
+		got=$(mean "$work/$t.$port.json" 2 8)
+		within "$got" "$want" 0.03 || bad=$((bad + 1))
+		detail="$detail $t $got/$want Mbit/s;"
+		port=$((port + 1))
+	done
+	stop_drfd
+	check "$name" "[ $bad -eq 0 ]" "goodput/expected within 3%:$detail"
+	[ $bad -eq 0 ] || tail -5 "$work/drfd.log"
+}
+
+wait_clients() {
+	local j
+	for j in $(jobs -p); do
+		[ "$j" = "$drfd_pid" ] || wait "$j" 2>/dev/null
+	done
+}
+
+test_limit2() {
+	limit_test limit-two-tenants "a net-rate=$(mbit 30)" "b net-rate=$(mbit 60)"
+}
+
+test_limit3() {
+	limit_test limit-three-tenants "a net-rate=$(mbit 20)" "b net-rate=$(mbit 30)" \
+		"c net-rate=$(mbit 40)"
+}
+
+# share mode, weights 1:2:3, all backlogged: split 1:2:3 within 5%; c goes idle,
+# a and b take the link (1:2) within 2 s; c comes back, 1:2:3 again within 2 s.
+test_share() {
+	local r
+	write_conf share "net-rate = $(mbit 90)\nnet-link-rate = $(mbit 100)" "a weight=1" \
+		"b weight=2" "c weight=3"
+	start_drfd || { ko share "drfd did not start: $(tail -3 "$work/drfd.log")"; return; }
+	# Two streams each, to smooth TCP's saw-tooth over the short windows measured.
+	client a 5201 20 -P 2
+	client b 5202 20 -P 2
+	client c 5203 8 -P 2
+	sleep 14
+	client c 5204 6 -P 2
+	wait_clients
+	stop_drfd
+	r=$(python3 - "$work" "$GOODPUT" "$scale" <<'PY'
+import json, sys
+w, gp, scale = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+def iv(f):
+    return [(i["sum"]["start"], i["sum"]["bits_per_second"] / 1e6)
+            for i in json.load(open(w + "/" + f))["intervals"]]
+def mean(f, lo, hi, off=0):
+    v = [b for s, b in iv(f) if lo <= s + off < hi]
+    return sum(v) / len(v) if v else 0
+a1, b1, c1 = mean("a.5201.json", 2, 7.5), mean("b.5202.json", 2, 7.5), mean("c.5203.json", 2, 7.5)
+tot = a1 + b1 + c1
+split = [x / tot for x in (a1, b1, c1)] if tot else [0, 0, 0]
+ok1 = all(abs(s - e) <= 0.05 * e for s, e in zip(split, (1/6, 2/6, 3/6)))
+# c stopped at 8 s: from 10 s a and b carry the link (x goodput), 1:2.
+link = 100 * scale * gp
+a2, b2 = mean("a.5201.json", 10, 13.5), mean("b.5202.json", 10, 13.5)
+ok2 = a2 + b2 >= 0.95 * link and abs(a2 / (a2 + b2) - 1/3) <= 0.05 / 3 if a2 + b2 else False
+# c came back at 14 s (its second client's own clock starts there): 1:2:3 from 16 s.
+a3, b3, c3 = mean("a.5201.json", 16, 19.5), mean("b.5202.json", 16, 19.5), mean("c.5204.json", 2, 5.5)
+tot3 = a3 + b3 + c3
+split3 = [x / tot3 for x in (a3, b3, c3)] if tot3 else [0, 0, 0]
+ok3 = all(abs(s - e) <= 0.05 * e for s, e in zip(split3, (1/6, 2/6, 3/6)))
+print(int(ok1), int(ok2), int(ok3),
+      "all backlogged: a %.1f b %.1f c %.1f Mbit/s, split %.3f:%.3f:%.3f (want 1/6:2/6:3/6);"
+      % (a1, b1, c1, *split),
+      "c idle from 8 s, 10-13.5 s: a %.1f + b %.1f = %.1f of %.1f Mbit/s goodput of the link;"
+      % (a2, b2, a2 + b2, link),
+      "c back at 14 s, 16-19.5 s: split %.3f:%.3f:%.3f" % tuple(split3))
+PY
+)
+	read -r s1 s2 s3 detail <<<"$r"
+	check share-split "[ '$s1' = 1 ]" "${detail%%;*}"
+	detail=${detail#*; }
+	check share-idle-borrowed "[ '$s2' = 1 ]" "${detail%%;*}"
+	check share-resume "[ '$s3' = 1 ]" "${detail#*; }"
+}
+
+# Traffic of a process in no tenant goes to the default class, counted to no tenant.
+test_default() {
+	local before after tb ta
+	write_conf limit "net-rate = $(mbit 50)\nnet-link-rate = $(mbit 100)" "a net-rate=$(mbit 20)"
+	start_drfd || { ko default-class "drfd did not start"; return; }
+	before=$(tc -n "$nsA" -s class show dev va classid d7f:ffff | awk '/Sent/ {print $2}')
+	tb=$(status_py "s['tenants'][0]['net']['egress']['bytes']")
+	inA iperf3 -c $addrB -p 5205 -t 2 -J >"$work/none.json" 2>&1
+	sleep 1
+	after=$(tc -n "$nsA" -s class show dev va classid d7f:ffff | awk '/Sent/ {print $2}')
+	ta=$(status_py "s['tenants'][0]['net']['egress']['bytes']")
+	stop_drfd
+	check default-class "[ $((after - before)) -gt 1000000 ] && [ '$ta' = '$tb' ]" \
+		"d7f:ffff sent $((after - before)) bytes more; tenant a's counted bytes $tb -> $ta"
+}
+
+# A restart adopts drfd's own qdisc, classes and pinned programs: no duplicate,
+# and the tenant's traffic keeps its class throughout.
+test_restart() {
+	local classes1 classes2 progs low
+	write_conf limit "net-rate = $(mbit 50)\nnet-link-rate = $(mbit 100)" "a net-rate=$(mbit 20)"
+	start_drfd || { ko restart-adopts "drfd did not start"; return; }
+	# drfd's classes (fq_codel lists its active flows as classes too: not those)
+	tc -n "$nsA" class show dev va | grep '^class htb' | sort >"$work/classes1"
+	classes1=$(md5sum <"$work/classes1")
+	client a 5201 8
+	sleep 3
+	stop_drfd
+	start_drfd || { ko restart-adopts "drfd did not restart: $(tail -3 "$work/drfd.log")"; return; }
+	wait_clients
+	tc -n "$nsA" class show dev va | grep '^class htb' | sort >"$work/classes2"
+	classes2=$(md5sum <"$work/classes2")
+	progs=$(bpftool cgroup show "$root" 2>/dev/null | grep -c drf_net_)
+	# Through the restart (at 3 s): no second near nothing (a gap), and from
+	# then on the class's goodput, not more (unclassified) or less.
+	low=$(python3 - "$work/a.5201.json" "$(mbit 20)" "$GOODPUT" <<'PY'
+import json, sys
+rate = float(sys.argv[2].rstrip("kbit")) / 1000 * float(sys.argv[3])
+iv = [(i["sum"]["start"], i["sum"]["bits_per_second"] / 1e6)
+      for i in json.load(open(sys.argv[1]))["intervals"]]
+# over one-second windows: the emulated CPU can starve iperf3 for half a second
+# while drfd starts, which is no gap on the wire
+v = [b for s, b in iv[2:]]
+lowest = min((x + y) / 2 for x, y in zip(v, v[1:]))
+after = [b for s, b in iv if s >= 3]
+mean = sum(after) / len(after)
+print(int(lowest > 0.3 * rate and abs(mean - rate) <= 0.1 * rate),
+      "lowest 1 s %.1f, mean after the restart %.2f, expected %.2f" % (lowest, mean, rate))
+PY
+)
+	stop_drfd
+	[ "$classes1" = "$classes2" ] || { echo "classes before and after:"; cat "$work/classes1" "$work/classes2"; tail -20 "$work/drfd.log"; }
+	[ "${low%% *}" = 1 ] || python3 -c "
+import json
+print('intervals:', ' '.join('%.1f' % (i['sum']['bits_per_second'] / 1e6) for i in json.load(open('$work/a.5201.json'))['intervals']))"
+	check restart-adopts "[ '$classes1' = '$classes2' ] && [ $progs -eq 2 ] && [ '${low%% *}' = 1 ]" \
+		"classes identical after restart: $([ "$classes1" = "$classes2" ] && echo yes || echo no); programs attached at the root: $progs; goodput (Mbit/s) ${low#* }"
+}
+
+# The ingress policer: a tenant receiving over its net-ingress-rate is held near
+# it (ECN-marked, and dropped beyond a burst); one with no ingress demand is not.
+test_ingress() {
+	local a b acts
+	write_conf limit "net-ingress-rate = $(mbit 100)" "a net-ingress-rate=$(mbit 10)" "b"
+	start_drfd || { ko ingress-policer "drfd did not start: $(tail -3 "$work/drfd.log")"; return; }
+	client a 5201 6 -R
+	wait_clients
+	client b 5202 4 -R
+	wait_clients
+	a=$(mean "$work/a.5201.json" 2 6)
+	b=$(mean "$work/b.5202.json" 1 4)
+	acts=$(status_py "s['tenants'][0]['net']['ingress']['marked'] + s['tenants'][0]['net']['ingress']['dropped']")
+	stop_drfd
+	check ingress-policer "awk -v a=$a -v c=$(mbit 10) -v b=$b 'BEGIN { c += 0; exit !(a <= 1.1 * c / 1000 && a >= 0.3 * c / 1000 && b > 3 * a) }' && [ '$acts' -gt 0 ]" \
+		"a (policed at $(mbit 10)) received $a Mbit/s, b (not policed) $b Mbit/s; a's packets marked or dropped: $acts"
+}
+
+# A root qdisc drfd did not install: exit 7 and left alone, unless net-replace-qdisc;
+# drfctl net-reset then removes drfd's, and its pinned programs.
+test_foreign() {
+	local rc q pins=/sys/fs/bpf/drfd/${root#/}
+	pins=${pins//\//-}
+	pins=/sys/fs/bpf/drfd/${pins#-sys-fs-bpf-drfd-}
+	# Someone else's: an htb of another handle (the host's kernel may have no other qdisc).
+	tc -n "$nsA" qdisc add dev va root handle 1: htb || { ko foreign-qdisc-refused "cannot add one"; return; }
+	write_conf limit "net-rate = $(mbit 50)" "a net-rate=$(mbit 20)"
+	inA "$drfd" -c "$work/drfd.conf" --once >>"$work/drfd.log" 2>&1
+	rc=$?
+	q=$(tc -n "$nsA" qdisc show dev va | awk '$4 == "root" || $3 == "root" {print $2, $3}' | head -1)
+	check foreign-qdisc-refused "[ $rc -eq 7 ] && [ '$q' = 'htb 1:' ]" "drfd --once exit $rc; root qdisc now '$q'"
+	AGENT_EXTRA='net-replace-qdisc = yes
+' write_conf limit "net-rate = $(mbit 50)" "a net-rate=$(mbit 20)"
+	start_drfd
+	q=$(tc -n "$nsA" qdisc show dev va | awk '{print $2, $3; exit}')
+	stop_drfd
+	inA "$drfctl" net-reset -c "$work/drfd.conf" >/dev/null 2>&1
+	rc=$?
+	local after
+	after=$(tc -n "$nsA" qdisc show dev va | awk '{print $2, $3; exit}')
+	check foreign-qdisc-replaced "[ '$q' = 'htb d7f:' ]" "with net-replace-qdisc = yes the root qdisc is '$q'"
+	check net-reset "[ $rc -eq 0 ] && [ '$after' != 'htb d7f:' ] && [ ! -e '$pins' ]" \
+		"drfctl net-reset exit $rc; root qdisc after it '$after'; $pins $([ -e "$pins" ] && echo remains || echo removed)"
+}
+
+for t in "${tests[@]}"; do
+	"test_$t"
+	# Between tests: nothing of drfd's left on the device or in bpffs.
+	inA "$drfctl" net-reset -c "$work/drfd.conf" >/dev/null 2>&1
+	AGENT_EXTRA=''
+done
+say "net: $pass passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Network shaping on Debian's kernel: tests/net/net.sh (iperf3 between two
+# network namespaces, drfd shaping one side) in the VM, at a fifth of the host
+# test's rates, for the emulated CPU.
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/vm/lib.sh
+. "$here/lib.sh"
+vm_setup
+mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf
+modprobe -q veth
+modprobe -q sch_htb
+modprobe -q sch_fq_codel
+
+diagram <<'DIAGRAM'
+netns A (drfd, va) <--veth--> netns B (iperf3 servers), 198.18.7.1 <-> 198.18.7.2
+/sys/fs/cgroup/drfnetPID/{a,b,c}   tenants, their iperf3 clients via drfctl exec
+expect (rates x 0.2): limit mode goodput = rate x 1448/1514 within 3%; the default
+class carries traffic of no tenant; a restart adopts the qdisc, classes and pinned
+programs; the ingress policer holds a tenant near its rate
+DIAGRAM
+
+NET_RESULTS=$R/results.txt DRFD=$DRFD DRFCTL=$DRFCTL "$DRF_TOP/tests/net/net.sh" 0.2 \
+	limit2 default restart ingress foreign >"$R/net.log" 2>&1
+exit 0
