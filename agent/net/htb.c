@@ -63,6 +63,18 @@ static struct drf_tc_class class_of(uint32_t minor, uint32_t parent_minor, uint6
 	};
 }
 
+void drf_htb_codel(uint64_t rate, uint32_t *ret_target_us, uint32_t *ret_interval_us)
+{
+	double t = rate ? 1.5 * 65536.0 / (double)rate * 1e6 : 5000;
+
+	if (t < 5000)
+		t = 5000;
+	if (t > 1e6)
+		t = 1e6;
+	*ret_target_us = (uint32_t)llround(t);
+	*ret_interval_us = (uint32_t)(4 * t > 100000 ? llround(4 * t) : 100000);
+}
+
 void drf_htb_inputs(const struct drf_config *c, const struct drf_problem *p,
 		    const struct drf_result *res, size_t i, struct drf_htb_tenant *ret)
 {

@@ -78,6 +78,15 @@ struct drf_htb_plan {
 void drf_htb_inputs(const struct drf_config *c, const struct drf_problem *p,
 		    const struct drf_result *res, size_t i, struct drf_htb_tenant *ret);
 
+/*
+ * CoDel's target for a class's fq_codel: 5 ms, or 1.5 times what a 64 KiB GSO
+ * packet takes at the class's rate where that is longer. At low rates CoDel
+ * would otherwise see every GSO packet as a standing queue and mark or drop
+ * until TCP leaves the class underused. The interval: 100 ms, at least 4 x
+ * the target. Both in microseconds; rate in bytes/s.
+ */
+void drf_htb_codel(uint64_t rate, uint32_t *ret_target_us, uint32_t *ret_interval_us);
+
 /* The minor of a tenant's class from its name: where the search for a free one starts. */
 uint16_t drf_htb_minor_hint(const char *name);
 

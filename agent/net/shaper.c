@@ -403,7 +403,13 @@ static void egress_tick(struct drf_shaper *s, double dt, struct drf_shaper_stats
 		t->leaf_ok = !s->leaf_fq_codel || (have && r == 0 && has_leaf(q, nq, t->want.classid));
 		if (t->leaf_ok)
 			continue;
-		r = s->tc->add_leaf(s->tc_ctx, s->link.ifindex, t->want.classid);
+		{
+			uint32_t target, interval;
+
+			drf_htb_codel(t->want.rate, &target, &interval);
+			r = s->tc->add_leaf(s->tc_ctx, s->link.ifindex, t->want.classid, target,
+					    interval);
+		}
 		if (r == -ENOENT) {
 			/* The class is there (just read or written): the kernel lacks the kind. */
 			say(s, LOG_WARNING, "%s: this kernel has no fq_codel qdisc (sch_fq_codel): "

@@ -82,17 +82,19 @@ static int rec_add_htb(void *ctx, int ifindex, uint32_t handle, uint32_t defcls,
 	return 0;
 }
 
-static int rec_add_leaf(void *ctx, int ifindex, uint32_t parent)
+static int rec_add_leaf(void *ctx, int ifindex, uint32_t parent, uint32_t target_us,
+			uint32_t interval_us)
 {
 	struct drf_tc_recorder *r = ctx;
 	char p[16];
 
 	if (inject(r, DRF_TC_OP_ADD_LEAF, parent))
 		return -r->fail_errno;
-	line(r, "tc qdisc add dev %s parent %s fq_codel", r->ifname,
-	     drf_tc_handle_str(parent, false, p, sizeof(p)));
+	line(r, "tc qdisc add dev %s parent %s fq_codel target %" PRIu32 "us interval %" PRIu32
+		"us", r->ifname, drf_tc_handle_str(parent, false, p, sizeof(p)), target_us,
+	     interval_us);
 	if (r->inner && r->pass_changes)
-		return r->inner->add_leaf(r->inner_ctx, ifindex, parent);
+		return r->inner->add_leaf(r->inner_ctx, ifindex, parent, target_us, interval_us);
 	return 0;
 }
 

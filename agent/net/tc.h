@@ -52,8 +52,12 @@ struct drf_tc_ops {
 	/* The root qdisc htb handle:, default class handle:defcls (a minor); replace: in
 	 * place of another. */
 	int (*add_htb)(void *ctx, int ifindex, uint32_t handle, uint32_t defcls, bool replace);
-	/* fq_codel under class parent, its handle chosen by the kernel. */
-	int (*add_leaf)(void *ctx, int ifindex, uint32_t parent);
+	/*
+	 * fq_codel under class parent, its handle chosen by the kernel, with
+	 * CoDel's target and interval in microseconds.
+	 */
+	int (*add_leaf)(void *ctx, int ifindex, uint32_t parent, uint32_t target_us,
+			uint32_t interval_us);
 	int (*del_qdisc)(void *ctx, int ifindex, uint32_t parent, uint32_t handle);
 	/* Every class of the qdisc with this handle; *ret is malloc'ed. */
 	int (*classes)(void *ctx, int ifindex, uint32_t qdisc, struct drf_tc_class **ret,
@@ -82,7 +86,7 @@ enum drf_tc_op {
  * Records every change as one line: "tc qdisc add dev IF root handle H: htb
  * default D", "tc class set dev IF classid C parent P rate R ceil C burst B
  * cburst B quantum Q" (rates in bytes/s), "tc qdisc add dev IF parent C
- * fq_codel", "tc qdisc del ...", "tc class del ...". Reads go to inner (none:
+ * fq_codel target Tus interval Ius", "tc qdisc del ...", "tc class del ...". Reads go to inner (none:
  * nothing exists); changes too if pass_changes. Fault injection: the
  * operations in fail_ops (0: all) fail with fail_errno, on classid fail_id
  * only if it is not 0; faults counts those injected.

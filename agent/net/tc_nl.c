@@ -16,6 +16,7 @@
 #include <netlink/route/class.h>
 #include <netlink/route/link.h>
 #include <netlink/route/qdisc.h>
+#include <netlink/route/qdisc/fq_codel.h>
 #include <netlink/route/qdisc/htb.h>
 #include <netlink/route/tc.h>
 #include <stdio.h>
@@ -163,7 +164,8 @@ static int nl_add_htb(void *ctx, int ifindex, uint32_t handle, uint32_t defcls, 
 	return to_errno(r);
 }
 
-static int nl_add_leaf(void *ctx, int ifindex, uint32_t parent)
+static int nl_add_leaf(void *ctx, int ifindex, uint32_t parent, uint32_t target_us,
+		       uint32_t interval_us)
 {
 	struct drf_tc_nl *t = ctx;
 	struct rtnl_qdisc *q = rtnl_qdisc_alloc();
@@ -176,7 +178,12 @@ static int nl_add_leaf(void *ctx, int ifindex, uint32_t parent)
 	rtnl_tc_set_handle(TC_CAST(q), 0); /* the kernel picks one */
 	r = rtnl_tc_set_kind(TC_CAST(q), "fq_codel");
 	if (r == 0)
-		r = rtnl_qdisc_add(t->sk, q, NLM_F_CREATE | NLM_F_EXCL);
+		r = rtnl_qdisc_fq_codel_set_target(q, target_us);
+	if (r == 0)
+		r = rtnl_qdisc_fq_codel_set_interval(q, interval_us);
+	/* In place of whatever leaf the class has: HTB's default, or another. */
+	if (r == 0)
+		r = rtnl_qdisc_add(t->sk, q, NLM_F_CREATE | NLM_F_REPLACE);
 	rtnl_qdisc_put(q);
 	return to_errno(r);
 }

@@ -74,9 +74,24 @@ size_t faketc_nqdiscs(const struct faketc *k)
 	return k->nq;
 }
 
+int faketc_codel(const struct faketc *k, uint32_t classid, uint32_t *ret_target_us,
+		 uint32_t *ret_interval_us)
+{
+	ssize_t i = find_leaf(k, classid);
+
+	if (i < 0 || strcmp(k->q[i].kind, "fq_codel") != 0)
+		return -ENOENT;
+	*ret_target_us = k->target_us[i];
+	*ret_interval_us = k->interval_us[i];
+	return 0;
+}
+
 static void del_qdisc_at(struct faketc *k, size_t i)
 {
-	k->q[i] = k->q[--k->nq];
+	k->nq--;
+	k->q[i] = k->q[k->nq];
+	k->target_us[i] = k->target_us[k->nq];
+	k->interval_us[i] = k->interval_us[k->nq];
 }
 
 static void del_class_at(struct faketc *k, size_t i)
@@ -113,6 +128,7 @@ int faketc_set_leaf(struct faketc *k, uint32_t classid, const char *kind)
 	}
 	k->q[i] = (struct drf_tc_qdisc){ .handle = DRF_TC_HANDLE(k->next_auto++, 0), .parent = classid };
 	snprintf(k->q[i].kind, sizeof(k->q[i].kind), "%s", kind);
+	k->target_us[i] = k->interval_us[i] = 0;
 	return 0;
 }
 
@@ -226,7 +242,8 @@ static bool has_children(const struct faketc *k, uint32_t classid)
 	return false;
 }
 
-static int fake_add_leaf(void *ctx, int ifindex, uint32_t parent)
+static int fake_add_leaf(void *ctx, int ifindex, uint32_t parent, uint32_t target_us,
+			 uint32_t interval_us)
 {
 	struct faketc *k = ctx;
 	ssize_t q;
@@ -241,13 +258,25 @@ static int fake_add_leaf(void *ctx, int ifindex, uint32_t parent)
 		return -ENOENT;
 	if (has_children(k, parent))
 		return -EINVAL; /* htb_graft: an inner class has no qdisc */
+	if (!target_us || !interval_us)
+		return -EINVAL;
 	q = find_leaf(k, parent);
-	if (q >= 0)
-		return -EEXIST; /* NLM_F_EXCL: "Exclusivity flag on, cannot modify" */
-	if (k->nq == FAKETC_MAX)
-		return -ENOSPC;
-	k->q[k->nq++] = (struct drf_tc_qdisc){ .handle = DRF_TC_HANDLE(k->next_auto++, 0),
-					       .parent = parent, .kind = "fq_codel" };
+	if (q >= 0 && strcmp(k->q[q].kind, "fq_codel") == 0) {
+		/* NLM_F_REPLACE, the same kind: changed in place. */
+		k->target_us[q] = target_us;
+		k->interval_us[q] = interval_us;
+		return 0;
+	}
+	if (q < 0) {
+		if (k->nq == FAKETC_MAX)
+			return -ENOSPC;
+		q = (ssize_t)k->nq++;
+	}
+	/* Created, or grafted in place of a leaf of another kind. */
+	k->q[q] = (struct drf_tc_qdisc){ .handle = DRF_TC_HANDLE(k->next_auto++, 0), .parent = parent,
+					 .kind = "fq_codel" };
+	k->target_us[q] = target_us;
+	k->interval_us[q] = interval_us;
 	return 0;
 }
 

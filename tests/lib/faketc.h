@@ -19,10 +19,13 @@
  *     leaf qdisc; giving a leaf class a child destroys the leaf's qdisc;
  *     changing an existing class keeps its parent; a zero rate or ceil is
  *     -EINVAL;
- *   - a leaf qdisc (fq_codel) gets a handle of the kernel's choosing (8001:,
- *     8002:, ...); it needs an existing leaf class (-ENOENT, or -EINVAL for an
- *     inner one) and none already there (-EEXIST: the ops add with
- *     NLM_F_EXCL); with no_fq_codel the kind does not exist: -ENOENT;
+ *   - a leaf qdisc (fq_codel, with CoDel's target and interval) is added as
+ *     tc_nl.c adds it, NLM_F_CREATE | NLM_F_REPLACE with handle 0: under a
+ *     class with no leaf it is created with a handle of the kernel's choosing
+ *     (8001:, 8002:, ...); a class's fq_codel is changed in place (same
+ *     handle, new parameters); a leaf of another kind is replaced (new
+ *     handle). The class must exist (-ENOENT) and be a leaf (-EINVAL); with
+ *     no_fq_codel the kind does not exist: -ENOENT;
  *   - classes read back as libnl gives them: burst and cburst through
  *     microseconds and the kernel's 64 ns ticks and back, truncated at each
  *     step as libnl does (so a burst may read back a few bytes short); the
@@ -57,6 +60,8 @@ struct faketc {
 	bool no_fq_codel;        /* the kernel has no sch_fq_codel */
 	char default_kind[DRF_TC_KIND_LEN]; /* the default root qdisc's kind */
 	struct drf_tc_qdisc q[FAKETC_MAX];
+	/* CoDel's parameters of q[i], if it is an fq_codel: microseconds */
+	uint32_t target_us[FAKETC_MAX], interval_us[FAKETC_MAX];
 	size_t nq;
 	uint32_t htb_defcls;     /* the root htb's default class (a minor) */
 	/* As the kernel holds them: the values set; parent DRF_TC_ROOT for a root class. */
@@ -81,6 +86,9 @@ size_t faketc_nclasses(const struct faketc *k);
 const struct drf_tc_qdisc *faketc_root(const struct faketc *k);
 /* The qdisc whose parent is the class classid, or NULL. */
 const struct drf_tc_qdisc *faketc_leaf(const struct faketc *k, uint32_t classid);
+/* CoDel's target and interval of the class's fq_codel: 0, or -ENOENT if it has none. */
+int faketc_codel(const struct faketc *k, uint32_t classid, uint32_t *ret_target_us,
+		 uint32_t *ret_interval_us);
 size_t faketc_nqdiscs(const struct faketc *k);
 
 /* Someone else's root qdisc in place of whatever was there, with none of its classes. */

@@ -142,14 +142,22 @@ client() {
 		-i 0.5 -J "$@" >"$work/$t.$port.json" 2>"$work/$t.$port.err" &
 }
 
-# mean goodput (Mbit/s) of a client's JSON over the intervals starting in [FROM, TO)
+# goodput (Mbit/s) over the whole run, as the receiver counted it: bytes over the
+# test's seconds, free of the clients' per-interval timing (noisy in a VM)
+received() { # FILE
+	python3 -c "import json; d = json.load(open('$1')); print('%.3f' % (d['end']['sum_received']['bits_per_second'] / 1e6))" 2>/dev/null || echo 0
+}
+
+# goodput (Mbit/s) of a client's JSON over the intervals starting in [FROM, TO):
+# their bytes over their seconds (intervals are not all equally long)
 mean() { # FILE FROM TO
 	python3 - "$@" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 lo, hi = float(sys.argv[2]), float(sys.argv[3])
-v = [i["sum"]["bits_per_second"] for i in d.get("intervals", []) if lo <= i["sum"]["start"] < hi]
-print("%.3f" % (sum(v) / len(v) / 1e6 if v else 0))
+v = [i["sum"] for i in d.get("intervals", []) if lo <= i["sum"]["start"] < hi]
+secs = sum(x["seconds"] for x in v)
+print("%.3f" % (sum(x["bytes"] for x in v) * 8 / secs / 1e6 if secs else 0))
 PY
 }
 
@@ -169,22 +177,23 @@ limit_test() { # NAME TENANTS...
 	write_conf limit "net-rate = $(mbit 100)\nnet-link-rate = $(mbit 100)" "$@"
 	start_drfd || { ko "$name" "drfd did not start: $(tail -3 "$work/drfd.log")"; return; }
 	for t in "$@"; do
-		client "${t%% *}" $port 8
+		client "${t%% *}" $port 10
 		port=$((port + 1))
 	done
 	wait_clients
+	tc -n "$nsA" -s qdisc show dev va >"$work/qdisc.$name"
 	port=5201
 	for t in "$@"; do
 		t=${t%% *}
 		want=$(awk -v a="$(alloc_of "$t")" -v g="$GOODPUT" 'BEGIN { printf "%.3f", a * g }')
-		got=$(mean "$work/$t.$port.json" 2 8)
+		got=$(received "$work/$t.$port.json")
 		within "$got" "$want" 0.03 || bad=$((bad + 1))
 		detail="$detail $t $got/$want Mbit/s;"
 		port=$((port + 1))
 	done
 	stop_drfd
 	check "$name" "[ $bad -eq 0 ]" "goodput/expected within 3%:$detail"
-	[ $bad -eq 0 ] || tail -5 "$work/drfd.log"
+	[ $bad -eq 0 ] || { tail -5 "$work/drfd.log"; cat "$work/qdisc.$name"; }
 }
 
 wait_clients() {
@@ -221,12 +230,10 @@ test_share() {
 	r=$(python3 - "$work" "$GOODPUT" "$scale" <<'PY'
 import json, sys
 w, gp, scale = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
-def iv(f):
-    return [(i["sum"]["start"], i["sum"]["bits_per_second"] / 1e6)
-            for i in json.load(open(w + "/" + f))["intervals"]]
-def mean(f, lo, hi, off=0):
-    v = [b for s, b in iv(f) if lo <= s + off < hi]
-    return sum(v) / len(v) if v else 0
+def mean(f, lo, hi):
+    v = [i["sum"] for i in json.load(open(w + "/" + f))["intervals"] if lo <= i["sum"]["start"] < hi]
+    secs = sum(x["seconds"] for x in v)
+    return sum(x["bytes"] for x in v) * 8 / secs / 1e6 if secs else 0
 a1, b1, c1 = mean("a.5201.json", 2, 7.5), mean("b.5202.json", 2, 7.5), mean("c.5203.json", 2, 7.5)
 tot = a1 + b1 + c1
 split = [x / tot for x in (a1, b1, c1)] if tot else [0, 0, 0]
@@ -272,46 +279,32 @@ test_default() {
 }
 
 # A restart adopts drfd's own qdisc, classes and pinned programs: no duplicate,
-# and the tenant's traffic keeps its class throughout.
+# and the tenant's traffic keeps its class throughout: none of it falls into
+# the default class while drfd is down or starting, and the receiver counts the
+# class's goodput over the whole run.
 test_restart() {
-	local classes1 classes2 progs low
+	local classes1 classes2 progs d0 d1 got want
 	write_conf limit "net-rate = $(mbit 50)\nnet-link-rate = $(mbit 100)" "a net-rate=$(mbit 20)"
 	start_drfd || { ko restart-adopts "drfd did not start"; return; }
 	# drfd's classes (fq_codel lists its active flows as classes too: not those)
 	tc -n "$nsA" class show dev va | grep '^class htb' | sort >"$work/classes1"
 	classes1=$(md5sum <"$work/classes1")
-	client a 5201 8
+	client a 5201 10
 	sleep 3
+	d0=$(tc -n "$nsA" -s class show dev va classid d7f:ffff | awk '/Sent/ {print $2}')
 	stop_drfd
 	start_drfd || { ko restart-adopts "drfd did not restart: $(tail -3 "$work/drfd.log")"; return; }
 	wait_clients
+	d1=$(tc -n "$nsA" -s class show dev va classid d7f:ffff | awk '/Sent/ {print $2}')
 	tc -n "$nsA" class show dev va | grep '^class htb' | sort >"$work/classes2"
 	classes2=$(md5sum <"$work/classes2")
 	progs=$(bpftool cgroup show "$root" 2>/dev/null | grep -c drf_net_)
-	# Through the restart (at 3 s): no second near nothing (a gap), and from
-	# then on the class's goodput, not more (unclassified) or less.
-	low=$(python3 - "$work/a.5201.json" "$(mbit 20)" "$GOODPUT" <<'PY'
-import json, sys
-rate = float(sys.argv[2].rstrip("kbit")) / 1000 * float(sys.argv[3])
-iv = [(i["sum"]["start"], i["sum"]["bits_per_second"] / 1e6)
-      for i in json.load(open(sys.argv[1]))["intervals"]]
-# over one-second windows: the emulated CPU can starve iperf3 for half a second
-# while drfd starts, which is no gap on the wire
-v = [b for s, b in iv[2:]]
-lowest = min((x + y) / 2 for x, y in zip(v, v[1:]))
-after = [b for s, b in iv if s >= 3]
-mean = sum(after) / len(after)
-print(int(lowest > 0.3 * rate and abs(mean - rate) <= 0.1 * rate),
-      "lowest 1 s %.1f, mean after the restart %.2f, expected %.2f" % (lowest, mean, rate))
-PY
-)
+	got=$(received "$work/a.5201.json")
+	want=$(awk -v r="$(mbit 20)" -v g="$GOODPUT" 'BEGIN { printf "%.3f", r / 1000 * g }')
 	stop_drfd
-	[ "$classes1" = "$classes2" ] || { echo "classes before and after:"; cat "$work/classes1" "$work/classes2"; tail -20 "$work/drfd.log"; }
-	[ "${low%% *}" = 1 ] || python3 -c "
-import json
-print('intervals:', ' '.join('%.1f' % (i['sum']['bits_per_second'] / 1e6) for i in json.load(open('$work/a.5201.json'))['intervals']))"
-	check restart-adopts "[ '$classes1' = '$classes2' ] && [ $progs -eq 2 ] && [ '${low%% *}' = 1 ]" \
-		"classes identical after restart: $([ "$classes1" = "$classes2" ] && echo yes || echo no); programs attached at the root: $progs; goodput (Mbit/s) ${low#* }"
+	[ "$classes1" = "$classes2" ] || { echo "classes before and after:"; cat "$work/classes1" "$work/classes2"; }
+	check restart-adopts "[ '$classes1' = '$classes2' ] && [ $progs -eq 2 ] && [ $((d1 - d0)) -lt 65536 ] && within $got $want 0.03" \
+		"classes identical after restart: $([ "$classes1" = "$classes2" ] && echo yes || echo no); programs attached at the root: $progs; default class sent $((d1 - d0)) bytes through the restart; goodput $got/$want Mbit/s"
 }
 
 # The ingress policer: a tenant receiving over its net-ingress-rate is held near

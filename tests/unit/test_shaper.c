@@ -12,12 +12,13 @@
  * asserts what holds today before that point. Once a bug is fixed, drop its
  * KNOWN_BUG() line.
  *
- *   1. A tenant class that exists but differs (changed demand on reload,
- *      changed by someone else, a new link speed) is rewritten, and then its
- *      fq_codel is added again although it is there: egress_tick() takes
- *      leaf_ok only from `r == 0`. The kernel refuses the second fq_codel
- *      (NLM_F_EXCL: -EEXIST), so the tick counts an error and a retry, and
- *      the dry run prints a qdisc add that is not needed.
+ *   1. A tenant class that exists but differs is rewritten, and then its
+ *      fq_codel is set again, whether its CoDel parameters changed or not
+ *      (egress_tick() takes leaf_ok only from `r == 0`): restoring a class
+ *      someone changed, or a new ceil (a new link speed), costs a second,
+ *      needless write, counted and printed by the dry run. (With the
+ *      NLM_F_EXCL that tc_nl.c used before, the kernel refused it: -EEXIST,
+ *      an error and a retry each time.)
  *   2. Remembered minors (drf_shaper_remember) are not reserved before
  *      newcomers pick theirs: at a restart, a tenant new to the config whose
  *      hint is a kept tenant's remembered minor, and which comes first,
@@ -25,9 +26,11 @@
  *   3. A failed read of a map entry (bpf get, other than -ENOENT) is neither
  *      counted nor said: the entry is written again every tick instead, with
  *      st.errors 0 ("Every failed call is counted").
- *   4. A tenant's leaf qdisc replaced by someone else with another kind is
- *      never restored: the shaper adds fq_codel, which the kernel refuses
- *      while a qdisc is there (-EEXIST), every tick.
+ *   4. A leaf whose CoDel parameters must change (its class's rate
+ *      changed) is set only in the tick that rewrites the class: if that
+ *      add_leaf fails, the next tick finds class and fq_codel in place and
+ *      never retries it; the leaf keeps the old target and interval, with
+ *      st.retrying 0.
  *   5. A class drfd itself changes (a reload's new allocation, a new link
  *      speed) is logged at LOG_WARNING as "changed by someone else":
  *      sync_class() cannot tell drift from a new plan.
@@ -58,7 +61,7 @@
 /*
  * The tenants' class minors: FNV-1a of the name (offset basis 2166136261,
  * prime 16777619, 32 bits), 0x10 + h % 65519, computed apart from htb.c
- * (python3). ang and bxa have the same hint, 0xb1ed, and so has bwkx 0xb1ee.
+ * (python3). ang and bxa have the same hint, 0xb1ed; bwkx has 0xb1ee.
  */
 #define M_A 0x4f07
 #define M_B 0x86c0
@@ -100,6 +103,8 @@ struct fx {
 	unsigned warnings, errors_said;
 	char kept[8192]; /* lines kept by keep() */
 };
+
+static void disarm(struct fx *f);
 
 static void log_fn(void *ctx, int prio, const char *msg)
 {
@@ -300,6 +305,15 @@ static void assert_leaf(struct fx *f, uint32_t classid)
 		fail_msg("class %x:%x has no fq_codel", DRF_TC_MAJ(classid), DRF_TC_MIN(classid));
 }
 
+static void assert_codel(struct fx *f, uint32_t classid, uint32_t target_us, uint32_t interval_us)
+{
+	uint32_t t = 0, i = 0;
+
+	assert_int_equal(faketc_codel(&f->kt, classid, &t, &i), 0);
+	assert_int_equal(t, target_us);
+	assert_int_equal(i, interval_us);
+}
+
 static void assert_map(struct fx *f, const char *cgroup, uint32_t classid, uint64_t rate,
 		       uint64_t burst)
 {
@@ -365,6 +379,10 @@ static void assert_base(struct fx *f)
  * the least, 6056.
  *
  * limit: ceil = rate for a, b, c; bursts 0.01 s: a 25000, b 65000, c 19500.
+ * fq_codel (the same in both modes, from the rate): target 1.5 * 65536 /
+ * rate s, within [5 ms, 1 s], interval 4 x target, at least 100 ms:
+ * a 39321.6 -> 39322 / 157286 us, b 15123.7 -> 15124 / 100000, c 50412.3 ->
+ * 50412 / 201649, z 98 s -> 1000000 / 4000000.
  * Policers at the allocation, bursts 0.25 s of it, at least 4 * 65536 =
  * 262144: a 1250000 / 312500, b 3250000 / 812500, c 1625000 / 406250,
  * z 125000 / 31250 -> 262144.
@@ -380,16 +398,16 @@ static void test_limit_exact_classes(void **state)
 	want_base();
 	wantf("tc class set dev veth0 classid d7f:4f07 parent d7f:2 rate 2500000 ceil 2500000 "
 	      "burst 25000 cburst 25000 quantum 76923");
-	wantf("tc qdisc add dev veth0 parent d7f:4f07 fq_codel");
+	wantf("tc qdisc add dev veth0 parent d7f:4f07 fq_codel target 39322us interval 157286us");
 	wantf("tc class set dev veth0 classid d7f:86c0 parent d7f:2 rate 6500000 ceil 6500000 "
 	      "burst 65000 cburst 65000 quantum 200000");
-	wantf("tc qdisc add dev veth0 parent d7f:86c0 fq_codel");
+	wantf("tc qdisc add dev veth0 parent d7f:86c0 fq_codel target 15124us interval 100000us");
 	wantf("tc class set dev veth0 classid d7f:742d parent d7f:2 rate 1950000 ceil 1950000 "
 	      "burst 19500 cburst 19500 quantum 60000");
-	wantf("tc qdisc add dev veth0 parent d7f:742d fq_codel");
+	wantf("tc qdisc add dev veth0 parent d7f:742d fq_codel target 50412us interval 201649us");
 	wantf("tc class set dev veth0 classid d7f:44aa parent d7f:2 rate 1000 ceil 125000000 "
 	      "burst 6056 cburst 1250000 quantum 1514");
-	wantf("tc qdisc add dev veth0 parent d7f:44aa fq_codel");
+	wantf("tc qdisc add dev veth0 parent d7f:44aa fq_codel target 1000000us interval 4000000us");
 	wantf("bpf attach " PIN " level 1");
 	wantf("bpf map set %" PRIu64 " class d7f:4f07 in-rate 1250000 in-burst 312500", cg(f, "a"));
 	wantf("bpf map set %" PRIu64 " class d7f:86c0 in-rate 3250000 in-burst 812500", cg(f, "b"));
@@ -409,10 +427,10 @@ static void test_limit_exact_classes(void **state)
 	assert_class(f, CL(M_B), CL(2), 6500000, 6500000, 65000, 65000, 200000);
 	assert_class(f, CL(M_C), CL(2), 1950000, 1950000, 19500, 19500, 60000);
 	assert_class(f, CL(M_Z), CL(2), 1000, 125000000, 6056, 1250000, 1514);
-	assert_leaf(f, CL(M_A));
-	assert_leaf(f, CL(M_B));
-	assert_leaf(f, CL(M_C));
-	assert_leaf(f, CL(M_Z));
+	assert_codel(f, CL(M_A), 39322, 157286);
+	assert_codel(f, CL(M_B), 15124, 100000);
+	assert_codel(f, CL(M_C), 50412, 201649);
+	assert_codel(f, CL(M_Z), 1000000, 4000000);
 	assert_true(f->bpf->attached);
 	assert_int_equal(f->bpf->n, 4);
 	assert_map(f, "a", CL(M_A), 1250000, 312500);
@@ -445,16 +463,16 @@ static void test_share_exact_classes(void **state)
 	want_base();
 	wantf("tc class set dev veth0 classid d7f:4f07 parent d7f:2 rate 2500000 ceil 2500000 "
 	      "burst 25000 cburst 25000 quantum 76923");
-	wantf("tc qdisc add dev veth0 parent d7f:4f07 fq_codel");
+	wantf("tc qdisc add dev veth0 parent d7f:4f07 fq_codel target 39322us interval 157286us");
 	wantf("tc class set dev veth0 classid d7f:86c0 parent d7f:2 rate 6500000 ceil 125000000 "
 	      "burst 65000 cburst 1250000 quantum 200000");
-	wantf("tc qdisc add dev veth0 parent d7f:86c0 fq_codel");
+	wantf("tc qdisc add dev veth0 parent d7f:86c0 fq_codel target 15124us interval 100000us");
 	wantf("tc class set dev veth0 classid d7f:742d parent d7f:2 rate 1950000 ceil 7500000 "
 	      "burst 19500 cburst 75000 quantum 60000");
-	wantf("tc qdisc add dev veth0 parent d7f:742d fq_codel");
+	wantf("tc qdisc add dev veth0 parent d7f:742d fq_codel target 50412us interval 201649us");
 	wantf("tc class set dev veth0 classid d7f:44aa parent d7f:2 rate 1000 ceil 125000000 "
 	      "burst 6056 cburst 1250000 quantum 1514");
-	wantf("tc qdisc add dev veth0 parent d7f:44aa fq_codel");
+	wantf("tc qdisc add dev veth0 parent d7f:44aa fq_codel target 1000000us interval 4000000us");
 	wantf("bpf attach " PIN " level 1");
 	wantf("bpf map set %" PRIu64 " class d7f:4f07 in-rate 1250000 in-burst 312500", cg(f, "a"));
 	wantf("bpf map set %" PRIu64 " class d7f:86c0 in-rate 0 in-burst 0", cg(f, "b"));
@@ -536,7 +554,7 @@ static void test_reload_add_remove(void **state)
 	want[0] = '\0';
 	wantf("tc class set dev veth0 classid d7f:174e parent d7f:2 rate 1250001 ceil 1250001 "
 	      "burst 12500 cburst 12500 quantum 50000");
-	wantf("tc qdisc add dev veth0 parent d7f:174e fq_codel");
+	wantf("tc qdisc add dev veth0 parent d7f:174e fq_codel target 78643us interval 314573us");
 	wantf("bpf map set %" PRIu64 " class d7f:174e in-rate 625000 in-burst 262144", cg(f, "d"));
 	assert_string_equal(since(f), want);
 	assert_int_equal(f->st.errors + f->st.retrying, 0);
@@ -578,6 +596,8 @@ static void test_reload_add_remove(void **state)
 /*
  * Changing a's demand to 30mbit = 3750000 bytes/s (b's 5000000 is still the
  * largest): burst 37500, quantum 3750000 / 5000000 * 200000 = 150000; its
+ * fq_codel's target 1.5 * 65536 / 3750000 s = 26214.4 -> 26214 us, interval
+ * 4 x 26214.4 = 104858 us (it was 39322 and 157286 at 2500000 bytes/s); its
  * ingress is the same, so its map entry is too.
  */
 static void test_reload_change_demand(void **state)
@@ -597,23 +617,52 @@ static void test_reload_change_demand(void **state)
 	mark(f);
 	tick(f, 0);
 	out = keep(f);
-	/* The class changed, first and alone of the classes; no map entry. */
-	assert_true(starts_with(out, "tc class set dev veth0 classid d7f:4f07 parent d7f:2 rate 3750000 "
-				"ceil 3750000 burst 37500 cburst 37500 quantum 150000\n"));
-	assert_null(strstr(strchr(out, '\n'), "tc class"));
-	assert_null(strstr(out, "bpf"));
+	/* Its class and its leaf's parameters, nothing else. */
+	assert_string_equal(out, "tc class set dev veth0 classid d7f:4f07 parent d7f:2 rate 3750000 "
+			    "ceil 3750000 burst 37500 cburst 37500 quantum 150000\n"
+			    "tc qdisc add dev veth0 parent d7f:4f07 fq_codel target 26214us "
+			    "interval 104858us\n");
+	assert_int_equal(f->st.errors + f->st.retrying, 0);
+	assert_int_equal(f->st.writes, 2);
 	assert_class(f, CL(M_A), CL(2), 3750000, 3750000, 37500, 37500, 150000);
-	/* Its leaf stayed: the same qdisc. */
+	/* Its leaf stayed, the same qdisc, changed in place. */
 	leaf = faketc_leaf(&f->kt, CL(M_A));
 	assert_non_null(leaf);
 	assert_int_equal(leaf->handle, leaf_handle);
+	assert_codel(f, CL(M_A), 26214, 104858);
 	assert_int_equal(tenant(f, "a")->minor, M_A);
+	mark(f);
+	tick(f, ALL);
+	assert_string_equal(since(f), "");
+}
 
-	KNOWN_BUG(1);
-	assert_string_equal(out, "tc class set dev veth0 classid d7f:4f07 parent d7f:2 rate 3750000 "
-			    "ceil 3750000 burst 37500 cburst 37500 quantum 150000\n");
-	assert_int_equal(f->st.errors + f->st.retrying, 0);
-	assert_int_equal(f->st.writes, 1);
+/* Known bug 4: a leaf update that failed is retried. */
+static void test_leaf_update_retried(void **state)
+{
+	struct fx *f = *state;
+	uint32_t target = 0, interval = 0;
+
+	plan(f, "limit", false, CAP, TA TB TC);
+	tick(f, ALL);
+	assert_codel(f, CL(M_A), 39322, 157286);
+	/* a: 20mbit -> 30mbit (see test_reload_change_demand); its leaf's update fails. */
+	plan(f, "limit", false, CAP, TA30 TB TC);
+	f->rec.fail_ops = DRF_TC_OP_ADD_LEAF;
+	f->rec.fail_id = CL(M_A);
+	f->rec.fail_errno = EBUSY;
+	tick(f, 0);
+	assert_int_equal(f->st.errors, 1);
+	assert_int_equal(f->st.retrying, 1);
+	assert_class(f, CL(M_A), CL(2), 3750000, 3750000, 37500, 37500, 150000);
+	assert_codel(f, CL(M_A), 39322, 157286);
+	disarm(f);
+	tick(f, 0);
+	tick(f, 0);
+	assert_int_equal(f->st.errors, 0);
+	assert_int_equal(faketc_codel(&f->kt, CL(M_A), &target, &interval), 0);
+	KNOWN_BUG(4);
+	assert_int_equal(target, 26214);
+	assert_int_equal(interval, 104858);
 }
 
 /* Known bug 5: a reload's own change to a class is not someone else's (warnings counted). */
@@ -668,7 +717,6 @@ static void test_minors_survive_restart(void **state)
 	/* A restart with the minors from the state file: nothing to do but attach. */
 	drf_shaper_free(&f->s);
 	shaper_open(f);
-	mark(f);
 	assert_int_equal(drf_shaper_remember(&f->s, "ang", m_ang), 0);
 	assert_int_equal(drf_shaper_remember(&f->s, "bxa", m_bxa), 0);
 	assert_int_equal(drf_shaper_remember(&f->s, "gone", 0x20), 0);
@@ -698,7 +746,7 @@ static void test_minors_survive_restart(void **state)
 	want[0] = '\0';
 	wantf("tc class set dev veth0 classid d7f:b1ef parent d7f:2 rate 625000 ceil 1250000 "
 	      "burst 6250 cburst 12500 quantum 200000");
-	wantf("tc qdisc add dev veth0 parent d7f:b1ef fq_codel");
+	wantf("tc qdisc add dev veth0 parent d7f:b1ef fq_codel target 157286us interval 629146us");
 	wantf("tc class del dev veth0 classid d7f:b1ed");
 	wantf("bpf map set %" PRIu64 " class d7f:b1ef in-rate 0 in-burst 0", cg(f, "bwkx"));
 	wantf("bpf map del %" PRIu64, cg(f, "ang"));
@@ -794,7 +842,8 @@ static void test_foreign_root(void **state)
 	tick(f, ALL);
 	assert_true(f->s.foreign);
 	assert_int_equal(faketc_root(&f->kt)->handle, DRF_TC_HANDLE(0x20, 0));
-	assert_true(faketc_ops.del_qdisc(&f->kt, FAKETC_IFINDEX, DRF_TC_ROOT, DRF_TC_HANDLE(0x20, 0)) == 0);
+	assert_int_equal(faketc_ops.del_qdisc(&f->kt, FAKETC_IFINDEX, DRF_TC_ROOT,
+					      DRF_TC_HANDLE(0x20, 0)), 0);
 	tick(f, ALL);
 	assert_false(f->s.foreign);
 	assert_int_equal(f->st.errors + f->st.retrying, 0);
@@ -817,7 +866,8 @@ static void test_drift_tc(void **state)
 					      faketc_leaf(&f->kt, CL(M_B))->handle), 0);
 	mark(f);
 	tick(f, 1);
-	assert_string_equal(since(f), "tc qdisc add dev veth0 parent d7f:86c0 fq_codel\n");
+	assert_string_equal(since(f), "tc qdisc add dev veth0 parent d7f:86c0 fq_codel target 15124us "
+			    "interval 100000us\n");
 	assert_int_equal(f->st.errors + f->st.retrying, 0);
 	assert_int_equal(f->st.writes, 1);
 	assert_leaf(f, CL(M_B));
@@ -829,7 +879,8 @@ static void test_drift_tc(void **state)
 	tick(f, 1);
 	assert_string_equal(since(f), "tc class set dev veth0 classid d7f:742d parent d7f:2 rate 1950000 "
 			    "ceil 1950000 burst 19500 cburst 19500 quantum 60000\n"
-			    "tc qdisc add dev veth0 parent d7f:742d fq_codel\n");
+			    "tc qdisc add dev veth0 parent d7f:742d fq_codel target 50412us "
+			    "interval 201649us\n");
 	assert_int_equal(f->st.errors + f->st.retrying, 0);
 	assert_tree(f, 4);
 
@@ -890,7 +941,7 @@ static void test_drift_tc(void **state)
 	assert_int_equal(f->st.errors + f->st.retrying, 0);
 }
 
-/* Known bug 4: a tenant's leaf replaced by someone with another kind comes back as fq_codel. */
+/* A tenant's leaf replaced by someone with another kind: fq_codel again, the next tick. */
 static void test_drift_leaf_kind(void **state)
 {
 	struct fx *f = *state;
@@ -898,14 +949,17 @@ static void test_drift_leaf_kind(void **state)
 	plan(f, "limit", false, CAP, FOUR);
 	tick(f, ALL);
 	assert_int_equal(faketc_set_leaf(&f->kt, CL(M_A), "pfifo"), 0);
+	mark(f);
 	tick(f, 1);
-	tick(f, 1);
-	/* It is tried; nothing else is disturbed. */
-	assert_true(f->kt.calls.add_leaf > 4);
-	assert_leaf(f, CL(M_B));
-	KNOWN_BUG(4);
+	assert_string_equal(since(f), "tc qdisc add dev veth0 parent d7f:4f07 fq_codel target 39322us "
+			    "interval 157286us\n");
 	assert_int_equal(f->st.errors + f->st.retrying, 0);
 	assert_leaf(f, CL(M_A));
+	assert_codel(f, CL(M_A), 39322, 157286);
+	assert_leaf(f, CL(M_B));
+	mark(f);
+	tick(f, ALL);
+	assert_string_equal(since(f), "");
 }
 
 /* A map entry changed or deleted by someone: restored within a verify round. */
@@ -975,7 +1029,6 @@ static void snap_take(struct fx *f, struct snap *s)
 		struct drf_tc_class c = f->kt.c[i];
 		size_t j = s->nc++;
 
-		c.bytes = c.packets = c.drops = c.overlimits = 0;
 		/* sorted by classid */
 		for (; j > 0 && s->c[j - 1].classid > c.classid; j--)
 			s->c[j] = s->c[j - 1];
@@ -1018,16 +1071,23 @@ static bool snap_equal(const struct snap *a, const struct snap *b)
 	    a->defcls != b->defcls || strcmp(a->root_kind, b->root_kind) != 0 ||
 	    a->attached != b->attached)
 		return false;
-	for (size_t i = 0; i < a->nc; i++)
-		if (memcmp(&a->c[i], &b->c[i], sizeof(a->c[i])) != 0)
+	for (size_t i = 0; i < a->nc; i++) {
+		const struct drf_tc_class *x = &a->c[i], *y = &b->c[i];
+
+		if (x->classid != y->classid || x->parent != y->parent || x->rate != y->rate ||
+		    x->ceil != y->ceil || x->burst != y->burst || x->cburst != y->cburst ||
+		    x->quantum != y->quantum)
 			return false;
+	}
 	for (size_t i = 0; i < a->nl; i++)
 		if (a->leaf[i].parent != b->leaf[i].parent ||
 		    strcmp(a->leaf[i].kind, b->leaf[i].kind) != 0)
 			return false;
 	for (size_t i = 0; i < a->nm; i++)
 		if (strcmp(a->map[i].cgroup, b->map[i].cgroup) != 0 ||
-		    memcmp(&a->map[i].v, &b->map[i].v, sizeof(a->map[i].v)) != 0)
+		    a->map[i].v.classid != b->map[i].v.classid ||
+		    a->map[i].v.in_rate != b->map[i].v.in_rate ||
+		    a->map[i].v.in_burst != b->map[i].v.in_burst)
 			return false;
 	return true;
 }
@@ -1102,10 +1162,22 @@ static void converges(struct fx *f, const struct snap *golden, const struct faul
 #define R1 TA TB TC
 #define R2 TA TB TD
 
+/* The fault matrix's fixture of the moment, closed by its teardown if a case fails. */
+static struct fx *matrix_fx;
+
+static int matrix_teardown(void **state)
+{
+	(void)state;
+	if (matrix_fx)
+		fx_close(matrix_fx);
+	matrix_fx = NULL;
+	return 0;
+}
+
 /* The states without faults: install R1, then reload to R2 (c leaves, d comes). */
 static void golden_states(struct snap *g1, struct snap *g2)
 {
-	struct fx *f = fx_open();
+	struct fx *f = matrix_fx = fx_open();
 
 	plan(f, "limit", false, CAP, R1);
 	tick(f, ALL);
@@ -1119,6 +1191,7 @@ static void golden_states(struct snap *g1, struct snap *g2)
 	assert_int_equal(g2->nc, 6);
 	assert_int_equal(g2->nm, 3);
 	fx_close(f);
+	matrix_fx = NULL;
 }
 
 /*
@@ -1147,6 +1220,9 @@ static void test_fault_matrix(void **state)
 	struct snap g1, g2;
 
 	(void)state;
+	if (!known_bugs())
+		fprintf(stderr, "NOTE test_fault_matrix: bpf get faults are not asserted to count "
+			"errors: known bug 3 in shaper.c; DRF_TEST_KNOWN_BUGS=1 asserts it\n");
 	golden_states(&g1, &g2);
 	for (size_t i = 0; i < sizeof(fl) / sizeof(fl[0]); i++) {
 		size_t reached = 0;
@@ -1154,7 +1230,7 @@ static void test_fault_matrix(void **state)
 		bool counted = fl[i].op != DRF_NETBPF_OP_GET || !fl[i].bpf || known_bugs();
 
 		for (size_t j = 0; j < sizeof(errs) / sizeof(errs[0]); j++) {
-			struct fx *f = fx_open();
+			struct fx *f = matrix_fx = fx_open();
 
 			arm(f, &fl[i], errs[j]);
 			plan(f, "limit", false, CAP, R1);
@@ -1168,6 +1244,7 @@ static void test_fault_matrix(void **state)
 			disarm(f);
 			converges(f, &g2, &fl[i], errs[j], "reload");
 			fx_close(f);
+			matrix_fx = NULL;
 		}
 		if (!reached)
 			fail_msg("%s: the fault was never reached", fl[i].what);
@@ -1207,7 +1284,7 @@ static void test_fault_on_one_tenant(void **state)
 	want[0] = '\0';
 	wantf("tc class set dev veth0 classid d7f:86c0 parent d7f:2 rate 5000000 ceil 5000000 "
 	      "burst 50000 cburst 50000 quantum 200000");
-	wantf("tc qdisc add dev veth0 parent d7f:86c0 fq_codel");
+	wantf("tc qdisc add dev veth0 parent d7f:86c0 fq_codel target 19661us interval 100000us");
 	wantf("bpf map set %" PRIu64 " class d7f:742d in-rate 625000 in-burst 262144",
 	      cg(f, "team/c"));
 	assert_string_equal(since(f), want);
@@ -1229,7 +1306,8 @@ static void test_fault_on_one_tenant(void **state)
 	disarm(f);
 	mark(f);
 	tick(f, 0);
-	assert_string_equal(since(f), "tc qdisc add dev veth0 parent d7f:174e fq_codel\n"
+	assert_string_equal(since(f), "tc qdisc add dev veth0 parent d7f:174e fq_codel target 78643us "
+				      "interval 314573us\n"
 				      "tc class del dev veth0 classid d7f:742d\n");
 	assert_int_equal(f->st.errors + f->st.retrying, 0);
 	assert_tree(f, 3);
@@ -1418,6 +1496,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_steady_state, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reload_add_remove, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reload_change_demand, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_leaf_update_retried, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reload_is_not_drift, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_minors_survive_restart, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remembered_minor_not_taken, setup, teardown),
@@ -1425,7 +1504,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_drift_tc, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_drift_leaf_kind, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_drift_map, setup, teardown),
-		cmocka_unit_test(test_fault_matrix),
+		cmocka_unit_test_teardown(test_fault_matrix, matrix_teardown),
 		cmocka_unit_test_setup_teardown(test_fault_on_one_tenant, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_fq_codel, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reset, setup, teardown),
