@@ -340,12 +340,16 @@ int drf_net_paths(const char *root, const char *mount, uint32_t *ret_level, char
 	for (const char *p = rel; *p; p++)
 		if (*p == '/' && p[1] && p[1] != '/')
 			(*ret_level)++;
-	/* One directory of bpffs per root, named as the state file is: '/' as '-'. */
+	/*
+	 * One directory of bpffs per root, named as the state file is: '/' as
+	 * '-'; and '.' as %2e, since bpffs refuses names with a dot (EPERM: the
+	 * kernel keeps them for its own files).
+	 */
 	n = (size_t)snprintf(pin_dir, len, "%s/", DRF_BPFFS "/drfd");
 	for (const char *p = root + 1; *p && n + 4 < len; p++) {
 		if (*p == '/')
 			pin_dir[n++] = '-';
-		else if (*p == '-' || *p == '%')
+		else if (*p == '-' || *p == '%' || *p == '.')
 			n += (size_t)snprintf(pin_dir + n, len - n, "%%%02x", (unsigned char)*p);
 		else
 			pin_dir[n++] = *p;

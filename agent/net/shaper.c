@@ -116,34 +116,20 @@ int drf_shaper_remember(struct drf_shaper *s, const char *name, uint16_t minor)
 #define BIT(set, m) ((set)[(m) >> 3] & (1u << ((m) & 7)))
 #define SET_BIT(set, m) ((set)[(m) >> 3] |= (uint8_t)(1u << ((m) & 7)))
 
-/* The tenant's minor: its own from the last plan or the state file if free, else a new one. */
-static int pick_minor(const struct drf_shaper *s, const char *name, uint8_t *used,
-		      uint16_t *ret)
+/* A minor for a newcomer: the first free one from its name's hint on. */
+static int pick_minor(const char *name, uint8_t *used, uint16_t *ret)
 {
-	uint16_t m;
+	uint16_t m = drf_htb_minor_hint(name);
 
-	for (size_t i = 0; i < s->n; i++)
-		if (strcmp(s->t[i].name, name) == 0 && !BIT(used, s->t[i].minor)) {
-			*ret = s->t[i].minor;
-			goto take;
-		}
-	for (size_t i = 0; i < s->n_mem; i++)
-		if (strcmp(s->mem_name[i], name) == 0 && !BIT(used, s->mem_minor[i])) {
-			*ret = s->mem_minor[i];
-			goto take;
-		}
-	m = drf_htb_minor_hint(name);
 	for (unsigned k = 0; k < DRF_HTB_MAX_TENANTS; k++) {
 		if (!BIT(used, m)) {
+			SET_BIT(used, m);
 			*ret = m;
-			goto take;
+			return 0;
 		}
 		m = m == DRF_HTB_LAST_TENANT ? DRF_HTB_FIRST_TENANT : (uint16_t)(m + 1);
 	}
 	return -ENOSPC;
-take:
-	SET_BIT(used, *ret);
-	return 0;
 }
 
 /* The classes and map entries wanted, from the plan and the link as now known. */
@@ -182,11 +168,23 @@ int drf_shaper_set(struct drf_shaper *s, const struct drf_enforced *e, bool repl
 	nt = calloc(n + 1, sizeof(*nt));
 	if (!nt)
 		return -ENOMEM;
-	/* Tenants that keep their minor first, so that a newcomer never takes one. */
-	for (size_t i = 0; i < n; i++)
-		for (size_t o = 0; o < s->n; o++)
-			if (strcmp(s->t[o].name, c->tenants[i].name) == 0)
-				SET_BIT(used, s->t[o].minor);
+	/*
+	 * Tenants that keep their minor first (from the plan in force, or the
+	 * state file after a restart), so that a newcomer never takes one.
+	 */
+	for (size_t i = 0; i < n; i++) {
+		for (size_t o = 0; o < s->n && !nt[i].minor; o++)
+			if (strcmp(s->t[o].name, c->tenants[i].name) == 0) {
+				nt[i].minor = s->t[o].minor;
+				SET_BIT(used, nt[i].minor);
+			}
+		for (size_t m = 0; m < s->n_mem && !nt[i].minor; m++)
+			if (strcmp(s->mem_name[m], c->tenants[i].name) == 0 &&
+			    !BIT(used, s->mem_minor[m])) {
+				nt[i].minor = s->mem_minor[m];
+				SET_BIT(used, nt[i].minor);
+			}
+	}
 	for (size_t i = 0; i < n; i++) {
 		const struct drf_shaper_tenant *old = NULL;
 
@@ -199,8 +197,8 @@ int drf_shaper_set(struct drf_shaper *s, const struct drf_enforced *e, bool repl
 			nt[i].name = nt[i].cgroup = NULL; /* old's stay old's */
 			if (strcmp(old->cgroup, c->tenants[i].cgroup) != 0)
 				nt[i].cgid = 0; /* moved: another cgroup, another id */
-		} else {
-			r = pick_minor(s, c->tenants[i].name, used, &nt[i].minor);
+		} else if (!nt[i].minor) {
+			r = pick_minor(c->tenants[i].name, used, &nt[i].minor);
 			if (r < 0)
 				goto fail;
 		}
@@ -225,7 +223,11 @@ int drf_shaper_set(struct drf_shaper *s, const struct drf_enforced *e, bool repl
 		.in_cap = e->problem.capacity[DRF_RES_NET_IN],
 	};
 	s->link_rate = c->net_link_rate > 0 ? (uint64_t)c->net_link_rate : 0;
+	if (s->egress && !(s->plan.eg_cap > 0))
+		s->drop_qdisc = true; /* no more egress shaping: drfd's tree goes */
 	s->egress = s->plan.eg_cap > 0;
+	if (s->egress)
+		s->drop_qdisc = false;
 	s->ingress = s->plan.in_cap > 0;
 	s->replace_foreign = replace_foreign;
 	s->map_dirty = true;
@@ -266,11 +268,16 @@ static const struct drf_tc_class *find_class(const struct drf_tc_class *v, size_
 	return NULL;
 }
 
-static bool has_leaf(const struct drf_tc_qdisc *q, size_t nq, uint32_t classid)
+/* Whether the class's leaf is fq_codel with CoDel's parameters for its rate. */
+static bool leaf_holds(const struct drf_tc_qdisc *q, size_t nq, const struct drf_tc_class *cl)
 {
+	uint32_t target, interval;
+
+	drf_htb_codel(cl->rate, &target, &interval);
 	for (size_t i = 0; i < nq; i++)
-		if (q[i].parent == classid && strcmp(q[i].kind, "fq_codel") == 0)
-			return true;
+		if (q[i].parent == cl->classid)
+			return strcmp(q[i].kind, "fq_codel") == 0 && q[i].target_us == target &&
+			       q[i].interval_us == interval;
 	return false;
 }
 
@@ -324,16 +331,23 @@ static bool ensure_root(struct drf_shaper *s, const struct drf_tc_qdisc *q, size
 	return true;
 }
 
-/* Writes cl if the kernel's differs (have NULL: missing). */
+/*
+ * Writes want if the kernel's differs (have NULL: missing). wrote is what drfd
+ * last wrote or found matching: a difference from it, not from a new plan, is
+ * someone else's doing.
+ */
 static int sync_class(struct drf_shaper *s, const struct drf_tc_class *want,
-		      const struct drf_tc_class *have, int *err, struct drf_shaper_stats *st)
+		      const struct drf_tc_class *have, struct drf_tc_class *wrote, int *err,
+		      struct drf_shaper_stats *st)
 {
 	char id[16];
 	int r;
 
-	if (have && class_matches(want, have))
+	if (have && class_matches(want, have)) {
+		*wrote = *want;
 		return 0;
-	if (have)
+	}
+	if (have && wrote->classid == want->classid && !class_matches(wrote, have))
 		say(s, LOG_WARNING, "%s: class %s was changed by someone else (rate %llu ceil %llu); restoring "
 			  "rate %llu ceil %llu", s->ifname,
 		    drf_tc_handle_str(want->classid, false, id, sizeof(id)),
@@ -346,6 +360,7 @@ static int sync_class(struct drf_shaper *s, const struct drf_tc_class *want,
 		return r;
 	}
 	mended(s, err, "an htb class");
+	*wrote = *want;
 	st->writes++;
 	return 1;
 }
@@ -382,14 +397,14 @@ static void egress_tick(struct drf_shaper *s, double dt, struct drf_shaper_stats
 	mended(s, &s->err_dump, "reading tc state");
 	/* Parents before children: the link, the tenants' and default classes, then tenants. */
 	for (int b = 0; b < 3; b++)
-		if (sync_class(s, &s->base[b], find_class(cl, nc, s->base[b].classid), &s->err_qdisc,
-			       st) < 0)
+		if (sync_class(s, &s->base[b], find_class(cl, nc, s->base[b].classid),
+			       &s->base_wrote[b], &s->err_qdisc, st) < 0)
 			goto out;
 	for (size_t i = 0; i < s->n; i++) {
 		struct drf_shaper_tenant *t = &s->t[i];
 		const struct drf_tc_class *have = find_class(cl, nc, t->want.classid);
 
-		r = sync_class(s, &t->want, have, &t->err_class, st);
+		r = sync_class(s, &t->want, have, &t->wrote, &t->err_class, st);
 		t->class_ok = r >= 0;
 		if (r < 0)
 			continue;
@@ -400,7 +415,8 @@ static void egress_tick(struct drf_shaper *s, double dt, struct drf_shaper_stats
 			t->seen = *have;
 			t->seen_valid = true;
 		}
-		t->leaf_ok = !s->leaf_fq_codel || (have && r == 0 && has_leaf(q, nq, t->want.classid));
+		/* A rewritten class keeps its leaf: the leaf is judged on its own. */
+		t->leaf_ok = !s->leaf_fq_codel || leaf_holds(q, nq, &t->want);
 		if (t->leaf_ok)
 			continue;
 		{
@@ -448,6 +464,31 @@ out:
 	free(cl);
 }
 
+/* Removes drfd's root qdisc, with its classes, once net-rate left the config. */
+static void drop_root(struct drf_shaper *s, struct drf_shaper_stats *st)
+{
+	const uint32_t ours = DRF_TC_HANDLE(DRF_HTB_MAJOR, 0);
+	struct drf_tc_qdisc *q = NULL;
+	size_t nq = 0;
+	int r = s->tc->qdiscs(s->tc_ctx, s->link.ifindex, &q, &nq);
+
+	for (size_t i = 0; r == 0 && i < nq; i++)
+		if (q[i].parent == DRF_TC_ROOT && q[i].handle == ours && strcmp(q[i].kind, "htb") == 0)
+			r = s->tc->del_qdisc(s->tc_ctx, s->link.ifindex, DRF_TC_ROOT, ours);
+	free(q);
+	if (r < 0 && r != -ENOENT) {
+		failed(s, &s->err_qdisc, r, st, "cannot remove drfd's root qdisc from %s (net-rate "
+			  "is gone from the config)", s->ifname);
+		st->retrying++;
+		return;
+	}
+	mended(s, &s->err_qdisc, "removing the root qdisc");
+	say(s, LOG_NOTICE, "%s: net-rate is gone from the config: removed drfd's root qdisc", s->ifname);
+	st->writes++;
+	s->drop_qdisc = false;
+	s->qdisc_ok = false;
+}
+
 static bool map_equal(const struct drf_net_tenant *a, const struct drf_net_tenant *b)
 {
 	return a->classid == b->classid && a->in_rate == b->in_rate && a->in_burst == b->in_burst;
@@ -474,7 +515,7 @@ static void bpf_tick(struct drf_shaper *s, size_t verify_from, size_t verify,
 	}
 	for (size_t i = 0; i < s->n; i++) {
 		struct drf_shaper_tenant *t = &s->t[i];
-		bool v = (i >= verify_from && i < verify_from + verify) ||
+		bool v = verify >= s->n || (i >= verify_from && i < verify_from + verify) ||
 			 (verify_from + verify > s->n && i < verify_from + verify - s->n);
 		struct drf_net_tenant have;
 		uint64_t id;
@@ -496,7 +537,14 @@ static void bpf_tick(struct drf_shaper *s, size_t verify_from, size_t verify,
 		t->cgid = id;
 		r = s->bpf->get(s->bpf_ctx, id, &have);
 		if (r == 0 && map_equal(&have, &t->want_map)) {
+			mended(s, &t->err_map, "a network map entry");
 			t->map_ok = true;
+			continue;
+		}
+		if (r < 0 && r != -ENOENT) {
+			t->map_ok = false;
+			failed(s, &t->err_map, r, st, "cannot read the network map entry of tenant "
+				  "'%s'", t->name);
 			continue;
 		}
 		if (r == 0 && t->map_ok)
@@ -584,6 +632,7 @@ int drf_shaper_tick(struct drf_shaper *s, uint64_t now_ns, size_t verify,
 	if (r < 0) {
 		failed(s, &s->err_link, r, &st, "net-device '%s'", s->ifname);
 		s->link_ok = false;
+		st.retrying = (unsigned)s->n + 1; /* nothing of the network holds */
 		goto out;
 	}
 	mended(s, &s->err_link, "net-device");
@@ -595,9 +644,11 @@ int drf_shaper_tick(struct drf_shaper *s, uint64_t now_ns, size_t verify,
 	}
 	if (s->egress)
 		egress_tick(s, dt, &st);
+	else if (s->drop_qdisc)
+		drop_root(s, &st);
 	bpf_tick(s, s->cursor, verify, &st);
 	if (s->n)
-		s->cursor = (s->cursor + verify) % s->n;
+		s->cursor = verify >= s->n ? 0 : (s->cursor + verify) % s->n;
 	if (s->attached)
 		counters_tick(s, dt);
 	s->last_ns = now_ns;

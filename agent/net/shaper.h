@@ -42,6 +42,7 @@ struct drf_shaper_tenant {
 	bool class_ok, leaf_ok, map_ok;
 	uint64_t cgid;                     /* 0: its cgroup was not found yet */
 	struct drf_tc_class seen;          /* as read back, with the kernel's counters */
+	struct drf_tc_class wrote;         /* as drfd last wrote it, or found it matching */
 	bool seen_valid;
 	struct drf_net_counters cnt;       /* the programs' counters */
 	/* rates over the last interval, bits/s */
@@ -66,6 +67,7 @@ struct drf_shaper {
 	uint32_t root_level;
 	bool attached;                  /* the BPF programs are attached */
 	bool qdisc_ok;                  /* drfd's root qdisc is in place */
+	bool drop_qdisc;                /* net-rate left the config: remove drfd's qdisc */
 	bool foreign;                   /* a foreign root qdisc is in the way */
 	char foreign_kind[DRF_TC_KIND_LEN];
 	uint32_t foreign_handle;
@@ -74,6 +76,7 @@ struct drf_shaper {
 	uint64_t link_rate;             /* net-link-rate, bits/s; 0: the device's speed */
 	double max_eg;                  /* the largest egress allocation, bits/s */
 	struct drf_tc_class base[3];    /* d7f:1, d7f:2, d7f:ffff */
+	struct drf_tc_class base_wrote[3];
 	struct drf_shaper_tenant *t;
 	size_t n;
 	/* remembered minors (state file), name -> minor */

@@ -26,6 +26,7 @@
 struct drf_tc_qdisc {
 	uint32_t handle, parent; /* parent DRF_TC_ROOT for the root qdisc */
 	char kind[DRF_TC_KIND_LEN];
+	uint32_t target_us, interval_us; /* an fq_codel's CoDel parameters; 0 for others */
 };
 
 /* An HTB class: what drfd sets, and what the kernel counts. Rates in bytes/s. */

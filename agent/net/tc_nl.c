@@ -136,6 +136,10 @@ static int nl_qdiscs(void *ctx, int ifindex, struct drf_tc_qdisc **ret, size_t *
 		v[n] = (struct drf_tc_qdisc){ .handle = rtnl_tc_get_handle(tc),
 					      .parent = rtnl_tc_get_parent(tc) };
 		snprintf(v[n].kind, sizeof(v[n].kind), "%s", kind ? kind : "");
+		if (kind && strcmp(kind, "fq_codel") == 0) {
+			v[n].target_us = rtnl_qdisc_fq_codel_get_target((struct rtnl_qdisc *)o);
+			v[n].interval_us = rtnl_qdisc_fq_codel_get_interval((struct rtnl_qdisc *)o);
+		}
 		n++;
 	}
 	nl_cache_free(cache);

@@ -190,6 +190,10 @@ static int fake_qdiscs(void *ctx, int ifindex, struct drf_tc_qdisc **ret, size_t
 	if (!v)
 		return -ENOMEM;
 	memcpy(v, k->q, k->nq * sizeof(*v));
+	for (size_t i = 0; i < k->nq; i++) {
+		v[i].target_us = k->target_us[i];
+		v[i].interval_us = k->interval_us[i];
+	}
 	*ret = v;
 	*ret_n = k->nq;
 	return 0;

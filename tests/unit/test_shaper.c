@@ -7,33 +7,10 @@
  * (tests/lib/fakecg.c) that gives the tenants' cgroup ids. Failures are
  * injected with the recorders, on every tc and BPF operation the shaper uses.
  *
- * Known bugs in shaper.c. The assertions that show them run only with
- * DRF_TEST_KNOWN_BUGS=1 (make check-unit skips them and says so); each test
- * asserts what holds today before that point. Once a bug is fixed, drop its
- * KNOWN_BUG() line.
- *
- *   1. A tenant class that exists but differs is rewritten, and then its
- *      fq_codel is set again, whether its CoDel parameters changed or not
- *      (egress_tick() takes leaf_ok only from `r == 0`): restoring a class
- *      someone changed, or a new ceil (a new link speed), costs a second,
- *      needless write, counted and printed by the dry run. (With the
- *      NLM_F_EXCL that tc_nl.c used before, the kernel refused it: -EEXIST,
- *      an error and a retry each time.)
- *   2. Remembered minors (drf_shaper_remember) are not reserved before
- *      newcomers pick theirs: at a restart, a tenant new to the config whose
- *      hint is a kept tenant's remembered minor, and which comes first,
- *      takes it, and the kept tenant's class moves.
- *   3. A failed read of a map entry (bpf get, other than -ENOENT) is neither
- *      counted nor said: the entry is written again every tick instead, with
- *      st.errors 0 ("Every failed call is counted").
- *   4. A leaf whose CoDel parameters must change (its class's rate
- *      changed) is set only in the tick that rewrites the class: if that
- *      add_leaf fails, the next tick finds class and fq_codel in place and
- *      never retries it; the leaf keeps the old target and interval, with
- *      st.retrying 0.
- *   5. A class drfd itself changes (a reload's new allocation, a new link
- *      speed) is logged at LOG_WARNING as "changed by someone else":
- *      sync_class() cannot tell drift from a new plan.
+ * Each test below that once failed against shaper.c says which defect it
+ * guards: a leaf written again with its class, remembered minors taken by
+ * newcomers, a failed map read not counted, a leaf's new CoDel settings not
+ * retried, drfd's own changes reported as someone else's.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -69,24 +46,6 @@
 #define M_D 0x174e
 #define M_Z 0x44aa
 #define M_ANG 0xb1ed
-
-static bool known_bugs(void)
-{
-	const char *v = getenv("DRF_TEST_KNOWN_BUGS");
-
-	return v && *v && strcmp(v, "0") != 0;
-}
-
-/* What follows shows known bug n (see the top): it runs only with DRF_TEST_KNOWN_BUGS=1. */
-#define KNOWN_BUG(n)                                                                            \
-	do {                                                                                    \
-		if (!known_bugs()) {                                                            \
-			fprintf(stderr, "SKIP the rest of %s: known bug %d in shaper.c (see "   \
-				"tests/unit/test_shaper.c); DRF_TEST_KNOWN_BUGS=1 runs it\n",   \
-				__func__, (n));                                                 \
-			skip();                                                                 \
-		}                                                                               \
-	} while (0)
 
 struct fx {
 	char dir[64], root[128];
@@ -660,7 +619,7 @@ static void test_leaf_update_retried(void **state)
 	tick(f, 0);
 	assert_int_equal(f->st.errors, 0);
 	assert_int_equal(faketc_codel(&f->kt, CL(M_A), &target, &interval), 0);
-	KNOWN_BUG(4);
+
 	assert_int_equal(target, 26214);
 	assert_int_equal(interval, 104858);
 }
@@ -685,7 +644,7 @@ static void test_reload_is_not_drift(void **state)
 	plan(f, "limit", false, CAP, TA30 TB TC);
 	tick(f, 0);
 	assert_class(f, CL(M_A), CL(2), 3750000, 3750000, 37500, 37500, 150000);
-	KNOWN_BUG(5);
+
 	assert_int_equal(f->warnings, before);
 }
 
@@ -785,7 +744,7 @@ static void test_remembered_minor_not_taken(void **state)
 	tick(f, ALL);
 	assert_int_equal(f->st.errors + f->st.retrying, 0);
 	assert_int_equal(faketc_nclasses(&f->kt), 3 + 3);
-	KNOWN_BUG(2);
+
 	assert_int_equal(tenant(f, "ang")->minor, M_ANG);
 	assert_int_equal(tenant(f, "bxa")->minor, M_ANG + 1);
 	assert_int_not_equal(tenant(f, "bwkx")->minor, M_ANG + 1);
@@ -932,7 +891,7 @@ static void test_drift_tc(void **state)
 	assert_class(f, CL(M_C), CL(2), 1950000, 1950000, 19500, 19500, 60000);
 	assert_int_equal(f->st.errors + f->st.retrying, 0);
 
-	KNOWN_BUG(1);
+
 	assert_string_equal(out, "tc class set dev veth0 classid d7f:4f07 parent d7f:2 rate 2500000 "
 			    "ceil 2500000 burst 25000 cburst 25000 quantum 76923\n");
 	faketc_class(&f->kt, CL(M_A))->ceil = 1;
@@ -1220,14 +1179,10 @@ static void test_fault_matrix(void **state)
 	struct snap g1, g2;
 
 	(void)state;
-	if (!known_bugs())
-		fprintf(stderr, "NOTE test_fault_matrix: bpf get faults are not asserted to count "
-			"errors: known bug 3 in shaper.c; DRF_TEST_KNOWN_BUGS=1 asserts it\n");
 	golden_states(&g1, &g2);
 	for (size_t i = 0; i < sizeof(fl) / sizeof(fl[0]); i++) {
 		size_t reached = 0;
-		/* Known bug 3: a failed get is not counted. */
-		bool counted = fl[i].op != DRF_NETBPF_OP_GET || !fl[i].bpf || known_bugs();
+		bool counted = true;
 
 		for (size_t j = 0; j < sizeof(errs) / sizeof(errs[0]); j++) {
 			struct fx *f = matrix_fx = fx_open();
@@ -1464,7 +1419,7 @@ static void test_link_speed(void **state)
 	tick(f, 1);
 	assert_int_equal(f->st.errors + f->st.retrying, 0);
 
-	KNOWN_BUG(1);
+
 	assert_string_equal(out, want);
 }
 
@@ -1486,6 +1441,25 @@ static void test_ingress_only(void **state)
 	assert_int_equal(f->st.errors + f->st.retrying, 0);
 	assert_int_equal(faketc_root(&f->kt)->handle, 0);
 	assert_int_equal(f->kt.calls.qdiscs + f->kt.calls.classes, 0);
+}
+
+/* A reload that drops net-rate (ingress stays): drfd's HTB tree goes, once. */
+static void test_egress_dropped(void **state)
+{
+	struct fx *f = *state;
+
+	plan(f, "limit", false, CAP, "[tenant a]\nnet-rate = 10mbit\nnet-ingress-rate = 10mbit\n");
+	tick(f, ALL);
+	assert_int_equal(faketc_root(&f->kt)->handle, CL(0));
+	plan(f, "limit", false, "net-ingress-rate = 50mbit\n", "[tenant a]\nnet-ingress-rate = 10mbit\n");
+	tick(f, ALL);
+	assert_int_equal(f->st.errors + f->st.retrying, 0);
+	assert_int_equal(faketc_root(&f->kt)->handle, 0);
+	assert_int_equal(f->kt.nc, 0);
+	/* Once: the next tick lists no qdisc. */
+	f->kt.calls.qdiscs = 0;
+	tick(f, ALL);
+	assert_int_equal(f->kt.calls.qdiscs, 0);
 }
 
 int main(void)
@@ -1510,6 +1484,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_reset, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_counter_rates, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_link_speed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_egress_dropped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ingress_only, setup, teardown),
 	};
 

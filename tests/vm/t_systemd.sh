@@ -17,7 +17,7 @@ for f in "$DRF_TOP"/.output/deb/drfd_*.deb; do [ -f "$f" ] && deb=$f; done
 
 diagram <<'DIAGRAM'
 systemd (PID 1, cgroup v2)             dpkg -i drfd_*.deb: /etc/drfd/drfd.conf as shipped
- |- system.slice/drfd.service          drfd alone (Type=notify, CapabilityBoundingSet=CAP_CHOWN)
+ |- system.slice/drfd.service          drfd alone (Type=notify, 4 capabilities)
  '- system.slice/drfd-tenants.service  Delegate=yes, no process of its own: drfd's cgroup-root
      |- web     weight 2, cpu 1, memory 256M     runs `sleep` via drfctl exec
      '- batch   weight 1, cpu 2, memory 128M     empty
@@ -76,7 +76,8 @@ check shipped-config-idles "[ $rc -eq 0 ] && [ $src = daemon ] && [ $root = $TRO
 	"status exit $rc, source $src, root $root, $nt tenants"
 pid=$(systemctl show -p MainPID --value drfd.service)
 caps=$(awk '$1 == "CapEff:" {print $2}' "/proc/$pid/status")
-check capabilities "[ '$caps' = 0000000000000001 ]" "drfd's CapEff $caps (CAP_CHOWN alone)"
+# CAP_CHOWN (0), CAP_NET_ADMIN (12), CAP_PERFMON (38), CAP_BPF (39)
+check capabilities "[ '$caps' = 000000c000001001 ]" "drfd's CapEff $caps (CAP_CHOWN, CAP_NET_ADMIN, CAP_PERFMON, CAP_BPF)"
 
 # 2. Tenants through a reload: knobs = mapping of the plan.
 cat >"$conf" <<'CONF'
@@ -174,6 +175,27 @@ rc=$?
 check second-drfd-refused "[ $rc -eq 6 ] && systemctl -q is-active drfd.service" \
 	"systemd-run drfd: exit $rc; the first drfd $(systemctl is-active drfd.service)"
 systemctl reset-failed drfd-second.service 2>/dev/null
+
+# 6b. The network under the unit's sandbox: capabilities, bpffs, the bpf system call.
+ip link add drfv0 type veth peer name drfv1 && ip link set drfv0 up && ip link set drfv1 up
+sed -i 's/^\[capacity\]$/[capacity]\nnet-device = drfv0\nnet-rate = 50mbit/' /etc/drfd/drfd.conf
+systemctl restart drfd.service
+wait_for 30 systemctl -q is-active drfd.service
+# shellcheck disable=SC2317 # called through wait_for
+net_ok() { [ "$(jq_py 's["net"]["qdisc"] + " " + s["net"]["programs"]')" = "ok attached" ] || { status_json; false; }; }
+status_json
+wait_for 20 net_ok
+q=$(tc qdisc show dev drfv0 | awk '{print $2, $3; exit}')
+progs=$(bpftool cgroup show "$TROOT" 2>/dev/null | grep -c drf_net_)
+pid=$(systemctl show -p MainPID --value drfd.service)
+caps=$(awk '$1 == "CapEff:" {print $2}' "/proc/$pid/status")
+check network-under-the-unit "[ '$q' = 'htb d7f:' ] && [ $progs -eq 2 ] && [ '$(jq_py 's["net"]["qdisc"]')' = ok ]" \
+	"drfv0 root qdisc '$q', programs at the tenants' cgroup: $progs, status net: $(jq_py 's["net"]["qdisc"] + "/" + s["net"]["programs"]'), CapEff $caps"
+sed -i '/^net-device = drfv0$/d; /^net-rate = 50mbit$/d' /etc/drfd/drfd.conf
+systemctl stop drfd.service
+drfctl net-reset >/dev/null 2>&1
+systemctl start drfd.service
+wait_for 30 systemctl -q is-active drfd.service
 
 # 7. Tenants removed while drfd is stopped: the empty one's cgroup goes, the busy one
 # is kept as an orphan with its limits.
