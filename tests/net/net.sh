@@ -73,7 +73,7 @@ cleanup() {
 	ip netns del "$nsB" 2>/dev/null
 	for d in "$root"/*/; do [ -d "$d" ] && rmdir "$d" 2>/dev/null; done
 	rmdir "$root" 2>/dev/null
-	rm -rf "$work"
+	if [ -n "${NET_KEEP:-}" ]; then echo "kept $work"; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
 
@@ -214,45 +214,74 @@ test_limit3() {
 
 # share mode, weights 1:2:3, all backlogged: split 1:2:3 within 5%; c goes idle,
 # a and b take the link (1:2) within 2 s; c comes back, 1:2:3 again within 2 s.
+# iperf3 makes the load; the split is measured in the tenants' classes' byte
+# counters (tc -s class), sampled at the same instants for all three, which
+# the clients' own clocks are not.
+class_bytes() { # prints "MINOR BYTES" for every class
+	tc -n "$nsA" -s class show dev va |
+		awk '$1 == "class" { id = $3 } $1 == "Sent" { split(id, h, ":"); print h[2], $2 }'
+}
+
+# at SECONDS: sleeps until that many seconds after $t0, then samples the classes
+at() {
+	local now
+	now=$(date +%s.%N)
+	sleep "$(awk -v t0="$t0" -v n="$now" -v at="$1" 'BEGIN { d = t0 + at - n; print (d > 0 ? d : 0) }')"
+	class_bytes >"$work/cls.$1"
+	date +%s.%N >"$work/cls.$1.t"
+}
+
 test_share() {
-	local r
+	local r t0
 	write_conf share "net-rate = $(mbit 90)\nnet-link-rate = $(mbit 100)" "a weight=1" \
 		"b weight=2" "c weight=3"
 	start_drfd || { ko share "drfd did not start: $(tail -3 "$work/drfd.log")"; return; }
-	# Two streams each, to smooth TCP's saw-tooth over the short windows measured.
-	client a 5201 20 -P 2
-	client b 5202 20 -P 2
-	client c 5203 8 -P 2
-	sleep 14
-	client c 5204 6 -P 2
+	"$drfctl" status -c "$work/drfd.conf" --json |
+		python3 -c "import json,sys; [print(t['name'], t['net']['class'].split(':')[1]) for t in json.load(sys.stdin)['tenants']]" \
+			>"$work/minors"
+	t0=$(date +%s.%N)
+	# Four streams each, to keep every class backlogged.
+	client a 5201 20 -P 4
+	client b 5202 20 -P 4
+	client c 5203 8 -P 4
+	at 3
+	at 7
+	at 10
+	at 13.5
+	client c 5204 7 -P 4
+	at 15.5
+	at 19.5
 	wait_clients
 	stop_drfd
 	r=$(python3 - "$work" "$GOODPUT" "$scale" <<'PY'
-import json, sys
+import sys
 w, gp, scale = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
-def mean(f, lo, hi):
-    v = [i["sum"] for i in json.load(open(w + "/" + f))["intervals"] if lo <= i["sum"]["start"] < hi]
-    secs = sum(x["seconds"] for x in v)
-    return sum(x["bytes"] for x in v) * 8 / secs / 1e6 if secs else 0
-a1, b1, c1 = mean("a.5201.json", 2, 7.5), mean("b.5202.json", 2, 7.5), mean("c.5203.json", 2, 7.5)
-tot = a1 + b1 + c1
-split = [x / tot for x in (a1, b1, c1)] if tot else [0, 0, 0]
-ok1 = all(abs(s - e) <= 0.05 * e for s, e in zip(split, (1/6, 2/6, 3/6)))
-# c stopped at 8 s: from 10 s a and b carry the link (x goodput), 1:2.
-link = 100 * scale * gp
-a2, b2 = mean("a.5201.json", 10, 13.5), mean("b.5202.json", 10, 13.5)
-ok2 = a2 + b2 >= 0.95 * link and abs(a2 / (a2 + b2) - 1/3) <= 0.05 / 3 if a2 + b2 else False
-# c came back at 14 s (its second client's own clock starts there): 1:2:3 from 16 s.
-a3, b3, c3 = mean("a.5201.json", 16, 19.5), mean("b.5202.json", 16, 19.5), mean("c.5204.json", 2, 5.5)
-tot3 = a3 + b3 + c3
-split3 = [x / tot3 for x in (a3, b3, c3)] if tot3 else [0, 0, 0]
-ok3 = all(abs(s - e) <= 0.05 * e for s, e in zip(split3, (1/6, 2/6, 3/6)))
-print(int(ok1), int(ok2), int(ok3),
-      "all backlogged: a %.1f b %.1f c %.1f Mbit/s, split %.3f:%.3f:%.3f (want 1/6:2/6:3/6);"
-      % (a1, b1, c1, *split),
-      "c idle from 8 s, 10-13.5 s: a %.1f + b %.1f = %.1f of %.1f Mbit/s goodput of the link;"
-      % (a2, b2, a2 + b2, link),
-      "c back at 14 s, 16-19.5 s: split %.3f:%.3f:%.3f" % tuple(split3))
+minor = dict(l.split() for l in open(w + "/minors"))
+def snap(at):
+    b = dict((k, int(v)) for k, v in (l.split() for l in open(f"{w}/cls.{at}")))
+    return b, float(open(f"{w}/cls.{at}.t").read())
+def rates(lo, hi):  # Mbit/s on the wire per tenant between two samples
+    (b1, t1), (b2, t2) = snap(lo), snap(hi)
+    return {n: (b2[m] - b1[m]) * 8 / (t2 - t1) / 1e6 for n, m in minor.items()}
+def split(r, names):
+    tot = sum(r[n] for n in names)
+    return [r[n] / tot if tot else 0 for n in names]
+def near(got, want, tol=0.05):
+    return all(abs(g - e) <= tol * e for g, e in zip(got, want))
+r1 = rates(3, 7)
+s1 = split(r1, "abc")
+r2 = rates(10, 13.5)
+link = 100 * scale
+s2 = split(r2, "ab")
+ok2 = r2["a"] + r2["b"] >= 0.95 * link and near(s2, (1/3, 2/3))
+r3 = rates(15.5, 19.5)
+s3 = split(r3, "abc")
+print(int(near(s1, (1/6, 2/6, 3/6))), int(ok2), int(near(s3, (1/6, 2/6, 3/6))),
+      "all backlogged, 3-7 s: a %.1f b %.1f c %.1f Mbit/s, split %.3f:%.3f:%.3f (want 1/6:2/6:3/6);"
+      % (r1["a"], r1["b"], r1["c"], *s1),
+      "c idle from 8 s, 10-13.5 s: a %.1f + b %.1f = %.1f of the link's %.1f Mbit/s, split %.3f:%.3f (want 1/3:2/3);"
+      % (r2["a"], r2["b"], r2["a"] + r2["b"], link, *s2),
+      "c back at 13.5 s, 15.5-19.5 s: split %.3f:%.3f:%.3f" % tuple(s3))
 PY
 )
 	read -r s1 s2 s3 detail <<<"$r"
