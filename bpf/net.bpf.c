@@ -8,10 +8,10 @@
  *   which sch_htb takes as the class before any filter (htb_classify()), and
  *   counts bytes and packets;
  * - ingress (cgroup_skb/ingress): counts, and polices with a token bucket
- *   per tenant. Over its rate a packet is ECN-marked (CE) if its flow is
- *   ECN-capable (up to one burst over), and dropped otherwise. The packet has
- *   crossed the link by then: the policer makes senders slow down, it cannot
- *   stop them.
+ *   per tenant: above its rate, ECN-capable packets are marked (CE) once half
+ *   the burst is gone, and what does not fit in the bucket is dropped. The
+ *   packet has crossed the link by then: the policer makes senders slow down,
+ *   it cannot stop them.
  *
  * Traffic of no tenant is neither classified nor counted: it goes to HTB's
  * default class.
@@ -66,6 +66,53 @@ static __always_inline struct drf_net_tenant *tenant_of(struct __sk_buff *skb, _
 	return 0;
 }
 
+#define ETH_HLEN 14
+
+/*
+ * The size of the network and transport headers at the packet's start: what
+ * each segment of a GSO packet repeats on the wire. IPv4 and IPv6 (without
+ * extension headers), TCP and UDP; 0 if it cannot tell.
+ */
+static __always_inline __u32 l3l4_hdr(struct __sk_buff *skb)
+{
+	__u8 b = 0, proto = 0, off = 0;
+	__u32 l3;
+
+	if (bpf_skb_load_bytes(skb, 0, &b, 1) < 0)
+		return 0;
+	if ((b >> 4) == 4) {
+		l3 = (b & 0xf) * 4;
+		if (bpf_skb_load_bytes(skb, 9, &proto, 1) < 0)
+			return 0;
+	} else if ((b >> 4) == 6) {
+		l3 = 40;
+		if (bpf_skb_load_bytes(skb, 6, &proto, 1) < 0)
+			return 0;
+	} else {
+		return 0;
+	}
+	if (proto == 17)
+		return l3 + 8;
+	if (proto != 6 || bpf_skb_load_bytes(skb, l3 + 12, &off, 1) < 0)
+		return l3;
+	return l3 + (off >> 4) * 4;
+}
+
+/*
+ * The bytes of the packet on the wire, as HTB counts them (qdisc_pkt_len_init()):
+ * an Ethernet header per segment, and a GSO packet's headers once per segment.
+ * Counters and the policer use it, so that rates agree with the classes'.
+ */
+static __always_inline __u64 wire_len(struct __sk_buff *skb)
+{
+	__u32 segs = skb->gso_segs > 1 ? skb->gso_segs : 1;
+	__u64 len = (__u64)skb->len + (__u64)ETH_HLEN * segs;
+
+	if (segs > 1)
+		len += (__u64)l3l4_hdr(skb) * (segs - 1);
+	return len;
+}
+
 static __always_inline struct drf_net_counters *counters(__u64 *id)
 {
 	struct drf_net_counters *c = bpf_map_lookup_elem(&drf_net_stats, id);
@@ -93,7 +140,7 @@ int drf_net_egress(struct __sk_buff *skb)
 	skb->priority = t->classid;
 	c = counters(&id);
 	if (c) {
-		c->eg_bytes += skb->len;
+		c->eg_bytes += wire_len(skb);
 		c->eg_packets++;
 	}
 	return 1;
@@ -102,14 +149,15 @@ int drf_net_egress(struct __sk_buff *skb)
 enum drf_verdict { DRF_PASS, DRF_MARK, DRF_DROP };
 
 /*
- * The token bucket: a packet within the rate passes. Over it, an ECN-capable
- * packet is marked CE and passes on credit, down to one burst of debt; beyond
- * that, or not ECN-capable, it is dropped. Marking alone would let a flow run
- * far past its rate where round trips are short: a sender halves its window
- * once per round trip, however many packets were marked.
+ * The token bucket, refilled at the tenant's rate up to its burst. A tenant
+ * above its rate long enough to drain half the burst gets its ECN-capable
+ * packets marked CE, an early signal to slow down; once the bucket is empty,
+ * what does not fit is dropped, ECN-capable or not. Marks alone cannot hold a
+ * rate: a window-based sender reacts once per round trip, and on a short path
+ * even its smallest window is faster than the rate.
  */
 static __always_inline enum drf_verdict police(struct __sk_buff *skb, struct drf_net_tenant *t,
-					   __u64 *id, __u32 len)
+					       __u64 *id, __u32 len)
 {
 	struct drf_net_bucket *b = bpf_map_lookup_elem(&drf_net_buckets, id);
 	__u64 now = bpf_ktime_get_ns(), add;
@@ -135,20 +183,13 @@ static __always_inline enum drf_verdict police(struct __sk_buff *skb, struct drf
 	b->last_ns = now;
 	if (b->tokens >= (__s64)len) {
 		b->tokens -= len;
-		v = DRF_PASS;
-	} else if (b->tokens - (__s64)len >= -burst) {
-		v = DRF_MARK;
-		b->tokens -= len; /* taken back if the packet cannot carry a mark */
+		v = b->tokens < (burst >> 1) ? DRF_MARK : DRF_PASS;
 	}
 	bpf_spin_unlock(&b->lock);
-	if (v != DRF_MARK)
-		return v;
-	if (bpf_skb_ecn_set_ce(skb))
-		return DRF_MARK;
-	bpf_spin_lock(&b->lock);
-	b->tokens += len;
-	bpf_spin_unlock(&b->lock);
-	return DRF_DROP;
+	/* A mark where the packet can carry one (ECT); it passes either way. */
+	if (v == DRF_MARK && !bpf_skb_ecn_set_ce(skb))
+		v = DRF_PASS;
+	return v;
 }
 
 SEC("cgroup_skb/ingress")
@@ -156,15 +197,16 @@ int drf_net_ingress(struct __sk_buff *skb)
 {
 	struct drf_net_counters *c;
 	struct drf_net_tenant *t;
-	__u64 id = 0;
+	__u64 id = 0, len;
 	int pass = 1;
 
 	t = tenant_of(skb, &id);
 	if (!t)
 		return 1;
 	c = counters(&id);
+	len = wire_len(skb);
 	if (t->in_rate) {
-		enum drf_verdict v = police(skb, t, &id, skb->len);
+		enum drf_verdict v = police(skb, t, &id, (__u32)len);
 
 		if (v == DRF_DROP)
 			pass = 0;
@@ -174,7 +216,7 @@ int drf_net_ingress(struct __sk_buff *skb)
 			c->in_dropped++;
 	}
 	if (c && pass) {
-		c->in_bytes += skb->len;
+		c->in_bytes += len;
 		c->in_packets++;
 	}
 	return pass;

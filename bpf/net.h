@@ -38,7 +38,7 @@ struct drf_net_counters {
 struct drf_net_bucket {
 	struct bpf_spin_lock lock;
 	__u32 pad;
-	__s64 tokens;  /* bytes; below 0 while ECN-marked packets run up a debt */
+	__s64 tokens;  /* bytes, 0 to the burst */
 	__u64 last_ns; /* when tokens were last added */
 };
 

@@ -149,6 +149,12 @@ int faketc_count(struct faketc *k, uint32_t classid, uint64_t bytes, uint64_t pa
  * nl_us2ticks() (15.625 ticks of 64 ns per microsecond, truncated); it reads
  * it back with nl_ticks2us() and rtnl_tc_calc_bufsize(), truncating again.
  */
+/* v truncated to a u32, saturating as the kernel's 32-bit fields do. */
+static uint32_t u32_of(double v)
+{
+	return v >= 4294967295.0 ? UINT32_MAX : v <= 0 ? 0 : (uint32_t)v;
+}
+
 uint32_t faketc_burst_readback(uint32_t bytes, uint64_t rate)
 {
 	const double ticks_per_us = 1000.0 / 64;
@@ -156,10 +162,10 @@ uint32_t faketc_burst_readback(uint32_t bytes, uint64_t rate)
 
 	if (!rate)
 		return bytes;
-	us = (uint32_t)((double)bytes / (double)rate * 1e6);
-	ticks = (uint32_t)((double)us * ticks_per_us);
-	us = (uint32_t)((double)ticks / ticks_per_us);
-	return (uint32_t)((double)us * (double)rate / 1e6);
+	us = u32_of((double)bytes / (double)rate * 1e6);
+	ticks = u32_of((double)us * ticks_per_us);
+	us = u32_of((double)ticks / ticks_per_us);
+	return u32_of((double)us * (double)rate / 1e6);
 }
 
 static bool ours(const struct faketc *k, int ifindex)
