@@ -217,6 +217,7 @@ bench: $(BENCH_BIN) $(BENCH_TICK_BIN)
 	tests/bench/tick_syscalls.sh $(BENCH_TICK_BIN) 1000 20
 	$(BENCH_TICK_BIN) 1000 reload 101
 	$(BENCH_TICK_BIN) 10000 reload 21
+	@DRFD=$(abspath $(BUILD)/drfd) DRFCTL=$(abspath $(BUILD)/drfctl) tests/bench/net_bench.sh 5 4
 
 # Per the FHS. Files in SYSCONFDIR are never overwritten: an existing config is
 # the administrator's.
