@@ -26,6 +26,8 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 /* The level of cgroup-root in the cgroup2 hierarchy (0: the hierarchy's root). */
 const volatile __u32 drf_root_level = 0;
+/* net-device: the programs act on its packets only, not on loopback's or others'. */
+const volatile __u32 drf_ifindex = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -48,9 +50,14 @@ struct {
 	__type(value, struct drf_net_bucket);
 } drf_net_buckets SEC(".maps");
 
-/* The tenant whose cgroup is an ancestor of the packet's socket's; its id in *id. */
+/*
+ * The tenant whose cgroup is an ancestor of the packet's socket's, for a packet
+ * through net-device; its id in *id.
+ */
 static __always_inline struct drf_net_tenant *tenant_of(struct __sk_buff *skb, __u64 *id)
 {
+	if (skb->ifindex != drf_ifindex)
+		return 0;
 	for (__u32 d = 1; d <= DRF_NET_MAX_DEPTH; d++) {
 		struct drf_net_tenant *t;
 		__u64 cg = bpf_skb_ancestor_cgroup_id(skb, (int)(drf_root_level + d));
@@ -137,7 +144,9 @@ int drf_net_egress(struct __sk_buff *skb)
 	t = tenant_of(skb, &id);
 	if (!t)
 		return 1;
-	skb->priority = t->classid;
+	/* No class (egress not shaped): the socket's own SO_PRIORITY stays. */
+	if (t->classid)
+		skb->priority = t->classid;
 	c = counters(&id);
 	if (c) {
 		c->eg_bytes += wire_len(skb);
@@ -160,7 +169,7 @@ static __always_inline enum drf_verdict police(struct __sk_buff *skb, struct drf
 					       __u64 *id, __u32 len)
 {
 	struct drf_net_bucket *b = bpf_map_lookup_elem(&drf_net_buckets, id);
-	__u64 now = bpf_ktime_get_ns(), add;
+	__u64 now = bpf_ktime_get_ns(), add, elapsed, rate = t->in_rate;
 	enum drf_verdict v = DRF_DROP;
 	__s64 burst = (__s64)t->in_burst;
 
@@ -173,14 +182,33 @@ static __always_inline enum drf_verdict police(struct __sk_buff *skb, struct drf
 			return DRF_PASS;
 	}
 	bpf_spin_lock(&b->lock);
-	/* At most one second of refill: no overflow in elapsed * rate below 2^64. */
-	add = now - b->last_ns;
-	if (add > 1000000000ULL)
-		add = 1000000000ULL;
-	b->tokens += (__s64)(add * t->in_rate / 1000000000ULL);
-	if (b->tokens > burst)
+	/*
+	 * Refill for the time since the last one. now was read before the lock:
+	 * another CPU may have stored a later time already, which is no time at
+	 * all. last_ns moves only by the time turned into whole bytes, so that
+	 * small refills on busy buckets lose nothing to rounding; past a second
+	 * the bucket is full anyway. Below 2^34 bytes/s (137 Gbit/s) ns * rate
+	 * fits in 64 bits; above, microseconds.
+	 */
+	elapsed = now - b->last_ns;
+	if ((__s64)elapsed > 1000000000LL) {
 		b->tokens = burst;
-	b->last_ns = now;
+		b->last_ns = now;
+	} else if ((__s64)elapsed > 0) {
+		if (rate < (1ULL << 34)) {
+			add = elapsed * rate / 1000000000ULL;
+			if (add)
+				b->last_ns += add * 1000000000ULL / rate;
+		} else {
+			add = (elapsed / 1000) * (rate / 1000000);
+			b->last_ns = now;
+		}
+		b->tokens += (__s64)add;
+		if (b->tokens > burst) {
+			b->tokens = burst;
+			b->last_ns = now;
+		}
+	}
 	if (b->tokens >= (__s64)len) {
 		b->tokens -= len;
 		v = b->tokens < (burst >> 1) ? DRF_MARK : DRF_PASS;

@@ -15,8 +15,6 @@
 
 #include "net.skel.h"
 
-static const char *const map_names[] = { "drf_net_tenants", "drf_net_stats", "drf_net_buckets" };
-
 static int pin_path(char *buf, size_t len, const char *dir, const char *name)
 {
 	return (size_t)snprintf(buf, len, "%s/%s", dir, name) < len ? 0 : -ENAMETOOLONG;
@@ -42,7 +40,27 @@ static int make_dir(const char *dir)
 	return 0;
 }
 
-static int load(struct drf_netbpf *b, const char *pin_dir, uint32_t root_level)
+/*
+ * Whether the map pinned at path has m's layout; an older drfd's of another
+ * layout cannot be reused, and goes (with its counters).
+ */
+static bool pin_fits(const struct bpf_map *m, const char *path)
+{
+	struct bpf_map_info info = { 0 };
+	__u32 len = sizeof(info);
+	int fd = bpf_obj_get(path);
+	bool fits;
+
+	if (fd < 0)
+		return true; /* nothing there: created and pinned at load */
+	fits = bpf_obj_get_info_by_fd(fd, &info, &len) == 0 && info.type == bpf_map__type(m) &&
+	       info.key_size == bpf_map__key_size(m) && info.value_size == bpf_map__value_size(m) &&
+	       info.max_entries == bpf_map__max_entries(m);
+	close(fd);
+	return fits;
+}
+
+static int load(struct drf_netbpf *b, const char *pin_dir, uint32_t root_level, int ifindex)
 {
 	char path[512];
 	struct bpf_map *m;
@@ -52,10 +70,13 @@ static int load(struct drf_netbpf *b, const char *pin_dir, uint32_t root_level)
 	if (!b->skel)
 		return -errno;
 	b->skel->rodata->drf_root_level = root_level;
+	b->skel->rodata->drf_ifindex = (__u32)ifindex;
 	bpf_object__for_each_map(m, b->skel->obj) {
 		if (strncmp(bpf_map__name(m), "drf_net_", 8) != 0)
 			continue; /* .rodata and the like are the programs' own */
 		r = pin_path(path, sizeof(path), pin_dir, bpf_map__name(m));
+		if (r == 0 && !pin_fits(m, path) && unlink(path) < 0)
+			r = -errno;
 		if (r == 0)
 			r = bpf_map__set_pin_path(m, path);
 		if (r < 0)
@@ -65,17 +86,44 @@ static int load(struct drf_netbpf *b, const char *pin_dir, uint32_t root_level)
 	return net_bpf__load(b->skel);
 }
 
-/* The pinned link at pin_dir/name, switched to prog; or prog attached and pinned there. */
+/* The id of the cgroup a pinned cgroup link is attached to; 0 if severed. */
+static uint64_t link_cgroup(struct bpf_link *l)
+{
+	struct bpf_link_info info = { 0 };
+	__u32 len = sizeof(info);
+
+	if (bpf_obj_get_info_by_fd(bpf_link__fd(l), &info, &len) < 0)
+		return 0;
+	return info.cgroup.cgroup_id;
+}
+
+/*
+ * The pinned link at pin_dir/name, switched to prog; or prog attached and
+ * pinned there, where no link is pinned or the pinned one holds another
+ * cgroup than cgfd's (cgroup-root was recreated: the old link is severed, or
+ * holds the old cgroup while it dies).
+ */
 static int link_prog(struct bpf_program *prog, const char *pin_dir, const char *name, int cgfd,
 		     struct bpf_link **ret, bool *adopted)
 {
 	char path[512];
-	struct bpf_link *l;
+	struct bpf_link *l = NULL;
+	struct stat st;
 	int r = pin_path(path, sizeof(path), pin_dir, name);
 
 	if (r < 0)
 		return r;
-	l = bpf_link__open(path);
+	if (fstat(cgfd, &st) < 0)
+		return -errno;
+	if (access(path, F_OK) == 0)
+		l = bpf_link__open(path);
+	if (l && link_cgroup(l) != (uint64_t)st.st_ino) {
+		/* Unpinned and with no fd left, it goes, detached from the old cgroup. */
+		bpf_link__destroy(l);
+		l = NULL;
+		if (unlink(path) < 0)
+			return -errno;
+	}
 	if (l) {
 		/* Atomic: packets see the old program or the new one, never none. */
 		r = bpf_link__update_program(l, prog);
@@ -112,7 +160,7 @@ static void real_close(void *ctx)
 }
 
 static int real_attach(void *ctx, const char *pin_dir, int cgroup_fd, uint32_t root_level,
-		       bool *ret_adopted)
+		       int ifindex, bool *ret_adopted)
 {
 	struct drf_netbpf *b = ctx;
 	bool adopted = false;
@@ -122,21 +170,7 @@ static int real_attach(void *ctx, const char *pin_dir, int cgroup_fd, uint32_t r
 	r = make_dir(pin_dir);
 	if (r < 0)
 		return r;
-	r = load(b, pin_dir, root_level);
-	if (r == -EINVAL) {
-		/*
-		 * A pinned map of another layout (an older drfd): it cannot be
-		 * reused, so it goes, with its counters, and the load starts afresh.
-		 */
-		char path[512];
-
-		net_bpf__destroy(b->skel);
-		b->skel = NULL;
-		for (size_t i = 0; i < sizeof(map_names) / sizeof(map_names[0]); i++)
-			if (pin_path(path, sizeof(path), pin_dir, map_names[i]) == 0)
-				unlink(path);
-		r = load(b, pin_dir, root_level);
-	}
+	r = load(b, pin_dir, root_level, ifindex);
 	if (r == 0)
 		r = link_prog(b->skel->progs.drf_net_egress, pin_dir, "egress_link", cgroup_fd,
 			      &b->egress, &adopted);
@@ -326,6 +360,18 @@ static int real_reset(void *ctx, const char *pin_dir)
 	return r;
 }
 
+int drf_netbpf_probe(void)
+{
+	struct net_bpf *skel = net_bpf__open();
+	int r;
+
+	if (!skel)
+		return -errno;
+	r = net_bpf__load(skel);
+	net_bpf__destroy(skel);
+	return r;
+}
+
 const struct drf_netbpf_ops drf_netbpf_real_ops = {
 	.name = "libbpf",
 	.attach = real_attach,
@@ -373,11 +419,12 @@ static ssize_t rec_find(const struct drf_netbpf_recorder *r, uint64_t cgid)
 }
 
 static int rec_attach(void *ctx, const char *pin_dir, int cgroup_fd, uint32_t root_level,
-		      bool *ret_adopted)
+		      int ifindex, bool *ret_adopted)
 {
 	struct drf_netbpf_recorder *r = ctx;
 
 	(void)cgroup_fd;
+	(void)ifindex;
 	if (rec_inject(r, DRF_NETBPF_OP_ATTACH, 0))
 		return -r->fail_errno;
 	rec_line(r, "bpf attach %s level %" PRIu32, pin_dir, root_level);
@@ -505,3 +552,4 @@ const struct drf_netbpf_ops drf_netbpf_recording_ops = {
 	.reset = rec_reset,
 	.close = rec_close,
 };
+_Static_assert(DRF_NET_MAX_DEPTH == 8, "agent/config/config.c checks tenant depths against 8");

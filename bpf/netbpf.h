@@ -24,13 +24,15 @@
 struct drf_netbpf_ops {
 	const char *name;
 	/*
-	 * Loads the programs, reusing the maps pinned in pin_dir, and makes them
-	 * the ones attached at the cgroup cgroup_fd (level root_level in its
-	 * hierarchy): through the pinned links, or attaching and pinning new ones.
-	 * *ret_adopted says whether pinned links were there.
+	 * Loads the programs for net-device ifindex, reusing the maps pinned in
+	 * pin_dir (those of another layout are replaced), and makes them the ones
+	 * attached at the cgroup cgroup_fd (level root_level in its hierarchy):
+	 * through the pinned links, or attaching and pinning new ones where none
+	 * is pinned or the pinned one no longer holds that cgroup (it was
+	 * recreated). *ret_adopted says whether pinned links were taken over.
 	 */
 	int (*attach)(void *ctx, const char *pin_dir, int cgroup_fd, uint32_t root_level,
-		      bool *ret_adopted);
+		      int ifindex, bool *ret_adopted);
 	int (*set)(void *ctx, uint64_t cgid, const struct drf_net_tenant *v);
 	/* -ENOENT if there is no entry. */
 	int (*get)(void *ctx, uint64_t cgid, struct drf_net_tenant *ret);
@@ -56,6 +58,12 @@ struct drf_netbpf {
 	struct bpf_link *egress, *ingress;
 };
 extern const struct drf_netbpf_ops drf_netbpf_real_ops;
+
+/*
+ * Whether this kernel loads the programs at all (their helpers, maps and
+ * types): loads them, unpinned and unattached, and unloads them. 0 or -errno.
+ */
+int drf_netbpf_probe(void);
 
 /* Operations, as bits, for the recorder's fault injection. */
 enum drf_netbpf_op {

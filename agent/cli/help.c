@@ -42,13 +42,14 @@ static const struct {
 	  "exit status: CMD's, or 1 failure, 2 config error or unknown tenant, 64 usage error,\n"
 	  "             127 CMD cannot run\n" },
 	{ "net-reset",
-	  "drfctl net-reset [-c FILE]",
+	  "drfctl net-reset [-c FILE] [--device IFNAME]",
 	  "Removes what drfd installed for the network, and only that: its root qdisc on\n"
 	  "net-device (htb d7f:, with its classes) and its programs and maps pinned in bpffs.\n"
 	  "A qdisc drfd did not install is left alone. Refused while drfd runs: it would\n"
 	  "install them again.\n"
 	  "\n"
 	  "  -c, --config FILE   main config file (default " DRFCTL_DEFAULT_CONFIG ")\n"
+	  "  --device IFNAME     the device, if not the config's net-device\n"
 	  "\n"
 	  "exit status: 0 done, 1 failure (or drfd runs), 2 config error, 64 usage error\n" },
 	{ "help",

@@ -24,10 +24,11 @@ int drfctl_net_reset(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
+		{ "device", required_argument, NULL, 'd' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *path = DRFCTL_DEFAULT_CONFIG;
+	const char *path = DRFCTL_DEFAULT_CONFIG, *device = NULL;
 	struct drf_netbpf bpf = { 0 };
 	struct drf_shaper s;
 	struct drf_tc_nl nl;
@@ -41,6 +42,8 @@ int drfctl_net_reset(int argc, char **argv)
 	while ((opt = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
 		if (opt == 'c') {
 			path = optarg;
+		} else if (opt == 'd') {
+			device = optarg;
 		} else if (opt == 'h') {
 			drfctl_help(stdout, "net-reset");
 			return EXIT_SUCCESS;
@@ -58,9 +61,12 @@ int drfctl_net_reset(int argc, char **argv)
 		fprintf(stderr, "drfctl: %s\n", err);
 		return r == -ENOMEM ? EXIT_FAILURE : DRFCTL_EXIT_CONFIG;
 	}
-	if (!cfg.net_device) {
-		fprintf(stderr, "drfctl net-reset: %s sets no net-device: drfd shapes no network "
-				"there\n", path);
+	/* --device: one the config no longer names (drfd removes those itself at start). */
+	if (!device)
+		device = cfg.net_device;
+	if (!device) {
+		fprintf(stderr, "drfctl net-reset: %s sets no net-device: name the device with "
+				"--device\n", path);
 		drf_config_free(&cfg);
 		return DRFCTL_EXIT_CONFIG;
 	}
@@ -83,15 +89,15 @@ int drfctl_net_reset(int argc, char **argv)
 		return EXIT_FAILURE;
 	}
 	fs.root = root;
-	r = drf_shaper_init(&s, cfg.net_device, &drf_tc_nl_ops, &nl, &drf_netbpf_real_ops, &bpf, &fs,
+	r = drf_shaper_init(&s, device, &drf_tc_nl_ops, &nl, &drf_netbpf_real_ops, &bpf, &fs,
 			    pin, level, NULL);
 	if (r == 0)
 		r = drf_shaper_reset(&s);
 	if (r < 0)
-		fprintf(stderr, "drfctl net-reset: %s: %s\n", cfg.net_device, strerror(-r));
+		fprintf(stderr, "drfctl net-reset: %s: %s\n", device, strerror(-r));
 	else
 		printf("removed drfd's qdisc from %s (if it had one) and its programs pinned in %s\n",
-		       cfg.net_device, pin);
+		       device, pin);
 	drf_shaper_free(&s);
 	drf_tc_nl_close(&nl);
 	drf_config_free(&cfg);

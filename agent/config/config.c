@@ -50,6 +50,9 @@ static const char *const cap_keys[CK_N] = {
 	"net-device", "net-rate", "net-ingress-rate", "net-link-rate",
 };
 
+/* How deep the network programs look for a tenant: DRF_NET_MAX_DEPTH in bpf/net.h. */
+#define NET_MAX_DEPTH 8
+
 /* Tenant keys: weight, cgroup, tasks, then the DRF_NRES demand and task keys. */
 enum tenant_key { TK_WEIGHT, TK_CGROUP, TK_TASKS, TK_DEMAND0, TK_TASK0 = TK_DEMAND0 + DRF_NRES,
 		  TK_N = TK_TASK0 + DRF_NRES };
@@ -1048,6 +1051,25 @@ static int check_tenants(struct parser *ps)
 			return -EINVAL;
 		}
 	}
+	/*
+	 * The network programs look for a packet's tenant among its cgroup's
+	 * ancestors at most DRF_NET_MAX_DEPTH (bpf/net.h) levels below the root.
+	 */
+	if (c->capacity[DRF_RES_NET] > 0 || c->capacity[DRF_RES_NET_IN] > 0)
+		for (size_t i = 0; i < c->n_tenants; i++) {
+			const struct drf_tenant *t = &c->tenants[i];
+			int depth = 1;
+
+			for (const char *q = t->cgroup; *q; q++)
+				depth += *q == '/';
+			if (depth <= NET_MAX_DEPTH)
+				continue;
+			ps->file = t->file;
+			fail_at(ps, tenant_line(ps, i, TK_CGROUP), "tenant '%s': cgroup '%s' is %d "
+				"levels below cgroup-root; with a network capacity, at most %d",
+				t->name, t->cgroup, depth, NET_MAX_DEPTH);
+			return -EINVAL;
+		}
 	if (c->n_tenants < 2)
 		return 0;
 	sorted = malloc(c->n_tenants * sizeof(*sorted));

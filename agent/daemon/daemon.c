@@ -12,7 +12,9 @@
 
 #include "hostcheck.h"
 #include "log.h"
+#include "netbpf.h"
 #include "statefile.h"
+#include "tc_nl.h"
 
 static uint64_t now_realtime(void)
 {
@@ -139,6 +141,49 @@ static void tick(struct drfd *d, size_t verify)
 	notify_status(d);
 }
 
+/*
+ * A device drfd shaped before the restart and no longer does (the config lost
+ * its network capacities, or names another device): its qdisc and the pinned
+ * programs would go on shaping and policing the tenants. Removed, as drfctl
+ * net-reset would.
+ */
+static void stale_net(struct drfd *d, const char *ifname)
+{
+	struct drf_netbpf bpf = { 0 };
+	struct drf_shaper s;
+	struct drf_tc_nl nl;
+	char mount[4096] = "", pin[256];
+	uint32_t level;
+	int r;
+
+	if (d->dry_run) {
+		printf("net-reset %s (no longer shaped)\n", ifname);
+		return;
+	}
+	drf_cgroup2_mount_of(d->root, mount, sizeof(mount));
+	r = drf_net_paths(d->root, mount[0] ? mount : "/sys/fs/cgroup", &level, pin, sizeof(pin));
+	if (r == 0)
+		r = drf_tc_nl_open(&nl);
+	if (r < 0) {
+		drf_log(LOG_ERR, "cannot remove drfd's qdisc and programs from '%s', no longer shaped: "
+				 "%s (drfctl net-reset --device %s does it)", ifname, strerror(-r), ifname);
+		return;
+	}
+	r = drf_shaper_init(&s, ifname, &drf_tc_nl_ops, &nl, &drf_netbpf_real_ops, &bpf, d->fs, pin,
+			    level, NULL);
+	if (r == 0)
+		r = drf_shaper_reset(&s);
+	if (r < 0)
+		drf_log(LOG_ERR, "cannot remove drfd's qdisc and programs from '%s', no longer "
+				 "shaped: %s (drfctl net-reset --device %s does it)", ifname,
+			strerror(-r), ifname);
+	else
+		drf_log(LOG_NOTICE, "'%s' is no longer shaped: removed drfd's qdisc and programs",
+			ifname);
+	drf_shaper_free(&s);
+	drf_tc_nl_close(&nl);
+}
+
 int drfd_start(struct drfd *d, struct drf_reconcile_stats *ret)
 {
 	struct drf_state_entry *e = NULL;
@@ -173,6 +218,12 @@ int drfd_start(struct drfd *d, struct drf_reconcile_stats *ret)
 			drf_log(LOG_WARNING, "state file '%s': ignored %zu lines that do not parse",
 				d->state_path, skipped);
 		for (size_t i = 0; i < n; i++) {
+			if (e[i].netdev) {
+				/* The device shaped before: no longer, or another one now. */
+				if (!d->has_net || strcmp(e[i].name, d->net.ifname) != 0)
+					stale_net(d, e[i].name);
+				continue;
+			}
 			if (e[i].net_minor) {
 				/* A tenant's class minor: the same class after the restart. */
 				if (d->has_net)

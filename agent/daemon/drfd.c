@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
@@ -221,6 +222,7 @@ static int open_root(struct drfd *d, struct cgfs *fs, struct cgfs_recorder *rec)
 
 /* The network's ops and their state: real, or recording for a dry run. */
 struct net_ops {
+	int lock_fd;                    /* the device's lock, held for drfd's life */
 	struct drf_tc_nl nl;
 	struct drf_netbpf bpf;
 	struct drf_tc_recorder tc_rec;
@@ -277,7 +279,35 @@ static int setup_net(struct drfd *d, struct cgfs *fs, const char *mount, struct 
 		drf_log(LOG_ERR, "cannot set up the network shaper: %s", strerror(-r));
 		return EXIT_FAIL;
 	}
+	/*
+	 * One drfd per device too: two with different roots would delete each
+	 * other's classes. The lock is named by the network namespace and the
+	 * device, under the runtime directory.
+	 */
+	if (!d->dry_run) {
+		char lock[256];
+		struct stat ns;
+		pid_t holder = 0;
+
+		if (stat("/proc/self/ns/net", &ns) < 0)
+			ns.st_ino = 0;
+		mkdir("/run/drfd", 0755);
+		snprintf(lock, sizeof(lock), "/run/drfd/net-%llu-%s.lock",
+			 (unsigned long long)ns.st_ino, c->net_device);
+		n->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+		r = n->lock_fd < 0 ? -errno : drf_lock_root(n->lock_fd, &holder);
+		if (r == -EWOULDBLOCK) {
+			drf_log(LOG_ERR, "another drfd (pid %d) shapes '%s'; one drfd per device",
+				(int)holder, c->net_device);
+			return EXIT_LOCKED;
+		}
+		if (r < 0) {
+			drf_log(LOG_ERR, "cannot lock '%s': %s", lock, strerror(-r));
+			return EXIT_FAIL;
+		}
+	}
 	/* fq_codel under each tenant class, where the kernel has it. */
+	d->net.fq_codel_known = drf_have_qdisc("fq_codel") == 1;
 	if (c->capacity[DRF_RES_NET] > 0 && drf_have_qdisc("fq_codel") == 0) {
 		d->net.leaf_fq_codel = false;
 		drf_log(LOG_WARNING, "this kernel has no fq_codel qdisc (sch_fq_codel): tenant "
@@ -289,13 +319,15 @@ static int setup_net(struct drfd *d, struct cgfs *fs, const char *mount, struct 
 
 static void net_ops_free(struct net_ops *n)
 {
+	if (n->lock_fd >= 0)
+		close(n->lock_fd);
 	drf_tc_nl_close(&n->nl);
 	free(n->bpf_rec);
 }
 
 int main(int argc, char **argv)
 {
-	struct net_ops netops = { 0 };
+	struct net_ops netops = { .lock_fd = -1 };
 	struct drfd d = { .listen_fd = -1 };
 	struct cgfs_recorder rec = { 0 };
 	struct drf_reconcile_stats st;
@@ -444,10 +476,13 @@ int main(int argc, char **argv)
 	}
 	if (o.dry_run || o.once) {
 		drf_reconciler_drain(&d.rc);
-		ret = st.errors || d.rc.worker_failures ? EXIT_FAIL : EXIT_OK;
+		ret = st.errors || d.rc.worker_failures || (d.has_net && d.net_last.errors) ? EXIT_FAIL
+											       : EXIT_OK;
 		goto out_d;
 	}
 	/* The parent is promised the first tick's verdict: limits in place, or not. */
+	/* The network's failures count as much as the cgroups'. */
+	st.errors += d.has_net ? d.net_last.errors : 0;
 	if (st.errors) {
 		drf_log(LOG_WARNING, "the first pass had %u errors; drfd goes on and retries them "
 				     "each tick (drfctl status lists them)", st.errors);

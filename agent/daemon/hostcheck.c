@@ -18,6 +18,7 @@
 
 #include "cgroupfs.h"
 #include "htb.h"
+#include "netbpf.h"
 
 int drf_cgroup2_mount_of(const char *path, char *ret, size_t len)
 {
@@ -417,6 +418,14 @@ int drf_check_net(const struct drf_config *c, const struct drf_tc_ops *tc, void 
 		snprintf(err, len, "this kernel cannot load cgroup_skb programs (CONFIG_CGROUP_BPF "
 			 "and CONFIG_BPF_SYSCALL, and CAP_BPF with CAP_NET_ADMIN, are needed), with "
 			 "which drfd classifies and polices each tenant's traffic");
+		return -EOPNOTSUPP;
+	}
+	/* The programs themselves: their helpers, maps and links need a 5.8 or newer kernel. */
+	r = drf_netbpf_probe();
+	if (r < 0) {
+		snprintf(err, len, "this kernel refuses drfd's network programs (%s): they need "
+			 "Linux 5.8 or newer with BTF, and CAP_BPF, CAP_NET_ADMIN and CAP_PERFMON",
+			 strerror(-r));
 		return -EOPNOTSUPP;
 	}
 	if (c->capacity[DRF_RES_NET] > 0) {

@@ -84,8 +84,10 @@ int drf_state_load(const char *path, const char *root, struct drf_state_entry **
 		}
 		if (sscanf(line, "%15s %255s %4095s", word, name, cg) != 3 || !ours ||
 		    (strcmp(word, "tenant") != 0 && strcmp(word, "orphan") != 0 &&
-		     strcmp(word, "netclass") != 0) ||
-		    (strcmp(word, "netclass") == 0 ? !valid_minor(cg) : cgfs_path_problem(cg) != NULL)) {
+		     strcmp(word, "netclass") != 0 && strcmp(word, "netdev") != 0) ||
+		    (strcmp(word, "netclass") == 0 ? !valid_minor(cg)
+		     : strcmp(word, "netdev") == 0 ? strcmp(cg, "-") != 0 || strlen(name) >= 16
+						   : cgfs_path_problem(cg) != NULL)) {
 			if (strncmp(line, "drfd-state ", 11) != 0)
 				skipped++;
 			continue;
@@ -102,6 +104,7 @@ int drf_state_load(const char *path, const char *root, struct drf_state_entry **
 			cap = nc;
 		}
 		e[n].net_minor = 0;
+		e[n].netdev = strcmp(word, "netdev") == 0;
 		if (strcmp(word, "netclass") == 0) {
 			e[n].net_minor = (unsigned)strtoul(cg, NULL, 16);
 			snprintf(cg, sizeof(cg), "-");
@@ -178,6 +181,8 @@ int drf_state_save(const char *path, const char *root, const struct drf_reconcil
 		fprintf(f, "tenant %s %s\n", rc->t[i].name, rc->t[i].cgroup);
 	for (size_t i = 0; i < rc->n_orphans; i++)
 		fprintf(f, "orphan %s %s\n", rc->orphans[i].name, rc->orphans[i].cgroup);
+	if (net)
+		fprintf(f, "netdev %s -\n", net->ifname);
 	for (size_t i = 0; net && i < net->n; i++)
 		fprintf(f, "netclass %s %x\n", net->t[i].name, net->t[i].minor);
 	if (fflush(f) != 0 || fsync(fileno(f)) < 0)

@@ -11,10 +11,12 @@
  *   tenant NAME CGROUP
  *   orphan NAME CGROUP
  *   netclass NAME MINOR     (the tenant's HTB class minor, hex: stable across restarts)
+ *   netdev IFNAME -         (the device drfd shapes: cleaned up if the config drops it)
  */
 #ifndef DRF_STATEFILE_H
 #define DRF_STATEFILE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "reconcile.h"
@@ -24,6 +26,7 @@ struct drf_state_entry {
 	char *name;
 	char *cgroup;        /* "-" for a netclass line */
 	unsigned net_minor;  /* a netclass line's minor; 0 for tenant and orphan lines */
+	bool netdev;         /* a netdev line: name is the device */
 };
 
 /* STATE_DIR/ROOT-ESCAPED.state: '/' as '-', '-' and '%' as %2d and %25. */

@@ -235,7 +235,10 @@ static void json_net(const struct drfd *d, FILE *f, int *problems)
 	json_str(f, s->ifname);
 	fprintf(f, ", \"ifindex\": %d, \"link_bps\": %llu, \"mtu\": %u, \"egress\": %s, "
 		   "\"ingress\": %s, \"qdisc\": \"%s\", \"foreign_qdisc\": ", s->link.ifindex,
-		(unsigned long long)(s->link_rate ? s->link_rate : s->link.speed), s->link.mtu,
+		/* the link as HTB's tree has it: net-link-rate, the speed, or net-rate */
+		(unsigned long long)(s->egress ? s->base[0].rate * 8
+					       : s->link_rate ? s->link_rate : s->link.speed),
+		s->link.mtu,
 		s->egress ? "true" : "false",
 		s->ingress ? "true" : "false",
 		!s->egress ? "none" : s->qdisc_ok ? "ok" : s->foreign ? "foreign" : "failing");
@@ -461,9 +464,13 @@ static void render_text(const struct drfd *d, FILE *f, int *problems)
 {
 	const struct drf_enforced *e = &d->plan;
 	const struct drf_reconciler *rc = &d->rc;
-	double now = (double)time(NULL);
+	struct timespec ts;
+	double now;
 	char up[32], ago[32], q[64];
 
+	/* In the same clock and precision as started and last_tick. */
+	clock_gettime(CLOCK_REALTIME, &ts);
+	now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 	human_duration(now - (double)d->started / 1e6, up, sizeof(up));
 	human_duration(now - (double)d->last_tick / 1e6, ago, sizeof(ago));
 	fprintf(f, "drfd (pid %d): %s: policy %s, mode %s, root %s\n", (int)getpid(),

@@ -66,7 +66,9 @@ int drf_shaper_init(struct drf_shaper *s, const char *ifname, const struct drf_t
 		return -ENAMETOOLONG;
 	snprintf(s->pin_dir, sizeof(s->pin_dir), "%s", pin_dir);
 	s->ifname = strdup(ifname ? ifname : "");
-	return s->ifname ? 0 : -ENOMEM;
+	s->by_minor = calloc(65536, sizeof(*s->by_minor));
+	s->leaf_of = calloc(65536, sizeof(*s->leaf_of));
+	return s->ifname && s->by_minor && s->leaf_of ? 0 : -ENOMEM;
 }
 
 static void tenants_free(struct drf_shaper_tenant *t, size_t n)
@@ -88,6 +90,8 @@ void drf_shaper_free(struct drf_shaper *s)
 	free(s->mem_name);
 	free(s->mem_minor);
 	free(s->ifname);
+	free(s->by_minor);
+	free(s->leaf_of);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -139,6 +143,9 @@ static void remap(struct drf_shaper *s)
 	uint64_t link = s->link_rate ? s->link_rate : s->link.speed;
 
 	drf_htb_base(&s->plan, link, mtu, s->base);
+	memset(s->wanted, 0, sizeof(s->wanted));
+	for (size_t i = 0; i < s->n; i++)
+		SET_BIT(s->wanted, s->t[i].minor);
 	for (size_t i = 0; i < s->n; i++) {
 		struct drf_shaper_tenant *t = &s->t[i];
 		struct drf_policer pol = drf_htb_policer(&s->plan, &t->in, mtu);
@@ -154,12 +161,52 @@ static void remap(struct drf_shaper *s)
 	}
 }
 
+static uint64_t name_hash(const char *name)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+		h = (h ^ *p) * 1099511628211ULL;
+	return h;
+}
+
+/* A hash of the plan's tenants by name (index + 1): a reload is O(n). */
+static int names_index(const struct drf_shaper *s, size_t **ret, size_t *ret_cap)
+{
+	size_t cap = 16, *slot;
+
+	while (cap < 2 * s->n)
+		cap *= 2;
+	slot = calloc(cap, sizeof(*slot));
+	if (!slot)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->n; i++) {
+		size_t h = (size_t)name_hash(s->t[i].name) & (cap - 1);
+
+		while (slot[h])
+			h = (h + 1) & (cap - 1);
+		slot[h] = i + 1;
+	}
+	*ret = slot;
+	*ret_cap = cap;
+	return 0;
+}
+
+static ssize_t old_by_name(const struct drf_shaper *s, const size_t *slot, size_t cap,
+			   const char *name)
+{
+	for (size_t h = (size_t)name_hash(name) & (cap - 1); slot[h]; h = (h + 1) & (cap - 1))
+		if (strcmp(s->t[slot[h] - 1].name, name) == 0)
+			return (ssize_t)(slot[h] - 1);
+	return -1;
+}
+
 int drf_shaper_set(struct drf_shaper *s, const struct drf_enforced *e, bool replace_foreign)
 {
 	const struct drf_config *c = &e->cfg;
 	struct drf_shaper_tenant *nt;
 	uint8_t used[65536 / 8] = { 0 };
-	size_t n = c->n_tenants;
+	size_t n = c->n_tenants, *slot = NULL, cap = 0, *old_of = NULL;
 	double max_eg = 0;
 	int r = -ENOMEM;
 
@@ -172,25 +219,29 @@ int drf_shaper_set(struct drf_shaper *s, const struct drf_enforced *e, bool repl
 	 * Tenants that keep their minor first (from the plan in force, or the
 	 * state file after a restart), so that a newcomer never takes one.
 	 */
+	old_of = calloc(n + 1, sizeof(*old_of));
+	if (!old_of || names_index(s, &slot, &cap) < 0)
+		goto fail;
 	for (size_t i = 0; i < n; i++) {
-		for (size_t o = 0; o < s->n && !nt[i].minor; o++)
-			if (strcmp(s->t[o].name, c->tenants[i].name) == 0) {
-				nt[i].minor = s->t[o].minor;
-				SET_BIT(used, nt[i].minor);
-			}
+		ssize_t o = old_by_name(s, slot, cap, c->tenants[i].name);
+
+		old_of[i] = o + 1;
+		if (o >= 0) {
+			nt[i].minor = s->t[o].minor;
+			SET_BIT(used, nt[i].minor);
+		}
+	}
+	/* Then the state file's, for tenants not in the plan, where still free. */
+	for (size_t i = 0; i < n; i++)
 		for (size_t m = 0; m < s->n_mem && !nt[i].minor; m++)
 			if (strcmp(s->mem_name[m], c->tenants[i].name) == 0 &&
 			    !BIT(used, s->mem_minor[m])) {
 				nt[i].minor = s->mem_minor[m];
 				SET_BIT(used, nt[i].minor);
 			}
-	}
 	for (size_t i = 0; i < n; i++) {
-		const struct drf_shaper_tenant *old = NULL;
+		const struct drf_shaper_tenant *old = old_of[i] ? &s->t[old_of[i] - 1] : NULL;
 
-		for (size_t o = 0; o < s->n && !old; o++)
-			if (strcmp(s->t[o].name, c->tenants[i].name) == 0)
-				old = &s->t[o];
 		if (old) {
 			/* Observed state, counters and minor carried over. */
 			nt[i] = *old;
@@ -212,11 +263,20 @@ int drf_shaper_set(struct drf_shaper *s, const struct drf_enforced *e, bool repl
 		if (nt[i].in.eg_alloc > max_eg)
 			max_eg = nt[i].in.eg_alloc;
 	}
-	/* Committed. */
+	/* Committed. The state file's minors served the first plan after a restart. */
+	free(slot);
+	free(old_of);
 	tenants_free(s->t, s->n);
 	s->t = nt;
 	s->n = n;
 	s->max_eg = max_eg;
+	for (size_t m = 0; m < s->n_mem; m++)
+		free(s->mem_name[m]);
+	free(s->mem_name);
+	free(s->mem_minor);
+	s->mem_name = NULL;
+	s->mem_minor = NULL;
+	s->n_mem = 0;
 	s->plan = (struct drf_htb_plan){
 		.limit = c->mode == DRF_MODE_LIMIT,
 		.eg_cap = e->problem.capacity[DRF_RES_NET],
@@ -234,6 +294,8 @@ int drf_shaper_set(struct drf_shaper *s, const struct drf_enforced *e, bool repl
 	remap(s);
 	return 0;
 fail:
+	free(slot);
+	free(old_of);
 	tenants_free(nt, n);
 	return r;
 }
@@ -260,25 +322,41 @@ static bool class_matches(const struct drf_tc_class *want, const struct drf_tc_c
 	return true;
 }
 
-static const struct drf_tc_class *find_class(const struct drf_tc_class *v, size_t n, uint32_t id)
+/*
+ * The tick's indexes, by class minor: the class read back (index + 1 into the
+ * dump) and the leaf qdisc under it (index + 1 into the qdisc list), so that a
+ * tick is O(n) however many tenants. Only drfd's qdisc d7f: is indexed.
+ */
+static void index_dump(struct drf_shaper *s, const struct drf_tc_class *cl, size_t nc,
+		       const struct drf_tc_qdisc *q, size_t nq)
 {
-	for (size_t i = 0; i < n; i++)
-		if (v[i].classid == id)
-			return &v[i];
-	return NULL;
+	memset(s->by_minor, 0, 65536 * sizeof(*s->by_minor));
+	memset(s->leaf_of, 0, 65536 * sizeof(*s->leaf_of));
+	for (size_t i = 0; i < nc; i++)
+		if (DRF_TC_MAJ(cl[i].classid) == DRF_HTB_MAJOR)
+			s->by_minor[DRF_TC_MIN(cl[i].classid)] = (uint32_t)i + 1;
+	for (size_t i = 0; i < nq; i++)
+		if (DRF_TC_MAJ(q[i].parent) == DRF_HTB_MAJOR)
+			s->leaf_of[DRF_TC_MIN(q[i].parent)] = (uint32_t)i + 1;
+}
+
+static const struct drf_tc_class *find_class(const struct drf_shaper *s,
+					     const struct drf_tc_class *cl, uint32_t id)
+{
+	uint32_t x = s->by_minor[DRF_TC_MIN(id)];
+
+	return x ? &cl[x - 1] : NULL;
 }
 
 /* Whether the class's leaf is fq_codel with CoDel's parameters for its rate. */
-static bool leaf_holds(const struct drf_tc_qdisc *q, size_t nq, const struct drf_tc_class *cl)
+static bool leaf_holds(const struct drf_shaper *s, const struct drf_tc_qdisc *q,
+		       const struct drf_tc_class *cl)
 {
-	uint32_t target, interval;
+	uint32_t target, interval, x = s->leaf_of[DRF_TC_MIN(cl->classid)];
 
 	drf_htb_codel(cl->rate, &target, &interval);
-	for (size_t i = 0; i < nq; i++)
-		if (q[i].parent == cl->classid)
-			return strcmp(q[i].kind, "fq_codel") == 0 && q[i].target_us == target &&
-			       q[i].interval_us == interval;
-	return false;
+	return x && strcmp(q[x - 1].kind, "fq_codel") == 0 && q[x - 1].target_us == target &&
+	       q[x - 1].interval_us == interval;
 }
 
 /* Makes the root qdisc drfd's; false while it cannot (foreign, or failing). */
@@ -367,12 +445,8 @@ static int sync_class(struct drf_shaper *s, const struct drf_tc_class *want,
 
 static bool wanted_minor(const struct drf_shaper *s, uint32_t minor)
 {
-	if (minor == DRF_HTB_LINK_MIN || minor == DRF_HTB_TENANTS_MIN || minor == DRF_HTB_DEFAULT_MIN)
-		return true;
-	for (size_t i = 0; i < s->n; i++)
-		if (s->t[i].minor == minor)
-			return true;
-	return false;
+	return minor == DRF_HTB_LINK_MIN || minor == DRF_HTB_TENANTS_MIN ||
+	       minor == DRF_HTB_DEFAULT_MIN || BIT(s->wanted, minor);
 }
 
 static void egress_tick(struct drf_shaper *s, double dt, struct drf_shaper_stats *st)
@@ -395,14 +469,15 @@ static void egress_tick(struct drf_shaper *s, double dt, struct drf_shaper_stats
 		goto out;
 	}
 	mended(s, &s->err_dump, "reading tc state");
+	index_dump(s, cl, nc, q, nq);
 	/* Parents before children: the link, the tenants' and default classes, then tenants. */
 	for (int b = 0; b < 3; b++)
-		if (sync_class(s, &s->base[b], find_class(cl, nc, s->base[b].classid),
+		if (sync_class(s, &s->base[b], find_class(s, cl, s->base[b].classid),
 			       &s->base_wrote[b], &s->err_qdisc, st) < 0)
 			goto out;
 	for (size_t i = 0; i < s->n; i++) {
 		struct drf_shaper_tenant *t = &s->t[i];
-		const struct drf_tc_class *have = find_class(cl, nc, t->want.classid);
+		const struct drf_tc_class *have = find_class(s, cl, t->want.classid);
 
 		r = sync_class(s, &t->want, have, &t->wrote, &t->err_class, st);
 		t->class_ok = r >= 0;
@@ -416,7 +491,7 @@ static void egress_tick(struct drf_shaper *s, double dt, struct drf_shaper_stats
 			t->seen_valid = true;
 		}
 		/* A rewritten class keeps its leaf: the leaf is judged on its own. */
-		t->leaf_ok = !s->leaf_fq_codel || leaf_holds(q, nq, &t->want);
+		t->leaf_ok = !s->leaf_fq_codel || leaf_holds(s, q, &t->want);
 		if (t->leaf_ok)
 			continue;
 		{
@@ -426,8 +501,11 @@ static void egress_tick(struct drf_shaper *s, double dt, struct drf_shaper_stats
 			r = s->tc->add_leaf(s->tc_ctx, s->link.ifindex, t->want.classid, target,
 					    interval);
 		}
-		if (r == -ENOENT) {
-			/* The class is there (just read or written): the kernel lacks the kind. */
+		if (r == -ENOENT && !s->fq_codel_known) {
+			/*
+			 * The class is there (just read or written) and the kernel
+			 * could not say it has sch_fq_codel: it lacks the kind.
+			 */
 			say(s, LOG_WARNING, "%s: this kernel has no fq_codel qdisc (sch_fq_codel): "
 				  "tenant classes keep HTB's default FIFO queue", s->ifname);
 			s->leaf_fq_codel = false;
@@ -462,6 +540,45 @@ static void egress_tick(struct drf_shaper *s, double dt, struct drf_shaper_stats
 out:
 	free(q);
 	free(cl);
+}
+
+/* The tenant whose cgroup id is cgid, through a hash built by cg_index(); -1 if none. */
+static ssize_t tenant_by_cgid(const size_t *slot, size_t cap, const struct drf_shaper *s,
+			      uint64_t cgid)
+{
+	size_t h;
+
+	if (!cgid || !cap)
+		return -1;
+	for (h = (size_t)(cgid * 0x9e3779b97f4a7c15ULL) & (cap - 1); slot[h];
+	     h = (h + 1) & (cap - 1))
+		if (s->t[slot[h] - 1].cgid == cgid)
+			return (ssize_t)(slot[h] - 1);
+	return -1;
+}
+
+/* A hash of the tenants' known cgroup ids (index + 1); NULL on ENOMEM. */
+static size_t *cg_index(const struct drf_shaper *s, size_t *ret_cap)
+{
+	size_t cap = 16, *slot;
+
+	while (cap < 2 * s->n)
+		cap *= 2;
+	slot = calloc(cap, sizeof(*slot));
+	if (!slot)
+		return NULL;
+	for (size_t i = 0; i < s->n; i++) {
+		size_t h;
+
+		if (!s->t[i].cgid)
+			continue;
+		for (h = (size_t)(s->t[i].cgid * 0x9e3779b97f4a7c15ULL) & (cap - 1); slot[h];
+		     h = (h + 1) & (cap - 1))
+			;
+		slot[h] = i + 1;
+	}
+	*ret_cap = cap;
+	return slot;
 }
 
 /* Removes drfd's root qdisc, with its classes, once net-rate left the config. */
@@ -501,7 +618,8 @@ static void bpf_tick(struct drf_shaper *s, size_t verify_from, size_t verify,
 	int r;
 
 	if (!s->attached) {
-		r = s->bpf->attach(s->bpf_ctx, s->pin_dir, s->fs->rootfd, s->root_level, &adopted);
+		r = s->bpf->attach(s->bpf_ctx, s->pin_dir, s->fs->rootfd, s->root_level,
+				   s->link.ifindex, &adopted);
 		if (r < 0) {
 			failed(s, &s->err_bpf, r, st, "cannot load or attach the network programs "
 				  "(pinned in %s)", s->pin_dir);
@@ -565,18 +683,21 @@ static void bpf_tick(struct drf_shaper *s, size_t verify_from, size_t verify,
 		uint64_t *keys = NULL;
 		size_t nk = 0;
 
+		size_t cap = 0, *slot;
+
 		r = s->bpf->keys(s->bpf_ctx, &keys, &nk);
 		if (r < 0) {
 			failed(s, &s->err_bpf, r, st, "cannot list the network map");
 			return;
 		}
+		slot = cg_index(s, &cap);
+		if (!slot) {
+			free(keys);
+			return; /* tried again next tick */
+		}
 		s->map_dirty = false;
 		for (size_t k = 0; k < nk; k++) {
-			bool mine = false;
-
-			for (size_t i = 0; i < s->n && !mine; i++)
-				mine = s->t[i].cgid == keys[k];
-			if (mine)
+			if (tenant_by_cgid(slot, cap, s, keys[k]) >= 0)
 				continue;
 			r = s->bpf->del(s->bpf_ctx, keys[k]);
 			if (r < 0) {
@@ -587,33 +708,42 @@ static void bpf_tick(struct drf_shaper *s, size_t verify_from, size_t verify,
 			}
 			st->writes++;
 		}
+		free(slot);
 		free(keys);
 	}
 }
 
+/*
+ * Every tenant's counters in one pass over the map, and the rates since the
+ * last tick. Counters of no tenant (a packet in flight when drfd deleted its
+ * tenant's entry re-creates them) are deleted: left, they would fill the
+ * pinned maps for good.
+ */
 static void counters_tick(struct drf_shaper *s, double dt)
 {
 	struct drf_net_counters *vals = NULL;
 	uint64_t *keys = NULL;
-	size_t n = 0;
+	size_t n = 0, cap = 0, *slot;
 
 	if (s->bpf->counters(s->bpf_ctx, &keys, &vals, &n) < 0)
 		return; /* counters are for the status: a failure here changes nothing */
-	for (size_t i = 0; i < s->n; i++) {
-		struct drf_shaper_tenant *t = &s->t[i];
+	slot = cg_index(s, &cap);
+	for (size_t k = 0; slot && k < n; k++) {
+		ssize_t i = tenant_by_cgid(slot, cap, s, keys[k]);
+		struct drf_shaper_tenant *t;
 
-		for (size_t k = 0; k < n; k++) {
-			if (keys[k] != t->cgid || !t->cgid)
-				continue;
-			if (dt > 0 && vals[k].eg_bytes >= t->cnt.eg_bytes &&
-			    vals[k].in_bytes >= t->cnt.in_bytes) {
-				t->eg_bps = (double)(vals[k].eg_bytes - t->cnt.eg_bytes) * 8 / dt;
-				t->in_bps = (double)(vals[k].in_bytes - t->cnt.in_bytes) * 8 / dt;
-			}
-			t->cnt = vals[k];
-			break;
+		if (i < 0) {
+			s->bpf->del(s->bpf_ctx, keys[k]);
+			continue;
 		}
+		t = &s->t[i];
+		if (dt > 0 && vals[k].eg_bytes >= t->cnt.eg_bytes && vals[k].in_bytes >= t->cnt.in_bytes) {
+			t->eg_bps = (double)(vals[k].eg_bytes - t->cnt.eg_bytes) * 8 / dt;
+			t->in_bps = (double)(vals[k].in_bytes - t->cnt.in_bytes) * 8 / dt;
+		}
+		t->cnt = vals[k];
 	}
+	free(slot);
 	free(keys);
 	free(vals);
 }
@@ -638,6 +768,11 @@ int drf_shaper_tick(struct drf_shaper *s, uint64_t now_ns, size_t verify,
 	mended(s, &s->err_link, "net-device");
 	if (!s->link_ok || l.ifindex != s->link.ifindex || l.mtu != s->link.mtu ||
 	    l.speed != s->link.speed) {
+		/* The programs act on net-device's packets: a new ifindex, new programs. */
+		if (s->attached && l.ifindex != s->link.ifindex) {
+			s->bpf->close(s->bpf_ctx);
+			s->attached = false;
+		}
 		s->link = l;
 		s->link_ok = true;
 		remap(s);
@@ -654,6 +789,8 @@ int drf_shaper_tick(struct drf_shaper *s, uint64_t now_ns, size_t verify,
 	s->last_ns = now_ns;
 	for (size_t i = 0; i < s->n; i++)
 		st.retrying += (s->egress && (!s->t[i].class_ok || !s->t[i].leaf_ok)) + !s->t[i].map_ok;
+	/* A foreign root qdisc, or programs not attached: nothing of it holds. */
+	st.retrying += (s->egress && !s->qdisc_ok) + !s->attached;
 out:
 	s->total_writes += st.writes;
 	s->total_errors += st.errors;

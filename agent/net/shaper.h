@@ -59,6 +59,7 @@ struct drf_shaper {
 	struct drf_logger log;
 	bool replace_foreign;           /* [agent] net-replace-qdisc = yes */
 	bool leaf_fq_codel;             /* tenant classes get fq_codel (the kernel has it) */
+	bool fq_codel_known;            /* the host check found sch_fq_codel: ENOENT is no proof */
 	char *ifname;
 	struct drf_tc_link link;
 	bool link_ok;
@@ -85,6 +86,8 @@ struct drf_shaper {
 	size_t n_mem;
 	bool map_dirty;                 /* stale map entries may exist: list the keys */
 	size_t cursor;                  /* next tenant whose map entry is read back */
+	uint32_t *by_minor, *leaf_of;   /* a tick's indexes by class minor (65536 each) */
+	uint8_t wanted[65536 / 8];      /* bits: the minors of the plan's tenants */
 	uint64_t last_ns;               /* CLOCK_MONOTONIC of the last counters */
 	uint64_t total_writes, total_errors;
 };

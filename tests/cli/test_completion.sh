@@ -92,7 +92,7 @@ opts() {
 	plan) echo "-c --config --policy --discrete --json --compare -h --help" ;;
 	status) echo "-c --config --json --socket -h --help" ;;
 	exec) echo "-c --config -h --help" ;;
-	net-reset) echo "-c --config -h --help" ;;
+	net-reset) echo "-c --config --device -h --help" ;;
 	esac
 }
 

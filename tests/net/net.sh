@@ -11,7 +11,8 @@
 # Runs on the host (make check-net) and in the VM (tests/vm/t_net.sh).
 #   DRFD=... DRFCTL=... tests/net/net.sh [SCALE [TEST...]]
 # SCALE multiplies every rate (the VM's emulated CPU needs lower ones); TEST is
-# limit2, limit3, share, default, restart, counters, ingress, foreign (default: all).
+# limit2, limit3, share, default, restart, counters, ingress, rootgone, devchange,
+# foreign (default: all).
 # Results: PASS/FAIL/SKIP lines on stdout, also appended to $NET_RESULTS.
 # Goodput is what iperf3 received: TCP payload, 1448 bytes of every 1514-byte
 # frame that HTB counts (Ethernet 14 + IP 20 + TCP with timestamps 32), so a
@@ -22,7 +23,8 @@ drfctl=${DRFCTL:?set DRFCTL to the drfctl binary}
 scale=${1:-1}
 shift
 tests=("$@")
-[ ${#tests[@]} -eq 0 ] && tests=(limit2 limit3 share default restart counters ingress foreign)
+[ ${#tests[@]} -eq 0 ] && tests=(limit2 limit3 share default restart counters ingress rootgone devchange
+	foreign)
 results=${NET_RESULTS:-/dev/null}
 pass=0 failed=0
 GOODPUT=$(awk 'BEGIN { printf "%.6f", 1448 / 1514 }')
@@ -385,7 +387,7 @@ PY
 # held within 10% of it (its goodput: rate x 1448/1514), with and without ECN;
 # another tenant's ingress is untouched.
 test_ingress() {
-	local ecn noecn b acts acts1 want
+	local ecn noecn b lo acts acts1 want
 	write_conf limit "net-ingress-rate = $(mbit 100)" "a net-ingress-rate=$(mbit 10)" "b"
 	start_drfd || { ko ingress-policer "drfd did not start: $(tail -3 "$work/drfd.log")"; return; }
 	ip netns exec "$nsA" sysctl -qw net.ipv4.tcp_ecn=1
@@ -401,11 +403,64 @@ test_ingress() {
 	client b 5203 4 -R
 	wait_clients
 	b=$(received "$work/b.5203.json")
+	# a's traffic on another device (loopback) is none of the policer's business.
+	ip netns exec "$nsA" iperf3 -s -1 -D -B 127.0.0.1 -p 5206 >/dev/null 2>&1
+	sleep 0.3
+	inA "$drfctl" exec -c "$work/drfd.conf" a -- iperf3 -c 127.0.0.1 -p 5206 -t 2 -R -J \
+		>"$work/a.lo.json" 2>/dev/null
+	lo=$(received "$work/a.lo.json")
 	acts=$(status_py "'%d marked, %d dropped' % (s['tenants'][0]['net']['ingress']['marked'], s['tenants'][0]['net']['ingress']['dropped'])")
 	stop_drfd
 	want=$(awk -v r="$(mbit 10)" -v g="$GOODPUT" 'BEGIN { printf "%.3f", r / 1000 * g }')
-	check ingress-policer "within $ecn $want 0.1 && within $noecn $want 0.1 && awk -v b=$b -v w=$want 'BEGIN { exit !(b > 3 * w) }'" \
-		"a, policed at $(mbit 10) (goodput $want Mbit/s), received $ecn Mbit/s with ECN ($acts1) and $noecn without (then $acts in all); b, not policed, $b Mbit/s"
+	check ingress-policer "within $ecn $want 0.1 && within $noecn $want 0.1 && awk -v b=$b -v l=$lo -v w=$want 'BEGIN { exit !(b > 3 * w && l > 3 * w) }'" \
+		"a, policed at $(mbit 10) (goodput $want Mbit/s), received $ecn Mbit/s with ECN ($acts1) and $noecn without (then $acts in all); b, not policed, $b Mbit/s; a over loopback (not net-device) $lo Mbit/s"
+}
+
+# cgroup-root removed and made again while drfd is down (under systemd: a restart
+# of drfd-tenants.service): the pinned links hold the old cgroup, severed; drfd
+# attaches anew, and the tenant's traffic is classified again.
+test_rootgone() {
+	local progs d0 d1 got want
+	write_conf limit "net-rate = $(mbit 50)\nnet-link-rate = $(mbit 100)" "a net-rate=$(mbit 20)"
+	start_drfd || { ko root-recreated "drfd did not start"; return; }
+	stop_drfd
+	rmdir "$root/a" "$root"
+	start_drfd || { ko root-recreated "drfd did not start: $(tail -3 "$work/drfd.log")"; return; }
+	progs=$(bpftool cgroup show "$root" 2>/dev/null | grep -c drf_net_)
+	d0=$(tc -n "$nsA" -s class show dev va classid d7f:ffff | awk '/Sent/ {print $2}')
+	client a 5201 4
+	wait_clients
+	d1=$(tc -n "$nsA" -s class show dev va classid d7f:ffff | awk '/Sent/ {print $2}')
+	got=$(received "$work/a.5201.json")
+	want=$(awk -v r="$(mbit 20)" -v g="$GOODPUT" 'BEGIN { printf "%.3f", r / 1000 * g }')
+	stop_drfd
+	check root-recreated "[ $progs -eq 2 ] && [ $((d1 - d0)) -lt 65536 ] && within $got $want 0.05" \
+		"programs at the new root: $progs; default class sent $((d1 - d0)) bytes; a's goodput $got/$want Mbit/s"
+}
+
+# The device changes while drfd is down: at its start drfd removes its qdisc and
+# programs from the old one (the state file names it) and shapes the new one.
+test_devchange() {
+	local old new
+	# A second veth pair inside netns A: the host's kernel may have no dummy device.
+	if ! { ip -n "$nsA" link add vd type veth peer name ve && ip -n "$nsA" link set vd up &&
+		ip -n "$nsA" link set ve up; }; then
+		ko device-change "cannot add a second device"
+		return
+	fi
+	write_conf limit "net-rate = $(mbit 50)" "a net-rate=$(mbit 20)"
+	start_drfd || { ko device-change "drfd did not start"; return; }
+	stop_drfd
+	sed -i 's/^net-device = va$/net-device = vd/' "$work/drfd.conf"
+	start_drfd || { ko device-change "drfd did not start on vd: $(tail -3 "$work/drfd.log")"; return; }
+	old=$(tc -n "$nsA" qdisc show dev va | awk '{print $2, $3; exit}')
+	new=$(tc -n "$nsA" qdisc show dev vd | awk '{print $2, $3; exit}')
+	stop_drfd
+	inA "$drfctl" net-reset -c "$work/drfd.conf" >/dev/null 2>&1
+	sed -i 's/^net-device = vd$/net-device = va/' "$work/drfd.conf"
+	ip -n "$nsA" link del vd
+	check device-change "[ '$old' != 'htb d7f:' ] && [ '$new' = 'htb d7f:' ]" \
+		"after net-device va -> vd across a restart: va's root qdisc '$old', vd's '$new'"
 }
 
 # A root qdisc drfd did not install: exit 7 and left alone, unless net-replace-qdisc;

@@ -349,6 +349,22 @@ static void test_cgroup_paths(void **state)
 		     "cgroup 'a/b' is inside cgroup 'a' of tenant 'a'");
 	expect_error("[capacity]\ncpu = 4\n[tenant a]\ncgroup = x\n[tenant b]\ncgroup = x\n", 6,
 		     "is the same as cgroup 'x'");
+	/* With a network capacity, the programs find tenants at most 8 levels down. */
+	expect_error("[capacity]\nnet-device = eth0\nnet-rate = 1gbit\n[tenant a]\n"
+		     "cgroup = 1/2/3/4/5/6/7/8/9\n", 5, "is 9 levels below cgroup-root");
+	{
+		struct drf_config c;
+
+		assert_int_equal(load_with("[capacity]\nnet-device = eth0\nnet-rate = 1gbit\n"
+					   "[tenant a]\ncgroup = 1/2/3/4/5/6/7/8\n",
+					   &t_fake_host, &c),
+				 0);
+		drf_config_free(&c);
+		assert_int_equal(load_with("[capacity]\ncpu = 4\n[tenant a]\n"
+					   "cgroup = 1/2/3/4/5/6/7/8/9\n", &t_fake_host, &c),
+				 0);
+		drf_config_free(&c);
+	}
 	{
 		struct drf_config c;
 

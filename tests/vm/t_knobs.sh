@@ -49,7 +49,7 @@ CONF
 
 # Compares every knob with the mapping; prints a summary, fails on a difference.
 compare() { # MODE
-	local mode=$1 bad=0 t f want have cg n
+	local mode=$1 bad=0 f want have cg n
 	"$DRFCTL" plan -c "$conf" --json >"$work/plan.json"
 	$PY "$here/expect_knobs.py" "$mode" "$dev" web:memory=268435456 db:memory=536870912 \
 		db:cgroup=data/db \

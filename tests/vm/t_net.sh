@@ -21,5 +21,5 @@ programs; the ingress policer holds a tenant near its rate
 DIAGRAM
 
 NET_RESULTS=$R/results.txt DRFD=$DRFD DRFCTL=$DRFCTL "$DRF_TOP/tests/net/net.sh" 0.2 \
-	limit2 share default restart counters ingress foreign >"$R/net.log" 2>&1
+	limit2 share default restart counters ingress rootgone devchange foreign >"$R/net.log" 2>&1
 exit 0

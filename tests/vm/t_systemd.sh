@@ -178,7 +178,8 @@ systemctl reset-failed drfd-second.service 2>/dev/null
 
 # 6b. The network under the unit's sandbox: capabilities, bpffs, the bpf system call.
 ip link add drfv0 type veth peer name drfv1 && ip link set drfv0 up && ip link set drfv1 up
-sed -i 's/^\[capacity\]$/[capacity]\nnet-device = drfv0\nnet-rate = 50mbit/' /etc/drfd/drfd.conf
+# net-rate = auto: the link speed through ethtool, under the unit's address families.
+sed -i 's/^\[capacity\]$/[capacity]\nnet-device = drfv0\nnet-rate = auto/' /etc/drfd/drfd.conf
 systemctl restart drfd.service
 wait_for 30 systemctl -q is-active drfd.service
 # shellcheck disable=SC2317 # called through wait_for
@@ -191,7 +192,7 @@ pid=$(systemctl show -p MainPID --value drfd.service)
 caps=$(awk '$1 == "CapEff:" {print $2}' "/proc/$pid/status")
 check network-under-the-unit "[ '$q' = 'htb d7f:' ] && [ $progs -eq 2 ] && [ '$(jq_py 's["net"]["qdisc"]')' = ok ]" \
 	"drfv0 root qdisc '$q', programs at the tenants' cgroup: $progs, status net: $(jq_py 's["net"]["qdisc"] + "/" + s["net"]["programs"]'), CapEff $caps"
-sed -i '/^net-device = drfv0$/d; /^net-rate = 50mbit$/d' /etc/drfd/drfd.conf
+sed -i '/^net-device = drfv0$/d; /^net-rate = auto$/d' /etc/drfd/drfd.conf
 systemctl stop drfd.service
 drfctl net-reset >/dev/null 2>&1
 systemctl start drfd.service
