@@ -26,8 +26,6 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 /* The level of cgroup-root in the cgroup2 hierarchy (0: the hierarchy's root). */
 const volatile __u32 drf_root_level = 0;
-/* net-device: the programs act on its packets only, not on loopback's or others'. */
-const volatile __u32 drf_ifindex = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -50,13 +48,24 @@ struct {
 	__type(value, struct drf_net_bucket);
 } drf_net_buckets SEC(".maps");
 
+/* The program's own (not pinned): drfd fills it before the program is linked. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, DRF_NET_MAX_DEVS);
+	__type(key, __u32);
+	__type(value, __u32);
+} devs SEC(".maps");
+
 /*
  * The tenant whose cgroup is an ancestor of the packet's socket's, for a packet
  * through net-device; its id in *id.
  */
 static __always_inline struct drf_net_tenant *tenant_of(struct __sk_buff *skb, __u64 *id)
 {
-	if (skb->ifindex != drf_ifindex)
+	__u32 ifindex = skb->ifindex;
+
+	/* Only net-device's packets: not loopback's, not another device's. */
+	if (!bpf_map_lookup_elem(&devs, &ifindex))
 		return 0;
 	for (__u32 d = 1; d <= DRF_NET_MAX_DEPTH; d++) {
 		struct drf_net_tenant *t;
@@ -185,30 +194,30 @@ static __always_inline enum drf_verdict police(struct __sk_buff *skb, struct drf
 	/*
 	 * Refill for the time since the last one. now was read before the lock:
 	 * another CPU may have stored a later time already, which is no time at
-	 * all. last_ns moves only by the time turned into whole bytes, so that
-	 * small refills on busy buckets lose nothing to rounding; past a second
-	 * the bucket is full anyway. Below 2^34 bytes/s (137 Gbit/s) ns * rate
-	 * fits in 64 bits; above, microseconds.
+	 * all.
 	 */
 	elapsed = now - b->last_ns;
 	if ((__s64)elapsed > 1000000000LL) {
-		b->tokens = burst;
+		/* Idle for over a second: a second's worth, as far as the burst allows. */
+		b->tokens += rate > (__u64)burst ? burst : (__s64)rate;
+		b->frac = 0;
 		b->last_ns = now;
 	} else if ((__s64)elapsed > 0) {
-		if (rate < (1ULL << 34)) {
-			add = elapsed * rate / 1000000000ULL;
-			if (add)
-				b->last_ns += add * 1000000000ULL / rate;
-		} else {
-			add = (elapsed / 1000) * (rate / 1000000);
-			b->last_ns = now;
-		}
+		/*
+		 * elapsed * rate / 1e9 bytes, exactly: the fraction of a byte
+		 * carries over in frac. No product here exceeds 2^64: elapsed and
+		 * the remainder are below 1e9, and elapsed * (rate / 1e9) is
+		 * below rate.
+		 */
+		__u64 x = elapsed * (rate % 1000000000ULL) + b->frac;
+
+		add = elapsed * (rate / 1000000000ULL) + x / 1000000000ULL;
+		b->frac = (__u32)(x % 1000000000ULL);
 		b->tokens += (__s64)add;
-		if (b->tokens > burst) {
-			b->tokens = burst;
-			b->last_ns = now;
-		}
+		b->last_ns = now;
 	}
+	if (b->tokens > burst)
+		b->tokens = burst;
 	if (b->tokens >= (__s64)len) {
 		b->tokens -= len;
 		v = b->tokens < (burst >> 1) ? DRF_MARK : DRF_PASS;

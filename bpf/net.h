@@ -37,9 +37,17 @@ struct drf_net_counters {
 /* drf_net_buckets: the ingress policer's token bucket of a tenant. */
 struct drf_net_bucket {
 	struct bpf_spin_lock lock;
-	__u32 pad;
+	__u32 frac;    /* what the last refill did not make a whole byte of, in 1e-9 bytes */
 	__s64 tokens;  /* bytes, 0 to the burst */
 	__u64 last_ns; /* when tokens were last added */
 };
+
+/*
+ * drf_net_devs: the devices whose packets the programs act on, by ifindex:
+ * net-device, the devices it is a port of (a bridge, a bond), and those on top
+ * of it (VLANs): a socket's packets leave and arrive through the one that
+ * holds the address.
+ */
+#define DRF_NET_MAX_DEVS 16
 
 #endif

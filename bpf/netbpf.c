@@ -55,12 +55,13 @@ static bool pin_fits(const struct bpf_map *m, const char *path)
 		return true; /* nothing there: created and pinned at load */
 	fits = bpf_obj_get_info_by_fd(fd, &info, &len) == 0 && info.type == bpf_map__type(m) &&
 	       info.key_size == bpf_map__key_size(m) && info.value_size == bpf_map__value_size(m) &&
-	       info.max_entries == bpf_map__max_entries(m);
+	       info.max_entries == bpf_map__max_entries(m) && info.map_flags == bpf_map__map_flags(m);
 	close(fd);
 	return fits;
 }
 
-static int load(struct drf_netbpf *b, const char *pin_dir, uint32_t root_level, int ifindex)
+static int load(struct drf_netbpf *b, const char *pin_dir, uint32_t root_level, const int *devs,
+		size_t n_devs)
 {
 	char path[512];
 	struct bpf_map *m;
@@ -70,7 +71,6 @@ static int load(struct drf_netbpf *b, const char *pin_dir, uint32_t root_level, 
 	if (!b->skel)
 		return -errno;
 	b->skel->rodata->drf_root_level = root_level;
-	b->skel->rodata->drf_ifindex = (__u32)ifindex;
 	bpf_object__for_each_map(m, b->skel->obj) {
 		if (strncmp(bpf_map__name(m), "drf_net_", 8) != 0)
 			continue; /* .rodata and the like are the programs' own */
@@ -83,7 +83,15 @@ static int load(struct drf_netbpf *b, const char *pin_dir, uint32_t root_level, 
 			return r;
 	}
 	/* Reuses the maps pinned there (with their counters), or creates and pins them. */
-	return net_bpf__load(b->skel);
+	r = net_bpf__load(b->skel);
+	/* The devices, before the programs are linked: they act on nothing else. */
+	for (size_t i = 0; r == 0 && i < n_devs && i < DRF_NET_MAX_DEVS; i++) {
+		__u32 dev = (__u32)devs[i], one = 1;
+
+		if (bpf_map_update_elem(bpf_map__fd(b->skel->maps.devs), &dev, &one, BPF_ANY) < 0)
+			r = -errno;
+	}
+	return r;
 }
 
 /* The id of the cgroup a pinned cgroup link is attached to; 0 if severed. */
@@ -160,7 +168,7 @@ static void real_close(void *ctx)
 }
 
 static int real_attach(void *ctx, const char *pin_dir, int cgroup_fd, uint32_t root_level,
-		       int ifindex, bool *ret_adopted)
+		       const int *devs, size_t n_devs, bool *ret_adopted)
 {
 	struct drf_netbpf *b = ctx;
 	bool adopted = false;
@@ -170,7 +178,7 @@ static int real_attach(void *ctx, const char *pin_dir, int cgroup_fd, uint32_t r
 	r = make_dir(pin_dir);
 	if (r < 0)
 		return r;
-	r = load(b, pin_dir, root_level, ifindex);
+	r = load(b, pin_dir, root_level, devs, n_devs);
 	if (r == 0)
 		r = link_prog(b->skel->progs.drf_net_egress, pin_dir, "egress_link", cgroup_fd,
 			      &b->egress, &adopted);
@@ -363,10 +371,15 @@ static int real_reset(void *ctx, const char *pin_dir)
 int drf_netbpf_probe(void)
 {
 	struct net_bpf *skel = net_bpf__open();
+	struct bpf_map *m;
 	int r;
 
 	if (!skel)
 		return -errno;
+	/* The verifier does not care how big the maps are: one entry each. */
+	bpf_object__for_each_map(m, skel->obj)
+		if (bpf_map__type(m) == BPF_MAP_TYPE_HASH || bpf_map__type(m) == BPF_MAP_TYPE_PERCPU_HASH)
+			bpf_map__set_max_entries(m, 1);
 	r = net_bpf__load(skel);
 	net_bpf__destroy(skel);
 	return r;
@@ -419,12 +432,13 @@ static ssize_t rec_find(const struct drf_netbpf_recorder *r, uint64_t cgid)
 }
 
 static int rec_attach(void *ctx, const char *pin_dir, int cgroup_fd, uint32_t root_level,
-		      int ifindex, bool *ret_adopted)
+		      const int *devs, size_t n_devs, bool *ret_adopted)
 {
 	struct drf_netbpf_recorder *r = ctx;
 
 	(void)cgroup_fd;
-	(void)ifindex;
+	(void)devs;
+	(void)n_devs;
 	if (rec_inject(r, DRF_NETBPF_OP_ATTACH, 0))
 		return -r->fail_errno;
 	rec_line(r, "bpf attach %s level %" PRIu32, pin_dir, root_level);

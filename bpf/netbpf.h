@@ -24,7 +24,8 @@
 struct drf_netbpf_ops {
 	const char *name;
 	/*
-	 * Loads the programs for net-device ifindex, reusing the maps pinned in
+	 * Loads the programs for the devices devs (net-device and the devices
+	 * its packets pass through, struct drf_tc_link), reusing the maps pinned in
 	 * pin_dir (those of another layout are replaced), and makes them the ones
 	 * attached at the cgroup cgroup_fd (level root_level in its hierarchy):
 	 * through the pinned links, or attaching and pinning new ones where none
@@ -32,7 +33,7 @@ struct drf_netbpf_ops {
 	 * recreated). *ret_adopted says whether pinned links were taken over.
 	 */
 	int (*attach)(void *ctx, const char *pin_dir, int cgroup_fd, uint32_t root_level,
-		      int ifindex, bool *ret_adopted);
+		      const int *devs, size_t n_devs, bool *ret_adopted);
 	int (*set)(void *ctx, uint64_t cgid, const struct drf_net_tenant *v);
 	/* -ENOENT if there is no entry. */
 	int (*get)(void *ctx, uint64_t cgid, struct drf_net_tenant *ret);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "hostcheck.h"
+#include "lock.h"
 #include "log.h"
 #include "netbpf.h"
 #include "statefile.h"
@@ -156,28 +157,42 @@ static void stale_net(struct drfd *d, const char *ifname)
 	uint32_t level;
 	int r;
 
+	pid_t holder = 0;
+	int lock;
+
 	if (d->dry_run) {
 		printf("net-reset %s (no longer shaped)\n", ifname);
 		return;
 	}
+	/* Another drfd may shape it now: then its qdisc is that one's, and stays. */
+	lock = drf_lock_device(ifname, &holder);
 	drf_cgroup2_mount_of(d->root, mount, sizeof(mount));
 	r = drf_net_paths(d->root, mount[0] ? mount : "/sys/fs/cgroup", &level, pin, sizeof(pin));
 	if (r == 0)
 		r = drf_tc_nl_open(&nl);
 	if (r < 0) {
 		drf_log(LOG_ERR, "cannot remove drfd's qdisc and programs from '%s', no longer shaped: "
-				 "%s (drfctl net-reset --device %s does it)", ifname, strerror(-r), ifname);
+				 "%s (with drfd stopped, drfctl net-reset --device %s does it)", ifname,
+			strerror(-r), ifname);
+		if (lock >= 0)
+			close(lock);
 		return;
 	}
 	r = drf_shaper_init(&s, ifname, &drf_tc_nl_ops, &nl, &drf_netbpf_real_ops, &bpf, d->fs, pin,
 			    level, NULL);
 	if (r == 0)
-		r = drf_shaper_reset(&s);
+		r = lock >= 0 ? drf_shaper_reset(&s) : drf_shaper_unpin(&s);
+	if (lock >= 0)
+		close(lock);
+	else if (r == 0)
+		drf_log(LOG_NOTICE, "'%s' is no longer shaped by this drfd, and another (pid %d) "
+				    "shapes it now: its qdisc stays; removed this root's programs",
+			ifname, (int)holder);
 	if (r < 0)
 		drf_log(LOG_ERR, "cannot remove drfd's qdisc and programs from '%s', no longer "
-				 "shaped: %s (drfctl net-reset --device %s does it)", ifname,
-			strerror(-r), ifname);
-	else
+				 "shaped: %s (with drfd stopped, drfctl net-reset --device %s does "
+				 "it)", ifname, strerror(-r), ifname);
+	else if (lock >= 0)
 		drf_log(LOG_NOTICE, "'%s' is no longer shaped: removed drfd's qdisc and programs",
 			ifname);
 	drf_shaper_free(&s);

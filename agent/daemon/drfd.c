@@ -279,33 +279,6 @@ static int setup_net(struct drfd *d, struct cgfs *fs, const char *mount, struct 
 		drf_log(LOG_ERR, "cannot set up the network shaper: %s", strerror(-r));
 		return EXIT_FAIL;
 	}
-	/*
-	 * One drfd per device too: two with different roots would delete each
-	 * other's classes. The lock is named by the network namespace and the
-	 * device, under the runtime directory.
-	 */
-	if (!d->dry_run) {
-		char lock[256];
-		struct stat ns;
-		pid_t holder = 0;
-
-		if (stat("/proc/self/ns/net", &ns) < 0)
-			ns.st_ino = 0;
-		mkdir("/run/drfd", 0755);
-		snprintf(lock, sizeof(lock), "/run/drfd/net-%llu-%s.lock",
-			 (unsigned long long)ns.st_ino, c->net_device);
-		n->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-		r = n->lock_fd < 0 ? -errno : drf_lock_root(n->lock_fd, &holder);
-		if (r == -EWOULDBLOCK) {
-			drf_log(LOG_ERR, "another drfd (pid %d) shapes '%s'; one drfd per device",
-				(int)holder, c->net_device);
-			return EXIT_LOCKED;
-		}
-		if (r < 0) {
-			drf_log(LOG_ERR, "cannot lock '%s': %s", lock, strerror(-r));
-			return EXIT_FAIL;
-		}
-	}
 	/* fq_codel under each tenant class, where the kernel has it. */
 	d->net.fq_codel_known = drf_have_qdisc("fq_codel") == 1;
 	if (c->capacity[DRF_RES_NET] > 0 && drf_have_qdisc("fq_codel") == 0) {
@@ -444,6 +417,22 @@ int main(int argc, char **argv)
 			ret = EXIT_ROOT;
 			goto out_fs;
 		}
+		/* And one per network device: in the daemon, so the lock names its pid. */
+		if (d.has_net) {
+			netops.lock_fd = drf_lock_device(d.net.ifname, &holder);
+			if (netops.lock_fd == -EWOULDBLOCK) {
+				drf_log(LOG_ERR, "another drfd (pid %d) shapes '%s'; one drfd per "
+						 "device", (int)holder, d.net.ifname);
+				ret = EXIT_LOCKED;
+				goto out_fs;
+			}
+			if (netops.lock_fd < 0) {
+				drf_log(LOG_ERR, "cannot lock '%s' under /run/drfd: %s", d.net.ifname,
+					strerror(-netops.lock_fd));
+				ret = EXIT_FAIL;
+				goto out_fs;
+			}
+		}
 	}
 	r = sd_event_new(&d.event);
 	if (r < 0) {
@@ -476,8 +465,11 @@ int main(int argc, char **argv)
 	}
 	if (o.dry_run || o.once) {
 		drf_reconciler_drain(&d.rc);
-		ret = st.errors || d.rc.worker_failures || (d.has_net && d.net_last.errors) ? EXIT_FAIL
-											       : EXIT_OK;
+		/* A dry run works on any host: the network's failures count for --once. */
+		ret = st.errors || d.rc.worker_failures ||
+				      (o.once && !o.dry_run && d.has_net && d.net_last.errors)
+			      ? EXIT_FAIL
+			      : EXIT_OK;
 		goto out_d;
 	}
 	/* The parent is promised the first tick's verdict: limits in place, or not. */

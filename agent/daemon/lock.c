@@ -6,6 +6,8 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 /* /proc/locks: "1: FLOCK  ADVISORY  WRITE 1234 00:1b:5678 0 EOF" (dev in hex). */
 static pid_t lock_holder(int fd)
@@ -47,4 +49,26 @@ int drf_lock_root(int rootfd, pid_t *ret_pid)
 		return -errno;
 	*ret_pid = lock_holder(rootfd);
 	return -EWOULDBLOCK;
+}
+
+int drf_lock_device(const char *ifname, pid_t *ret_pid)
+{
+	char path[256];
+	struct stat ns;
+	int fd, r;
+
+	if (stat("/proc/self/ns/net", &ns) < 0)
+		ns.st_ino = 0;
+	mkdir("/run/drfd", 0755);
+	snprintf(path, sizeof(path), "/run/drfd/net-%llu-%s.lock", (unsigned long long)ns.st_ino,
+		 ifname);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return -errno;
+	r = drf_lock_root(fd, ret_pid);
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	return fd;
 }

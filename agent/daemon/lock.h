@@ -16,4 +16,12 @@
  */
 int drf_lock_root(int rootfd, pid_t *ret_pid);
 
+/*
+ * One drfd per network device as well: two with different roots would delete
+ * each other's classes. The lock is a file under /run/drfd named by the
+ * network namespace and the device. Returns the open, locked fd (held for the
+ * caller's life), or -EWOULDBLOCK with *ret_pid the holder's, or -errno.
+ */
+int drf_lock_device(const char *ifname, pid_t *ret_pid);
+
 #endif

@@ -283,11 +283,13 @@ int drf_shaper_set(struct drf_shaper *s, const struct drf_enforced *e, bool repl
 		.in_cap = e->problem.capacity[DRF_RES_NET_IN],
 	};
 	s->link_rate = c->net_link_rate > 0 ? (uint64_t)c->net_link_rate : 0;
-	if (s->egress && !(s->plan.eg_cap > 0))
-		s->drop_qdisc = true; /* no more egress shaping: drfd's tree goes */
+	/* No more egress shaping: drfd's tree goes, also one a previous run left. */
+	if ((s->egress || !s->planned) && !(s->plan.eg_cap > 0))
+		s->drop_qdisc = true;
 	s->egress = s->plan.eg_cap > 0;
 	if (s->egress)
 		s->drop_qdisc = false;
+	s->planned = true;
 	s->ingress = s->plan.in_cap > 0;
 	s->replace_foreign = replace_foreign;
 	s->map_dirty = true;
@@ -587,11 +589,14 @@ static void drop_root(struct drf_shaper *s, struct drf_shaper_stats *st)
 	const uint32_t ours = DRF_TC_HANDLE(DRF_HTB_MAJOR, 0);
 	struct drf_tc_qdisc *q = NULL;
 	size_t nq = 0;
+	bool deleted = false;
 	int r = s->tc->qdiscs(s->tc_ctx, s->link.ifindex, &q, &nq);
 
 	for (size_t i = 0; r == 0 && i < nq; i++)
-		if (q[i].parent == DRF_TC_ROOT && q[i].handle == ours && strcmp(q[i].kind, "htb") == 0)
+		if (q[i].parent == DRF_TC_ROOT && q[i].handle == ours && strcmp(q[i].kind, "htb") == 0) {
 			r = s->tc->del_qdisc(s->tc_ctx, s->link.ifindex, DRF_TC_ROOT, ours);
+			deleted = r == 0;
+		}
 	free(q);
 	if (r < 0 && r != -ENOENT) {
 		failed(s, &s->err_qdisc, r, st, "cannot remove drfd's root qdisc from %s (net-rate "
@@ -600,8 +605,11 @@ static void drop_root(struct drf_shaper *s, struct drf_shaper_stats *st)
 		return;
 	}
 	mended(s, &s->err_qdisc, "removing the root qdisc");
-	say(s, LOG_NOTICE, "%s: net-rate is gone from the config: removed drfd's root qdisc", s->ifname);
-	st->writes++;
+	if (deleted) {
+		say(s, LOG_NOTICE, "%s: net-rate is not in the config: removed drfd's root qdisc",
+		    s->ifname);
+		st->writes++;
+	}
 	s->drop_qdisc = false;
 	s->qdisc_ok = false;
 }
@@ -619,7 +627,7 @@ static void bpf_tick(struct drf_shaper *s, size_t verify_from, size_t verify,
 
 	if (!s->attached) {
 		r = s->bpf->attach(s->bpf_ctx, s->pin_dir, s->fs->rootfd, s->root_level,
-				   s->link.ifindex, &adopted);
+				   s->link.related, s->link.n_related, &adopted);
 		if (r < 0) {
 			failed(s, &s->err_bpf, r, st, "cannot load or attach the network programs "
 				  "(pinned in %s)", s->pin_dir);
@@ -767,9 +775,12 @@ int drf_shaper_tick(struct drf_shaper *s, uint64_t now_ns, size_t verify,
 	}
 	mended(s, &s->err_link, "net-device");
 	if (!s->link_ok || l.ifindex != s->link.ifindex || l.mtu != s->link.mtu ||
-	    l.speed != s->link.speed) {
-		/* The programs act on net-device's packets: a new ifindex, new programs. */
-		if (s->attached && l.ifindex != s->link.ifindex) {
+	    l.speed != s->link.speed || l.n_related != s->link.n_related ||
+	    memcmp(l.related, s->link.related, l.n_related * sizeof(l.related[0])) != 0) {
+		/* The programs act on these devices' packets: others, new programs. */
+		if (s->attached && (l.n_related != s->link.n_related ||
+				    memcmp(l.related, s->link.related,
+					   l.n_related * sizeof(l.related[0])) != 0)) {
 			s->bpf->close(s->bpf_ctx);
 			s->attached = false;
 		}
@@ -826,4 +837,12 @@ int drf_shaper_reset(struct drf_shaper *s)
 	r = s->bpf->reset(s->bpf_ctx, s->pin_dir);
 	s->attached = false;
 	return ret < 0 ? ret : r;
+}
+
+int drf_shaper_unpin(struct drf_shaper *s)
+{
+	int r = s->bpf->reset(s->bpf_ctx, s->pin_dir);
+
+	s->attached = false;
+	return r;
 }

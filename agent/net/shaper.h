@@ -69,6 +69,7 @@ struct drf_shaper {
 	bool attached;                  /* the BPF programs are attached */
 	bool qdisc_ok;                  /* drfd's root qdisc is in place */
 	bool drop_qdisc;                /* net-rate left the config: remove drfd's qdisc */
+	bool planned;                   /* drf_shaper_set succeeded once */
 	bool foreign;                   /* a foreign root qdisc is in the way */
 	char foreign_kind[DRF_TC_KIND_LEN];
 	uint32_t foreign_handle;
@@ -133,5 +134,8 @@ int drf_shaper_tick(struct drf_shaper *s, uint64_t now_ns, size_t verify,
  * if it is drfd's) with every class, and the pinned programs and maps.
  */
 int drf_shaper_reset(struct drf_shaper *s);
+
+/* Only the pinned programs and maps of this root (another drfd shapes the device now). */
+int drf_shaper_unpin(struct drf_shaper *s);
 
 #endif

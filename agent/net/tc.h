@@ -39,10 +39,20 @@ struct drf_tc_class {
 	uint64_t bytes, packets, drops, overlimits;
 };
 
+#define DRF_TC_MAX_RELATED 16
+
 struct drf_tc_link {
 	int ifindex;
 	uint32_t mtu;
 	uint64_t speed; /* bits/s; 0 if the device does not say */
+	/*
+	 * The devices a local socket's packets pass through on their way to or
+	 * from this one (ifindex first): the bridge or bond it is a port of, and
+	 * the devices on top of those (VLANs, macvlans): the one that holds the
+	 * address is what a socket's packet names.
+	 */
+	int related[DRF_TC_MAX_RELATED];
+	size_t n_related;
 };
 
 struct drf_tc_ops {

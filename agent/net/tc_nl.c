@@ -19,7 +19,9 @@
 #include <netlink/route/qdisc/fq_codel.h>
 #include <netlink/route/qdisc/htb.h>
 #include <netlink/route/tc.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <sys/socket.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -87,6 +89,51 @@ void drf_tc_nl_close(struct drf_tc_nl *t)
 	t->sk = NULL;
 }
 
+static bool has(const struct drf_tc_link *l, int ifindex)
+{
+	for (size_t i = 0; i < l->n_related; i++)
+		if (l->related[i] == ifindex)
+			return true;
+	return false;
+}
+
+static void add(struct drf_tc_link *l, int ifindex)
+{
+	if (ifindex > 0 && !has(l, ifindex) && l->n_related < DRF_TC_MAX_RELATED)
+		l->related[l->n_related++] = ifindex;
+}
+
+/*
+ * The device, the masters above it (a bridge, a bond: up to four levels), and
+ * every device whose lower device is one of those (VLANs, macvlans).
+ */
+static int related(struct nl_sock *sk, struct rtnl_link *dev, struct drf_tc_link *ret)
+{
+	struct nl_cache *cache = NULL;
+	struct rtnl_link *l = dev;
+	int r = rtnl_link_alloc_cache(sk, AF_UNSPEC, &cache);
+
+	if (r < 0)
+		return to_errno(r);
+	ret->n_related = 0;
+	add(ret, rtnl_link_get_ifindex(dev));
+	for (int depth = 0; depth < 4 && l && rtnl_link_get_master(l) > 0; depth++) {
+		add(ret, rtnl_link_get_master(l));
+		l = rtnl_link_get(cache, rtnl_link_get_master(l));
+		if (l)
+			rtnl_link_put(l); /* the cache keeps it */
+	}
+	for (struct nl_object *o = nl_cache_get_first(cache); o; o = nl_cache_get_next(o)) {
+		struct rtnl_link *x = (struct rtnl_link *)o;
+
+		if (rtnl_link_get_link(x) > 0 && rtnl_link_get_link(x) != rtnl_link_get_ifindex(x) &&
+		    has(ret, rtnl_link_get_link(x)))
+			add(ret, rtnl_link_get_ifindex(x));
+	}
+	nl_cache_free(cache);
+	return 0;
+}
+
 static int nl_link(void *ctx, const char *ifname, struct drf_tc_link *ret)
 {
 	struct drf_tc_nl *t = ctx;
@@ -101,8 +148,9 @@ static int nl_link(void *ctx, const char *ifname, struct drf_tc_link *ret)
 	/* bits/s; 0 where the device reports none */
 	ret->speed = drf_host_real.link_speed(drf_host_real.ctx, ifname, &speed) == 0 ? (uint64_t)speed
 										   : 0;
+	r = related(t->sk, l, ret);
 	rtnl_link_put(l);
-	return 0;
+	return r;
 }
 
 static int nl_qdiscs(void *ctx, int ifindex, struct drf_tc_qdisc **ret, size_t *ret_n)

@@ -180,7 +180,8 @@ static int fake_link(void *ctx, const char *ifname, struct drf_tc_link *ret)
 	k->calls.link++;
 	if (strcmp(ifname, k->ifname) != 0)
 		return -ENODEV;
-	*ret = (struct drf_tc_link){ .ifindex = k->ifindex, .mtu = k->mtu, .speed = k->speed };
+	*ret = (struct drf_tc_link){ .ifindex = k->ifindex, .mtu = k->mtu, .speed = k->speed,
+				     .related = { k->ifindex }, .n_related = 1 };
 	return 0;
 }
 

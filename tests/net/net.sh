@@ -11,8 +11,8 @@
 # Runs on the host (make check-net) and in the VM (tests/vm/t_net.sh).
 #   DRFD=... DRFCTL=... tests/net/net.sh [SCALE [TEST...]]
 # SCALE multiplies every rate (the VM's emulated CPU needs lower ones); TEST is
-# limit2, limit3, share, default, restart, counters, ingress, rootgone, devchange,
-# foreign (default: all).
+# limit2, limit3, share, default, restart, counters, ingress, rootgone, bridge,
+# devchange, foreign (default: all).
 # Results: PASS/FAIL/SKIP lines on stdout, also appended to $NET_RESULTS.
 # Goodput is what iperf3 received: TCP payload, 1448 bytes of every 1514-byte
 # frame that HTB counts (Ethernet 14 + IP 20 + TCP with timestamps 32), so a
@@ -23,8 +23,8 @@ drfctl=${DRFCTL:?set DRFCTL to the drfctl binary}
 scale=${1:-1}
 shift
 tests=("$@")
-[ ${#tests[@]} -eq 0 ] && tests=(limit2 limit3 share default restart counters ingress rootgone devchange
-	foreign)
+[ ${#tests[@]} -eq 0 ] && tests=(limit2 limit3 share default restart counters ingress rootgone bridge
+	devchange foreign)
 results=${NET_RESULTS:-/dev/null}
 pass=0 failed=0
 GOODPUT=$(awk 'BEGIN { printf "%.6f", 1448 / 1514 }')
@@ -438,6 +438,39 @@ test_rootgone() {
 	stop_drfd
 	check root-recreated "[ $progs -eq 2 ] && [ $((d1 - d0)) -lt 65536 ] && within $got $want 0.05" \
 		"programs at the new root: $progs; default class sent $((d1 - d0)) bytes; a's goodput $got/$want Mbit/s"
+}
+
+# net-device a port of a bridge that holds the address: the sockets' packets name
+# the bridge (the device with the address), and are still classified and policed.
+test_bridge() {
+	local got want in_want in_got
+	if ! { ip -n "$nsA" link add br0 type bridge && ip -n "$nsA" addr del $addrA/24 dev va &&
+		ip -n "$nsA" link set va master br0 && ip -n "$nsA" addr add $addrA/24 dev br0 &&
+		ip -n "$nsA" link set br0 up; }; then
+		ko bridge-port "cannot make a bridge"
+		return
+	fi
+	sleep 1
+	write_conf limit "net-rate = $(mbit 50)\nnet-link-rate = $(mbit 100)\nnet-ingress-rate = $(mbit 100)" \
+		"a net-rate=$(mbit 20),net-ingress-rate=$(mbit 10)"
+	if start_drfd; then
+		client a 5201 6
+		wait_clients
+		client a 5202 6 -R
+		wait_clients
+		got=$(received "$work/a.5201.json")
+		in_got=$(mean "$work/a.5202.json" 2 6)
+		stop_drfd
+	fi
+	inA "$drfctl" net-reset -c "$work/drfd.conf" >/dev/null 2>&1
+	ip -n "$nsA" link del br0
+	ip -n "$nsA" addr add $addrA/24 dev va
+	ip -n "$nsA" link set va up
+	sleep 1
+	want=$(awk -v r="$(mbit 20)" -v g="$GOODPUT" 'BEGIN { printf "%.3f", r / 1000 * g }')
+	in_want=$(awk -v r="$(mbit 10)" -v g="$GOODPUT" 'BEGIN { printf "%.3f", r / 1000 * g }')
+	check bridge-port "within ${got:-0} $want 0.03 && within ${in_got:-0} $in_want 0.1" \
+		"va a port of br0 (the address on br0): a sent ${got:-?}/$want Mbit/s, received ${in_got:-?}/$in_want"
 }
 
 # The device changes while drfd is down: at its start drfd removes its qdisc and

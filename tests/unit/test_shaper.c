@@ -1440,7 +1440,30 @@ static void test_ingress_only(void **state)
 	assert_string_equal(since(f), want);
 	assert_int_equal(f->st.errors + f->st.retrying, 0);
 	assert_int_equal(faketc_root(&f->kt)->handle, 0);
-	assert_int_equal(f->kt.calls.qdiscs + f->kt.calls.classes, 0);
+	/* One look for a tree a previous run left; no class listed, nothing written. */
+	assert_int_equal(f->kt.calls.qdiscs, 1);
+	assert_int_equal(f->kt.calls.classes, 0);
+	assert_int_equal(f->st.writes, 3);
+	f->kt.calls.qdiscs = 0;
+	tick(f, ALL);
+	assert_int_equal(f->kt.calls.qdiscs, 0);
+}
+
+/* A restart whose config dropped net-rate (ingress stays): the last run's tree goes. */
+static void test_egress_dropped_restart(void **state)
+{
+	struct fx *f = *state;
+
+	plan(f, "limit", false, CAP, "[tenant a]\nnet-rate = 10mbit\nnet-ingress-rate = 10mbit\n");
+	tick(f, ALL);
+	assert_int_equal(faketc_root(&f->kt)->handle, CL(0));
+	drf_shaper_free(&f->s);
+	shaper_open(f);
+	plan(f, "limit", false, "net-ingress-rate = 50mbit\n", "[tenant a]\nnet-ingress-rate = 10mbit\n");
+	tick(f, ALL);
+	assert_int_equal(f->st.errors + f->st.retrying, 0);
+	assert_int_equal(faketc_root(&f->kt)->handle, 0);
+	assert_int_equal(f->kt.nc, 0);
 }
 
 /* A reload that drops net-rate (ingress stays): drfd's HTB tree goes, once. */
@@ -1486,6 +1509,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_link_speed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_egress_dropped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ingress_only, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_egress_dropped_restart, setup, teardown),
 	};
 
 	return cmocka_run_group_tests_name("shaper", tests, NULL, NULL);

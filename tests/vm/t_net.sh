@@ -10,6 +10,7 @@ mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf
 modprobe -q veth
 modprobe -q sch_htb
 modprobe -q sch_fq_codel
+modprobe -q bridge
 
 diagram <<'DIAGRAM'
 netns A (drfd, va) <--veth--> netns B (iperf3 servers), 198.18.7.1 <-> 198.18.7.2
@@ -21,5 +22,5 @@ programs; the ingress policer holds a tenant near its rate
 DIAGRAM
 
 NET_RESULTS=$R/results.txt DRFD=$DRFD DRFCTL=$DRFCTL "$DRF_TOP/tests/net/net.sh" 0.2 \
-	limit2 share default restart counters ingress rootgone devchange foreign >"$R/net.log" 2>&1
+	limit2 share default restart counters ingress rootgone bridge devchange foreign >"$R/net.log" 2>&1
 exit 0
