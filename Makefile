@@ -46,6 +46,9 @@ DRF_CFLAGS := -std=c11 -D_GNU_SOURCE -pthread $(WARN) $(INCLUDES) -Itests/lib -M
 	-DDRF_VERSION='"$(VERSION)"' -DDRF_SYSCONFDIR='"$(SYSCONFDIR)"'
 LDFLAGS ?=
 LDLIBS := -linih -lcgroup -lsystemd -lbpf -lnl-route-3 -lnl-3 -lm -pthread
+# drfctl top draws with ncurses (libncurses-dev); only top.c includes it.
+NCURSES_CFLAGS := $(shell pkg-config --cflags ncursesw 2>/dev/null)
+NCURSES_LIBS := $(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncursesw -ltinfo)
 
 ifeq ($(SANITIZER),address)
 DRF_CFLAGS += -fsanitize=address -fno-omit-frame-pointer
@@ -61,12 +64,13 @@ $(error SANITIZER must be address, undefined or thread, not '$(SANITIZER)')
 endif
 
 # The pure core (units, allocation, knob mapping): no I/O, linked with -lm only.
-CORE_SRCS := agent/core/res.c agent/core/alloc.c agent/core/knobs.c
+CORE_SRCS := agent/core/res.c agent/core/alloc.c agent/core/knobs.c agent/core/use.c
 CORE_LIB := $(BUILD)/libdrfcore.a
 # Everything else the two programs share.
 LIB_SRCS := agent/config/config.c agent/config/desired.c agent/cli/plan.c \
 	agent/daemon/reconcile.c agent/daemon/hostcheck.c agent/daemon/daemon.c \
 	agent/daemon/status.c agent/daemon/lock.c agent/daemon/statefile.c agent/daemon/log.c \
+	agent/daemon/usage.c agent/daemon/metrics.c bpf/probebpf.c bpf/pins.c \
 	agent/net/tc.c agent/net/tc_nl.c agent/net/htb.c agent/net/shaper.c bpf/netbpf.c \
 	cgroupfs/cgroupfs.c
 LIB := $(BUILD)/libdrf.a
@@ -77,10 +81,11 @@ MANS := $(patsubst deploy/man/%.scd,.output/man/%,$(wildcard deploy/man/*.scd))
 DEB_DIR := .output/deb
 
 UNIT_TESTS := test_units test_alloc test_props test_config test_fuzz_config test_cgroupfs \
-	test_reload_mem test_shaper
+	test_reload_mem test_shaper test_expo test_metrics test_use
 UNIT_BINS := $(UNIT_TESTS:%=$(BUILD)/tests/%)
 BENCH_BIN := $(BUILD)/tests/bench_alloc
 BENCH_TICK_BIN := $(BUILD)/tests/bench_tick
+BENCH_PROBE_BIN := $(BUILD)/tests/bench_probe
 # Shared by tests and benchmarks: the fake cgroup tree.
 TESTLIB_OBJS := $(BUILD)/tests/lib/fakecg.o $(BUILD)/tests/lib/faketc.o
 
@@ -102,6 +107,7 @@ $(BPF_OUT)/%.bpf.o: bpf/%.bpf.c bpf/%.h bpf/vmlinux.h
 $(BPF_OUT)/%.skel.h: $(BPF_OUT)/%.bpf.o
 	bpftool gen skeleton $< name $(subst .,_,$*)_bpf >$@.tmp && mv $@.tmp $@
 $(BUILD)/bpf/netbpf.o: $(BPF_OUT)/net.skel.h
+$(BUILD)/bpf/probebpf.o: $(BPF_OUT)/probe.skel.h
 
 .output/man/%: deploy/man/%.scd
 	@mkdir -p $(dir $@)
@@ -114,15 +120,21 @@ $(LIB): $(LIB_SRCS:%.c=$(BUILD)/%.o)
 	$(AR) rcs $@ $^
 
 DRFCTL_SRCS := agent/cli/drfctl.c agent/cli/help.c agent/cli/status_cmd.c agent/cli/client.c \
-	agent/cli/net_cmd.c
+	agent/cli/net_cmd.c agent/cli/top.c agent/cli/expo.c
+$(BUILD)/agent/cli/top.o: DRF_CFLAGS += $(NCURSES_CFLAGS)
 $(BUILD)/drfctl: $(DRFCTL_SRCS:%.c=$(BUILD)/%.o) $(LIB) $(CORE_LIB)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(NCURSES_LIBS)
 
 $(BUILD)/drfd: $(BUILD)/agent/daemon/drfd.o $(LIB) $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # Tests of the pure core link with -lm alone: that is what keeps it pure.
 CORE_TESTS := test_units test_alloc test_props
+# The exposition parser of drfctl top is pure too: it links with nothing of drfd's.
+$(BUILD)/tests/test_expo: $(BUILD)/tests/unit/test_expo.o $(BUILD)/agent/cli/expo.o
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ -lm -lcmocka
+
 $(CORE_TESTS:%=$(BUILD)/tests/%): $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o \
 		$(BUILD)/tests/unit/testlib.o $(CORE_LIB)
 	@mkdir -p $(dir $@)
@@ -136,6 +148,11 @@ $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(BUILD)/tests/unit/testlib.o $(TESTLI
 $(BENCH_TICK_BIN): $(BUILD)/tests/bench/bench_tick.o $(TESTLIB_OBJS) $(LIB) $(CORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BENCH_PROBE_BIN): $(BUILD)/tests/bench/bench_probe.o $(LIB) $(CORE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+$(BUILD)/tests/bench/bench_probe.o: $(BPF_OUT)/probe.skel.h
 
 $(BENCH_BIN): $(BUILD)/tests/bench/bench_alloc.o $(CORE_LIB)
 	@mkdir -p $(dir $@)
@@ -172,6 +189,8 @@ check-cli: $(BINS)
 	@DRFCTL=$(abspath $(BUILD)/drfctl) tests/cli/test_completion.sh
 	@echo "== tests/cli/test_install.sh"
 	@BUILD=$(BUILD) MAKE=$(MAKE) tests/cli/test_install.sh
+	@echo "== tests/cli/test_metrics.sh"
+	@DRFD=$(abspath $(BUILD)/drfd) DRFCTL=$(abspath $(BUILD)/drfctl) tests/cli/test_metrics.sh
 
 # Network shaping with real traffic (iperf3) between network namespaces on this
 # host's kernel; the VM runs the same script (tests/vm/t_net.sh).
@@ -209,7 +228,7 @@ shellcheck:
 	shellcheck -x $(wildcard deploy/*.sh tests/*/*.sh) tests/vm/init .ci/run deploy/systemd/drfd-hold
 	shellcheck -s bash deploy/bash-completion/drfctl
 
-bench: $(BENCH_BIN) $(BENCH_TICK_BIN)
+bench: $(BENCH_BIN) $(BENCH_TICK_BIN) $(BENCH_PROBE_BIN)
 	@echo "command: make bench ($(BENCH_BIN), CC=$(CC) CFLAGS='$(DRF_CFLAGS) $(CFLAGS)')"
 	$(BENCH_BIN)
 	@echo "command: make bench ($(BENCH_TICK_BIN) 1000; tests/bench/tick_syscalls.sh)"
@@ -218,6 +237,8 @@ bench: $(BENCH_BIN) $(BENCH_TICK_BIN)
 	$(BENCH_TICK_BIN) 1000 reload 101
 	$(BENCH_TICK_BIN) 10000 reload 21
 	@DRFD=$(abspath $(BUILD)/drfd) DRFCTL=$(abspath $(BUILD)/drfctl) tests/bench/net_bench.sh 5 4
+	@echo "command: make bench (BENCH_PROBE=$(BENCH_PROBE_BIN) tests/bench/probe_bench.sh 7 200000)"
+	@BENCH_PROBE=$(abspath $(BENCH_PROBE_BIN)) tests/bench/probe_bench.sh 7 200000
 
 # Per the FHS. Files in SYSCONFDIR are never overwritten: an existing config is
 # the administrator's.

@@ -4,7 +4,6 @@
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -14,51 +13,7 @@
 #include <unistd.h>
 
 #include "net.skel.h"
-
-static int pin_path(char *buf, size_t len, const char *dir, const char *name)
-{
-	return (size_t)snprintf(buf, len, "%s/%s", dir, name) < len ? 0 : -ENAMETOOLONG;
-}
-
-/* mkdir -p on bpffs. */
-static int make_dir(const char *dir)
-{
-	char p[512];
-	size_t n = strlen(dir);
-
-	if (n >= sizeof(p))
-		return -ENAMETOOLONG;
-	memcpy(p, dir, n + 1);
-	for (size_t i = 1; i <= n; i++) {
-		if (p[i] != '/' && p[i] != '\0')
-			continue;
-		p[i] = '\0';
-		if (mkdir(p, 0700) < 0 && errno != EEXIST)
-			return -errno;
-		p[i] = i < n ? '/' : '\0';
-	}
-	return 0;
-}
-
-/*
- * Whether the map pinned at path has m's layout; an older drfd's of another
- * layout cannot be reused, and goes (with its counters).
- */
-static bool pin_fits(const struct bpf_map *m, const char *path)
-{
-	struct bpf_map_info info = { 0 };
-	__u32 len = sizeof(info);
-	int fd = bpf_obj_get(path);
-	bool fits;
-
-	if (fd < 0)
-		return true; /* nothing there: created and pinned at load */
-	fits = bpf_obj_get_info_by_fd(fd, &info, &len) == 0 && info.type == bpf_map__type(m) &&
-	       info.key_size == bpf_map__key_size(m) && info.value_size == bpf_map__value_size(m) &&
-	       info.max_entries == bpf_map__max_entries(m) && info.map_flags == bpf_map__map_flags(m);
-	close(fd);
-	return fits;
-}
+#include "pins.h"
 
 static int load(struct drf_netbpf *b, const char *pin_dir, uint32_t root_level, const int *devs,
 		size_t n_devs)
@@ -74,8 +29,8 @@ static int load(struct drf_netbpf *b, const char *pin_dir, uint32_t root_level, 
 	bpf_object__for_each_map(m, b->skel->obj) {
 		if (strncmp(bpf_map__name(m), "drf_net_", 8) != 0)
 			continue; /* .rodata and the like are the programs' own */
-		r = pin_path(path, sizeof(path), pin_dir, bpf_map__name(m));
-		if (r == 0 && !pin_fits(m, path) && unlink(path) < 0)
+		r = drf_pin_path(path, sizeof(path), pin_dir, bpf_map__name(m));
+		if (r == 0 && !drf_pin_fits(m, path) && unlink(path) < 0)
 			r = -errno;
 		if (r == 0)
 			r = bpf_map__set_pin_path(m, path);
@@ -117,7 +72,7 @@ static int link_prog(struct bpf_program *prog, const char *pin_dir, const char *
 	char path[512];
 	struct bpf_link *l = NULL;
 	struct stat st;
-	int r = pin_path(path, sizeof(path), pin_dir, name);
+	int r = drf_pin_path(path, sizeof(path), pin_dir, name);
 
 	if (r < 0)
 		return r;
@@ -175,7 +130,7 @@ static int real_attach(void *ctx, const char *pin_dir, int cgroup_fd, uint32_t r
 	int r;
 
 	real_close(b);
-	r = make_dir(pin_dir);
+	r = drf_pin_mkdir(pin_dir);
 	if (r < 0)
 		return r;
 	r = load(b, pin_dir, root_level, devs, n_devs);
@@ -344,28 +299,8 @@ static int real_counters(void *ctx, uint64_t **ret_keys, struct drf_net_counters
 
 static int real_reset(void *ctx, const char *pin_dir)
 {
-	struct drf_netbpf *b = ctx;
-	struct dirent *de;
-	DIR *d;
-	int r = 0;
-
-	real_close(b);
-	d = opendir(pin_dir);
-	if (!d)
-		return errno == ENOENT ? 0 : -errno;
-	/* A pinned link with no fd left is destroyed, and detached, when unpinned. */
-	while ((de = readdir(d))) {
-		char path[512];
-
-		if (de->d_name[0] == '.' || pin_path(path, sizeof(path), pin_dir, de->d_name) < 0)
-			continue;
-		if (unlink(path) < 0 && r == 0)
-			r = -errno;
-	}
-	closedir(d);
-	if (rmdir(pin_dir) < 0 && r == 0 && errno != ENOENT)
-		r = -errno;
-	return r;
+	real_close(ctx);
+	return drf_pin_clear(pin_dir);
 }
 
 int drf_netbpf_probe(void)

@@ -22,12 +22,14 @@ enum {
 	DRFCTL_EXIT_NOEXEC = 127,
 };
 
-/* The help of one command ("plan", "status", "exec", "help"), or of all with NULL. */
+/* The help of one command ("plan", "status", "exec", "top", ...), or of all with NULL. */
 int drfctl_help(FILE *out, const char *cmd);
 
 int drfctl_status(int argc, char **argv);
 int drfctl_exec(int argc, char **argv);
 int drfctl_net_reset(int argc, char **argv);
+/* drfctl top (top.c): the live view of drfd's metrics. */
+int drfctl_top(int argc, char **argv);
 
 /*
  * The cgroup-root as drfd sees it: asked of the daemon at sock when one runs;

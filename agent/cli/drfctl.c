@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * drfctl: the user's window on drfd: plan (here), status and exec (status_cmd.c),
- * help (help.c). The exit codes are in cli.h and drfctl(8).
+ * top (top.c), help (help.c). The exit codes are in cli.h and drfctl(8).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -184,6 +184,8 @@ int main(int argc, char **argv)
 		return drfctl_exec(argc - 1, argv + 1);
 	if (strcmp(argv[1], "net-reset") == 0)
 		return drfctl_net_reset(argc - 1, argv + 1);
+	if (strcmp(argv[1], "top") == 0)
+		return drfctl_top(argc - 1, argv + 1);
 	fprintf(stderr, "drfctl: unknown command '%s'\n", argv[1]);
 	drfctl_help(stderr, NULL);
 	return DRFCTL_EXIT_USAGE;

@@ -52,6 +52,28 @@ static const struct {
 	  "  --device IFNAME     the device, if not the config's net-device\n"
 	  "\n"
 	  "exit status: 0 done, 1 failure (or drfd runs), 2 config error, 64 usage error\n" },
+	{ "top",
+	  "drfctl top [-c FILE] [--socket PATH] [-d SECONDS] [-b] [-n N] [--sort KEY]",
+	  "A live view of the running drfd, like systemd-cgtop: one row per tenant with its\n"
+	  "weight, dominant share of allocation and of use, use/allocation of each resource\n"
+	  "with a capacity (a '!' marks use above its limit: enforcement not holding), and\n"
+	  "run-queue wait. Asks drfd's status socket for its metrics each refresh.\n"
+	  "Keys: d dominant share of use (the default, largest first), a of allocation,\n"
+	  "c cpu, m memory, i io, n network, t tenant name, r reverse, h or ? keys, q quit.\n"
+	  "\n"
+	  "  -c, --config FILE     main config file (default " DRFCTL_DEFAULT_CONFIG "): where\n"
+	  "                        the socket is, and the tick interval\n"
+	  "  --socket PATH         the status socket (default: the config's status-socket, or\n"
+	  "                        " DRFCTL_DEFAULT_SOCKET ")\n"
+	  "  -d, --delay SECONDS   time between refreshes, 0.1 to 3600 (or 500ms): default the\n"
+	  "                        config's interval (at least 0.1), or 1 without a config\n"
+	  "  -b, --batch           plain text frames, a blank line between them, no curses\n"
+	  "                        (also when standard output is not a terminal)\n"
+	  "  -n, --iterations N    stop after N refreshes\n"
+	  "  --sort KEY            dominant, allocation, cpu, memory, io, network or name\n"
+	  "\n"
+	  "exit status: 0 ok (q, -n N, or a signal), 1 failure or no drfd answers,\n"
+	  "             64 usage error\n" },
 	{ "help",
 	  "drfctl help [COMMAND]",
 	  "Prints the help of COMMAND, or of every command.\n" },
@@ -68,7 +90,8 @@ int drfctl_help(FILE *out, const char *cmd)
 		return 0;
 	}
 	if (cmd) {
-		fprintf(stderr, "drfctl: no command '%s' (plan, status, exec, net-reset, help)\n", cmd);
+		fprintf(stderr, "drfctl: no command '%s' (plan, status, exec, net-reset, top, "
+				"help)\n", cmd);
 		return -1;
 	}
 	fputs("usage:\n", out);
@@ -79,6 +102,7 @@ int drfctl_help(FILE *out, const char *cmd)
 	      "  status   what the running drfd enforces, knob by knob\n"
 	      "  exec     run a command inside a tenant\n"
 	      "  net-reset  remove drfd's qdisc and network programs (drfd stopped)\n"
+	      "  top      live view of each tenant's use against its allocation\n"
 	      "  help     one command's help: drfctl help COMMAND, or drfctl COMMAND --help\n"
 	      "\nsee drfctl(8), drfd(8), drfd.conf(5)\n",
 	      out);

@@ -35,10 +35,11 @@ enum section {
 };
 
 enum agent_key { AK_CGROUP_ROOT, AK_INTERVAL, AK_MODE, AK_POLICY, AK_TENANTS_DIR, AK_STATE_DIR,
-		 AK_STATUS_SOCKET, AK_STATUS_GROUP, AK_VERIFY_PERIOD, AK_NET_REPLACE, AK_N };
+		 AK_STATUS_SOCKET, AK_STATUS_GROUP, AK_VERIFY_PERIOD, AK_NET_REPLACE, AK_METRICS_FILE,
+		 AK_N };
 static const char *const agent_keys[AK_N] = {
 	"cgroup-root", "interval", "mode", "policy", "tenants-dir", "state-dir", "status-socket",
-	"status-group", "verify-period", "net-replace-qdisc",
+	"status-group", "verify-period", "net-replace-qdisc", "metrics-file",
 };
 
 enum cap_key {
@@ -290,6 +291,14 @@ static void agent_key(struct parser *ps, int k, const char *value)
 			return;
 		}
 		set_string(ps, &c->status_socket, value);
+		return;
+	case AK_METRICS_FILE:
+		if (!valid_abs_path(value) || value[strlen(value) - 1] == '/') {
+			fail(ps, "metrics-file = '%s': must be the absolute path of a file, without '.' "
+				 "or '..'", value);
+			return;
+		}
+		set_string(ps, &c->metrics_file, value);
 		return;
 	case AK_STATUS_GROUP: {
 		size_t n = strlen(value);
@@ -587,7 +596,7 @@ static int handler(void *user, const char *section, const char *name, const char
 		if (k < 0) {
 			fail(ps, "unknown key '%s' in [agent] (known: cgroup-root, interval, mode, "
 				 "policy, tenants-dir, state-dir, status-socket, status-group, "
-				 "verify-period, net-replace-qdisc)", name);
+				 "verify-period, net-replace-qdisc, metrics-file)", name);
 			return 0;
 		}
 		duplicate_key(ps, &ps->agent_line[k], name);
@@ -1270,6 +1279,7 @@ void drf_config_free(struct drf_config *c)
 	free(c->state_dir);
 	free(c->status_socket);
 	free(c->status_group);
+	free(c->metrics_file);
 	free(c->io_device);
 	free(c->net_device);
 	memset(c, 0, sizeof(*c));

@@ -45,6 +45,7 @@ struct drf_config {
 	char *status_socket;
 	char *status_group;      /* NULL: root only */
 	bool net_replace_qdisc;  /* replace a foreign root qdisc on net-device */
+	char *metrics_file;      /* Prometheus text file written each tick; NULL: none */
 	enum drf_mode mode;
 	enum drf_policy policy;
 	char *tenants_dir; /* resolved against the main file's directory */

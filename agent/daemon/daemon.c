@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "daemon.h"
+#include "metrics.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -125,6 +126,8 @@ static void tick(struct drfd *d, size_t verify)
 	if (d->has_net)
 		drf_shaper_tick(&d->net, now_monotonic_ns(), verify, &d->net_last);
 	d->last_tick = now_realtime();
+	drfd_usage_sample(d, now_monotonic_ns());
+	drfd_metrics_tick(d);
 	if (drf_reconciler_membership_changed(&d->rc))
 		save_state(d);
 	busy = st.writes || st.created || st.recreated || st.foreign || st.errors || st.removed ||
@@ -329,6 +332,9 @@ static void reload(struct drfd *d)
 	drf_enforced_free(&d->plan);
 	d->plan = n;
 	d->reloads++;
+	if (drfd_usage_plan(d) < 0)
+		drf_log(LOG_WARNING, "out of memory for the usage of the reloaded tenants; "
+				     "usage is shown from the next tick that has memory");
 	d->verify = drf_verify_per_tick(d->rc.n + d->rc.n_inner, d->plan.cfg.interval_ms,
 					d->plan.cfg.verify_period_ms);
 	/* The changed tenants now, not after a verifying round. */
@@ -356,6 +362,7 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
 		return 0;
 	}
 	drf_log(LOG_NOTICE, "%s: exiting; the limits stay in place", strsignal((int)si->ssi_signo));
+	drfd_metrics_stop(d);
 	sd_notify(0, "STOPPING=1");
 	return sd_event_exit(d->event, 0);
 }
@@ -391,6 +398,7 @@ int drfd_run(struct drfd *d)
 void drfd_free(struct drfd *d)
 {
 	drf_reconciler_free(&d->rc);
+	drfd_usage_free(&d->use);
 	if (d->has_net)
 		drf_shaper_free(&d->net);
 	d->timer = sd_event_source_unref(d->timer);

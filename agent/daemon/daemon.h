@@ -16,6 +16,7 @@
 #include "desired.h"
 #include "reconcile.h"
 #include "shaper.h"
+#include "usage.h"
 
 struct drfd {
 	const char *config_path;
@@ -40,6 +41,7 @@ struct drfd {
 	bool has_net;                   /* the config shares the network: the shaper runs */
 	struct drf_shaper net;          /* set up by main(), with its ops */
 	struct drf_shaper_stats net_last;
+	struct drf_usage use;           /* measurements, against the plan in force */
 	char status_text[256];          /* last STATUS= sent to systemd */
 	int exit_code;
 };

@@ -25,6 +25,7 @@
 #include "lock.h"
 #include "log.h"
 #include "netbpf.h"
+#include "probebpf.h"
 #include "shaper.h"
 #include "tc_nl.h"
 
@@ -290,6 +291,29 @@ static int setup_net(struct drfd *d, struct cgfs *fs, const char *mount, struct 
 	return EXIT_OK;
 }
 
+/*
+ * Attaches the usage probes, pinned per cgroup-root under bpffs's
+ * drfd-probes/ (named as the network's pins under drfd/). Without them drfd
+ * measures from cgroup files alone, and says so.
+ */
+static void start_probes(struct drfd *d, const char *mount, struct drf_probebpf *b)
+{
+	char pin[256], ppin[300];
+	uint32_t level = 0;
+	int r = drf_net_paths(d->root, mount[0] ? mount : "/sys/fs/cgroup", &level, pin, sizeof(pin));
+
+	if (r == 0 && (size_t)snprintf(ppin, sizeof(ppin), "%s/drfd-probes/%s", DRF_BPFFS,
+				       pin + strlen(DRF_BPFFS "/drfd/")) >= sizeof(ppin))
+		r = -ENAMETOOLONG;
+	if (r < 0) {
+		snprintf(d->use.probes_why, sizeof(d->use.probes_why), "no pin directory for '%s': %s",
+			 d->root, strerror(-r));
+		drf_log(LOG_WARNING, "usage probes off: %s", d->use.probes_why);
+		return;
+	}
+	drfd_usage_start(d, &drf_probe_real_ops, b, ppin, level);
+}
+
 static void net_ops_free(struct net_ops *n)
 {
 	if (n->lock_fd >= 0)
@@ -302,6 +326,7 @@ int main(int argc, char **argv)
 {
 	struct net_ops netops = { .lock_fd = -1 };
 	struct drfd d = { .listen_fd = -1 };
+	struct drf_probebpf probes = { 0 };
 	struct cgfs_recorder rec = { 0 };
 	struct drf_reconcile_stats st;
 	struct cgfs fs = { .rootfd = -1 };
@@ -457,6 +482,13 @@ int main(int argc, char **argv)
 		d.plan.cfg.cgroup_root_auto ? " (auto: " : "", d.plan.cfg.cgroup_root_auto ? how : "",
 		d.plan.cfg.cgroup_root_auto ? ")" : "", o.dry_run ? " (dry run)" : "");
 	drfd_log_plan(&d.plan, d.has_io ? &d.io : NULL);
+	if (drfd_usage_plan(&d) < 0) {
+		ret = EXIT_FAIL;
+		goto out_d;
+	}
+	/* The usage probes, for the daemon only: a dry run or one pass measures nothing. */
+	if (!o.dry_run && !o.once)
+		start_probes(&d, mount, &probes);
 	r = drfd_start(&d, &st);
 	if (r < 0) {
 		drf_log(LOG_ERR, "cannot start: %s", strerror(-r));

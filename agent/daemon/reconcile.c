@@ -666,15 +666,24 @@ static int write_knob(struct drf_reconciler *rc, struct drf_tenant_rt *t, enum d
 		      const char *have, struct drf_reconcile_stats *st)
 {
 	const char *file = drf_knob_file(k, rc->io);
-	int r = cgfs_write(rc->fs, t->cgroup, file, t->want.val[k]);
+	int r = 0;
 
-	if (r == 0 && k == DRF_KNOB_IO_WEIGHT && have && has_device_line(have, rc->io)) {
+	if (k == DRF_KNOB_IO_WEIGHT && have && has_device_line(have, rc->io)) {
 		char reset[48];
 
-		/* A per-device weight overrides "default N" for our device: drop it. */
+		/*
+		 * A per-device weight overrides "default N" for our device: drop
+		 * it, and before "default N". BFQ drops a device's weight by
+		 * setting the group to the weight it has in effect, which would
+		 * be the old device weight again after "default N"
+		 * (bfq_io_set_device_weight()); "default N" then sets every
+		 * device without a weight of its own to N.
+		 */
 		snprintf(reset, sizeof(reset), "%u:%u default", rc->io->major, rc->io->minor);
 		r = cgfs_write(rc->fs, t->cgroup, file, reset);
 	}
+	if (r == 0)
+		r = cgfs_write(rc->fs, t->cgroup, file, t->want.val[k]);
 	if (r < 0) {
 		knob_failed(rc, t, k, true, r, st);
 		return r;

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "metrics.h"
 #include "log.h"
 
 #define REQ_MAX 256
@@ -260,6 +261,111 @@ static void json_net(const struct drfd *d, FILE *f, int *problems)
 		(*problems)++;
 }
 
+/* Usage against allocation of tenant i (the daemon's last sample), JSON. */
+static void json_use(const struct drfd *d, size_t i, FILE *f, int *problems)
+{
+	const struct drf_usage *u = &d->use;
+	const struct drf_tenant_use *t = &u->t[i];
+	const double *cap = d->plan.problem.capacity;
+
+	fputs(", \"use\": {\"window_tick_s\": ", f);
+	json_num(f, t->prev.t_ns ? (double)(t->now.t_ns - t->prev.t_ns) / 1e9 : NAN);
+	fputs(", \"window_minute_s\": ", f);
+	json_num(f, t->window_min_s);
+	fputs(", \"resources\": {", f);
+	for (int r = 0, first = 1; r < DRF_NRES; r++) {
+		if (!(cap[r] > 0))
+			continue;
+		fprintf(f, "%s\"%s\": {\"declared\": ", first ? "" : ", ", drf_res_name(r));
+		json_num(f, t->declared[r]);
+		fputs(", \"allocation\": ", f);
+		json_num(f, t->alloc[r]);
+		fputs(", \"limit\": ", f);
+		json_num(f, t->limit[r]);
+		fputs(", \"use_tick\": ", f);
+		json_num(f, t->use_tick[r]);
+		fputs(", \"use_minute\": ", f);
+		json_num(f, t->use_min[r]);
+		fputs(", \"gap\": ", f);
+		json_num(f, t->gap[r]);
+		fprintf(f, ", \"not_holding\": %s, \"no_effect\": ",
+			t->not_holding & (1u << r) ? "true" : "false");
+		if (u->no_effect & (1u << r))
+			json_str(f, u->no_effect_why[r]);
+		else
+			fputs("null", f);
+		fputc('}', f);
+		if (t->not_holding & (1u << r))
+			(*problems)++;
+		first = 0;
+	}
+	fputs("}, \"dominant_allocation\": ", f);
+	json_num(f, t->dominant_alloc);
+	fputs(", \"dominant_use\": ", f);
+	json_num(f, t->dominant_use);
+	fputs(", \"dominant_use_resource\": ", f);
+	if (t->dominant_use_res >= 0)
+		json_str(f, drf_res_name(t->dominant_use_res));
+	else
+		fputs("null", f);
+	fputs(", \"memory\": {\"current\": ", f);
+	json_num(f, t->gauge[DRF_GAUGE_MEM_CURRENT]);
+	fputs(", \"working_set\": ", f);
+	json_num(f, t->gauge[DRF_GAUGE_MEM_WORKING_SET]);
+	fputs("}, \"pressure\": {", f);
+	for (int p = 0; p < DRF_NPRESSURE; p++) {
+		fprintf(f, "%s\"%s\": ", p ? ", " : "", drf_pressure_name(p));
+		json_num(f, t->pressure[p]);
+	}
+	fputs("}, \"counters\": {", f);
+	for (int c = 0; c < DRF_NCTR; c++) {
+		fprintf(f, "%s\"%s\": ", c ? ", " : "", drf_ctr_name(c));
+		json_num(f, t->now.c[c]);
+	}
+	fputs("}, \"runq_wait_hist\": [", f);
+	for (int b = 0; b < DRF_HIST_BUCKETS; b++)
+		fprintf(f, "%s%llu", b ? ", " : "", (unsigned long long)t->runq_hist[b]);
+	fputs("], \"io_latency_hist\": [", f);
+	for (int b = 0; b < DRF_HIST_BUCKETS; b++)
+		fprintf(f, "%s%llu", b ? ", " : "", (unsigned long long)t->io_lat_hist[b]);
+	fputs("]}", f);
+}
+
+/* The same for people: one line per resource with a capacity. */
+static void text_use(const struct drfd *d, size_t i, FILE *f, int *problems)
+{
+	const struct drf_usage *u = &d->use;
+	const struct drf_tenant_use *t = &u->t[i];
+	const double *cap = d->plan.problem.capacity;
+	char a[32], b[32], c[32], l[32];
+
+	fprintf(f, "  use against allocation (last tick / last %.0f s):\n", t->window_min_s);
+	for (int r = 0; r < DRF_NRES; r++) {
+		if (!(cap[r] > 0))
+			continue;
+		drf_format_quantity(t->use_tick[r], drf_res_unit(r), a, sizeof(a));
+		drf_format_quantity(t->use_min[r], drf_res_unit(r), b, sizeof(b));
+		drf_format_quantity(t->alloc[r], drf_res_unit(r), c, sizeof(c));
+		drf_format_quantity(t->limit[r], drf_res_unit(r), l, sizeof(l));
+		fprintf(f, "    %-16s %s / %s of %s allocated, limit %s%s\n", drf_res_name(r),
+			isnan(t->use_tick[r]) ? "?" : a, isnan(t->use_min[r]) ? "?" : b, c, l,
+			t->not_holding & (1u << r) ? "  NOT HOLDING: use above the limit" : "");
+		if (t->not_holding & (1u << r))
+			(*problems)++;
+		if (u->no_effect & (1u << r))
+			fprintf(f, "    %-16s note: %s\n", "", u->no_effect_why[r]);
+	}
+	fprintf(f, "    dominant share: allocation %.3f, use %.3f", t->dominant_alloc,
+		isnan(t->dominant_use) ? 0 : t->dominant_use);
+	if (!isnan(t->pressure[DRF_PRESSURE_RUNQ]))
+		fprintf(f, "; run-queue wait %.3f s/s", t->pressure[DRF_PRESSURE_RUNQ]);
+	if (!isnan(t->pressure[DRF_PRESSURE_CPU_SOME]))
+		fprintf(f, "; pressure cpu %.1f%% memory %.1f%% io %.1f%%",
+			100 * t->pressure[DRF_PRESSURE_CPU_SOME],
+			100 * t->pressure[DRF_PRESSURE_MEMORY_SOME], 100 * t->pressure[DRF_PRESSURE_IO_SOME]);
+	fputc('\n', f);
+}
+
 static void render_json(const struct drfd *d, FILE *f, int *problems)
 {
 	const struct drf_enforced *e = &d->plan;
@@ -303,6 +409,15 @@ static void render_json(const struct drfd *d, FILE *f, int *problems)
 		json_num(f, e->problem.capacity[r]);
 		first = 0;
 	}
+	fprintf(f, "}, \"usage\": {\"probes\": %s, \"probes_why\": ", d->use.probes ? "true" : "false");
+	if (d->use.probes)
+		fputs("null", f);
+	else
+		json_str(f, d->use.probes_why);
+	fputs(", \"jain_allocation\": ", f);
+	json_num(f, d->use.jain_alloc);
+	fputs(", \"jain_use\": ", f);
+	json_num(f, d->use.jain_use);
 	fputs("}, \"tenants\": [", f);
 	for (size_t i = 0; i < rc->n; i++) {
 		const struct drf_tenant_rt *t = &rc->t[i];
@@ -343,6 +458,8 @@ static void render_json(const struct drfd *d, FILE *f, int *problems)
 		fputc(']', f);
 		if (d->has_net && i < d->net.n)
 			json_net_tenant(d, i, f, problems);
+		if (i < d->use.n && d->use.samples)
+			json_use(d, i, f, problems);
 		fputc('}', f);
 	}
 	fputs("], \"inner\": [", f);
@@ -545,6 +662,8 @@ static void render_text(const struct drfd *d, FILE *f, int *problems)
 		text_knobs(d, t, f, problems);
 		if (d->has_net && i < d->net.n)
 			text_net_tenant(d, i, f, problems);
+		if (i < d->use.n && d->use.samples)
+			text_use(d, i, f, problems);
 	}
 	for (size_t i = rc->n; i < rc->n + rc->n_inner; i++) {
 		const struct drf_tenant_rt *t = &rc->t[i];
@@ -595,6 +714,20 @@ static int answer(struct conn *c)
 		if (n < 0)
 			return -ENOMEM;
 		c->out_len = (size_t)n;
+		return 0;
+	}
+	if (strcmp(c->req, "metrics") == 0) {
+		f = open_memstream(&body, &blen);
+		if (!f)
+			return -ENOMEM;
+		fputs("drfd-metrics 1\n", f);
+		drfd_metrics_render(c->d, f);
+		if (fclose(f) != 0) {
+			free(body);
+			return -ENOMEM;
+		}
+		c->out = body;
+		c->out_len = blen;
 		return 0;
 	}
 	if (strcmp(c->req, "status text") != 0 && strcmp(c->req, "status json") != 0) {

@@ -84,7 +84,7 @@ expect() {
 	fi
 }
 
-commands="plan status exec net-reset help"
+commands="plan status exec net-reset top help"
 policies="drf asset per-resource"
 # opts COMMAND: the options of COMMAND.
 opts() {
@@ -93,8 +93,10 @@ opts() {
 	status) echo "-c --config --json --socket -h --help" ;;
 	exec) echo "-c --config -h --help" ;;
 	net-reset) echo "-c --config --device -h --help" ;;
+	top) echo "-c --config --socket -d --delay -b --batch -n --iterations --sort -h --help" ;;
 	esac
 }
+sort_keys="dominant allocation cpu memory io network name"
 
 # The lists above are drfctl's own, when there is a drfctl to ask.
 if [ -n "$drfctl" ]; then
@@ -111,7 +113,7 @@ if [ -n "$drfctl" ]; then
 		done | tr -d , | grep '^-'
 		printf '%s\n' -h --help
 	}
-	for c in plan status exec; do
+	for c in plan status exec top; do
 		got=$(help_opts "$c" | LC_ALL=C sort -u)
 		if [ "$got" = "$(sorted "$(opts "$c")")" ]; then
 			ok "drfctl help $c lists the options the completion offers"
@@ -126,6 +128,14 @@ if [ -n "$drfctl" ]; then
 		ok "drfctl names the commands the completion offers"
 	else
 		ko "drfctl names [$(echo "$got" | tr '\n' ' ')], the completion [$commands]"
+	fi
+	# "  --sort KEY          dominant, allocation, ... or name"
+	got=$("$drfctl" help top | sed -nE 's/^  --sort KEY +//p' | sed 's/,* or /, /' | tr -d ' ' |
+		tr , '\n' | LC_ALL=C sort -u)
+	if [ "$got" = "$(sorted "$sort_keys")" ]; then
+		ok "drfctl help top lists the sort keys the completion offers"
+	else
+		ko "drfctl help top lists [$(echo "$got" | tr '\n' ' ')], the completion [$sort_keys]"
 	fi
 	got=$("$drfctl" help plan | sed -nE '1s/.*--policy ([a-z|-]+).*/\1/p' | tr '|' '\n' |
 		LC_ALL=C sort -u)
@@ -153,6 +163,12 @@ expect "drfctl plan --policy <TAB>: the policies" "$policies" drfctl plan --poli
 expect "drfctl plan --policy p<TAB>" "per-resource" drfctl plan --policy p
 expect "drfctl plan --policy=<TAB>: the policies" "$policies" drfctl plan --policy = ""
 expect "drfctl plan --policy=a<TAB>" "asset" drfctl plan --policy = a
+expect "drfctl top -<TAB>: top's options" "$(opts top)" drfctl top -
+expect "drfctl top --sort <TAB>: the sort keys" "$sort_keys" drfctl top --sort ""
+expect "drfctl top --sort=n<TAB>" "name network" drfctl top --sort = n
+expect "drfctl top -d <TAB>: nothing (seconds)" "" drfctl top -d ""
+expect "drfctl top -n <TAB>: nothing (a count)" "" drfctl top -n ""
+expect "drfctl plan --sort <TAB>: plan has no --sort" "" drfctl plan --sort ""
 
 # A config of the tenants A and B in the main file, and B2 and c-1.x in
 # tenants.d; what drfd does not read is not offered: a commented header, a

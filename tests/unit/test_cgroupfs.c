@@ -770,6 +770,42 @@ static void test_io_fields(void **state)
 	fixture_close(&f);
 }
 
+/*
+ * A foreign device weight is dropped before "default N" is written, not after:
+ * BFQ drops a device's weight by setting the group to the weight in effect
+ * (bfq_io_set_device_weight()), which for a tenant that did IO meanwhile is
+ * the foreign one; after "default N" that would put it back, with the file
+ * showing only "default N" (t_ioweight: B/A 1.0 instead of 3).
+ */
+static void test_io_weight_device_reset_first(void **state)
+{
+	const struct drf_io_target bfq = { .major = 8, .minor = 0, .weights = DRF_IO_WEIGHTS_BFQ };
+	struct fixture f;
+	char *out = NULL, *reset, *dflt;
+	size_t len = 0;
+
+	(void)state;
+	write_conf("", "io-device = 8:0\nio-read-bps = 100M\n", "[tenant a]\n[tenant b]\nweight = 3\n");
+	load(&f.e, &bfq);
+	fixture_open(&f, &bfq, false);
+	tick(&f, ALL);
+	assert_string_equal(slurp("a/io.bfq.weight"), "default 333");
+	assert_int_equal(put(f.fs.rootfd, "a/io.bfq.weight", "default 333\n8:0 1000\n"), 0);
+	f.rec.out = open_memstream(&out, &len);
+	tick(&f, ALL);
+	fclose(f.rec.out);
+	f.rec.out = NULL;
+	assert_int_equal(f.st.foreign, 1);
+	reset = strstr(out, "/a/io.bfq.weight 8:0 default\n");
+	dflt = strstr(out, "/a/io.bfq.weight default 333\n");
+	assert_non_null(reset);
+	assert_non_null(dflt);
+	assert_true(reset < dflt);
+	assert_string_equal(slurp("a/io.bfq.weight"), "default 333");
+	free(out);
+	fixture_close(&f);
+}
+
 /* Zero means "needs none" in both modes: no zero caps; a cpu cap past the kernel's range. */
 static void test_zero_demand_and_cpu_clamp(void **state)
 {
@@ -883,6 +919,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_removed_tenants_and_orphans, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_nested_weights, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_io_fields, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_io_weight_device_reset_first, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_zero_demand_and_cpu_clamp, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_state_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lock, setup, teardown),

@@ -512,6 +512,28 @@ static void test_agent_service_keys(void **state)
 	expect_error("[agent]\ncgroup-root = /\n[capacity]\ncpu = 4\n", 2, "root of the");
 }
 
+/* [agent] metrics-file: unset by default; an absolute file path, or FILE:LINE. */
+static void test_metrics_file(void **state)
+{
+	struct drf_config c;
+
+	(void)state;
+	assert_int_equal(load_with("[capacity]\ncpu = 4\n", &t_fake_host, &c), 0);
+	assert_null(c.metrics_file);
+	drf_config_free(&c);
+	assert_int_equal(load_with("[agent]\nmetrics-file = /var/lib/prometheus/node-exporter/"
+				   "drfd.prom\n[capacity]\ncpu = 4\n", &t_fake_host, &c), 0);
+	assert_string_equal(c.metrics_file, "/var/lib/prometheus/node-exporter/drfd.prom");
+	drf_config_free(&c);
+	expect_error("[agent]\nmetrics-file = drfd.prom\n[capacity]\ncpu = 4\n", 2,
+		     "metrics-file = 'drfd.prom': must be the absolute path of a file");
+	expect_error("; x\n[agent]\nmetrics-file = /var/lib/../drfd.prom\n", 3, "absolute path");
+	expect_error("[agent]\nmetrics-file = /var/lib/node-exporter/\n", 2, "of a file");
+	expect_error("[agent]\nmetrics-file = /\n", 2, "of a file");
+	expect_error("[agent]\nmetrics-file = /a.prom\nmetrics-file = /b.prom\n", 3, "set twice");
+	expect_error("[agent]\nmetrics-file =\n", 2, "empty value");
+}
+
 /* What a new user tripped over: the messages name the real problem. */
 static void test_messages(void **state)
 {
@@ -608,6 +630,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_units_in_context, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_tenants, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_agent_service_keys, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_metrics_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_messages, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fifo_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_many_tenants, setup, teardown),

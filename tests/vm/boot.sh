@@ -6,7 +6,9 @@
 #   vm_boot SCRIPT RESULTS BUILD DISK
 #                           boots, runs SCRIPT in the guest with RESULTS as /mnt/results;
 #                           a script with a line "# vm-mode: systemd" runs under
-#                           Debian's systemd as PID 1 (see init), the others in a chroot
+#                           Debian's systemd as PID 1 (see init), the others in a chroot;
+#                           a line "# vm-drive: OPTS" adds OPTS to DISK's -drive (e.g.
+#                           throttling.bps-total=N: a disk slower than the emulated CPU)
 vm_here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 vm_top=$(cd "$vm_here/../.." && pwd)
 VM_KV='' VM_INITRD='' VM_WHY=''
@@ -32,7 +34,8 @@ vm_prepare() {
 }
 
 vm_boot() {
-	local script=$1 res=$2 build=$3 disk=$4 mode=chroot extra=''
+	local script=$1 res=$2 build=$3 disk=$4 mode=chroot extra='' drive
+	drive=$(sed -n 's/^# vm-drive: \([^ ]*\)$/,\1/p' "$script" | head -n 1)
 	if grep -q '^# vm-mode: systemd$' "$script"; then
 		mode=systemd
 		# Pure cgroup v2, as on a Debian 12 host booted with it.
@@ -44,5 +47,5 @@ vm_boot() {
 		-append "console=ttyS0 quiet panic=-1 $extra drf.mode=$mode drf.script=$script drf.build=$build drf.top=$vm_top" \
 		-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
 		-virtfs "local,path=$res,mount_tag=results,security_model=none" \
-		-drive "file=$disk,if=virtio,format=raw" >"$res/serial.log" 2>&1
+		-drive "file=$disk,if=virtio,format=raw$drive" >"$res/serial.log" 2>&1
 }

@@ -1,0 +1,655 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Prometheus metrics (see metrics.h), in the text exposition format 0.0.4:
+ * every family has its # HELP and # TYPE lines and its samples together, in
+ * base units (cores or seconds, bytes, bytes per second: the network's bits
+ * are divided by 8). A value that is not known (NAN) has no sample line; no
+ * limit is +Inf. The figures are those of the status, from the daemon's
+ * measurements (d->use, agent/core/use.h) and the plan in force.
+ *
+ * The file for node-exporter's textfile collector is replaced atomically: a
+ * temporary file in the same directory (".NAME.XXXXXX", which the collector
+ * skips: it reads only *.prom), written, fsync'ed and renamed over NAME.
+ */
+#include "metrics.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "log.h"
+
+/* The resource label: the network's resources are named by direction. */
+static const char *const res_label[DRF_NRES] = {
+	[DRF_RES_CPU] = "cpu",
+	[DRF_RES_MEMORY] = "memory",
+	[DRF_RES_IO_READ] = "io-read",
+	[DRF_RES_IO_WRITE] = "io-write",
+	[DRF_RES_NET] = "net-egress",
+	[DRF_RES_NET_IN] = "net-ingress",
+};
+
+/* A quantity of resource r in its base unit: bytes per second for the network. */
+static double base(int r, double v)
+{
+	return r == DRF_RES_NET || r == DRF_RES_NET_IN ? v / 8 : v;
+}
+
+/*
+ * A sample value: +Inf, -Inf, a whole number's digits, or the shorter of
+ * %.15g and %.17g that reads back exactly. len: at least 32.
+ */
+static const char *fmt_num(double v, char *buf, size_t len)
+{
+	if (isinf(v)) {
+		snprintf(buf, len, "%s", v > 0 ? "+Inf" : "-Inf");
+		return buf;
+	}
+	/* Counters and buckets, most of the text: whole, and faster by hand. */
+	if (v == trunc(v) && fabs(v) < 1e15) {
+		uint64_t x = (uint64_t)fabs(v);
+		char digits[24], *p = buf;
+		size_t n = 0;
+
+		do {
+			digits[n++] = (char)('0' + x % 10);
+			x /= 10;
+		} while (x);
+		if (v < 0)
+			*p++ = '-';
+		while (n)
+			*p++ = digits[--n];
+		*p = '\0';
+		return buf;
+	}
+	snprintf(buf, len, "%.15g", v);
+	if (strtod(buf, NULL) != v)
+		snprintf(buf, len, "%.17g", v);
+	return buf;
+}
+
+static void family(FILE *f, const char *name, const char *type, const char *help)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* A sample line, built in memory and written in one go (a tick writes many). */
+struct line {
+	FILE *f;
+	size_t n;
+	char b[512];
+};
+
+/* Appends s, escaped as a label value when esc (\\, \" and \n). */
+static void put(struct line *l, const char *s, bool esc)
+{
+	for (; *s; s++) {
+		/* Room for an escaped character; a longer line goes out in parts. */
+		if (l->n + 2 > sizeof(l->b)) {
+			fwrite(l->b, 1, l->n, l->f);
+			l->n = 0;
+		}
+		if (esc && (*s == '\\' || *s == '"')) {
+			l->b[l->n++] = '\\';
+			l->b[l->n++] = *s;
+		} else if (esc && *s == '\n') {
+			l->b[l->n++] = '\\';
+			l->b[l->n++] = 'n';
+		} else {
+			l->b[l->n++] = *s;
+		}
+	}
+}
+
+/*
+ * One sample line, name{key="value",...} v; the labels are key, value pairs
+ * ending with NULL. Nothing for NAN: the value is not known.
+ */
+static void __attribute__((sentinel)) sample(FILE *f, const char *name, double v, ...)
+{
+	struct line l = { .f = f };
+	const char *key;
+	bool first = true;
+	char num[40];
+	va_list ap;
+
+	if (isnan(v))
+		return;
+	put(&l, name, false);
+	va_start(ap, v);
+	while ((key = va_arg(ap, const char *))) {
+		put(&l, first ? "{" : ",", false);
+		put(&l, key, false);
+		put(&l, "=\"", false);
+		put(&l, va_arg(ap, const char *), true);
+		put(&l, "\"", false);
+		first = false;
+	}
+	va_end(ap);
+	put(&l, first ? " " : "} ", false);
+	put(&l, fmt_num(v, num, sizeof(num)), false);
+	put(&l, "\n", false);
+	fwrite(l.b, 1, l.n, f);
+}
+
+/* The measurements of tenant i, or NULL before there are any. */
+static const struct drf_tenant_use *tenant_use(const struct drfd *d, size_t i)
+{
+	return d->use.t && i < d->use.n ? &d->use.t[i] : NULL;
+}
+
+static bool takes_part(const struct drfd *d, int r)
+{
+	return d->plan.problem.capacity[r] > 0;
+}
+
+static void render_daemon(const struct drfd *d, FILE *f)
+{
+	family(f, "drfd_up", "gauge", "Whether drfd runs (1).");
+	sample(f, "drfd_up", 1, NULL);
+	family(f, "drfd_last_tick_timestamp_seconds", "gauge",
+	       "When drfd last sampled and enforced, in seconds since the epoch.");
+	sample(f, "drfd_last_tick_timestamp_seconds",
+	       d->last_tick ? (double)d->last_tick / 1e6 : NAN, NULL);
+	family(f, "drfd_ticks_total", "counter", "Ticks (sample, allocate, enforce) since start.");
+	sample(f, "drfd_ticks_total", (double)d->rc.ticks, NULL);
+	family(f, "drfd_probes_up", "gauge",
+	       "Whether the eBPF probes (run-queue wait, on-CPU time, IO requests) are attached "
+	       "and counting (1) or not (0).");
+	sample(f, "drfd_probes_up", d->use.probes ? 1 : 0, NULL);
+	family(f, "drfd_write_errors_total", "counter",
+	       "Failed cgroup knob writes since start (each is retried every tick).");
+	sample(f, "drfd_write_errors_total", (double)d->rc.total_errors, NULL);
+	family(f, "drfd_writes_retrying", "gauge", "Knob writes failing and retried each tick.");
+	sample(f, "drfd_writes_retrying", (double)d->last.retrying, NULL);
+	family(f, "drfd_jain_index", "gauge",
+	       "Jain's fairness index over the tenants' weighted dominant shares, of the "
+	       "allocation and of the use (1: all equal; 1/n: one tenant has everything).");
+	sample(f, "drfd_jain_index", d->use.jain_alloc, "of", "allocation", NULL);
+	sample(f, "drfd_jain_index", d->use.jain_use, "of", "use", NULL);
+	family(f, "drfd_capacity", "gauge",
+	       "The capacity drfd shares, in the resource's base unit (cores, bytes, bytes per "
+	       "second); resources that take no part are left out.");
+	for (int r = 0; r < DRF_NRES; r++)
+		if (takes_part(d, r))
+			sample(f, "drfd_capacity", base(r, d->plan.problem.capacity[r]), "resource",
+			       res_label[r], NULL);
+	family(f, "drfd_knob_no_effect", "gauge",
+	       "1 when the resource's knobs have no effect on this host (drfctl status says why).");
+	for (int r = 0; r < DRF_NRES; r++)
+		if (takes_part(d, r))
+			sample(f, "drfd_knob_no_effect", d->use.no_effect & (1u << r) ? 1 : 0,
+			       "resource", res_label[r], NULL);
+}
+
+/* The families per tenant and resource. */
+enum tr {
+	TR_DECLARED,
+	TR_ALLOC,
+	TR_LIMIT,
+	TR_USE,         /* two windows */
+	TR_GAP,
+	TR_NOT_HOLDING,
+	TR_ALLOC_RATIO,
+	TR_USE_RATIO,
+};
+
+static const struct {
+	const char *name, *help;
+	enum tr what;
+} tr_families[] = {
+	{ "drfd_declared_demand", "The demand the tenant declared, in the resource's base unit "
+	  "(cores, bytes, bytes per second); +Inf: none declared.", TR_DECLARED },
+	{ "drfd_allocation", "The tenant's allocation in force, in the resource's base unit.",
+	  TR_ALLOC },
+	{ "drfd_limit", "The hard limit drfd's knobs enforce, in the resource's base unit; +Inf: "
+	  "no hard limit.", TR_LIMIT },
+	{ "drfd_use", "Measured use, in the resource's base unit, over the last tick (window "
+	  "tick) and over up to the last minute (window 1m).", TR_USE },
+	{ "drfd_use_gap", "Allocation minus use over the last tick, in the resource's base unit "
+	  "(negative: using more than allocated).", TR_GAP },
+	{ "drfd_enforcement_not_holding", "1 when the tenant's use is above what its limit allows "
+	  "(the limit does not hold), else 0.", TR_NOT_HOLDING },
+	{ "drfd_allocation_ratio", "The tenant's allocation as a fraction of the capacity.",
+	  TR_ALLOC_RATIO },
+	{ "drfd_use_ratio", "The tenant's use over the last tick as a fraction of the capacity.",
+	  TR_USE_RATIO },
+};
+
+static double tr_value(const struct drf_tenant_use *u, int r, double cap, enum tr what)
+{
+	switch (what) {
+	case TR_DECLARED:
+		return base(r, u->declared[r]);
+	case TR_ALLOC:
+		return base(r, u->alloc[r]);
+	case TR_LIMIT:
+		return base(r, u->limit[r]);
+	case TR_USE:
+		return base(r, u->use_tick[r]);
+	case TR_GAP:
+		return base(r, u->gap[r]);
+	case TR_NOT_HOLDING:
+		return u->not_holding & (1u << r) ? 1 : 0;
+	case TR_ALLOC_RATIO:
+		return u->alloc[r] / cap;
+	case TR_USE_RATIO:
+		return u->use_tick[r] / cap;
+	}
+	return NAN;
+}
+
+static void render_tenant_resources(const struct drfd *d, FILE *f)
+{
+	const struct drf_config *c = &d->plan.cfg;
+
+	for (size_t k = 0; k < sizeof(tr_families) / sizeof(tr_families[0]); k++) {
+		const char *name = tr_families[k].name;
+
+		family(f, name, "gauge", tr_families[k].help);
+		for (size_t i = 0; i < c->n_tenants; i++) {
+			const struct drf_tenant_use *u = tenant_use(d, i);
+			const char *t = c->tenants[i].name;
+
+			for (int r = 0; u && r < DRF_NRES; r++) {
+				double cap = d->plan.problem.capacity[r];
+
+				if (!takes_part(d, r))
+					continue;
+				if (tr_families[k].what != TR_USE) {
+					sample(f, name, tr_value(u, r, cap, tr_families[k].what),
+					       "tenant", t, "resource", res_label[r], NULL);
+					continue;
+				}
+				sample(f, name, base(r, u->use_tick[r]), "tenant", t, "resource",
+				       res_label[r], "window", "tick", NULL);
+				sample(f, name, base(r, u->use_min[r]), "tenant", t, "resource",
+				       res_label[r], "window", "1m", NULL);
+			}
+		}
+	}
+}
+
+/* Where a per-tenant series takes its value from. */
+enum src {
+	S_WEIGHT,
+	S_DOMINANT_ALLOC,
+	S_DOMINANT_USE,
+	S_CTR,          /* now.c[idx] / div */
+	S_GAUGE,        /* gauge[idx] */
+	S_HIST_RUNQ,    /* a histogram family of its own */
+	S_HIST_IO,
+	S_PRESSURE,     /* every signal */
+};
+
+/*
+ * The per-tenant families, in the order they are written. The rows of one
+ * family are consecutive; its first row has the type and help. A row's extra
+ * labels (k1=v1, k2=v2) come after tenant.
+ */
+static const struct row {
+	const char *name, *type, *help;
+	enum src src;
+	int idx;
+	double div;     /* the value in the base unit is the figure divided by this */
+	const char *k1, *v1, *k2, *v2;
+} rows[] = {
+	{ "drfd_tenant_weight", "gauge", "The tenant's weight.", S_WEIGHT, 0, 1, NULL, NULL,
+	  NULL, NULL },
+	{ "drfd_dominant_share_ratio", "gauge", "The tenant's dominant share: its largest share "
+	  "of any resource's capacity, of its allocation and of its use over the last tick.",
+	  S_DOMINANT_ALLOC, 0, 1, "of", "allocation", NULL, NULL },
+	{ "drfd_dominant_share_ratio", NULL, NULL, S_DOMINANT_USE, 0, 1, "of", "use", NULL, NULL },
+	{ "drfd_cpu_usage_seconds_total", "counter", "CPU time the tenant's cgroup used "
+	  "(cpu.stat usage_usec).", S_CTR, DRF_CTR_CPU_USEC, 1e6, NULL, NULL, NULL, NULL },
+	{ "drfd_cpu_oncpu_seconds_total", "counter", "On-CPU time of the tenant's threads, "
+	  "counted by the probe.", S_CTR, DRF_CTR_ONCPU_NS, 1e9, NULL, NULL, NULL, NULL },
+	{ "drfd_cpu_throttled_seconds_total", "counter", "Time the tenant's cgroup was throttled "
+	  "by cpu.max (cpu.stat throttled_usec).", S_CTR, DRF_CTR_CPU_THROTTLED_USEC, 1e6, NULL,
+	  NULL, NULL, NULL },
+	{ "drfd_cpu_runqueue_wait_seconds_total", "counter", "Time the tenant's threads were "
+	  "runnable but waited for a CPU, counted by the probe.", S_CTR, DRF_CTR_RUNQ_NS, 1e9,
+	  NULL, NULL, NULL, NULL },
+	{ "drfd_cpu_runqueue_wait_seconds", "histogram", "Run-queue waits of the tenant's "
+	  "threads (from wakeup or preemption to running), counted by the probe.", S_HIST_RUNQ,
+	  DRF_CTR_RUNQ_NS, 1e9, NULL, NULL, NULL, NULL },
+	{ "drfd_memory_current_bytes", "gauge", "Memory the tenant's cgroup uses "
+	  "(memory.current).", S_GAUGE, DRF_GAUGE_MEM_CURRENT, 1, NULL, NULL, NULL, NULL },
+	{ "drfd_memory_working_set_bytes", "gauge", "The tenant's working set: anon + file - "
+	  "inactive_file of memory.stat.", S_GAUGE, DRF_GAUGE_MEM_WORKING_SET, 1, NULL, NULL,
+	  NULL, NULL },
+	{ "drfd_memory_events_total", "counter", "memory.events of the tenant's cgroup: times "
+	  "over memory.high, at memory.max, and OOM kills.", S_CTR, DRF_CTR_MEM_EVENTS_HIGH, 1,
+	  "event", "high", NULL, NULL },
+	{ "drfd_memory_events_total", NULL, NULL, S_CTR, DRF_CTR_MEM_EVENTS_MAX, 1, "event",
+	  "max", NULL, NULL },
+	{ "drfd_memory_events_total", NULL, NULL, S_CTR, DRF_CTR_MEM_EVENTS_OOM_KILL, 1, "event",
+	  "oom_kill", NULL, NULL },
+	{ "drfd_io_read_bytes_total", "counter", "Bytes the tenant read from io-device, as the "
+	  "probe counted requests issued and as io.stat has them.", S_CTR, DRF_CTR_PROBE_RBYTES,
+	  1, "source", "probe", NULL, NULL },
+	{ "drfd_io_read_bytes_total", NULL, NULL, S_CTR, DRF_CTR_IO_RBYTES, 1, "source",
+	  "io.stat", NULL, NULL },
+	{ "drfd_io_written_bytes_total", "counter", "Bytes the tenant wrote to io-device, as the "
+	  "probe counted requests issued and as io.stat has them.", S_CTR, DRF_CTR_PROBE_WBYTES,
+	  1, "source", "probe", NULL, NULL },
+	{ "drfd_io_written_bytes_total", NULL, NULL, S_CTR, DRF_CTR_IO_WBYTES, 1, "source",
+	  "io.stat", NULL, NULL },
+	{ "drfd_io_reads_total", "counter", "Read requests of the tenant to io-device (probe: "
+	  "requests issued; io.stat: rios).", S_CTR, DRF_CTR_PROBE_RREQS, 1, "source", "probe",
+	  NULL, NULL },
+	{ "drfd_io_reads_total", NULL, NULL, S_CTR, DRF_CTR_IO_RIOS, 1, "source", "io.stat", NULL,
+	  NULL },
+	{ "drfd_io_writes_total", "counter", "Write requests of the tenant to io-device (probe: "
+	  "requests issued; io.stat: wios).", S_CTR, DRF_CTR_PROBE_WREQS, 1, "source", "probe",
+	  NULL, NULL },
+	{ "drfd_io_writes_total", NULL, NULL, S_CTR, DRF_CTR_IO_WIOS, 1, "source", "io.stat",
+	  NULL, NULL },
+	{ "drfd_io_request_seconds", "histogram", "Issue-to-completion time of the tenant's IO "
+	  "requests, counted by the probe.", S_HIST_IO, DRF_CTR_PROBE_LAT_NS, 1e9, NULL, NULL,
+	  NULL, NULL },
+	{ "drfd_network_transmit_bytes_total", "counter", "Bytes the tenant sent on net-device.",
+	  S_CTR, DRF_CTR_NET_TX_BYTES, 1, NULL, NULL, NULL, NULL },
+	{ "drfd_network_transmit_packets_total", "counter", "Packets the tenant sent on "
+	  "net-device.", S_CTR, DRF_CTR_NET_TX_PACKETS, 1, NULL, NULL, NULL, NULL },
+	{ "drfd_network_receive_bytes_total", "counter", "Bytes the tenant received on "
+	  "net-device.", S_CTR, DRF_CTR_NET_RX_BYTES, 1, NULL, NULL, NULL, NULL },
+	{ "drfd_network_receive_packets_total", "counter", "Packets the tenant received on "
+	  "net-device.", S_CTR, DRF_CTR_NET_RX_PACKETS, 1, NULL, NULL, NULL, NULL },
+	{ "drfd_network_receive_dropped_total", "counter", "Packets to the tenant the ingress "
+	  "policer dropped.", S_CTR, DRF_CTR_NET_RX_DROPPED, 1, NULL, NULL, NULL, NULL },
+	{ "drfd_network_receive_marked_total", "counter", "Packets to the tenant the ingress "
+	  "policer marked with ECN instead of dropping them.", S_CTR, DRF_CTR_NET_RX_MARKED, 1,
+	  NULL, NULL, NULL, NULL },
+	{ "drfd_pressure_ratio", "gauge", "Pressure on the tenant over the last tick, as the "
+	  "fraction of the tick stalled: run-queue wait (per second: can exceed 1 with many "
+	  "threads), cpu.max throttling, and PSI's some and full.", S_PRESSURE, 0, 1, NULL,
+	  NULL, NULL, NULL },
+	{ "drfd_pressure_stalled_seconds_total", "counter", "PSI totals of the tenant's cgroup: "
+	  "time some or all of its tasks stalled on the resource.", S_CTR,
+	  DRF_CTR_PSI_CPU_SOME_USEC, 1e6, "resource", "cpu", "kind", "some" },
+	{ "drfd_pressure_stalled_seconds_total", NULL, NULL, S_CTR, DRF_CTR_PSI_CPU_FULL_USEC,
+	  1e6, "resource", "cpu", "kind", "full" },
+	{ "drfd_pressure_stalled_seconds_total", NULL, NULL, S_CTR, DRF_CTR_PSI_MEMORY_SOME_USEC,
+	  1e6, "resource", "memory", "kind", "some" },
+	{ "drfd_pressure_stalled_seconds_total", NULL, NULL, S_CTR, DRF_CTR_PSI_MEMORY_FULL_USEC,
+	  1e6, "resource", "memory", "kind", "full" },
+	{ "drfd_pressure_stalled_seconds_total", NULL, NULL, S_CTR, DRF_CTR_PSI_IO_SOME_USEC,
+	  1e6, "resource", "io", "kind", "some" },
+	{ "drfd_pressure_stalled_seconds_total", NULL, NULL, S_CTR, DRF_CTR_PSI_IO_FULL_USEC,
+	  1e6, "resource", "io", "kind", "full" },
+};
+
+#define NROWS (sizeof(rows) / sizeof(rows[0]))
+
+/* The le labels of the log2 buckets (drf_hist_upper_s), formatted once per render. */
+struct le_labels {
+	char s[DRF_HIST_BUCKETS][32];
+};
+
+/*
+ * A histogram: cumulative _bucket lines up to le="+Inf", _sum (sum, seconds)
+ * and _count, which the format wants equal to the +Inf bucket and so is the
+ * buckets' total. Nothing while sum is not known (no probe).
+ */
+static void histogram(FILE *f, const char *name, const char *tenant, const uint64_t *h,
+		      double sum, const struct le_labels *le)
+{
+	char bucket[64], total[64], count[64];
+	uint64_t acc = 0;
+
+	if (isnan(sum))
+		return;
+	snprintf(bucket, sizeof(bucket), "%s_bucket", name);
+	snprintf(total, sizeof(total), "%s_sum", name);
+	snprintf(count, sizeof(count), "%s_count", name);
+	for (unsigned b = 0; b < DRF_HIST_BUCKETS; b++) {
+		acc += h[b];
+		sample(f, bucket, (double)acc, "tenant", tenant, "le", le->s[b], NULL);
+	}
+	if (!isinf(drf_hist_upper_s(DRF_HIST_BUCKETS - 1)))
+		sample(f, bucket, (double)acc, "tenant", tenant, "le", "+Inf", NULL);
+	sample(f, total, sum, "tenant", tenant, NULL);
+	sample(f, count, (double)acc, "tenant", tenant, NULL);
+}
+
+static void row_sample(const struct drfd *d, FILE *f, const struct row *w, size_t i,
+		       const struct le_labels *le)
+{
+	const struct drf_tenant_use *u = tenant_use(d, i);
+	const char *t = d->plan.cfg.tenants[i].name;
+	double v = NAN;
+
+	switch (w->src) {
+	case S_WEIGHT:
+		v = d->plan.cfg.tenants[i].weight;
+		break;
+	case S_DOMINANT_ALLOC:
+		v = u ? u->dominant_alloc : NAN;
+		break;
+	case S_DOMINANT_USE:
+		v = u ? u->dominant_use : NAN;
+		break;
+	case S_CTR:
+		v = u ? u->now.c[w->idx] / w->div : NAN;
+		break;
+	case S_GAUGE:
+		v = u ? u->gauge[w->idx] / w->div : NAN;
+		break;
+	case S_HIST_RUNQ:
+	case S_HIST_IO:
+		if (u)
+			histogram(f, w->name, t, w->src == S_HIST_RUNQ ? u->runq_hist
+								       : u->io_lat_hist,
+				  u->now.c[w->idx] / w->div, le);
+		return;
+	case S_PRESSURE:
+		for (int p = 0; u && p < DRF_NPRESSURE; p++)
+			sample(f, w->name, u->pressure[p], "tenant", t, "signal",
+			       drf_pressure_name(p), NULL);
+		return;
+	}
+	if (w->k2)
+		sample(f, w->name, v, "tenant", t, w->k1, w->v1, w->k2, w->v2, NULL);
+	else if (w->k1)
+		sample(f, w->name, v, "tenant", t, w->k1, w->v1, NULL);
+	else
+		sample(f, w->name, v, "tenant", t, NULL);
+}
+
+static void render_tenants(const struct drfd *d, FILE *f)
+{
+	size_t n = d->plan.cfg.n_tenants;
+	struct le_labels le;
+
+	for (unsigned b = 0; b < DRF_HIST_BUCKETS; b++)
+		fmt_num(drf_hist_upper_s(b), le.s[b], sizeof(le.s[b]));
+
+	for (size_t a = 0, b; a < NROWS; a = b) {
+		for (b = a + 1; b < NROWS && strcmp(rows[b].name, rows[a].name) == 0; b++)
+			;
+		family(f, rows[a].name, rows[a].type, rows[a].help);
+		for (size_t i = 0; i < n; i++)
+			for (size_t k = a; k < b; k++)
+				row_sample(d, f, &rows[k], i, &le);
+	}
+}
+
+int drfd_metrics_render(const struct drfd *d, FILE *out)
+{
+	render_daemon(d, out);
+	render_tenant_resources(d, out);
+	render_tenants(d, out);
+	return ferror(out) ? -EIO : 0;
+}
+
+/*
+ * Replaces path with buf: a temporary file beside it, written, fsync'ed, made
+ * 0644 and renamed over it; on failure the temporary file is removed and why
+ * says what failed.
+ */
+static int replace_file(const char *path, const char *buf, size_t len, char *why, size_t wlen)
+{
+	const char *slash = strrchr(path, '/');
+	const char *step = "cannot create a temporary file in its directory";
+	char tmp[PATH_MAX];
+	size_t off = 0;
+	int fd, r;
+
+	r = snprintf(tmp, sizeof(tmp), "%.*s/.%s.XXXXXX", (int)(slash - path), path, slash + 1);
+	if (r < 0 || (size_t)r >= sizeof(tmp)) {
+		snprintf(why, wlen, "the path is too long");
+		return -ENAMETOOLONG;
+	}
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0)
+		goto fail_nofile;
+	step = "cannot make the temporary file 0644";
+	if (fchmod(fd, 0644) < 0)
+		goto fail;
+	step = "cannot write the temporary file";
+	while (off < len) {
+		ssize_t n = write(fd, buf + off, len - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			goto fail;
+		off += (size_t)n;
+	}
+	step = "cannot fsync the temporary file";
+	if (fsync(fd) < 0)
+		goto fail;
+	step = "cannot close the temporary file";
+	r = close(fd);
+	fd = -1;
+	if (r < 0)
+		goto fail;
+	step = "cannot rename the temporary file over it";
+	if (rename(tmp, path) < 0)
+		goto fail;
+	return 0;
+fail:
+	r = -errno;
+	if (fd >= 0)
+		close(fd);
+	unlink(tmp);
+	snprintf(why, wlen, "%s: %s", step, strerror(-r));
+	return r;
+fail_nofile:
+	r = -errno;
+	snprintf(why, wlen, "%s: %s", step, strerror(-r));
+	return r;
+}
+
+/*
+ * Removes the temporary files a drfd killed while writing left beside path
+ * (".NAME.XXXXXX"); once per path, before its first write.
+ */
+static void remove_stale_temps(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[PATH_MAX], prefix[NAME_MAX + 3];
+	size_t n;
+	struct dirent *e;
+	DIR *dp;
+	int fd;
+
+	snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	n = (size_t)snprintf(prefix, sizeof(prefix), ".%s.", slash + 1);
+	if (n >= sizeof(prefix))
+		return;
+	dp = opendir(dir);
+	if (!dp)
+		return;
+	fd = dirfd(dp);
+	while ((e = readdir(dp)))
+		if (strncmp(e->d_name, prefix, n) == 0 && strlen(e->d_name) == n + 6 &&
+		    unlinkat(fd, e->d_name, 0) == 0)
+			drf_log(LOG_NOTICE, "removed '%s/%s', left by a drfd stopped while writing "
+					    "metrics-file", dir, e->d_name);
+	closedir(dp);
+}
+
+/* The failure last logged ("" while writing works), and the file last written. */
+static char last_failure[PATH_MAX + 256];
+static char last_written[PATH_MAX];
+
+int drfd_metrics_tick(struct drfd *d)
+{
+	const char *path = d->plan.cfg.metrics_file;
+	char why[256], msg[sizeof(last_failure)];
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+	int r;
+
+	if (d->dry_run)
+		return 0;
+	/* A reload moved or dropped the file: the old one would go on saying drfd_up 1. */
+	if (last_written[0] && (!path || strcmp(path, last_written) != 0)) {
+		if (unlink(last_written) < 0 && errno != ENOENT)
+			drf_log(LOG_WARNING, "cannot remove the former metrics-file '%s': %s",
+				last_written, strerror(errno));
+		else
+			drf_log(LOG_NOTICE, "removed the former metrics-file '%s'", last_written);
+		last_written[0] = '\0';
+	}
+	if (!path)
+		return 0;
+	if (!last_written[0] && !last_failure[0])
+		remove_stale_temps(path);
+	f = open_memstream(&buf, &len);
+	if (!f) {
+		r = -errno;
+		snprintf(why, sizeof(why), "cannot render the metrics: %s", strerror(-r));
+		goto fail;
+	}
+	r = drfd_metrics_render(d, f);
+	if (fclose(f) != 0 && r == 0)
+		r = -ENOMEM;
+	if (r < 0) {
+		snprintf(why, sizeof(why), "cannot render the metrics: %s", strerror(-r));
+		goto fail;
+	}
+	r = replace_file(path, buf, len, why, sizeof(why));
+	free(buf);
+	buf = NULL;
+	if (r < 0)
+		goto fail;
+	if (last_failure[0])
+		drf_log(LOG_NOTICE, "metrics-file '%s' is written again", path);
+	last_failure[0] = '\0';
+	snprintf(last_written, sizeof(last_written), "%s", path);
+	return 0;
+fail:
+	free(buf);
+	/* Said once per distinct failure, not every tick. */
+	snprintf(msg, sizeof(msg), "%s: %s", path, why);
+	if (strcmp(msg, last_failure) != 0) {
+		drf_log(LOG_ERR, "cannot write metrics-file '%s': %s; drfd goes on and retries each "
+				 "tick", path, why);
+		snprintf(last_failure, sizeof(last_failure), "%s", msg);
+	}
+	return r;
+}
+
+void drfd_metrics_stop(struct drfd *d)
+{
+	(void)d;
+	/* A file left behind would say drfd_up 1 with no drfd: its absence says it. */
+	if (last_written[0] && unlink(last_written) < 0 && errno != ENOENT)
+		drf_log(LOG_WARNING, "cannot remove metrics-file '%s': %s", last_written,
+			strerror(errno));
+	last_written[0] = '\0';
+}

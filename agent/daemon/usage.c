@@ -1,0 +1,462 @@
+// SPDX-License-Identifier: MIT
+/* The daemon's measurements (see usage.h). */
+#include "usage.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon.h"
+#include "knobs.h"
+#include "log.h"
+
+_Static_assert(DRF_HIST_BUCKETS == DRF_PROBE_HIST, "use.h and probe.h disagree on histograms");
+
+void drfd_usage_free(struct drf_usage *u)
+{
+	for (size_t i = 0; i < u->n; i++)
+		free(u->name[i]);
+	free(u->name);
+	free(u->t);
+	free(u->cgid);
+	free(u->in_map);
+	if (u->probe && u->probe->close)
+		u->probe->close(u->probe_ctx);
+	u->name = NULL;
+	u->t = NULL;
+	u->cgid = NULL;
+	u->in_map = NULL;
+	u->n = 0;
+}
+
+static void tenant_use_init(struct drf_tenant_use *t)
+{
+	memset(t, 0, sizeof(*t));
+	for (int c = 0; c < DRF_NCTR; c++)
+		t->now.c[c] = t->rate_tick[c] = t->rate_min[c] = NAN;
+	for (int r = 0; r < DRF_NRES; r++)
+		t->use_tick[r] = t->use_min[r] = t->gap[r] = NAN;
+	for (int p = 0; p < DRF_NPRESSURE; p++)
+		t->pressure[p] = NAN;
+	for (int g = 0; g < DRF_NGAUGE; g++)
+		t->gauge[g] = NAN;
+	t->dominant_use = NAN;
+	t->dominant_alloc_res = t->dominant_use_res = -1;
+}
+
+int drfd_usage_plan(struct drfd *d)
+{
+	struct drf_usage *u = &d->use;
+	const struct drf_config *c = &d->plan.cfg;
+	size_t n = c->n_tenants;
+	struct drf_tenant_use *t = calloc(n + 1, sizeof(*t));
+	char **name = calloc(n + 1, sizeof(*name));
+	uint64_t *cgid = calloc(n + 1, sizeof(*cgid));
+	bool *in_map = calloc(n + 1, sizeof(*in_map));
+
+	if (!t || !name || !cgid || !in_map)
+		goto nomem;
+	for (size_t i = 0; i < n; i++) {
+		const struct drf_tenant *ct = &c->tenants[i];
+		size_t j;
+
+		name[i] = strdup(ct->name);
+		if (!name[i])
+			goto nomem;
+		/* Its history, if it was there before in the same cgroup. */
+		for (j = 0; j < u->n; j++)
+			if (strcmp(u->name[j], ct->name) == 0)
+				break;
+		if (j < u->n) {
+			t[i] = u->t[j];
+			cgid[i] = u->cgid[j];
+			in_map[i] = u->in_map[j];
+		} else {
+			tenant_use_init(&t[i]);
+		}
+	}
+	for (size_t i = 0; i < u->n; i++)
+		free(u->name[i]);
+	free(u->name);
+	free(u->t);
+	free(u->cgid);
+	free(u->in_map);
+	u->t = t;
+	u->name = name;
+	u->cgid = cgid;
+	u->in_map = in_map;
+	u->n = n;
+	/* A departed tenant's entries, or a moved one's old cgroup's. */
+	u->map_dirty = true;
+	u->gen++;
+	for (size_t i = 0; i < n; i++)
+		cgid[i] = 0; /* cgroup paths may have changed: looked up again */
+	return 0;
+nomem:
+	for (size_t i = 0; name && i < n; i++)
+		free(name[i]);
+	free(name);
+	free(t);
+	free(cgid);
+	free(in_map);
+	return -ENOMEM;
+}
+
+void drfd_usage_start(struct drfd *d, const struct drf_probe_ops *ops, void *ctx,
+		      const char *pin_dir, uint32_t root_level)
+{
+	struct drf_usage *u = &d->use;
+	bool adopted = false;
+	int r;
+
+	u->probe = ops;
+	u->probe_ctx = ctx;
+	u->root_level = root_level;
+	r = cgfs_id(d->fs, "", &u->root_id);
+	if (r < 0) {
+		snprintf(u->probes_why, sizeof(u->probes_why), "cannot read cgroup-root's id: %s",
+			 strerror(-r));
+		return;
+	}
+	r = ops->attach(ctx, pin_dir, &adopted);
+	if (r < 0) {
+		snprintf(u->probes_why, sizeof(u->probes_why),
+			 "the usage probes did not load or attach (%s): CPU use comes from cpu.stat "
+			 "and IO from io.stat, with no run-queue wait and no IO latency", strerror(-r));
+		drf_log(LOG_WARNING, "%s", u->probes_why);
+		return;
+	}
+	u->probes = true;
+	u->map_dirty = true;
+	drf_log(LOG_INFO, "usage probes %s (%s)", adopted ? "adopted from the last run" : "attached",
+		pin_dir);
+}
+
+/* Keeps the probes' cgroup-root and io-device current. */
+static void probes_configure(struct drfd *d)
+{
+	struct drf_usage *u = &d->use;
+	struct drf_probe_cfg cfg = { .root_level = (__u32)u->root_level };
+	int r;
+
+	if (cgfs_id(d->fs, "", &u->root_id) == 0)
+		cfg.root_id = u->root_id;
+	if (d->has_io)
+		cfg.io_dev = (d->io.major << 20) | (d->io.minor & 0xfffff);
+	cfg.gen = u->gen;
+	if (memcmp(&cfg, &u->cfg, sizeof(cfg)) == 0)
+		return;
+	r = u->probe->configure(u->probe_ctx, &cfg);
+	if (r < 0) {
+		drf_log(LOG_WARNING, "cannot configure the usage probes: %s", strerror(-r));
+		return;
+	}
+	u->cfg = cfg;
+}
+
+/* Entries of departed tenants (or of a moved one's old cgroup) go, once every id is known. */
+static void probes_sweep(struct drfd *d)
+{
+	struct drf_usage *u = &d->use;
+	uint64_t *keys = NULL;
+	size_t n = 0;
+
+	if (!u->map_dirty)
+		return;
+	for (size_t i = 0; i < u->n; i++)
+		if (!u->cgid[i])
+			return;
+	if (u->probe->keys(u->probe_ctx, &keys, &n) < 0)
+		return; /* tried again next tick */
+	for (size_t k = 0; k < n; k++) {
+		bool wanted = false;
+
+		for (size_t i = 0; i < u->n && !wanted; i++)
+			wanted = u->cgid[i] == keys[k];
+		if (!wanted && u->probe->del(u->probe_ctx, keys[k]) == 0)
+			u->gen++;
+	}
+	free(keys);
+	u->map_dirty = false;
+}
+
+/* The value after "key " in a flat-keyed file (cpu.stat, memory.stat, memory.events). */
+static double flat_key(const char *buf, const char *key)
+{
+	size_t len = strlen(key);
+
+	for (const char *p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (strncmp(p, key, len) == 0 && p[len] == ' ')
+			return strtod(p + len + 1, NULL);
+	return NAN;
+}
+
+static ssize_t read_file(struct drfd *d, const char *cg, const char *file, char *buf, size_t len)
+{
+	ssize_t n = cgfs_read(d->fs, cg, file, buf, len);
+
+	if (n < 0)
+		buf[0] = '\0';
+	return n;
+}
+
+/* A *.pressure file's "some" and "full" totals (usec). */
+static void pressure(struct drfd *d, const char *cg, const char *file, double *some, double *full)
+{
+	char buf[512];
+	const char *p;
+
+	*some = *full = NAN;
+	if (d->use.psi_missing || read_file(d, cg, file, buf, sizeof(buf)) < 0) {
+		return;
+	}
+	if ((p = strstr(buf, "some ")) && (p = strstr(p, "total=")))
+		*some = strtod(p + 6, NULL);
+	if ((p = strstr(buf, "full ")) && (p = strstr(p, "total=")))
+		*full = strtod(p + 6, NULL);
+}
+
+/* io.stat: the io-device's line (every device's, summed, without one). */
+static void io_stat(struct drfd *d, const char *cg, struct drf_sample *s)
+{
+	char buf[4096];
+	static const struct {
+		const char *key;
+		enum drf_ctr c;
+	} keys[] = { { "rbytes=", DRF_CTR_IO_RBYTES }, { "wbytes=", DRF_CTR_IO_WBYTES },
+		     { "rios=", DRF_CTR_IO_RIOS }, { "wios=", DRF_CTR_IO_WIOS } };
+
+	if (read_file(d, cg, "io.stat", buf, sizeof(buf)) < 0)
+		return;
+	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
+		s->c[keys[k].c] = 0;
+	for (char *line = buf; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+		unsigned maj, min;
+
+		if (sscanf(line, "%u:%u", &maj, &min) != 2)
+			continue;
+		if (d->has_io && (maj != d->io.major || min != d->io.minor))
+			continue;
+		for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+			const char *eol = strchr(line, '\n'), *p = strstr(line, keys[k].key);
+
+			if (p && (!eol || p < eol))
+				s->c[keys[k].c] += strtod(p + strlen(keys[k].key), NULL);
+		}
+	}
+}
+
+/* What the knobs of tenant i enforce as hard limits. */
+static void limits(const struct drfd *d, size_t i, double *limit)
+{
+	const struct drf_knobs *k = &d->plan.knobs[i];
+	double q, p;
+	const char *s;
+
+	for (int r = 0; r < DRF_NRES; r++)
+		limit[r] = INFINITY;
+	if (k->set[DRF_KNOB_CPU_MAX] && sscanf(k->val[DRF_KNOB_CPU_MAX], "%lf %lf", &q, &p) == 2 &&
+	    p > 0)
+		limit[DRF_RES_CPU] = q / p;
+	if (k->set[DRF_KNOB_MEMORY_MAX] && strcmp(k->val[DRF_KNOB_MEMORY_MAX], "max") != 0)
+		limit[DRF_RES_MEMORY] = strtod(k->val[DRF_KNOB_MEMORY_MAX], NULL);
+	if (k->set[DRF_KNOB_IO_MAX]) {
+		if ((s = strstr(k->val[DRF_KNOB_IO_MAX], "rbps=")) && strncmp(s + 5, "max", 3) != 0)
+			limit[DRF_RES_IO_READ] = strtod(s + 5, NULL);
+		if ((s = strstr(k->val[DRF_KNOB_IO_MAX], "wbps=")) && strncmp(s + 5, "max", 3) != 0)
+			limit[DRF_RES_IO_WRITE] = strtod(s + 5, NULL);
+	}
+	if (d->has_net && i < d->net.n) {
+		const struct drf_shaper_tenant *t = &d->net.t[i];
+
+		if (d->net.egress && t->want.ceil)
+			limit[DRF_RES_NET] = (double)t->want.ceil * 8;
+		if (d->net.ingress && t->want_map.in_rate)
+			limit[DRF_RES_NET_IN] = (double)t->want_map.in_rate * 8;
+	}
+}
+
+/* A probe map entry: its key and where its values are. */
+struct keyed {
+	uint64_t key;
+	size_t j;
+};
+
+static int cmp_key(const void *a, const void *b)
+{
+	uint64_t x = ((const struct keyed *)a)->key, y = ((const struct keyed *)b)->key;
+
+	return x < y ? -1 : x > y;
+}
+
+/* One tenant's sample. */
+static void sample_tenant(struct drfd *d, size_t i, uint64_t now_ns, const struct keyed *keys,
+			  const struct drf_probe_cpu *pcpu, const struct drf_probe_io *pio,
+			  size_t n_keys)
+{
+	struct drf_usage *u = &d->use;
+	struct drf_tenant_use *t = &u->t[i];
+	const char *cg = d->plan.cfg.tenants[i].cgroup;
+	struct drf_sample s = { .t_ns = now_ns };
+	char buf[8192];
+
+	for (int c = 0; c < DRF_NCTR; c++)
+		s.c[c] = NAN;
+	if (!u->cgid[i]) {
+		if (cgfs_id(d->fs, cg, &u->cgid[i]) < 0)
+			u->cgid[i] = 0;
+		u->in_map[i] = false; /* added (again) below: -EEXIST is fine */
+	}
+	if (read_file(d, cg, "cpu.stat", buf, sizeof(buf)) >= 0) {
+		s.c[DRF_CTR_CPU_USEC] = flat_key(buf, "usage_usec");
+		s.c[DRF_CTR_CPU_THROTTLED_USEC] = flat_key(buf, "throttled_usec");
+		s.c[DRF_CTR_CPU_NR_THROTTLED] = flat_key(buf, "nr_throttled");
+	}
+	t->gauge[DRF_GAUGE_MEM_CURRENT] = NAN;
+	t->gauge[DRF_GAUGE_MEM_WORKING_SET] = NAN;
+	if (read_file(d, cg, "memory.current", buf, sizeof(buf)) > 0)
+		t->gauge[DRF_GAUGE_MEM_CURRENT] = strtod(buf, NULL);
+	if (read_file(d, cg, "memory.stat", buf, sizeof(buf)) > 0)
+		t->gauge[DRF_GAUGE_MEM_WORKING_SET] = flat_key(buf, "anon") + flat_key(buf, "file") -
+						       flat_key(buf, "inactive_file");
+	if (read_file(d, cg, "memory.events", buf, sizeof(buf)) > 0) {
+		s.c[DRF_CTR_MEM_EVENTS_HIGH] = flat_key(buf, "high");
+		s.c[DRF_CTR_MEM_EVENTS_MAX] = flat_key(buf, "max");
+		s.c[DRF_CTR_MEM_EVENTS_OOM_KILL] = flat_key(buf, "oom_kill");
+	}
+	if (d->plan.cfg.capacity[DRF_RES_IO_READ] > 0 || d->plan.cfg.capacity[DRF_RES_IO_WRITE] > 0)
+		io_stat(d, cg, &s);
+	pressure(d, cg, "cpu.pressure", &s.c[DRF_CTR_PSI_CPU_SOME_USEC], &s.c[DRF_CTR_PSI_CPU_FULL_USEC]);
+	pressure(d, cg, "memory.pressure", &s.c[DRF_CTR_PSI_MEMORY_SOME_USEC],
+		 &s.c[DRF_CTR_PSI_MEMORY_FULL_USEC]);
+	pressure(d, cg, "io.pressure", &s.c[DRF_CTR_PSI_IO_SOME_USEC], &s.c[DRF_CTR_PSI_IO_FULL_USEC]);
+	if (i == 0 && isnan(s.c[DRF_CTR_PSI_CPU_SOME_USEC]) && isnan(s.c[DRF_CTR_PSI_MEMORY_SOME_USEC]) &&
+	    !isnan(s.c[DRF_CTR_CPU_USEC]) && !u->psi_missing) {
+		/* The cgroup is there but has no pressure files: a kernel without PSI. */
+		u->psi_missing = true;
+		drf_log(LOG_NOTICE, "no pressure files (*.pressure) in '%s': this kernel has no PSI "
+				    "(psi=1 on its command line enables it)", cg);
+	}
+	if (u->probes && u->cgid[i] && u->in_map[i]) {
+		struct keyed want = { .key = u->cgid[i] };
+		const struct keyed *k = n_keys ? bsearch(&want, keys, n_keys, sizeof(*keys), cmp_key)
+					       : NULL;
+
+		if (k) {
+			size_t j = k->j;
+
+			s.c[DRF_CTR_ONCPU_NS] = (double)pcpu[j].oncpu_ns;
+			s.c[DRF_CTR_RUNQ_NS] = (double)pcpu[j].runq_ns;
+			s.c[DRF_CTR_RUNQ_COUNT] = (double)pcpu[j].runq_count;
+			s.c[DRF_CTR_PROBE_RBYTES] = (double)pio[j].rbytes;
+			s.c[DRF_CTR_PROBE_WBYTES] = (double)pio[j].wbytes;
+			s.c[DRF_CTR_PROBE_RREQS] = (double)pio[j].rreqs;
+			s.c[DRF_CTR_PROBE_WREQS] = (double)pio[j].wreqs;
+			s.c[DRF_CTR_PROBE_LAT_NS] = (double)pio[j].lat_ns;
+			s.c[DRF_CTR_PROBE_DONE] = (double)pio[j].done;
+			memcpy(t->runq_hist, pcpu[j].runq_hist, sizeof(t->runq_hist));
+			memcpy(t->io_lat_hist, pio[j].lat_hist, sizeof(t->io_lat_hist));
+		} else {
+			u->in_map[i] = false; /* gone (reset from outside): added again below */
+		}
+	}
+	/* Its entries, counting from now on: read from the next tick. */
+	if (u->probes && u->cgid[i] && !u->in_map[i]) {
+		int r = u->probe->add(u->probe_ctx, u->cgid[i]);
+
+		u->in_map[i] = r == 0 || r == -EEXIST;
+		if (r == 0)
+			u->gen++; /* tasks already in its cgroup had it cached as no tenant's */
+	}
+	if (d->has_net && i < d->net.n && d->net.t[i].cgid) {
+		const struct drf_net_counters *n = &d->net.t[i].cnt;
+
+		s.c[DRF_CTR_NET_TX_BYTES] = (double)n->eg_bytes;
+		s.c[DRF_CTR_NET_TX_PACKETS] = (double)n->eg_packets;
+		s.c[DRF_CTR_NET_RX_BYTES] = (double)n->in_bytes;
+		s.c[DRF_CTR_NET_RX_PACKETS] = (double)n->in_packets;
+		s.c[DRF_CTR_NET_RX_DROPPED] = (double)n->in_dropped;
+		s.c[DRF_CTR_NET_RX_MARKED] = (double)n->in_marked;
+	}
+	for (int r = 0; r < DRF_NRES; r++) {
+		t->declared[r] = drf_knobs_declared(&d->plan.cfg, i, r);
+		t->alloc[r] = d->plan.result.shares[i].alloc[r];
+	}
+	t->weight = d->plan.cfg.tenants[i].weight;
+	limits(d, i, t->limit);
+	if (t->now.t_ns && !isnan(t->now.c[DRF_CTR_CPU_USEC]) && !isnan(s.c[DRF_CTR_CPU_USEC]) &&
+	    s.c[DRF_CTR_CPU_USEC] < t->now.c[DRF_CTR_CPU_USEC]) {
+		/* Recreated: another cgroup, another id (and new probe entries). */
+		u->cgid[i] = 0;
+		u->in_map[i] = false;
+		u->map_dirty = true;
+	}
+	drf_use_push(t, &s, u->probes);
+	drf_use_assess(t, d->plan.problem.capacity);
+}
+
+void drfd_usage_sample(struct drfd *d, uint64_t now_ns)
+{
+	struct drf_usage *u = &d->use;
+	uint64_t *keys = NULL;
+	struct drf_probe_cpu *pcpu = NULL;
+	struct drf_probe_io *pio = NULL;
+	struct keyed *order = NULL;
+	size_t n_keys = 0, m = 0;
+	double *x;
+
+	if (u->n != d->plan.cfg.n_tenants && drfd_usage_plan(d) < 0)
+		return;
+	if (u->probes) {
+		if (u->probe->read(u->probe_ctx, &keys, &pcpu, &pio, &n_keys) < 0) {
+			keys = NULL;
+			n_keys = 0;
+		}
+		/* Sorted by key for the tenants' lookups. */
+		order = malloc((n_keys + 1) * sizeof(*order));
+		if (!order)
+			n_keys = 0;
+		for (size_t j = 0; j < n_keys; j++)
+			order[j] = (struct keyed){ .key = keys[j], .j = j };
+		if (n_keys)
+			qsort(order, n_keys, sizeof(*order), cmp_key);
+	}
+	for (size_t i = 0; i < u->n; i++)
+		sample_tenant(d, i, now_ns, order, pcpu, pio, n_keys);
+	free(order);
+	free(keys);
+	/* After the tenants' entries changed: a new generation expires the tasks' caches. */
+	if (u->probes) {
+		probes_sweep(d);
+		probes_configure(d);
+	}
+	free(pcpu);
+	free(pio);
+	u->at_ns = now_ns;
+	u->samples++;
+	/* Jain's index over weighted dominant shares, of allocation and of use. */
+	x = calloc(u->n + 1, sizeof(*x));
+	if (!x)
+		return;
+	for (size_t i = 0; i < u->n; i++)
+		x[i] = u->t[i].dominant_alloc / u->t[i].weight;
+	u->jain_alloc = drf_jain_index(x, u->n);
+	for (size_t i = 0; i < u->n; i++)
+		if (!isnan(u->t[i].dominant_use))
+			x[m++] = u->t[i].dominant_use / u->t[i].weight;
+	u->jain_use = drf_jain_index(x, m);
+	free(x);
+	/* Weights without BFQ or io.cost: io is shared by io.max caps only. */
+	u->no_effect = 0;
+	if (d->has_io && d->io.weights == DRF_IO_WEIGHTS_NONE && d->plan.cfg.mode == DRF_MODE_SHARE &&
+	    (d->plan.cfg.capacity[DRF_RES_IO_READ] > 0 || d->plan.cfg.capacity[DRF_RES_IO_WRITE] > 0)) {
+		for (int r = DRF_RES_IO_READ; r <= DRF_RES_IO_WRITE; r++) {
+			u->no_effect |= 1u << r;
+			snprintf(u->no_effect_why[r], sizeof(u->no_effect_why[r]),
+				 "io weights have no effect on %u:%u (neither BFQ nor io.cost): "
+				 "io is shared by io.max caps at the allocation instead",
+				 d->io.major, d->io.minor);
+		}
+	}
+}

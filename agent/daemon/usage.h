@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The daemon's measurements: each tick, every tenant's counters and gauges are
+ * read (cpu.stat, memory.current, memory.stat, memory.events, io.stat, the
+ * *.pressure files; the probes' maps and the network programs' counters, one
+ * batch read per map) and set against the plan in force (agent/core/use.h).
+ * Status, metrics and `drfctl top` render from it.
+ */
+#ifndef DRF_USAGE_H
+#define DRF_USAGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "probebpf.h"
+#include "use.h"
+
+struct drfd;
+
+struct drf_usage {
+	size_t n;                       /* tenants, in the order of the plan in force */
+	struct drf_tenant_use *t;       /* n entries */
+	char **name;                    /* n: whose history t[i] is */
+	uint64_t *cgid;                 /* n: its cgroup id; 0: not known yet */
+	bool *in_map;                   /* n: it has entries in the probes' maps */
+	bool map_dirty;                 /* entries of departed tenants may be left */
+	size_t root_level;
+	uint64_t root_id;
+	struct drf_probe_cfg cfg;       /* as last written to the probes */
+	uint32_t gen;                   /* the tenant set's generation (drf_probe_cfg.gen) */
+	double jain_alloc, jain_use;    /* Jain's index over weighted dominant shares */
+	uint64_t at_ns;                 /* the last sample, CLOCK_MONOTONIC; 0: none yet */
+	uint64_t samples;               /* ticks sampled */
+	/* The probes (bpf/probe.bpf.c). */
+	const struct drf_probe_ops *probe;
+	void *probe_ctx;
+	bool probes;                    /* attached and counting */
+	char probes_why[192];           /* why not, when !probes */
+	/* Bits (1 << r): a knob of resource r has no effect on this host, and why. */
+	unsigned no_effect;
+	char no_effect_why[DRF_NRES][160];
+	bool psi_missing;               /* no *.pressure files (kernel without PSI) */
+};
+
+/*
+ * Attaches the probes (ops: real, or recording for a dry run), keeping their
+ * pinned maps and links when pin_dir holds them; a failure leaves the probes
+ * off with the reason in probes_why and the daemon running on cgroup files.
+ */
+void drfd_usage_start(struct drfd *d, const struct drf_probe_ops *ops, void *ctx,
+		      const char *pin_dir, uint32_t root_level);
+
+/*
+ * After the first plan and each reload: per-tenant state for the plan in
+ * force, each tenant's history kept by name. 0 or -ENOMEM (the old state stays).
+ */
+int drfd_usage_plan(struct drfd *d);
+
+/* One sample of every tenant, at now_ns (CLOCK_MONOTONIC). */
+void drfd_usage_sample(struct drfd *d, uint64_t now_ns);
+
+void drfd_usage_free(struct drf_usage *u);
+
+#endif

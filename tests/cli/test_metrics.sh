@@ -1,0 +1,280 @@
+#!/usr/bin/env bash
+# drfd's Prometheus metrics from a real drfd on the host that runs the tests:
+# drfd in the foreground with two tenants, busy (a busy loop, through drfctl
+# exec) and idle, and metrics-file set. The host's cgroup v2 may offer no
+# controller at all (a hybrid host, like the machines this project is built
+# on), so the config shares only the network, of a veth pair in a network
+# namespace of the test's own, which needs none; every cgroup v2 has cpu.stat,
+# so the tenants' CPU counters are the kernel's figures all the same.
+# tests/vm/t_metrics.sh does the same on a kernel with every controller.
+#
+# Checks: the file appears, 0644; it is replaced whole (every read of it, in a
+# loop over a few ticks, is complete; its inode changes); `promtool check
+# metrics` passes it, and the socket's `metrics` answer; the busy tenant's CPU
+# counter grows and trails cpu.stat by at most a second, the idle one's stays
+# under 0.05 s;
+# the allocation in bytes per second; node-exporter's textfile collector on
+# loopback serves it with node_textfile_scrape_error 0; no temporary file is
+# left; a metrics-file in a directory that does not exist is said once and
+# drfd keeps running; a reload that sets it writes it, one that drops it
+# removes the file.
+#   DRFD=... DRFCTL=... tests/cli/test_metrics.sh
+# promtool and node-exporter: deploy/install-deps.sh unpacks them into
+# /opt/drfd-test-tools/bin (DRF_TEST_TOOLS), else from PATH.
+set -u
+drfd=${DRFD:?set DRFD to the drfd binary}
+drfctl=${DRFCTL:?set DRFCTL to the drfctl binary}
+tools=${DRF_TEST_TOOLS:-/opt/drfd-test-tools/bin}
+pass=0 failed=0
+ok() { pass=$((pass + 1)); echo "PASS $1: $2"; }
+ko() { failed=$((failed + 1)); echo "FAIL $1: $2"; }
+check() { if eval "$2"; then ok "$1" "$3"; else ko "$1" "$3"; fi; }
+skip_all() {
+	echo "SKIP metrics on the host: $1"
+	if [ "${CI:-}" = true ]; then
+		echo "FAIL metrics on the host: CI must run this test"
+		echo "0 passed, 1 failed"
+		exit 1
+	fi
+	echo "0 passed, 0 failed, 1 skipped"
+	exit 0
+}
+
+[ "$(id -u)" -eq 0 ] || skip_all "needs root (a network namespace, cgroups, BPF)"
+promtool=$(PATH=$tools:$PATH command -v promtool) ||
+	skip_all "no promtool (deploy/install-deps.sh unpacks it into $tools)"
+exporter=$(PATH=$tools:$PATH command -v prometheus-node-exporter node_exporter | head -1)
+[ -n "$exporter" ] || skip_all "no prometheus-node-exporter (deploy/install-deps.sh unpacks it)"
+for c in ip nsenter python3 curl; do
+	command -v $c >/dev/null || skip_all "$c is missing (deploy/install-deps.sh installs it)"
+done
+[ "$(stat -f -c %T /sys/fs/bpf 2>/dev/null)" = bpf_fs ] || skip_all "no bpffs at /sys/fs/bpf"
+mnt=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
+[ -n "$mnt" ] || skip_all "no cgroup2 mount"
+
+id=$$
+ns=drfm$id dev=dm$id
+root=$mnt/drfmetrics$id
+work=$(mktemp -d)
+tf=$work/textfile
+mkdir "$tf"
+drfd_pid='' busy_pid='' exp_pid=''
+
+stop() { # PID
+	[ -n "$1" ] || return 0
+	kill "$1" 2>/dev/null
+	wait "$1" 2>/dev/null
+}
+# The processes in a tenant's cgroup: this test's.
+kill_tenant() { # TENANT
+	[ -f "$root/$1/cgroup.procs" ] && xargs -r kill -9 <"$root/$1/cgroup.procs" 2>/dev/null
+}
+listing() { find "$tf" -mindepth 1 -printf '%f '; }
+cleanup() {
+	stop "$busy_pid"
+	stop "$exp_pid"
+	stop "$drfd_pid"
+	kill_tenant busy
+	kill_tenant idle
+	sleep 0.2
+	[ -f "$work/drfd.conf" ] && nsenter --net="/run/netns/$ns" "$drfctl" net-reset \
+		-c "$work/drfd.conf" >/dev/null 2>&1
+	ip netns del "$ns" 2>/dev/null
+	for d in "$root"/*/; do [ -d "$d" ] && rmdir "$d" 2>/dev/null; done
+	rmdir "$root" 2>/dev/null
+	if [ -n "${METRICS_KEEP:-}" ]; then echo "kept $work"; else rm -rf "$work"; fi
+}
+trap cleanup EXIT
+
+if ! { ip netns add "$ns" && ip -n "$ns" link add "$dev" type veth peer name "p$dev" &&
+	ip -n "$ns" link set "$dev" up && ip -n "$ns" link set "p$dev" up; }; then
+	skip_all "cannot make a network namespace with a veth pair"
+fi
+
+write_conf() { # METRICS-FILE-LINE
+	cat >"$work/drfd.conf" <<CONF
+[agent]
+cgroup-root = $root
+state-dir = $work/state
+status-socket = $work/drfd.sock
+interval = 200ms
+$1
+[capacity]
+net-device = $dev
+net-rate = 100mbit
+[tenant busy]
+[tenant idle]
+CONF
+}
+
+start_drfd() {
+	nsenter --net="/run/netns/$ns" "$drfd" -c "$work/drfd.conf" --foreground \
+		>>"$work/drfd.log" 2>&1 &
+	drfd_pid=$!
+	local _
+	for _ in $(seq 100); do
+		kill -0 "$drfd_pid" 2>/dev/null || return 1
+		[ -S "$work/drfd.sock" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# The value of sample NAME with exactly the labels LABELS ('k="v",k="v"', in
+# any order: node-exporter sorts them), or "".
+value() { # FILE NAME [LABELS]
+	awk -v name="$2" -v labels="${3:-}" '
+	BEGIN { nw = labels == "" ? 0 : split(labels, want, ",") }
+	/^#/ { next }
+	{
+		head = substr($0, 1, length($0) - length($NF) - 1)
+		b = index(head, "{")
+		nm = b ? substr(head, 1, b - 1) : head
+		if (nm != name) next
+		n = b ? split(substr(head, b + 1, length(head) - b - 1), got, ",") : 0
+		if (n != nw) next
+		for (i = 1; i <= nw; i++) {
+			found = 0
+			for (j = 1; j <= n; j++) if (got[j] == want[i]) found = 1
+			if (!found) next
+		}
+		print $NF
+		exit
+	}' "$1"
+}
+
+wait_for() { # SHELL-CONDITION, up to 10 s
+	local _
+	for _ in $(seq 100); do eval "$1" && return 0; sleep 0.1; done
+	return 1
+}
+
+write_conf "metrics-file = $tf/drfd.prom"
+start_drfd || skip_all "drfd does not run here: $(tail -3 "$work/drfd.log")"
+
+wait_for "[ -f $tf/drfd.prom ]"
+check file-appears "[ \"\$(stat -c %a $tf/drfd.prom 2>/dev/null)\" = 644 ]" \
+	"$tf/drfd.prom, mode $(stat -c %a "$tf/drfd.prom" 2>/dev/null)"
+
+"$drfctl" exec -c "$work/drfd.conf" busy -- sh -c 'while :; do :; done' &
+busy_pid=$!
+sleep 1
+
+# Read it over and over for 2 s (10 ticks): every read is whole, and the file
+# is a new one now and then (renamed over), never rewritten in place.
+python3 - "$tf/drfd.prom" >"$work/atomic.out" <<'PY'
+import os, sys, time
+path = sys.argv[1]
+families = None
+reads = bad = 0
+inodes = set()
+end = time.time() + 2
+while time.time() < end:
+    with open(path, "rb") as f:
+        inodes.add(os.fstat(f.fileno()).st_ino)
+        text = f.read().decode()
+    reads += 1
+    n = text.count("\n# TYPE ")
+    if families is None:
+        families = n
+    if not (text.startswith("# HELP drfd_up ") and text.endswith("\n") and n == families):
+        bad += 1
+    time.sleep(0.002)
+print(reads, bad, len(inodes), families)
+PY
+read -r reads bad inodes families <"$work/atomic.out"
+check replaced-whole "[ ${bad:-1} -eq 0 ] && [ ${inodes:-0} -ge 3 ] && [ ${reads:-0} -ge 50 ]" \
+	"$reads reads over 2 s: $bad incomplete; $inodes files (inodes) seen; $((families + 1)) families"
+
+"$promtool" check metrics <"$tf/drfd.prom" >"$work/promtool.out" 2>&1
+rc=$?
+check promtool-file "[ $rc -eq 0 ]" "promtool check metrics: exit $rc $(head -c 300 "$work/promtool.out")"
+
+python3 - "$work/drfd.sock" >"$work/sock.out" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(sys.argv[1])
+s.sendall(b"metrics\n")
+data = b""
+while True:
+    b = s.recv(65536)
+    if not b:
+        break
+    data += b
+sys.stdout.write(data.decode())
+PY
+tail -n +2 "$work/sock.out" >"$work/sock.prom"
+"$promtool" check metrics <"$work/sock.prom" >"$work/promtool2.out" 2>&1
+rc=$?
+up=$(value "$work/sock.prom" drfd_up)
+check promtool-socket "[ $rc -eq 0 ] && [ \"\$(head -1 $work/sock.out)\" = 'drfd-metrics 1' ] && [ '$up' = 1 ]" \
+	"the socket's 'metrics' answer: '$(head -1 "$work/sock.out")', drfd_up ${up:-none}, promtool exit $rc $(head -c 300 "$work/promtool2.out")"
+
+# Kernel figures: the busy tenant's CPU counter grows (2 s of a busy loop) and
+# trails the kernel's own cpu.stat by at most a tick or so; the idle one's is 0.
+prom=$tf/drfd.prom
+b0=$(value "$prom" drfd_cpu_usage_seconds_total 'tenant="busy"')
+t0=$(date +%s.%N)
+sleep 2
+b1=$(value "$prom" drfd_cpu_usage_seconds_total 'tenant="busy"')
+k1=$(awk '$1 == "usage_usec" { printf "%.6f", $2 / 1e6 }' "$root/busy/cpu.stat")
+t1=$(date +%s.%N)
+i1=$(value "$prom" drfd_cpu_usage_seconds_total 'tenant="idle"')
+rate=$(awk -v a="${b0:-0}" -v b="${b1:-0}" -v t0="$t0" -v t1="$t1" 'BEGIN { printf "%.3f", (b - a) / (t1 - t0) }')
+check cpu-figures "awk -v r=$rate -v b='${b1:-x}' -v k='${k1:-0}' -v i='${i1:-x}' 'BEGIN {
+	exit !(r > 0.1 && b != \"x\" && b <= k + 0.001 && k - b < 1 && i != \"x\" && i < 0.05) }'" \
+	"busy used $rate cores over 2 s (counter ${b0:-none} -> ${b1:-none} s; cpu.stat then ${k1:-none} s), idle ${i1:-none} s in all"
+alloc=$(value "$prom" drfd_allocation 'tenant="busy",resource="net-egress"')
+cap=$(value "$prom" drfd_capacity 'resource="net-egress"')
+check bytes-per-second "[ '$alloc' = 6250000 ] && [ '$cap' = 12500000 ]" \
+	"busy's net-egress allocation $alloc bytes/s of $cap: half of 100mbit"
+
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"$exporter" --web.listen-address="127.0.0.1:$port" --collector.disable-defaults \
+	--collector.textfile --collector.textfile.directory="$tf" >"$work/exporter.log" 2>&1 &
+exp_pid=$!
+scrape=$work/scrape.txt
+wait_for "curl -sf http://127.0.0.1:$port/metrics >$scrape"
+stop "$exp_pid"
+exp_pid=''
+scrape_err=$(value "$scrape" node_textfile_scrape_error)
+up=$(value "$scrape" drfd_up)
+cpu=$(value "$scrape" drfd_cpu_usage_seconds_total 'tenant="busy"')
+check node-exporter "[ '$up' = 1 ] && [ '$scrape_err' = 0 ] && [ -n '$cpu' ]" \
+	"scraped 127.0.0.1:$port: drfd_up ${up:-none}, node_textfile_scrape_error ${scrape_err:-none}, busy's cpu ${cpu:-none} s, $(grep -c '^drfd_' "$scrape") drfd samples"
+
+stop "$busy_pid"
+busy_pid=''
+kill_tenant busy
+stop "$drfd_pid"
+drfd_pid=''
+# Stopped, drfd removes its file (a stale one would say drfd_up 1), and no temporary file is left.
+check stop-removes-file "[ -z \"\$(listing)\" ]" "left in the directory: '$(listing)'"
+
+# Failures are said once and drfd goes on; reloads write and remove the file.
+rm -f "$tf/drfd.prom"
+: >"$work/drfd.log"
+write_conf "metrics-file = $work/none/drfd.prom"
+if start_drfd; then
+	sleep 1.5
+	n=$(grep -c "cannot write metrics-file '$work/none/drfd.prom'" "$work/drfd.log")
+	check failure-said-once "[ $n -eq 1 ] && kill -0 $drfd_pid" \
+		"over 7 ticks: said $n times; drfd still running"
+	write_conf "metrics-file = $tf/drfd.prom"
+	kill -HUP "$drfd_pid"
+	wait_for "[ -f $tf/drfd.prom ]"
+	check reload-writes "[ -f $tf/drfd.prom ] && grep -q 'metrics-file .* is written again' $work/drfd.log" \
+		"after SIGHUP with metrics-file = $tf/drfd.prom"
+	write_conf ""
+	kill -HUP "$drfd_pid"
+	wait_for "[ ! -e $tf/drfd.prom ]"
+	check reload-removes "[ ! -e $tf/drfd.prom ] && kill -0 $drfd_pid" \
+		"after SIGHUP without metrics-file: '$(listing)'"
+	stop "$drfd_pid"
+	drfd_pid=
+else
+	ko failure-said-once "drfd did not start: $(tail -3 "$work/drfd.log")"
+fi
+
+echo "$pass passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,525 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The Prometheus metrics of a daemon built by hand: a plan of two tenants
+ * loaded from a config, and measurements (d->use) filled in by the test. The
+ * exact sample lines of a few families, base units (the network in bytes),
+ * cumulative histogram buckets ending with +Inf equal to _count, NAN left
+ * out, escaped label values, the text format's grouping (HELP and TYPE before
+ * each family, its samples together), and the metrics-file: written whole
+ * with mode 0644, no temporary file left behind, failures reported.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "metrics.h"
+#include "testlib.h"
+
+static char dir[64];
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(dir, sizeof(dir), "/tmp/drf-metrics-XXXXXX");
+	return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	char cmd[128];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static void nan_fill(double *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		v[i] = NAN;
+}
+
+/* A daemon with the plan of two tenants, a and b, and nothing measured yet (NAN). */
+static void make_daemon(struct drfd *d)
+{
+	char path[128], err[512];
+
+	snprintf(path, sizeof(path), "%s/drfd.conf", dir);
+	assert_int_equal(t_write_file(path, "[agent]\ncgroup-root = /sys/fs/cgroup/m.slice\n"
+					    "[capacity]\ncpu = 4\nmemory = 8G\nnet-device = eth0\n"
+					    "net-rate = 800mbit\n"
+					    "[tenant a]\ncpu = 1.5\nmemory = 2G\nnet-rate = 100mbit\n"
+					    "[tenant b]\nweight = 2\n"), 0);
+	*d = (struct drfd){ .listen_fd = -1 };
+	if (drf_enforced_load(&d->plan, path, NULL, err, sizeof(err)) < 0) {
+		print_error("%s\n", err);
+		fail();
+	}
+	d->use.n = 2;
+	d->use.t = calloc(2, sizeof(*d->use.t));
+	assert_non_null(d->use.t);
+	for (size_t i = 0; i < 2; i++) {
+		struct drf_tenant_use *u = &d->use.t[i];
+
+		nan_fill(u->declared, DRF_NRES);
+		nan_fill(u->alloc, DRF_NRES);
+		nan_fill(u->limit, DRF_NRES);
+		nan_fill(u->gauge, DRF_NGAUGE);
+		nan_fill(u->now.c, DRF_NCTR);
+		nan_fill(u->use_tick, DRF_NRES);
+		nan_fill(u->use_min, DRF_NRES);
+		nan_fill(u->gap, DRF_NRES);
+		nan_fill(u->pressure, DRF_NPRESSURE);
+		u->dominant_alloc = NAN;
+		u->dominant_use = NAN;
+	}
+	d->use.jain_alloc = NAN;
+	d->use.jain_use = NAN;
+}
+
+/* Tenant a: a few figures of every kind. */
+static void measure(struct drfd *d)
+{
+	struct drf_tenant_use *a = &d->use.t[0], *b = &d->use.t[1];
+
+	d->last_tick = 1700000000500000ull;
+	d->rc.ticks = 42;
+	d->use.probes = true;
+	d->use.jain_alloc = 0.96;
+	d->use.no_effect = 1u << DRF_RES_MEMORY;
+	a->declared[DRF_RES_CPU] = 1.5;
+	a->declared[DRF_RES_MEMORY] = 2147483648.0;
+	a->declared[DRF_RES_NET] = 100e6;
+	a->alloc[DRF_RES_CPU] = 1.5;
+	a->alloc[DRF_RES_MEMORY] = 2147483648.0;
+	a->alloc[DRF_RES_NET] = 100e6;
+	a->limit[DRF_RES_CPU] = INFINITY;
+	a->limit[DRF_RES_NET] = 100e6;
+	a->use_tick[DRF_RES_CPU] = 0.75;
+	a->use_tick[DRF_RES_NET] = 8e6;
+	a->use_min[DRF_RES_NET] = 4e6;
+	a->gap[DRF_RES_CPU] = 0.75;
+	a->not_holding = 1u << DRF_RES_NET;
+	a->dominant_alloc = 0.375;
+	a->now.c[DRF_CTR_CPU_USEC] = 1234567;
+	a->now.c[DRF_CTR_RUNQ_NS] = 2.5e9;
+	a->now.c[DRF_CTR_MEM_EVENTS_OOM_KILL] = 3;
+	a->now.c[DRF_CTR_NET_TX_BYTES] = 1e6;
+	a->now.c[DRF_CTR_PSI_MEMORY_FULL_USEC] = 500000;
+	a->gauge[DRF_GAUGE_MEM_CURRENT] = 1048576;
+	a->runq_hist[0] = 3;
+	a->runq_hist[2] = 5;
+	a->runq_hist[DRF_HIST_BUCKETS - 1] = 1;
+	a->io_lat_hist[4] = 7; /* no _sum known: no histogram */
+	a->pressure[DRF_PRESSURE_RUNQ] = 0.25;
+	b->declared[DRF_RES_CPU] = INFINITY;
+	b->alloc[DRF_RES_CPU] = 2.5;
+	b->use_tick[DRF_RES_CPU] = 0;
+	b->use_min[DRF_RES_CPU] = 0.125;
+}
+
+static char *render(const struct drfd *d)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_non_null(f);
+	assert_int_equal(drfd_metrics_render(d, f), 0);
+	assert_int_equal(fclose(f), 0);
+	return buf;
+}
+
+static void free_daemon(struct drfd *d)
+{
+	free(d->use.t);
+	drf_enforced_free(&d->plan);
+}
+
+/* The text has this line, whole. */
+#define assert_line(text, line) assert_line_at(text, line, true, __FILE__, __LINE__)
+/* The text has no line starting with this. */
+#define refute_prefix(text, prefix) assert_line_at(text, prefix, false, __FILE__, __LINE__)
+
+static void assert_line_at(const char *text, const char *want, bool whole, const char *file,
+			   int line)
+{
+	size_t n = strlen(want);
+
+	for (const char *p = text; *p; p = strchr(p, '\n') + 1) {
+		if (strncmp(p, want, n) == 0 && (!whole || p[n] == '\n')) {
+			if (whole)
+				return;
+			print_error("%s:%d: unexpected line '%.*s'\n", file, line,
+				    (int)strcspn(p, "\n"), p);
+			fail();
+		}
+		if (!strchr(p, '\n'))
+			break;
+	}
+	if (whole) {
+		fprintf(stderr, "%s\n", text);
+		print_error("%s:%d: no line '%s' in the text above\n", file, line, want);
+		fail();
+	}
+}
+
+/*
+ * The text format's grammar as Prometheus reads it: every family's # HELP,
+ * then # TYPE, then its samples, each family once; a sample's name is the
+ * family's, or for a histogram the family's with _bucket, _sum or _count.
+ */
+static void check_grouping(const char *text)
+{
+	char fam[128] = "", type[16] = "", seen[8192] = " ";
+	int lineno = 0;
+
+	for (const char *p = text; *p;) {
+		size_t n = strcspn(p, "\n");
+		char l[512];
+
+		assert_true(n < sizeof(l));
+		memcpy(l, p, n);
+		l[n] = '\0';
+		p += n + (p[n] == '\n');
+		lineno++;
+		if (strncmp(l, "# HELP ", 7) == 0) {
+			char key[140];
+
+			assert_int_equal(sscanf(l + 7, "%127s", fam), 1);
+			snprintf(key, sizeof(key), " %s ", fam);
+			if (strstr(seen, key)) {
+				print_error("line %d: family %s appears twice\n", lineno, fam);
+				fail();
+			}
+			assert_true(strlen(seen) + strlen(key) < sizeof(seen));
+			strcat(seen, key + 1);
+			type[0] = '\0';
+			continue;
+		}
+		if (strncmp(l, "# TYPE ", 7) == 0) {
+			char name[128];
+
+			assert_int_equal(sscanf(l + 7, "%127s %15s", name, type), 2);
+			assert_string_equal(name, fam);
+			assert_true(strcmp(type, "gauge") == 0 || strcmp(type, "counter") == 0 ||
+				    strcmp(type, "histogram") == 0);
+			continue;
+		}
+		{
+			size_t k = strcspn(l, "{ ");
+			const char *suffix = l + strlen(fam);
+
+			if (!type[0] || strncmp(l, fam, strlen(fam)) != 0) {
+				print_error("line %d: '%s' outside its family (in %s)\n", lineno, l,
+					    fam);
+				fail();
+			}
+			if (k != strlen(fam) &&
+			    !(strcmp(type, "histogram") == 0 &&
+			      (strncmp(suffix, "_bucket{", 8) == 0 || strncmp(suffix, "_sum", 4) == 0 ||
+			       strncmp(suffix, "_count", 6) == 0))) {
+				print_error("line %d: '%s' is not a sample of %s\n", lineno, l, fam);
+				fail();
+			}
+			if (strcmp(type, "counter") == 0 && strcmp(fam + strlen(fam) - 6, "_total"))
+				fail_msg("counter %s does not end in _total", fam);
+		}
+	}
+}
+
+static void test_render(void **state)
+{
+	struct drfd d;
+	char *m, line[160];
+
+	(void)state;
+	make_daemon(&d);
+	measure(&d);
+	m = render(&d);
+	check_grouping(m);
+	/* the daemon */
+	assert_line(m, "# HELP drfd_up Whether drfd runs (1).");
+	assert_line(m, "# TYPE drfd_up gauge");
+	assert_line(m, "drfd_up 1");
+	assert_line(m, "drfd_last_tick_timestamp_seconds 1700000000.5");
+	assert_line(m, "# TYPE drfd_ticks_total counter");
+	assert_line(m, "drfd_ticks_total 42");
+	assert_line(m, "drfd_probes_up 1");
+	assert_line(m, "drfd_jain_index{of=\"allocation\"} 0.96");
+	refute_prefix(m, "drfd_jain_index{of=\"use\"}");
+	assert_line(m, "drfd_capacity{resource=\"cpu\"} 4");
+	assert_line(m, "drfd_capacity{resource=\"memory\"} 8589934592");
+	assert_line(m, "drfd_capacity{resource=\"net-egress\"} 100000000");
+	/* resources without a capacity take no part, and have no samples */
+	refute_prefix(m, "drfd_capacity{resource=\"io-read\"}");
+	refute_prefix(m, "drfd_allocation{tenant=\"a\",resource=\"net-ingress\"}");
+	assert_line(m, "drfd_knob_no_effect{resource=\"memory\"} 1");
+	assert_line(m, "drfd_knob_no_effect{resource=\"cpu\"} 0");
+	/* per tenant and resource, in base units: the network in bytes per second */
+	assert_line(m, "drfd_declared_demand{tenant=\"a\",resource=\"cpu\"} 1.5");
+	assert_line(m, "drfd_declared_demand{tenant=\"b\",resource=\"cpu\"} +Inf");
+	assert_line(m, "drfd_allocation{tenant=\"a\",resource=\"cpu\"} 1.5");
+	assert_line(m, "drfd_allocation{tenant=\"a\",resource=\"memory\"} 2147483648");
+	assert_line(m, "drfd_allocation{tenant=\"a\",resource=\"net-egress\"} 12500000");
+	assert_line(m, "drfd_allocation{tenant=\"b\",resource=\"cpu\"} 2.5");
+	assert_line(m, "drfd_limit{tenant=\"a\",resource=\"cpu\"} +Inf");
+	assert_line(m, "drfd_limit{tenant=\"a\",resource=\"net-egress\"} 12500000");
+	refute_prefix(m, "drfd_limit{tenant=\"a\",resource=\"memory\"}");
+	assert_line(m, "drfd_use{tenant=\"a\",resource=\"cpu\",window=\"tick\"} 0.75");
+	refute_prefix(m, "drfd_use{tenant=\"a\",resource=\"cpu\",window=\"1m\"}");
+	assert_line(m, "drfd_use{tenant=\"a\",resource=\"net-egress\",window=\"tick\"} 1000000");
+	assert_line(m, "drfd_use{tenant=\"a\",resource=\"net-egress\",window=\"1m\"} 500000");
+	assert_line(m, "drfd_use{tenant=\"b\",resource=\"cpu\",window=\"tick\"} 0");
+	assert_line(m, "drfd_use{tenant=\"b\",resource=\"cpu\",window=\"1m\"} 0.125");
+	assert_line(m, "drfd_use_gap{tenant=\"a\",resource=\"cpu\"} 0.75");
+	assert_line(m, "drfd_enforcement_not_holding{tenant=\"a\",resource=\"net-egress\"} 1");
+	assert_line(m, "drfd_enforcement_not_holding{tenant=\"a\",resource=\"cpu\"} 0");
+	assert_line(m, "drfd_allocation_ratio{tenant=\"a\",resource=\"cpu\"} 0.375");
+	assert_line(m, "drfd_allocation_ratio{tenant=\"a\",resource=\"memory\"} 0.25");
+	assert_line(m, "drfd_use_ratio{tenant=\"a\",resource=\"net-egress\"} 0.01");
+	assert_line(m, "drfd_use_ratio{tenant=\"a\",resource=\"cpu\"} 0.1875");
+	/* per tenant */
+	assert_line(m, "drfd_tenant_weight{tenant=\"a\"} 1");
+	assert_line(m, "drfd_tenant_weight{tenant=\"b\"} 2");
+	assert_line(m, "drfd_dominant_share_ratio{tenant=\"a\",of=\"allocation\"} 0.375");
+	refute_prefix(m, "drfd_dominant_share_ratio{tenant=\"a\",of=\"use\"}");
+	assert_line(m, "# TYPE drfd_cpu_usage_seconds_total counter");
+	assert_line(m, "drfd_cpu_usage_seconds_total{tenant=\"a\"} 1.234567");
+	refute_prefix(m, "drfd_cpu_usage_seconds_total{tenant=\"b\"}");
+	assert_line(m, "drfd_memory_current_bytes{tenant=\"a\"} 1048576");
+	assert_line(m, "drfd_memory_events_total{tenant=\"a\",event=\"oom_kill\"} 3");
+	refute_prefix(m, "drfd_memory_events_total{tenant=\"a\",event=\"high\"}");
+	assert_line(m, "drfd_network_transmit_bytes_total{tenant=\"a\"} 1000000");
+	snprintf(line, sizeof(line), "drfd_pressure_ratio{tenant=\"a\",signal=\"%s\"} 0.25",
+		 drf_pressure_name(DRF_PRESSURE_RUNQ));
+	assert_line(m, line);
+	assert_line(m, "drfd_pressure_stalled_seconds_total{tenant=\"a\",resource=\"memory\","
+		       "kind=\"full\"} 0.5");
+	/* a histogram: buckets cumulative, the last +Inf, equal to _count */
+	assert_line(m, "# TYPE drfd_cpu_runqueue_wait_seconds histogram");
+	assert_line(m, "drfd_cpu_runqueue_wait_seconds_bucket{tenant=\"a\",le=\"1e-06\"} 3");
+	assert_line(m, "drfd_cpu_runqueue_wait_seconds_bucket{tenant=\"a\",le=\"2e-06\"} 3");
+	assert_line(m, "drfd_cpu_runqueue_wait_seconds_bucket{tenant=\"a\",le=\"4e-06\"} 8");
+	assert_line(m, "drfd_cpu_runqueue_wait_seconds_bucket{tenant=\"a\",le=\"4.194304\"} 8");
+	assert_line(m, "drfd_cpu_runqueue_wait_seconds_bucket{tenant=\"a\",le=\"+Inf\"} 9");
+	assert_line(m, "drfd_cpu_runqueue_wait_seconds_sum{tenant=\"a\"} 2.5");
+	assert_line(m, "drfd_cpu_runqueue_wait_seconds_count{tenant=\"a\"} 9");
+	/* b has no probe figures, and a's IO latency no _sum: no histogram */
+	refute_prefix(m, "drfd_cpu_runqueue_wait_seconds_bucket{tenant=\"b\"");
+	refute_prefix(m, "drfd_io_request_seconds_bucket");
+	assert_line(m, "# TYPE drfd_io_request_seconds histogram");
+	/* no NaN anywhere */
+	assert_null(strstr(m, " NaN\n"));
+	assert_null(strstr(m, " nan\n"));
+	assert_null(strstr(m, " -nan\n"));
+	free(m);
+	free_daemon(&d);
+}
+
+/* Every bucket's count is at least the one before, and the +Inf one is _count. */
+static void test_histogram_cumulative(void **state)
+{
+	struct drfd d;
+	char *m, want[160];
+	double prev = -1;
+	int buckets = 0;
+	uint64_t total = 0;
+
+	(void)state;
+	make_daemon(&d);
+	for (unsigned b = 0; b < DRF_HIST_BUCKETS; b++) {
+		d.use.t[1].io_lat_hist[b] = (b * 7919) % 13;
+		total += (b * 7919) % 13;
+	}
+	d.use.t[1].now.c[DRF_CTR_PROBE_LAT_NS] = 123e6;
+	m = render(&d);
+	check_grouping(m);
+	for (const char *p = strstr(m, "drfd_io_request_seconds_bucket{tenant=\"b\""); p;
+	     p = strstr(p + 1, "drfd_io_request_seconds_bucket{tenant=\"b\"")) {
+		double v = strtod(strchr(p, '}') + 2, NULL);
+
+		assert_true(v >= prev);
+		prev = v;
+		buckets++;
+	}
+	assert_int_equal(buckets, DRF_HIST_BUCKETS);
+	snprintf(want, sizeof(want), "drfd_io_request_seconds_bucket{tenant=\"b\",le=\"+Inf\"} %llu",
+		 (unsigned long long)total);
+	assert_line(m, want);
+	snprintf(want, sizeof(want), "drfd_io_request_seconds_count{tenant=\"b\"} %llu",
+		 (unsigned long long)total);
+	assert_line(m, want);
+	assert_line(m, "drfd_io_request_seconds_sum{tenant=\"b\"} 0.123");
+	free(m);
+	free_daemon(&d);
+}
+
+/* Label values escape backslash, double quote and newline. */
+static void test_escaping(void **state)
+{
+	struct drfd d;
+	char *m;
+
+	(void)state;
+	make_daemon(&d);
+	d.use.t[0].alloc[DRF_RES_CPU] = 1;
+	snprintf(d.plan.cfg.tenants[0].name, sizeof(d.plan.cfg.tenants[0].name), "x\"y\\z\nw");
+	m = render(&d);
+	assert_line(m, "drfd_allocation{tenant=\"x\\\"y\\\\z\\nw\",resource=\"cpu\"} 1");
+	assert_line(m, "drfd_tenant_weight{tenant=\"x\\\"y\\\\z\\nw\"} 1");
+	free(m);
+	free_daemon(&d);
+}
+
+/* Nothing measured yet (no use entries): the plan's families are still all there. */
+static void test_before_first_sample(void **state)
+{
+	struct drfd d;
+	char *m;
+
+	(void)state;
+	make_daemon(&d);
+	free(d.use.t);
+	d.use.t = NULL;
+	d.use.n = 0;
+	m = render(&d);
+	check_grouping(m);
+	assert_line(m, "drfd_up 1");
+	refute_prefix(m, "drfd_last_tick_timestamp_seconds ");
+	assert_line(m, "# TYPE drfd_allocation gauge");
+	refute_prefix(m, "drfd_allocation{");
+	assert_line(m, "drfd_tenant_weight{tenant=\"b\"} 2");
+	free(m);
+	free_daemon(&d);
+}
+
+/* The names in dir, but . and .., joined with spaces. */
+static void list_dir(const char *path, char *out, size_t len)
+{
+	DIR *dp = opendir(path);
+	struct dirent *e;
+
+	assert_non_null(dp);
+	out[0] = '\0';
+	while ((e = readdir(dp)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			snprintf(out + strlen(out), len - strlen(out), "%s ", e->d_name);
+	closedir(dp);
+}
+
+static void test_metrics_file(void **state)
+{
+	struct drfd d;
+	char path[128], names[512], *m, *got;
+	struct stat st;
+	FILE *f;
+	long n;
+
+	(void)state;
+	make_daemon(&d);
+	measure(&d);
+	snprintf(path, sizeof(path), "%s/out", dir);
+	assert_int_equal(mkdir(path, 0755), 0);
+	/* unset: no file */
+	assert_int_equal(drfd_metrics_tick(&d), 0);
+	list_dir(path, names, sizeof(names));
+	assert_string_equal(names, "");
+	/*
+	 * set: the file, whole, 0644 whatever the umask, nothing else beside it;
+	 * a temporary file a killed drfd left is removed, other files are not
+	 */
+	snprintf(path, sizeof(path), "%s/out/.drfd.prom.a1B2c3", dir);
+	assert_int_equal(t_write_file(path, "half a metri"), 0);
+	snprintf(path, sizeof(path), "%s/out/.drfd.prom.keep", dir);
+	assert_int_equal(t_write_file(path, "not ours"), 0);
+	snprintf(path, sizeof(path), "%s/out/drfd.prom", dir);
+	d.plan.cfg.metrics_file = strdup(path);
+	umask(077);
+	assert_int_equal(drfd_metrics_tick(&d), 0);
+	umask(022);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0644);
+	m = render(&d);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	got = calloc(1, strlen(m) + 2);
+	assert_non_null(got);
+	n = (long)fread(got, 1, strlen(m) + 1, f);
+	fclose(f);
+	assert_int_equal(n, (long)strlen(m));
+	assert_string_equal(got, m);
+	free(got);
+	free(m);
+	snprintf(path, sizeof(path), "%s/out/.drfd.prom.keep", dir);
+	assert_int_equal(unlink(path), 0);
+	snprintf(path, sizeof(path), "%s/out", dir);
+	list_dir(path, names, sizeof(names));
+	assert_string_equal(names, "drfd.prom ");
+	/* replaced, not rewritten in place: a new inode each tick */
+	{
+		ino_t before = st.st_ino;
+
+		assert_int_equal(drfd_metrics_tick(&d), 0);
+		assert_int_equal(stat(d.plan.cfg.metrics_file, &st), 0);
+		assert_true(st.st_ino != before);
+	}
+	/*
+	 * A reload moved it into a directory that does not exist: an error, and
+	 * nothing created; the former file is removed (it would go on saying drfd_up 1).
+	 */
+	free(d.plan.cfg.metrics_file);
+	snprintf(path, sizeof(path), "%s/none/drfd.prom", dir);
+	d.plan.cfg.metrics_file = strdup(path);
+	assert_int_equal(drfd_metrics_tick(&d), -ENOENT);
+	assert_int_equal(drfd_metrics_tick(&d), -ENOENT); /* logged once, still failing */
+	snprintf(path, sizeof(path), "%s/none", dir);
+	assert_int_equal(access(path, F_OK), -1);
+	snprintf(path, sizeof(path), "%s/out", dir);
+	list_dir(path, names, sizeof(names));
+	assert_string_equal(names, "");
+	/* the path is a directory: the rename fails, and the temporary file is removed */
+	free(d.plan.cfg.metrics_file);
+	snprintf(path, sizeof(path), "%s/out/dir.prom", dir);
+	assert_int_equal(mkdir(path, 0755), 0);
+	d.plan.cfg.metrics_file = strdup(path);
+	assert_true(drfd_metrics_tick(&d) < 0);
+	snprintf(path, sizeof(path), "%s/out", dir);
+	list_dir(path, names, sizeof(names));
+	assert_string_equal(names, "dir.prom ");
+	/* writing works again */
+	free(d.plan.cfg.metrics_file);
+	snprintf(path, sizeof(path), "%s/out/drfd.prom", dir);
+	d.plan.cfg.metrics_file = strdup(path);
+	assert_int_equal(drfd_metrics_tick(&d), 0);
+	/* a reload that drops metrics-file removes the file drfd wrote */
+	free(d.plan.cfg.metrics_file);
+	d.plan.cfg.metrics_file = NULL;
+	assert_int_equal(drfd_metrics_tick(&d), 0);
+	assert_int_equal(access(path, F_OK), -1);
+	/* a dry run writes nothing */
+	d.plan.cfg.metrics_file = strdup(path);
+	d.dry_run = true;
+	assert_int_equal(drfd_metrics_tick(&d), 0);
+	assert_int_equal(access(path, F_OK), -1);
+	free_daemon(&d);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_render, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_histogram_cumulative, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_escaping, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_before_first_sample, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_metrics_file, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,396 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Usage against allocation: the pure arithmetic (agent/core/use.c) and the
+ * daemon's sampling (agent/daemon/usage.c) over a fake cgroup tree and the
+ * probes' recorder, with failures injected.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "fakecg.h"
+#include "testlib.h"
+#include "use.h"
+
+#define SEC 1000000000ull
+
+static struct drf_sample at(uint64_t t_ns)
+{
+	struct drf_sample s = { .t_ns = t_ns };
+
+	for (int c = 0; c < DRF_NCTR; c++)
+		s.c[c] = NAN;
+	return s;
+}
+
+static void fresh(struct drf_tenant_use *u)
+{
+	memset(u, 0, sizeof(*u));
+	for (int g = 0; g < DRF_NGAUGE; g++)
+		u->gauge[g] = NAN;
+	for (int r = 0; r < DRF_NRES; r++)
+		u->limit[r] = INFINITY;
+}
+
+static void test_rates_tick_and_minute(void **state)
+{
+	struct drf_tenant_use u;
+	struct drf_sample s;
+
+	(void)state;
+	fresh(&u);
+	/* 0.5 cores by cpu.stat for 30 s, then 1.5 cores for 1 s. */
+	for (int i = 0; i <= 30; i++) {
+		s = at((uint64_t)(i + 1) * SEC);
+		s.c[DRF_CTR_CPU_USEC] = i * 500000.0;
+		drf_use_push(&u, &s, false);
+	}
+	assert_true(fabs(u.use_tick[DRF_RES_CPU] - 0.5) < 1e-9);
+	s = at(32 * SEC);
+	s.c[DRF_CTR_CPU_USEC] = 30 * 500000.0 + 1500000.0;
+	drf_use_push(&u, &s, false);
+	assert_true(fabs(u.use_tick[DRF_RES_CPU] - 1.5) < 1e-9);
+	/* The minute: from the ring's oldest sample (t = 1 s, kept 5 s apart). */
+	assert_true(u.window_min_s > 25 && u.window_min_s <= 31);
+	assert_true(u.use_min[DRF_RES_CPU] > 0.5 && u.use_min[DRF_RES_CPU] < 0.6);
+	/* Unknown counters stay unknown. */
+	assert_true(isnan(u.use_tick[DRF_RES_IO_READ]));
+	assert_true(isnan(u.rate_tick[DRF_CTR_RUNQ_NS]));
+}
+
+static void test_minute_window_slides(void **state)
+{
+	struct drf_tenant_use u;
+	struct drf_sample s;
+
+	(void)state;
+	fresh(&u);
+	/* 2 minutes at 1 core, then the window covers at most 65 s. */
+	for (int i = 0; i <= 120; i++) {
+		s = at((uint64_t)(i + 1) * SEC);
+		s.c[DRF_CTR_CPU_USEC] = i * 1e6;
+		drf_use_push(&u, &s, false);
+	}
+	assert_true(u.window_min_s >= 55 && u.window_min_s <= 65);
+	assert_true(fabs(u.use_min[DRF_RES_CPU] - 1.0) < 1e-9);
+}
+
+static void test_probes_preferred(void **state)
+{
+	struct drf_tenant_use u;
+	struct drf_sample s = at(SEC);
+
+	(void)state;
+	fresh(&u);
+	s.c[DRF_CTR_CPU_USEC] = 0;
+	s.c[DRF_CTR_ONCPU_NS] = 0;
+	s.c[DRF_CTR_IO_WBYTES] = 0;
+	s.c[DRF_CTR_PROBE_WBYTES] = 0;
+	drf_use_push(&u, &s, true);
+	s = at(3 * SEC);
+	s.c[DRF_CTR_CPU_USEC] = 2e6;         /* 1 core */
+	s.c[DRF_CTR_ONCPU_NS] = 3e9;         /* 1.5 cores */
+	s.c[DRF_CTR_IO_WBYTES] = 2e6;
+	s.c[DRF_CTR_PROBE_WBYTES] = 4e6;
+	s.c[DRF_CTR_RUNQ_NS] = 1e9;
+	drf_use_push(&u, &s, true);
+	assert_true(fabs(u.use_tick[DRF_RES_CPU] - 1.5) < 1e-9);
+	assert_true(fabs(u.use_tick[DRF_RES_IO_WRITE] - 2e6) < 1e-6);
+	/* RUNQ_NS had no earlier value: no rate, no pressure. */
+	assert_true(isnan(u.pressure[DRF_PRESSURE_RUNQ]));
+	/* Without probes, the cgroup files. */
+	fresh(&u);
+	s = at(SEC);
+	s.c[DRF_CTR_CPU_USEC] = 0;
+	s.c[DRF_CTR_ONCPU_NS] = 0;
+	drf_use_push(&u, &s, false);
+	s = at(3 * SEC);
+	s.c[DRF_CTR_CPU_USEC] = 2e6;
+	s.c[DRF_CTR_ONCPU_NS] = 3e9;
+	drf_use_push(&u, &s, false);
+	assert_true(fabs(u.use_tick[DRF_RES_CPU] - 1.0) < 1e-9);
+}
+
+static void test_recreated_restarts_history(void **state)
+{
+	struct drf_tenant_use u;
+	struct drf_sample s = at(SEC);
+
+	(void)state;
+	fresh(&u);
+	s.c[DRF_CTR_CPU_USEC] = 9e6;
+	drf_use_push(&u, &s, false);
+	s = at(2 * SEC);
+	s.c[DRF_CTR_CPU_USEC] = 1e5; /* went back: a new cgroup */
+	drf_use_push(&u, &s, false);
+	assert_true(isnan(u.use_tick[DRF_RES_CPU]));
+	assert_int_equal(u.ring_n, 1);
+	s = at(3 * SEC);
+	s.c[DRF_CTR_CPU_USEC] = 6e5;
+	drf_use_push(&u, &s, false);
+	assert_true(fabs(u.use_tick[DRF_RES_CPU] - 0.5) < 1e-9);
+}
+
+static void test_assess_not_holding(void **state)
+{
+	const double cap[DRF_NRES] = { [DRF_RES_CPU] = 4, [DRF_RES_MEMORY] = 8e9,
+				       [DRF_RES_NET] = 1e9 };
+	struct drf_tenant_use u;
+
+	(void)state;
+	fresh(&u);
+	u.alloc[DRF_RES_CPU] = 1;
+	u.alloc[DRF_RES_MEMORY] = 4e9;
+	u.limit[DRF_RES_CPU] = 1;
+	u.limit[DRF_RES_MEMORY] = 4e9;
+	u.window_min_s = 30;
+	u.use_tick[DRF_RES_CPU] = u.use_min[DRF_RES_CPU] = 1.04; /* within 5% */
+	u.use_tick[DRF_RES_MEMORY] = u.gauge[DRF_GAUGE_MEM_CURRENT] = 2e9;
+	u.use_tick[DRF_RES_NET] = u.use_min[DRF_RES_NET] = 5e8; /* no limit */
+	drf_use_assess(&u, cap);
+	assert_int_equal(u.not_holding, 0);
+	/* Dominant allocation: memory 0.5; dominant use: net 0.5 over memory 0.25. */
+	assert_int_equal(u.dominant_alloc_res, DRF_RES_MEMORY);
+	assert_true(fabs(u.dominant_alloc - 0.5) < 1e-12);
+	assert_int_equal(u.dominant_use_res, DRF_RES_NET);
+	assert_true(fabs(u.gap[DRF_RES_CPU] - -0.04) < 1e-12);
+	u.use_min[DRF_RES_CPU] = 1.2;
+	u.gauge[DRF_GAUGE_MEM_CURRENT] = 4e9 + 8192;
+	drf_use_assess(&u, cap);
+	assert_int_equal(u.not_holding, (1u << DRF_RES_CPU) | (1u << DRF_RES_MEMORY));
+	/* Seconds only: no verdict on cpu; memory over memory.max counts at once. */
+	u.window_min_s = 2;
+	u.use_tick[DRF_RES_CPU] = 1.5;
+	drf_use_assess(&u, cap);
+	assert_int_equal(u.not_holding, 1u << DRF_RES_MEMORY);
+	u.gauge[DRF_GAUGE_MEM_CURRENT] = 1e9;
+	drf_use_assess(&u, cap);
+	assert_int_equal(u.not_holding, 0);
+}
+
+static void test_jain_and_hist(void **state)
+{
+	const double eq[] = { 0.3, 0.3, 0.3 }, one[] = { 1, 0 }, zero[] = { 0, 0 };
+
+	(void)state;
+	assert_true(fabs(drf_jain_index(eq, 3) - 1) < 1e-12);
+	assert_true(fabs(drf_jain_index(one, 2) - 0.5) < 1e-12);
+	assert_true(isnan(drf_jain_index(zero, 2)));
+	assert_true(isnan(drf_jain_index(NULL, 0)));
+	assert_int_equal(drf_hist_bucket(0), 0);
+	assert_int_equal(drf_hist_bucket(999), 0);
+	assert_int_equal(drf_hist_bucket(1000), 1);
+	assert_int_equal(drf_hist_bucket(1999), 1);
+	assert_int_equal(drf_hist_bucket(2000), 2);
+	assert_int_equal(drf_hist_bucket(~0ull), DRF_HIST_BUCKETS - 1);
+	/* Bucket b holds waits under its upper bound. */
+	for (unsigned b = 0; b + 1 < DRF_HIST_BUCKETS; b++) {
+		uint64_t ns = (uint64_t)(drf_hist_upper_s(b) * 1e9);
+
+		assert_int_equal(drf_hist_bucket(ns - 1), b);
+		assert_int_equal(drf_hist_bucket(ns), b + 1);
+	}
+	assert_true(isinf(drf_hist_upper_s(DRF_HIST_BUCKETS - 1)));
+}
+
+/* The daemon's sampling over a fake tree and the probes' recorder. */
+static char dir[64], root[128], conf[256];
+static struct cgfs fs;
+static struct drfd d;
+static struct drf_probe_recorder *rec;
+
+static void put(const char *cg, const char *file, const char *val)
+{
+	char p[256];
+
+	snprintf(p, sizeof(p), "%s/%s", cg, file);
+	assert_int_equal(fakecg_put(fs.rootfd, p, val), 0);
+}
+
+static int setup_daemon(void **state)
+{
+	char err[512];
+	FILE *f;
+
+	(void)state;
+	assert_int_equal(fakecg_setup(dir, sizeof(dir), root, sizeof(root)), 0);
+	snprintf(conf, sizeof(conf), "%s/drfd.conf", dir);
+	f = fopen(conf, "w");
+	assert_non_null(f);
+	fprintf(f, "[agent]\ncgroup-root = %s\nmode = limit\n[capacity]\ncpu = 4\nmemory = 8G\n"
+		   "[tenant a]\ncpu = 1\nmemory = 1G\n[tenant b]\ncpu = 2\nmemory = 1G\n", root);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(cgfs_open(&fs, root, false, &fakecg_ops, NULL), 0);
+	memset(&d, 0, sizeof(d));
+	d.fs = &fs;
+	d.config_path = conf;
+	assert_int_equal(drf_enforced_load(&d.plan, conf, NULL, err, sizeof(err)), 0);
+	assert_int_equal(cgfs_mkdir_p(&fs, "a"), 0);
+	assert_int_equal(cgfs_mkdir_p(&fs, "b"), 0);
+	rec = calloc(1, sizeof(*rec));
+	assert_non_null(rec);
+	assert_int_equal(drfd_usage_plan(&d), 0);
+	return 0;
+}
+
+static int teardown_daemon(void **state)
+{
+	(void)state;
+	drfd_usage_free(&d.use);
+	drf_enforced_free(&d.plan);
+	cgfs_close(&fs);
+	free(rec);
+	fakecg_teardown(dir);
+	return 0;
+}
+
+static size_t rec_index(uint64_t cgid)
+{
+	for (size_t i = 0; i < rec->n; i++)
+		if (rec->key[i] == cgid)
+			return i;
+	fail_msg("no probe entry for %llu", (unsigned long long)cgid);
+	return 0;
+}
+
+static void test_sample_with_probes(void **state)
+{
+	uint64_t ida, idb;
+	size_t ia;
+
+	(void)state;
+	drfd_usage_start(&d, &drf_probe_recording_ops, rec, "/sys/fs/bpf/drfd-probes/x", 1);
+	assert_true(d.use.probes);
+	assert_int_equal(cgfs_id(&fs, "a", &ida), 0);
+	assert_int_equal(cgfs_id(&fs, "b", &idb), 0);
+	put("a", "cpu.stat", "usage_usec 1000000\nuser_usec 0\nsystem_usec 0\n"
+			     "nr_throttled 0\nthrottled_usec 0\n");
+	put("a", "memory.current", "104857600\n");
+	drfd_usage_sample(&d, 9 * SEC);
+	/* Entries added at the first tick are read from the next. */
+	drfd_usage_sample(&d, 10 * SEC);
+	/* Each tenant got its entries, the probes their root. */
+	assert_int_equal(rec->n, 2);
+	ia = rec_index(ida);
+	(void)rec_index(idb);
+	assert_int_equal(rec->cfg.root_level, 1);
+	assert_true(rec->cfg.root_id != 0);
+	/* One second on: 0.8 cores by the probe, 0.75 by cpu.stat; 5 throttled periods. */
+	rec->cpu[ia].oncpu_ns += 800000000;
+	rec->cpu[ia].runq_ns += 250000000;
+	rec->cpu[ia].runq_hist[3] = 7;
+	put("a", "cpu.stat", "usage_usec 1750000\nuser_usec 0\nsystem_usec 0\n"
+			     "nr_throttled 5\nthrottled_usec 100\n");
+	drfd_usage_sample(&d, 11 * SEC);
+	assert_true(fabs(d.use.t[0].use_tick[DRF_RES_CPU] - 0.8) < 1e-9);
+	assert_true(fabs(d.use.t[0].use_tick[DRF_RES_MEMORY] - 104857600) < 1);
+	assert_true(fabs(d.use.t[0].pressure[DRF_PRESSURE_RUNQ] - 0.25) < 1e-9);
+	assert_true(fabs(d.use.t[0].pressure[DRF_PRESSURE_CPU_THROTTLED] - 0.5) < 1e-9);
+	assert_int_equal(d.use.t[0].runq_hist[3], 7);
+	/* limit mode: cpu.max 1 core for a, 2 for b; memory.max 1G. */
+	assert_true(fabs(d.use.t[0].limit[DRF_RES_CPU] - 1) < 1e-9);
+	assert_true(fabs(d.use.t[1].limit[DRF_RES_CPU] - 2) < 1e-9);
+	assert_true(fabs(d.use.t[0].limit[DRF_RES_MEMORY] - 1073741824.0) < 1);
+	assert_int_equal(d.use.t[0].not_holding, 0);
+	/* Weighted dominant shares of allocation: a 0.25 (cpu), b 0.5 (cpu). */
+	assert_true(fabs(d.use.jain_alloc - 0.9) < 1e-9);
+	/* Over its cpu.max (1.5 cores of 1) for 20 s: flagged, over the minute. */
+	for (int i = 12; i <= 31; i++) {
+		rec->cpu[ia].oncpu_ns += 1500000000;
+		drfd_usage_sample(&d, (uint64_t)i * SEC);
+		if (i == 12)
+			assert_int_equal(d.use.t[0].not_holding, 0); /* one tick is no proof */
+	}
+	assert_true(d.use.t[0].window_min_s >= 20);
+	assert_int_equal(d.use.t[0].not_holding, 1u << DRF_RES_CPU);
+	assert_int_equal(d.use.t[1].not_holding, 0);
+}
+
+static void test_sample_probe_failures(void **state)
+{
+	(void)state;
+	/* Attaching fails: the daemon measures from cgroup files, and says why. */
+	rec->fail_errno = EPERM;
+	rec->fail_ops = DRF_PROBE_OP_ATTACH;
+	drfd_usage_start(&d, &drf_probe_recording_ops, rec, "/sys/fs/bpf/drfd-probes/x", 1);
+	assert_false(d.use.probes);
+	assert_true(strstr(d.use.probes_why, strerror(EPERM)) != NULL);
+	put("a", "cpu.stat", "usage_usec 0\nnr_throttled 0\nthrottled_usec 0\n");
+	drfd_usage_sample(&d, 10 * SEC);
+	put("a", "cpu.stat", "usage_usec 500000\nnr_throttled 0\nthrottled_usec 0\n");
+	drfd_usage_sample(&d, 11 * SEC);
+	assert_true(fabs(d.use.t[0].use_tick[DRF_RES_CPU] - 0.5) < 1e-9);
+	assert_int_equal(rec->n, 0);
+	assert_int_equal(rec->changes, 0);
+
+	/* Attached, but adding entries and reading fail: retried each tick. */
+	rec->fail_errno = 0;
+	drfd_usage_start(&d, &drf_probe_recording_ops, rec, "/sys/fs/bpf/drfd-probes/x", 1);
+	assert_true(d.use.probes);
+	rec->fail_errno = ENOMEM;
+	rec->fail_ops = DRF_PROBE_OP_ADD | DRF_PROBE_OP_READ;
+	put("a", "cpu.stat", "usage_usec 1500000\nnr_throttled 0\nthrottled_usec 0\n");
+	drfd_usage_sample(&d, 12 * SEC);
+	assert_int_equal(rec->n, 0);
+	/* cpu.stat still measures. */
+	assert_true(fabs(d.use.t[0].use_tick[DRF_RES_CPU] - 1.0) < 1e-9);
+	rec->fail_errno = 0;
+	drfd_usage_sample(&d, 13 * SEC);
+	assert_int_equal(rec->n, 2);
+}
+
+static void test_reload_keeps_history_and_sweeps(void **state)
+{
+	char err[512];
+	FILE *f;
+	uint64_t ida;
+
+	(void)state;
+	drfd_usage_start(&d, &drf_probe_recording_ops, rec, "/sys/fs/bpf/drfd-probes/x", 1);
+	put("a", "cpu.stat", "usage_usec 0\n");
+	drfd_usage_sample(&d, 10 * SEC);
+	put("a", "cpu.stat", "usage_usec 1000000\n");
+	drfd_usage_sample(&d, 11 * SEC);
+	assert_int_equal(rec->n, 2);
+	/* b leaves, c comes; a keeps its history (and its probe entry). */
+	f = fopen(conf, "w");
+	assert_non_null(f);
+	fprintf(f, "[agent]\ncgroup-root = %s\n[capacity]\ncpu = 4\n[tenant c]\ncpu = 1\n"
+		   "[tenant a]\ncpu = 1\n", root);
+	assert_int_equal(fclose(f), 0);
+	drf_enforced_free(&d.plan);
+	assert_int_equal(drf_enforced_load(&d.plan, conf, NULL, err, sizeof(err)), 0);
+	assert_int_equal(cgfs_mkdir_p(&fs, "c"), 0);
+	assert_int_equal(drfd_usage_plan(&d), 0);
+	put("a", "cpu.stat", "usage_usec 3000000\n");
+	drfd_usage_sample(&d, 12 * SEC);
+	assert_string_equal(d.use.name[1], "a");
+	assert_true(fabs(d.use.t[1].use_tick[DRF_RES_CPU] - 2.0) < 1e-9);
+	/* b's entry went; a's and c's are there. */
+	assert_int_equal(rec->n, 2);
+	assert_int_equal(cgfs_id(&fs, "a", &ida), 0);
+	(void)rec_index(ida);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_rates_tick_and_minute),
+		cmocka_unit_test(test_minute_window_slides),
+		cmocka_unit_test(test_probes_preferred),
+		cmocka_unit_test(test_recreated_restarts_history),
+		cmocka_unit_test(test_assess_not_holding),
+		cmocka_unit_test(test_jain_and_hist),
+		cmocka_unit_test_setup_teardown(test_sample_with_probes, setup_daemon, teardown_daemon),
+		cmocka_unit_test_setup_teardown(test_sample_probe_failures, setup_daemon,
+						teardown_daemon),
+		cmocka_unit_test_setup_teardown(test_reload_keeps_history_and_sweeps, setup_daemon,
+						teardown_daemon),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# The usage probes against the kernel's own counters, on Debian's kernel: drfd
+# runs as a daemon; each figure is the difference of two `drfctl status --json`
+# snapshots, in which the daemon sampled the probe's counter and the cgroup
+# file at the same tick.
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/vm/lib.sh
+. "$here/lib.sh"
+vm_setup
+mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf
+modprobe virtio_blk
+for _ in $(seq 50); do [ -b /dev/vda ] && break; sleep 0.1; done
+
+diagram <<'DIAGRAM'
+drf.slice (share mode; cpu 2, memory 1G, vda read/write 100M/s)   drfd --foreground
+ |- A   busy loops, dd (direct, buffered through ext4 + sync)
+ '- B   busy loops
+expect: on-CPU time (sched_stat_runtime) = cpu.stat usage_usec within 2%;
+        IO bytes (block_rq_issue) = io.stat within 5%, direct and buffered writes,
+        direct reads; run-queue wait of A and B high when both loop on CPU 0,
+        near zero when each has its own CPU
+DIAGRAM
+
+conf=$work/drfd.conf
+sock=$work/drfd.sock
+cat >"$conf" <<CONF
+[agent]
+cgroup-root = /sys/fs/cgroup/drf.slice
+interval = 1s
+status-socket = $sock
+state-dir = $work/state
+[capacity]
+cpu = 2
+memory = 1G
+io-device = /dev/vda
+io-read-bps = 100M
+io-write-bps = 100M
+[tenant A]
+cpu = 1
+memory = 256M
+[tenant B]
+cpu = 1
+memory = 256M
+CONF
+
+"$DRFD" -c "$conf" --foreground 2>"$work/drfd.log" &
+drfd_pid=$!
+for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.2; done
+if ! [ -S "$sock" ]; then
+	result FAIL usage-daemon "drfd did not start: $(tail -3 "$work/drfd.log")"
+	exit 0
+fi
+sleep 2
+
+# snap FILE: the daemon's status, as JSON.
+snap() { "$DRFCTL" status -c "$conf" --socket "$sock" --json >"$1" 2>/dev/null; }
+# Waits for the next tick, so that a snapshot sees what just happened.
+next_tick() { sleep 1.3; }
+# delta A B TENANT COUNTER: B's counter minus A's.
+delta() {
+	$PY - "$@" <<'PY'
+import json, sys
+a, b, tenant, ctr = sys.argv[1:]
+def get(path):
+    d = json.load(open(path))
+    for t in d["tenants"]:
+        if t["name"] == tenant:
+            return t["use"]["counters"][ctr]
+    raise SystemExit(f"no tenant {tenant}")
+va, vb = get(a), get(b)
+print("nan" if va is None or vb is None else vb - va)
+PY
+}
+# agree GOT WANT TOL: GOT within TOL (fraction) of WANT, and WANT is not 0.
+agree() {
+	$PY - "$1" "$2" "$3" <<'PY'
+import sys
+got, want, tol = map(float, sys.argv[1:])
+d = abs(got - want) / want if want > 0 else float("inf")
+print(f"{got:.0f} vs {want:.0f} ({d * 100:.3f}% apart, limit {tol * 100:.0f}%)")
+sys.exit(0 if d <= tol else 1)
+PY
+}
+
+probes=$(snap "$work/s" && $PY -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["usage"]["probes"], d["usage"]["probes_why"])' "$work/s")
+check usage-probes-attached "[ \"\${probes%% *}\" = True ]" "usage.probes: $probes"
+
+# CPU: A loops alone on CPU 0, B on CPU 1; then both on CPU 0.
+busy "$conf" A 0
+busy "$conf" B 1
+sleep 2
+snap "$work/c0"
+sleep 8
+snap "$work/c1"
+pkill -f 'while :; do :; done'
+sleep 0.5
+busy "$conf" A 0
+busy "$conf" B 0
+sleep 2
+snap "$work/c2"
+sleep 8
+snap "$work/c3"
+pkill -f 'while :; do :; done'
+sleep 0.5
+
+for t in A B; do
+	bpf=$(delta "$work/c0" "$work/c1" $t oncpu_ns)
+	cg=$(delta "$work/c0" "$work/c1" $t cpu_usage_usec)
+	fig=$(agree "$($PY -c "print($bpf / 1000)")" "$cg" 0.02)
+	check "oncpu-agrees-$t" "[ $? -eq 0 ]" "$t on-CPU: probe usec vs cpu.stat usage_usec: $fig"
+done
+fig=$(agree "$($PY -c "print($(delta "$work/c2" "$work/c3" A oncpu_ns) / 1000)")" \
+	"$(delta "$work/c2" "$work/c3" A cpu_usage_usec)" 0.02)
+check oncpu-agrees-shared-cpu "[ $? -eq 0 ]" "A sharing CPU 0 with B: $fig"
+
+rq() { # FROM TO TENANT: run-queue wait, seconds per second
+	$PY -c "print($(delta "$1" "$2" "$3" runq_wait_ns) / 1e9 / 8)"
+}
+own_a=$(rq "$work/c0" "$work/c1" A) own_b=$(rq "$work/c0" "$work/c1" B)
+shr_a=$(rq "$work/c2" "$work/c3" A) shr_b=$(rq "$work/c2" "$work/c3" B)
+check runq-wait-rises-when-shared \
+	"$PY -c 'import sys; sys.exit(0 if min($shr_a, $shr_b) > 0.3 else 1)'" \
+	"both on CPU 0: A waits $(printf %.3f "$shr_a"), B $(printf %.3f "$shr_b") s/s"
+check runq-wait-near-zero-when-own-cpu \
+	"$PY -c 'import sys; sys.exit(0 if max($own_a, $own_b) < 0.05 else 1)'" \
+	"each on its own CPU: A waits $(printf %.4f "$own_a"), B $(printf %.4f "$own_b") s/s"
+
+# IO: direct writes and reads on the raw disk, then buffered writes through ext4.
+io_check() { # NAME PROBE-COUNTER IOSTAT-COUNTER COMMAND...
+	local name=$1 pc=$2 ic=$3 b i fig
+	shift 3
+	snap "$work/i0"
+	"$DRFCTL" exec -c "$conf" A -- "$@" >/dev/null 2>&1
+	next_tick
+	next_tick
+	snap "$work/i1"
+	b=$(delta "$work/i0" "$work/i1" A "$pc")
+	i=$(delta "$work/i0" "$work/i1" A "$ic")
+	fig=$(agree "$b" "$i" 0.05)
+	check "$name" "[ $? -eq 0 ]" "A's bytes: probe vs io.stat: $fig"
+}
+io_check io-direct-write-agrees io_wbytes io_stat_wbytes \
+	dd if=/dev/zero of=/dev/vda bs=1M count=48 oflag=direct status=none
+io_check io-direct-read-agrees io_rbytes io_stat_rbytes \
+	dd if=/dev/vda of=/dev/null bs=1M count=48 iflag=direct status=none
+mkdir -p /mnt/d
+modprobe -q ext4
+if mkfs.ext4 -q -F /dev/vda >"$work/mkfs.log" 2>&1 && mount /dev/vda /mnt/d 2>>"$work/mkfs.log"; then
+	io_check io-buffered-write-agrees io_wbytes io_stat_wbytes \
+		sh -c 'dd if=/dev/zero of=/mnt/d/f bs=1M count=48 status=none && sync'
+	umount /mnt/d
+else
+	result FAIL io-buffered-write-agrees "cannot make or mount ext4 on /dev/vda: $(tail -2 "$work/mkfs.log")"
+fi
+
+kill "$drfd_pid"
+wait "$drfd_pid" 2>/dev/null
+exit 0
