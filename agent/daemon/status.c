@@ -409,7 +409,8 @@ static void render_json(const struct drfd *d, FILE *f, int *problems)
 		json_num(f, e->problem.capacity[r]);
 		first = 0;
 	}
-	fprintf(f, "}, \"usage\": {\"probes\": %s, \"probes_why\": ", d->use.probes ? "true" : "false");
+	fprintf(f, "}, \"usage\": {\"probes\": %s, \"probes_adopted\": %s, \"probes_why\": ",
+		d->use.probes ? "true" : "false", d->use.probes_adopted ? "true" : "false");
 	if (d->use.probes)
 		fputs("null", f);
 	else

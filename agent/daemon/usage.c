@@ -128,6 +128,7 @@ void drfd_usage_start(struct drfd *d, const struct drf_probe_ops *ops, void *ctx
 		return;
 	}
 	u->probes = true;
+	u->probes_adopted = adopted;
 	u->map_dirty = true;
 	drf_log(LOG_INFO, "usage probes %s (%s)", adopted ? "adopted from the last run" : "attached",
 		pin_dir);

@@ -36,6 +36,7 @@ struct drf_usage {
 	const struct drf_probe_ops *probe;
 	void *probe_ctx;
 	bool probes;                    /* attached and counting */
+	bool probes_adopted;            /* taken over from the last drfd, counts and all */
 	char probes_why[192];           /* why not, when !probes */
 	/* Bits (1 << r): a knob of resource r has no effect on this host, and why. */
 	unsigned no_effect;

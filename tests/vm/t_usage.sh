@@ -18,7 +18,8 @@ drf.slice (share mode; cpu 2, memory 1G, vda read/write 100M/s)   drfd --foregro
 expect: on-CPU time (sched_stat_runtime) = cpu.stat usage_usec within 2%;
         IO bytes (block_rq_issue) = io.stat within 5%, direct and buffered writes,
         direct reads; run-queue wait of A and B high when both loop on CPU 0,
-        near zero when each has its own CPU
+        near zero when each has its own CPU; a restart (SIGTERM, SIGKILL) adopts
+        the pinned probes: the counts go on, one set of pins
 DIAGRAM
 
 conf=$work/drfd.conf
@@ -152,6 +153,32 @@ if mkfs.ext4 -q -F /dev/vda >"$work/mkfs.log" 2>&1 && mount /dev/vda /mnt/d 2>>"
 else
 	result FAIL io-buffered-write-agrees "cannot make or mount ext4 on /dev/vda: $(tail -2 "$work/mkfs.log")"
 fi
+
+# A restart (SIGTERM, then SIGKILL) adopts the pinned probes: counting goes on, one set of pins.
+busy "$conf" A 0
+restart() { # SIGNAL
+	kill -s "$1" "$drfd_pid"
+	wait "$drfd_pid" 2>/dev/null
+	rm -f "$sock"
+	"$DRFD" -c "$conf" --foreground 2>>"$work/drfd.log" &
+	drfd_pid=$!
+	for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.2; done
+	sleep 2.5
+}
+for sig in TERM KILL; do
+	snap "$work/r0"
+	restart $sig
+	snap "$work/r1"
+	pins=$(find /sys/fs/bpf/drfd-probes -mindepth 2 -printf '%f\n' | sort | tr '\n' ' ')
+	npins=$(find /sys/fs/bpf/drfd-probes -mindepth 2 | wc -l)
+	adopted=$($PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["usage"]["probes_adopted"])' "$work/r1")
+	d=$(delta "$work/r0" "$work/r1" A oncpu_ns)
+	dc=$(delta "$work/r0" "$work/r1" A cpu_usage_usec)
+	check "restart-$sig-keeps-counting" \
+		"[ '$adopted' = True ] && [ $npins -eq 10 ] && $PY -c 'import sys; sys.exit(0 if $d > 0 and abs($d / 1000 - $dc) <= 0.02 * $dc else 1)'" \
+		"adopted $adopted; A's on-CPU across the restart $($PY -c "print(round($d / 1e6))") ms, cpu.stat $($PY -c "print(round($dc / 1e3))") ms; pins ($npins): $pins"
+done
+pkill -f 'while :; do :; done'
 
 kill "$drfd_pid"
 wait "$drfd_pid" 2>/dev/null
