@@ -14,8 +14,8 @@
  * - sched_wakeup, sched_wakeup_new, sched_switch: run-queue wait, from the
  *   moment a task becomes runnable (woken, or preempted while still
  *   runnable) to the moment it runs, in sum and as a log2 histogram;
- * - block_rq_issue, block_rq_complete: bytes and requests read and written,
- *   and issue-to-completion latency. A request's cgroup is its first bio's
+ * - block_rq_issue, block_rq_complete: bytes read and written as they
+ *   complete, requests and issue-to-completion latency once done. A request's cgroup is its first bio's
  *   (bio->bi_blkg), the one io.stat charges: for writeback, the cgroup that
  *   dirtied the pages.
  */
@@ -75,6 +75,8 @@ struct {
 struct rq_start {
 	__u64 ts;
 	__u64 tenant;
+	__u32 op;
+	__u32 pad;
 };
 
 struct {
@@ -132,7 +134,12 @@ static __always_inline __u64 tenant_of(struct cgroup *cg, const struct drf_probe
 	return 0;
 }
 
-/* The entry of task p if it belongs to a tenant (kept up to date), else NULL. */
+#define PF_EXITING 0x00000004
+
+/*
+ * The entry of task p if it belongs to a tenant (kept up to date), else NULL.
+ * An exiting task without an entry gets none (its last events fall through).
+ */
 static __always_inline struct task_entry *task_of(struct task_struct *p, const struct drf_probe_cfg *c)
 {
 	struct cgroup *cg = p->cgroups->dfl_cgrp;
@@ -151,7 +158,8 @@ static __always_inline struct task_entry *task_of(struct task_struct *p, const s
 		return e->tenant ? e : 0;
 	}
 	t = tenant_of(cg, c, &drf_probe_cpu);
-	if (!t)
+	/* An exiting task (PF_EXITING) is not added: nothing would delete its entry. */
+	if (!t || (p->flags & PF_EXITING))
 		return 0;
 	{
 		struct task_entry n = { .cgroup = id, .tenant = t, .gen = c->gen };
@@ -228,8 +236,11 @@ int BPF_PROG(drf_switch, bool preempt, struct task_struct *prev, struct task_str
 	__u64 now, delta;
 	__u32 pid;
 
-	/* Preempted, still runnable (TASK_RUNNING): waiting from now on. */
-	if (prev->__state == 0)
+	/*
+	 * Preempted, or switched out still runnable (TASK_RUNNING): it stays on the
+	 * run queue, waiting from now on.
+	 */
+	if (preempt || prev->__state == 0)
 		runnable_now(prev);
 	pid = (__u32)next->pid;
 	e = bpf_map_lookup_elem(&tasks, &pid);
@@ -247,8 +258,13 @@ int BPF_PROG(drf_switch, bool preempt, struct task_struct *prev, struct task_str
 	return 0;
 }
 
-SEC("tp_btf/sched_process_exit")
-int BPF_PROG(drf_exit, struct task_struct *p)
+/*
+ * The task is gone for good (its last reference dropped, after its last
+ * event): its entry goes. sched_process_exit would be too early, the task
+ * still runs and would be added again.
+ */
+SEC("tp_btf/sched_process_free")
+int BPF_PROG(drf_free, struct task_struct *p)
 {
 	__u32 pid = (__u32)p->pid;
 
@@ -264,10 +280,9 @@ SEC("tp_btf/block_rq_issue")
 int BPF_PROG(drf_rq_issue, struct request *rq)
 {
 	const struct drf_probe_cfg *c = probe_config();
-	struct drf_probe_io *v;
 	struct rq_start s;
 	__u64 key = (__u64)rq;
-	__u32 op, bytes;
+	__u32 op;
 
 	if (!c)
 		return 0;
@@ -287,35 +302,45 @@ int BPF_PROG(drf_rq_issue, struct request *rq)
 	s.tenant = tenant_of(BPF_CORE_READ(rq, bio, bi_blkg, blkcg, css.cgroup), c, &drf_probe_io);
 	if (!s.tenant)
 		return 0;
-	v = bpf_map_lookup_elem(&drf_probe_io, &s.tenant);
-	if (!v)
-		return 0;
-	bytes = BPF_CORE_READ(rq, __data_len);
-	if (op == OP_READ) {
-		__sync_fetch_and_add(&v->rbytes, bytes);
-		__sync_fetch_and_add(&v->rreqs, 1);
-	} else {
-		__sync_fetch_and_add(&v->wbytes, bytes);
-		__sync_fetch_and_add(&v->wreqs, 1);
-	}
+	/* Issued again after a requeue: the same entry, a new start. */
 	s.ts = bpf_ktime_get_ns();
+	s.op = op;
+	s.pad = 0;
 	bpf_map_update_elem(&inflight, &key, &s, BPF_ANY);
 	return 0;
 }
 
+/*
+ * Bytes as they complete (a request may complete in parts); the request and
+ * its latency once its last part is done.
+ */
 SEC("tp_btf/block_rq_complete")
-int BPF_PROG(drf_rq_complete, struct request *rq)
+int BPF_PROG(drf_rq_complete, struct request *rq, int error, unsigned int nr_bytes)
 {
 	__u64 key = (__u64)rq, now = bpf_ktime_get_ns(), delta;
 	struct drf_probe_io *v;
 	struct rq_start *s;
+	bool last;
 
 	s = bpf_map_lookup_elem(&inflight, &key);
 	if (!s)
 		return 0;
-	delta = now > s->ts ? now - s->ts : 0;
+	last = nr_bytes >= BPF_CORE_READ(rq, __data_len);
 	v = bpf_map_lookup_elem(&drf_probe_io, &s->tenant);
 	if (v) {
+		if (s->op == OP_READ)
+			__sync_fetch_and_add(&v->rbytes, nr_bytes);
+		else
+			__sync_fetch_and_add(&v->wbytes, nr_bytes);
+	}
+	if (!last)
+		return 0;
+	delta = now > s->ts ? now - s->ts : 0;
+	if (v) {
+		if (s->op == OP_READ)
+			__sync_fetch_and_add(&v->rreqs, 1);
+		else
+			__sync_fetch_and_add(&v->wreqs, 1);
 		__sync_fetch_and_add(&v->lat_ns, delta);
 		__sync_fetch_and_add(&v->done, 1);
 		__sync_fetch_and_add(&v->lat_hist[bucket(delta)], 1);

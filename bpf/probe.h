@@ -17,7 +17,7 @@
 #endif
 
 /* The maps' layout; a pinned map of another version is replaced. */
-#define DRF_PROBE_ABI 2
+#define DRF_PROBE_ABI 3
 /* Tenants the counter maps hold (preallocated; the CPU map per CPU). */
 #define DRF_PROBE_MAX_TENANTS 4096
 /* Tasks of tenants the probes follow at once (their tenant, their run-queue wait). */
@@ -34,6 +34,8 @@ struct drf_probe_cfg {
 	__u64 root_id;    /* cgroup-root's cgroup id; 0: the programs count nothing */
 	__u32 io_dev;     /* the kernel's dev_t (major << 20 | minor) of io-device; 0: every disk */
 	__u32 gen;        /* bumped when tenants come or go: the tasks' cached tenants expire */
+	__u32 code;       /* a hash of the programs' object: a drfd adopts only its own code */
+	__u32 pad;
 };
 
 /* drf_probe_cpu (per CPU): the scheduler's events of a tenant. */

@@ -17,15 +17,27 @@
 /* The programs and the names their links are pinned under. */
 #define NPROGS 7
 static const char *const link_names[NPROGS] = {
-	"runtime_link", "wakeup_link", "wakeup_new_link", "switch_link", "exit_link",
+	"runtime_link", "wakeup_link", "wakeup_new_link", "switch_link", "free_link",
 	"rq_issue_link", "rq_complete_link",
 };
+
+/* FNV-1a of the programs' object, as built into this drfd. */
+static uint32_t code_hash(void)
+{
+	size_t n = 0;
+	const unsigned char *p = probe_bpf__elf_bytes(&n);
+	uint32_t h = 2166136261u;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ p[i]) * 16777619u;
+	return h;
+}
 
 static struct bpf_program *prog_of(struct probe_bpf *s, int i)
 {
 	struct bpf_program *p[NPROGS] = {
 		s->progs.drf_runtime, s->progs.drf_wakeup, s->progs.drf_wakeup_new,
-		s->progs.drf_switch, s->progs.drf_exit, s->progs.drf_rq_issue,
+		s->progs.drf_switch, s->progs.drf_free, s->progs.drf_rq_issue,
 		s->progs.drf_rq_complete,
 	};
 
@@ -37,12 +49,14 @@ static void real_close(void *ctx)
 	struct drf_probebpf *b = ctx;
 
 	/* The pins keep the links, and so the programs, in place. */
-	if (b->cfg_fd > 0)
-		close(b->cfg_fd);
-	if (b->cpu_fd > 0)
-		close(b->cpu_fd);
-	if (b->io_fd > 0)
-		close(b->io_fd);
+	if (b->fds_open) {
+		if (b->cfg_fd >= 0)
+			close(b->cfg_fd);
+		if (b->cpu_fd >= 0)
+			close(b->cpu_fd);
+		if (b->io_fd >= 0)
+			close(b->io_fd);
+	}
 	probe_bpf__destroy(b->skel);
 	*b = (struct drf_probebpf){ 0 };
 }
@@ -89,11 +103,13 @@ static int adopt(struct drf_probebpf *b, const char *pin_dir)
 			r = -ENOENT;
 	if (r < 0)
 		return r;
+	b->fds_open = true;
 	b->cfg_fd = open_pinned(pin_dir, "drf_probe_cfg");
 	b->cpu_fd = open_pinned(pin_dir, "drf_probe_cpu");
 	b->io_fd = open_pinned(pin_dir, "drf_probe_io");
 	if (b->cfg_fd < 0 || b->cpu_fd < 0 || b->io_fd < 0 ||
-	    bpf_map_lookup_elem(b->cfg_fd, &zero, &cfg) < 0 || cfg.abi != DRF_PROBE_ABI) {
+	    bpf_map_lookup_elem(b->cfg_fd, &zero, &cfg) < 0 || cfg.abi != DRF_PROBE_ABI ||
+	    cfg.code != code_hash()) {
 		real_close(b);
 		return -ENOENT;
 	}
@@ -103,7 +119,7 @@ static int adopt(struct drf_probebpf *b, const char *pin_dir)
 /* Loads the programs afresh, attaches them and pins maps and links in pin_dir. */
 static int load(struct drf_probebpf *b, const char *pin_dir)
 {
-	struct drf_probe_cfg cfg = { .abi = DRF_PROBE_ABI };
+	struct drf_probe_cfg cfg = { .abi = DRF_PROBE_ABI, .code = code_hash() };
 	char path[512];
 	__u32 zero = 0;
 	int r;
@@ -142,6 +158,7 @@ static int load(struct drf_probebpf *b, const char *pin_dir)
 		bpf_link__destroy(l);
 	}
 	if (r == 0) {
+		b->fds_open = true;
 		b->cfg_fd = dup(bpf_map__fd(b->skel->maps.drf_probe_cfg));
 		b->cpu_fd = dup(bpf_map__fd(b->skel->maps.drf_probe_cpu));
 		b->io_fd = dup(bpf_map__fd(b->skel->maps.drf_probe_io));
@@ -161,6 +178,7 @@ static int real_attach(void *ctx, const char *pin_dir, bool *ret_adopted)
 		return ncpu;
 	if (adopt(b, pin_dir) == 0) {
 		b->ncpu = ncpu;
+		b->ready = true;
 		*ret_adopted = true;
 		return 0;
 	}
@@ -176,6 +194,7 @@ static int real_attach(void *ctx, const char *pin_dir, bool *ret_adopted)
 		return r;
 	}
 	b->ncpu = ncpu;
+	b->ready = true;
 	*ret_adopted = false;
 	return 0;
 }
@@ -186,9 +205,10 @@ static int real_configure(void *ctx, const struct drf_probe_cfg *cfg)
 	struct drf_probe_cfg c = *cfg;
 	__u32 zero = 0;
 
-	if (b->cfg_fd <= 0)
+	if (!b->ready)
 		return -EBADF;
 	c.abi = DRF_PROBE_ABI;
+	c.code = code_hash();
 	return bpf_map_update_elem(b->cfg_fd, &zero, &c, BPF_ANY) < 0 ? -errno : 0;
 }
 
@@ -199,7 +219,7 @@ static int real_add(void *ctx, uint64_t cgid)
 	struct drf_probe_io io = { 0 };
 	int r = 0, e = 0;
 
-	if (b->cpu_fd <= 0)
+	if (!b->ready)
 		return -EBADF;
 	zeros = calloc((size_t)b->ncpu, sizeof(*zeros));
 	if (!zeros)
@@ -223,7 +243,7 @@ static int real_del(void *ctx, uint64_t cgid)
 	struct drf_probebpf *b = ctx;
 	int r = 0;
 
-	if (b->cpu_fd <= 0)
+	if (!b->ready)
 		return -EBADF;
 	if (bpf_map_delete_elem(b->cpu_fd, &cgid) < 0 && errno != ENOENT)
 		r = -errno;
@@ -238,7 +258,7 @@ static int real_keys(void *ctx, uint64_t **ret, size_t *ret_n)
 	uint64_t *v = NULL, key, *prev = NULL;
 	size_t n = 0, cap = 0;
 
-	if (b->cpu_fd <= 0)
+	if (!b->ready)
 		return -EBADF;
 	while (bpf_map_get_next_key(b->cpu_fd, prev, &key) == 0) {
 		if (n == cap) {
@@ -350,7 +370,7 @@ static int real_read(void *ctx, uint64_t **ret_keys, struct drf_probe_cpu **ret_
 	size_t n = 0, n_io = 0;
 	int r;
 
-	if (b->cpu_fd <= 0)
+	if (!b->ready)
 		return -EBADF;
 	r = read_all(b->cpu_fd, sizeof(struct drf_probe_cpu), b->ncpu, &keys, &per, &n);
 	if (r == 0)

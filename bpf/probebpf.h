@@ -46,6 +46,8 @@ struct drf_probe_ops {
 struct probe_bpf;
 struct drf_probebpf {
 	struct probe_bpf *skel;
+	bool fds_open;          /* the three fds below are ours (-1 or open) */
+	bool ready;             /* attached: the fds are the maps' */
 	int cfg_fd, cpu_fd, io_fd;
 	int ncpu;
 };

@@ -120,11 +120,17 @@ static void resources(const double *rt, const double *gauge, bool probes, double
 	double cpu_probe = rt[DRF_CTR_ONCPU_NS] / 1e9, cpu_cg = rt[DRF_CTR_CPU_USEC] / 1e6;
 	double rd_probe = rt[DRF_CTR_PROBE_RBYTES], wr_probe = rt[DRF_CTR_PROBE_WBYTES];
 
-	use[DRF_RES_CPU] = probes ? first_known(cpu_probe, cpu_cg) : cpu_cg;
+	/*
+	 * The kernel's own accounts first: cpu.stat counts what sched_stat_runtime
+	 * misses (RT and deadline tasks on kernels before 6.8), io.stat what a
+	 * request-level probe cannot see (bio-based devices). The probes stand in
+	 * where a file is missing, and are cross-checked against the files.
+	 */
+	use[DRF_RES_CPU] = probes ? first_known(cpu_cg, cpu_probe) : cpu_cg;
 	use[DRF_RES_MEMORY] = gauge[DRF_GAUGE_MEM_CURRENT];
-	use[DRF_RES_IO_READ] = probes ? first_known(rd_probe, rt[DRF_CTR_IO_RBYTES])
+	use[DRF_RES_IO_READ] = probes ? first_known(rt[DRF_CTR_IO_RBYTES], rd_probe)
 				      : rt[DRF_CTR_IO_RBYTES];
-	use[DRF_RES_IO_WRITE] = probes ? first_known(wr_probe, rt[DRF_CTR_IO_WBYTES])
+	use[DRF_RES_IO_WRITE] = probes ? first_known(rt[DRF_CTR_IO_WBYTES], wr_probe)
 				       : rt[DRF_CTR_IO_WBYTES];
 	use[DRF_RES_NET] = rt[DRF_CTR_NET_TX_BYTES] * 8;
 	use[DRF_RES_NET_IN] = rt[DRF_CTR_NET_RX_BYTES] * 8;

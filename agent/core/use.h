@@ -119,8 +119,8 @@ struct drf_tenant_use {
  * Records the sample s (counters at s->t_ns) as the tenant's newest and
  * computes the rates over the last tick and the last minute, and use per
  * resource. A counter that went backwards (the cgroup was recreated) restarts
- * the history. probes: prefer the probes' on-CPU time and IO bytes over
- * cpu.stat's and io.stat's when both are known.
+ * the history. Use comes from cpu.stat and io.stat; with probes, the probes'
+ * on-CPU time and IO bytes stand in where those are not known.
  */
 void drf_use_push(struct drf_tenant_use *u, const struct drf_sample *s, bool probes);
 

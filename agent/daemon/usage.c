@@ -6,18 +6,31 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "daemon.h"
 #include "knobs.h"
 #include "log.h"
 
+static uint64_t now_realtime_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
 _Static_assert(DRF_HIST_BUCKETS == DRF_PROBE_HIST, "use.h and probe.h disagree on histograms");
 
 void drfd_usage_free(struct drf_usage *u)
 {
-	for (size_t i = 0; i < u->n; i++)
+	for (size_t i = 0; i < u->n; i++) {
 		free(u->name[i]);
+		free(u->cgroup[i]);
+	}
 	free(u->name);
+	free(u->cgroup);
+	u->cgroup = NULL;
 	free(u->t);
 	free(u->cgid);
 	free(u->in_map);
@@ -52,21 +65,24 @@ int drfd_usage_plan(struct drfd *d)
 	size_t n = c->n_tenants;
 	struct drf_tenant_use *t = calloc(n + 1, sizeof(*t));
 	char **name = calloc(n + 1, sizeof(*name));
+	char **cgroup = calloc(n + 1, sizeof(*cgroup));
 	uint64_t *cgid = calloc(n + 1, sizeof(*cgid));
 	bool *in_map = calloc(n + 1, sizeof(*in_map));
 
-	if (!t || !name || !cgid || !in_map)
+	if (!t || !name || !cgroup || !cgid || !in_map)
 		goto nomem;
 	for (size_t i = 0; i < n; i++) {
 		const struct drf_tenant *ct = &c->tenants[i];
 		size_t j;
 
 		name[i] = strdup(ct->name);
-		if (!name[i])
+		cgroup[i] = strdup(ct->cgroup);
+		if (!name[i] || !cgroup[i])
 			goto nomem;
 		/* Its history, if it was there before in the same cgroup. */
 		for (j = 0; j < u->n; j++)
-			if (strcmp(u->name[j], ct->name) == 0)
+			if (strcmp(u->name[j], ct->name) == 0 && u->cgroup[j] &&
+			    strcmp(u->cgroup[j], ct->cgroup) == 0)
 				break;
 		if (j < u->n) {
 			t[i] = u->t[j];
@@ -76,27 +92,32 @@ int drfd_usage_plan(struct drfd *d)
 			tenant_use_init(&t[i]);
 		}
 	}
-	for (size_t i = 0; i < u->n; i++)
+	for (size_t i = 0; i < u->n; i++) {
 		free(u->name[i]);
+		free(u->cgroup[i]);
+	}
 	free(u->name);
+	free(u->cgroup);
 	free(u->t);
 	free(u->cgid);
 	free(u->in_map);
 	u->t = t;
 	u->name = name;
+	u->cgroup = cgroup;
 	u->cgid = cgid;
 	u->in_map = in_map;
 	u->n = n;
 	/* A departed tenant's entries, or a moved one's old cgroup's. */
 	u->map_dirty = true;
 	u->gen++;
-	for (size_t i = 0; i < n; i++)
-		cgid[i] = 0; /* cgroup paths may have changed: looked up again */
 	return 0;
 nomem:
-	for (size_t i = 0; name && i < n; i++)
+	for (size_t i = 0; name && cgroup && i < n; i++) {
 		free(name[i]);
+		free(cgroup[i]);
+	}
 	free(name);
+	free(cgroup);
 	free(t);
 	free(cgid);
 	free(in_map);
@@ -129,6 +150,11 @@ void drfd_usage_start(struct drfd *d, const struct drf_probe_ops *ops, void *ctx
 	}
 	u->probes = true;
 	u->probes_adopted = adopted;
+	/*
+	 * Adopted programs hold tasks' tenants cached under the last drfd's
+	 * generations: start from one they have not seen (the clock, in ms).
+	 */
+	u->gen = (uint32_t)(now_realtime_ms());
 	u->map_dirty = true;
 	drf_log(LOG_INFO, "usage probes %s (%s)", adopted ? "adopted from the last run" : "attached",
 		pin_dir);
@@ -221,7 +247,7 @@ static void pressure(struct drfd *d, const char *cg, const char *file, double *s
 /* io.stat: the io-device's line (every device's, summed, without one). */
 static void io_stat(struct drfd *d, const char *cg, struct drf_sample *s)
 {
-	char buf[4096];
+	char buf[16384];
 	static const struct {
 		const char *key;
 		enum drf_ctr c;
@@ -300,13 +326,23 @@ static void sample_tenant(struct drfd *d, size_t i, uint64_t now_ns, const struc
 	struct drf_tenant_use *t = &u->t[i];
 	const char *cg = d->plan.cfg.tenants[i].cgroup;
 	struct drf_sample s = { .t_ns = now_ns };
-	char buf[8192];
+	char buf[16384];
+	uint64_t id;
 
 	for (int c = 0; c < DRF_NCTR; c++)
 		s.c[c] = NAN;
-	if (!u->cgid[i]) {
-		if (cgfs_id(d->fs, cg, &u->cgid[i]) < 0)
-			u->cgid[i] = 0;
+	/*
+	 * Its cgroup's id, each tick: a cgroup removed and made again (by drfd or
+	 * anyone) is another cgroup, with new counters and new probe entries.
+	 */
+	if (cgfs_id(d->fs, cg, &id) < 0)
+		id = 0;
+	if (id != u->cgid[i]) {
+		if (u->cgid[i]) {
+			tenant_use_init(t);
+			u->map_dirty = true; /* the old id's entries go */
+		}
+		u->cgid[i] = id;
 		u->in_map[i] = false; /* added (again) below: -EEXIST is fine */
 	}
 	if (read_file(d, cg, "cpu.stat", buf, sizeof(buf)) >= 0) {
@@ -386,13 +422,6 @@ static void sample_tenant(struct drfd *d, size_t i, uint64_t now_ns, const struc
 	}
 	t->weight = d->plan.cfg.tenants[i].weight;
 	limits(d, i, t->limit);
-	if (t->now.t_ns && !isnan(t->now.c[DRF_CTR_CPU_USEC]) && !isnan(s.c[DRF_CTR_CPU_USEC]) &&
-	    s.c[DRF_CTR_CPU_USEC] < t->now.c[DRF_CTR_CPU_USEC]) {
-		/* Recreated: another cgroup, another id (and new probe entries). */
-		u->cgid[i] = 0;
-		u->in_map[i] = false;
-		u->map_dirty = true;
-	}
 	drf_use_push(t, &s, u->probes);
 	drf_use_assess(t, d->plan.problem.capacity);
 }

@@ -22,6 +22,7 @@ struct drf_usage {
 	size_t n;                       /* tenants, in the order of the plan in force */
 	struct drf_tenant_use *t;       /* n entries */
 	char **name;                    /* n: whose history t[i] is */
+	char **cgroup;                  /* n: and in which cgroup (relative to the root) */
 	uint64_t *cgid;                 /* n: its cgroup id; 0: not known yet */
 	bool *in_map;                   /* n: it has entries in the probes' maps */
 	bool map_dirty;                 /* entries of departed tenants may be left */

@@ -98,21 +98,28 @@ static void test_probes_preferred(void **state)
 	s.c[DRF_CTR_PROBE_WBYTES] = 4e6;
 	s.c[DRF_CTR_RUNQ_NS] = 1e9;
 	drf_use_push(&u, &s, true);
-	assert_true(fabs(u.use_tick[DRF_RES_CPU] - 1.5) < 1e-9);
-	assert_true(fabs(u.use_tick[DRF_RES_IO_WRITE] - 2e6) < 1e-6);
+	/* Both known: the kernel's files. */
+	assert_true(fabs(u.use_tick[DRF_RES_CPU] - 1.0) < 1e-9);
+	assert_true(fabs(u.use_tick[DRF_RES_IO_WRITE] - 1e6) < 1e-6);
 	/* RUNQ_NS had no earlier value: no rate, no pressure. */
 	assert_true(isnan(u.pressure[DRF_PRESSURE_RUNQ]));
-	/* Without probes, the cgroup files. */
+	/* No cpu.stat (no cpu controller): the probe stands in, if it counts. */
 	fresh(&u);
 	s = at(SEC);
-	s.c[DRF_CTR_CPU_USEC] = 0;
+	s.c[DRF_CTR_ONCPU_NS] = 0;
+	drf_use_push(&u, &s, true);
+	s = at(3 * SEC);
+	s.c[DRF_CTR_ONCPU_NS] = 3e9;
+	drf_use_push(&u, &s, true);
+	assert_true(fabs(u.use_tick[DRF_RES_CPU] - 1.5) < 1e-9);
+	fresh(&u);
+	s = at(SEC);
 	s.c[DRF_CTR_ONCPU_NS] = 0;
 	drf_use_push(&u, &s, false);
 	s = at(3 * SEC);
-	s.c[DRF_CTR_CPU_USEC] = 2e6;
 	s.c[DRF_CTR_ONCPU_NS] = 3e9;
 	drf_use_push(&u, &s, false);
-	assert_true(fabs(u.use_tick[DRF_RES_CPU] - 1.0) < 1e-9);
+	assert_true(isnan(u.use_tick[DRF_RES_CPU]));
 }
 
 static void test_recreated_restarts_history(void **state)
@@ -279,14 +286,15 @@ static void test_sample_with_probes(void **state)
 	(void)rec_index(idb);
 	assert_int_equal(rec->cfg.root_level, 1);
 	assert_true(rec->cfg.root_id != 0);
-	/* One second on: 0.8 cores by the probe, 0.75 by cpu.stat; 5 throttled periods. */
+	/* One second on: 0.8 cores by the probe, 0.75 by cpu.stat (which counts); 5 throttled periods. */
 	rec->cpu[ia].oncpu_ns += 800000000;
 	rec->cpu[ia].runq_ns += 250000000;
 	rec->cpu[ia].runq_hist[3] = 7;
 	put("a", "cpu.stat", "usage_usec 1750000\nuser_usec 0\nsystem_usec 0\n"
 			     "nr_throttled 5\nthrottled_usec 100\n");
 	drfd_usage_sample(&d, 11 * SEC);
-	assert_true(fabs(d.use.t[0].use_tick[DRF_RES_CPU] - 0.8) < 1e-9);
+	assert_true(fabs(d.use.t[0].use_tick[DRF_RES_CPU] - 0.75) < 1e-9);
+	assert_true(fabs(d.use.t[0].rate_tick[DRF_CTR_ONCPU_NS] - 0.8e9) < 1);
 	assert_true(fabs(d.use.t[0].use_tick[DRF_RES_MEMORY] - 104857600) < 1);
 	assert_true(fabs(d.use.t[0].pressure[DRF_PRESSURE_RUNQ] - 0.25) < 1e-9);
 	assert_true(fabs(d.use.t[0].pressure[DRF_PRESSURE_CPU_THROTTLED] - 0.5) < 1e-9);
@@ -300,6 +308,11 @@ static void test_sample_with_probes(void **state)
 	assert_true(fabs(d.use.jain_alloc - 0.9) < 1e-9);
 	/* Over its cpu.max (1.5 cores of 1) for 20 s: flagged, over the minute. */
 	for (int i = 12; i <= 31; i++) {
+		char st[128];
+
+		snprintf(st, sizeof(st), "usage_usec %llu\nnr_throttled 5\nthrottled_usec 100\n",
+			 1750000ull + (unsigned long long)(i - 11) * 1500000ull);
+		put("a", "cpu.stat", st);
 		rec->cpu[ia].oncpu_ns += 1500000000;
 		drfd_usage_sample(&d, (uint64_t)i * SEC);
 		if (i == 12)
@@ -350,12 +363,15 @@ static void test_reload_keeps_history_and_sweeps(void **state)
 	uint64_t ida;
 
 	(void)state;
+	uint32_t gen;
+
 	drfd_usage_start(&d, &drf_probe_recording_ops, rec, "/sys/fs/bpf/drfd-probes/x", 1);
 	put("a", "cpu.stat", "usage_usec 0\n");
 	drfd_usage_sample(&d, 10 * SEC);
 	put("a", "cpu.stat", "usage_usec 1000000\n");
 	drfd_usage_sample(&d, 11 * SEC);
 	assert_int_equal(rec->n, 2);
+	gen = rec->cfg.gen;
 	/* b leaves, c comes; a keeps its history (and its probe entry). */
 	f = fopen(conf, "w");
 	assert_non_null(f);
@@ -370,10 +386,49 @@ static void test_reload_keeps_history_and_sweeps(void **state)
 	drfd_usage_sample(&d, 12 * SEC);
 	assert_string_equal(d.use.name[1], "a");
 	assert_true(fabs(d.use.t[1].use_tick[DRF_RES_CPU] - 2.0) < 1e-9);
-	/* b's entry went; a's and c's are there. */
+	/* b's entry went; a's and c's are there; the tasks' cached tenants expired. */
 	assert_int_equal(rec->n, 2);
 	assert_int_equal(cgfs_id(&fs, "a", &ida), 0);
 	(void)rec_index(ida);
+	assert_int_equal(cgfs_id(&fs, "c", &ida), 0);
+	(void)rec_index(ida);
+	assert_int_not_equal(rec->cfg.gen, gen);
+	gen = rec->cfg.gen;
+	drfd_usage_sample(&d, 13 * SEC);
+	assert_int_equal(rec->cfg.gen, gen); /* nothing changed: the same generation */
+}
+
+static void test_recreated_cgroup(void **state)
+{
+	uint64_t old, now;
+	uint32_t gen;
+
+	(void)state;
+	drfd_usage_start(&d, &drf_probe_recording_ops, rec, "/sys/fs/bpf/drfd-probes/x", 1);
+	put("a", "cpu.stat", "usage_usec 5000000\n");
+	drfd_usage_sample(&d, 10 * SEC);
+	drfd_usage_sample(&d, 11 * SEC);
+	assert_int_equal(cgfs_id(&fs, "a", &old), 0);
+	gen = rec->cfg.gen;
+	/* Removed and made again between two ticks, busier than before: another cgroup. */
+	/* (made beside it and renamed: a file system may hand a freed inode number out again) */
+	assert_int_equal(cgfs_mkdir_p(&fs, "a2"), 0);
+	assert_int_equal(cgfs_remove(&fs, "a"), 0);
+	assert_int_equal(renameat(fs.rootfd, "a2", fs.rootfd, "a"), 0);
+	assert_int_equal(cgfs_id(&fs, "a", &now), 0);
+	assert_true(now != old);
+	put("a", "cpu.stat", "usage_usec 9000000\n");
+	drfd_usage_sample(&d, 12 * SEC);
+	/* No rate across two cgroups; the new one's entry in, the old one's out. */
+	assert_true(isnan(d.use.t[0].use_tick[DRF_RES_CPU]));
+	assert_int_equal(d.use.cgid[0], now);
+	(void)rec_index(now);
+	for (size_t i = 0; i < rec->n; i++)
+		assert_true(rec->key[i] != old);
+	assert_int_not_equal(rec->cfg.gen, gen);
+	put("a", "cpu.stat", "usage_usec 9500000\n");
+	drfd_usage_sample(&d, 13 * SEC);
+	assert_true(fabs(d.use.t[0].use_tick[DRF_RES_CPU] - 0.5) < 1e-9);
 }
 
 int main(void)
@@ -390,6 +445,7 @@ int main(void)
 						teardown_daemon),
 		cmocka_unit_test_setup_teardown(test_reload_keeps_history_and_sweeps, setup_daemon,
 						teardown_daemon),
+		cmocka_unit_test_setup_teardown(test_recreated_cgroup, setup_daemon, teardown_daemon),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

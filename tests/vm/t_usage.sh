@@ -19,7 +19,8 @@ expect: on-CPU time (sched_stat_runtime) = cpu.stat usage_usec within 2%;
         IO bytes (block_rq_issue) = io.stat within 5%, direct and buffered writes,
         direct reads; run-queue wait of A and B high when both loop on CPU 0,
         near zero when each has its own CPU; a restart (SIGTERM, SIGKILL) adopts
-        the pinned probes: the counts go on, one set of pins
+        the pinned probes: the counts go on, one set of pins; exited tasks leave
+        no entries; a recreated cgroup is counted again
 DIAGRAM
 
 conf=$work/drfd.conf
@@ -153,6 +154,30 @@ if mkfs.ext4 -q -F /dev/vda >"$work/mkfs.log" 2>&1 && mount /dev/vda /mnt/d 2>>"
 else
 	result FAIL io-buffered-write-agrees "cannot make or mount ext4 on /dev/vda: $(tail -2 "$work/mkfs.log")"
 fi
+
+# Exited tasks leave no entry behind in the probes' task map.
+task_entries() { bpftool -j map dump name tasks 2>/dev/null | $PY -c 'import json,sys; print(len(json.load(sys.stdin)))' 2>/dev/null || echo -1; }
+base=$(task_entries)
+# shellcheck disable=SC2016 # expanded by the tenant's shell
+"$DRFCTL" exec -c "$conf" A -- sh -c 'for i in $(seq 1000); do /bin/true; done'
+sleep 1.5
+after=$(task_entries)
+check tasks-map-no-leak "[ $base -ge 0 ] && [ $after -le \$((base + 20)) ]" \
+	"task entries before $base, after 1000 processes ran and exited in A: $after"
+
+# A tenant's cgroup removed and made again (by drfd) is found again: the new cgroup is counted.
+rmdir "$CG/drf.slice/A"
+for _ in $(seq 50); do [ -d "$CG/drf.slice/A" ] && break; sleep 0.2; done
+sleep 2.5
+busy "$conf" A 0
+sleep 2
+snap "$work/g0"
+sleep 6
+snap "$work/g1"
+pkill -f 'while :; do :; done'
+fig=$(agree "$($PY -c "print($(delta "$work/g0" "$work/g1" A oncpu_ns) / 1000)")" \
+	"$(delta "$work/g0" "$work/g1" A cpu_usage_usec)" 0.02)
+check oncpu-agrees-recreated-cgroup "[ $? -eq 0 ]" "A's cgroup recreated: $fig"
 
 # A restart (SIGTERM, then SIGKILL) adopts the pinned probes: counting goes on, one set of pins.
 busy "$conf" A 0
