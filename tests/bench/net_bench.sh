@@ -31,6 +31,8 @@ cleanup() {
 	ip netns del "$nsA" 2>/dev/null
 	ip netns del "$nsB" 2>/dev/null
 	rmdir "$root/t" "$root" 2>/dev/null
+	probes=${root#/}
+	rm -rf "/sys/fs/bpf/drfd-probes/${probes//\//-}"
 	sysctl -qw kernel.bpf_stats_enabled="$stats_was" 2>/dev/null
 	rm -rf "$work"
 }

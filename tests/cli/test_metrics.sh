@@ -82,6 +82,9 @@ cleanup() {
 	ip netns del "$ns" 2>/dev/null
 	for d in "$root"/*/; do [ -d "$d" ] && rmdir "$d" 2>/dev/null; done
 	rmdir "$root" 2>/dev/null
+	# drfd's usage probes stay for a restart to adopt: this root is gone, so they go too.
+	probes=${root#/}
+	rm -rf "/sys/fs/bpf/drfd-probes/${probes//\//-}"
 	if [ -n "${METRICS_KEEP:-}" ]; then echo "kept $work"; else rm -rf "$work"; fi
 }
 trap cleanup EXIT

@@ -78,6 +78,8 @@ cleanup() {
 	ip netns del "$nsB" 2>/dev/null
 	for d in "$root"/*/; do [ -d "$d" ] && rmdir "$d" 2>/dev/null; done
 	rmdir "$root" 2>/dev/null
+	# drfd's usage probes stay for a restart to adopt: this root is gone, so they go too.
+	rm -rf "${pins/\/drfd\///drfd-probes/}"
 	if [ -n "${NET_KEEP:-}" ]; then echo "kept $work"; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
