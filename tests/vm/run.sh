@@ -46,6 +46,20 @@ for t in "${tests[@]}"; do
 	start=$(date +%s)
 	vm_boot "$here/$t.sh" "$res" "$build" "$disk"
 	qrc=$?
+	# A guest kernel that locked up before the test wrote any result (seen once
+	# in t_net, under TCG): said loudly, its log kept, and the test run once more.
+	if [ ! -f "$res/results.txt" ] && grep -qE 'soft lockup|detected stalls' "$res/serial.log" 2>/dev/null; then
+		echo "RETRY $t: the guest kernel locked up before any result (qemu exit $qrc); its log is in $res.hung:"
+		grep -E 'soft lockup|detected stalls' "$res/serial.log" | head -n 4 | sed 's/^/    /'
+		rm -rf "$res.hung"
+		mv "$res" "$res.hung"
+		mkdir -p "$res"
+		rm -f "$disk"
+		truncate -s 256M "$disk"
+		start=$(date +%s)
+		vm_boot "$here/$t.sh" "$res" "$build" "$disk"
+		qrc=$?
+	fi
 	rm -f "$disk"
 	echo "=== $t ($(($(date +%s) - start)) s in the VM)"
 	[ -f "$res/diagram.txt" ] && sed 's/^/    /' "$res/diagram.txt"
