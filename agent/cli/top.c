@@ -45,6 +45,7 @@ struct top_tenant {
 	double weight;
 	double dom_alloc, dom_use;       /* dominant shares; NAN: not known */
 	double alloc[DRF_NRES], use[DRF_NRES]; /* base units of the metrics (bytes/s for network) */
+	double eff[DRF_NRES], decl[DRF_NRES];  /* effective and declared demand; NAN: unknown */
 	unsigned not_holding;            /* bits (1 << r) */
 	double runq;                     /* run-queue wait, seconds per second */
 };
@@ -184,7 +185,7 @@ static struct top_tenant *tenant_of(struct top_frame *f, const char *name)
 	t = &f->t[f->n];
 	*t = (struct top_tenant){ .weight = NAN, .dom_alloc = NAN, .dom_use = NAN, .runq = NAN };
 	for (int r = 0; r < DRF_NRES; r++)
-		t->alloc[r] = t->use[r] = NAN;
+		t->alloc[r] = t->use[r] = t->eff[r] = t->decl[r] = NAN;
 	t->name = strdup(name);
 	if (!t->name)
 		return NULL;
@@ -210,6 +211,10 @@ static int take_tenant_sample(struct top_frame *f, const struct expo_sample *s, 
 			t->dom_use = s->value;
 	} else if (strcmp(s->name, "drfd_allocation") == 0 && r >= 0) {
 		t->alloc[r] = s->value;
+	} else if (strcmp(s->name, "drfd_effective_demand") == 0 && r >= 0) {
+		t->eff[r] = s->value;
+	} else if (strcmp(s->name, "drfd_declared_demand") == 0 && r >= 0) {
+		t->decl[r] = s->value;
 	} else if (strcmp(s->name, "drfd_use") == 0 && r >= 0 && window &&
 		   strcmp(window, "tick") == 0) {
 		t->use[r] = s->value;
@@ -456,7 +461,7 @@ static void screen_clear(struct screen *s)
 }
 
 #define NCOLS (4 + DRF_NRES + 1)
-#define CELL 48
+#define CELL 80
 
 static bool is_res_col(int c)
 {
@@ -489,9 +494,19 @@ static void cell(const struct top_tenant *t, int c, char *buf, size_t len)
 		else
 			snprintf(buf, len, "%.2f", t->runq);
 	} else {
-		quantity(c - 4, t->use[c - 4], u, sizeof(u));
-		quantity(c - 4, t->alloc[c - 4], a, sizeof(a));
-		snprintf(buf, len, "%s/%s", u, a);
+		int r = c - 4;
+
+		quantity(r, t->use[r], u, sizeof(u));
+		quantity(r, t->alloc[r], a, sizeof(a));
+		/* Observed demand below the declared: the effective demand, after a '~'. */
+		if (!isnan(t->eff[r]) && !isnan(t->decl[r]) && t->eff[r] < t->decl[r]) {
+			char e[24];
+
+			quantity(r, t->eff[r], e, sizeof(e));
+			snprintf(buf, len, "%s/%s~%s", u, a, e);
+		} else {
+			snprintf(buf, len, "%s/%s", u, a);
+		}
 	}
 }
 
@@ -527,8 +542,8 @@ static void render(struct screen *s, struct top_frame *f, const struct top_view 
 		   ja, ju, holding, holding == 1 ? "" : "s", sorts[view->sort].what,
 		   view->reverse ? ", reversed" : "", interactive && !view->help ? "; h: keys" : "");
 	screen_add(s, LINE_INFO, "cells: use/allocation over the last tick; B: bytes, K M G = "
-		   "1024; bit/s: k M G = 1000; !: not holding (use above the limit); RUNQ: cpu "
-		   "wait, s/s");
+		   "1024; bit/s: k M G = 1000; ~: effective demand, where observed demand is below "
+		   "the declared; !: not holding (use above the limit); RUNQ: cpu wait, s/s");
 	if (interactive && view->help)
 		screen_add(s, LINE_INFO, "keys: d dominant share of use, a of allocation, c cpu, "
 			   "m memory, i io, n network, t name, r reverse, h help, q quit");

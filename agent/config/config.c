@@ -36,10 +36,10 @@ enum section {
 
 enum agent_key { AK_CGROUP_ROOT, AK_INTERVAL, AK_MODE, AK_POLICY, AK_TENANTS_DIR, AK_STATE_DIR,
 		 AK_STATUS_SOCKET, AK_STATUS_GROUP, AK_VERIFY_PERIOD, AK_NET_REPLACE, AK_METRICS_FILE,
-		 AK_N };
+		 AK_DEMAND, AK_N };
 static const char *const agent_keys[AK_N] = {
 	"cgroup-root", "interval", "mode", "policy", "tenants-dir", "state-dir", "status-socket",
-	"status-group", "verify-period", "net-replace-qdisc", "metrics-file",
+	"status-group", "verify-period", "net-replace-qdisc", "metrics-file", "demand",
 };
 
 enum cap_key {
@@ -362,6 +362,14 @@ static void agent_key(struct parser *ps, int k, const char *value)
 		c->tenants_dir = p;
 		return;
 	}
+	case AK_DEMAND:
+		if (strcmp(value, "declared") == 0)
+			c->observed = false;
+		else if (strcmp(value, "observed") == 0)
+			c->observed = true;
+		else
+			fail(ps, "demand = '%s': expected 'declared' or 'observed'", value);
+		return;
 	case AK_NET_REPLACE:
 		if (strcmp(value, "yes") == 0)
 			c->net_replace_qdisc = true;
@@ -596,7 +604,7 @@ static int handler(void *user, const char *section, const char *name, const char
 		if (k < 0) {
 			fail(ps, "unknown key '%s' in [agent] (known: cgroup-root, interval, mode, "
 				 "policy, tenants-dir, state-dir, status-socket, status-group, "
-				 "verify-period, net-replace-qdisc, metrics-file)", name);
+				 "verify-period, net-replace-qdisc, metrics-file, demand)", name);
 			return 0;
 		}
 		duplicate_key(ps, &ps->agent_line[k], name);

@@ -47,6 +47,7 @@ struct drf_config {
 	bool net_replace_qdisc;  /* replace a foreign root qdisc on net-device */
 	char *metrics_file;      /* Prometheus text file written each tick; NULL: none */
 	enum drf_mode mode;
+	bool observed;           /* demand = observed: demands follow measured use (online DRF) */
 	enum drf_policy policy;
 	char *tenants_dir; /* resolved against the main file's directory */
 	double capacity[DRF_NRES]; /* 0: takes no part */

@@ -109,6 +109,15 @@ static void bytes_or_max(char *buf, size_t len, double v)
  * INFINITY if none, and for a declared 0 (the tenant needs none of r: a zero
  * cap would stop it rather than express that).
  */
+void drf_knobs_memory_max_at_least(struct drf_knobs *k, double bytes)
+{
+	const char *v = k->val[DRF_KNOB_MEMORY_MAX];
+
+	if (!k->set[DRF_KNOB_MEMORY_MAX] || strcmp(v, "max") == 0 || !(strtod(v, NULL) < bytes))
+		return;
+	bytes_or_max(k->val[DRF_KNOB_MEMORY_MAX], DRF_KNOB_LEN, bytes);
+}
+
 double drf_knobs_declared(const struct drf_config *c, size_t i, int r)
 {
 	const struct drf_tenant *t = &c->tenants[i];

@@ -104,6 +104,14 @@ bool drf_knob_matches(enum drf_knob k, const char *want, const char *have,
 		      const struct drf_io_target *io, unsigned long page_size);
 
 /*
+ * Raises a hard memory.max in k (limit mode) to at least `bytes`: with observed
+ * demand, memory.high follows the effective allocation while memory.max stays
+ * at least the declared plan's allocation, so a tenant growing back into its
+ * share is reclaimed and pushed to rise, never OOM-killed below it.
+ */
+void drf_knobs_memory_max_at_least(struct drf_knobs *k, double bytes);
+
+/*
  * Tenant i's declared total demand of resource r, as a cap: a bounded demand,
  * or tasks x task; INFINITY if it declared none, or 0 (it needs none of r: a
  * zero cap would stop it rather than express that).

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "demand.h"
 #include "res.h"
 
 /* Cumulative counters (never decrease while the cgroup lives). */
@@ -113,6 +114,10 @@ struct drf_tenant_use {
 	double dominant_alloc, dominant_use;   /* shares of capacity */
 	int dominant_alloc_res, dominant_use_res; /* -1: none */
 	unsigned not_holding;        /* bits (1 << r): use above what the limit allows */
+
+	/* Observed demand (demand.h), when [agent] demand = observed. */
+	struct drf_dem_state dem;
+	unsigned dem_pressured;      /* the pressure bits of the last update */
 };
 
 /*

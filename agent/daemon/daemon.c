@@ -127,6 +127,24 @@ static void tick(struct drfd *d, size_t verify)
 		drf_shaper_tick(&d->net, now_monotonic_ns(), verify, &d->net_last);
 	d->last_tick = now_realtime();
 	drfd_usage_sample(d, now_monotonic_ns());
+	/* Observed demand: a changed effective plan is written in this same tick. */
+	if (drfd_online_step(d)) {
+		struct drf_reconcile_stats again;
+
+		drf_reconcile_tick(&d->rc, 0, &again);
+		st.writes += again.writes;
+		st.errors += again.errors;
+		st.retrying = again.retrying;
+		st.pending = again.pending;
+		d->last = st;
+		if (d->has_net) {
+			struct drf_shaper_stats n = d->net_last;
+
+			drf_shaper_tick(&d->net, now_monotonic_ns(), 0, &d->net_last);
+			d->net_last.writes += n.writes;
+			d->net_last.errors += n.errors;
+		}
+	}
 	drfd_metrics_tick(d);
 	if (drf_reconciler_membership_changed(&d->rc))
 		save_state(d);
@@ -335,6 +353,8 @@ static void reload(struct drfd *d)
 	if (drfd_usage_plan(d) < 0)
 		drf_log(LOG_WARNING, "out of memory for the usage of the reloaded tenants; "
 				     "usage is shown from the next tick that has memory");
+	/* Observed demand: the effective plan for the new tenants, before any write. */
+	drfd_online_plan(d);
 	d->verify = drf_verify_per_tick(d->rc.n + d->rc.n_inner, d->plan.cfg.interval_ms,
 					d->plan.cfg.verify_period_ms);
 	/* The changed tenants now, not after a verifying round. */
@@ -399,6 +419,7 @@ void drfd_free(struct drfd *d)
 {
 	drf_reconciler_free(&d->rc);
 	drfd_usage_free(&d->use);
+	drfd_online_free(&d->online);
 	if (d->has_net)
 		drf_shaper_free(&d->net);
 	d->timer = sd_event_source_unref(d->timer);

@@ -14,6 +14,7 @@
 
 #include "cgroupfs.h"
 #include "desired.h"
+#include "online.h"
 #include "reconcile.h"
 #include "shaper.h"
 #include "usage.h"
@@ -42,6 +43,7 @@ struct drfd {
 	struct drf_shaper net;          /* set up by main(), with its ops */
 	struct drf_shaper_stats net_last;
 	struct drf_usage use;           /* measurements, against the plan in force */
+	struct drf_online online;       /* observed demand: the effective plan (online.h) */
 	char status_text[256];          /* last STATUS= sent to systemd */
 	int exit_code;
 };

@@ -177,6 +177,10 @@ static void render_daemon(const struct drfd *d, FILE *f)
 	       "allocation and of the use (1: all equal; 1/n: one tenant has everything).");
 	sample(f, "drfd_jain_index", d->use.jain_alloc, "of", "allocation", NULL);
 	sample(f, "drfd_jain_index", d->use.jain_use, "of", "use", NULL);
+	family(f, "drfd_effective_plan_changes_total", "counter",
+	       "Times the allocation in force changed because an effective demand did (demand = "
+	       "observed).");
+	sample(f, "drfd_effective_plan_changes_total", (double)d->online.replans, NULL);
 	family(f, "drfd_capacity", "gauge",
 	       "The capacity drfd shares, in the resource's base unit (cores, bytes, bytes per "
 	       "second); resources that take no part are left out.");
@@ -195,6 +199,7 @@ static void render_daemon(const struct drfd *d, FILE *f)
 /* The families per tenant and resource. */
 enum tr {
 	TR_DECLARED,
+	TR_EFFECTIVE,
 	TR_ALLOC,
 	TR_LIMIT,
 	TR_USE,         /* two windows */
@@ -210,6 +215,9 @@ static const struct {
 } tr_families[] = {
 	{ "drfd_declared_demand", "The demand the tenant declared, in the resource's base unit "
 	  "(cores, bytes, bytes per second); +Inf: none declared.", TR_DECLARED },
+	{ "drfd_effective_demand", "The demand the allocation in force was computed from: with "
+	  "demand = observed, the one that follows measured use (at most the declared demand, "
+	  "capped at capacity); else the declared one.", TR_EFFECTIVE },
 	{ "drfd_allocation", "The tenant's allocation in force, in the resource's base unit.",
 	  TR_ALLOC },
 	{ "drfd_limit", "The hard limit drfd's knobs enforce, in the resource's base unit; +Inf: "
@@ -229,6 +237,8 @@ static const struct {
 static double tr_value(const struct drf_tenant_use *u, int r, double cap, enum tr what)
 {
 	switch (what) {
+	case TR_EFFECTIVE:
+		return base(r, u->dem.started ? u->dem.eff[r] : u->declared[r]);
 	case TR_DECLARED:
 		return base(r, u->declared[r]);
 	case TR_ALLOC:

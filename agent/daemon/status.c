@@ -169,7 +169,7 @@ static void json_net_tenant(const struct drfd *d, size_t i, FILE *f, int *proble
 {
 	const struct drf_shaper *s = &d->net;
 	const struct drf_shaper_tenant *t = &s->t[i];
-	const struct drf_share *sh = &d->plan.result.shares[i];
+	const struct drf_share *sh = &drfd_in_force(d)->result.shares[i];
 	bool eg_ok = !s->egress || (t->class_ok && t->leaf_ok && s->qdisc_ok);
 	char id[16];
 
@@ -366,17 +366,69 @@ static void text_use(const struct drfd *d, size_t i, FILE *f, int *problems)
 	fputc('\n', f);
 }
 
+/* Observed demand of tenant i: declared against effective, and why. */
+static void json_demand(const struct drfd *d, size_t i, FILE *f)
+{
+	const struct drf_tenant_use *t = &d->use.t[i];
+	const struct drf_enforced *p = &d->plan;
+	const struct drf_enforced *e = drfd_in_force(d);
+
+	fputs(", \"demand\": {", f);
+	for (int r = 0, first = 1; r < DRF_NRES; r++) {
+		if (!(p->problem.capacity[r] > 0))
+			continue;
+		fprintf(f, "%s\"%s\": {\"declared\": ", first ? "" : ", ", drf_res_name(r));
+		json_num(f, p->demands[i].shape[r] > 0 ? p->demands[i].shape[r] *
+							 p->demands[i].max_units : 0);
+		fputs(", \"effective\": ", f);
+		json_num(f, e->problem.demands[i].shape[r] * e->problem.demands[i].max_units);
+		fputs(", \"declared_allocation\": ", f);
+		json_num(f, p->result.shares[i].alloc[r]);
+		fprintf(f, ", \"why\": \"%s\", \"pressure\": %s}",
+			d->online.active ? drf_dem_why_name(t->dem.why[r]) : "declared",
+			t->dem_pressured & (1u << r) ? "true" : "false");
+		first = 0;
+	}
+	fprintf(f, ", \"changes\": %llu}", (unsigned long long)t->dem.changes);
+}
+
+/* The same for people. */
+static void text_demand(const struct drfd *d, size_t i, FILE *f)
+{
+	const struct drf_tenant_use *t = &d->use.t[i];
+	const struct drf_enforced *p = &d->plan;
+	const struct drf_enforced *e = drfd_in_force(d);
+	char a[32], b[32];
+
+	fprintf(f, "  demand (observed; %llu changes):", (unsigned long long)t->dem.changes);
+	for (int r = 0; r < DRF_NRES; r++) {
+		if (!(p->problem.capacity[r] > 0))
+			continue;
+		drf_format_quantity(p->demands[i].shape[r] > 0 ? p->demands[i].shape[r] *
+								 p->demands[i].max_units : 0,
+				    drf_res_unit(r), a, sizeof(a));
+		drf_format_quantity(e->problem.demands[i].shape[r] * e->problem.demands[i].max_units,
+				    drf_res_unit(r), b, sizeof(b));
+		fprintf(f, " %s %s of %s (%s)", drf_res_name(r), b, a,
+			drf_dem_why_name(t->dem.why[r]));
+	}
+	fputc('\n', f);
+}
+
 static void render_json(const struct drfd *d, FILE *f, int *problems)
 {
-	const struct drf_enforced *e = &d->plan;
+	const struct drf_enforced *e = drfd_in_force(d);
 	const struct drf_reconciler *rc = &d->rc;
 
 	fprintf(f, "{\"source\": \"daemon\", \"pid\": %d, \"config\": ", (int)getpid());
 	json_str(f, d->config_path);
 	fputs(", \"cgroup_root\": ", f);
 	json_str(f, d->root);
-	fprintf(f, ", \"policy\": \"%s\", \"mode\": \"%s\", \"interval_ms\": ",
-		drf_policy_name(e->cfg.policy), drf_mode_name(e->cfg.mode));
+	fprintf(f, ", \"policy\": \"%s\", \"mode\": \"%s\", \"demand\": \"%s\", \"online\": "
+		   "{\"active\": %s, \"steps\": %llu, \"replans\": %llu}, \"interval_ms\": ",
+		drf_policy_name(e->cfg.policy), drf_mode_name(e->cfg.mode),
+		d->plan.cfg.observed ? "observed" : "declared", d->online.active ? "true" : "false",
+		(unsigned long long)d->online.steps, (unsigned long long)d->online.replans);
 	json_num(f, e->cfg.interval_ms);
 	fputs(", \"verify_period_ms\": ", f);
 	json_num(f, e->cfg.verify_period_ms);
@@ -461,6 +513,8 @@ static void render_json(const struct drfd *d, FILE *f, int *problems)
 			json_net_tenant(d, i, f, problems);
 		if (i < d->use.n && d->use.samples)
 			json_use(d, i, f, problems);
+		if (d->online.active && i < d->use.n)
+			json_demand(d, i, f);
 		fputc('}', f);
 	}
 	fputs("], \"inner\": [", f);
@@ -543,7 +597,7 @@ static void text_net_tenant(const struct drfd *d, size_t i, FILE *f, int *proble
 /* One line per knob of a tenant or inner node: its value and how it stands. */
 static void text_knobs(const struct drfd *d, const struct drf_tenant_rt *t, FILE *f, int *problems)
 {
-	const struct drf_enforced *e = &d->plan;
+	const struct drf_enforced *e = drfd_in_force(d);
 	const struct drf_reconciler *rc = &d->rc;
 
 	for (int k = 0; k < DRF_NKNOBS; k++) {
@@ -580,7 +634,7 @@ static void text_knobs(const struct drfd *d, const struct drf_tenant_rt *t, FILE
 
 static void render_text(const struct drfd *d, FILE *f, int *problems)
 {
-	const struct drf_enforced *e = &d->plan;
+	const struct drf_enforced *e = drfd_in_force(d);
 	const struct drf_reconciler *rc = &d->rc;
 	struct timespec ts;
 	double now;
@@ -591,8 +645,12 @@ static void render_text(const struct drfd *d, FILE *f, int *problems)
 	now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 	human_duration(now - (double)d->started / 1e6, up, sizeof(up));
 	human_duration(now - (double)d->last_tick / 1e6, ago, sizeof(ago));
-	fprintf(f, "drfd (pid %d): %s: policy %s, mode %s, root %s\n", (int)getpid(),
-		d->config_path, drf_policy_name(e->cfg.policy), drf_mode_name(e->cfg.mode), d->root);
+	fprintf(f, "drfd (pid %d): %s: policy %s, mode %s, demand %s, root %s\n", (int)getpid(),
+		d->config_path, drf_policy_name(e->cfg.policy), drf_mode_name(e->cfg.mode),
+		d->plan.cfg.observed ? "observed" : "declared", d->root);
+	if (d->online.active)
+		fprintf(f, "observed demand: %llu steps, the effective plan changed %llu times\n",
+			(unsigned long long)d->online.steps, (unsigned long long)d->online.replans);
 	fprintf(f, "up %s, %llu ticks, the last %s ago; every knob is read back at least every "
 		   "%.0fs\n", up, (unsigned long long)rc->ticks, ago,
 		e->cfg.verify_period_ms / 1000);
@@ -663,6 +721,8 @@ static void render_text(const struct drfd *d, FILE *f, int *problems)
 		text_knobs(d, t, f, problems);
 		if (d->has_net && i < d->net.n)
 			text_net_tenant(d, i, f, problems);
+		if (d->online.active && i < d->use.n)
+			text_demand(d, i, f);
 		if (i < d->use.n && d->use.samples)
 			text_use(d, i, f, problems);
 	}

@@ -277,7 +277,7 @@ static void io_stat(struct drfd *d, const char *cg, struct drf_sample *s)
 /* What the knobs of tenant i enforce as hard limits. */
 static void limits(const struct drfd *d, size_t i, double *limit)
 {
-	const struct drf_knobs *k = &d->plan.knobs[i];
+	const struct drf_knobs *k = &drfd_in_force(d)->knobs[i];
 	double q, p;
 	const char *s;
 
@@ -418,7 +418,7 @@ static void sample_tenant(struct drfd *d, size_t i, uint64_t now_ns, const struc
 	}
 	for (int r = 0; r < DRF_NRES; r++) {
 		t->declared[r] = drf_knobs_declared(&d->plan.cfg, i, r);
-		t->alloc[r] = d->plan.result.shares[i].alloc[r];
+		t->alloc[r] = drfd_in_force(d)->result.shares[i].alloc[r];
 	}
 	t->weight = d->plan.cfg.tenants[i].weight;
 	limits(d, i, t->limit);

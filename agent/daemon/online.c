@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: MIT
+/* Online DRF in the daemon (see online.h). */
+#include "online.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon.h"
+#include "demand.h"
+#include "log.h"
+
+const struct drf_enforced *drfd_in_force(const struct drfd *d)
+{
+	return d->online.active ? &d->online.eff : &d->plan;
+}
+
+void drfd_online_free(struct drf_online *o)
+{
+	free(o->eff.demands);
+	free(o->eff.knobs);
+	drf_inner_free(o->eff.inner, o->eff.n_inner);
+	if (o->engine_ready)
+		drf_engine_free(&o->engine);
+	memset(o, 0, sizeof(*o));
+}
+
+/* Tenant i's declared demand of r capped at capacity: the bound of its effective demand. */
+static double bound(const struct drfd *d, size_t i, int r)
+{
+	const struct drf_demand *dm = &d->plan.demands[i];
+	double c = d->plan.problem.capacity[r];
+
+	if (!(c > 0) || !(dm->shape[r] > 0))
+		return 0;
+	return fmin(dm->shape[r] * dm->max_units, c);
+}
+
+/* Allocation and knobs for the effective demands in d->use; 0 or -errno (nothing changed). */
+static int replan(struct drfd *d)
+{
+	struct drf_online *o = &d->online;
+	const struct drf_config *c = &d->plan.cfg;
+	size_t n = c->n_tenants;
+	struct drf_inner *inner = NULL;
+	size_t n_inner = 0;
+	struct drf_result res;
+	int r;
+
+	if (d->use.n != n)
+		return -ESTALE;
+	if (!o->engine_ready) {
+		r = drf_engine_init(&o->engine);
+		if (r < 0)
+			return r;
+		o->engine_ready = true;
+	}
+	if (o->cap < n + 1) {
+		struct drf_demand *dm = realloc(o->eff.demands, (n + 1) * sizeof(*dm));
+		struct drf_knobs *k;
+
+		if (!dm)
+			return -ENOMEM;
+		o->eff.demands = dm;
+		k = realloc(o->eff.knobs, (n + 1) * sizeof(*k));
+		if (!k)
+			return -ENOMEM;
+		o->eff.knobs = k;
+		o->cap = n + 1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct drf_dem_state *s = &d->use.t[i].dem;
+		struct drf_demand *dm = &o->eff.demands[i];
+
+		dm->weight = d->plan.demands[i].weight;
+		dm->max_units = 1;
+		for (int x = 0; x < DRF_NRES; x++)
+			dm->shape[x] = s->started ? fmin(s->eff[x], bound(d, i, x)) : bound(d, i, x);
+	}
+	o->eff.problem = (struct drf_problem){ .n = n, .demands = o->eff.demands };
+	memcpy(o->eff.problem.capacity, d->plan.problem.capacity, sizeof(o->eff.problem.capacity));
+	r = drf_engine_allocate(&o->engine, &o->eff.problem, c->policy, &res);
+	if (r < 0)
+		return r;
+	r = drf_knobs_compute(c, &o->eff.problem, &res, d->has_io ? &d->io : NULL, o->eff.knobs,
+			      &inner, &n_inner);
+	if (r < 0)
+		return r;
+	if (c->mode == DRF_MODE_LIMIT)
+		for (size_t i = 0; i < n; i++)
+			drf_knobs_memory_max_at_least(&o->eff.knobs[i],
+						      d->plan.result.shares[i].alloc[DRF_RES_MEMORY]);
+	drf_inner_free(o->eff.inner, o->eff.n_inner);
+	o->eff.inner = inner;
+	o->eff.n_inner = n_inner;
+	o->eff.result = res;
+	o->eff.cfg = *c;
+	o->eff.loaded = false; /* never drf_enforced_free()d: its parts are the plan's or ours */
+	return 0;
+}
+
+/* Sets the backends to the plan in force. */
+static int apply(struct drfd *d)
+{
+	const struct drf_enforced *e = drfd_in_force(d);
+	int r;
+
+	r = drf_reconciler_set(&d->rc, &d->plan.cfg, e->knobs, e->inner, e->n_inner);
+	if (r == 0 && d->has_net)
+		r = drf_shaper_set(&d->net, e, d->plan.cfg.net_replace_qdisc);
+	return r;
+}
+
+int drfd_online_plan(struct drfd *d)
+{
+	struct drf_online *o = &d->online;
+	int r;
+
+	if (!d->plan.cfg.observed) {
+		if (!o->active)
+			return 0;
+		o->active = false;
+		return apply(d);
+	}
+	r = replan(d);
+	if (r < 0) {
+		drf_log(LOG_ERR, "observed demand: cannot re-allocate: %s; the declared plan is in "
+				 "force", strerror(-r));
+		if (o->active) {
+			o->active = false;
+			apply(d);
+		}
+		return r;
+	}
+	o->active = true;
+	r = apply(d);
+	if (r < 0) {
+		drf_log(LOG_ERR, "observed demand: cannot set the effective plan: %s; the declared "
+				 "plan is in force", strerror(-r));
+		o->active = false;
+		apply(d);
+	}
+	return r;
+}
+
+bool drfd_online_step(struct drfd *d)
+{
+	struct drf_online *o = &d->online;
+	const struct drf_enforced *e;
+	bool changed = false;
+
+	if (!d->plan.cfg.observed || d->use.n != d->plan.cfg.n_tenants)
+		return false;
+	o->steps++;
+	e = drfd_in_force(d);
+	for (size_t i = 0; i < d->use.n; i++) {
+		struct drf_tenant_use *t = &d->use.t[i];
+		struct drf_dem_input in;
+
+		for (int r = 0; r < DRF_NRES; r++) {
+			in.part[r] = d->plan.problem.capacity[r] > 0;
+			in.bound[r] = bound(d, i, r);
+			in.alloc[r] = e->result.shares[i].alloc[r];
+			in.limit[r] = t->limit[r];
+			in.use[r] = t->use_tick[r];
+		}
+		in.working_set = t->gauge[DRF_GAUGE_MEM_WORKING_SET];
+		in.pressured = t->dem_pressured = drf_dem_pressure(t);
+		if (drf_dem_update(&t->dem, &in, o->steps))
+			changed = true;
+	}
+	if (!changed && o->active)
+		return false;
+	if (drfd_online_plan(d) < 0)
+		return false;
+	o->replans++;
+	o->last_replan_step = o->steps;
+	return true;
+}
