@@ -183,7 +183,14 @@ static void test_defaults(void **state)
 	assert_non_null(strstr(c.tenants_dir, "/tenants.d"));
 	assert_true(isinf(c.tenants[0].tasks));
 	assert_close(c.capacity[DRF_RES_MEMORY], 0, 0, "memory takes no part");
+	assert_false(c.observed);
 	drf_config_free(&c);
+	assert_int_equal(load_with("[agent]\ndemand = observed\n[capacity]\ncpu = 4\n[tenant a]\n",
+				   &t_fake_host, &c), 0);
+	assert_true(c.observed);
+	drf_config_free(&c);
+	expect_error("[agent]\ndemand = measured\n[capacity]\ncpu = 4\n", 2,
+		     "expected 'declared' or 'observed'");
 }
 
 static void test_tenants_dir(void **state)

@@ -1,0 +1,453 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Observed demand: the pure rules (agent/core/demand.c) and the daemon's online
+ * DRF step (agent/daemon/online.c) over a fake cgroup tree: an idle tenant's
+ * share goes to the busy ones within the documented ticks and comes back
+ * within the documented bound, and a steady load does not make knobs flap.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "demand.h"
+#include "fakecg.h"
+#include "testlib.h"
+#include "use.h"
+
+#define SEC 1000000000ull
+#define G (1024.0 * 1024 * 1024)
+
+/* One tenant, cpu bound 2 of capacity 4, memory bound 8G. */
+static struct drf_dem_input input(void)
+{
+	struct drf_dem_input in = { .working_set = NAN };
+
+	for (int r = 0; r < DRF_NRES; r++) {
+		in.limit[r] = INFINITY;
+		in.use[r] = NAN;
+	}
+	in.part[DRF_RES_CPU] = in.part[DRF_RES_MEMORY] = true;
+	in.bound[DRF_RES_CPU] = 2;
+	in.bound[DRF_RES_MEMORY] = 8 * G;
+	in.alloc[DRF_RES_CPU] = 2;
+	in.alloc[DRF_RES_MEMORY] = 8 * G;
+	return in;
+}
+
+static void test_starts_declared(void **state)
+{
+	struct drf_dem_state s = { 0 };
+	struct drf_dem_input in = input();
+
+	(void)state;
+	assert_true(drf_dem_update(&s, &in, 1));
+	assert_true(s.eff[DRF_RES_CPU] == 2);
+	assert_true(s.eff[DRF_RES_MEMORY] == 8 * G);
+	assert_true(s.eff[DRF_RES_IO_READ] == 0);
+	assert_int_equal(s.why[DRF_RES_CPU], DRF_DEM_WHY_DECLARED);
+	/* Use unknown: kept. */
+	assert_false(drf_dem_update(&s, &in, 2));
+	assert_int_equal(s.why[DRF_RES_CPU], DRF_DEM_WHY_UNKNOWN);
+	assert_true(s.eff[DRF_RES_CPU] == 2);
+}
+
+/* Idle: after DRF_DEM_HOLD ticks below the band, cpu falls to the floor at once. */
+static void test_idle_falls_after_hold(void **state)
+{
+	struct drf_dem_state s = { 0 };
+	struct drf_dem_input in = input();
+	uint64_t t = 1;
+
+	(void)state;
+	drf_dem_update(&s, &in, t++);
+	in.use[DRF_RES_CPU] = 0;
+	for (int k = 1; k < DRF_DEM_HOLD; k++) {
+		assert_false(drf_dem_update(&s, &in, t++));
+		assert_int_equal(s.why[DRF_RES_CPU], DRF_DEM_WHY_WAITING);
+	}
+	assert_true(drf_dem_update(&s, &in, t++));
+	assert_int_equal(s.why[DRF_RES_CPU], DRF_DEM_WHY_FELL);
+	assert_true(fabs(s.eff[DRF_RES_CPU] - 2 / DRF_DEM_FLOOR_DIV) < 1e-12);
+	/* Memory's use is unknown here: kept. */
+	assert_true(s.eff[DRF_RES_MEMORY] == 8 * G);
+	/* Stays there. */
+	for (int k = 0; k < 10; k++)
+		assert_false(drf_dem_update(&s, &in, t++));
+}
+
+/* A burst of one tick below the band is no reason to fall. */
+static void test_one_quiet_tick_is_not_idle(void **state)
+{
+	struct drf_dem_state s = { 0 };
+	struct drf_dem_input in = input();
+	uint64_t t = 1;
+
+	(void)state;
+	drf_dem_update(&s, &in, t++);
+	for (int k = 0; k < 20; k++) {
+		in.use[DRF_RES_CPU] = k % 2 ? 0 : 1.9;
+		assert_false(drf_dem_update(&s, &in, t++));
+	}
+	assert_true(s.eff[DRF_RES_CPU] == 2);
+}
+
+/*
+ * Back from idle: held at its level (cpu.max at the allocation) and throttled,
+ * the demand doubles each tick: from the floor B/16 to B in 4 ticks.
+ */
+static void test_return_from_idle_bound(void **state)
+{
+	struct drf_dem_state s = { 0 };
+	struct drf_dem_input in = input();
+	uint64_t t = 1;
+	int ticks = 0;
+
+	(void)state;
+	drf_dem_update(&s, &in, t++);
+	in.use[DRF_RES_CPU] = 0;
+	for (int k = 0; k < 5; k++)
+		drf_dem_update(&s, &in, t++);
+	assert_true(s.eff[DRF_RES_CPU] < 0.2);
+	while (s.eff[DRF_RES_CPU] < 2 && ticks < 100) {
+		/* It gets what it asks (the host is free) and uses all of it, throttled. */
+		in.alloc[DRF_RES_CPU] = in.limit[DRF_RES_CPU] = s.eff[DRF_RES_CPU];
+		in.use[DRF_RES_CPU] = s.eff[DRF_RES_CPU];
+		in.pressured = 1u << DRF_RES_CPU;
+		assert_true(drf_dem_update(&s, &in, t++));
+		assert_int_equal(s.why[DRF_RES_CPU], DRF_DEM_WHY_PRESSURE);
+		ticks++;
+	}
+	assert_int_equal(ticks, 4);
+	assert_true(s.eff[DRF_RES_CPU] == 2);
+	/* At its bound it stays, and says so. */
+	assert_false(drf_dem_update(&s, &in, t++));
+	assert_int_equal(s.why[DRF_RES_CPU], DRF_DEM_WHY_AT_BOUND);
+}
+
+/* Pressure without being held (it uses little of its level) is not demand. */
+static void test_pressure_needs_held(void **state)
+{
+	struct drf_dem_state s = { 0 };
+	struct drf_dem_input in = input();
+	uint64_t t = 1;
+
+	(void)state;
+	drf_dem_update(&s, &in, t++);
+	in.use[DRF_RES_CPU] = 0;
+	for (int k = 0; k < 3; k++)
+		drf_dem_update(&s, &in, t++);
+	in.alloc[DRF_RES_CPU] = in.limit[DRF_RES_CPU] = 1; /* more than it wants */
+	in.use[DRF_RES_CPU] = 0.1;
+	in.pressured = 1u << DRF_RES_CPU;
+	assert_false(drf_dem_update(&s, &in, t++));
+	assert_true(s.eff[DRF_RES_CPU] == 0.125);
+}
+
+/* Share mode: borrowing above the effective demand raises it to use plus headroom. */
+static void test_grew(void **state)
+{
+	struct drf_dem_state s = { 0 };
+	struct drf_dem_input in = input();
+	uint64_t t = 1;
+
+	(void)state;
+	drf_dem_update(&s, &in, t++);
+	in.use[DRF_RES_CPU] = 0;
+	for (int k = 0; k < 3; k++)
+		drf_dem_update(&s, &in, t++);
+	in.use[DRF_RES_CPU] = 0.8;
+	assert_true(drf_dem_update(&s, &in, t++));
+	assert_int_equal(s.why[DRF_RES_CPU], DRF_DEM_WHY_GREW);
+	assert_true(fabs(s.eff[DRF_RES_CPU] - 1.0) < 1e-12);
+	/* Never above the bound. */
+	in.use[DRF_RES_CPU] = 3;
+	drf_dem_update(&s, &in, t++);
+	assert_true(s.eff[DRF_RES_CPU] == 2);
+}
+
+/*
+ * A steady load with +-10% noise: after it settles, the effective demand does
+ * not change, tick after tick.
+ */
+static void test_steady_load_no_flapping(void **state)
+{
+	struct drf_dem_state s = { 0 };
+	struct drf_dem_input in = input();
+	uint64_t t = 1, before;
+	unsigned seed = 7;
+
+	(void)state;
+	drf_dem_update(&s, &in, t++);
+	for (int k = 0; k < 20; k++) {
+		in.use[DRF_RES_CPU] = 0.5 * (0.9 + 0.2 * (rand_r(&seed) / (double)RAND_MAX));
+		in.alloc[DRF_RES_CPU] = s.eff[DRF_RES_CPU];
+		drf_dem_update(&s, &in, t++);
+	}
+	before = s.changes;
+	for (int k = 0; k < 600; k++) {
+		in.use[DRF_RES_CPU] = 0.5 * (0.9 + 0.2 * (rand_r(&seed) / (double)RAND_MAX));
+		in.alloc[DRF_RES_CPU] = s.eff[DRF_RES_CPU];
+		drf_dem_update(&s, &in, t++);
+	}
+	assert_true(s.changes - before <= 1);
+	/* Settled at or above the top of the noise. */
+	assert_true(s.eff[DRF_RES_CPU] >= 0.55);
+	assert_true(s.eff[DRF_RES_CPU] <= 0.55 * (1 + DRF_DEM_HEADROOM) * (1 + DRF_DEM_BAND));
+}
+
+/*
+ * Memory shrinks in steps of at most a quarter, never below the working set
+ * plus headroom; pressure doubles it, and the level that proved too small is
+ * not fallen below again for a while.
+ */
+static void test_memory_senpai(void **state)
+{
+	struct drf_dem_state s = { 0 };
+	struct drf_dem_input in = input();
+	double prev, floor = 1 * G * (1 + DRF_DEM_HEADROOM);
+	uint64_t t = 1;
+	int steps = 0;
+
+	(void)state;
+	drf_dem_update(&s, &in, t++);
+	in.use[DRF_RES_MEMORY] = 0.9 * G;
+	in.working_set = 1 * G; /* above current: active cache counts */
+	prev = s.eff[DRF_RES_MEMORY];
+	for (int k = 0; k < 60; k++) {
+		if (drf_dem_update(&s, &in, t++)) {
+			assert_true(s.eff[DRF_RES_MEMORY] >= prev * (1 - DRF_DEM_MEM_STEP) - 1);
+			assert_int_equal(s.why[DRF_RES_MEMORY], DRF_DEM_WHY_RECLAIM);
+			steps++;
+		}
+		assert_true(s.eff[DRF_RES_MEMORY] >= floor - 1);
+		prev = s.eff[DRF_RES_MEMORY];
+	}
+	/* Down to the working set plus headroom, within the dead band. */
+	assert_true(s.eff[DRF_RES_MEMORY] * (1 - DRF_DEM_BAND) <= floor);
+	floor = s.eff[DRF_RES_MEMORY];
+	assert_true(steps >= 5); /* 8G to 1.25G by quarters: gradual */
+	/* Held at memory.high and reclaimed: doubles. */
+	in.alloc[DRF_RES_MEMORY] = s.eff[DRF_RES_MEMORY];
+	in.use[DRF_RES_MEMORY] = s.eff[DRF_RES_MEMORY];
+	in.pressured = 1u << DRF_RES_MEMORY;
+	assert_true(drf_dem_update(&s, &in, t++));
+	assert_true(fabs(s.eff[DRF_RES_MEMORY] - 2 * floor) < 1);
+	/* Quiet again: it does not go back below 1.25 x the level that was too small. */
+	in.pressured = 0;
+	in.use[DRF_RES_MEMORY] = 0.5 * G;
+	in.working_set = 0.5 * G;
+	for (int k = 0; k < 20; k++)
+		drf_dem_update(&s, &in, t++);
+	assert_true(s.eff[DRF_RES_MEMORY] >= floor * (1 + DRF_DEM_HEADROOM) - 1);
+	/* Until the lesson expires. */
+	for (int k = 0; k < DRF_DEM_LEARN_TICKS + 30; k++)
+		drf_dem_update(&s, &in, t++);
+	assert_true(s.eff[DRF_RES_MEMORY] < floor);
+}
+
+static void test_pressure_bits(void **state)
+{
+	struct drf_tenant_use u;
+
+	(void)state;
+	memset(&u, 0, sizeof(u));
+	for (int p = 0; p < DRF_NPRESSURE; p++)
+		u.pressure[p] = NAN;
+	for (int c = 0; c < DRF_NCTR; c++)
+		u.rate_tick[c] = NAN;
+	for (int r = 0; r < DRF_NRES; r++) {
+		u.limit[r] = INFINITY;
+		u.use_tick[r] = NAN;
+	}
+	assert_int_equal(drf_dem_pressure(&u), 0);
+	u.pressure[DRF_PRESSURE_CPU_THROTTLED] = 0.5;
+	assert_int_equal(drf_dem_pressure(&u), 1u << DRF_RES_CPU);
+	u.pressure[DRF_PRESSURE_CPU_THROTTLED] = 0;
+	u.rate_tick[DRF_CTR_MEM_EVENTS_HIGH] = 3;
+	assert_int_equal(drf_dem_pressure(&u), 1u << DRF_RES_MEMORY);
+	u.rate_tick[DRF_CTR_MEM_EVENTS_HIGH] = 0;
+	u.limit[DRF_RES_IO_WRITE] = 1000;
+	u.use_tick[DRF_RES_IO_WRITE] = 950;
+	assert_int_equal(drf_dem_pressure(&u), 1u << DRF_RES_IO_WRITE);
+	u.use_tick[DRF_RES_IO_WRITE] = 500;
+	u.rate_tick[DRF_CTR_NET_RX_DROPPED] = 10;
+	assert_int_equal(drf_dem_pressure(&u), 1u << DRF_RES_NET_IN);
+}
+
+/* The daemon: three tenants in limit mode over a fake cgroup tree. */
+static char dir[64], root[128], conf[256];
+static struct cgfs fs;
+static struct drfd d;
+static double usec[3];
+
+static void put(const char *cg, const char *file, const char *val)
+{
+	char p[256];
+
+	snprintf(p, sizeof(p), "%s/%s", cg, file);
+	assert_int_equal(fakecg_put(fs.rootfd, p, val), 0);
+}
+
+static int setup_daemon(void **state)
+{
+	char err[512];
+	FILE *f;
+
+	(void)state;
+	assert_int_equal(fakecg_setup(dir, sizeof(dir), root, sizeof(root)), 0);
+	snprintf(conf, sizeof(conf), "%s/drfd.conf", dir);
+	f = fopen(conf, "w");
+	assert_non_null(f);
+	fprintf(f, "[agent]\ncgroup-root = %s\nmode = limit\ndemand = observed\n"
+		   "[capacity]\ncpu = 2\nmemory = 3G\n"
+		   "[tenant a]\ncpu = 2\nmemory = 512M\n[tenant b]\ncpu = 2\nmemory = 512M\n"
+		   "[tenant c]\ncpu = 2\nmemory = 512M\n", root);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(cgfs_open(&fs, root, false, &fakecg_ops, NULL), 0);
+	memset(&d, 0, sizeof(d));
+	d.fs = &fs;
+	d.config_path = conf;
+	assert_int_equal(drf_enforced_load(&d.plan, conf, NULL, err, sizeof(err)), 0);
+	assert_int_equal(drf_reconciler_init(&d.rc, &fs, NULL, NULL, false, FAKECG_PAGE), 0);
+	assert_int_equal(drf_reconciler_set(&d.rc, &d.plan.cfg, d.plan.knobs, d.plan.inner,
+					    d.plan.n_inner), 0);
+	assert_int_equal(drfd_usage_plan(&d), 0);
+	memset(usec, 0, sizeof(usec));
+	return 0;
+}
+
+static int teardown_daemon(void **state)
+{
+	(void)state;
+	drfd_usage_free(&d.use);
+	drfd_online_free(&d.online);
+	drf_reconciler_free(&d.rc);
+	drf_enforced_free(&d.plan);
+	cgfs_close(&fs);
+	fakecg_teardown(dir);
+	return 0;
+}
+
+/* The cpu.max quota drfd wrote for a tenant, in cores. */
+static double cpu_max(const char *cg)
+{
+	char p[256], buf[128];
+	double q = 0, per = 0;
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/%s/cpu.max", root, cg);
+	f = fopen(p, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(buf, sizeof(buf), f));
+	fclose(f);
+	if (strncmp(buf, "max", 3) == 0)
+		return INFINITY;
+	assert_int_equal(sscanf(buf, "%lf %lf", &q, &per), 2);
+	return q / per;
+}
+
+/*
+ * One tick of one second at time t: each tenant busy (using all of its cpu.max,
+ * throttled) or idle; then the sample, the online step and the writes.
+ */
+static void tick(uint64_t t, const bool busy[3])
+{
+	static const char *const names[] = { "a", "b", "c" };
+	struct drf_reconcile_stats st;
+
+	drf_reconcile_tick(&d.rc, SIZE_MAX, &st);
+	for (int i = 0; i < 3; i++) {
+		char buf[256];
+		double lim = cpu_max(names[i]);
+
+		if (busy[i])
+			usec[i] += (isinf(lim) ? 2 : lim) * 1e6;
+		snprintf(buf, sizeof(buf), "usage_usec %.0f\nnr_throttled %.0f\nthrottled_usec 0\n",
+			 usec[i], busy[i] ? (double)t * 10 : 0);
+		put(names[i], "cpu.stat", buf);
+		put(names[i], "memory.current", "104857600\n");
+		put(names[i], "memory.stat", "anon 104857600\nfile 0\ninactive_file 0\n");
+	}
+	drfd_usage_sample(&d, t * SEC);
+	if (drfd_online_step(&d))
+		drf_reconcile_tick(&d.rc, 0, &st);
+}
+
+static void test_daemon_idle_and_back(void **state)
+{
+	const bool all[3] = { true, true, true }, c_idle[3] = { true, true, false };
+	double fair = 2.0 / 3, grown = (2 - 2 / DRF_DEM_FLOOR_DIV) / 2;
+	uint64_t t = 10, went_idle, back;
+	unsigned long long replans;
+
+	(void)state;
+	/* Memory settles first (each uses 100M of its 512M). */
+	for (int k = 0; k < 40; k++)
+		tick(t++, all);
+	assert_true(d.online.active);
+	/* All busy: the declared plan, 2/3 core each. */
+	for (int i = 0; i < 3; i++)
+		assert_true(fabs(cpu_max((const char *[]){ "a", "b", "c" }[i]) - fair) < 1e-3);
+	/* Steady: no change of plan while nothing changes. */
+	replans = (unsigned long long)d.online.replans;
+	for (int k = 0; k < 60; k++)
+		tick(t++, all);
+	assert_int_equal(d.online.replans, replans);
+	/* c goes idle: within 3 ticks a and b get its share, less c's floor. */
+	went_idle = t;
+	while (fabs(cpu_max("a") - grown) > 1e-3 && t - went_idle < 20)
+		tick(t++, c_idle);
+	assert_true(t - went_idle <= 3);
+	assert_true(fabs(cpu_max("b") - grown) < 1e-3);
+	assert_true(fabs(cpu_max("c") - 2 / DRF_DEM_FLOOR_DIV) < 1e-3);
+	/* The bottleneck's utilization: a + b of 2 cores. */
+	assert_true((cpu_max("a") + cpu_max("b")) / 2 > 0.9);
+	/* c is back: its declared share within the documented bound (5 ticks). */
+	back = t;
+	while (fabs(cpu_max("c") - fair) > 1e-3 && t - back < 30)
+		tick(t++, all);
+	assert_true(t - back <= 5);
+	assert_true(fabs(cpu_max("a") - fair) < 1e-3);
+	/* Memory: each uses 100M of its 512M: the effective demand fell, gradually. */
+	assert_true(d.use.t[0].dem.eff[DRF_RES_MEMORY] < 512.0 * 1024 * 1024 / 2);
+	assert_true(d.use.t[0].dem.eff[DRF_RES_MEMORY] >= 100.0 * 1024 * 1024 * 1.25 - 1);
+}
+
+/* demand = declared: the daemon never leaves the declared plan. */
+static void test_daemon_declared(void **state)
+{
+	const bool c_idle[3] = { true, true, false };
+	uint64_t t = 10;
+
+	(void)state;
+	d.plan.cfg.observed = false;
+	for (int k = 0; k < 10; k++)
+		tick(t++, c_idle);
+	assert_false(d.online.active);
+	assert_true(fabs(cpu_max("a") - 2.0 / 3) < 1e-3);
+	assert_true(fabs(cpu_max("c") - 2.0 / 3) < 1e-3);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_starts_declared),
+		cmocka_unit_test(test_idle_falls_after_hold),
+		cmocka_unit_test(test_one_quiet_tick_is_not_idle),
+		cmocka_unit_test(test_return_from_idle_bound),
+		cmocka_unit_test(test_pressure_needs_held),
+		cmocka_unit_test(test_grew),
+		cmocka_unit_test(test_steady_load_no_flapping),
+		cmocka_unit_test(test_memory_senpai),
+		cmocka_unit_test(test_pressure_bits),
+		cmocka_unit_test_setup_teardown(test_daemon_idle_and_back, setup_daemon,
+						teardown_daemon),
+		cmocka_unit_test_setup_teardown(test_daemon_declared, setup_daemon, teardown_daemon),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
