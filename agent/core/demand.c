@@ -56,6 +56,20 @@ unsigned drf_dem_pressure(const struct drf_tenant_use *u)
 	return bits;
 }
 
+unsigned drf_dem_capped(const struct drf_tenant_use *u)
+{
+	unsigned bits = 0;
+
+	if (above(u->pressure[DRF_PRESSURE_CPU_THROTTLED], DRF_DEM_CPU_THROTTLED))
+		bits |= 1u << DRF_RES_CPU;
+	if (u->rate_tick[DRF_CTR_MEM_EVENTS_HIGH] > 0 || u->rate_tick[DRF_CTR_MEM_EVENTS_MAX] > 0)
+		bits |= 1u << DRF_RES_MEMORY;
+	for (int r = DRF_RES_IO_READ; r < DRF_NRES; r++)
+		if (at_limit(u, r))
+			bits |= 1u << r;
+	return bits;
+}
+
 static double clamp(double x, double lo, double hi)
 {
 	return x < lo ? lo : x > hi ? hi : x;
@@ -80,7 +94,8 @@ static double step(struct drf_dem_state *s, const struct drf_dem_input *in, int 
 	if (!(level > 0))
 		level = e;
 	/* Held at its level and under pressure: it wants more, multiplicatively. */
-	if ((in->pressured & (1u << r)) && u >= DRF_DEM_HELD * level) {
+	if ((in->pressured & (1u << r)) &&
+	    ((in->capped & (1u << r)) || u >= DRF_DEM_HELD * level)) {
 		s->below[r] = 0;
 		if (e >= b)
 			return *why = DRF_DEM_WHY_AT_BOUND, b;
@@ -101,7 +116,8 @@ static double step(struct drf_dem_state *s, const struct drf_dem_input *in, int 
 	if (r == DRF_RES_MEMORY && !isnan(in->working_set))
 		target = fmax(target, in->working_set * (1 + DRF_DEM_HEADROOM));
 	target = clamp(target, floor, b);
-	if (!(target < e * (1 - DRF_DEM_BAND))) {
+	/* Below its level but under pressure (a busy host): not a sign of less demand. */
+	if (!(target < e * (1 - DRF_DEM_BAND)) || (in->pressured & (1u << r))) {
 		s->below[r] = 0;
 		*why = DRF_DEM_WHY_STEADY;
 		return e;

@@ -8,15 +8,15 @@
  * Per resource r, with B the declared demand capped at capacity (the bound),
  * E the effective demand, U the use over the last tick, L the level the tenant
  * can reach without borrowing (its allocation, or its hard limit if lower):
- *   - held and under pressure (U >= 90% of L, and cpu.max throttling, run-queue
- *     wait or cpu PSI; memory.events high/max or memory PSI; IO PSI or IO at
- *     io.max; network at its ceiling or dropped by the policer): E doubles (at
- *     least U plus headroom), up to B. No hold time: a tenant that is held
- *     back gets its share back fast.
+ *   - held and under pressure (U >= 90% of L or held back by its hard limit,
+ *     and cpu.max throttling, run-queue wait or cpu PSI; memory.events
+ *     high/max or memory PSI; IO PSI or IO at io.max; network at its ceiling or
+ *     dropped by the policer): E doubles (at least U plus headroom), up to B.
+ *     No hold time: a tenant that is held back gets its share back fast.
  *   - use above E plus the dead band (borrowing in share mode): E rises to U
  *     plus headroom, up to B.
- *   - use plus headroom below E minus the dead band, for DRF_DEM_HOLD ticks in
- *     a row, and DRF_DEM_HOLD ticks since E last changed: E falls to U plus
+ *   - not under pressure, and use plus headroom below E minus the dead band,
+ *     for DRF_DEM_HOLD ticks in a row, and DRF_DEM_HOLD ticks since E last changed: E falls to U plus
  *     headroom (cpu, io, network) at once; memory falls by at most a quarter per
  *     step (senpai-like: gradual memory.high steps), never below the working
  *     set plus headroom. Never below the floor B / DRF_DEM_FLOOR_DIV.
@@ -86,6 +86,7 @@ struct drf_dem_input {
 	double limit[DRF_NRES];      /* hard limit in force; INFINITY: none */
 	double use[DRF_NRES];        /* over the last tick; NAN: unknown */
 	unsigned pressured;          /* bits (1 << r): a pressure signal fired */
+	unsigned capped;             /* bits (1 << r): its hard limit held it back (throttled, reclaimed) */
 	double working_set;          /* bytes; NAN: unknown */
 };
 
@@ -95,6 +96,14 @@ struct drf_dem_input {
  * or memory PSI; IO PSI; network drops by the policer.
  */
 unsigned drf_dem_pressure(const struct drf_tenant_use *u);
+
+/*
+ * The bits of the resources on which the tenant's hard limit held it back in
+ * the last tick: cpu.max throttling; memory.events high or max rising; IO or
+ * network at their limit. Held back, it counts as held at its level whatever
+ * its use (a busy host can leave it below its quota).
+ */
+unsigned drf_dem_capped(const struct drf_tenant_use *u);
 
 /*
  * One tick at tick number `tick` (counting up): updates s from in. Returns true

@@ -157,6 +157,8 @@ bool drfd_online_step(struct drfd *d)
 	for (size_t i = 0; i < d->use.n; i++) {
 		struct drf_tenant_use *t = &d->use.t[i];
 		struct drf_dem_input in;
+		double before[DRF_NRES];
+		bool was;
 
 		for (int r = 0; r < DRF_NRES; r++) {
 			in.part[r] = d->plan.problem.capacity[r] > 0;
@@ -167,8 +169,27 @@ bool drfd_online_step(struct drfd *d)
 		}
 		in.working_set = t->gauge[DRF_GAUGE_MEM_WORKING_SET];
 		in.pressured = t->dem_pressured = drf_dem_pressure(t);
-		if (drf_dem_update(&t->dem, &in, o->steps))
-			changed = true;
+		in.capped = drf_dem_capped(t);
+		memcpy(before, t->dem.eff, sizeof(before));
+		was = t->dem.started;
+		if (!drf_dem_update(&t->dem, &in, o->steps))
+			continue;
+		changed = true;
+		for (int r = 0; was && r < DRF_NRES; r++) {
+			char q0[32], q1[32], qu[32], qa[32];
+			enum drf_unit unit = drf_res_unit(r);
+
+			if (t->dem.eff[r] == before[r])
+				continue;
+			drf_format_quantity(before[r], unit, q0, sizeof(q0));
+			drf_format_quantity(t->dem.eff[r], unit, q1, sizeof(q1));
+			drf_format_quantity(in.use[r], unit, qu, sizeof(qu));
+			drf_format_quantity(in.alloc[r], unit, qa, sizeof(qa));
+			drf_log(LOG_INFO, "tenant '%s': effective %s demand %s -> %s (%s: used %s of "
+					  "%s allocated%s)", d->plan.cfg.tenants[i].name,
+				drf_res_name(r), q0, q1, drf_dem_why_name(t->dem.why[r]), qu, qa,
+				in.pressured & (1u << r) ? ", under pressure" : "");
+		}
 	}
 	if (!changed && o->active)
 		return false;

@@ -147,6 +147,31 @@ static void test_pressure_needs_held(void **state)
 	assert_true(s.eff[DRF_RES_CPU] == 0.125);
 }
 
+/*
+ * On a busy host a tenant may get less than its quota without being throttled,
+ * and wait on the run queue: under pressure, that is no sign of less demand
+ * (the VM test found the demand flapping without this rule).
+ */
+static void test_busy_host_no_fall(void **state)
+{
+	struct drf_dem_state s = { 0 };
+	struct drf_dem_input in = input();
+	uint64_t t = 1;
+
+	(void)state;
+	drf_dem_update(&s, &in, t++);
+	in.alloc[DRF_RES_CPU] = in.limit[DRF_RES_CPU] = 2.0 / 3;
+	in.use[DRF_RES_CPU] = 0.5;
+	in.pressured = 1u << DRF_RES_CPU;
+	for (int k = 0; k < 20; k++)
+		assert_false(drf_dem_update(&s, &in, t++));
+	assert_true(s.eff[DRF_RES_CPU] == 2);
+	/* Throttled (held back by cpu.max) even below 90% of it: held, and at its bound. */
+	in.capped = 1u << DRF_RES_CPU;
+	assert_false(drf_dem_update(&s, &in, t++));
+	assert_int_equal(s.why[DRF_RES_CPU], DRF_DEM_WHY_AT_BOUND);
+}
+
 /* Share mode: borrowing above the effective demand raises it to use plus headroom. */
 static void test_grew(void **state)
 {
@@ -440,6 +465,7 @@ int main(void)
 		cmocka_unit_test(test_one_quiet_tick_is_not_idle),
 		cmocka_unit_test(test_return_from_idle_bound),
 		cmocka_unit_test(test_pressure_needs_held),
+		cmocka_unit_test(test_busy_host_no_fall),
 		cmocka_unit_test(test_grew),
 		cmocka_unit_test(test_steady_load_no_flapping),
 		cmocka_unit_test(test_memory_senpai),

@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# Observed demand (online DRF) on Debian's kernel: drfd in limit mode with
+# demand = observed; three tenants that each declared the whole cpu. When one
+# goes idle, the others' cpu.max grows to use its share; when it comes back,
+# it regains its declared share within the documented bound; a steady load
+# changes no knob; the idle tenant's effective demands give the allocation
+# `drfctl plan` computes from the same numbers.
+# shellcheck disable=SC2016 # check's conditions are expanded by check (eval)
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/vm/lib.sh
+. "$here/lib.sh"
+vm_setup
+
+diagram <<'DIAGRAM'
+drf.slice (limit mode, demand = observed; cpu 2, memory 1536M; tick 1 s)
+ |- A   cpu 2, memory 256M: two busy loops throughout
+ |- B   cpu 2, memory 256M: two busy loops throughout
+ '- C   cpu 2, memory 1G:   two busy loops; then idle, holding 128M; then busy again
+expect: all busy: cpu.max 2/3 core each (the declared plan); steady for 60 s:
+        at most 5 knob changes; C idle: within 3 ticks A and B get
+        (2 - 2/16)/2 = 0.9375 core each and use over 90% of the 2 cores; C's
+        dominant share falls; the allocation equals `drfctl plan` on the
+        effective demands; C busy again: back at 2/3 core within 5 ticks
+DIAGRAM
+
+conf=$work/drfd.conf
+sock=$work/drfd.sock
+cat >"$conf" <<CONF
+[agent]
+cgroup-root = /sys/fs/cgroup/drf.slice
+interval = 1s
+mode = limit
+demand = observed
+status-socket = $sock
+state-dir = $work/state
+[capacity]
+cpu = 2
+memory = 1536M
+[tenant A]
+cpu = 2
+memory = 256M
+[tenant B]
+cpu = 2
+memory = 256M
+[tenant C]
+cpu = 2
+memory = 1G
+CONF
+
+"$DRFD" -c "$conf" --foreground 2>"$work/drfd.log" &
+drfd_pid=$!
+for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.2; done
+if ! [ -S "$sock" ]; then
+	result FAIL online-daemon "drfd did not start: $(tail -3 "$work/drfd.log")"
+	exit 0
+fi
+
+status() { "$DRFCTL" status -c "$conf" --socket "$sock" --json 2>/dev/null; }
+ticks() { status | $PY -c 'import json, sys; print(json.load(sys.stdin)["ticks"])'; }
+# The cpu.max quota of a tenant, in cores.
+quota() { awk '{ if ($1 == "max") print "inf"; else printf "%.4f\n", $1 / $2 }' "$CG/drf.slice/$1/cpu.max"; }
+near() { $PY -c 'import sys; g, w, t = map(float, sys.argv[1:]); sys.exit(0 if abs(g - w) <= t * w else 1)' "$@"; }
+# wait_quota TENANT WANT SECONDS: polls until the quota is WANT (within 2%);
+# prints the ticks it took, or "timeout".
+wait_quota() {
+	local t0 end
+	t0=$(ticks)
+	end=$((SECONDS + $3))
+	while [ $SECONDS -lt $end ]; do
+		if near "$(quota "$1")" "$2" 0.02; then
+			echo $(($(ticks) - t0))
+			return 0
+		fi
+		sleep 0.2
+	done
+	echo timeout
+	return 1
+}
+loops() { # TENANT: two busy loops in it
+	busy "$conf" "$1" 0-1
+	busy "$conf" "$1" 0-1
+}
+
+loops A
+loops B
+loops C
+sleep 1
+# C's loops: every process in its cgroup.
+c_kill() { while read -r p; do kill "$p" 2>/dev/null; done <"$CG/drf.slice/C/cgroup.procs"; }
+
+# All busy: the declared plan. Memory settles meanwhile (they use a few MB).
+fair=0.6667
+for t in A B C; do
+	got=$(wait_quota "$t" $fair 60)
+	check "online-all-busy-$t" '[ "$got" != timeout ]' \
+		"cpu.max $(quota "$t") cores, want $fair (after $got ticks)"
+done
+sleep 25
+
+# Steady for 60 s: count the changes of every knob drfd writes.
+snapshot() {
+	for t in A B C; do
+		for f in cpu.max memory.high memory.max; do
+			printf '%s/%s=%s ' "$t" "$f" "$(cat "$CG/drf.slice/$t/$f")"
+		done
+	done
+}
+r0=$(status | $PY -c 'import json, sys; print(json.load(sys.stdin)["online"]["replans"])')
+prev=$(snapshot)
+changes=0
+for _ in $(seq 60); do
+	sleep 1
+	now=$(snapshot)
+	if [ "$now" != "$prev" ]; then
+		changes=$((changes + $($PY -c 'import sys; a, b = sys.argv[1].split(), sys.argv[2].split(); print(sum(x != y for x, y in zip(a, b)))' "$prev" "$now")))
+	fi
+	prev=$now
+done
+r1=$(status | $PY -c 'import json, sys; print(json.load(sys.stdin)["online"]["replans"])')
+check online-steady '[ "$changes" -le 5 ]' \
+	"$changes knob changes in 60 s under a steady load ($((r1 - r0)) changes of the effective plan)"
+
+# C goes idle, holding 128M.
+declared_dom=$("$DRFCTL" plan -c "$conf" --json | $PY -c '
+import json, sys
+d = json.load(sys.stdin)
+print([t for t in d["tenants"] if t["name"] == "C"][0]["dominant_share"])')
+c_kill
+"$DRFCTL" exec -c "$conf" C -- "$PY" -c 'b = bytearray(128 << 20); import time; time.sleep(100000)' &
+grown=0.9375
+got=$(wait_quota A $grown 30)
+check online-idle-handover '[ "$got" != timeout ] && [ "$got" -le 3 ]' \
+	"A's cpu.max $(quota A) cores, want $grown, $got ticks after C went idle (bound 3); B $(quota B), C $(quota C)"
+check online-idle-B 'near "$(quota B)" $grown 0.02' "B's cpu.max $(quota B) cores, want $grown"
+a0=$(cpu_usec drf.slice/A) b0=$(cpu_usec drf.slice/B)
+sleep 5
+a1=$(cpu_usec drf.slice/A) b1=$(cpu_usec drf.slice/B)
+util=$($PY -c "print(f'{(($a1 - $a0) + ($b1 - $b0)) / 5e6 / 2:.3f}')")
+check online-idle-utilization '$PY -c "import sys; sys.exit(0 if $util > 0.9 else 1)"' \
+	"A and B used $util of the 2 cores over 5 s (want > 0.90)"
+sleep 20 # memory steps down towards C's working set
+status >"$work/idle.json"
+$PY - "$work/idle.json" "$declared_dom" "$work/eff.conf" <<'PY' >"$work/idle.txt"
+import json, sys
+d = json.load(open(sys.argv[1]))
+c = [t for t in d["tenants"] if t["name"] == "C"][0]
+print(f"dominant {c['dominant_share']:.4f} {float(sys.argv[2]):.4f}")
+# A config with the effective demands, for drfctl plan.
+with open(sys.argv[3], "w") as f:
+    f.write("[agent]\ncgroup-root = /sys/fs/cgroup/drf.slice\nmode = limit\n")
+    f.write("[capacity]\ncpu = 2\nmemory = 1536M\n")
+    for t in d["tenants"]:
+        dem = t["demand"]
+        f.write(f"[tenant {t['name']}]\ncpu = {dem['cpu']['effective']!r}\n")
+        f.write(f"memory = {int(dem['memory']['effective'])}\n")
+PY
+read -r _ dom_now dom_decl <"$work/idle.txt"
+check online-idle-dominant-falls '$PY -c "import sys; sys.exit(0 if $dom_now < $dom_decl else 1)"' \
+	"C's dominant share $dom_now, declared plan's $dom_decl"
+"$DRFCTL" plan -c "$work/eff.conf" --json >"$work/plan.json" 2>"$work/plan.err"
+cmp=$($PY - "$work/idle.json" "$work/plan.json" <<'PY'
+import json, sys
+d, p = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+pa = {t["name"]: t["alloc"] for t in p["tenants"]}
+worst, out = 0.0, []
+for t in d["tenants"]:
+    for r in ("cpu", "memory"):
+        a, b = t["alloc"][r], pa[t["name"]][r]
+        worst = max(worst, abs(a - b) / max(b, 1e-9))
+    out.append(f"{t['name']} cpu {t['alloc']['cpu']:.4f} memory {t['alloc']['memory'] / 2**20:.1f}M")
+print(f"{worst:.6f} " + "; ".join(out))
+PY
+)
+check online-plan-agrees '$PY -c "import sys; sys.exit(0 if ${cmp%% *} < 1e-3 else 1)"' \
+	"status against drfctl plan on the effective demands: worst relative difference ${cmp%% *} (${cmp#* })"
+
+# C busy again: its declared share back within the bound.
+loops C
+got=$(wait_quota C $fair 30)
+check online-back-from-idle '[ "$got" != timeout ] && [ "$got" -le 5 ]' \
+	"C's cpu.max $(quota C) cores, want $fair, $got ticks after it resumed (bound 5); A $(quota A)"
+
+pkill -f 'while :; do :; done'
+pkill -f 'bytearray' 2>/dev/null
+kill "$drfd_pid"
+for _ in $(seq 50); do kill -0 "$drfd_pid" 2>/dev/null || break; sleep 0.2; done
+cp "$work/drfd.log" "$R/drfd.log" 2>/dev/null
+exit 0
