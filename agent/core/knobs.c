@@ -109,13 +109,15 @@ static void bytes_or_max(char *buf, size_t len, double v)
  * INFINITY if none, and for a declared 0 (the tenant needs none of r: a zero
  * cap would stop it rather than express that).
  */
-void drf_knobs_memory_max_at_least(struct drf_knobs *k, double bytes)
+void drf_knobs_memory_at_least(struct drf_knobs *k, enum drf_knob which, double bytes)
 {
-	const char *v = k->val[DRF_KNOB_MEMORY_MAX];
+	const char *v = k->val[which], *max = k->val[DRF_KNOB_MEMORY_MAX];
 
-	if (!k->set[DRF_KNOB_MEMORY_MAX] || strcmp(v, "max") == 0 || !(strtod(v, NULL) < bytes))
+	if (!k->set[which] || strcmp(v, "max") == 0 || !(strtod(v, NULL) < bytes))
 		return;
-	bytes_or_max(k->val[DRF_KNOB_MEMORY_MAX], DRF_KNOB_LEN, bytes);
+	if (which == DRF_KNOB_MEMORY_HIGH && strcmp(max, "max") != 0)
+		bytes = fmin(bytes, strtod(max, NULL));
+	bytes_or_max(k->val[which], DRF_KNOB_LEN, bytes);
 }
 
 double drf_knobs_declared(const struct drf_config *c, size_t i, int r)

@@ -104,12 +104,15 @@ bool drf_knob_matches(enum drf_knob k, const char *want, const char *have,
 		      const struct drf_io_target *io, unsigned long page_size);
 
 /*
- * Raises a hard memory.max in k (limit mode) to at least `bytes`: with observed
- * demand, memory.high follows the effective allocation while memory.max stays
- * at least the declared plan's allocation, so a tenant growing back into its
- * share is reclaimed and pushed to rise, never OOM-killed below it.
+ * Raises memory.max (which = DRF_KNOB_MEMORY_MAX) or memory.high
+ * (DRF_KNOB_MEMORY_HIGH, never above memory.max) in k to at least `bytes`, if
+ * it is a number. With observed demand in limit mode, memory.max stays at
+ * least the declared plan's allocation, so a tenant growing back into its
+ * share is reclaimed and pushed to rise, never OOM-killed below it; and
+ * memory.high is at least the effective demand, so a tenant whose allocation
+ * is scaled down by another resource is not reclaimed below what it uses.
  */
-void drf_knobs_memory_max_at_least(struct drf_knobs *k, double bytes);
+void drf_knobs_memory_at_least(struct drf_knobs *k, enum drf_knob which, double bytes);
 
 /*
  * Tenant i's declared total demand of resource r, as a cap: a bounded demand,

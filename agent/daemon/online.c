@@ -88,9 +88,14 @@ static int replan(struct drfd *d)
 	if (r < 0)
 		return r;
 	if (c->mode == DRF_MODE_LIMIT)
-		for (size_t i = 0; i < n; i++)
-			drf_knobs_memory_max_at_least(&o->eff.knobs[i],
-						      d->plan.result.shares[i].alloc[DRF_RES_MEMORY]);
+		for (size_t i = 0; i < n; i++) {
+			struct drf_knobs *k = &o->eff.knobs[i];
+
+			drf_knobs_memory_at_least(k, DRF_KNOB_MEMORY_MAX,
+						  d->plan.result.shares[i].alloc[DRF_RES_MEMORY]);
+			drf_knobs_memory_at_least(k, DRF_KNOB_MEMORY_HIGH,
+						  o->eff.demands[i].shape[DRF_RES_MEMORY]);
+		}
 	drf_inner_free(o->eff.inner, o->eff.n_inner);
 	o->eff.inner = inner;
 	o->eff.n_inner = n_inner;

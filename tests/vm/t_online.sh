@@ -5,7 +5,7 @@
 # it regains its declared share within the documented bound; a steady load
 # changes no knob; the idle tenant's effective demands give the allocation
 # `drfctl plan` computes from the same numbers.
-# shellcheck disable=SC2016 # check's conditions are expanded by check (eval)
+# shellcheck disable=SC2016,SC2317 # check's conditions are expanded (and call) by check's eval
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/vm/lib.sh
 . "$here/lib.sh"
@@ -56,44 +56,50 @@ if ! [ -S "$sock" ]; then
 fi
 
 status() { "$DRFCTL" status -c "$conf" --socket "$sock" --json 2>/dev/null; }
-ticks() { status | $PY -c 'import json, sys; print(json.load(sys.stdin)["ticks"])'; }
 # The cpu.max quota of a tenant, in cores.
 quota() { awk '{ if ($1 == "max") print "inf"; else printf "%.4f\n", $1 / $2 }' "$CG/drf.slice/$1/cpu.max"; }
 near() { $PY -c 'import sys; g, w, t = map(float, sys.argv[1:]); sys.exit(0 if abs(g - w) <= t * w else 1)' "$@"; }
-# wait_quota TENANT WANT SECONDS: polls until the quota is WANT (within 2%);
-# prints the ticks it took, or "timeout".
+# wait_quota TENANT WANT_USEC SECONDS: polls (shell builtins only, every 0.1 s)
+# until the tenant's cpu.max quota is WANT_USEC within 2%; prints the seconds
+# it took, or "timeout".
 wait_quota() {
-	local t0 end
-	t0=$(ticks)
-	end=$((SECONDS + $3))
-	while [ $SECONDS -lt $end ]; do
-		if near "$(quota "$1")" "$2" 0.02; then
-			echo $(($(ticks) - t0))
+	local start=$EPOCHREALTIME q p
+	while :; do
+		read -r q p <"$CG/drf.slice/$1/cpu.max"
+		if [ "$q" != max ] && [ $((q * 100)) -ge $(($2 * 98)) ] && [ $((q * 100)) -le $(($2 * 102)) ]; then
+			$PY -c "print(f'{$EPOCHREALTIME - $start:.2f}')"
 			return 0
 		fi
-		sleep 0.2
+		if $PY -c "import sys; sys.exit(0 if $EPOCHREALTIME - $start > $3 else 1)"; then
+			echo timeout
+			return 1
+		fi
+		sleep 0.1
 	done
-	echo timeout
-	return 1
 }
+# le A B: A <= B (decimals)
+le() { $PY -c 'import sys; a, b = sys.argv[1:]; sys.exit(0 if a != "timeout" and float(a) <= float(b) else 1)' "$1" "$2"; }
 loops() { # TENANT: two busy loops in it
 	busy "$conf" "$1" 0-1
 	busy "$conf" "$1" 0-1
 }
 
+# C holds 128M throughout (its working set when idle).
+"$DRFCTL" exec -c "$conf" C -- "$PY" -c 'b = bytearray(128 << 20); import time; time.sleep(100000)' &
+holder=$!
 loops A
 loops B
 loops C
 sleep 1
-# C's loops: every process in its cgroup.
-c_kill() { while read -r p; do kill "$p" 2>/dev/null; done <"$CG/drf.slice/C/cgroup.procs"; }
+# C's loops: every process in its cgroup but the holder.
+c_kill() { while read -r p; do [ "$p" = "$holder" ] || kill "$p" 2>/dev/null; done <"$CG/drf.slice/C/cgroup.procs"; }
 
 # All busy: the declared plan. Memory settles meanwhile (they use a few MB).
-fair=0.6667
+fair=66667
 for t in A B C; do
-	got=$(wait_quota "$t" $fair 60)
+	got=$(wait_quota "$t" $fair 90)
 	check "online-all-busy-$t" '[ "$got" != timeout ]' \
-		"cpu.max $(quota "$t") cores, want $fair (after $got ticks)"
+		"cpu.max $(quota "$t") cores, want 0.6667 (after $got s)"
 done
 sleep 25
 
@@ -105,7 +111,8 @@ snapshot() {
 		done
 	done
 }
-r0=$(status | $PY -c 'import json, sys; print(json.load(sys.stdin)["online"]["replans"])')
+r0=$(status | $PY -c 'import json, sys; d = json.load(sys.stdin); print(d["online"]["replans"], d["ticks"])')
+t_start=$EPOCHREALTIME
 prev=$(snapshot)
 changes=0
 for _ in $(seq 60); do
@@ -116,9 +123,11 @@ for _ in $(seq 60); do
 	fi
 	prev=$now
 done
-r1=$(status | $PY -c 'import json, sys; print(json.load(sys.stdin)["online"]["replans"])')
+r1=$(status | $PY -c 'import json, sys; d = json.load(sys.stdin); print(d["online"]["replans"], d["ticks"])')
+# The tick period under this emulated CPU: the interval plus the tick's own time.
+period=$($PY -c "print(f'{($EPOCHREALTIME - $t_start) / (${r1#* } - ${r0#* }):.3f}')")
 check online-steady '[ "$changes" -le 5 ]' \
-	"$changes knob changes in 60 s under a steady load ($((r1 - r0)) changes of the effective plan)"
+	"$changes knob changes in 60 s under a steady load ($((${r1% *} - ${r0% *})) changes of the effective plan; tick period ${period} s)"
 
 # C goes idle, holding 128M.
 declared_dom=$("$DRFCTL" plan -c "$conf" --json | $PY -c '
@@ -126,18 +135,18 @@ import json, sys
 d = json.load(sys.stdin)
 print([t for t in d["tenants"] if t["name"] == "C"][0]["dominant_share"])')
 c_kill
-"$DRFCTL" exec -c "$conf" C -- "$PY" -c 'b = bytearray(128 << 20); import time; time.sleep(100000)' &
-grown=0.9375
+grown=93750
 got=$(wait_quota A $grown 30)
-check online-idle-handover '[ "$got" != timeout ] && [ "$got" -le 3 ]' \
-	"A's cpu.max $(quota A) cores, want $grown, $got ticks after C went idle (bound 3); B $(quota B), C $(quota C)"
-check online-idle-B 'near "$(quota B)" $grown 0.02' "B's cpu.max $(quota B) cores, want $grown"
-a0=$(cpu_usec drf.slice/A) b0=$(cpu_usec drf.slice/B)
+bound=$($PY -c "print(3 * $period)")
+check online-idle-handover 'le "$got" "$bound"' \
+	"A's cpu.max $(quota A) cores, want 0.9375, $got s after C went idle (bound: 3 ticks, $bound s); B $(quota B), C $(quota C)"
+check online-idle-B 'near "$(quota B)" 0.9375 0.02' "B's cpu.max $(quota B) cores, want 0.9375"
+a0=$(cpu_usec drf.slice/A) b0=$(cpu_usec drf.slice/B) w0=$EPOCHREALTIME
 sleep 5
-a1=$(cpu_usec drf.slice/A) b1=$(cpu_usec drf.slice/B)
-util=$($PY -c "print(f'{(($a1 - $a0) + ($b1 - $b0)) / 5e6 / 2:.3f}')")
+a1=$(cpu_usec drf.slice/A) b1=$(cpu_usec drf.slice/B) w1=$EPOCHREALTIME
+util=$($PY -c "print(f'{(($a1 - $a0) + ($b1 - $b0)) / 1e6 / ($w1 - $w0) / 2:.3f}')")
 check online-idle-utilization '$PY -c "import sys; sys.exit(0 if $util > 0.9 else 1)"' \
-	"A and B used $util of the 2 cores over 5 s (want > 0.90)"
+	"A and B used $util of the 2 cores over $($PY -c "print(f'{$w1 - $w0:.2f}')") s (want > 0.90)"
 sleep 20 # memory steps down towards C's working set
 status >"$work/idle.json"
 $PY - "$work/idle.json" "$declared_dom" "$work/eff.conf" <<'PY' >"$work/idle.txt"
@@ -177,11 +186,12 @@ check online-plan-agrees '$PY -c "import sys; sys.exit(0 if ${cmp%% *} < 1e-3 el
 # C busy again: its declared share back within the bound.
 loops C
 got=$(wait_quota C $fair 30)
-check online-back-from-idle '[ "$got" != timeout ] && [ "$got" -le 5 ]' \
-	"C's cpu.max $(quota C) cores, want $fair, $got ticks after it resumed (bound 5); A $(quota A)"
+bound=$($PY -c "print(5 * $period)")
+check online-back-from-idle 'le "$got" "$bound"' \
+	"C's cpu.max $(quota C) cores, want 0.6667, $got s after it resumed (bound: 5 ticks, $bound s); A $(quota A)"
 
 pkill -f 'while :; do :; done'
-pkill -f 'bytearray' 2>/dev/null
+kill "$holder" 2>/dev/null
 kill "$drfd_pid"
 for _ in $(seq 50); do kill -0 "$drfd_pid" 2>/dev/null || break; sleep 0.2; done
 cp "$work/drfd.log" "$R/drfd.log" 2>/dev/null
