@@ -469,7 +469,8 @@ static bool is_res_col(int c)
 }
 
 /* The text of column c of tenant t, or of the heading when t is NULL. */
-static void cell(const struct top_tenant *t, int c, char *buf, size_t len)
+static void cell(const struct top_frame *f, const struct top_tenant *t, int c, char *buf,
+		 size_t len)
 {
 	static const char *const fixed[] = { "TENANT", "WEIGHT", "DOM-ALLOC", "DOM-USE" };
 	char u[24], a[24];
@@ -499,7 +500,8 @@ static void cell(const struct top_tenant *t, int c, char *buf, size_t len)
 		quantity(r, t->use[r], u, sizeof(u));
 		quantity(r, t->alloc[r], a, sizeof(a));
 		/* Observed demand below the declared: the effective demand, after a '~'. */
-		if (!isnan(t->eff[r]) && !isnan(t->decl[r]) && t->eff[r] < t->decl[r]) {
+		if (!isnan(t->eff[r]) && !isnan(t->decl[r]) &&
+		    t->eff[r] < fmin(t->decl[r], f->capacity[r])) {
 			char e[24];
 
 			quantity(r, t->eff[r], e, sizeof(e));
@@ -565,7 +567,7 @@ static void render(struct screen *s, struct top_frame *f, const struct top_view 
 		for (int c = 0; c < NCOLS; c++) {
 			if (!shown[c])
 				continue;
-			cell(i ? &f->t[i - 1] : NULL, c, cells[i][c], CELL);
+			cell(f, i ? &f->t[i - 1] : NULL, c, cells[i][c], CELL);
 			if (strlen(cells[i][c]) > width[c])
 				width[c] = strlen(cells[i][c]);
 		}

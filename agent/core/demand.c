@@ -148,7 +148,7 @@ bool drf_dem_update(struct drf_dem_state *s, const struct drf_dem_input *in, uin
 	if (!s->started) {
 		for (int r = 0; r < DRF_NRES; r++) {
 			s->eff[r] = in->part[r] ? in->bound[r] : 0;
-			s->why[r] = DRF_DEM_WHY_DECLARED;
+			s->why[r] = s->changed_why[r] = DRF_DEM_WHY_DECLARED;
 			s->changed_tick[r] = tick;
 			s->below[r] = 0;
 			s->learned[r] = 0;
@@ -167,12 +167,14 @@ bool drf_dem_update(struct drf_dem_state *s, const struct drf_dem_input *in, uin
 		/* The bound moved (a reload): the demand stays within it. */
 		if (s->eff[r] > in->bound[r] || (in->bound[r] > 0 && !(s->eff[r] > 0))) {
 			s->eff[r] = in->bound[r];
+			s->changed_why[r] = DRF_DEM_WHY_DECLARED;
 			s->changed_tick[r] = tick;
 			changed = true;
 		}
 		e = step(s, in, r, tick, &why);
 		s->why[r] = why;
 		if (e != s->eff[r]) {
+			s->changed_why[r] = why;
 			s->eff[r] = e;
 			s->changed_tick[r] = tick;
 			s->below[r] = 0;

@@ -74,7 +74,8 @@ struct drf_dem_state {
 	uint64_t learned_tick[DRF_NRES];
 	unsigned below[DRF_NRES];    /* ticks in a row below the band */
 	uint64_t changed_tick[DRF_NRES];
-	int why[DRF_NRES];           /* enum drf_dem_why */
+	int why[DRF_NRES];           /* enum drf_dem_why: this tick's verdict */
+	int changed_why[DRF_NRES];   /* enum drf_dem_why: the reason of the last change */
 	uint64_t changes;            /* times any entry of eff changed */
 };
 

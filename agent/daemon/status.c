@@ -384,8 +384,10 @@ static void json_demand(const struct drfd *d, size_t i, FILE *f)
 		json_num(f, e->problem.demands[i].shape[r] * e->problem.demands[i].max_units);
 		fputs(", \"declared_allocation\": ", f);
 		json_num(f, p->result.shares[i].alloc[r]);
-		fprintf(f, ", \"why\": \"%s\", \"pressure\": %s}",
-			d->online.active ? drf_dem_why_name(t->dem.why[r]) : "declared",
+		fprintf(f, ", \"why\": \"%s\", \"now\": \"%s\", \"changed_ticks_ago\": %llu, "
+			   "\"pressure\": %s}", drf_dem_why_name(t->dem.changed_why[r]),
+			drf_dem_why_name(t->dem.why[r]),
+			(unsigned long long)(d->online.steps - t->dem.changed_tick[r]),
 			t->dem_pressured & (1u << r) ? "true" : "false");
 		first = 0;
 	}
@@ -410,7 +412,7 @@ static void text_demand(const struct drfd *d, size_t i, FILE *f)
 		drf_format_quantity(e->problem.demands[i].shape[r] * e->problem.demands[i].max_units,
 				    drf_res_unit(r), b, sizeof(b));
 		fprintf(f, " %s %s of %s (%s)", drf_res_name(r), b, a,
-			drf_dem_why_name(t->dem.why[r]));
+			drf_dem_why_name(t->dem.changed_why[r]));
 	}
 	fputc('\n', f);
 }

@@ -35,6 +35,7 @@ mode = limit
 demand = observed
 status-socket = $sock
 state-dir = $work/state
+metrics-file = $work/drfd.prom
 [capacity]
 cpu = 2
 memory = 1536M
@@ -144,12 +145,33 @@ bound=$($PY -c "print(f'{4 * $period:.2f}')")
 check online-idle-handover 'le "$got" "$bound"' \
 	"A's cpu.max $(quota A) cores, want 0.9375, $got s after C went idle (bound: 1 + 3 ticks, $bound s); B $(quota B), C $(quota C)"
 check online-idle-B 'near "$(quota B)" 0.9375 0.02' "B's cpu.max $(quota B) cores, want 0.9375"
-a0=$(cpu_usec drf.slice/A) b0=$(cpu_usec drf.slice/B) w0=$EPOCHREALTIME
+# Utilization of the bottleneck (cpu) over 5 s: the host's (/proc/stat; drfd's
+# own ticks count, as on any host) and what A and B got.
+busy_idle() { awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8, $5 + $6 }' /proc/stat; }
+a0=$(cpu_usec drf.slice/A) b0=$(cpu_usec drf.slice/B) w0=$EPOCHREALTIME h0=$(busy_idle)
 sleep 5
-a1=$(cpu_usec drf.slice/A) b1=$(cpu_usec drf.slice/B) w1=$EPOCHREALTIME
-util=$($PY -c "print(f'{(($a1 - $a0) + ($b1 - $b0)) / 1e6 / ($w1 - $w0) / 2:.3f}')")
-check online-idle-utilization '$PY -c "import sys; sys.exit(0 if $util > 0.9 else 1)"' \
-	"A and B used $util of the 2 cores over $($PY -c "print(f'{$w1 - $w0:.2f}')") s (want > 0.90)"
+a1=$(cpu_usec drf.slice/A) b1=$(cpu_usec drf.slice/B) w1=$EPOCHREALTIME h1=$(busy_idle)
+read -r util ab <<<"$($PY - "$h0" "$h1" "$a1" "$a0" "$b1" "$b0" "$w1" "$w0" <<'PY'
+import sys
+(b0, i0), (b1, i1) = (map(float, h.split()) for h in sys.argv[1:3])
+a1, a0, bb1, bb0, w1, w0 = map(float, sys.argv[3:])
+print(f"{(b1 - b0) / ((b1 - b0) + (i1 - i0)):.3f} {((a1 - a0) + (bb1 - bb0)) / 1e6 / (w1 - w0):.3f}")
+PY
+)"
+check online-idle-utilization '$PY -c "import sys; sys.exit(0 if $util > 0.9 and $ab > 1.6 else 1)"' \
+	"cpu busy $util of the host over $($PY -c "print(f'{$w1 - $w0:.2f}')") s (want > 0.90); A and B used $ab cores (their caps before: 2 x 0.667 = 1.333; want > 1.6)"
+# Status, metrics and top show declared against effective demand.
+"$DRFCTL" status -c "$conf" --socket "$sock" >"$work/status.txt" 2>&1
+check online-status-demand 'grep -q "demand (observed; [0-9]* changes): cpu 0.125 of 2 (fell)" "$work/status.txt"' \
+	"$(grep -m1 -A0 'demand (observed' "$work/status.txt" | sed -n 1p) (first tenant's line; C's: $(grep 'cpu 0.125 of 2' "$work/status.txt" | head -n 1))"
+for _ in $(seq 20); do [ -s "$work/drfd.prom" ] && break; sleep 0.5; done
+eff=$(awk '$1 == "drfd_effective_demand{tenant=\"C\",resource=\"cpu\"}" { print $2 }' "$work/drfd.prom")
+decl=$(awk '$1 == "drfd_declared_demand{tenant=\"C\",resource=\"cpu\"}" { print $2 }' "$work/drfd.prom")
+check online-metrics-demand '[ "$eff" = 0.125 ] && [ "$decl" = 2 ]' \
+	"drfd_effective_demand C cpu $eff, drfd_declared_demand $decl"
+"$DRFCTL" top -c "$conf" --socket "$sock" -b -n 1 >"$work/top.txt" 2>&1
+check online-top-demand 'grep -E "^C .*~0\.1" "$work/top.txt" >/dev/null' \
+	"drfctl top row: $(grep -E '^C ' "$work/top.txt")"
 sleep 20 # memory steps down towards C's working set
 status >"$work/idle.json"
 $PY - "$work/idle.json" "$declared_dom" "$work/eff.conf" <<'PY' >"$work/idle.txt"
