@@ -229,7 +229,12 @@ void drf_use_assess(struct drf_tenant_use *u, const double capacity[DRF_NRES])
 		/* A burst over a tick or two is no proof: only seconds of use above the limit. */
 		if (u->window_min_s < DRF_USE_VERDICT_S)
 			continue;
-		if (isfinite(u->limit[r]) && !isnan(use) && use > u->limit[r] * (1 + tolerance[r]))
+		/*
+		 * Over the minute and over the last tick: a limit just lowered (observed
+		 * demand) is not failing because the minute still holds use from before.
+		 */
+		if (isfinite(u->limit[r]) && !isnan(use) && use > u->limit[r] * (1 + tolerance[r]) &&
+		    !(u->use_tick[r] <= u->limit[r] * (1 + tolerance[r])))
 			u->not_holding |= 1u << r;
 	}
 	if (u->dominant_use_res < 0)

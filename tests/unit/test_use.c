@@ -166,7 +166,15 @@ static void test_assess_not_holding(void **state)
 	assert_int_equal(u.dominant_use_res, DRF_RES_NET);
 	assert_true(fabs(u.gap[DRF_RES_CPU] - -0.04) < 1e-12);
 	u.use_min[DRF_RES_CPU] = 1.2;
+	u.use_tick[DRF_RES_CPU] = 1.3;
 	u.gauge[DRF_GAUGE_MEM_CURRENT] = 4e9 + 8192;
+	drf_use_assess(&u, cap);
+	assert_int_equal(u.not_holding, (1u << DRF_RES_CPU) | (1u << DRF_RES_MEMORY));
+	/* A limit just lowered: the minute still holds the use from before, the tick not. */
+	u.use_tick[DRF_RES_CPU] = 0.1;
+	drf_use_assess(&u, cap);
+	assert_int_equal(u.not_holding, 1u << DRF_RES_MEMORY);
+	u.use_tick[DRF_RES_CPU] = 1.3;
 	drf_use_assess(&u, cap);
 	assert_int_equal(u.not_holding, (1u << DRF_RES_CPU) | (1u << DRF_RES_MEMORY));
 	/* Seconds only: no verdict on cpu; memory over memory.max counts at once. */
