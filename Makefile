@@ -64,13 +64,14 @@ $(error SANITIZER must be address, undefined or thread, not '$(SANITIZER)')
 endif
 
 # The pure core (units, allocation, knob mapping): no I/O, linked with -lm only.
-CORE_SRCS := agent/core/res.c agent/core/alloc.c agent/core/knobs.c agent/core/use.c
+CORE_SRCS := agent/core/res.c agent/core/alloc.c agent/core/knobs.c agent/core/use.c \
+	agent/core/history.c
 CORE_LIB := $(BUILD)/libdrfcore.a
 # Everything else the two programs share.
 LIB_SRCS := agent/config/config.c agent/config/desired.c agent/cli/plan.c \
 	agent/daemon/reconcile.c agent/daemon/hostcheck.c agent/daemon/daemon.c \
 	agent/daemon/status.c agent/daemon/lock.c agent/daemon/statefile.c agent/daemon/log.c \
-	agent/daemon/usage.c agent/daemon/metrics.c bpf/probebpf.c bpf/pins.c \
+	agent/daemon/usage.c agent/daemon/metrics.c agent/daemon/histfile.c bpf/probebpf.c bpf/pins.c \
 	agent/net/tc.c agent/net/tc_nl.c agent/net/htb.c agent/net/shaper.c bpf/netbpf.c \
 	cgroupfs/cgroupfs.c
 LIB := $(BUILD)/libdrf.a
@@ -81,7 +82,7 @@ MANS := $(patsubst deploy/man/%.scd,.output/man/%,$(wildcard deploy/man/*.scd))
 DEB_DIR := .output/deb
 
 UNIT_TESTS := test_units test_alloc test_props test_config test_fuzz_config test_cgroupfs \
-	test_reload_mem test_shaper test_expo test_metrics test_use
+	test_reload_mem test_shaper test_expo test_metrics test_use test_history
 UNIT_BINS := $(UNIT_TESTS:%=$(BUILD)/tests/%)
 BENCH_BIN := $(BUILD)/tests/bench_alloc
 BENCH_TICK_BIN := $(BUILD)/tests/bench_tick

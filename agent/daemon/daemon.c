@@ -15,6 +15,7 @@
 #include "lock.h"
 #include "log.h"
 #include "netbpf.h"
+#include "histfile.h"
 #include "statefile.h"
 #include "tc_nl.h"
 
@@ -127,6 +128,7 @@ static void tick(struct drfd *d, size_t verify)
 		drf_shaper_tick(&d->net, now_monotonic_ns(), verify, &d->net_last);
 	d->last_tick = now_realtime();
 	drfd_usage_sample(d, now_monotonic_ns());
+	drfd_history_tick(d);
 	drfd_metrics_tick(d);
 	if (drf_reconciler_membership_changed(&d->rc))
 		save_state(d);
@@ -399,6 +401,7 @@ void drfd_free(struct drfd *d)
 {
 	drf_reconciler_free(&d->rc);
 	drfd_usage_free(&d->use);
+	drfd_history_free(d);
 	if (d->has_net)
 		drf_shaper_free(&d->net);
 	d->timer = sd_event_source_unref(d->timer);

@@ -18,6 +18,8 @@
 #include "shaper.h"
 #include "usage.h"
 
+struct drfd_history;
+
 struct drfd {
 	const char *config_path;
 	bool dry_run;
@@ -42,6 +44,7 @@ struct drfd {
 	struct drf_shaper net;          /* set up by main(), with its ops */
 	struct drf_shaper_stats net_last;
 	struct drf_usage use;           /* measurements, against the plan in force */
+	struct drfd_history *history;   /* usage history for `drfctl recommend` (histfile.c) */
 	char status_text[256];          /* last STATUS= sent to systemd */
 	int exit_code;
 };
