@@ -121,7 +121,7 @@ $(LIB): $(LIB_SRCS:%.c=$(BUILD)/%.o)
 	$(AR) rcs $@ $^
 
 DRFCTL_SRCS := agent/cli/drfctl.c agent/cli/help.c agent/cli/status_cmd.c agent/cli/client.c \
-	agent/cli/net_cmd.c agent/cli/top.c agent/cli/expo.c
+	agent/cli/net_cmd.c agent/cli/top.c agent/cli/expo.c agent/cli/recommend.c
 $(BUILD)/agent/cli/top.o: DRF_CFLAGS += $(NCURSES_CFLAGS)
 $(BUILD)/drfctl: $(DRFCTL_SRCS:%.c=$(BUILD)/%.o) $(LIB) $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(NCURSES_LIBS)
