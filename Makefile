@@ -186,6 +186,8 @@ check-cli: $(BINS)
 	@DRFD=$(abspath $(BUILD)/drfd) tests/cli/test_drfd.sh
 	@echo "== tests/cli/test_drfctl.sh"
 	@DRFCTL=$(abspath $(BUILD)/drfctl) DRFD=$(abspath $(BUILD)/drfd) tests/cli/test_drfctl.sh
+	@echo "== tests/cli/test_recommend.sh"
+	@DRFCTL=$(abspath $(BUILD)/drfctl) tests/cli/test_recommend.sh
 	@echo "== tests/cli/test_completion.sh"
 	@DRFCTL=$(abspath $(BUILD)/drfctl) tests/cli/test_completion.sh
 	@echo "== tests/cli/test_install.sh"
