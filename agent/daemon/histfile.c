@@ -88,8 +88,9 @@ int drf_history_open(struct drf_history_file *f, const char *path, unsigned step
 	f->step_s = step_s;
 	if (strlen(path) >= sizeof(f->path) || !slash || (size_t)(slash - path) >= sizeof(dir))
 		return -ENAMETOOLONG;
-	snprintf(f->path, sizeof(f->path), "%s", path);
-	snprintf(f->old, sizeof(f->old), "%s.1", path);
+	if (path != f->path)
+		snprintf(f->path, sizeof(f->path), "%s", path);
+	snprintf(f->old, sizeof(f->old), "%s.1", f->path);
 	memcpy(dir, path, (size_t)(slash - path));
 	dir[slash - path] = '\0';
 	if (dir[0] && mkdir(dir, 0755) < 0 && errno != EEXIST)
