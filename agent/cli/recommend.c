@@ -337,6 +337,23 @@ static void print_json_tenant(FILE *out, const struct drf_config *c, const struc
 	fputc('}', out);
 }
 
+/* "7d up to the newest record": the largest unit that divides the window. */
+static void fmt_window(int64_t w, char *buf, size_t len)
+{
+	static const struct {
+		int64_t s;
+		char unit;
+	} units[] = { { 86400, 'd' }, { 3600, 'h' }, { 60, 'm' }, { 1, 's' } };
+
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (w % units[i].s)
+			continue;
+		snprintf(buf, len, "%lld%c up to the newest record", (long long)(w / units[i].s),
+			 units[i].unit);
+		return;
+	}
+}
+
 static void fmt_time(int64_t t, char *buf, size_t len)
 {
 	time_t tt = (time_t)t;
@@ -357,7 +374,7 @@ int drfctl_recommend(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *path = DRFCTL_DEFAULT_CONFIG, *hist_path = NULL, *why, *only = NULL;
-	char errbuf[1024], hp[4096], old[4104], root[4096], t0[40], t1[40];
+	char errbuf[1024], hp[4096], old[4104], root[4096], t0[40], t1[40], wbuf[64];
 	int64_t window = 7 * 86400, from;
 	struct tenant_reco *tr = NULL;
 	bool json = false, all = false;
@@ -487,12 +504,15 @@ int drfctl_recommend(int argc, char **argv)
 		fputs("],\"not_in_config\":[", stdout);
 	} else {
 		printf("history: %s, %zu records, %s to %s\n", hp, h.records, t0, t1);
-		printf("window: %s; percentiles are nearest-rank over %u-second means; over: the "
-		       "share of the declared\ndemand above p95; suggested: p95 x %.1f rounded up "
-		       "(memory: at least the peak working set),\nat most the capacity; * "
+		if (all)
+			snprintf(wbuf, sizeof(wbuf), "the whole history");
+		else
+			fmt_window(window, wbuf, sizeof(wbuf));
+		printf("window: %s; percentiles are nearest-rank over %u-second means; over: "
+		       "the share\nof the declared demand above p95; suggested: p95 x %.1f rounded "
+		       "up (memory: at least the\npeak working set), at most the capacity; * "
 		       "undeclared: the demand is the whole capacity\n\n",
-		       all ? "the whole history" : "to the newest record", h.step_s,
-		       DRF_RECO_HEADROOM);
+		       wbuf, h.step_s, DRF_RECO_HEADROOM);
 		for (size_t i = 0; i < nt; i++)
 			print_text(stdout, &cfg, &tr[i]);
 	}

@@ -20,8 +20,11 @@
 
 #include "history.h"
 
-/* 96 MiB: about a week at one 55-byte line per minute for 100 tenants, with room. */
-#define DRF_HIST_CAP_BYTES (96ull << 20)
+/*
+ * 192 MiB: the newest 96 MiB are always kept, a million lines of 76 to 100 bytes
+ * (a tenant with every resource measured): a week of 100 tenants at least.
+ */
+#define DRF_HIST_CAP_BYTES (192ull << 20)
 
 struct drf_history_file {
 	char path[4096];
