@@ -5,12 +5,14 @@
  * drfd appends, once per step (DRF_HIST_STEP_S), one line per tenant with the
  * tenant's measured use over that step. The file is text, tab-separated:
  *
- *   drfd-history	1	step	60
- *   # time	tenant	cpu	memory	io-read-bps	io-write-bps	net-rate	net-ingress-rate	memory-peak	working-set-peak
- *   1763870460	web	0.52	1.3e+09	0	0	8.1e+06	-	1.4e+09	9.8e+08
+ *   drfd-history 1 step 60
+ *   # time tenant cpu memory io-read-bps io-write-bps net-rate net-ingress-rate
+ *   #   memory-peak working-set-peak          (one line in the file)
+ *   1763870460 web 0.52 1.3e+09 0 0 8.1e+06 - 1.4e+09 9.8e+08
  *
- * time: end of the step, Unix seconds; the six resource columns: the mean of the
- * tick's use over the step in base units (cores, bytes, bytes/s, bits/s);
+ * (columns separated by one tab each). time: end of the step, Unix seconds;
+ * the six resource columns: the mean of the tick's use over the step in base
+ * units (cores, bytes, bytes/s, bits/s), to 6 significant digits;
  * memory-peak and working-set-peak: the largest memory.current and working set
  * seen in the step; "-": not measured. Lines starting with '#' are comments.
  * A line that does not end in a newline (drfd stopped in mid-write) is torn and
