@@ -75,7 +75,7 @@ static int put_val(char *buf, size_t len, size_t *n, double v)
 	if (*n >= len)
 		return -ENOSPC;
 	k = isnan(v) ? (size_t)snprintf(buf + *n, len - *n, "\t-")
-		     : (size_t)snprintf(buf + *n, len - *n, "\t%.6g", v);
+		     : (size_t)snprintf(buf + *n, len - *n, "\t%.4g", v);
 	*n += k;
 	return *n < len ? 0 : -ENOSPC;
 }

@@ -12,7 +12,7 @@
  *
  * (columns separated by one tab each). time: end of the step, Unix seconds;
  * the six resource columns: the mean of the tick's use over the step in base
- * units (cores, bytes, bytes/s, bits/s), to 6 significant digits;
+ * units (cores, bytes, bytes/s, bits/s), to 4 significant digits (0.05%);
  * memory-peak and working-set-peak: the largest memory.current and working set
  * seen in the step; "-": not measured. Lines starting with '#' are comments.
  * A line that does not end in a newline (drfd stopped in mid-write) is torn and
@@ -32,7 +32,7 @@
 #define DRF_HIST_NAME_MAX 64
 /* Values of a record: the DRF_NRES resources, then the two memory peaks. */
 enum { DRF_HIST_MEM_PEAK = DRF_NRES, DRF_HIST_WS_PEAK, DRF_HIST_NVAL };
-/* A record line is at most this long (name, 10 columns of %.6g, tabs). */
+/* A record line is at most this long (name, 10 columns of %.4g, tabs). */
 #define DRF_HIST_LINE_MAX 256
 /* Fewer records than this in the window: too little history to advise. */
 #define DRF_RECO_MIN_SAMPLES 10

@@ -21,8 +21,8 @@
 #include "history.h"
 
 /*
- * 192 MiB: the newest 96 MiB are always kept, a million lines of 76 to 100 bytes
- * (a tenant with every resource measured): a week of 100 tenants at least.
+ * 192 MiB: the newest 96 MiB are always kept, a million lines of up to about
+ * 100 bytes (a tenant with every resource measured): a week of 100 tenants.
  */
 #define DRF_HIST_CAP_BYTES (192ull << 20)
 

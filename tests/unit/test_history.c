@@ -44,8 +44,9 @@ static void test_format_parse_round_trip(void **state)
 	assert_true(drf_hist_acc_any(&a));
 	n = drf_hist_format_rec(line, sizeof(line), 1763856060, "web", &a);
 	assert_true(n > 0);
-	assert_string_equal(line, "1763856060\tweb\t1\t2.68435e+09\t2000\t-\t6e+06\t-\t3.7581e+09\t"
-				  "1.61061e+09\n");
+	/* 2.5G, 3.5G, 1.5G to 4 digits */
+	assert_string_equal(line, "1763856060\tweb\t1\t2.684e+09\t2000\t-\t6e+06\t-\t3.758e+09\t"
+				  "1.611e+09\n");
 	assert_int_equal(drf_hist_format_rec(line, sizeof(line), 1, "../x", &a), -EINVAL);
 	assert_int_equal(drf_hist_format_rec(line, 20, 1, "web", &a), -ENOSPC);
 
@@ -63,11 +64,11 @@ static void test_format_parse_round_trip(void **state)
 	assert_int_equal(s->n, 1);
 	assert_int_equal(s->t[0], 1763856060);
 	assert_close(s->v[0][DRF_RES_CPU], 1, 1e-12, "cpu mean");
-	assert_close(s->v[0][DRF_RES_MEMORY], 2.5 * G, 1e-5, "memory mean, 6 digits");
+	assert_close(s->v[0][DRF_RES_MEMORY], 2.5 * G, 5e-4, "memory mean, 4 digits");
 	assert_close(s->v[0][DRF_RES_IO_READ], 2000, 1e-12, "io-read mean");
 	assert_true(isnan(s->v[0][DRF_RES_IO_WRITE]));
-	assert_close(s->v[0][DRF_HIST_MEM_PEAK], 3.5 * G, 1e-5, "memory peak");
-	assert_close(s->v[0][DRF_HIST_WS_PEAK], 1.5 * G, 1e-5, "working-set peak");
+	assert_close(s->v[0][DRF_HIST_MEM_PEAK], 3.5 * G, 5e-4, "memory peak");
+	assert_close(s->v[0][DRF_HIST_WS_PEAK], 1.5 * G, 5e-4, "working-set peak");
 	assert_null(drf_hist_find(&h, "db"));
 	drf_hist_free(&h);
 }
@@ -414,7 +415,7 @@ static void test_daemon_hook(void **state)
 	assert_close(s->v[0][DRF_RES_CPU], 1, 0, "first minute: 1 core");
 	assert_close(s->v[1][DRF_RES_CPU], 3, 0, "second minute: 3 cores");
 	assert_close(s->v[1][DRF_HIST_MEM_PEAK], 1119, 0, "memory.current peak of 60..119");
-	assert_close(s->v[1][DRF_RES_MEMORY], 1089.5, 1e-5, "memory.current mean of 60..119");
+	assert_close(s->v[1][DRF_RES_MEMORY], 1090, 0, "memory.current mean of 60..119, 1089.5 to 4 digits");
 	assert_true(isnan(s->v[1][DRF_RES_NET]));
 	assert_close(drf_hist_find(&h, "db")->v[0][DRF_RES_CPU], 0.25, 0, "db");
 	drf_hist_free(&h);
