@@ -64,16 +64,19 @@ $(error SANITIZER must be address, undefined or thread, not '$(SANITIZER)')
 endif
 
 # The pure core (units, allocation, knob mapping): no I/O, linked with -lm only.
-CORE_SRCS := agent/core/res.c agent/core/alloc.c agent/core/knobs.c agent/core/use.c \
-	agent/core/history.c
+CORE_SRCS := agent/core/res.c agent/core/alloc.c agent/core/knobs.c agent/core/use.c
+# Usage history and right-sizing advice (drfctl recommend).
+CORE_SRCS += agent/core/history.c
 CORE_LIB := $(BUILD)/libdrfcore.a
 # Everything else the two programs share.
 LIB_SRCS := agent/config/config.c agent/config/desired.c agent/cli/plan.c \
 	agent/daemon/reconcile.c agent/daemon/hostcheck.c agent/daemon/daemon.c \
 	agent/daemon/status.c agent/daemon/lock.c agent/daemon/statefile.c agent/daemon/log.c \
-	agent/daemon/usage.c agent/daemon/metrics.c agent/daemon/histfile.c bpf/probebpf.c bpf/pins.c \
+	agent/daemon/usage.c agent/daemon/metrics.c bpf/probebpf.c bpf/pins.c \
 	agent/net/tc.c agent/net/tc_nl.c agent/net/htb.c agent/net/shaper.c bpf/netbpf.c \
 	cgroupfs/cgroupfs.c
+# drfd's usage history file (drfctl recommend).
+LIB_SRCS += agent/daemon/histfile.c
 LIB := $(BUILD)/libdrf.a
 
 BINS := $(BUILD)/drfctl $(BUILD)/drfd
@@ -121,7 +124,8 @@ $(LIB): $(LIB_SRCS:%.c=$(BUILD)/%.o)
 	$(AR) rcs $@ $^
 
 DRFCTL_SRCS := agent/cli/drfctl.c agent/cli/help.c agent/cli/status_cmd.c agent/cli/client.c \
-	agent/cli/net_cmd.c agent/cli/top.c agent/cli/expo.c agent/cli/recommend.c
+	agent/cli/net_cmd.c agent/cli/top.c agent/cli/expo.c
+DRFCTL_SRCS += agent/cli/recommend.c
 $(BUILD)/agent/cli/top.o: DRF_CFLAGS += $(NCURSES_CFLAGS)
 $(BUILD)/drfctl: $(DRFCTL_SRCS:%.c=$(BUILD)/%.o) $(LIB) $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(NCURSES_LIBS)

@@ -11,11 +11,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "histfile.h"
 #include "hostcheck.h"
 #include "lock.h"
 #include "log.h"
 #include "netbpf.h"
-#include "histfile.h"
 #include "statefile.h"
 #include "tc_nl.h"
 
