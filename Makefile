@@ -66,6 +66,8 @@ endif
 # The pure core (units, allocation, knob mapping): no I/O, linked with -lm only.
 CORE_SRCS := agent/core/res.c agent/core/alloc.c agent/core/knobs.c agent/core/use.c \
 	agent/core/demand.c
+# Usage history and right-sizing advice (drfctl recommend).
+CORE_SRCS += agent/core/history.c
 CORE_LIB := $(BUILD)/libdrfcore.a
 # Everything else the two programs share.
 LIB_SRCS := agent/config/config.c agent/config/desired.c agent/cli/plan.c \
@@ -74,6 +76,8 @@ LIB_SRCS := agent/config/config.c agent/config/desired.c agent/cli/plan.c \
 	agent/daemon/usage.c agent/daemon/online.c agent/daemon/metrics.c bpf/probebpf.c bpf/pins.c \
 	agent/net/tc.c agent/net/tc_nl.c agent/net/htb.c agent/net/shaper.c bpf/netbpf.c \
 	cgroupfs/cgroupfs.c
+# drfd's usage history file (drfctl recommend).
+LIB_SRCS += agent/daemon/histfile.c
 LIB := $(BUILD)/libdrf.a
 
 BINS := $(BUILD)/drfctl $(BUILD)/drfd
@@ -83,7 +87,7 @@ DEB_DIR := .output/deb
 
 UNIT_TESTS := test_units test_alloc test_props test_config test_fuzz_config test_cgroupfs \
 	test_reload_mem test_shaper test_expo test_metrics test_use \
-	test_demand
+	test_demand test_history
 UNIT_BINS := $(UNIT_TESTS:%=$(BUILD)/tests/%)
 BENCH_BIN := $(BUILD)/tests/bench_alloc
 BENCH_TICK_BIN := $(BUILD)/tests/bench_tick
@@ -123,6 +127,7 @@ $(LIB): $(LIB_SRCS:%.c=$(BUILD)/%.o)
 
 DRFCTL_SRCS := agent/cli/drfctl.c agent/cli/help.c agent/cli/status_cmd.c agent/cli/client.c \
 	agent/cli/net_cmd.c agent/cli/top.c agent/cli/expo.c
+DRFCTL_SRCS += agent/cli/recommend.c
 $(BUILD)/agent/cli/top.o: DRF_CFLAGS += $(NCURSES_CFLAGS)
 $(BUILD)/drfctl: $(DRFCTL_SRCS:%.c=$(BUILD)/%.o) $(LIB) $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(NCURSES_LIBS)
@@ -187,6 +192,8 @@ check-cli: $(BINS)
 	@DRFD=$(abspath $(BUILD)/drfd) tests/cli/test_drfd.sh
 	@echo "== tests/cli/test_drfctl.sh"
 	@DRFCTL=$(abspath $(BUILD)/drfctl) DRFD=$(abspath $(BUILD)/drfd) tests/cli/test_drfctl.sh
+	@echo "== tests/cli/test_recommend.sh"
+	@DRFCTL=$(abspath $(BUILD)/drfctl) tests/cli/test_recommend.sh
 	@echo "== tests/cli/test_completion.sh"
 	@DRFCTL=$(abspath $(BUILD)/drfctl) tests/cli/test_completion.sh
 	@echo "== tests/cli/test_install.sh"

@@ -30,6 +30,8 @@ int drfctl_exec(int argc, char **argv);
 int drfctl_net_reset(int argc, char **argv);
 /* drfctl top (top.c): the live view of drfd's metrics. */
 int drfctl_top(int argc, char **argv);
+/* drfctl recommend (recommend.c): right-sizing advice from drfd's usage history. */
+int drfctl_recommend(int argc, char **argv);
 
 /*
  * The cgroup-root as drfd sees it: asked of the daemon at sock when one runs;

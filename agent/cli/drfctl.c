@@ -186,6 +186,8 @@ int main(int argc, char **argv)
 		return drfctl_net_reset(argc - 1, argv + 1);
 	if (strcmp(argv[1], "top") == 0)
 		return drfctl_top(argc - 1, argv + 1);
+	if (strcmp(argv[1], "recommend") == 0)
+		return drfctl_recommend(argc - 1, argv + 1);
 	fprintf(stderr, "drfctl: unknown command '%s'\n", argv[1]);
 	drfctl_help(stderr, NULL);
 	return DRFCTL_EXIT_USAGE;

@@ -74,6 +74,29 @@ static const struct {
 	  "\n"
 	  "exit status: 0 ok (q, -n N, or a signal), 1 failure or no drfd answers,\n"
 	  "             64 usage error\n" },
+	{ "recommend",
+	  "drfctl recommend [TENANT] [-c FILE] [--window DURATION] [--history FILE] [--json]",
+	  "Right-sizing advice from the usage history drfd keeps under state-dir (one line per\n"
+	  "tenant a minute): for each tenant, or TENANT, and each resource with a capacity, the\n"
+	  "declared demand against the p50, p95 and peak of the measured use over the window\n"
+	  "(nearest-rank percentiles of the minutes' means), the over-provisioning (the share of\n"
+	  "the declared demand above p95), and a suggested demand: p95 x 1.2 rounded up (cpu to\n"
+	  "0.1, others to 2 digits), for memory at least the peak working set, at most the\n"
+	  "capacity. Then a [tenant NAME] section with the suggestions, to put in tenants.d in\n"
+	  "place of the tenant's own; a task tenant keeps its task and gets a task count.\n"
+	  "Tenants with fewer than 10 minutes get figures but no advice. Offline: reads the\n"
+	  "config and the history only.\n"
+	  "\n"
+	  "  -c, --config FILE   main config file (default " DRFCTL_DEFAULT_CONFIG "): the\n"
+	  "                      demands, and where the history is (state-dir, cgroup-root)\n"
+	  "  --window DURATION   the history up to its newest record: N followed by s, m, h or\n"
+	  "                      d, or all (default 7d)\n"
+	  "  --history FILE      the history (default STATE-DIR/ROOT.history, ROOT as the\n"
+	  "                      state file names it); FILE.1, its older half, is read first\n"
+	  "  --json              machine-readable output (see drfctl(8))\n"
+	  "\n"
+	  "exit status: 0 ok, 1 no history or one that cannot be read, 2 config error or\n"
+	  "             unknown tenant, 64 usage error\n" },
 	{ "help",
 	  "drfctl help [COMMAND]",
 	  "Prints the help of COMMAND, or of every command.\n" },
@@ -91,7 +114,7 @@ int drfctl_help(FILE *out, const char *cmd)
 	}
 	if (cmd) {
 		fprintf(stderr, "drfctl: no command '%s' (plan, status, exec, net-reset, top, "
-				"help)\n", cmd);
+				"recommend, help)\n", cmd);
 		return -1;
 	}
 	fputs("usage:\n", out);
@@ -103,6 +126,7 @@ int drfctl_help(FILE *out, const char *cmd)
 	      "  exec     run a command inside a tenant\n"
 	      "  net-reset  remove drfd's qdisc and network programs (drfd stopped)\n"
 	      "  top      live view of each tenant's use against its allocation\n"
+	      "  recommend  declared demands against measured use, and better ones\n"
 	      "  help     one command's help: drfctl help COMMAND, or drfctl COMMAND --help\n"
 	      "\nsee drfctl(8), drfd(8), drfd.conf(5)\n",
 	      out);

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "histfile.h"
 #include "hostcheck.h"
 #include "lock.h"
 #include "log.h"
@@ -145,6 +146,7 @@ static void tick(struct drfd *d, size_t verify)
 			d->net_last.errors += n.errors;
 		}
 	}
+	drfd_history_tick(d);
 	drfd_metrics_tick(d);
 	if (drf_reconciler_membership_changed(&d->rc))
 		save_state(d);
@@ -420,6 +422,7 @@ void drfd_free(struct drfd *d)
 	drf_reconciler_free(&d->rc);
 	drfd_usage_free(&d->use);
 	drfd_online_free(&d->online);
+	drfd_history_free(d);
 	if (d->has_net)
 		drf_shaper_free(&d->net);
 	d->timer = sd_event_source_unref(d->timer);

@@ -19,6 +19,8 @@
 #include "shaper.h"
 #include "usage.h"
 
+struct drfd_history;
+
 struct drfd {
 	const char *config_path;
 	bool dry_run;
@@ -44,6 +46,7 @@ struct drfd {
 	struct drf_shaper_stats net_last;
 	struct drf_usage use;           /* measurements, against the plan in force */
 	struct drf_online online;       /* observed demand: the effective plan (online.h) */
+	struct drfd_history *history;   /* usage history for `drfctl recommend` (histfile.c) */
 	char status_text[256];          /* last STATUS= sent to systemd */
 	int exit_code;
 };

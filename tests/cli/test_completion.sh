@@ -84,7 +84,7 @@ expect() {
 	fi
 }
 
-commands="plan status exec net-reset top help"
+commands="plan status exec net-reset top recommend help"
 policies="drf asset per-resource"
 # opts COMMAND: the options of COMMAND.
 opts() {
@@ -94,6 +94,7 @@ opts() {
 	exec) echo "-c --config -h --help" ;;
 	net-reset) echo "-c --config --device -h --help" ;;
 	top) echo "-c --config --socket -d --delay -b --batch -n --iterations --sort -h --help" ;;
+	recommend) echo "-c --config --window --history --json -h --help" ;;
 	esac
 }
 sort_keys="dominant allocation cpu memory io network name"
@@ -113,7 +114,7 @@ if [ -n "$drfctl" ]; then
 		done | tr -d , | grep '^-'
 		printf '%s\n' -h --help
 	}
-	for c in plan status exec top; do
+	for c in plan status exec top recommend; do
 		got=$(help_opts "$c" | LC_ALL=C sort -u)
 		if [ "$got" = "$(sorted "$(opts "$c")")" ]; then
 			ok "drfctl help $c lists the options the completion offers"
@@ -211,6 +212,14 @@ else
 fi
 expect "drfctl exec -c MISSING <TAB>: nothing" "" drfctl exec -c "$tmp/none.conf" ""
 expect "drfctl exec -c MAIN A <TAB>: --" "--" drfctl exec -c "$tmp/cfg/drfd.conf" A ""
+expect "drfctl recommend -<TAB>: recommend's options" "$(opts recommend)" drfctl recommend -
+expect "drfctl recommend -c MAIN <TAB>: the tenants" "A B B2 c-1.x" \
+	drfctl recommend -c "$tmp/cfg/drfd.conf" ""
+expect "drfctl recommend --window 7d -c MAIN --history F B<TAB>" "B B2" \
+	drfctl recommend --window 7d -c "$tmp/cfg/drfd.conf" --history /nonexistent B
+expect "drfctl recommend -c MAIN A <TAB>: one tenant only" "" \
+	drfctl recommend -c "$tmp/cfg/drfd.conf" A ""
+expect "drfctl recommend --window <TAB>" "1d 7d 30d all" drfctl recommend --window ""
 
 # After `--`, a command: every answer starts with what was typed, and echo is one.
 : >"$tmp/err"

@@ -1,0 +1,307 @@
+// SPDX-License-Identifier: MIT
+#include "histfile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "log.h"
+#include "statefile.h"
+
+int drf_history_path(const char *state_dir, const char *root, char *ret, size_t len)
+{
+	int r = drf_state_path(state_dir, root, ret, len);
+	size_t n;
+
+	if (r < 0)
+		return r;
+	n = strlen(ret) - strlen(".state");
+	if (n + sizeof(".history") > len)
+		return -ENAMETOOLONG;
+	memcpy(ret + n, ".history", sizeof(".history"));
+	return 0;
+}
+
+static int write_all(int fd, const char *buf, size_t len)
+{
+	while (len) {
+		ssize_t k = write(fd, buf, len);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -errno;
+		buf += k;
+		len -= (size_t)k;
+	}
+	return 0;
+}
+
+/* Opens a new, empty path with the header. */
+static int start_file(struct drf_history_file *f)
+{
+	char head[512];
+	int n = drf_hist_format_header(head, sizeof(head), f->step_s), r;
+
+	if (n < 0)
+		return n;
+	f->fd = open(f->path, O_WRONLY | O_APPEND | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+		     0644);
+	if (f->fd < 0)
+		return -errno;
+	r = write_all(f->fd, head, (size_t)n);
+	if (r < 0) {
+		drf_history_close(f);
+		return r;
+	}
+	f->size = (uint64_t)n;
+	return 0;
+}
+
+static int rotate(struct drf_history_file *f)
+{
+	if (f->fd >= 0)
+		close(f->fd);
+	f->fd = -1;
+	if (rename(f->path, f->old) < 0 && errno != ENOENT)
+		return -errno;
+	return start_file(f);
+}
+
+int drf_history_open(struct drf_history_file *f, const char *path, unsigned step_s,
+		     uint64_t cap)
+{
+	char head[512], first[512], dir[4096];
+	const char *slash = strrchr(path, '/');
+	struct stat st;
+	ssize_t k;
+	int n;
+
+	f->fd = -1;
+	f->cap = cap;
+	f->step_s = step_s;
+	if (strlen(path) >= sizeof(f->path) || !slash || (size_t)(slash - path) >= sizeof(dir))
+		return -ENAMETOOLONG;
+	if (path != f->path)
+		snprintf(f->path, sizeof(f->path), "%s", path);
+	snprintf(f->old, sizeof(f->old), "%s.1", f->path);
+	memcpy(dir, path, (size_t)(slash - path));
+	dir[slash - path] = '\0';
+	if (dir[0] && mkdir(dir, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	f->fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK,
+		     0644);
+	if (f->fd < 0)
+		return -errno;
+	if (fstat(f->fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		drf_history_close(f);
+		return -EINVAL;
+	}
+	if (st.st_size == 0) {
+		close(f->fd);
+		f->fd = -1;
+		return start_file(f);
+	}
+	/* Ours, with this step? Else start afresh, the old one kept as path.1. */
+	n = drf_hist_format_header(head, sizeof(head), step_s);
+	k = pread(f->fd, first, sizeof(first), 0);
+	if (n < 0 || k < 0) {
+		drf_history_close(f);
+		return n < 0 ? n : -errno;
+	}
+	{
+		const char *nl = memchr(head, '\n', (size_t)n);
+		size_t hl = (size_t)(nl - head) + 1;
+
+		if ((size_t)k < hl || memcmp(first, head, hl) != 0)
+			return rotate(f);
+	}
+	f->size = (uint64_t)st.st_size;
+	/* A line torn by a crash: end it, so that the next record starts a line of its own. */
+	if (pread(f->fd, first, 1, st.st_size - 1) == 1 && first[0] != '\n') {
+		int r = write_all(f->fd, "\n", 1);
+
+		if (r < 0) {
+			drf_history_close(f);
+			return r;
+		}
+		f->size++;
+	}
+	return 0;
+}
+
+int drf_history_append(struct drf_history_file *f, const char *buf, size_t len)
+{
+	int r;
+
+	if (f->fd < 0)
+		return -EBADF;
+	if (f->size + len > f->cap / 2) {
+		r = rotate(f);
+		if (r < 0)
+			return r;
+	}
+	r = write_all(f->fd, buf, len);
+	if (r < 0)
+		return r;
+	f->size += len;
+	return 0;
+}
+
+void drf_history_close(struct drf_history_file *f)
+{
+	if (f->fd >= 0)
+		close(f->fd);
+	f->fd = -1;
+}
+
+/* The daemon's side: the step being accumulated, per tenant by name. */
+struct drfd_history {
+	struct drf_history_file f;
+	bool open, failing;
+	int64_t step;                   /* floor(t / step_s) of the step accumulated; -1: none */
+	size_t n, cap;
+	char (*name)[DRF_HIST_NAME_MAX + 1];
+	struct drf_hist_acc *acc;
+};
+
+static struct drf_hist_acc *acc_of(struct drfd_history *h, size_t hint, const char *name)
+{
+	size_t i = hint;
+
+	if (i >= h->n || strcmp(h->name[i], name) != 0)
+		for (i = 0; i < h->n && strcmp(h->name[i], name) != 0; i++)
+			;
+	if (i < h->n)
+		return &h->acc[i];
+	if (strlen(name) > DRF_HIST_NAME_MAX)
+		return NULL;
+	if (h->n == h->cap) {
+		size_t nc = h->cap ? 2 * h->cap : 16;
+		char(*nn)[DRF_HIST_NAME_MAX + 1] = realloc(h->name, nc * sizeof(*nn));
+		struct drf_hist_acc *na;
+
+		if (!nn)
+			return NULL;
+		h->name = nn;
+		na = realloc(h->acc, nc * sizeof(*na));
+		if (!na)
+			return NULL;
+		h->acc = na;
+		h->cap = nc;
+	}
+	snprintf(h->name[h->n], sizeof(h->name[0]), "%s", name);
+	drf_hist_acc_reset(&h->acc[h->n]);
+	return &h->acc[h->n++];
+}
+
+static void fail(struct drfd_history *h, int r, const char *what)
+{
+	if (!h->failing)
+		drf_log(LOG_WARNING, "usage history '%s': cannot %s: %s; `drfctl recommend` will "
+				     "miss these minutes (retrying each step)",
+			h->f.path, what, strerror(-r));
+	h->failing = true;
+	drf_history_close(&h->f);
+	h->open = false;
+}
+
+/* Appends the records of the step that ended, one write. */
+static void flush(struct drfd_history *h)
+{
+	size_t len = 0;
+	char *buf;
+	int r;
+
+	if (h->n == 0)
+		return;
+	buf = malloc(h->n * DRF_HIST_LINE_MAX);
+	if (!buf) {
+		fail(h, -ENOMEM, "format the records");
+		return;
+	}
+	for (size_t i = 0; i < h->n; i++) {
+		if (!drf_hist_acc_any(&h->acc[i]))
+			continue;
+		r = drf_hist_format_rec(buf + len, DRF_HIST_LINE_MAX,
+					(h->step + 1) * (int64_t)h->f.step_s, h->name[i], &h->acc[i]);
+		if (r > 0)
+			len += (size_t)r;
+	}
+	if (!h->open) {
+		r = drf_history_open(&h->f, h->f.path, h->f.step_s, h->f.cap);
+		if (r < 0) {
+			fail(h, r, "open it");
+			free(buf);
+			return;
+		}
+		h->open = true;
+	}
+	r = len ? drf_history_append(&h->f, buf, len) : 0;
+	free(buf);
+	if (r < 0) {
+		fail(h, r, "append to it");
+		return;
+	}
+	if (h->failing)
+		drf_log(LOG_INFO, "usage history '%s': writing again", h->f.path);
+	h->failing = false;
+}
+
+void drfd_history_tick(struct drfd *d)
+{
+	struct drfd_history *h = d->history;
+	int64_t now_s = (int64_t)(d->last_tick / 1000000), step;
+
+	if (d->dry_run || !d->state_path[0] || now_s <= 0)
+		return;
+	if (!h) {
+		h = calloc(1, sizeof(*h));
+		if (!h)
+			return;
+		h->f.fd = -1;
+		h->f.step_s = DRF_HIST_STEP_S;
+		h->f.cap = DRF_HIST_CAP_BYTES;
+		h->step = -1;
+		if (!d->plan.cfg.state_dir ||
+		    drf_history_path(d->plan.cfg.state_dir, d->root, h->f.path, sizeof(h->f.path)) < 0) {
+			free(h);
+			return;
+		}
+		d->history = h;
+	}
+	step = now_s / (int64_t)h->f.step_s;
+	if (step != h->step) {
+		if (h->step >= 0)
+			flush(h);
+		h->n = 0;
+		h->step = step;
+	}
+	for (size_t i = 0; i < d->use.n; i++) {
+		const struct drf_tenant_use *t = &d->use.t[i];
+		struct drf_hist_acc *a = acc_of(h, i, d->use.name[i]);
+
+		if (a)
+			drf_hist_acc_add(a, t->use_tick, t->gauge[DRF_GAUGE_MEM_CURRENT],
+					 t->gauge[DRF_GAUGE_MEM_WORKING_SET]);
+	}
+}
+
+void drfd_history_free(struct drfd *d)
+{
+	struct drfd_history *h = d->history;
+
+	if (!h)
+		return;
+	drf_history_close(&h->f);
+	free(h->name);
+	free(h->acc);
+	free(h);
+	d->history = NULL;
+}
