@@ -17,6 +17,7 @@ static const char *const why_names[DRF_DEM_NWHY] = {
 	[DRF_DEM_WHY_LEARNED] = "learned",
 	[DRF_DEM_WHY_AT_BOUND] = "at-declared",
 	[DRF_DEM_WHY_UNKNOWN] = "unknown",
+	[DRF_DEM_WHY_RESTORED] = "restored",
 };
 
 const char *drf_dem_why_name(int why)

@@ -63,6 +63,7 @@ enum drf_dem_why {
 	DRF_DEM_WHY_LEARNED,    /* kept at a level that proved too small lately */
 	DRF_DEM_WHY_AT_BOUND,   /* wants more, but at its declared demand */
 	DRF_DEM_WHY_UNKNOWN,    /* use not measured this tick: kept */
+	DRF_DEM_WHY_RESTORED,   /* taken back from before a restart */
 	DRF_DEM_NWHY,
 };
 

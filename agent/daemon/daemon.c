@@ -279,6 +279,11 @@ int drfd_start(struct drfd *d, struct drf_reconcile_stats *ret)
 		if (r < 0)
 			return r;
 	}
+	/* Observed demand: the effective plan of before the restart, before any write. */
+	if (d->plan.cfg.observed) {
+		drfd_online_restore(d);
+		drfd_online_plan(d);
+	}
 	tick(d, SIZE_MAX);
 	drf_reconciler_membership_changed(&d->rc);
 	save_state(d);
@@ -384,6 +389,7 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
 		return 0;
 	}
 	drf_log(LOG_NOTICE, "%s: exiting; the limits stay in place", strsignal((int)si->ssi_signo));
+	drfd_online_save(d);
 	drfd_metrics_stop(d);
 	sd_notify(0, "STOPPING=1");
 	return sd_event_exit(d->event, 0);

@@ -3,9 +3,12 @@
 #include "online.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "daemon.h"
 #include "demand.h"
@@ -202,5 +205,140 @@ bool drfd_online_step(struct drfd *d)
 		return false;
 	o->replans++;
 	o->last_replan_step = o->steps;
+	drfd_online_save(d);
 	return true;
+}
+
+/* STATE_DIR/ROOT.demand: the state file's path with .demand for .state. */
+static int demand_path(const struct drfd *d, char *buf, size_t len)
+{
+	size_t n = strlen(d->state_path);
+
+	if (!d->state_path[0] || n < 6 || strcmp(d->state_path + n - 6, ".state") != 0 ||
+	    n + 2 > len)
+		return -ENOENT;
+	snprintf(buf, len, "%.*s.demand", (int)(n - 6), d->state_path);
+	return 0;
+}
+
+void drfd_online_save(struct drfd *d)
+{
+	char path[4200], tmp[4300];
+	FILE *f;
+	int fd, r = 0;
+
+	if (d->dry_run || !d->plan.cfg.observed || demand_path(d, path, sizeof(path)) < 0)
+		return;
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!f) {
+		r = -errno;
+		if (fd >= 0)
+			close(fd);
+		goto fail;
+	}
+	fprintf(f, "# drfd's effective demands (demand = observed), per tenant: %s", "");
+	for (int x = 0; x < DRF_NRES; x++)
+		fprintf(f, " %s", drf_res_name(x));
+	fputs("\n# Written by drfd; do not edit.\ndrfd-demand 1\n", f);
+	for (size_t i = 0; i < d->use.n; i++) {
+		const struct drf_dem_state *s = &d->use.t[i].dem;
+
+		if (!s->started)
+			continue;
+		fprintf(f, "%s", d->use.name[i]);
+		for (int x = 0; x < DRF_NRES; x++)
+			fprintf(f, " %.17g", s->eff[x]);
+		fputc('\n', f);
+	}
+	if (fclose(f) != 0)
+		r = -errno;
+	if (r == 0 && rename(tmp, path) < 0)
+		r = -errno;
+	if (r == 0)
+		return;
+	unlink(tmp);
+fail:
+	if (!d->online.save_failed)
+		drf_log(LOG_WARNING, "cannot write '%s': %s; after a restart, the effective demands "
+				     "start again from the declared ones", path, strerror(-r));
+	d->online.save_failed = true;
+}
+
+void drfd_online_restore(struct drfd *d)
+{
+	char path[4200], line[1024], name[256];
+	size_t restored = 0, bad = 0;
+	bool header = false;
+	int ln = 0;
+	FILE *f;
+
+	if (!d->plan.cfg.observed || demand_path(d, path, sizeof(path)) < 0)
+		return;
+	f = fopen(path, "re");
+	if (!f) {
+		if (errno != ENOENT)
+			drf_log(LOG_WARNING, "cannot read '%s': %s; the effective demands start from "
+					     "the declared ones", path, strerror(errno));
+		return;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		double v[DRF_NRES];
+		size_t i;
+		int used = 0;
+		char *p;
+
+		ln++;
+		if (line[0] == '#' || line[0] == '\n')
+			continue;
+		if (!header) {
+			header = strcmp(line, "drfd-demand 1\n") == 0;
+			if (!header)
+				break;
+			continue;
+		}
+		if (sscanf(line, "%255s%n", name, &used) != 1)
+			goto bad;
+		p = line + used;
+		for (int x = 0; x < DRF_NRES; x++) {
+			char *end;
+
+			v[x] = strtod(p, &end);
+			if (end == p || !isfinite(v[x]) || v[x] < 0)
+				goto bad;
+			p = end;
+		}
+		for (i = 0; i < d->use.n; i++)
+			if (strcmp(d->use.name[i], name) == 0)
+				break;
+		if (i == d->use.n)
+			continue; /* no longer a tenant */
+		{
+			struct drf_dem_state *s = &d->use.t[i].dem;
+
+			memset(s, 0, sizeof(*s));
+			s->started = true;
+			for (int x = 0; x < DRF_NRES; x++) {
+				s->eff[x] = fmin(v[x], bound(d, i, x));
+				s->why[x] = s->changed_why[x] = DRF_DEM_WHY_RESTORED;
+			}
+		}
+		restored++;
+		continue;
+bad:
+		if (!bad)
+			drf_log(LOG_WARNING, "%s:%d: not a tenant and %d demands; skipped", path, ln,
+				DRF_NRES);
+		bad++;
+	}
+	fclose(f);
+	if (!header) {
+		drf_log(LOG_WARNING, "%s: not a drfd-demand 1 file; the effective demands start from "
+				     "the declared ones", path);
+		return;
+	}
+	if (restored)
+		drf_log(LOG_NOTICE, "restored the effective demands of %zu tenants from '%s'",
+			restored, path);
 }

@@ -28,6 +28,7 @@ struct drf_online {
 	uint64_t steps;                 /* online steps taken */
 	uint64_t replans;               /* times the effective plan changed */
 	uint64_t last_replan_step;
+	bool save_failed;               /* said once */
 };
 
 /* The plan in force: the effective one with observed demand, else the declared. */
@@ -48,6 +49,18 @@ bool drfd_online_step(struct drfd *d);
  * (then the declared plan is in force).
  */
 int drfd_online_plan(struct drfd *d);
+
+/*
+ * The effective demands across restarts: STATE_DIR/ROOT.demand beside the state
+ * file, rewritten (temporary file and rename) whenever the effective plan
+ * changes and at a clean stop. At start, drfd_online_restore() takes back the
+ * demands of the tenants still in the config (clamped to their declared ones)
+ * and puts the effective plan in force before the first tick writes anything:
+ * a restart does not move the knobs back to the declared plan. A missing or
+ * unreadable file means the declared demands, as before the first tick.
+ */
+void drfd_online_save(struct drfd *d);
+void drfd_online_restore(struct drfd *d);
 
 void drfd_online_free(struct drf_online *o);
 

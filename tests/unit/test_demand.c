@@ -442,6 +442,66 @@ static void test_daemon_idle_and_back(void **state)
 	assert_true(d.use.t[0].dem.eff[DRF_RES_MEMORY] >= 100.0 * 1024 * 1024 * 1.25 - 1);
 }
 
+/*
+ * A restart takes the effective demands back (clamped to the declared ones), and
+ * puts the effective plan in force before the first write.
+ */
+static void test_daemon_restart_restores(void **state)
+{
+	const bool c_idle[3] = { true, true, false };
+	char path[512], line[512];
+	uint64_t t = 10;
+	FILE *f;
+
+	(void)state;
+	snprintf(d.state_path, sizeof(d.state_path), "%s/root.state", dir);
+	for (int k = 0; k < 6; k++)
+		tick(t++, c_idle);
+	assert_true(fabs(d.use.t[2].dem.eff[DRF_RES_CPU] - 0.125) < 1e-12);
+	/* Written at the change: C's line has its cpu at 0.125. */
+	snprintf(path, sizeof(path), "%s/root.demand", dir);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f) && strncmp(line, "c ", 2) != 0)
+		;
+	fclose(f);
+	assert_true(strncmp(line, "c 0.125 ", 8) == 0);
+	/* A new drfd: fresh usage, the demands read back, the plan in force at once. */
+	drfd_usage_free(&d.use);
+	drfd_online_free(&d.online);
+	assert_int_equal(drfd_usage_plan(&d), 0);
+	assert_false(d.use.t[2].dem.started);
+	drfd_online_restore(&d);
+	assert_true(d.use.t[2].dem.started);
+	assert_int_equal(d.use.t[2].dem.why[DRF_RES_CPU], DRF_DEM_WHY_RESTORED);
+	assert_int_equal(drfd_online_plan(&d), 0);
+	assert_true(fabs(drfd_in_force(&d)->result.shares[0].alloc[DRF_RES_CPU] - 0.9375) < 1e-9);
+	/* A damaged file: the declared demands. */
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("drfd-demand 1\nc 0.125 nonsense\n", f);
+	fclose(f);
+	drfd_usage_free(&d.use);
+	assert_int_equal(drfd_usage_plan(&d), 0);
+	drfd_online_restore(&d);
+	assert_false(d.use.t[2].dem.started);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("something else\nc 0.125 0 0 0 0 0\n", f);
+	fclose(f);
+	drfd_online_restore(&d);
+	assert_false(d.use.t[2].dem.started);
+	/* Above the declared demand (the config changed meanwhile): clamped. */
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("drfd-demand 1\nc 7 99999999999 0 0 0 0\n", f);
+	fclose(f);
+	drfd_online_restore(&d);
+	assert_true(d.use.t[2].dem.eff[DRF_RES_CPU] == 2);
+	assert_true(d.use.t[2].dem.eff[DRF_RES_MEMORY] == 512.0 * 1024 * 1024);
+	d.state_path[0] = '\0';
+}
+
 /* demand = declared: the daemon never leaves the declared plan. */
 static void test_daemon_declared(void **state)
 {
@@ -471,6 +531,8 @@ int main(void)
 		cmocka_unit_test(test_memory_senpai),
 		cmocka_unit_test(test_pressure_bits),
 		cmocka_unit_test_setup_teardown(test_daemon_idle_and_back, setup_daemon,
+						teardown_daemon),
+		cmocka_unit_test_setup_teardown(test_daemon_restart_restores, setup_daemon,
 						teardown_daemon),
 		cmocka_unit_test_setup_teardown(test_daemon_declared, setup_daemon, teardown_daemon),
 	};

@@ -21,7 +21,7 @@ expect: all busy: cpu.max 2/3 core each (the declared plan); steady for 60 s:
         went idle in) A and B get
         (2 - 2/16)/2 = 0.9375 core each and use over 90% of the 2 cores; C's
         dominant share falls; the allocation equals `drfctl plan` on the
-        effective demands; C busy again: back at 2/3 core within 4 ticks
+        effective demands; a restart keeps the effective plan; C busy again: back at 2/3 core within 4 ticks
         (after the one it resumed in)
 DIAGRAM
 
@@ -207,6 +207,21 @@ PY
 )
 check online-plan-agrees '$PY -c "import sys; sys.exit(0 if ${cmp%% *} < 1e-3 else 1)"' \
 	"status against drfctl plan on the effective demands: worst relative difference ${cmp%% *} (${cmp#* })"
+
+# A restart (SIGTERM) while C is idle: the effective demands come back from the
+# state directory, so A's cpu.max never returns to the declared plan's 2/3.
+kill "$drfd_pid"
+for _ in $(seq 100); do kill -0 "$drfd_pid" 2>/dev/null || break; sleep 0.1; done
+"$DRFD" -c "$conf" --foreground 2>>"$work/drfd.log" &
+drfd_pid=$!
+lowest=999999
+for _ in $(seq 60); do
+	read -r q _ <"$CG/drf.slice/A/cpu.max"
+	[ "$q" != max ] && [ "$q" -lt "$lowest" ] && lowest=$q
+	sleep 0.1
+done
+check online-restart-keeps 'near "$lowest" 93750 0.02 && [ -S "$sock" ]' \
+	"A's lowest cpu.max over the 6 s after a restart: $lowest (want 93750, not the declared 66667)"
 
 # C busy again: its declared share back within the bound.
 loops C
