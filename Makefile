@@ -64,7 +64,8 @@ $(error SANITIZER must be address, undefined or thread, not '$(SANITIZER)')
 endif
 
 # The pure core (units, allocation, knob mapping): no I/O, linked with -lm only.
-CORE_SRCS := agent/core/res.c agent/core/alloc.c agent/core/knobs.c agent/core/use.c
+CORE_SRCS := agent/core/res.c agent/core/alloc.c agent/core/knobs.c agent/core/use.c \
+	agent/core/taskq.c
 CORE_LIB := $(BUILD)/libdrfcore.a
 # Everything else the two programs share.
 LIB_SRCS := agent/config/config.c agent/config/desired.c agent/cli/plan.c \
@@ -81,7 +82,7 @@ MANS := $(patsubst deploy/man/%.scd,.output/man/%,$(wildcard deploy/man/*.scd))
 DEB_DIR := .output/deb
 
 UNIT_TESTS := test_units test_alloc test_props test_config test_fuzz_config test_cgroupfs \
-	test_reload_mem test_shaper test_expo test_metrics test_use
+	test_reload_mem test_shaper test_expo test_metrics test_use test_taskq
 UNIT_BINS := $(UNIT_TESTS:%=$(BUILD)/tests/%)
 BENCH_BIN := $(BUILD)/tests/bench_alloc
 BENCH_TICK_BIN := $(BUILD)/tests/bench_tick
@@ -129,7 +130,7 @@ $(BUILD)/drfd: $(BUILD)/agent/daemon/drfd.o $(LIB) $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # Tests of the pure core link with -lm alone: that is what keeps it pure.
-CORE_TESTS := test_units test_alloc test_props
+CORE_TESTS := test_units test_alloc test_props test_taskq
 # The exposition parser of drfctl top is pure too: it links with nothing of drfd's.
 $(BUILD)/tests/test_expo: $(BUILD)/tests/unit/test_expo.o $(BUILD)/agent/cli/expo.o
 	@mkdir -p $(dir $@)
