@@ -71,7 +71,8 @@ CORE_LIB := $(BUILD)/libdrfcore.a
 LIB_SRCS := agent/config/config.c agent/config/desired.c agent/cli/plan.c \
 	agent/daemon/reconcile.c agent/daemon/hostcheck.c agent/daemon/daemon.c \
 	agent/daemon/status.c agent/daemon/lock.c agent/daemon/statefile.c agent/daemon/log.c \
-	agent/daemon/usage.c agent/daemon/metrics.c bpf/probebpf.c bpf/pins.c \
+	agent/daemon/usage.c agent/daemon/metrics.c agent/daemon/tasks.c agent/daemon/taskrun.c \
+	agent/daemon/taskd.c bpf/probebpf.c bpf/pins.c \
 	agent/net/tc.c agent/net/tc_nl.c agent/net/htb.c agent/net/shaper.c bpf/netbpf.c \
 	cgroupfs/cgroupfs.c
 LIB := $(BUILD)/libdrf.a

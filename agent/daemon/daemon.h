@@ -42,6 +42,7 @@ struct drfd {
 	struct drf_shaper net;          /* set up by main(), with its ops */
 	struct drf_shaper_stats net_last;
 	struct drf_usage use;           /* measurements, against the plan in force */
+	struct drf_tasks *tasks;        /* the task queue (tasks.h); NULL when off */
 	char status_text[256];          /* last STATUS= sent to systemd */
 	int exit_code;
 };
