@@ -186,6 +186,12 @@ int main(int argc, char **argv)
 		return drfctl_net_reset(argc - 1, argv + 1);
 	if (strcmp(argv[1], "top") == 0)
 		return drfctl_top(argc - 1, argv + 1);
+	if (strcmp(argv[1], "submit") == 0)
+		return drfctl_submit(argc - 1, argv + 1);
+	if (strcmp(argv[1], "tasks") == 0)
+		return drfctl_tasks(argc - 1, argv + 1);
+	if (strcmp(argv[1], "cancel") == 0)
+		return drfctl_cancel(argc - 1, argv + 1);
 	fprintf(stderr, "drfctl: unknown command '%s'\n", argv[1]);
 	drfctl_help(stderr, NULL);
 	return DRFCTL_EXIT_USAGE;
