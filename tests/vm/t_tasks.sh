@@ -76,7 +76,6 @@ PY
 cg_running() { grep -l "populated 1" "$CG"/drf.slice/"$1"/task-*/cgroup.events 2>/dev/null | wc -l; }
 # waits until EXPR over the tasks JSON is True, for at most $2 seconds
 wait_for() {
-
 	for _ in $(seq $(($2 * 4))); do
 		tasks_json "$work/w.json" && [ "$(field "$work/w.json" "$1")" = True ] && return 0
 		sleep 0.25
