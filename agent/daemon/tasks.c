@@ -903,12 +903,13 @@ unsigned drf_tasks_tick(struct drf_tasks *q, const struct drf_config *c,
 
 		if (t->state != DRF_TASK_RUNNING)
 			continue;
+		if (populated(q, t->cgroup) != 0)
+			continue;
+		/* Empty: its supervisor has exited; collect it if it is drfd's child. */
 		if (t->pid > 0)
 			q->ops->reap(q->ctx, t->pid);
-		if (populated(q, t->cgroup) == 0) {
-			reap_task(q, t);
-			t->pid = 0;
-		}
+		t->pid = 0;
+		reap_task(q, t);
 	}
 	trim_history(q);
 	tt = calloc(c->n_tenants + 1, sizeof(*tt));
