@@ -65,12 +65,13 @@ static void test_e1(void **state)
 	fill(cap, t, 2, NULL, counts);
 	assert_int_equal((int)counts[0], 3);
 	assert_int_equal((int)counts[1], 2);
-	/* 9 tasks of 0.1 in 0.9 cores: 0.9 - 8 x 0.1 rounds below 0.1, and the 9th still fits. */
+	/* 3 tasks of 0.1 in 0.3 cores: 0.3 - 0.1 - 0.1 rounds below 0.1; the 3rd still fits. */
 	memset(t, 0, sizeof(t));
+	cap[DRF_RES_CPU] = 0.3;
 	a[DRF_RES_MEMORY] = 0;
 	t[0] = (struct drf_tq_tenant){ .weight = 1, .next = a };
 	fill(cap, t, 1, NULL, counts);
-	assert_int_equal((int)counts[0], 9);
+	assert_int_equal((int)counts[0], 3);
 }
 
 /* When one of A's tasks ends, the freed room goes to A again (its share is lowest). */
