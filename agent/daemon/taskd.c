@@ -46,9 +46,10 @@ void drfd_tasks_start(struct drfd *d)
 	d->tasks = q;
 	for (size_t i = 0; i < q->n; i++)
 		if (q->t[i].readopted)
-			drf_log(LOG_NOTICE, "task %" PRIu64 " of tenant '%s' still runs in '%s/%s': "
-					    "re-adopted", q->t[i].id, q->t[i].tenant, d->root,
-				q->t[i].cgroup);
+			drf_log(LOG_NOTICE, "task %" PRIu64 " of tenant '%s' was running in '%s/%s' "
+					    "when drfd stopped: re-adopted (if it has ended since, "
+					    "its end is recorded now)", q->t[i].id, q->t[i].tenant,
+				d->root, q->t[i].cgroup);
 }
 
 void drfd_tasks_tick(struct drfd *d)

@@ -111,6 +111,7 @@ for s in 1 2 3 4 5; do
 	sleep 0.5
 done
 check tasks-e1-a3-b2 "[ $ok -eq 5 ]" "running while both queues are full:$samples"
+"$DRFCTL" tasks -c "$conf" >"$R/t_tasks-e1.txt" 2>&1
 blk=$(field "$work/r1.json" 't['"$blocker"']["result"]')
 check tasks-cancel-running "[ '$blk' = cancelled ]" "the blocker: $blk"
 a1=$(field "$work/r1.json" '[x["id"] for x in j["tasks"] if x["tenant"] == "A" and x["state"] == "running"][0]')
@@ -154,6 +155,7 @@ oom=$("$DRFCTL" submit -c "$conf" A --memory 16M -- $PY -c 'b = b"x" * (64 << 20
 wait_for 't['"$oom"']["state"] == "finished"' 60
 tasks_json "$work/o.json"
 o=$(field "$work/o.json" '(t['"$oom"']["result"], t['"$oom"']["signal"], t['"$oom"']["use"]["oom_kills"])')
+"$DRFCTL" tasks -c "$conf" | grep -E "^ID|^$oom " >"$R/t_tasks-oom.txt" 2>&1
 check tasks-oom-killed "[ \"$(field "$work/o.json" 't['"$oom"']["result"]')\" = oom-killed ]" \
 	"(result, signal, memory.events oom_kill) = $o"
 
