@@ -139,9 +139,12 @@ static int submit_options(int argc, char **argv, struct submit_args *a)
 			return EXIT_SUCCESS;
 		} else if (res >= 0 && res < DRF_NRES) {
 			if (drf_parse_quantity(optarg, drf_res_unit(res), &a->vec[res], &why) < 0) {
-				fprintf(stderr, "drfctl submit: %s '%s': %s\n",
-					argv[optind - 1][0] == '-' ? argv[optind - 1] : "option",
-					optarg, why);
+				const char *name = "";
+
+				for (const struct option *o = submit_opts; o->name; o++)
+					if (o->val == opt)
+						name = o->name;
+				fprintf(stderr, "drfctl submit: --%s '%s': %s\n", name, optarg, why);
 				return DRFCTL_EXIT_USAGE;
 			}
 			a->given |= 1u << res;
