@@ -487,8 +487,12 @@ int drf_tasks_init(struct drf_tasks *q, const char *dir, const struct cgfs *fs,
 			t->started = (uint64_t)kv_num(text, "started", 0);
 			free(text);
 		}
-		/* Started, or started just before drfd stopped: its cgroup holds it. */
-		if (t->started || populated(q, t->cgroup) > 0) {
+		/*
+		 * Started; or started just before drfd stopped, before it wrote
+		 * `started`: its supervisor's files or its cgroup tell. Never twice.
+		 */
+		if (t->started || exists(path, "pid") || exists(path, "exit") ||
+		    populated(q, t->cgroup) > 0) {
 			t->state = DRF_TASK_RUNNING;
 			t->readopted = true;
 			if (!t->started)

@@ -350,11 +350,29 @@ static void test_restart_readopts(void **state)
 		assert_int_equal(submit(f, "A", -1, -1, &id), 0);
 		assert_int_equal(id, 21);
 	}
-	/* And once more: the finished one stays finished. */
+	/*
+	 * A task whose supervisor ran but whose `started` was never written (drfd
+	 * died in between) and which has ended: recorded as ended, not run again.
+	 */
+	{
+		char p[4400];
+
+		snprintf(p, sizeof(p), "%s/%" PRIu64 "/started", f->qdir, ids[1]);
+		assert_int_equal(unlink(p), 0);
+		end(f, ids[1], "exit 0\nsignal -1\n", NULL);
+	}
+	drf_tasks_free(&f->q);
+	assert_int_equal(drf_tasks_init(&f->q, f->qdir, &f->fs, &fake_ops, &f->sp, err,
+					sizeof(err)), 0);
+	assert_int_equal(task(f, ids[1])->state, DRF_TASK_RUNNING);
+	drf_tasks_tick(&f->q, &f->cfg, f->cap, NULL);
+	assert_string_equal(task(f, ids[1])->result, "exited");
+	/* And once more: the finished ones stay finished. */
 	drf_tasks_free(&f->q);
 	assert_int_equal(drf_tasks_init(&f->q, f->qdir, &f->fs, &fake_ops, &f->sp, err,
 					sizeof(err)), 0);
 	assert_string_equal(task(f, ids[0])->result, "exited");
+	assert_string_equal(task(f, ids[1])->result, "exited");
 	assert_int_equal(count(f, "A", DRF_TASK_RUNNING) + count(f, "B", DRF_TASK_RUNNING), 5);
 	fx_free(f);
 }
