@@ -194,6 +194,24 @@ fi
 left=$(find "$CG/drf.slice" -maxdepth 2 -name 'task-*' | wc -l)
 "$DRFCTL" exec -c "$conf" A -- true; xc=$?
 check tasks-cgroups-removed "[ $left = 0 ] && [ $xc = 0 ]" "task cgroups left: $left; drfctl exec into A afterwards: exit $xc"
+# A reload that removes B while its task runs: the task goes on (B's cgroup is an orphan
+# with it), its end is recorded, then the orphan goes.
+dep=$("$DRFCTL" submit -c "$conf" B -- sleep 300)
+wait_for 't['"$dep"']["state"] == "running"' 10
+sed -i '/^\[tenant B\]/,/^tasks = unlimited/d' "$conf"
+kill -HUP "$drfd_pid"
+sleep 3
+tasks_json "$work/d1.json"
+st=$(field "$work/d1.json" 't['"$dep"']["state"]')
+pop=$(grep -c "populated 1" "$CG/drf.slice/B/task-$dep/cgroup.events" 2>/dev/null)
+"$DRFCTL" cancel -c "$conf" "$dep"
+wait_for 't['"$dep"']["state"] == "finished"' 10
+tasks_json "$work/d2.json"
+res=$(field "$work/d2.json" 't['"$dep"']["result"]')
+for _ in $(seq 20); do [ -d "$CG/drf.slice/B" ] || break; sleep 0.5; done
+check tasks-departed-tenant "[ $st = running ] && [ $pop = 1 ] && [ $res = cancelled ] && [ ! -d $CG/drf.slice/B ]" \
+	"after B left the config: task $st, its cgroup populated $pop; cancelled: $res; B's cgroup then $([ -d "$CG/drf.slice/B" ] && echo kept || echo removed)"
+
 stop_drfd TERM
 cp "$work/drfd.log" "$R/t_tasks-drfd.log" 2>/dev/null
 exit 0
