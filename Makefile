@@ -65,7 +65,7 @@ endif
 
 # The pure core (units, allocation, knob mapping): no I/O, linked with -lm only.
 CORE_SRCS := agent/core/res.c agent/core/alloc.c agent/core/knobs.c agent/core/use.c \
-	agent/core/demand.c
+	agent/core/demand.c agent/core/taskq.c
 # Usage history and right-sizing advice (drfctl recommend).
 CORE_SRCS += agent/core/history.c
 CORE_LIB := $(BUILD)/libdrfcore.a
@@ -73,7 +73,8 @@ CORE_LIB := $(BUILD)/libdrfcore.a
 LIB_SRCS := agent/config/config.c agent/config/desired.c agent/cli/plan.c \
 	agent/daemon/reconcile.c agent/daemon/hostcheck.c agent/daemon/daemon.c \
 	agent/daemon/status.c agent/daemon/lock.c agent/daemon/statefile.c agent/daemon/log.c \
-	agent/daemon/usage.c agent/daemon/online.c agent/daemon/metrics.c bpf/probebpf.c bpf/pins.c \
+	agent/daemon/usage.c agent/daemon/online.c agent/daemon/metrics.c agent/daemon/tasks.c \
+	agent/daemon/taskrun.c agent/daemon/taskd.c bpf/probebpf.c bpf/pins.c \
 	agent/net/tc.c agent/net/tc_nl.c agent/net/htb.c agent/net/shaper.c bpf/netbpf.c \
 	cgroupfs/cgroupfs.c
 # drfd's usage history file (drfctl recommend).
@@ -87,7 +88,7 @@ DEB_DIR := .output/deb
 
 UNIT_TESTS := test_units test_alloc test_props test_config test_fuzz_config test_cgroupfs \
 	test_reload_mem test_shaper test_expo test_metrics test_use \
-	test_demand test_history
+	test_demand test_history test_taskq test_tasks
 UNIT_BINS := $(UNIT_TESTS:%=$(BUILD)/tests/%)
 BENCH_BIN := $(BUILD)/tests/bench_alloc
 BENCH_TICK_BIN := $(BUILD)/tests/bench_tick
@@ -126,7 +127,7 @@ $(LIB): $(LIB_SRCS:%.c=$(BUILD)/%.o)
 	$(AR) rcs $@ $^
 
 DRFCTL_SRCS := agent/cli/drfctl.c agent/cli/help.c agent/cli/status_cmd.c agent/cli/client.c \
-	agent/cli/net_cmd.c agent/cli/top.c agent/cli/expo.c
+	agent/cli/net_cmd.c agent/cli/top.c agent/cli/expo.c agent/cli/tasks_cmd.c
 DRFCTL_SRCS += agent/cli/recommend.c
 $(BUILD)/agent/cli/top.o: DRF_CFLAGS += $(NCURSES_CFLAGS)
 $(BUILD)/drfctl: $(DRFCTL_SRCS:%.c=$(BUILD)/%.o) $(LIB) $(CORE_LIB)
@@ -136,7 +137,7 @@ $(BUILD)/drfd: $(BUILD)/agent/daemon/drfd.o $(LIB) $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # Tests of the pure core link with -lm alone: that is what keeps it pure.
-CORE_TESTS := test_units test_alloc test_props
+CORE_TESTS := test_units test_alloc test_props test_taskq
 # The exposition parser of drfctl top is pure too: it links with nothing of drfd's.
 $(BUILD)/tests/test_expo: $(BUILD)/tests/unit/test_expo.o $(BUILD)/agent/cli/expo.o
 	@mkdir -p $(dir $@)

@@ -28,6 +28,10 @@ int drfctl_help(FILE *out, const char *cmd);
 int drfctl_status(int argc, char **argv);
 int drfctl_exec(int argc, char **argv);
 int drfctl_net_reset(int argc, char **argv);
+/* drfctl submit, tasks, cancel (tasks_cmd.c): the task queue of the running drfd. */
+int drfctl_submit(int argc, char **argv);
+int drfctl_tasks(int argc, char **argv);
+int drfctl_cancel(int argc, char **argv);
 /* drfctl top (top.c): the live view of drfd's metrics. */
 int drfctl_top(int argc, char **argv);
 /* drfctl recommend (recommend.c): right-sizing advice from drfd's usage history. */

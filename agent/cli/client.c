@@ -24,7 +24,7 @@ int drf_client_ask(const char *socket_path, const char *request, int timeout_ms,
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	long long deadline = now_ms() + timeout_ms;
-	char *buf = NULL, line[512];
+	char *buf = NULL, *line = NULL;
 	size_t len = 0, cap = 0;
 	int fd, r = 0, n;
 
@@ -38,9 +38,11 @@ int drf_client_ask(const char *socket_path, const char *request, int timeout_ms,
 		r = -errno;
 		goto out;
 	}
-	n = snprintf(line, sizeof(line), "%s\n", request);
-	if (n < 0 || (size_t)n >= sizeof(line)) {
-		r = -EINVAL;
+	/* One line, as long as the request (a task-submit carries a command). */
+	n = asprintf(&line, "%s\n", request);
+	if (n < 0) {
+		line = NULL;
+		r = -ENOMEM;
 		goto out;
 	}
 	if (send(fd, line, (size_t)n, MSG_NOSIGNAL) != n) {
@@ -96,6 +98,7 @@ int drf_client_ask(const char *socket_path, const char *request, int timeout_ms,
 	*ret_len = len;
 	buf = NULL;
 out:
+	free(line);
 	free(buf);
 	close(fd);
 	return r;

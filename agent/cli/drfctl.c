@@ -188,6 +188,12 @@ int main(int argc, char **argv)
 		return drfctl_top(argc - 1, argv + 1);
 	if (strcmp(argv[1], "recommend") == 0)
 		return drfctl_recommend(argc - 1, argv + 1);
+	if (strcmp(argv[1], "submit") == 0)
+		return drfctl_submit(argc - 1, argv + 1);
+	if (strcmp(argv[1], "tasks") == 0)
+		return drfctl_tasks(argc - 1, argv + 1);
+	if (strcmp(argv[1], "cancel") == 0)
+		return drfctl_cancel(argc - 1, argv + 1);
 	fprintf(stderr, "drfctl: unknown command '%s'\n", argv[1]);
 	drfctl_help(stderr, NULL);
 	return DRFCTL_EXIT_USAGE;

@@ -97,6 +97,51 @@ static const struct {
 	  "\n"
 	  "exit status: 0 ok, 1 no history or one that cannot be read, 2 config error or\n"
 	  "             unknown tenant, 64 usage error\n" },
+	{ "submit",
+	  "drfctl submit [-c FILE] [--socket PATH] TENANT [--cpu N] [--memory SIZE]\n"
+	  "              [--io-read-bps R] [--io-write-bps W] [--net-rate B] -- CMD [ARG...]",
+	  "Queues CMD as a task of TENANT with the resource vector given (a resource not given:\n"
+	  "the tenant's task-* value, else none). drfd starts queued tasks in DRF order: the\n"
+	  "tenant with the lowest weighted dominant share whose next task fits in what running\n"
+	  "tasks leave free. Each runs as the submitting user, in its own cgroup\n"
+	  "TENANT-CGROUP/task-ID with cpu.max, memory.max and io.max at its vector (net is\n"
+	  "counted, not enforced per task); its output goes to STATE-DIR/...tasks/ID/stdout and\n"
+	  "stderr. Prints the task's id.\n"
+	  "\n"
+	  "  -c, --config FILE   main config file (default " DRFCTL_DEFAULT_CONFIG "): where the\n"
+	  "                      socket is\n"
+	  "  --socket PATH       the status socket (default: the config's status-socket)\n"
+	  "  --cpu N             cores (0.5, 2)\n"
+	  "  --memory SIZE       bytes (512M, 2G)\n"
+	  "  --io-read-bps R     bytes/s on the config's io-device\n"
+	  "  --io-write-bps W    bytes/s on the config's io-device\n"
+	  "  --net-rate B        bits/s (100mbit)\n"
+	  "\n"
+	  "exit status: 0 queued, 1 failure or no drfd answers, 2 refused (unknown tenant, a\n"
+	  "             task larger than the node, a tenant cgroup holding processes),\n"
+	  "             64 usage error\n" },
+	{ "tasks",
+	  "drfctl tasks [-c FILE] [--socket PATH] [--json]",
+	  "Lists the running drfd's queued, running and finished tasks (the last 200 finished):\n"
+	  "tenant, user, vector, and how each ended: exited N, signal N, oom-killed (its\n"
+	  "memory.events counted an OOM kill), cancelled, failed (with why), lost (its\n"
+	  "supervisor was killed).\n"
+	  "\n"
+	  "  -c, --config FILE   main config file (default " DRFCTL_DEFAULT_CONFIG ")\n"
+	  "  --socket PATH       the status socket (default: the config's status-socket)\n"
+	  "  --json              machine-readable output (see drfctl(8))\n"
+	  "\n"
+	  "exit status: 0 ok, 1 failure or no drfd answers, 64 usage error\n" },
+	{ "cancel",
+	  "drfctl cancel [-c FILE] [--socket PATH] ID",
+	  "Cancels task ID: a queued one is not started, a running one is killed (cgroup.kill).\n"
+	  "Root, or the user who submitted it.\n"
+	  "\n"
+	  "  -c, --config FILE   main config file (default " DRFCTL_DEFAULT_CONFIG ")\n"
+	  "  --socket PATH       the status socket (default: the config's status-socket)\n"
+	  "\n"
+	  "exit status: 0 cancelled, 1 failure or no drfd answers, 2 refused (no such task,\n"
+	  "             ended, not yours), 64 usage error\n" },
 	{ "help",
 	  "drfctl help [COMMAND]",
 	  "Prints the help of COMMAND, or of every command.\n" },
@@ -114,7 +159,7 @@ int drfctl_help(FILE *out, const char *cmd)
 	}
 	if (cmd) {
 		fprintf(stderr, "drfctl: no command '%s' (plan, status, exec, net-reset, top, "
-				"recommend, help)\n", cmd);
+				"recommend, submit, tasks, cancel, help)\n", cmd);
 		return -1;
 	}
 	fputs("usage:\n", out);
@@ -127,6 +172,9 @@ int drfctl_help(FILE *out, const char *cmd)
 	      "  net-reset  remove drfd's qdisc and network programs (drfd stopped)\n"
 	      "  top      live view of each tenant's use against its allocation\n"
 	      "  recommend  declared demands against measured use, and better ones\n"
+	      "  submit   queue a task for a tenant (DRF task queue)\n"
+	      "  tasks    the queued, running and finished tasks\n"
+	      "  cancel   cancel a task\n"
 	      "  help     one command's help: drfctl help COMMAND, or drfctl COMMAND --help\n"
 	      "\nsee drfctl(8), drfd(8), drfd.conf(5)\n",
 	      out);

@@ -17,6 +17,7 @@
 #include "log.h"
 #include "netbpf.h"
 #include "statefile.h"
+#include "tasks.h"
 #include "tc_nl.h"
 
 static uint64_t now_realtime(void)
@@ -123,6 +124,7 @@ static void tick(struct drfd *d, size_t verify)
 	 */
 	drf_reconcile_tick(&d->rc, verify, &st);
 	d->last = st;
+	drfd_tasks_tick(d);
 	/* The network after the cgroups: its map entries need the tenants' cgroups. */
 	if (d->has_net)
 		drf_shaper_tick(&d->net, now_monotonic_ns(), verify, &d->net_last);
@@ -284,6 +286,7 @@ int drfd_start(struct drfd *d, struct drf_reconcile_stats *ret)
 		drfd_online_restore(d);
 		drfd_online_plan(d);
 	}
+	drfd_tasks_start(d);
 	tick(d, SIZE_MAX);
 	drf_reconciler_membership_changed(&d->rc);
 	save_state(d);
@@ -425,6 +428,7 @@ int drfd_run(struct drfd *d)
 
 void drfd_free(struct drfd *d)
 {
+	drfd_tasks_free(d);
 	drf_reconciler_free(&d->rc);
 	drfd_usage_free(&d->use);
 	drfd_online_free(&d->online);

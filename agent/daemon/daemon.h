@@ -47,6 +47,7 @@ struct drfd {
 	struct drf_usage use;           /* measurements, against the plan in force */
 	struct drf_online online;       /* observed demand: the effective plan (online.h) */
 	struct drfd_history *history;   /* usage history for `drfctl recommend` (histfile.c) */
+	struct drf_tasks *tasks;        /* the task queue (tasks.h); NULL when off */
 	char status_text[256];          /* last STATUS= sent to systemd */
 	int exit_code;
 };

@@ -27,6 +27,7 @@
 #include "netbpf.h"
 #include "probebpf.h"
 #include "shaper.h"
+#include "tasks.h"
 #include "tc_nl.h"
 
 #ifndef DRF_VERSION
@@ -336,6 +337,9 @@ int main(int argc, char **argv)
 	sigset_t mask;
 	int r, ret, ready_fd = -1;
 
+	/* A task's supervisor (tasks.h): drfd starts it into the task's cgroup. */
+	if (argc == 3 && strcmp(argv[1], "--task-supervisor") == 0)
+		return drf_task_supervise(argv[2]);
 	/* A closed stderr or stdout must not kill the daemon: writes just fail. */
 	signal(SIGPIPE, SIG_IGN);
 	setvbuf(stderr, NULL, _IOLBF, 0);

@@ -26,8 +26,9 @@
 #include "daemon.h"
 #include "metrics.h"
 #include "log.h"
+#include "tasks.h"
 
-#define REQ_MAX 256
+#define REQ_MAX 65536 /* a task-submit carries its command */
 #define CONN_TIMEOUT_USEC (5 * 1000000ULL)
 
 struct conn {
@@ -772,6 +773,9 @@ static int answer(struct conn *c)
 
 	c->req[c->req_len] = '\0';
 	c->req[strcspn(c->req, "\r\n")] = '\0';
+	n = drfd_tasks_answer(c->d, c->fd, c->req, &c->out, &c->out_len);
+	if (n != 0)
+		return n < 0 ? n : 0;
 	if (strcmp(c->req, "root") == 0) {
 		n = asprintf(&c->out, "%s\n", c->d->root);
 		if (n < 0)

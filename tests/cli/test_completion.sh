@@ -84,7 +84,7 @@ expect() {
 	fi
 }
 
-commands="plan status exec net-reset top recommend help"
+commands="plan status exec net-reset top recommend submit tasks cancel help"
 policies="drf asset per-resource"
 # opts COMMAND: the options of COMMAND.
 opts() {
@@ -95,6 +95,9 @@ opts() {
 	net-reset) echo "-c --config --device -h --help" ;;
 	top) echo "-c --config --socket -d --delay -b --batch -n --iterations --sort -h --help" ;;
 	recommend) echo "-c --config --window --history --json -h --help" ;;
+	submit) echo "-c --config --socket --cpu --memory --io-read-bps --io-write-bps --net-rate -h --help" ;;
+	tasks) echo "-c --config --socket --json -h --help" ;;
+	cancel) echo "-c --config --socket -h --help" ;;
 	esac
 }
 sort_keys="dominant allocation cpu memory io network name"
@@ -151,7 +154,7 @@ expect "drfctl <TAB>: the commands" "$commands" drfctl ""
 expect "drfctl p<TAB>" "plan" drfctl p
 expect "drfctl -<TAB>: the global options" "-h --help --version" drfctl -
 expect "drfctl help <TAB>: the commands" "$commands" drfctl help ""
-expect "drfctl help s<TAB>" "status" drfctl help s
+expect "drfctl help s<TAB>" "status submit" drfctl help s
 expect "drfctl help plan <TAB>: nothing" "" drfctl help plan ""
 expect "drfctl plan -<TAB>: plan's options" "$(opts plan)" drfctl plan -
 expect "drfctl plan --<TAB>: plan's long options" "--config --policy --discrete --json --compare --help" \
@@ -170,6 +173,11 @@ expect "drfctl top --sort=n<TAB>" "name network" drfctl top --sort = n
 expect "drfctl top -d <TAB>: nothing (seconds)" "" drfctl top -d ""
 expect "drfctl top -n <TAB>: nothing (a count)" "" drfctl top -n ""
 expect "drfctl plan --sort <TAB>: plan has no --sort" "" drfctl plan --sort ""
+expect "drfctl tasks -<TAB>: tasks's options" "$(opts tasks)" drfctl tasks -
+expect "drfctl cancel -<TAB>: cancel's options" "$(opts cancel)" drfctl cancel -
+expect "drfctl submit A --cpu 1 <TAB>: -- or submit's options" "-- $(opts submit)" \
+	drfctl submit A --cpu 1 ""
+expect "drfctl submit A --memory <TAB>: nothing (a quantity)" "" drfctl submit A --memory ""
 
 # A config of the tenants A and B in the main file, and B2 and c-1.x in
 # tenants.d; what drfd does not read is not offered: a commented header, a
@@ -201,6 +209,8 @@ printf '[tenant T1]\n[tenant T2]\n' >"$tmp/cfg/teams/t.conf"
 expect "drfctl exec -c MAIN <TAB>: the main file's and tenants.d's tenants" "A B B2 c-1.x" \
 	drfctl exec -c "$tmp/cfg/drfd.conf" ""
 expect "drfctl exec --config MAIN c<TAB>" "c-1.x" drfctl exec --config "$tmp/cfg/drfd.conf" c
+expect "drfctl submit -c MAIN --cpu 1 <TAB>: the tenants" "A B B2 c-1.x" \
+	drfctl submit -c "$tmp/cfg/drfd.conf" --cpu 1 ""
 expect "drfctl exec --config=MAIN B<TAB>" "B B2" drfctl exec --config = "$tmp/cfg/drfd.conf" B
 expect "drfctl exec -c MAIN <TAB> with tenants-dir = teams" "A B T1 T2" \
 	drfctl exec -c "$tmp/cfg/teams.conf" ""

@@ -13,7 +13,7 @@ ok() { pass=$((pass + 1)); echo "PASS $1"; }
 ko() { failed=$((failed + 1)); echo "FAIL $1"; cat "$tmp/out" "$tmp/err" 2>/dev/null; }
 ex=$top/deploy/examples/drfd.conf
 
-for cmd in plan status exec help; do
+for cmd in plan status exec submit tasks cancel help; do
 	"$drfctl" help "$cmd" >"$tmp/out" 2>"$tmp/err"
 	rc=$?
 	"$drfctl" "$cmd" --help >"$tmp/out2" 2>&1
@@ -71,6 +71,30 @@ else
 		ko "status without a daemon (exit $rc)"
 	fi
 fi
+
+
+# The task queue's commands: usage errors (64) before asking drfd, and no drfd (1).
+tq() { # WANT-EXIT NAME ARGS...
+	local want=$1 name=$2 rc
+	shift 2
+	"$drfctl" "$@" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	if [ $rc -eq "$want" ] && { [ "$want" -eq 0 ] || [ -s "$tmp/err" ]; }; then
+		ok "$name: exit $rc"
+	else
+		ko "$name: exit $rc, expected $want"
+	fi
+}
+tq 64 "drfctl submit without a tenant" submit --socket "$sock"
+tq 64 "drfctl submit without a command" submit --socket "$sock" A --cpu 1 --
+tq 64 "drfctl submit --cpu x" submit --socket "$sock" A --cpu x -- true
+tq 64 "drfctl submit --memory -1G" submit --socket "$sock" A --memory -1G -- true
+tq 64 "drfctl cancel without an id" cancel --socket "$sock"
+tq 64 "drfctl cancel abc" cancel --socket "$sock" abc
+tq 64 "drfctl tasks with an argument" tasks --socket "$sock" extra
+tq 1 "drfctl submit with no drfd" submit --socket "$sock" A --cpu 0.5 -- true
+tq 1 "drfctl tasks with no drfd" tasks --socket "$sock"
+tq 1 "drfctl cancel with no drfd" cancel --socket "$sock" 1
 
 echo "$pass passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -1,0 +1,189 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The task queue in the daemon: set up at start, a step each tick, and the
+ * status socket's task requests. The requests, one line of words escaped as
+ * drf_tasks_escape() does:
+ *
+ *   "task-submit TENANT CWD GIVEN V0 .. V5 ARG..."   GIVEN: hex bits of the
+ *        resources given (in enum drf_res order), V: their values
+ *   "task-cancel ID"
+ *   "tasks text" or "tasks json"
+ *
+ * Answers: "drfd-task 1 ok [ID]\n" BODY, or "drfd-task 1 refused\n" or
+ * "drfd-task 1 failed\n" and a line saying why. Who asks is the peer's
+ * SO_PEERCRED: a task runs as that uid and gid, never as drfd's.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "daemon.h"
+#include "log.h"
+#include "tasks.h"
+
+void drfd_tasks_start(struct drfd *d)
+{
+	char dir[4096], err[1024];
+	struct drf_tasks *q;
+
+	if (d->dry_run)
+		return;
+	if (!d->state_path[0] || drf_tasks_dir(d->state_path, dir, sizeof(dir)) < 0) {
+		drf_log(LOG_NOTICE, "no state-dir: the task queue (drfctl submit) is off");
+		return;
+	}
+	q = calloc(1, sizeof(*q));
+	if (!q || drf_tasks_init(q, dir, d->fs, &drf_spawn_real_ops, NULL, err, sizeof(err)) < 0) {
+		drf_log(LOG_ERR, "the task queue is off: %s", q ? err : "out of memory");
+		if (q)
+			drf_tasks_free(q);
+		free(q);
+		return;
+	}
+	d->tasks = q;
+	for (size_t i = 0; i < q->n; i++)
+		if (q->t[i].readopted)
+			drf_log(LOG_NOTICE, "task %" PRIu64 " of tenant '%s' was running in '%s/%s' "
+					    "when drfd stopped: re-adopted (if it has ended since, "
+					    "its end is recorded now)", q->t[i].id, q->t[i].tenant,
+				d->root, q->t[i].cgroup);
+}
+
+void drfd_tasks_tick(struct drfd *d)
+{
+	if (d->tasks)
+		drf_tasks_tick(d->tasks, &d->plan.cfg, d->plan.problem.capacity,
+			       d->has_io ? &d->io : NULL);
+}
+
+void drfd_tasks_free(struct drfd *d)
+{
+	if (!d->tasks)
+		return;
+	drf_tasks_free(d->tasks);
+	free(d->tasks);
+	d->tasks = NULL;
+}
+
+static int say(char **out, size_t *out_len, const char *what, const char *text)
+{
+	int n = asprintf(out, "drfd-task 1 %s\n%s\n", what, text);
+
+	if (n < 0)
+		return -ENOMEM;
+	*out_len = (size_t)n;
+	return 1;
+}
+
+/* Splits line into escaped words, in place. */
+static size_t words(char *line, char **w, size_t max)
+{
+	size_t n = 0;
+
+	for (char *p = strtok(line, " "); p && n < max; p = strtok(NULL, " "))
+		w[n++] = p;
+	return n;
+}
+
+static int submit(struct drfd *d, int fd, char *args, char **out, size_t *out_len)
+{
+	struct drf_task_req req = { 0 };
+	struct ucred cr;
+	socklen_t cl = sizeof(cr);
+	char *w[4096 + 9], err[2048], ok[64];
+	size_t n = words(args, w, sizeof(w) / sizeof(w[0]));
+	unsigned long given;
+	uint64_t id;
+	int r;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0)
+		return say(out, out_len, "failed", "cannot tell who asks (SO_PEERCRED)");
+	if (n < 10 || n == sizeof(w) / sizeof(w[0]))
+		return say(out, out_len, "refused", "malformed request");
+	for (size_t i = 0; i < n; i++)
+		if (drf_tasks_unescape(w[i]) < 0)
+			return say(out, out_len, "refused", "malformed request");
+	if (strlen(w[0]) >= sizeof(req.tenant))
+		return say(out, out_len, "refused", "tenant name too long");
+	snprintf(req.tenant, sizeof(req.tenant), "%s", w[0]);
+	req.cwd = w[1];
+	given = strtoul(w[2], NULL, 16);
+	for (int k = 0; k < DRF_NRES; k++) {
+		char *end;
+
+		req.given[k] = given & (1ul << k);
+		req.vec[k] = strtod(w[3 + k], &end);
+		if (*end)
+			return say(out, out_len, "refused", "malformed quantity");
+	}
+	req.argv = w + 3 + DRF_NRES;
+	req.argc = n - 3 - DRF_NRES;
+	req.uid = cr.uid;
+	req.gid = cr.gid;
+	r = drf_tasks_submit(d->tasks, &d->plan.cfg, d->plan.problem.capacity, &req, &id, err,
+			     sizeof(err));
+	if (r == DRF_TASKS_REFUSED)
+		return say(out, out_len, "refused", err);
+	if (r != 0)
+		return say(out, out_len, "failed", err);
+	/* Started now if it fits, not at the next tick. */
+	drfd_tasks_tick(d);
+	snprintf(ok, sizeof(ok), "ok %" PRIu64, id);
+	return say(out, out_len, ok, "queued");
+}
+
+int drfd_tasks_answer(struct drfd *d, int fd, const char *req, char **out, size_t *out_len)
+{
+	char *line, err[1024], *body = NULL;
+	size_t blen = 0;
+	int r;
+	FILE *f;
+
+	if (strncmp(req, "task-", 5) != 0 && strcmp(req, "tasks text") != 0 &&
+	    strcmp(req, "tasks json") != 0)
+		return 0;
+	if (!d->tasks)
+		return say(out, out_len, "failed", "the task queue is off in this drfd: it needs a "
+			   "state-dir (and no --dry-run); see drfd's log");
+	if (strncmp(req, "tasks ", 6) == 0) {
+		f = open_memstream(&body, &blen);
+		if (!f)
+			return -ENOMEM;
+		fputs("drfd-task 1 ok\n", f);
+		drf_tasks_render(d->tasks, &d->plan.cfg, strcmp(req, "tasks json") == 0, f);
+		if (fclose(f) != 0) {
+			free(body);
+			return -ENOMEM;
+		}
+		*out = body;
+		*out_len = blen;
+		return 1;
+	}
+	line = strdup(req);
+	if (!line)
+		return -ENOMEM;
+	if (strncmp(line, "task-submit ", 12) == 0) {
+		r = submit(d, fd, line + 12, out, out_len);
+	} else if (strncmp(line, "task-cancel ", 12) == 0) {
+		struct ucred cr;
+		socklen_t cl = sizeof(cr);
+		char *end;
+		uint64_t id = strtoull(line + 12, &end, 10);
+
+		if (*end || end == line + 12)
+			r = say(out, out_len, "refused", "malformed task id");
+		else if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0)
+			r = say(out, out_len, "failed", "cannot tell who asks (SO_PEERCRED)");
+		else if ((r = drf_tasks_cancel(d->tasks, id, cr.uid, err, sizeof(err))) != 0)
+			r = say(out, out_len, r == DRF_TASKS_REFUSED ? "refused" : "failed", err);
+		else
+			r = say(out, out_len, "ok", "cancelled");
+	} else {
+		r = say(out, out_len, "refused", "unknown task request");
+	}
+	free(line);
+	return r;
+}

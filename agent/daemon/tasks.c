@@ -1,0 +1,1129 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The task queue's state, persistence and scheduling; see tasks.h. The
+ * supervisor and the real spawn ops are in taskrun.c, the pick in
+ * agent/core/taskq.c.
+ */
+#include "tasks.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "taskq.h"
+
+#define CTRLS (CGFS_CPU | CGFS_MEMORY | CGFS_IO)
+#define FILE_MAX (1 << 20)
+
+char *drf_tasks_escape(const char *s)
+{
+	size_t n = 0;
+	char *out, *o;
+
+	for (const char *p = s; *p; p++)
+		n += ((unsigned char)*p <= ' ' || *p == '%' || *p == 0x7f) ? 3 : 1;
+	out = malloc(n + 3);
+	if (!out)
+		return NULL;
+	o = out;
+	if (!*s) {
+		/* The empty word: "%" alone would be a bad escape, so "%00"-free "%-". */
+		strcpy(out, "%-");
+		return out;
+	}
+	for (const char *p = s; *p; p++) {
+		unsigned char ch = (unsigned char)*p;
+
+		if (ch <= ' ' || ch == '%' || ch == 0x7f)
+			o += sprintf(o, "%%%02X", ch);
+		else
+			*o++ = (char)ch;
+	}
+	*o = '\0';
+	return out;
+}
+
+static int hexval(char ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	if (ch >= 'A' && ch <= 'F')
+		return ch - 'A' + 10;
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	return -1;
+}
+
+int drf_tasks_unescape(char *s)
+{
+	char *o = s;
+
+	if (strcmp(s, "%-") == 0) {
+		*s = '\0';
+		return 0;
+	}
+	for (char *p = s; *p; p++) {
+		int hi, lo;
+
+		if (*p != '%') {
+			*o++ = *p;
+			continue;
+		}
+		hi = hexval(p[1]);
+		lo = hi < 0 ? -1 : hexval(p[2]);
+		if (lo < 0 || (hi == 0 && lo == 0))
+			return -EINVAL;
+		*o++ = (char)(hi * 16 + lo);
+		p += 2;
+	}
+	*o = '\0';
+	return 0;
+}
+
+int drf_tasks_dir(const char *state_path, char *ret, size_t len)
+{
+	size_t n = strlen(state_path);
+
+	if (n > 6 && strcmp(state_path + n - 6, ".state") == 0)
+		n -= 6;
+	if ((size_t)snprintf(ret, len, "%.*s.tasks", (int)n, state_path) >= len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+/* ---- files ---- */
+
+static int write_atomic(const char *dir, const char *name, const char *text)
+{
+	char tmp[4608], path[4608];
+	size_t len = strlen(text), off = 0;
+	int fd, r = 0;
+
+	snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name);
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return -errno;
+	while (off < len) {
+		ssize_t w = write(fd, text + off, len - off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			r = w < 0 ? -errno : -EIO;
+			break;
+		}
+		off += (size_t)w;
+	}
+	if (r == 0 && fsync(fd) < 0)
+		r = -errno;
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r == 0 && rename(tmp, path) < 0)
+		r = -errno;
+	if (r < 0)
+		unlink(tmp);
+	return r;
+}
+
+/* The whole small file dir/name, NUL-terminated (free()), or NULL with errno. */
+static char *read_small(const char *dir, const char *name)
+{
+	char path[4608], *buf;
+	size_t len = 0;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0)
+		return NULL;
+	buf = malloc(FILE_MAX + 1);
+	if (!buf) {
+		close(fd);
+		errno = ENOMEM;
+		return NULL;
+	}
+	for (;;) {
+		ssize_t r = read(fd, buf + len, FILE_MAX - len);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+		if (len == FILE_MAX)
+			break;
+	}
+	close(fd);
+	buf[len] = '\0';
+	return buf;
+}
+
+static bool exists(const char *dir, const char *name)
+{
+	char path[4608];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return access(path, F_OK) == 0;
+}
+
+/* The value of "key VALUE" in text (first match), copied into buf; NULL if absent. */
+static const char *kv(const char *text, const char *key, char *buf, size_t len)
+{
+	size_t k = strlen(key);
+
+	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		size_t n;
+
+		if (strncmp(l, key, k) != 0 || l[k] != ' ')
+			continue;
+		n = strcspn(l + k + 1, "\n");
+		if (n >= len)
+			n = len - 1;
+		memcpy(buf, l + k + 1, n);
+		buf[n] = '\0';
+		return buf;
+	}
+	return NULL;
+}
+
+static double kv_num(const char *text, const char *key, double dflt)
+{
+	char b[64];
+
+	return kv(text, key, b, sizeof(b)) ? strtod(b, NULL) : dflt;
+}
+
+static void task_dir(const struct drf_tasks *q, uint64_t id, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/%" PRIu64, q->dir, id);
+}
+
+static void task_clear(struct drf_task *t)
+{
+	free(t->cgroup);
+	free(t->cwd);
+	for (size_t i = 0; i < t->argc; i++)
+		free(t->argv[i]);
+	free(t->argv);
+	free(t->error);
+	memset(t, 0, sizeof(*t));
+}
+
+/* The task file's text. */
+static char *task_text(const struct drf_task *t)
+{
+	char *buf = NULL, *e;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return NULL;
+	fprintf(f, "drfd-task 1\nid %" PRIu64 "\ntenant %s\ncgroup %s\nuid %u\ngid %u\n"
+		   "submitted %" PRIu64 "\n", t->id, t->tenant, t->cgroup, (unsigned)t->uid,
+		(unsigned)t->gid, t->submitted);
+	for (int r = 0; r < DRF_NRES; r++)
+		fprintf(f, "%s %.17g\n", drf_res_name(r), t->vec[r]);
+	e = drf_tasks_escape(t->cwd);
+	fprintf(f, "cwd %s\n", e ? e : "/");
+	free(e);
+	for (size_t i = 0; i < t->argc; i++) {
+		e = drf_tasks_escape(t->argv[i]);
+		if (!e) {
+			fclose(f);
+			free(buf);
+			return NULL;
+		}
+		fprintf(f, "arg %s\n", e);
+		free(e);
+	}
+	if (fclose(f) != 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+/* Parses a task file into t (the id is the directory's). */
+static int task_parse(struct drf_task *t, uint64_t id, char *text)
+{
+	char b[4096];
+
+	memset(t, 0, sizeof(*t));
+	t->id = id;
+	t->exit_code = t->signal = -1;
+	if (strncmp(text, "drfd-task 1\n", 12) != 0 || !kv(text, "tenant", t->tenant,
+							   sizeof(t->tenant)) ||
+	    !kv(text, "cgroup", b, sizeof(b)) || cgfs_path_problem(b))
+		return -EINVAL;
+	t->cgroup = strdup(b);
+	t->uid = (uid_t)kv_num(text, "uid", 65534);
+	t->gid = (gid_t)kv_num(text, "gid", 65534);
+	t->submitted = (uint64_t)kv_num(text, "submitted", 0);
+	for (int r = 0; r < DRF_NRES; r++)
+		t->vec[r] = kv_num(text, drf_res_name(r), 0);
+	if (!kv(text, "cwd", b, sizeof(b)) || drf_tasks_unescape(b) < 0)
+		snprintf(b, sizeof(b), "/");
+	t->cwd = strdup(b);
+	for (char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		size_t n = strcspn(l, "\n");
+		char *a, **na;
+
+		if (strncmp(l, "arg ", 4) != 0)
+			continue;
+		a = strndup(l + 4, n - 4);
+		na = a ? realloc(t->argv, (t->argc + 2) * sizeof(*na)) : NULL;
+		if (!na || drf_tasks_unescape(a) < 0) {
+			free(a);
+			if (na)
+				t->argv = na;
+			return -EINVAL;
+		}
+		t->argv = na;
+		t->argv[t->argc++] = a;
+		t->argv[t->argc] = NULL;
+	}
+	if (!t->cgroup || !t->cwd || t->argc == 0)
+		return -EINVAL;
+	return 0;
+}
+
+int drf_tasks_parse_file(struct drf_task *t, char *text)
+{
+	return task_parse(t, (uint64_t)kv_num(text, "id", 0), text);
+}
+
+static void parse_result(struct drf_task *t, const char *text)
+{
+	char b[1024];
+
+	if (!kv(text, "result", t->result, sizeof(t->result)))
+		snprintf(t->result, sizeof(t->result), "lost");
+	t->exit_code = (int)kv_num(text, "exit", -1);
+	t->signal = (int)kv_num(text, "signal", -1);
+	t->started = (uint64_t)kv_num(text, "started", 0);
+	t->ended = (uint64_t)kv_num(text, "ended", 0);
+	t->cpu_usec = kv_num(text, "cpu_usec", NAN);
+	t->memory_peak = kv_num(text, "memory_peak", NAN);
+	t->oom_kills = kv_num(text, "oom_kills", NAN);
+	t->utime_us = kv_num(text, "utime_us", NAN);
+	t->stime_us = kv_num(text, "stime_us", NAN);
+	t->maxrss_kb = kv_num(text, "maxrss_kb", NAN);
+	if (kv(text, "error", b, sizeof(b)) && drf_tasks_unescape(b) == 0)
+		t->error = strdup(b);
+}
+
+static int tasks_grow(struct drf_tasks *q)
+{
+	struct drf_task *nt;
+	size_t nc;
+
+	if (q->n < q->cap)
+		return 0;
+	nc = q->cap ? q->cap * 2 : 64;
+	nt = realloc(q->t, nc * sizeof(*nt));
+	if (!nt)
+		return -ENOMEM;
+	q->t = nt;
+	q->cap = nc;
+	return 0;
+}
+
+static int cmp_task(const void *a, const void *b)
+{
+	const struct drf_task *x = a, *y = b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* rm -r of one task directory (files only: it has no subdirectories). */
+static void remove_task_dir(const char *path)
+{
+	DIR *dir = opendir(path);
+	struct dirent *de;
+
+	if (dir) {
+		while ((de = readdir(dir)))
+			if (de->d_name[0] != '.' || (strcmp(de->d_name, ".") != 0 &&
+						     strcmp(de->d_name, "..") != 0))
+				unlinkat(dirfd(dir), de->d_name, 0);
+		closedir(dir);
+	}
+	rmdir(path);
+}
+
+/* Keeps the newest q->history finished tasks. */
+static void trim_history(struct drf_tasks *q)
+{
+	size_t done = 0;
+
+	for (size_t i = 0; i < q->n; i++)
+		done += q->t[i].state == DRF_TASK_DONE;
+	for (size_t i = 0; i < q->n && done > q->history;) {
+		char path[4352];
+
+		if (q->t[i].state != DRF_TASK_DONE) {
+			i++;
+			continue;
+		}
+		task_dir(q, q->t[i].id, path, sizeof(path));
+		remove_task_dir(path);
+		task_clear(&q->t[i]);
+		memmove(&q->t[i], &q->t[i + 1], (q->n - i - 1) * sizeof(q->t[0]));
+		q->n--;
+		done--;
+	}
+}
+
+static int populated(const struct drf_tasks *q, const char *cg)
+{
+	char buf[256];
+	ssize_t n = cgfs_read(q->fs, cg, "cgroup.events", buf, sizeof(buf));
+
+	if (n == -ENOENT)
+		return 0;
+	if (n < 0)
+		return (int)n;
+	return strstr(buf, "populated 1") ? 1 : 0;
+}
+
+int drf_tasks_init(struct drf_tasks *q, const char *dir, const struct cgfs *fs,
+		   const struct drf_spawn_ops *ops, void *ctx, char *err, size_t len)
+{
+	DIR *dd;
+	struct dirent *de;
+	char *text;
+	int r;
+
+	memset(q, 0, sizeof(*q));
+	q->fs = fs;
+	q->ops = ops;
+	q->ctx = ctx;
+	q->history = DRF_TASKS_HISTORY;
+	q->next_id = 1;
+	if ((size_t)snprintf(q->dir, sizeof(q->dir), "%s", dir) >= sizeof(q->dir)) {
+		snprintf(err, len, "task directory '%s': path too long", dir);
+		return -ENAMETOOLONG;
+	}
+	/* Its parent is state-dir, which drfd makes for its state file. */
+	{
+		char parent[4096], *slash;
+
+		snprintf(parent, sizeof(parent), "%s", dir);
+		slash = strrchr(parent, '/');
+		if (slash && slash != parent) {
+			*slash = '\0';
+			mkdir(parent, 0755);
+		}
+	}
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+		r = -errno;
+		snprintf(err, len, "cannot create the task directory '%s': %s", dir, strerror(-r));
+		return r;
+	}
+	text = read_small(dir, "next-id");
+	if (text) {
+		q->next_id = strtoull(text, NULL, 10);
+		free(text);
+		if (q->next_id == 0)
+			q->next_id = 1;
+	}
+	dd = opendir(dir);
+	if (!dd) {
+		r = -errno;
+		snprintf(err, len, "cannot read the task directory '%s': %s", dir, strerror(-r));
+		return r;
+	}
+	while ((de = readdir(dd))) {
+		char *end, path[4352];
+		uint64_t id = strtoull(de->d_name, &end, 10);
+		struct drf_task *t;
+
+		if (de->d_name[0] < '1' || de->d_name[0] > '9' || *end) {
+			/* A submit that did not finish: ID.new. */
+			if (strstr(de->d_name, ".new")) {
+				snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+				remove_task_dir(path);
+			}
+			continue;
+		}
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		text = read_small(path, "task");
+		if (!text || tasks_grow(q) < 0) {
+			drf_log(LOG_ERR, "task %s: cannot read '%s/task': %s; left alone", de->d_name,
+				path, strerror(text ? ENOMEM : errno));
+			free(text);
+			continue;
+		}
+		t = &q->t[q->n];
+		r = task_parse(t, id, text);
+		free(text);
+		if (r < 0) {
+			drf_log(LOG_ERR, "task %s: '%s/task' does not parse; left alone", de->d_name,
+				path);
+			task_clear(t);
+			continue;
+		}
+		q->n++;
+		if (id >= q->next_id)
+			q->next_id = id + 1;
+		text = read_small(path, "result");
+		if (text) {
+			t->state = DRF_TASK_DONE;
+			parse_result(t, text);
+			free(text);
+			continue;
+		}
+		t->cancel = exists(path, "cancel");
+		text = read_small(path, "started");
+		if (text) {
+			t->started = (uint64_t)kv_num(text, "started", 0);
+			free(text);
+		}
+		/*
+		 * Started; or started just before drfd stopped, before it wrote
+		 * `started`: its supervisor's files or its cgroup tell. Never twice.
+		 */
+		if (t->started || exists(path, "pid") || exists(path, "exit") ||
+		    populated(q, t->cgroup) > 0) {
+			t->state = DRF_TASK_RUNNING;
+			t->readopted = true;
+			if (!t->started)
+				t->started = ops->now(ctx);
+		} else {
+			t->state = DRF_TASK_QUEUED;
+		}
+	}
+	closedir(dd);
+	if (q->n)
+		qsort(q->t, q->n, sizeof(q->t[0]), cmp_task);
+	return 0;
+}
+
+void drf_tasks_free(struct drf_tasks *q)
+{
+	for (size_t i = 0; i < q->n; i++)
+		task_clear(&q->t[i]);
+	free(q->t);
+	q->t = NULL;
+	q->n = q->cap = 0;
+}
+
+static const struct drf_tenant *find_tenant(const struct drf_config *c, const char *name)
+{
+	for (size_t i = 0; i < c->n_tenants; i++)
+		if (strcmp(c->tenants[i].name, name) == 0)
+			return &c->tenants[i];
+	return NULL;
+}
+
+static ssize_t find_task(const struct drf_tasks *q, uint64_t id)
+{
+	for (size_t i = 0; i < q->n; i++)
+		if (q->t[i].id == id)
+			return (ssize_t)i;
+	return -1;
+}
+
+int drf_tasks_submit(struct drf_tasks *q, const struct drf_config *c,
+		     const double capacity[DRF_NRES], const struct drf_task_req *req,
+		     uint64_t *ret_id, char *err, size_t len)
+{
+	const struct drf_tenant *tn = find_tenant(c, req->tenant);
+	struct drf_task t = { 0 };
+	char dir[4352], fin[4352], idbuf[32], cg[4096], q1[32], q2[32], *text;
+	const char *why;
+	int res, r, procs;
+
+	if (!tn) {
+		snprintf(err, len, "no tenant '%s' in %s", req->tenant, c->path);
+		return DRF_TASKS_REFUSED;
+	}
+	if (req->argc == 0) {
+		snprintf(err, len, "no command");
+		return DRF_TASKS_REFUSED;
+	}
+	for (int k = 0; k < DRF_NRES; k++)
+		t.vec[k] = req->given[k] ? req->vec[k] : tn->task_model ? tn->vec[k] : 0;
+	why = drf_tq_refuse(capacity, t.vec, &res);
+	if (why && res >= 0) {
+		drf_format_quantity(t.vec[res], drf_res_unit(res), q1, sizeof(q1));
+		drf_format_quantity(capacity[res], drf_res_unit(res), q2, sizeof(q2));
+		snprintf(err, len, "tenant '%s': the task's %s = %s %s (capacity %s in %s)",
+			 tn->name, drf_res_name(res), q1, why, q2, c->path);
+		return DRF_TASKS_REFUSED;
+	}
+	if (why) {
+		snprintf(err, len, "tenant '%s': the task %s%s", tn->name, why,
+			 tn->task_model ? "" : " (the tenant has no task-* keys to take them from)");
+		return DRF_TASKS_REFUSED;
+	}
+	/* cgroup v2: a cgroup that enables controllers for children holds no processes. */
+	procs = cgfs_nprocs(q->fs, tn->cgroup);
+	if (procs > 0) {
+		snprintf(err, len, "tenant '%s': its cgroup '%s/%s' holds %d processes of its own "
+			 "(drfctl exec?); tasks run in child cgroups with their own limits, and "
+			 "cgroup v2 lets a cgroup with such children hold no processes: run those "
+			 "as tasks too, or wait until they end", tn->name, q->fs->root, tn->cgroup,
+			 procs);
+		return DRF_TASKS_REFUSED;
+	}
+	if ((size_t)snprintf(cg, sizeof(cg), "%s/task-%" PRIu64, tn->cgroup, q->next_id) >=
+	    sizeof(cg)) {
+		snprintf(err, len, "tenant '%s': cgroup path too long", tn->name);
+		return DRF_TASKS_REFUSED;
+	}
+	if (tasks_grow(q) < 0) {
+		snprintf(err, len, "out of memory");
+		return DRF_TASKS_FAILED;
+	}
+	t.id = q->next_id;
+	snprintf(t.tenant, sizeof(t.tenant), "%s", tn->name);
+	t.uid = req->uid;
+	t.gid = req->gid;
+	t.submitted = q->ops->now(q->ctx);
+	t.exit_code = t.signal = -1;
+	t.cgroup = strdup(cg);
+	t.cwd = strdup(req->cwd && req->cwd[0] == '/' ? req->cwd : "/");
+	t.argv = calloc(req->argc + 1, sizeof(*t.argv));
+	if (!t.cgroup || !t.cwd || !t.argv)
+		goto nomem;
+	for (size_t i = 0; i < req->argc; i++) {
+		t.argv[i] = strdup(req->argv[i]);
+		if (!t.argv[i])
+			goto nomem;
+		t.argc++;
+	}
+	text = task_text(&t);
+	if (!text)
+		goto nomem;
+	snprintf(dir, sizeof(dir), "%s/%" PRIu64 ".new", q->dir, t.id);
+	task_dir(q, t.id, fin, sizeof(fin));
+	snprintf(idbuf, sizeof(idbuf), "%" PRIu64 "\n", t.id + 1);
+	remove_task_dir(dir);
+	r = mkdir(dir, 0711) < 0 ? -errno : 0;
+	if (r == 0)
+		r = write_atomic(dir, "task", text);
+	if (r == 0)
+		r = write_atomic(q->dir, "next-id", idbuf);
+	if (r == 0 && rename(dir, fin) < 0)
+		r = -errno;
+	free(text);
+	if (r < 0) {
+		remove_task_dir(dir);
+		snprintf(err, len, "cannot write task %" PRIu64 " to '%s': %s", t.id, dir,
+			 strerror(-r));
+		task_clear(&t);
+		return DRF_TASKS_FAILED;
+	}
+	q->next_id++;
+	t.state = DRF_TASK_QUEUED;
+	q->t[q->n++] = t;
+	*ret_id = t.id;
+	drf_log(LOG_INFO, "task %" PRIu64 " queued for tenant '%s' by uid %u: %s", t.id, t.tenant,
+		(unsigned)t.uid, t.argv[0]);
+	return 0;
+nomem:
+	task_clear(&t);
+	snprintf(err, len, "out of memory");
+	return DRF_TASKS_FAILED;
+}
+
+/* Records the end of t (result file), and frees what it held. */
+static void finish(struct drf_tasks *q, struct drf_task *t, const char *result, const char *error)
+{
+	char dir[4352], *buf = NULL, *e = NULL;
+	size_t blen = 0;
+	FILE *f;
+	int r;
+
+	task_dir(q, t->id, dir, sizeof(dir));
+	snprintf(t->result, sizeof(t->result), "%s", result);
+	if (!t->ended)
+		t->ended = q->ops->now(q->ctx);
+	free(t->error);
+	t->error = error ? strdup(error) : NULL;
+	t->state = DRF_TASK_DONE;
+	q->finished_total++;
+	f = open_memstream(&buf, &blen);
+	if (f) {
+		fprintf(f, "result %s\nexit %d\nsignal %d\nstarted %" PRIu64 "\nended %" PRIu64 "\n",
+			t->result, t->exit_code, t->signal, t->started, t->ended);
+		fprintf(f, "cpu_usec %.17g\nmemory_peak %.17g\noom_kills %.17g\nutime_us %.17g\n"
+			   "stime_us %.17g\nmaxrss_kb %.17g\n", t->cpu_usec, t->memory_peak,
+			t->oom_kills, t->utime_us, t->stime_us, t->maxrss_kb);
+		if (error && (e = drf_tasks_escape(error)))
+			fprintf(f, "error %s\n", e);
+		free(e);
+		if (fclose(f) != 0) {
+			free(buf);
+			buf = NULL;
+		}
+	}
+	r = buf ? write_atomic(dir, "result", buf) : -ENOMEM;
+	free(buf);
+	if (r < 0)
+		drf_log(LOG_ERR, "task %" PRIu64 ": cannot write '%s/result': %s; after a restart "
+				 "it will be found %s again", t->id, dir, strerror(-r),
+			t->started ? "ended" : "queued");
+	drf_log(LOG_INFO, "task %" PRIu64 " of tenant '%s': %s%s%s", t->id, t->tenant, result,
+		error ? ": " : "", error ? error : "");
+}
+
+int drf_tasks_cancel(struct drf_tasks *q, uint64_t id, uid_t who, char *err, size_t len)
+{
+	ssize_t i = find_task(q, id);
+	struct drf_task *t;
+	char dir[4352];
+	int r;
+
+	if (i < 0) {
+		snprintf(err, len, "no task %" PRIu64, id);
+		return DRF_TASKS_REFUSED;
+	}
+	t = &q->t[i];
+	if (who != 0 && who != t->uid) {
+		snprintf(err, len, "task %" PRIu64 " is uid %u's; only it or root can cancel it", id,
+			 (unsigned)t->uid);
+		return DRF_TASKS_REFUSED;
+	}
+	if (t->state == DRF_TASK_DONE) {
+		snprintf(err, len, "task %" PRIu64 " has ended (%s)", id, t->result);
+		return DRF_TASKS_REFUSED;
+	}
+	if (t->state == DRF_TASK_QUEUED) {
+		finish(q, t, "cancelled", NULL);
+		trim_history(q);
+		return 0;
+	}
+	task_dir(q, t->id, dir, sizeof(dir));
+	r = write_atomic(dir, "cancel", "cancel\n");
+	if (r < 0) {
+		snprintf(err, len, "cannot write '%s/cancel': %s", dir, strerror(-r));
+		return DRF_TASKS_FAILED;
+	}
+	t->cancel = true;
+	r = cgfs_write(q->fs, t->cgroup, "cgroup.kill", "1");
+	if (r < 0) {
+		snprintf(err, len, "cannot write '1' to '%s/%s/cgroup.kill': %s", q->fs->root,
+			 t->cgroup, strerror(-r));
+		return DRF_TASKS_FAILED;
+	}
+	return 0;
+}
+
+/* The tenant's cgroup of a task: its cgroup without "/task-ID". */
+static void parent_of(const char *cg, char *buf, size_t len)
+{
+	const char *slash = strrchr(cg, '/');
+
+	snprintf(buf, len, "%.*s", slash ? (int)(slash - cg) : 0, cg);
+}
+
+static bool tenant_busy(const struct drf_tasks *q, const char *tcg)
+{
+	char p[4096];
+
+	for (size_t i = 0; i < q->n; i++) {
+		if (q->t[i].state != DRF_TASK_RUNNING)
+			continue;
+		parent_of(q->t[i].cgroup, p, sizeof(p));
+		if (strcmp(p, tcg) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* A running task whose cgroup is empty: read how it ended, record it, free it. */
+static void reap_task(struct drf_tasks *q, struct drf_task *t)
+{
+	char dir[4352], buf[1024], tcg[4096], why[1024];
+	const char *p, *result;
+	char *text;
+	int r;
+
+	task_dir(q, t->id, dir, sizeof(dir));
+	if (cgfs_read(q->fs, t->cgroup, "cpu.stat", buf, sizeof(buf)) > 0 &&
+	    (p = strstr(buf, "usage_usec ")))
+		t->cpu_usec = strtod(p + 11, NULL);
+	if (cgfs_read(q->fs, t->cgroup, "memory.peak", buf, sizeof(buf)) > 0)
+		t->memory_peak = strtod(buf, NULL);
+	if (cgfs_read(q->fs, t->cgroup, "memory.events", buf, sizeof(buf)) > 0 &&
+	    (p = strstr(buf, "oom_kill ")))
+		t->oom_kills = strtod(p + 9, NULL);
+	text = read_small(dir, "exit");
+	why[0] = '\0';
+	if (text) {
+		t->exit_code = (int)kv_num(text, "exit", -1);
+		t->signal = (int)kv_num(text, "signal", -1);
+		t->utime_us = kv_num(text, "utime_us", NAN);
+		t->stime_us = kv_num(text, "stime_us", NAN);
+		t->maxrss_kb = kv_num(text, "maxrss_kb", NAN);
+		t->ended = (uint64_t)kv_num(text, "ended", 0);
+		if (kv(text, "error", buf, sizeof(buf)) && drf_tasks_unescape(buf) == 0)
+			snprintf(why, sizeof(why), "%s", buf);
+		free(text);
+	}
+	if (t->cancel)
+		result = "cancelled";
+	else if (why[0])
+		result = "failed";
+	else if (text && t->signal == 9 && t->oom_kills > 0)
+		result = "oom-killed";
+	else if (text && t->signal > 0)
+		result = "killed";
+	else if (text)
+		result = "exited";
+	else {
+		result = "lost";
+		snprintf(why, sizeof(why), "its cgroup '%s/%s' is empty and its supervisor wrote "
+			 "no exit status (killed from outside?)", q->fs->root, t->cgroup);
+		if (t->oom_kills > 0)
+			result = "oom-killed";
+	}
+	r = cgfs_remove(q->fs, t->cgroup);
+	if (r < 0 && r != -ENOENT)
+		drf_log(LOG_WARNING, "task %" PRIu64 ": cannot remove its cgroup '%s/%s': %s",
+			t->id, q->fs->root, t->cgroup, strerror(-r));
+	finish(q, t, result, why[0] ? why : NULL);
+	/* The tenant's cgroup may hold processes again (drfctl exec) once no task is left. */
+	parent_of(t->cgroup, tcg, sizeof(tcg));
+	if (!tenant_busy(q, tcg) && cgfs_set_subtree(q->fs, tcg, 0, CTRLS) < 0)
+		drf_log(LOG_DEBUG, "task %" PRIu64 ": controllers stay enabled in '%s/%s'", t->id,
+			q->fs->root, tcg);
+}
+
+static int write_limits(struct drf_tasks *q, const struct drf_task *t,
+			const struct drf_io_target *io, char *why, size_t len)
+{
+	char v[128];
+	const char *file = NULL;
+	int r = 0;
+
+	if (t->vec[DRF_RES_CPU] > 0) {
+		double quota = ceil(t->vec[DRF_RES_CPU] * 100000);
+
+		snprintf(v, sizeof(v), "%.0f 100000", quota < 1000 ? 1000 : quota);
+		file = "cpu.max";
+		r = cgfs_write(q->fs, t->cgroup, file, v);
+	}
+	if (r == 0 && t->vec[DRF_RES_MEMORY] > 0) {
+		snprintf(v, sizeof(v), "%.0f", floor(t->vec[DRF_RES_MEMORY]));
+		file = "memory.max";
+		r = cgfs_write(q->fs, t->cgroup, file, v);
+		/* Without swap, a task over its memory is OOM-killed rather than swapped out. */
+		if (r == 0)
+			cgfs_write(q->fs, t->cgroup, "memory.swap.max", "0");
+	}
+	if (r == 0 && io && (t->vec[DRF_RES_IO_READ] > 0 || t->vec[DRF_RES_IO_WRITE] > 0)) {
+		int n = snprintf(v, sizeof(v), "%u:%u", io->major, io->minor);
+
+		if (t->vec[DRF_RES_IO_READ] > 0)
+			n += snprintf(v + n, sizeof(v) - (size_t)n, " rbps=%.0f",
+				      ceil(t->vec[DRF_RES_IO_READ]));
+		if (t->vec[DRF_RES_IO_WRITE] > 0)
+			snprintf(v + n, sizeof(v) - (size_t)n, " wbps=%.0f",
+				 ceil(t->vec[DRF_RES_IO_WRITE]));
+		file = "io.max";
+		r = cgfs_write(q->fs, t->cgroup, file, v);
+	}
+	if (r < 0)
+		snprintf(why, len, "cannot write '%s' to '%s/%s/%s': %s", v, q->fs->root, t->cgroup,
+			 file, strerror(-r));
+	return r;
+}
+
+/* Starts t: its cgroup with its limits, then its supervisor there. */
+static int start_task(struct drf_tasks *q, struct drf_task *t, const struct drf_tenant *tn,
+		      const struct drf_io_target *io)
+{
+	char why[1024], dir[4352], text[128];
+	unsigned avail = 0;
+	pid_t pid = 0;
+	int r;
+
+	task_dir(q, t->id, dir, sizeof(dir));
+	r = cgfs_controllers(q->fs, tn->cgroup, &avail);
+	if (r == 0)
+		r = cgfs_set_subtree(q->fs, tn->cgroup, avail & CTRLS, CTRLS);
+	if (r < 0) {
+		snprintf(why, sizeof(why), "cannot enable the controllers for tasks in "
+			 "'%s/%s/cgroup.subtree_control': %s%s", q->fs->root, tn->cgroup,
+			 strerror(-r), r == -EBUSY ? " (the tenant's cgroup holds processes of "
+			 "its own)" : "");
+		goto fail;
+	}
+	r = cgfs_mkdir_p(q->fs, t->cgroup);
+	if (r < 0) {
+		snprintf(why, sizeof(why), "cannot create cgroup '%s/%s': %s", q->fs->root,
+			 t->cgroup, strerror(-r));
+		goto fail;
+	}
+	r = write_limits(q, t, io, why, sizeof(why));
+	if (r < 0)
+		goto fail_rm;
+	r = q->ops->spawn(q->ctx, q->fs, t->cgroup, dir, &pid);
+	if (r < 0) {
+		snprintf(why, sizeof(why), "cannot start its supervisor in '%s/%s': %s",
+			 q->fs->root, t->cgroup, strerror(-r));
+		goto fail_rm;
+	}
+	t->pid = pid;
+	t->started = q->ops->now(q->ctx);
+	t->state = DRF_TASK_RUNNING;
+	q->started_total++;
+	snprintf(text, sizeof(text), "started %" PRIu64 "\n", t->started);
+	r = write_atomic(dir, "started", text);
+	if (r < 0)
+		drf_log(LOG_ERR, "task %" PRIu64 ": cannot write '%s/started': %s; a restarted drfd "
+				 "finds it by its cgroup", t->id, dir, strerror(-r));
+	drf_log(LOG_INFO, "task %" PRIu64 " of tenant '%s' started in '%s/%s'", t->id, t->tenant,
+		q->fs->root, t->cgroup);
+	return 0;
+fail_rm:
+	cgfs_remove(q->fs, t->cgroup);
+fail:
+	finish(q, t, "failed", why);
+	return r;
+}
+
+unsigned drf_tasks_tick(struct drf_tasks *q, const struct drf_config *c,
+			const double capacity[DRF_NRES], const struct drf_io_target *io)
+{
+	struct drf_tq_tenant *tt;
+	size_t *head;
+	double free_[DRF_NRES];
+	unsigned started = 0;
+
+	for (size_t i = 0; i < q->n; i++) {
+		struct drf_task *t = &q->t[i];
+
+		if (t->state != DRF_TASK_RUNNING)
+			continue;
+		if (populated(q, t->cgroup) != 0)
+			continue;
+		/* Empty: its supervisor has exited; collect it if it is drfd's child. */
+		if (t->pid > 0)
+			q->ops->reap(q->ctx, t->pid);
+		t->pid = 0;
+		reap_task(q, t);
+	}
+	trim_history(q);
+	tt = calloc(c->n_tenants + 1, sizeof(*tt));
+	head = calloc(c->n_tenants + 1, sizeof(*head));
+	if (!tt || !head) {
+		free(tt);
+		free(head);
+		return 0;
+	}
+	memcpy(free_, capacity, sizeof(free_));
+	for (size_t i = 0; i < c->n_tenants; i++)
+		tt[i].weight = c->tenants[i].weight;
+	/* What running tasks hold, their tenant in the config or not. */
+	for (size_t i = 0; i < q->n; i++) {
+		const struct drf_task *t = &q->t[i];
+
+		if (t->state != DRF_TASK_RUNNING)
+			continue;
+		for (int r = 0; r < DRF_NRES; r++)
+			free_[r] -= t->vec[r];
+		for (size_t k = 0; k < c->n_tenants; k++)
+			if (strcmp(c->tenants[k].name, t->tenant) == 0)
+				for (int r = 0; r < DRF_NRES; r++)
+					tt[k].held[r] += t->vec[r];
+	}
+	for (;;) {
+		ssize_t pick;
+		struct drf_task *t;
+
+		/* Each tenant's next task: its oldest queued one (FIFO within a tenant). */
+		for (size_t k = 0; k < c->n_tenants; k++) {
+			tt[k].next = NULL;
+			for (size_t i = 0; i < q->n; i++) {
+				if (q->t[i].state == DRF_TASK_QUEUED &&
+				    strcmp(q->t[i].tenant, c->tenants[k].name) == 0) {
+					tt[k].next = q->t[i].vec;
+					head[k] = i;
+					break;
+				}
+			}
+		}
+		pick = drf_tq_pick(capacity, free_, tt, c->n_tenants);
+		if (pick < 0)
+			break;
+		t = &q->t[head[pick]];
+		if (start_task(q, t, &c->tenants[pick], io) < 0)
+			continue; /* failed: recorded; the next one */
+		started++;
+		for (int r = 0; r < DRF_NRES; r++) {
+			free_[r] -= t->vec[r];
+			tt[pick].held[r] += t->vec[r];
+		}
+	}
+	free(tt);
+	free(head);
+	trim_history(q);
+	return started;
+}
+
+static const char *const state_names[] = {
+	[DRF_TASK_QUEUED] = "queued",
+	[DRF_TASK_RUNNING] = "running",
+	[DRF_TASK_DONE] = "finished",
+};
+
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '"' || ch == '\\')
+			fprintf(f, "\\%c", ch);
+		else if (ch < 0x20 || ch == 0x7f)
+			fprintf(f, "\\u%04x", ch);
+		else
+			fputc(ch, f);
+	}
+	fputc('"', f);
+}
+
+static void json_num(FILE *f, double v)
+{
+	if (isfinite(v))
+		fprintf(f, "%.17g", v);
+	else
+		fputs("null", f);
+}
+
+static void render_json(const struct drf_tasks *q, const struct drf_config *c, FILE *f)
+{
+	char dir[4352];
+
+	fputs("{\"tasks\": [", f);
+	for (size_t i = 0; i < q->n; i++) {
+		const struct drf_task *t = &q->t[i];
+
+		task_dir(q, t->id, dir, sizeof(dir));
+		fprintf(f, "%s{\"id\": %" PRIu64 ", \"tenant\": ", i ? ", " : "", t->id);
+		json_str(f, t->tenant);
+		fprintf(f, ", \"state\": \"%s\", \"uid\": %u, \"gid\": %u, \"cgroup\": ",
+			state_names[t->state], (unsigned)t->uid, (unsigned)t->gid);
+		json_str(f, t->cgroup);
+		fputs(", \"dir\": ", f);
+		json_str(f, dir);
+		fputs(", \"vector\": {", f);
+		for (int r = 0, first = 1; r < DRF_NRES; r++) {
+			if (!(t->vec[r] > 0))
+				continue;
+			fprintf(f, "%s\"%s\": ", first ? "" : ", ", drf_res_name(r));
+			json_num(f, t->vec[r]);
+			first = 0;
+		}
+		fputs("}, \"command\": [", f);
+		for (size_t a = 0; a < t->argc; a++) {
+			fputs(a ? ", " : "", f);
+			json_str(f, t->argv[a]);
+		}
+		fprintf(f, "], \"submitted_us\": %" PRIu64 ", \"started_us\": %" PRIu64
+			   ", \"ended_us\": %" PRIu64 ", \"readopted\": %s, \"result\": ",
+			t->submitted, t->started, t->ended, t->readopted ? "true" : "false");
+		if (t->state == DRF_TASK_DONE)
+			json_str(f, t->result);
+		else
+			fputs("null", f);
+		fputs(", \"exit_code\": ", f);
+		if (t->state == DRF_TASK_DONE && t->exit_code >= 0)
+			fprintf(f, "%d", t->exit_code);
+		else
+			fputs("null", f);
+		fputs(", \"signal\": ", f);
+		if (t->state == DRF_TASK_DONE && t->signal > 0)
+			fprintf(f, "%d", t->signal);
+		else
+			fputs("null", f);
+		fputs(", \"error\": ", f);
+		if (t->error)
+			json_str(f, t->error);
+		else
+			fputs("null", f);
+		if (t->state == DRF_TASK_DONE) {
+			fputs(", \"use\": {\"cpu_usec\": ", f);
+			json_num(f, t->cpu_usec);
+			fputs(", \"memory_peak\": ", f);
+			json_num(f, t->memory_peak);
+			fputs(", \"oom_kills\": ", f);
+			json_num(f, t->oom_kills);
+			fputs(", \"utime_us\": ", f);
+			json_num(f, t->utime_us);
+			fputs(", \"stime_us\": ", f);
+			json_num(f, t->stime_us);
+			fputs(", \"maxrss_kb\": ", f);
+			json_num(f, t->maxrss_kb);
+			fputc('}', f);
+		}
+		fputc('}', f);
+	}
+	fputs("], \"tenants\": {", f);
+	for (size_t k = 0; k < c->n_tenants; k++) {
+		unsigned nq = 0, nr = 0, nd = 0;
+
+		for (size_t i = 0; i < q->n; i++) {
+			if (strcmp(q->t[i].tenant, c->tenants[k].name) != 0)
+				continue;
+			nq += q->t[i].state == DRF_TASK_QUEUED;
+			nr += q->t[i].state == DRF_TASK_RUNNING;
+			nd += q->t[i].state == DRF_TASK_DONE;
+		}
+		fputs(k ? ", " : "", f);
+		json_str(f, c->tenants[k].name);
+		fprintf(f, ": {\"queued\": %u, \"running\": %u, \"finished\": %u}", nq, nr, nd);
+	}
+	fprintf(f, "}, \"started_total\": %" PRIu64 ", \"finished_total\": %" PRIu64 "}\n",
+		q->started_total, q->finished_total);
+}
+
+void drf_tasks_render(const struct drf_tasks *q, const struct drf_config *c, bool json, FILE *f)
+{
+	if (json) {
+		render_json(q, c, f);
+		return;
+	}
+	if (q->n == 0) {
+		fprintf(f, "no tasks (drfctl submit TENANT -- CMD queues one); directory %s\n",
+			q->dir);
+		return;
+	}
+	fprintf(f, "%-6s %-12s %-9s %-6s %-8s %-8s %-12s %s\n", "ID", "TENANT", "STATE", "UID",
+		"CPU", "MEMORY", "RESULT", "COMMAND");
+	for (size_t i = 0; i < q->n; i++) {
+		const struct drf_task *t = &q->t[i];
+		char cpu[32], mem[32], res[48] = "-";
+
+		drf_format_quantity(t->vec[DRF_RES_CPU], DRF_UNIT_CORES, cpu, sizeof(cpu));
+		drf_format_quantity(t->vec[DRF_RES_MEMORY], DRF_UNIT_BYTES, mem, sizeof(mem));
+		if (t->state == DRF_TASK_DONE) {
+			if (strcmp(t->result, "exited") == 0)
+				snprintf(res, sizeof(res), "exited %d", t->exit_code);
+			else if (strcmp(t->result, "killed") == 0)
+				snprintf(res, sizeof(res), "signal %d", t->signal);
+			else
+				snprintf(res, sizeof(res), "%s", t->result);
+		}
+		fprintf(f, "%-6" PRIu64 " %-12s %-9s %-6u %-8s %-8s %-12s", t->id, t->tenant,
+			state_names[t->state], (unsigned)t->uid, cpu, mem, res);
+		for (size_t a = 0; a < t->argc && a < 8; a++)
+			fprintf(f, " %s", t->argv[a]);
+		fputs(t->argc > 8 ? " ...\n" : "\n", f);
+		if (t->error)
+			fprintf(f, "       %s\n", t->error);
+	}
+	fprintf(f, "output: %s/ID/stdout and stderr\n", q->dir);
+}

@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The DRF task queue on the node: `drfctl submit` queues a command with a
+ * resource vector for a tenant; each tick starts queued tasks in DRF order
+ * (agent/core/taskq.h), each in its own cgroup TENANT-CGROUP/task-ID with
+ * limits equal to its vector, and records how each ended.
+ *
+ * Persistence: one directory per task under STATE-DIR/ROOT-ESCAPED.tasks/:
+ *   ID/task      written at submit (atomically: the directory is renamed in)
+ *   ID/started   written by drfd once the supervisor runs
+ *   ID/pid       written by the supervisor when it has started the command
+ *   ID/exit      written by the supervisor when the command has ended
+ *   ID/cancel    a cancel asked for while it ran
+ *   ID/result    written by drfd when the task's cgroup is empty: final
+ *   ID/stdout, ID/stderr   the command's output, owned by the submitter
+ * Every file is replaced atomically (write, fsync, rename). A restarted drfd
+ * rebuilds the queue from these: running tasks are found by their cgroup and
+ * re-adopted, never killed.
+ *
+ * The supervisor (`drfd --task-supervisor DIR`, in taskrun.c) is started
+ * straight into the task's cgroup (clone3 CLONE_INTO_CGROUP), runs the command
+ * as the submitter, waits for it and writes ID/exit; drfd notices that the
+ * cgroup is empty, reads it, and frees the task's resources.
+ */
+#ifndef DRF_TASKS_H
+#define DRF_TASKS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "cgroupfs.h"
+#include "config.h"
+#include "knobs.h"
+
+/* Finished tasks kept (their directories, output included); older ones are removed. */
+#define DRF_TASKS_HISTORY 200
+
+enum drf_task_state {
+	DRF_TASK_QUEUED,
+	DRF_TASK_RUNNING,
+	DRF_TASK_DONE,
+};
+
+struct drf_task {
+	uint64_t id;
+	char tenant[DRF_TENANT_NAME_MAX + 1];
+	char *cgroup;            /* its own: TENANT-CGROUP/task-ID */
+	double vec[DRF_NRES];
+	uid_t uid;
+	gid_t gid;
+	char *cwd;
+	char **argv;             /* argc entries and NULL */
+	size_t argc;
+	uint64_t submitted, started, ended; /* CLOCK_REALTIME usec; 0: not yet */
+	enum drf_task_state state;
+	bool cancel;             /* asked for while running */
+	bool readopted;          /* running when drfd started */
+	pid_t pid;               /* the supervisor, when drfd's own child (to reap); else 0 */
+	/* done: */
+	char result[16];         /* exited, killed, oom-killed, cancelled, failed, lost */
+	int exit_code, signal;   /* -1 when none */
+	double cpu_usec, memory_peak, oom_kills, utime_us, stime_us, maxrss_kb;
+	char *error;             /* failed, lost: why */
+};
+
+/* The side effects beyond cgroupfs: processes and the clock. */
+struct drf_spawn_ops {
+	/*
+	 * Starts the supervisor of the task whose directory is dir, inside the
+	 * cgroup cg (relative to fs's root). 0 with its pid, or -errno.
+	 */
+	int (*spawn)(void *ctx, const struct cgfs *fs, const char *cg, const char *dir, pid_t *ret);
+	/* Collects a supervisor drfd started if it has exited (never blocks). */
+	void (*reap)(void *ctx, pid_t pid);
+	uint64_t (*now)(void *ctx); /* CLOCK_REALTIME usec */
+};
+
+extern const struct drf_spawn_ops drf_spawn_real_ops;
+
+struct drf_tasks {
+	char dir[4096];
+	const struct cgfs *fs;
+	const struct drf_spawn_ops *ops;
+	void *ctx;
+	struct drf_task *t;      /* by id */
+	size_t n, cap;
+	uint64_t next_id;
+	size_t history;
+	uint64_t started_total, finished_total;
+};
+
+/* What `drfctl submit` asks for; the daemon adds who asked (SO_PEERCRED). */
+struct drf_task_req {
+	char tenant[DRF_TENANT_NAME_MAX + 1];
+	double vec[DRF_NRES];
+	bool given[DRF_NRES];    /* on the command line; else the tenant's task-* value */
+	uid_t uid;
+	gid_t gid;
+	const char *cwd;
+	char **argv;
+	size_t argc;
+};
+
+/* Outcomes of a refused request, for drfctl's exit code. */
+enum {
+	DRF_TASKS_REFUSED = 1,   /* bad input: unknown tenant, too large, ... */
+	DRF_TASKS_FAILED = 2,    /* could not do it */
+};
+
+/*
+ * Opens (creating) the queue directory dir and loads it: tasks with a result
+ * are finished, with `started` (or a populated cgroup) running, re-adopted;
+ * the others queued. Returns 0 or -errno with why in err.
+ */
+int drf_tasks_init(struct drf_tasks *q, const char *dir, const struct cgfs *fs,
+		   const struct drf_spawn_ops *ops, void *ctx, char *err, size_t len);
+void drf_tasks_free(struct drf_tasks *q);
+
+/*
+ * Queues a task. Returns 0 with its id, or DRF_TASKS_REFUSED / DRF_TASKS_FAILED
+ * with why in err; a refused or failed submit changes nothing.
+ */
+int drf_tasks_submit(struct drf_tasks *q, const struct drf_config *c,
+		     const double capacity[DRF_NRES], const struct drf_task_req *req,
+		     uint64_t *ret_id, char *err, size_t len);
+
+/* Cancels a queued or running task (root, or the uid that submitted it). */
+int drf_tasks_cancel(struct drf_tasks *q, uint64_t id, uid_t who, char *err, size_t len);
+
+/*
+ * One tick: finishes running tasks whose cgroup is empty, then starts queued
+ * ones in DRF order while one fits. Returns the number started.
+ */
+unsigned drf_tasks_tick(struct drf_tasks *q, const struct drf_config *c,
+			const double capacity[DRF_NRES], const struct drf_io_target *io);
+
+/* The queue for people (text) or programs (JSON). */
+void drf_tasks_render(const struct drf_tasks *q, const struct drf_config *c, bool json, FILE *f);
+
+/* STATE-PATH without ".state", plus ".tasks". */
+int drf_tasks_dir(const char *state_path, char *ret, size_t len);
+
+/* The escaping of words on the socket and in the task files: %XX for space, %, controls. */
+char *drf_tasks_escape(const char *s);
+/* In place; -EINVAL for a bad escape. */
+int drf_tasks_unescape(char *s);
+
+/* Parses a task file (its id from its "id" line); -EINVAL if it does not parse. */
+int drf_tasks_parse_file(struct drf_task *t, char *text);
+
+/* `drfd --task-supervisor DIR`: runs the task of DIR, waits for it, writes DIR/exit. */
+int drf_task_supervise(const char *dir);
+
+struct drfd;
+/* The daemon's hooks (daemon.c, status.c). */
+void drfd_tasks_start(struct drfd *d);
+void drfd_tasks_tick(struct drfd *d);
+void drfd_tasks_free(struct drfd *d);
+/*
+ * Answers a task request (submit, tasks, cancel) from the status socket's
+ * connection fd: 1 with the answer in *out, 0 if req is none of them, -errno.
+ */
+int drfd_tasks_answer(struct drfd *d, int fd, const char *req, char **out, size_t *out_len);
+
+#endif

@@ -1,0 +1,217 @@
+#!/usr/bin/env bash
+# The DRF task queue on Debian's kernel, E1 scaled to the VM: capacity 0.9 cpu
+# and 18 x 16M ("9 and 18 units"), A's tasks (0.1 cpu, 64M) = (1, 4) units, B's
+# (0.3, 16M) = (3, 1). A blocker task holds everything while both queues fill;
+# once it is cancelled, one tick starts tasks in DRF order. Then restarts of
+# drfd (SIGTERM, SIGKILL, and a task ending while drfd is down), an OOM kill in
+# the task's own cgroup, refusals at submit, an exit status with output, and a
+# task submitted by an unprivileged user running as that user.
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/vm/lib.sh
+. "$here/lib.sh"
+vm_setup
+
+diagram <<'DIAGRAM'
+drf.slice (share mode; cpu 0.9, memory 288M)      drfd --foreground, tick 500ms
+ |- A   task-1..  A/task-ID: cpu.max 10000 100000, memory.max 64M   (1, 4 units)
+ |- B   task-..   B/task-ID: cpu.max 30000 100000, memory.max 16M   (3, 1 units)
+ '- C   the blocker (0.9, 288M) until cancelled
+expect: with both queues full, A runs 3 and B 2 (Algorithm 1); restarts (SIGTERM,
+        SIGKILL) lose nothing, re-adopt the running and record exits that happened
+        while drfd was down; a task over its memory.max is oom-killed; bad submits
+        exit 2 and change nothing; a task runs as its submitter
+DIAGRAM
+
+conf=$work/drfd.conf
+sock=$work/drfd.sock
+cat >"$conf" <<CONF
+[agent]
+cgroup-root = /sys/fs/cgroup/drf.slice
+interval = 500ms
+status-socket = $sock
+status-group = nogroup
+state-dir = $work/state
+[capacity]
+cpu = 0.9
+memory = 288M
+[tenant A]
+task-cpu = 0.1
+task-memory = 64M
+tasks = unlimited
+[tenant B]
+task-cpu = 0.3
+task-memory = 16M
+tasks = unlimited
+[tenant C]
+cpu = 0.9
+memory = 288M
+CONF
+chmod 0755 "$work"
+
+drfd_pid=
+start_drfd() {
+	"$DRFD" -c "$conf" --foreground 2>>"$work/drfd.log" &
+	drfd_pid=$!
+	for _ in $(seq 100); do
+		"$DRFCTL" tasks -c "$conf" >/dev/null 2>&1 && return 0
+		sleep 0.2
+	done
+	return 1
+}
+stop_drfd() { # SIGNAL
+	kill -s "$1" "$drfd_pid"
+	wait "$drfd_pid" 2>/dev/null
+}
+tasks_json() { "$DRFCTL" tasks -c "$conf" --json >"$1" 2>/dev/null; }
+# field FILE EXPR: a Python expression over the JSON as j.
+field() {
+	$PY - "$1" "$2" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+t = {x["id"]: x for x in j["tasks"]}
+print(eval(sys.argv[2]))
+PY
+}
+# populated task cgroups of a tenant, from cgroupfs
+cg_running() { grep -l "populated 1" "$CG"/drf.slice/"$1"/task-*/cgroup.events 2>/dev/null | wc -l; }
+# waits until EXPR over the tasks JSON is True, for at most $2 seconds
+wait_for() {
+	for _ in $(seq $(($2 * 4))); do
+		tasks_json "$work/w.json" && [ "$(field "$work/w.json" "$1")" = True ] && return 0
+		sleep 0.25
+	done
+	return 1
+}
+
+if ! start_drfd; then
+	result FAIL tasks-daemon "drfd did not start: $(tail -3 "$work/drfd.log")"
+	exit 0
+fi
+
+# The blocker, then both queues full.
+blocker=$("$DRFCTL" submit -c "$conf" C --cpu 0.9 --memory 288M -- sleep 600)
+for _ in $(seq 8); do
+	"$DRFCTL" submit -c "$conf" A -- sleep 40 >/dev/null
+	"$DRFCTL" submit -c "$conf" B -- sleep 40 >/dev/null
+done
+tasks_json "$work/q0.json"
+check tasks-queued-behind-blocker \
+	"[ \"$(field "$work/q0.json" '(j["tenants"]["A"]["queued"], j["tenants"]["B"]["queued"], j["tenants"]["C"]["running"])')\" = '(8, 8, 1)' ]" \
+	"A, B queued and C running: $(field "$work/q0.json" '(j["tenants"]["A"]["queued"], j["tenants"]["B"]["queued"], j["tenants"]["C"]["running"])')"
+"$DRFCTL" cancel -c "$conf" "$blocker"
+wait_for 'j["tenants"]["A"]["running"] + j["tenants"]["B"]["running"] >= 5' 10
+t0=$(date +%s)
+ok=0 samples=""
+for s in 1 2 3 4 5; do
+	tasks_json "$work/r$s.json"
+	rr=$(field "$work/r$s.json" '"%d:%d" % (j["tenants"]["A"]["running"], j["tenants"]["B"]["running"])')
+	cr="$(cg_running A):$(cg_running B)"
+	samples="$samples A:B=$rr (cgroups $cr)"
+	[ "$rr" = 3:2 ] && [ "$cr" = 3:2 ] && ok=$((ok + 1))
+	sleep 0.5
+done
+check tasks-e1-a3-b2 "[ $ok -eq 5 ]" "running while both queues are full:$samples"
+"$DRFCTL" tasks -c "$conf" >"$R/t_tasks-e1.txt" 2>&1
+blk=$(field "$work/r1.json" 't['"$blocker"']["result"]')
+check tasks-cancel-running "[ '$blk' = cancelled ]" "the blocker: $blk"
+a1=$(field "$work/r1.json" '[x["id"] for x in j["tasks"] if x["tenant"] == "A" and x["state"] == "running"][0]')
+lim="$(cat "$CG/drf.slice/A/task-$a1/cpu.max") / $(cat "$CG/drf.slice/A/task-$a1/memory.max")"
+check tasks-limits-at-vector "[ '$lim' = '10000 100000 / 67108864' ]" "A/task-$a1: cpu.max / memory.max = $lim"
+running1=$(field "$work/r1.json" 'sorted(x["id"] for x in j["tasks"] if x["state"] == "running")')
+
+# SIGTERM: the running tasks go on; a new drfd re-adopts them.
+stop_drfd TERM
+alive="$(cg_running A):$(cg_running B)"
+start_drfd
+tasks_json "$work/t1.json"
+r=$(field "$work/t1.json" 'sorted(x["id"] for x in j["tasks"] if x["state"] == "running")')
+ad=$(field "$work/t1.json" 'all(x["readopted"] for x in j["tasks"] if x["state"] == "running")')
+nq=$(field "$work/t1.json" 'len([x for x in j["tasks"] if x["state"] == "queued"])')
+check tasks-restart-sigterm "[ '$r' = '$running1' ] && [ $ad = True ] && [ $nq = 11 ] && [ $alive = 3:2 ]" \
+	"while drfd was stopped: A:B cgroups running $alive; after: running $r (before $running1), re-adopted $ad, queued $nq"
+
+# SIGKILL, and the first wave ends while drfd is down.
+stop_drfd KILL
+while [ $(($(date +%s) - t0)) -lt 70 ] && [ "$(cg_running A)$(cg_running B)" != 00 ]; do sleep 0.5; done
+left="$(cg_running A):$(cg_running B)"
+start_drfd
+wait_for 'j["tenants"]["A"]["running"] + j["tenants"]["B"]["running"] >= 5' 10
+tasks_json "$work/k1.json"
+ends=$(field "$work/k1.json" 'sorted(set((t[i]["result"], t[i]["exit_code"]) for i in '"$running1"'))')
+ra=$(field "$work/k1.json" 'j["tenants"]["A"]["running"]')
+rb=$(field "$work/k1.json" 'j["tenants"]["B"]["running"]')
+nq=$(field "$work/k1.json" 'len([x for x in j["tasks"] if x["state"] == "queued"])')
+check tasks-restart-sigkill-exits-recorded "[ \"$ends\" = \"[('exited', 0)]\" ] && [ $ra = 3 ] && [ $rb = 2 ] && [ $nq = 6 ]" \
+	"first wave ended while drfd was down (cgroups left $left): recorded $ends; then A:B running $ra:$rb, queued $nq"
+
+# Drain what is left.
+for id in $(field "$work/k1.json" '" ".join(str(x["id"]) for x in j["tasks"] if x["state"] != "finished")'); do
+	"$DRFCTL" cancel -c "$conf" "$id" >/dev/null 2>&1
+done
+wait_for 'j["tenants"]["A"]["running"] + j["tenants"]["B"]["running"] == 0' 10
+
+# OOM: 16M, allocates 64M.
+oom=$("$DRFCTL" submit -c "$conf" A --memory 16M -- $PY -c 'b = b"x" * (64 << 20); print(len(b))')
+wait_for 't['"$oom"']["state"] == "finished"' 60
+tasks_json "$work/o.json"
+o=$(field "$work/o.json" '(t['"$oom"']["result"], t['"$oom"']["signal"], t['"$oom"']["use"]["oom_kills"])')
+"$DRFCTL" tasks -c "$conf" | grep -E "^ID|^$oom " >"$R/t_tasks-oom.txt" 2>&1
+check tasks-oom-killed "[ \"$(field "$work/o.json" 't['"$oom"']["result"]')\" = oom-killed ]" \
+	"(result, signal, memory.events oom_kill) = $o"
+
+# Exit status and output.
+ex=$("$DRFCTL" submit -c "$conf" B -- sh -c 'echo hello; echo oops >&2; exit 3')
+wait_for 't['"$ex"']["state"] == "finished"' 30
+tasks_json "$work/e.json"
+d=$(field "$work/e.json" 't['"$ex"']["dir"]')
+e=$(field "$work/e.json" '(t['"$ex"']["result"], t['"$ex"']["exit_code"])')
+check tasks-exit-and-output "[ \"$e\" = \"('exited', 3)\" ] && [ \"\$(cat $d/stdout)\" = hello ] && [ \"\$(cat $d/stderr)\" = oops ]" \
+	"$e, stdout '$(cat "$d/stdout")', stderr '$(cat "$d/stderr")'"
+
+# Refusals: exit 2, nothing queued.
+n0=$(field "$work/e.json" 'len(j["tasks"])')
+"$DRFCTL" submit -c "$conf" nosuch -- true 2>"$work/ref1"; c1=$?
+"$DRFCTL" submit -c "$conf" A --cpu 2 -- true 2>"$work/ref2"; c2=$?
+"$DRFCTL" submit -c "$conf" A --memory 1G -- true 2>"$work/ref3"; c3=$?
+tasks_json "$work/n.json"
+n1=$(field "$work/n.json" 'len(j["tasks"])')
+check tasks-refused-at-submit "[ $c1 = 2 ] && [ $c2 = 2 ] && [ $c3 = 2 ] && [ $n0 = $n1 ]" \
+	"exit codes $c1 $c2 $c3, tasks $n0 -> $n1; $(head -c 150 "$work/ref2")"
+
+# An unprivileged submitter (a member of status-group) runs as itself, never as root.
+u=$(cd / && setpriv --reuid=65534 --regid=65534 --clear-groups "$DRFCTL" submit -c "$conf" B -- id -u 2>"$work/uerr")
+if [ -n "$u" ]; then
+	wait_for 't['"$u"']["state"] == "finished"' 30
+	tasks_json "$work/u.json"
+	d=$(field "$work/u.json" 't['"$u"']["dir"]')
+	check tasks-run-as-submitter "[ \"\$(cat $d/stdout)\" = 65534 ] && [ \"$(field "$work/u.json" 't['"$u"']["uid"]')\" = 65534 ]" \
+		"id -u in the task: '$(cat "$d/stdout")', recorded uid $(field "$work/u.json" 't['"$u"']["uid"]')"
+else
+	result FAIL tasks-run-as-submitter "submit as uid 65534 failed: $(cat "$work/uerr")"
+fi
+
+# Finished task cgroups are gone; the tenants can take drfctl exec again.
+left=$(find "$CG/drf.slice" -maxdepth 2 -name 'task-*' | wc -l)
+"$DRFCTL" exec -c "$conf" A -- true; xc=$?
+check tasks-cgroups-removed "[ $left = 0 ] && [ $xc = 0 ]" "task cgroups left: $left; drfctl exec into A afterwards: exit $xc"
+# A reload that removes B while its task runs: the task goes on (B's cgroup is an orphan
+# with it), its end is recorded, then the orphan goes.
+dep=$("$DRFCTL" submit -c "$conf" B -- sleep 300)
+wait_for 't['"$dep"']["state"] == "running"' 10
+sed -i '/^\[tenant B\]/,/^tasks = unlimited/d' "$conf"
+kill -HUP "$drfd_pid"
+sleep 3
+tasks_json "$work/d1.json"
+st=$(field "$work/d1.json" 't['"$dep"']["state"]')
+pop=$(grep -c "populated 1" "$CG/drf.slice/B/task-$dep/cgroup.events" 2>/dev/null)
+"$DRFCTL" cancel -c "$conf" "$dep"
+wait_for 't['"$dep"']["state"] == "finished"' 10
+tasks_json "$work/d2.json"
+res=$(field "$work/d2.json" 't['"$dep"']["result"]')
+for _ in $(seq 20); do [ -d "$CG/drf.slice/B" ] || break; sleep 0.5; done
+check tasks-departed-tenant "[ $st = running ] && [ $pop = 1 ] && [ $res = cancelled ] && [ ! -d $CG/drf.slice/B ]" \
+	"after B left the config: task $st, its cgroup populated $pop; cancelled: $res; B's cgroup then $([ -d "$CG/drf.slice/B" ] && echo kept || echo removed)"
+
+stop_drfd TERM
+cp "$work/drfd.log" "$R/t_tasks-drfd.log" 2>/dev/null
+exit 0
