@@ -500,7 +500,7 @@ static void cell(const struct top_frame *f, const struct top_tenant *t, int c, c
 		quantity(r, t->use[r], u, sizeof(u));
 		quantity(r, t->alloc[r], a, sizeof(a));
 		/* Observed demand below the declared: the effective demand, after a '~'. */
-		if (!isnan(t->eff[r]) && !isnan(t->decl[r]) &&
+		if (!isnan(t->eff[r]) && !isnan(t->decl[r]) && t->eff[r] > 0 &&
 		    t->eff[r] < fmin(t->decl[r], f->capacity[r])) {
 			char e[24];
 

@@ -36,6 +36,12 @@ static bool at_limit(const struct drf_tenant_use *u, int r)
 	return isfinite(u->limit[r]) && above(u->use_tick[r], DRF_DEM_HELD * u->limit[r]);
 }
 
+/* Use at (or above) 90% of its allocation: egress held at its HTB rate (share mode). */
+static bool at_alloc(const struct drf_tenant_use *u, int r)
+{
+	return u->alloc[r] > 0 && above(u->use_tick[r], DRF_DEM_HELD * u->alloc[r]);
+}
+
 unsigned drf_dem_pressure(const struct drf_tenant_use *u)
 {
 	const double *p = u->pressure, *rt = u->rate_tick;
@@ -44,13 +50,19 @@ unsigned drf_dem_pressure(const struct drf_tenant_use *u)
 	if (above(p[DRF_PRESSURE_CPU_THROTTLED], DRF_DEM_CPU_THROTTLED) ||
 	    above(p[DRF_PRESSURE_RUNQ], DRF_DEM_RUNQ) || above(p[DRF_PRESSURE_CPU_SOME], DRF_DEM_CPU_PSI))
 		bits |= 1u << DRF_RES_CPU;
-	if (rt[DRF_CTR_MEM_EVENTS_HIGH] > 0 || rt[DRF_CTR_MEM_EVENTS_MAX] > 0 ||
-	    above(p[DRF_PRESSURE_MEMORY_SOME], DRF_DEM_MEM_PSI))
+	/*
+	 * Memory as senpai sees it: stalls (PSI), or hitting memory.max. Reclaim at
+	 * memory.high alone (page cache dropped) is no pressure.
+	 */
+	if (rt[DRF_CTR_MEM_EVENTS_MAX] > 0 || above(p[DRF_PRESSURE_MEMORY_SOME], DRF_DEM_MEM_PSI))
 		bits |= 1u << DRF_RES_MEMORY;
+	/* IO PSI is one signal for both directions: it counts for a direction in use. */
 	for (int r = DRF_RES_IO_READ; r <= DRF_RES_IO_WRITE; r++)
-		if (above(p[DRF_PRESSURE_IO_SOME], DRF_DEM_IO_PSI) || at_limit(u, r))
+		if ((above(p[DRF_PRESSURE_IO_SOME], DRF_DEM_IO_PSI) && u->use_tick[r] > 0) ||
+		    at_limit(u, r))
 			bits |= 1u << r;
-	if (at_limit(u, DRF_RES_NET))
+	/* Egress held at its ceiling, or at its HTB rate (the link is full: it would borrow). */
+	if (at_limit(u, DRF_RES_NET) || at_alloc(u, DRF_RES_NET))
 		bits |= 1u << DRF_RES_NET;
 	if (rt[DRF_CTR_NET_RX_DROPPED] > 0 || at_limit(u, DRF_RES_NET_IN))
 		bits |= 1u << DRF_RES_NET_IN;
@@ -68,6 +80,11 @@ unsigned drf_dem_capped(const struct drf_tenant_use *u)
 	for (int r = DRF_RES_IO_READ; r < DRF_NRES; r++)
 		if (at_limit(u, r))
 			bits |= 1u << r;
+	if (at_alloc(u, DRF_RES_NET))
+		bits |= 1u << DRF_RES_NET;
+	/* The policer dropped its packets: held back, whatever TCP made of its rate. */
+	if (u->rate_tick[DRF_CTR_NET_RX_DROPPED] > 0)
+		bits |= 1u << DRF_RES_NET_IN;
 	return bits;
 }
 
@@ -85,6 +102,9 @@ static double step(struct drf_dem_state *s, const struct drf_dem_input *in, int 
 
 	if (!(b > 0))
 		return *why = DRF_DEM_WHY_DECLARED, 0;
+	/* Memory: the working set, not memory.current (page cache is not demand). */
+	if (r == DRF_RES_MEMORY && !isnan(in->working_set))
+		u = in->working_set;
 	if (isnan(u))
 		return *why = DRF_DEM_WHY_UNKNOWN, e;
 	/* A learned level expires. */
@@ -100,7 +120,7 @@ static double step(struct drf_dem_state *s, const struct drf_dem_input *in, int 
 		s->below[r] = 0;
 		if (e >= b)
 			return *why = DRF_DEM_WHY_AT_BOUND, b;
-		s->learned[r] = fmax(s->learned[r], e);
+		s->learned[r] = e;
 		s->learned_tick[r] = tick;
 		*why = DRF_DEM_WHY_PRESSURE;
 		return clamp(fmax(2 * e, want), floor, b);
@@ -113,16 +133,19 @@ static double step(struct drf_dem_state *s, const struct drf_dem_input *in, int 
 		*why = DRF_DEM_WHY_GREW;
 		return clamp(want, floor, b);
 	}
-	target = want;
-	if (r == DRF_RES_MEMORY && !isnan(in->working_set))
-		target = fmax(target, in->working_set * (1 + DRF_DEM_HEADROOM));
-	target = clamp(target, floor, b);
+	target = clamp(want, floor, b);
 	/* Below its level but under pressure (a busy host): not a sign of less demand. */
 	if (!(target < e * (1 - DRF_DEM_BAND)) || (in->pressured & (1u << r))) {
 		s->below[r] = 0;
 		*why = DRF_DEM_WHY_STEADY;
 		return e;
 	}
+	/*
+	 * A level that proved too small holds while the tenant uses at least half
+	 * of it; below that it went (nearly) idle, and falls as any other.
+	 */
+	if (s->learned[r] > 0 && u < s->learned[r] / 2)
+		s->learned[r] = 0;
 	if (s->learned[r] > 0 && e <= s->learned[r] * (1 + DRF_DEM_HEADROOM)) {
 		s->below[r] = 0;
 		*why = DRF_DEM_WHY_LEARNED;
@@ -168,6 +191,12 @@ bool drf_dem_update(struct drf_dem_state *s, const struct drf_dem_input *in, uin
 		/* The bound moved (a reload): the demand stays within it. */
 		if (s->eff[r] > in->bound[r] || (in->bound[r] > 0 && !(s->eff[r] > 0))) {
 			s->eff[r] = in->bound[r];
+			s->changed_why[r] = DRF_DEM_WHY_DECLARED;
+			s->changed_tick[r] = tick;
+			changed = true;
+		} else if (s->eff[r] < in->bound[r] / DRF_DEM_FLOOR_DIV) {
+			/* The declared demand rose: never below its floor. */
+			s->eff[r] = in->bound[r] / DRF_DEM_FLOOR_DIV;
 			s->changed_why[r] = DRF_DEM_WHY_DECLARED;
 			s->changed_tick[r] = tick;
 			changed = true;

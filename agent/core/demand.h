@@ -9,9 +9,11 @@
  * E the effective demand, U the use over the last tick, L the level the tenant
  * can reach without borrowing (its allocation, or its hard limit if lower):
  *   - held and under pressure (U >= 90% of L or held back by its hard limit,
- *     and cpu.max throttling, run-queue wait or cpu PSI; memory.events
- *     high/max or memory PSI; IO PSI or IO at io.max; network at its ceiling or
- *     dropped by the policer): E doubles (at least U plus headroom), up to B.
+ *     and cpu.max throttling, run-queue wait or cpu PSI; memory PSI or
+ *     memory.events max; IO PSI in a direction it uses, or IO at io.max;
+ *     egress at its ceiling or at its HTB rate; ingress dropped by the
+ *     policer): E doubles (at least U plus headroom), up to B. For memory U is
+ *     the working set (page cache is not demand), when known.
  *     No hold time: a tenant that is held back gets its share back fast.
  *   - use above E plus the dead band (borrowing in share mode): E rises to U
  *     plus headroom, up to B.
@@ -20,9 +22,10 @@
  *     headroom (cpu, io, network) at once; memory falls by at most a quarter per
  *     step (senpai-like: gradual memory.high steps), never below the working
  *     set plus headroom. Never below the floor B / DRF_DEM_FLOOR_DIV.
- *   - a level that proved too small (the E that a pressure rise left) is not
- *     fallen below again for DRF_DEM_LEARN_TICKS ticks: no flapping between a
- *     fall and a rise.
+ *   - a level that proved too small (the E the last pressure rise left) is not
+ *     fallen below again for DRF_DEM_LEARN_TICKS ticks while the tenant uses
+ *     at least half of it: no flapping between a fall and a rise; an idle
+ *     tenant falls as usual.
  * Return from idle: from the floor, each tick under pressure doubles E, so E is
  * back at B after log2(DRF_DEM_FLOOR_DIV) = 4 rises, the first one on the first
  * tick that measured the tenant busy. See the README for the bounds.

@@ -104,11 +104,6 @@ static void bytes_or_max(char *buf, size_t len, double v)
 		fmt_whole(buf, len, floor(v), "");
 }
 
-/*
- * The declared total demand of r as a cap: bounded demand, or tasks x task;
- * INFINITY if none, and for a declared 0 (the tenant needs none of r: a zero
- * cap would stop it rather than express that).
- */
 void drf_knobs_memory_at_least(struct drf_knobs *k, enum drf_knob which, double bytes)
 {
 	const char *v = k->val[which], *max = k->val[DRF_KNOB_MEMORY_MAX];
@@ -120,6 +115,11 @@ void drf_knobs_memory_at_least(struct drf_knobs *k, enum drf_knob which, double 
 	bytes_or_max(k->val[which], DRF_KNOB_LEN, bytes);
 }
 
+/*
+ * The declared total demand of r as a cap: bounded demand, or tasks x task;
+ * INFINITY if none, and for a declared 0 (the tenant needs none of r: a zero
+ * cap would stop it rather than express that).
+ */
 double drf_knobs_declared(const struct drf_config *c, size_t i, int r)
 {
 	const struct drf_tenant *t = &c->tenants[i];

@@ -348,6 +348,9 @@ static void reload(struct drfd *d)
 		r = -ENOMEM;
 	}
 	if (r < 0) {
+		/* The shaper may have taken the refused plan: the one in force again. */
+		if (d->has_net && n.loaded)
+			drf_shaper_set(&d->net, drfd_in_force(d), d->plan.cfg.net_replace_qdisc);
 		if (n.loaded)
 			drf_enforced_free(&n);
 		d->reloads_refused++;

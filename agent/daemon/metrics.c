@@ -234,11 +234,12 @@ static const struct {
 	  TR_USE_RATIO },
 };
 
-static double tr_value(const struct drf_tenant_use *u, int r, double cap, enum tr what)
+static double tr_value(const struct drf_tenant_use *u, int r, double cap, enum tr what,
+		       bool eff_active)
 {
 	switch (what) {
 	case TR_EFFECTIVE:
-		return base(r, u->dem.started ? u->dem.eff[r] : u->declared[r]);
+		return base(r, u->dem.started && eff_active ? u->dem.eff[r] : u->declared[r]);
 	case TR_DECLARED:
 		return base(r, u->declared[r]);
 	case TR_ALLOC:
@@ -277,7 +278,8 @@ static void render_tenant_resources(const struct drfd *d, FILE *f)
 				if (!takes_part(d, r))
 					continue;
 				if (tr_families[k].what != TR_USE) {
-					sample(f, name, tr_value(u, r, cap, tr_families[k].what),
+					sample(f, name, tr_value(u, r, cap, tr_families[k].what,
+								d->online.active),
 					       "tenant", t, "resource", res_label[r], NULL);
 					continue;
 				}

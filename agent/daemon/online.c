@@ -14,6 +14,8 @@
 #include "demand.h"
 #include "log.h"
 
+static int demand_path(const struct drfd *d, char *buf, size_t len);
+
 const struct drf_enforced *drfd_in_force(const struct drfd *d)
 {
 	return d->online.active ? &d->online.eff : &d->plan;
@@ -126,8 +128,15 @@ int drfd_online_plan(struct drfd *d)
 	int r;
 
 	if (!d->plan.cfg.observed) {
+		char path[4200];
+
 		if (!o->active)
 			return 0;
+		/* Off: a later switch back starts from the declared demands, not stale ones. */
+		for (size_t i = 0; i < d->use.n; i++)
+			d->use.t[i].dem.started = false;
+		if (!d->dry_run && demand_path(d, path, sizeof(path)) == 0)
+			unlink(path);
 		o->active = false;
 		return apply(d);
 	}
@@ -191,11 +200,14 @@ bool drfd_online_step(struct drfd *d)
 				continue;
 			drf_format_quantity(before[r], unit, q0, sizeof(q0));
 			drf_format_quantity(t->dem.eff[r], unit, q1, sizeof(q1));
-			drf_format_quantity(in.use[r], unit, qu, sizeof(qu));
+			if (isnan(in.use[r]))
+				snprintf(qu, sizeof(qu), "?");
+			else
+				drf_format_quantity(in.use[r], unit, qu, sizeof(qu));
 			drf_format_quantity(in.alloc[r], unit, qa, sizeof(qa));
 			drf_log(LOG_INFO, "tenant '%s': effective %s demand %s -> %s (%s: used %s of "
 					  "%s allocated%s)", d->plan.cfg.tenants[i].name,
-				drf_res_name(r), q0, q1, drf_dem_why_name(t->dem.why[r]), qu, qa,
+				drf_res_name(r), q0, q1, drf_dem_why_name(t->dem.changed_why[r]), qu, qa,
 				in.pressured & (1u << r) ? ", under pressure" : "");
 		}
 	}
@@ -252,12 +264,16 @@ void drfd_online_save(struct drfd *d)
 			fprintf(f, " %.17g", s->eff[x]);
 		fputc('\n', f);
 	}
-	if (fclose(f) != 0)
+	if (fflush(f) != 0 || ferror(f) || fsync(fileno(f)) < 0)
+		r = errno ? -errno : -EIO;
+	if (fclose(f) != 0 && r == 0)
 		r = -errno;
 	if (r == 0 && rename(tmp, path) < 0)
 		r = -errno;
-	if (r == 0)
+	if (r == 0) {
+		d->online.save_failed = false;
 		return;
+	}
 	unlink(tmp);
 fail:
 	if (!d->online.save_failed)

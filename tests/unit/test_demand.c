@@ -225,9 +225,10 @@ static void test_steady_load_no_flapping(void **state)
 }
 
 /*
- * Memory shrinks in steps of at most a quarter, never below the working set
- * plus headroom; pressure doubles it, and the level that proved too small is
- * not fallen below again for a while.
+ * Memory shrinks in steps of at most a quarter, down to the working set plus
+ * headroom, not to memory.current (page cache is not demand); stalls (PSI)
+ * double it, and the level that proved too small is not fallen below again
+ * for a while, while the tenant uses at least half of it.
  */
 static void test_memory_senpai(void **state)
 {
@@ -239,13 +240,13 @@ static void test_memory_senpai(void **state)
 
 	(void)state;
 	drf_dem_update(&s, &in, t++);
-	in.use[DRF_RES_MEMORY] = 0.9 * G;
-	in.working_set = 1 * G; /* above current: active cache counts */
+	in.use[DRF_RES_MEMORY] = 3 * G; /* memory.current: 2G of it page cache */
+	in.working_set = 1 * G;
 	prev = s.eff[DRF_RES_MEMORY];
 	for (int k = 0; k < 60; k++) {
 		if (drf_dem_update(&s, &in, t++)) {
 			assert_true(s.eff[DRF_RES_MEMORY] >= prev * (1 - DRF_DEM_MEM_STEP) - 1);
-			assert_int_equal(s.why[DRF_RES_MEMORY], DRF_DEM_WHY_RECLAIM);
+			assert_int_equal(s.changed_why[DRF_RES_MEMORY], DRF_DEM_WHY_RECLAIM);
 			steps++;
 		}
 		assert_true(s.eff[DRF_RES_MEMORY] >= floor - 1);
@@ -253,18 +254,20 @@ static void test_memory_senpai(void **state)
 	}
 	/* Down to the working set plus headroom, within the dead band. */
 	assert_true(s.eff[DRF_RES_MEMORY] * (1 - DRF_DEM_BAND) <= floor);
+	assert_true(s.eff[DRF_RES_MEMORY] < 3 * G);
 	floor = s.eff[DRF_RES_MEMORY];
-	assert_true(steps >= 5); /* 8G to 1.25G by quarters: gradual */
-	/* Held at memory.high and reclaimed: doubles. */
+	assert_true(steps >= 5);
+	/* Reclaimed at memory.high with no stall: page cache dropped, no rise. */
 	in.alloc[DRF_RES_MEMORY] = s.eff[DRF_RES_MEMORY];
-	in.use[DRF_RES_MEMORY] = s.eff[DRF_RES_MEMORY];
+	in.capped = 1u << DRF_RES_MEMORY;
+	assert_false(drf_dem_update(&s, &in, t++));
+	/* Held there and stalling (PSI): doubles. */
 	in.pressured = 1u << DRF_RES_MEMORY;
 	assert_true(drf_dem_update(&s, &in, t++));
 	assert_true(fabs(s.eff[DRF_RES_MEMORY] - 2 * floor) < 1);
-	/* Quiet again: it does not go back below 1.25 x the level that was too small. */
-	in.pressured = 0;
-	in.use[DRF_RES_MEMORY] = 0.5 * G;
-	in.working_set = 0.5 * G;
+	/* Quiet again at 0.8G: it does not go back below 1.25 x the level that was too small. */
+	in.pressured = in.capped = 0;
+	in.working_set = 0.8 * G;
 	for (int k = 0; k < 20; k++)
 		drf_dem_update(&s, &in, t++);
 	assert_true(s.eff[DRF_RES_MEMORY] >= floor * (1 + DRF_DEM_HEADROOM) - 1);
@@ -272,6 +275,34 @@ static void test_memory_senpai(void **state)
 	for (int k = 0; k < DRF_DEM_LEARN_TICKS + 30; k++)
 		drf_dem_update(&s, &in, t++);
 	assert_true(s.eff[DRF_RES_MEMORY] < floor);
+}
+
+/* A level learned before the tenant went idle does not keep its share from the others. */
+static void test_learned_level_idle_falls(void **state)
+{
+	struct drf_dem_state s = { 0 };
+	struct drf_dem_input in = input();
+	uint64_t t = 1;
+	int k;
+
+	(void)state;
+	drf_dem_update(&s, &in, t++);
+	in.use[DRF_RES_CPU] = 0;
+	for (k = 0; k < 3; k++)
+		drf_dem_update(&s, &in, t++);
+	/* Back: throttled from the floor to its bound. */
+	in.pressured = in.capped = 1u << DRF_RES_CPU;
+	while (s.eff[DRF_RES_CPU] < 2) {
+		in.alloc[DRF_RES_CPU] = in.limit[DRF_RES_CPU] = in.use[DRF_RES_CPU] = s.eff[DRF_RES_CPU];
+		drf_dem_update(&s, &in, t++);
+	}
+	/* Idle again at once: down to the floor within the hold, lesson or not. */
+	in.pressured = in.capped = 0;
+	in.use[DRF_RES_CPU] = 0;
+	for (k = 0; k < 5 && s.eff[DRF_RES_CPU] > 0.125; k++)
+		drf_dem_update(&s, &in, t++);
+	assert_true(s.eff[DRF_RES_CPU] == 0.125);
+	assert_true(k <= DRF_DEM_HOLD);
 }
 
 static void test_pressure_bits(void **state)
@@ -289,25 +320,57 @@ static void test_pressure_bits(void **state)
 		u.use_tick[r] = NAN;
 	}
 	assert_int_equal(drf_dem_pressure(&u), 0);
+	assert_int_equal(drf_dem_capped(&u), 0);
 	u.pressure[DRF_PRESSURE_CPU_THROTTLED] = 0.5;
 	assert_int_equal(drf_dem_pressure(&u), 1u << DRF_RES_CPU);
+	assert_int_equal(drf_dem_capped(&u), 1u << DRF_RES_CPU);
 	u.pressure[DRF_PRESSURE_CPU_THROTTLED] = 0;
+	u.pressure[DRF_PRESSURE_RUNQ] = 0.3;
+	assert_int_equal(drf_dem_pressure(&u), 1u << DRF_RES_CPU);
+	assert_int_equal(drf_dem_capped(&u), 0); /* waiting, not capped */
+	u.pressure[DRF_PRESSURE_RUNQ] = 0;
+	/* memory.high reclaim: capped, but no pressure without a stall or memory.max. */
 	u.rate_tick[DRF_CTR_MEM_EVENTS_HIGH] = 3;
+	assert_int_equal(drf_dem_pressure(&u), 0);
+	assert_int_equal(drf_dem_capped(&u), 1u << DRF_RES_MEMORY);
+	u.pressure[DRF_PRESSURE_MEMORY_SOME] = 0.02;
 	assert_int_equal(drf_dem_pressure(&u), 1u << DRF_RES_MEMORY);
+	u.pressure[DRF_PRESSURE_MEMORY_SOME] = 0;
 	u.rate_tick[DRF_CTR_MEM_EVENTS_HIGH] = 0;
+	u.rate_tick[DRF_CTR_MEM_EVENTS_MAX] = 1;
+	assert_int_equal(drf_dem_pressure(&u), 1u << DRF_RES_MEMORY);
+	u.rate_tick[DRF_CTR_MEM_EVENTS_MAX] = 0;
+	/* IO at io.max; IO PSI counts for a direction in use only. */
 	u.limit[DRF_RES_IO_WRITE] = 1000;
 	u.use_tick[DRF_RES_IO_WRITE] = 950;
 	assert_int_equal(drf_dem_pressure(&u), 1u << DRF_RES_IO_WRITE);
-	u.use_tick[DRF_RES_IO_WRITE] = 500;
+	assert_int_equal(drf_dem_capped(&u), 1u << DRF_RES_IO_WRITE);
+	u.use_tick[DRF_RES_IO_WRITE] = 0;
+	u.use_tick[DRF_RES_IO_READ] = 5e6;
+	u.pressure[DRF_PRESSURE_IO_SOME] = 0.3;
+	assert_int_equal(drf_dem_pressure(&u), 1u << DRF_RES_IO_READ);
+	u.pressure[DRF_PRESSURE_IO_SOME] = 0;
+	u.use_tick[DRF_RES_IO_READ] = 0;
+	/* Egress at its HTB rate (share mode: the link is full), or at its ceiling. */
+	u.alloc[DRF_RES_NET] = 1e8;
+	u.use_tick[DRF_RES_NET] = 0.95e8;
+	assert_int_equal(drf_dem_pressure(&u), 1u << DRF_RES_NET);
+	assert_int_equal(drf_dem_capped(&u), 1u << DRF_RES_NET);
+	u.use_tick[DRF_RES_NET] = 0.5e8;
+	assert_int_equal(drf_dem_pressure(&u), 0);
+	/* Ingress: the policer's drops are pressure and a cap, whatever the rate. */
 	u.rate_tick[DRF_CTR_NET_RX_DROPPED] = 10;
+	u.limit[DRF_RES_NET_IN] = 1e8;
+	u.use_tick[DRF_RES_NET_IN] = 0.6e8;
 	assert_int_equal(drf_dem_pressure(&u), 1u << DRF_RES_NET_IN);
+	assert_int_equal(drf_dem_capped(&u), 1u << DRF_RES_NET_IN);
 }
 
 /* The daemon: three tenants in limit mode over a fake cgroup tree. */
 static char dir[64], root[128], conf[256];
 static struct cgfs fs;
 static struct drfd d;
-static double usec[3];
+static double usec[3], throttled[3];
 
 static void put(const char *cg, const char *file, const char *val)
 {
@@ -342,6 +405,7 @@ static int setup_daemon(void **state)
 					    d.plan.n_inner), 0);
 	assert_int_equal(drfd_usage_plan(&d), 0);
 	memset(usec, 0, sizeof(usec));
+	memset(throttled, 0, sizeof(throttled));
 	return 0;
 }
 
@@ -391,8 +455,10 @@ static void tick(uint64_t t, const bool busy[3])
 
 		if (busy[i])
 			usec[i] += (isinf(lim) ? 2 : lim) * 1e6;
+		if (busy[i])
+			throttled[i] += 10; /* a counter: never goes back */
 		snprintf(buf, sizeof(buf), "usage_usec %.0f\nnr_throttled %.0f\nthrottled_usec 0\n",
-			 usec[i], busy[i] ? (double)t * 10 : 0);
+			 usec[i], throttled[i]);
 		put(names[i], "cpu.stat", buf);
 		put(names[i], "memory.current", "104857600\n");
 		put(names[i], "memory.stat", "anon 104857600\nfile 0\ninactive_file 0\n");
@@ -426,7 +492,8 @@ static void test_daemon_idle_and_back(void **state)
 	went_idle = t;
 	while (fabs(cpu_max("a") - grown) > 1e-3 && t - went_idle < 20)
 		tick(t++, c_idle);
-	assert_true(t - went_idle <= 3);
+	/* A whole idle tick, then the fall at the second (the hold). */
+	assert_true(t - went_idle <= 2);
 	assert_true(fabs(cpu_max("b") - grown) < 1e-3);
 	assert_true(fabs(cpu_max("c") - 2 / DRF_DEM_FLOOR_DIV) < 1e-3);
 	/* The bottleneck's utilization: a + b of 2 cores. */
@@ -435,7 +502,8 @@ static void test_daemon_idle_and_back(void **state)
 	back = t;
 	while (fabs(cpu_max("c") - fair) > 1e-3 && t - back < 30)
 		tick(t++, all);
-	assert_true(t - back <= 5);
+	/* 0.125 -> 0.25 -> 0.5 -> 1: three doublings to its 2/3 (four to its bound). */
+	assert_true(t - back <= 3);
 	assert_true(fabs(cpu_max("a") - fair) < 1e-3);
 	/* Memory: each uses 100M of its 512M: the effective demand fell, gradually. */
 	assert_true(d.use.t[0].dem.eff[DRF_RES_MEMORY] < 512.0 * 1024 * 1024 / 2);
@@ -502,6 +570,33 @@ static void test_daemon_restart_restores(void **state)
 	d.state_path[0] = '\0';
 }
 
+/* Observed demand switched off and on again (reloads): no stale effective demands. */
+static void test_daemon_off_and_on(void **state)
+{
+	const bool c_idle[3] = { true, true, false };
+	struct drf_reconcile_stats st;
+	uint64_t t = 10;
+
+	(void)state;
+	for (int k = 0; k < 6; k++)
+		tick(t++, c_idle);
+	assert_true(fabs(cpu_max("c") - 0.125) < 1e-3);
+	d.plan.cfg.observed = false;
+	assert_int_equal(drfd_online_plan(&d), 0);
+	assert_false(d.online.active);
+	drf_reconcile_tick(&d.rc, 0, &st);
+	assert_true(fabs(cpu_max("c") - 2.0 / 3) < 1e-3);
+	assert_false(d.use.t[2].dem.started);
+	d.plan.cfg.observed = true;
+	assert_int_equal(drfd_online_plan(&d), 0);
+	drf_reconcile_tick(&d.rc, 0, &st);
+	/* Back on: from the declared demands, then the rules again. */
+	assert_true(fabs(cpu_max("c") - 2.0 / 3) < 1e-3);
+	for (int k = 0; k < 3; k++)
+		tick(t++, c_idle);
+	assert_true(fabs(cpu_max("c") - 0.125) < 1e-3);
+}
+
 /* demand = declared: the daemon never leaves the declared plan. */
 static void test_daemon_declared(void **state)
 {
@@ -529,11 +624,13 @@ int main(void)
 		cmocka_unit_test(test_grew),
 		cmocka_unit_test(test_steady_load_no_flapping),
 		cmocka_unit_test(test_memory_senpai),
+		cmocka_unit_test(test_learned_level_idle_falls),
 		cmocka_unit_test(test_pressure_bits),
 		cmocka_unit_test_setup_teardown(test_daemon_idle_and_back, setup_daemon,
 						teardown_daemon),
 		cmocka_unit_test_setup_teardown(test_daemon_restart_restores, setup_daemon,
 						teardown_daemon),
+		cmocka_unit_test_setup_teardown(test_daemon_off_and_on, setup_daemon, teardown_daemon),
 		cmocka_unit_test_setup_teardown(test_daemon_declared, setup_daemon, teardown_daemon),
 	};
 

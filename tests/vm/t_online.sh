@@ -3,7 +3,7 @@
 # demand = observed; three tenants that each declared the whole cpu. When one
 # goes idle, the others' cpu.max grows to use its share; when it comes back,
 # it regains its declared share within the documented bound; a steady load
-# changes no knob; the idle tenant's effective demands give the allocation
+# changes at most a handful of knobs (5) in 60 s; the idle tenant's effective demands give the allocation
 # `drfctl plan` computes from the same numbers.
 # shellcheck disable=SC2016,SC2317 # check's conditions are expanded (and call) by check's eval
 here=$(cd "$(dirname "$0")" && pwd)
