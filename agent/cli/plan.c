@@ -19,6 +19,32 @@ char *drf_format_double(double v, char *buf, size_t len)
 	return buf;
 }
 
+void drf_json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '"' || ch == '\\')
+			fprintf(f, "\\%c", ch);
+		else if (ch < 0x20 || ch == 0x7f)
+			fprintf(f, "\\u%04x", ch);
+		else
+			fputc(ch, f);
+	}
+	fputc('"', f);
+}
+
+void drf_json_num(FILE *f, double v)
+{
+	char b[32];
+
+	if (isfinite(v))
+		fputs(drf_format_double(v, b, sizeof(b)), f);
+	else
+		fputs("null", f);
+}
+
 /* A table of strings, printed with columns padded to their widest cell. */
 struct table {
 	size_t rows, cols, cap;
@@ -203,22 +229,6 @@ static void json_res_object(FILE *out, const struct drf_problem *p, const double
 	fputc('}', out);
 }
 
-static void json_string(FILE *out, const char *s)
-{
-	fputc('"', out);
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch == '"' || ch == '\\')
-			fprintf(out, "\\%c", ch);
-		else if (ch < 0x20)
-			fprintf(out, "\\u%04x", ch);
-		else
-			fputc(ch, out);
-	}
-	fputc('"', out);
-}
-
 int drf_plan_print_json(FILE *out, const struct drf_plan *pl)
 {
 	const struct drf_problem *p = pl->problem;
@@ -241,7 +251,7 @@ int drf_plan_print_json(FILE *out, const struct drf_plan *pl)
 			demand[r] = d->shape[r] > 0 ? d->shape[r] * d->max_units : 0;
 		}
 		fputs(i ? ", {\"name\": " : "{\"name\": ", out);
-		json_string(out, t->name);
+		drf_json_str(out, t->name);
 		fprintf(out, ", \"weight\": %s, \"demand\": ", drf_format_double(t->weight, b, 32));
 		json_res_object(out, p, demand, unbounded);
 		fputs(", \"alloc\": ", out);

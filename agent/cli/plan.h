@@ -38,4 +38,9 @@ int drf_plan_print_compare(FILE *out, const struct drf_config *cfg,
 /* Shortest "%.*g" of v that strtod() reads back exactly. */
 char *drf_format_double(double v, char *buf, size_t len);
 
+/* JSON output shared by drfctl and drfd: a string with its escapes; a number as
+ * the shortest text that reads back the same, null when not finite. */
+void drf_json_str(FILE *f, const char *s);
+void drf_json_num(FILE *f, double v);
+
 #endif

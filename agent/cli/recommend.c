@@ -259,38 +259,12 @@ static void print_text(FILE *out, const struct drf_config *c, const struct tenan
 	fputc('\n', out);
 }
 
-static void json_str(FILE *out, const char *s)
-{
-	fputc('"', out);
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch == '"' || ch == '\\')
-			fprintf(out, "\\%c", ch);
-		else if (ch < 0x20)
-			fprintf(out, "\\u%04x", ch);
-		else
-			fputc(ch, out);
-	}
-	fputc('"', out);
-}
-
-static void json_num(FILE *out, double v)
-{
-	char b[64];
-
-	if (!isfinite(v))
-		fputs("null", out);
-	else
-		fputs(drf_format_double(v, b, sizeof(b)), out);
-}
-
 static void print_json_tenant(FILE *out, const struct drf_config *c, const struct tenant_reco *tr)
 {
 	bool first = true;
 
 	fputs("{\"name\":", out);
-	json_str(out, tr->t->name);
+	drf_json_str(out, tr->t->name);
 	fprintf(out, ",\"model\":\"%s\",\"samples\":%zu,\"advice\":%s,\"resources\":{",
 		tr->t->task_model ? "tasks" : "demand", tr->samples, tr->advice ? "true" : "false");
 	for (int r = 0; r < DRF_NRES; r++) {
@@ -299,23 +273,23 @@ static void print_json_tenant(FILE *out, const struct drf_config *c, const struc
 		if (c->capacity[r] <= 0)
 			continue;
 		fprintf(out, "%s\"%s\":{\"declared\":", first ? "" : ",", drf_res_name(r));
-		json_num(out, x->declared);
+		drf_json_num(out, x->declared);
 		fprintf(out, ",\"declared_explicitly\":%s,\"samples\":%zu,\"p50\":",
 			tr->t->task_model || tr->t->declared[r] ? "true" : "false", x->n);
-		json_num(out, x->p50);
+		drf_json_num(out, x->p50);
 		fputs(",\"p95\":", out);
-		json_num(out, x->p95);
+		drf_json_num(out, x->p95);
 		fputs(",\"peak\":", out);
-		json_num(out, x->peak);
+		drf_json_num(out, x->peak);
 		fputs(",\"over\":", out);
-		json_num(out, x->over);
+		drf_json_num(out, x->over);
 		fputs(",\"suggested\":", out);
-		json_num(out, x->suggested);
+		drf_json_num(out, x->suggested);
 		fputc('}', out);
 		first = false;
 	}
 	fputs("},\"tasks\":", out);
-	json_num(out, tr->tasks);
+	drf_json_num(out, tr->tasks);
 	fputs(",\"snippet\":", out);
 	if (tr->advice) {
 		char *s = NULL;
@@ -327,7 +301,7 @@ static void print_json_tenant(FILE *out, const struct drf_config *c, const struc
 			fclose(m);
 		}
 		if (s)
-			json_str(out, s);
+			drf_json_str(out, s);
 		else
 			fputs("null", out);
 		free(s);
@@ -483,17 +457,17 @@ int drfctl_recommend(int argc, char **argv)
 	}
 	if (json) {
 		fputs("{\"history\":", stdout);
-		json_str(stdout, hp);
+		drf_json_str(stdout, hp);
 		printf(",\"step_s\":%u,\"window_s\":", h.step_s);
 		if (all)
 			fputs("null", stdout);
 		else
 			printf("%lld", (long long)window);
 		printf(",\"from\":");
-		json_num(stdout, h.records ? (double)(from == INT64_MIN || from < h.t_min
+		drf_json_num(stdout, h.records ? (double)(from == INT64_MIN || from < h.t_min
 							      ? h.t_min : from) : NAN);
 		printf(",\"to\":");
-		json_num(stdout, h.records ? (double)h.t_max : NAN);
+		drf_json_num(stdout, h.records ? (double)h.t_max : NAN);
 		printf(",\"records\":%zu,\"skipped_lines\":%zu,\"torn_lines\":%zu,\"tenants\":[",
 		       h.records, h.skipped, h.torn);
 		for (size_t i = 0; i < nt; i++) {
@@ -531,7 +505,7 @@ int drfctl_recommend(int argc, char **argv)
 			continue;
 		if (json) {
 			fputs(extra ? ",{\"name\":" : "{\"name\":", stdout);
-			json_str(stdout, h.s[i].name);
+			drf_json_str(stdout, h.s[i].name);
 			printf(",\"samples\":%zu}", n);
 		} else {
 			printf("%s%s (%zu samples)", extra ? ", " : "in the history, not in the config: ",

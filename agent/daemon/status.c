@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "plan.h"
 #include "metrics.h"
 #include "log.h"
 #include "tasks.h"
@@ -48,39 +49,6 @@ static void conn_free(struct conn *c)
 	close(c->fd);
 	free(c->out);
 	free(c);
-}
-
-static void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch == '"' || ch == '\\')
-			fprintf(f, "\\%c", ch);
-		else if (ch < 0x20)
-			fprintf(f, "\\u%04x", ch);
-		else
-			fputc(ch, f);
-	}
-	fputc('"', f);
-}
-
-/* Shortest "%.*g" that reads back as the same double; null for non-finite. */
-static void json_num(FILE *f, double v)
-{
-	char b[32];
-
-	if (!isfinite(v)) {
-		fputs("null", f);
-		return;
-	}
-	for (int p = 1; p <= 17; p++) {
-		snprintf(b, sizeof(b), "%.*g", p, v);
-		if (strtod(b, NULL) == v)
-			break;
-	}
-	fputs(b, f);
 }
 
 enum knob_state { KS_OK, KS_DRIFT, KS_RETRYING, KS_WAITING, KS_UNREAD };
@@ -150,14 +118,14 @@ static void json_knobs(const struct drfd *d, const struct drf_tenant_rt *t, FILE
 		if (ks != KS_OK)
 			(*problems)++;
 		fputs(first ? "{\"file\": " : ", {\"file\": ", f);
-		json_str(f, drf_knob_file(k, rc->io));
+		drf_json_str(f, drf_knob_file(k, rc->io));
 		fputs(", \"desired\": ", f);
-		json_str(f, t->want.val[k]);
+		drf_json_str(f, t->want.val[k]);
 		fputs(", \"actual\": ", f);
-		json_str(f, have);
+		drf_json_str(f, have);
 		fprintf(f, ", \"state\": \"%s\", \"error\": ", ks_names[ks]);
 		if (t->err[k])
-			json_str(f, strerror(t->err[k]));
+			drf_json_str(f, strerror(t->err[k]));
 		else
 			fputs("null", f);
 		fputc('}', f);
@@ -175,11 +143,11 @@ static void json_net_tenant(const struct drfd *d, size_t i, FILE *f, int *proble
 	char id[16];
 
 	fputs(", \"net\": {\"class\": ", f);
-	json_str(f, drf_tc_handle_str(t->want.classid, false, id, sizeof(id)));
+	drf_json_str(f, drf_tc_handle_str(t->want.classid, false, id, sizeof(id)));
 	fprintf(f, ", \"cgroup_id\": %llu, \"state\": \"%s\", \"error\": ",
 		(unsigned long long)t->cgid, eg_ok && t->map_ok ? "ok" : "retrying");
 	if (t->err_class || t->err_leaf || t->err_map)
-		json_str(f, strerror(t->err_class ? t->err_class : t->err_leaf ? t->err_leaf
+		drf_json_str(f, strerror(t->err_class ? t->err_class : t->err_leaf ? t->err_leaf
 										: t->err_map));
 	else
 		fputs("null", f);
@@ -187,7 +155,7 @@ static void json_net_tenant(const struct drfd *d, size_t i, FILE *f, int *proble
 		(*problems)++;
 	if (s->egress) {
 		fputs(", \"egress\": {\"alloc_bps\": ", f);
-		json_num(f, sh->alloc[DRF_RES_NET]);
+		drf_json_num(f, sh->alloc[DRF_RES_NET]);
 		fprintf(f, ", \"rate_bps\": %llu, \"ceil_bps\": %llu, \"burst_bytes\": %u, "
 			   "\"cburst_bytes\": %u, \"installed\": ",
 			(unsigned long long)t->want.rate * 8, (unsigned long long)t->want.ceil * 8,
@@ -203,22 +171,22 @@ static void json_net_tenant(const struct drfd *d, size_t i, FILE *f, int *proble
 			   "%llu, \"class_overlimits\": %llu, \"class_bps\": ",
 			(unsigned long long)t->seen.bytes, (unsigned long long)t->seen.packets,
 			(unsigned long long)t->seen.drops, (unsigned long long)t->seen.overlimits);
-		json_num(f, t->class_bps);
+		drf_json_num(f, t->class_bps);
 		fprintf(f, ", \"bytes\": %llu, \"packets\": %llu, \"bps\": ",
 			(unsigned long long)t->cnt.eg_bytes, (unsigned long long)t->cnt.eg_packets);
-		json_num(f, t->eg_bps);
+		drf_json_num(f, t->eg_bps);
 		fputc('}', f);
 	}
 	if (s->ingress) {
 		fputs(", \"ingress\": {\"alloc_bps\": ", f);
-		json_num(f, sh->alloc[DRF_RES_NET_IN]);
+		drf_json_num(f, sh->alloc[DRF_RES_NET_IN]);
 		fprintf(f, ", \"policer_bps\": %llu, \"burst_bytes\": %llu, \"bytes\": %llu, "
 			   "\"packets\": %llu, \"dropped\": %llu, \"marked\": %llu, \"bps\": ",
 			(unsigned long long)t->want_map.in_rate * 8,
 			(unsigned long long)t->want_map.in_burst, (unsigned long long)t->cnt.in_bytes,
 			(unsigned long long)t->cnt.in_packets, (unsigned long long)t->cnt.in_dropped,
 			(unsigned long long)t->cnt.in_marked);
-		json_num(f, t->in_bps);
+		drf_json_num(f, t->in_bps);
 		fputc('}', f);
 	}
 	fputc('}', f);
@@ -234,7 +202,7 @@ static void json_net(const struct drfd *d, FILE *f, int *problems)
 		return;
 	}
 	fputs(", \"net\": {\"device\": ", f);
-	json_str(f, s->ifname);
+	drf_json_str(f, s->ifname);
 	fprintf(f, ", \"ifindex\": %d, \"link_bps\": %llu, \"mtu\": %u, \"egress\": %s, "
 		   "\"ingress\": %s, \"qdisc\": \"%s\", \"foreign_qdisc\": ", s->link.ifindex,
 		/* the link as HTB's tree has it: net-link-rate, the speed, or net-rate */
@@ -249,13 +217,13 @@ static void json_net(const struct drfd *d, FILE *f, int *problems)
 
 		snprintf(what, sizeof(what), "%s %s", s->foreign_kind,
 			 drf_tc_handle_str(s->foreign_handle, true, h, sizeof(h)));
-		json_str(f, what);
+		drf_json_str(f, what);
 	} else {
 		fputs("null", f);
 	}
 	fprintf(f, ", \"fq_codel\": %s, \"programs\": \"%s\", \"pin_dir\": ",
 		s->leaf_fq_codel ? "true" : "false", s->attached ? "attached" : "failing");
-	json_str(f, s->pin_dir);
+	drf_json_str(f, s->pin_dir);
 	fprintf(f, ", \"writes_total\": %llu, \"errors_total\": %llu}",
 		(unsigned long long)s->total_writes, (unsigned long long)s->total_errors);
 	if (!s->link_ok || (s->egress && !s->qdisc_ok) || !s->attached)
@@ -270,29 +238,29 @@ static void json_use(const struct drfd *d, size_t i, FILE *f, int *problems)
 	const double *cap = d->plan.problem.capacity;
 
 	fputs(", \"use\": {\"window_tick_s\": ", f);
-	json_num(f, t->prev.t_ns ? (double)(t->now.t_ns - t->prev.t_ns) / 1e9 : NAN);
+	drf_json_num(f, t->prev.t_ns ? (double)(t->now.t_ns - t->prev.t_ns) / 1e9 : NAN);
 	fputs(", \"window_minute_s\": ", f);
-	json_num(f, t->window_min_s);
+	drf_json_num(f, t->window_min_s);
 	fputs(", \"resources\": {", f);
 	for (int r = 0, first = 1; r < DRF_NRES; r++) {
 		if (!(cap[r] > 0))
 			continue;
 		fprintf(f, "%s\"%s\": {\"declared\": ", first ? "" : ", ", drf_res_name(r));
-		json_num(f, t->declared[r]);
+		drf_json_num(f, t->declared[r]);
 		fputs(", \"allocation\": ", f);
-		json_num(f, t->alloc[r]);
+		drf_json_num(f, t->alloc[r]);
 		fputs(", \"limit\": ", f);
-		json_num(f, t->limit[r]);
+		drf_json_num(f, t->limit[r]);
 		fputs(", \"use_tick\": ", f);
-		json_num(f, t->use_tick[r]);
+		drf_json_num(f, t->use_tick[r]);
 		fputs(", \"use_minute\": ", f);
-		json_num(f, t->use_min[r]);
+		drf_json_num(f, t->use_min[r]);
 		fputs(", \"gap\": ", f);
-		json_num(f, t->gap[r]);
+		drf_json_num(f, t->gap[r]);
 		fprintf(f, ", \"not_holding\": %s, \"no_effect\": ",
 			t->not_holding & (1u << r) ? "true" : "false");
 		if (u->no_effect & (1u << r))
-			json_str(f, u->no_effect_why[r]);
+			drf_json_str(f, u->no_effect_why[r]);
 		else
 			fputs("null", f);
 		fputc('}', f);
@@ -301,27 +269,27 @@ static void json_use(const struct drfd *d, size_t i, FILE *f, int *problems)
 		first = 0;
 	}
 	fputs("}, \"dominant_allocation\": ", f);
-	json_num(f, t->dominant_alloc);
+	drf_json_num(f, t->dominant_alloc);
 	fputs(", \"dominant_use\": ", f);
-	json_num(f, t->dominant_use);
+	drf_json_num(f, t->dominant_use);
 	fputs(", \"dominant_use_resource\": ", f);
 	if (t->dominant_use_res >= 0)
-		json_str(f, drf_res_name(t->dominant_use_res));
+		drf_json_str(f, drf_res_name(t->dominant_use_res));
 	else
 		fputs("null", f);
 	fputs(", \"memory\": {\"current\": ", f);
-	json_num(f, t->gauge[DRF_GAUGE_MEM_CURRENT]);
+	drf_json_num(f, t->gauge[DRF_GAUGE_MEM_CURRENT]);
 	fputs(", \"working_set\": ", f);
-	json_num(f, t->gauge[DRF_GAUGE_MEM_WORKING_SET]);
+	drf_json_num(f, t->gauge[DRF_GAUGE_MEM_WORKING_SET]);
 	fputs("}, \"pressure\": {", f);
 	for (int p = 0; p < DRF_NPRESSURE; p++) {
 		fprintf(f, "%s\"%s\": ", p ? ", " : "", drf_pressure_name(p));
-		json_num(f, t->pressure[p]);
+		drf_json_num(f, t->pressure[p]);
 	}
 	fputs("}, \"counters\": {", f);
 	for (int c = 0; c < DRF_NCTR; c++) {
 		fprintf(f, "%s\"%s\": ", c ? ", " : "", drf_ctr_name(c));
-		json_num(f, t->now.c[c]);
+		drf_json_num(f, t->now.c[c]);
 	}
 	fputs("}, \"runq_wait_hist\": [", f);
 	for (int b = 0; b < DRF_HIST_BUCKETS; b++)
@@ -379,12 +347,12 @@ static void json_demand(const struct drfd *d, size_t i, FILE *f)
 		if (!(p->problem.capacity[r] > 0))
 			continue;
 		fprintf(f, "%s\"%s\": {\"declared\": ", first ? "" : ", ", drf_res_name(r));
-		json_num(f, p->demands[i].shape[r] > 0 ? p->demands[i].shape[r] *
+		drf_json_num(f, p->demands[i].shape[r] > 0 ? p->demands[i].shape[r] *
 							 p->demands[i].max_units : 0);
 		fputs(", \"effective\": ", f);
-		json_num(f, e->problem.demands[i].shape[r] * e->problem.demands[i].max_units);
+		drf_json_num(f, e->problem.demands[i].shape[r] * e->problem.demands[i].max_units);
 		fputs(", \"declared_allocation\": ", f);
-		json_num(f, p->result.shares[i].alloc[r]);
+		drf_json_num(f, p->result.shares[i].alloc[r]);
 		fprintf(f, ", \"why\": \"%s\", \"now\": \"%s\", \"changed_ticks_ago\": %llu, "
 			   "\"pressure\": %s}", drf_dem_why_name(t->dem.changed_why[r]),
 			drf_dem_why_name(t->dem.why[r]),
@@ -424,17 +392,17 @@ static void render_json(const struct drfd *d, FILE *f, int *problems)
 	const struct drf_reconciler *rc = &d->rc;
 
 	fprintf(f, "{\"source\": \"daemon\", \"pid\": %d, \"config\": ", (int)getpid());
-	json_str(f, d->config_path);
+	drf_json_str(f, d->config_path);
 	fputs(", \"cgroup_root\": ", f);
-	json_str(f, d->root);
+	drf_json_str(f, d->root);
 	fprintf(f, ", \"policy\": \"%s\", \"mode\": \"%s\", \"demand\": \"%s\", \"online\": "
 		   "{\"active\": %s, \"steps\": %llu, \"replans\": %llu}, \"interval_ms\": ",
 		drf_policy_name(e->cfg.policy), drf_mode_name(e->cfg.mode),
 		d->plan.cfg.observed ? "observed" : "declared", d->online.active ? "true" : "false",
 		(unsigned long long)d->online.steps, (unsigned long long)d->online.replans);
-	json_num(f, e->cfg.interval_ms);
+	drf_json_num(f, e->cfg.interval_ms);
 	fputs(", \"verify_period_ms\": ", f);
-	json_num(f, e->cfg.verify_period_ms);
+	drf_json_num(f, e->cfg.verify_period_ms);
 	fprintf(f, ", \"started\": %.3f, \"last_tick\": %.3f, \"ticks\": %llu, \"reloads\": %llu, "
 		   "\"reloads_refused\": %llu", (double)d->started / 1e6, (double)d->last_tick / 1e6,
 		(unsigned long long)rc->ticks, (unsigned long long)d->reloads,
@@ -451,7 +419,7 @@ static void render_json(const struct drfd *d, FILE *f, int *problems)
 		(*problems)++;
 		fprintf(f, "%s{\"controller\": \"%s\", \"error\": ", first ? "" : ", ",
 			cgfs_ctrl_name(1u << i));
-		json_str(f, strerror(-rc->root_err[i]));
+		drf_json_str(f, strerror(-rc->root_err[i]));
 		fputc('}', f);
 		first = 0;
 	}
@@ -461,7 +429,7 @@ static void render_json(const struct drfd *d, FILE *f, int *problems)
 		if (!(e->problem.capacity[r] > 0))
 			continue;
 		fprintf(f, "%s\"%s\": ", first ? "" : ", ", drf_res_name(r));
-		json_num(f, e->problem.capacity[r]);
+		drf_json_num(f, e->problem.capacity[r]);
 		first = 0;
 	}
 	fprintf(f, "}, \"usage\": {\"probes\": %s, \"probes_adopted\": %s, \"probes_why\": ",
@@ -469,11 +437,11 @@ static void render_json(const struct drfd *d, FILE *f, int *problems)
 	if (d->use.probes)
 		fputs("null", f);
 	else
-		json_str(f, d->use.probes_why);
+		drf_json_str(f, d->use.probes_why);
 	fputs(", \"jain_allocation\": ", f);
-	json_num(f, d->use.jain_alloc);
+	drf_json_num(f, d->use.jain_alloc);
 	fputs(", \"jain_use\": ", f);
-	json_num(f, d->use.jain_use);
+	drf_json_num(f, d->use.jain_use);
 	fputs("}, \"tenants\": [", f);
 	for (size_t i = 0; i < rc->n; i++) {
 		const struct drf_tenant_rt *t = &rc->t[i];
@@ -482,30 +450,30 @@ static void render_json(const struct drfd *d, FILE *f, int *problems)
 
 		usage_now(d, t->cgroup, &u);
 		fputs(i ? ", {\"name\": " : "{\"name\": ", f);
-		json_str(f, t->name);
+		drf_json_str(f, t->name);
 		fputs(", \"cgroup\": ", f);
-		json_str(f, t->cgroup);
+		drf_json_str(f, t->cgroup);
 		fputs(", \"weight\": ", f);
-		json_num(f, e->cfg.tenants[i].weight);
+		drf_json_num(f, e->cfg.tenants[i].weight);
 		fputs(", \"alloc\": {", f);
 		for (int r = 0, first = 1; r < DRF_NRES; r++) {
 			if (!(e->problem.capacity[r] > 0))
 				continue;
 			fprintf(f, "%s\"%s\": ", first ? "" : ", ", drf_res_name(r));
-			json_num(f, sh->alloc[r]);
+			drf_json_num(f, sh->alloc[r]);
 			first = 0;
 		}
 		fprintf(f, "}, \"dominant_resource\": \"%s\", \"dominant_share\": ",
 			drf_res_name(sh->dominant_res));
-		json_num(f, sh->dominant_share);
+		drf_json_num(f, sh->dominant_share);
 		fprintf(f, ", \"limited_by\": \"%s\", \"usage\": {\"memory_bytes\": ",
 			sh->limited_by == DRF_LIMIT_DEMAND ? "demand" : drf_res_name(sh->limited_by));
-		json_num(f, u.memory);
+		drf_json_num(f, u.memory);
 		fputs(", \"cpu_usec\": ", f);
-		json_num(f, u.cpu_usec);
+		drf_json_num(f, u.cpu_usec);
 		fprintf(f, ", \"processes\": %d}, \"cgroup_error\": ", u.procs < 0 ? 0 : u.procs);
 		if (t->cg_err)
-			json_str(f, strerror(t->cg_err));
+			drf_json_str(f, strerror(t->cg_err));
 		else
 			fputs("null", f);
 		if (t->cg_err)
@@ -525,10 +493,10 @@ static void render_json(const struct drfd *d, FILE *f, int *problems)
 		const struct drf_tenant_rt *t = &rc->t[i];
 
 		fputs(i > rc->n ? ", {\"cgroup\": " : "{\"cgroup\": ", f);
-		json_str(f, t->cgroup);
+		drf_json_str(f, t->cgroup);
 		fputs(", \"cgroup_error\": ", f);
 		if (t->cg_err)
-			json_str(f, strerror(t->cg_err));
+			drf_json_str(f, strerror(t->cg_err));
 		else
 			fputs("null", f);
 		if (t->cg_err)
@@ -543,9 +511,9 @@ static void render_json(const struct drfd *d, FILE *f, int *problems)
 		int np = cgfs_nprocs(d->fs, rc->orphans[i].cgroup);
 
 		fputs(i ? ", {\"name\": " : "{\"name\": ", f);
-		json_str(f, rc->orphans[i].name);
+		drf_json_str(f, rc->orphans[i].name);
 		fputs(", \"cgroup\": ", f);
-		json_str(f, rc->orphans[i].cgroup);
+		drf_json_str(f, rc->orphans[i].cgroup);
 		fprintf(f, ", \"processes\": %d}", np < 0 ? 0 : np);
 	}
 	fputs("]}\n", f);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "plan.h"
 #include "taskq.h"
 
 #define CTRLS (CGFS_CPU | CGFS_MEMORY | CGFS_IO)
@@ -979,30 +980,6 @@ static const char *const state_names[] = {
 	[DRF_TASK_DONE] = "finished",
 };
 
-static void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch == '"' || ch == '\\')
-			fprintf(f, "\\%c", ch);
-		else if (ch < 0x20 || ch == 0x7f)
-			fprintf(f, "\\u%04x", ch);
-		else
-			fputc(ch, f);
-	}
-	fputc('"', f);
-}
-
-static void json_num(FILE *f, double v)
-{
-	if (isfinite(v))
-		fprintf(f, "%.17g", v);
-	else
-		fputs("null", f);
-}
-
 static void render_json(const struct drf_tasks *q, const struct drf_config *c, FILE *f)
 {
 	char dir[4352];
@@ -1013,30 +990,30 @@ static void render_json(const struct drf_tasks *q, const struct drf_config *c, F
 
 		task_dir(q, t->id, dir, sizeof(dir));
 		fprintf(f, "%s{\"id\": %" PRIu64 ", \"tenant\": ", i ? ", " : "", t->id);
-		json_str(f, t->tenant);
+		drf_json_str(f, t->tenant);
 		fprintf(f, ", \"state\": \"%s\", \"uid\": %u, \"gid\": %u, \"cgroup\": ",
 			state_names[t->state], (unsigned)t->uid, (unsigned)t->gid);
-		json_str(f, t->cgroup);
+		drf_json_str(f, t->cgroup);
 		fputs(", \"dir\": ", f);
-		json_str(f, dir);
+		drf_json_str(f, dir);
 		fputs(", \"vector\": {", f);
 		for (int r = 0, first = 1; r < DRF_NRES; r++) {
 			if (!(t->vec[r] > 0))
 				continue;
 			fprintf(f, "%s\"%s\": ", first ? "" : ", ", drf_res_name(r));
-			json_num(f, t->vec[r]);
+			drf_json_num(f, t->vec[r]);
 			first = 0;
 		}
 		fputs("}, \"command\": [", f);
 		for (size_t a = 0; a < t->argc; a++) {
 			fputs(a ? ", " : "", f);
-			json_str(f, t->argv[a]);
+			drf_json_str(f, t->argv[a]);
 		}
 		fprintf(f, "], \"submitted_us\": %" PRIu64 ", \"started_us\": %" PRIu64
 			   ", \"ended_us\": %" PRIu64 ", \"readopted\": %s, \"result\": ",
 			t->submitted, t->started, t->ended, t->readopted ? "true" : "false");
 		if (t->state == DRF_TASK_DONE)
-			json_str(f, t->result);
+			drf_json_str(f, t->result);
 		else
 			fputs("null", f);
 		fputs(", \"exit_code\": ", f);
@@ -1051,22 +1028,22 @@ static void render_json(const struct drf_tasks *q, const struct drf_config *c, F
 			fputs("null", f);
 		fputs(", \"error\": ", f);
 		if (t->error)
-			json_str(f, t->error);
+			drf_json_str(f, t->error);
 		else
 			fputs("null", f);
 		if (t->state == DRF_TASK_DONE) {
 			fputs(", \"use\": {\"cpu_usec\": ", f);
-			json_num(f, t->cpu_usec);
+			drf_json_num(f, t->cpu_usec);
 			fputs(", \"memory_peak\": ", f);
-			json_num(f, t->memory_peak);
+			drf_json_num(f, t->memory_peak);
 			fputs(", \"oom_kills\": ", f);
-			json_num(f, t->oom_kills);
+			drf_json_num(f, t->oom_kills);
 			fputs(", \"utime_us\": ", f);
-			json_num(f, t->utime_us);
+			drf_json_num(f, t->utime_us);
 			fputs(", \"stime_us\": ", f);
-			json_num(f, t->stime_us);
+			drf_json_num(f, t->stime_us);
 			fputs(", \"maxrss_kb\": ", f);
-			json_num(f, t->maxrss_kb);
+			drf_json_num(f, t->maxrss_kb);
 			fputc('}', f);
 		}
 		fputc('}', f);
@@ -1083,7 +1060,7 @@ static void render_json(const struct drf_tasks *q, const struct drf_config *c, F
 			nd += q->t[i].state == DRF_TASK_DONE;
 		}
 		fputs(k ? ", " : "", f);
-		json_str(f, c->tenants[k].name);
+		drf_json_str(f, c->tenants[k].name);
 		fprintf(f, ": {\"queued\": %u, \"running\": %u, \"finished\": %u}", nq, nr, nd);
 	}
 	fprintf(f, "}, \"started_total\": %" PRIu64 ", \"finished_total\": %" PRIu64 "}\n",
