@@ -88,24 +88,6 @@ const struct drf_spawn_ops drf_spawn_real_ops = {
 
 /* ---- the supervisor ---- */
 
-static int put(const char *dir, const char *name, const char *text)
-{
-	char tmp[4352], path[4352];
-	size_t len = strlen(text);
-	int fd, r = 0;
-
-	snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name);
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0)
-		return -errno;
-	if (write(fd, text, len) != (ssize_t)len || fsync(fd) < 0)
-		r = -EIO;
-	if (close(fd) < 0 || (r == 0 && rename(tmp, path) < 0))
-		r = -errno;
-	return r;
-}
-
 static int open_output(const char *dir, const char *name, uid_t uid, gid_t gid)
 {
 	char path[4352];
@@ -211,7 +193,7 @@ int drf_task_supervise(const char *dir)
 	}
 	close(pfd[1]);
 	snprintf(buf, sizeof(buf), "pid %d\n", (int)pid);
-	put(dir, "pid", buf);
+	drf_tasks_write_atomic(dir, "pid", buf);
 	if (read(pfd[0], &e, sizeof(e)) != sizeof(e))
 		e = 0;
 	close(pfd[0]);
@@ -235,5 +217,5 @@ int drf_task_supervise(const char *dir)
 			snprintf(buf + n, sizeof(buf) - (size_t)n, "error %s\n", esc);
 		free(esc);
 	}
-	return put(dir, "exit", buf) < 0 ? 1 : 0;
+	return drf_tasks_write_atomic(dir, "exit", buf) < 0 ? 1 : 0;
 }

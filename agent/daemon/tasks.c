@@ -101,7 +101,7 @@ int drf_tasks_dir(const char *state_path, char *ret, size_t len)
 
 /* ---- files ---- */
 
-static int write_atomic(const char *dir, const char *name, const char *text)
+int drf_tasks_write_atomic(const char *dir, const char *name, const char *text)
 {
 	char tmp[4608], path[4608];
 	size_t len = strlen(text), off = 0;
@@ -611,9 +611,9 @@ int drf_tasks_submit(struct drf_tasks *q, const struct drf_config *c,
 	remove_task_dir(dir);
 	r = mkdir(dir, 0711) < 0 ? -errno : 0;
 	if (r == 0)
-		r = write_atomic(dir, "task", text);
+		r = drf_tasks_write_atomic(dir, "task", text);
 	if (r == 0)
-		r = write_atomic(q->dir, "next-id", idbuf);
+		r = drf_tasks_write_atomic(q->dir, "next-id", idbuf);
 	if (r == 0 && rename(dir, fin) < 0)
 		r = -errno;
 	free(text);
@@ -668,7 +668,7 @@ static void finish(struct drf_tasks *q, struct drf_task *t, const char *result, 
 			buf = NULL;
 		}
 	}
-	r = buf ? write_atomic(dir, "result", buf) : -ENOMEM;
+	r = buf ? drf_tasks_write_atomic(dir, "result", buf) : -ENOMEM;
 	free(buf);
 	if (r < 0)
 		drf_log(LOG_ERR, "task %" PRIu64 ": cannot write '%s/result': %s; after a restart "
@@ -705,7 +705,7 @@ int drf_tasks_cancel(struct drf_tasks *q, uint64_t id, uid_t who, char *err, siz
 		return 0;
 	}
 	task_dir(q, t->id, dir, sizeof(dir));
-	r = write_atomic(dir, "cancel", "cancel\n");
+	r = drf_tasks_write_atomic(dir, "cancel", "cancel\n");
 	if (r < 0) {
 		snprintf(err, len, "cannot write '%s/cancel': %s", dir, strerror(-r));
 		return DRF_TASKS_FAILED;
@@ -881,7 +881,7 @@ static int start_task(struct drf_tasks *q, struct drf_task *t, const struct drf_
 	t->state = DRF_TASK_RUNNING;
 	q->started_total++;
 	snprintf(text, sizeof(text), "started %" PRIu64 "\n", t->started);
-	r = write_atomic(dir, "started", text);
+	r = drf_tasks_write_atomic(dir, "started", text);
 	if (r < 0)
 		drf_log(LOG_ERR, "task %" PRIu64 ": cannot write '%s/started': %s; a restarted drfd "
 				 "finds it by its cgroup", t->id, dir, strerror(-r));

@@ -164,4 +164,11 @@ void drfd_tasks_free(struct drfd *d);
  */
 int drfd_tasks_answer(struct drfd *d, int fd, const char *req, char **out, size_t *out_len);
 
+/*
+ * Replaces DIR/NAME with text: a temporary file beside it, written whole,
+ * fsync'ed and renamed over it (the supervisor's pid and exit files too).
+ * 0 or -errno; on failure the temporary file is removed.
+ */
+int drf_tasks_write_atomic(const char *dir, const char *name, const char *text);
+
 #endif
