@@ -112,16 +112,17 @@ static void notify_status(struct drfd *d)
 	sd_notifyf(0, "STATUS=%s", text);
 }
 
-/* One tick: snapshot -> allocate -> reconcile -> one log line. */
+/*
+ * One tick: reconcile the plan in force (cgroup knobs, the task queue, the
+ * network), sample every tenant (cgroup files, BPF maps), and with observed
+ * demand re-allocate on the effective demands and write what changed at once;
+ * then the history, the metrics and one log line.
+ */
 static void tick(struct drfd *d, size_t verify)
 {
 	struct drf_reconcile_stats st;
 	bool busy;
 
-	/*
-	 * The snapshot (usage from BPF maps and cgroup files) and a re-allocation
-	 * from it come with online DRF; today the plan changes only on reload.
-	 */
 	drf_reconcile_tick(&d->rc, verify, &st);
 	d->last = st;
 	drfd_tasks_tick(d);

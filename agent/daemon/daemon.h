@@ -2,8 +2,8 @@
 /*
  * The running daemon: the plan in force, the reconciler, and the event loop
  * (sd-event) with its sources: SIGHUP, SIGTERM and SIGINT, the tick timer, and
- * the status socket. Each tick: snapshot -> allocate -> reconcile -> one log
- * line. Netlink and BPF ring buffers will be further io sources of the loop.
+ * the status socket. Each tick: reconcile -> sample -> (observed demand)
+ * re-allocate and write what changed -> one log line.
  */
 #ifndef DRF_DAEMON_H
 #define DRF_DAEMON_H
