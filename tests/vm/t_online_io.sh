@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# Observed demand for disk IO on Debian's kernel: two tenants that each declared
+# the whole read bandwidth read the virtio disk with direct IO, held by io.max
+# (limit mode). When one stops, the other's io.max rises to use its share; when
+# it reads again, it regains its declared share within the documented bound.
+# shellcheck disable=SC2016,SC2317 # check's conditions are expanded (and call) by check's eval
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/vm/lib.sh
+. "$here/lib.sh"
+vm_setup
+modprobe virtio_blk
+for _ in $(seq 50); do [ -b /dev/vda ] && break; sleep 0.1; done
+
+diagram <<'DIAGRAM'
+drf.slice (limit mode, demand = observed; vda read 8M/s; tick 1 s)
+ |- A   io-read-bps 8M: direct reads of vda throughout
+ '- B   io-read-bps 8M: direct reads; then none; then again
+expect: both reading: io.max rbps 4M each (the declared plan); B stops: within
+        3 ticks (after the one it stopped in) A's rbps is 8M - 8M/16 = 7.5M,
+        and A reads at over 90% of it;
+        B reads again: back at 4M within 4 ticks (after the one it resumed in)
+DIAGRAM
+
+conf=$work/drfd.conf
+sock=$work/drfd.sock
+cat >"$conf" <<CONF
+[agent]
+cgroup-root = /sys/fs/cgroup/drf.slice
+interval = 1s
+mode = limit
+demand = observed
+status-socket = $sock
+state-dir = $work/state
+[capacity]
+io-device = /dev/vda
+io-read-bps = 8M
+[tenant A]
+io-read-bps = 8M
+[tenant B]
+io-read-bps = 8M
+CONF
+
+"$DRFD" -c "$conf" --foreground 2>"$work/drfd.log" &
+drfd_pid=$!
+for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.2; done
+if ! [ -S "$sock" ]; then
+	result FAIL online-io-daemon "drfd did not start: $(tail -3 "$work/drfd.log")"
+	exit 0
+fi
+
+# The rbps in a tenant's io.max (bytes/s), or "max".
+rbps() { sed -n 's/.*rbps=\([^ ]*\).*/\1/p' "$CG/drf.slice/$1/io.max" | head -n 1; }
+# wait_rbps TENANT WANT SECONDS: polls every 0.1 s until rbps is WANT within 2%;
+# prints the seconds it took, or "timeout".
+wait_rbps() {
+	local start=$EPOCHREALTIME q
+	while :; do
+		q=$(rbps "$1")
+		if [ -n "$q" ] && [ "$q" != max ] && [ $((q * 100)) -ge $(($2 * 98)) ] && [ $((q * 100)) -le $(($2 * 102)) ]; then
+			$PY -c "print(f'{$EPOCHREALTIME - $start:.2f}')"
+			return 0
+		fi
+		if $PY -c "import sys; sys.exit(0 if $EPOCHREALTIME - $start > $3 else 1)"; then
+			echo timeout
+			return 1
+		fi
+		sleep 0.1
+	done
+}
+le() { $PY -c 'import sys; a, b = sys.argv[1:]; sys.exit(0 if a != "timeout" and float(a) <= float(b) else 1)' "$1" "$2"; }
+reader() { # TENANT: direct reads of vda, over and over
+	"$DRFCTL" exec -c "$conf" "$1" -- sh -c 'while :; do dd if=/dev/vda of=/dev/null bs=64k iflag=direct status=none; done' &
+}
+# B's readers: every process in its cgroup.
+b_kill() { while read -r p; do kill "$p" 2>/dev/null; done <"$CG/drf.slice/B/cgroup.procs"; }
+
+reader A
+reader B
+half=4194304
+got=$(wait_rbps A $half 60)
+check online-io-both "[ \"$got\" != timeout ] && [ \"\$(rbps B)\" = $half ]" \
+	"io.max rbps A $(rbps A), B $(rbps B), want $half each"
+# Steady for 10 s, and the tick period under this emulated CPU (interval plus the tick).
+ticks() { "$DRFCTL" status -c "$conf" --socket "$sock" --json 2>/dev/null | $PY -c 'import json, sys; print(json.load(sys.stdin)["ticks"])'; }
+k0=$(ticks) t0=$EPOCHREALTIME
+changed=0
+for _ in $(seq 20); do [ "$(rbps A)" = $half ] || changed=1; sleep 0.5; done
+k1=$(ticks) t1=$EPOCHREALTIME
+period=$($PY -c "print(f'{($t1 - $t0) / ($k1 - $k0):.3f}')")
+check online-io-steady "[ $changed = 0 ] && [ \"\$(rbps B)\" = $half ]" \
+	"A's and B's rbps stayed $half over 10 s of steady reading (tick period $period s)"
+
+b_kill
+grown=7864320
+got=$(wait_rbps A $grown 30)
+bound=$($PY -c "print(f'{4 * $period:.2f}')")
+check online-io-handover 'le "$got" "$bound"' \
+	"A's rbps $(rbps A), want $grown, $got s after B stopped (bound: 1 + 3 ticks, $bound s at a tick period of $period s); B's $(rbps B)"
+dev=$(cat /sys/block/vda/dev)
+rbytes() { awk -v dev="$dev" '$1 == dev { for (i = 2; i <= NF; i++) if ($i ~ /^rbytes=/) { sub("rbytes=", "", $i); print $i } }' "$CG/drf.slice/$1/io.stat"; }
+a0=$(rbytes A)
+sleep 5
+a1=$(rbytes A)
+got_rate=$($PY -c "print(f'{(${a1:-0} - ${a0:-0}) / 5 / 1048576:.2f}')")
+check online-io-used "$PY -c 'import sys; sys.exit(0 if $got_rate > 0.9 * 7.5 else 1)'" \
+	"A read $got_rate MiB/s over 5 s after the handover (want over 90% of its new io.max, 7.5 MiB/s; 4 before)"
+
+reader B
+got=$(wait_rbps B $half 30)
+bound=$($PY -c "print(f'{5 * $period:.2f}')")
+check online-io-back 'le "$got" "$bound"' \
+	"B's rbps $(rbps B), want $half, $got s after it read again (bound: 1 + 4 ticks, $bound s); A's $(rbps A)"
+
+pkill -f 'iflag=direct'
+kill "$drfd_pid"
+for _ in $(seq 50); do kill -0 "$drfd_pid" 2>/dev/null || break; sleep 0.2; done
+cp "$work/drfd.log" "$R/drfd.log" 2>/dev/null
+exit 0
