@@ -51,6 +51,17 @@ sys.exit(0 if d <= tol else 1)
 PY
 }
 
+# run_drfd NAME CONF SOCK: drfd on CONF in the background (pid in drfd_pid,
+# log in $work/drfd.log) until its status socket SOCK is there; if it never
+# comes, FAIL NAME with the log's last lines, and the test ends.
+run_drfd() {
+	"$DRFD" -c "$2" --foreground 2>>"$work/drfd.log" &
+	drfd_pid=$!
+	for _ in $(seq 100); do [ -S "$3" ] && return 0; sleep 0.2; done
+	result FAIL "$1" "drfd did not start: $(tail -3 "$work/drfd.log")"
+	exit 0
+}
+
 cleanup() {
 	pkill -f 'while :; do :; done' 2>/dev/null
 	pkill -x drfd 2>/dev/null

@@ -50,13 +50,7 @@ cpu = 2
 memory = 1G
 CONF
 
-"$DRFD" -c "$conf" --foreground 2>"$work/drfd.log" &
-drfd_pid=$!
-for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.2; done
-if ! [ -S "$sock" ]; then
-	result FAIL online-daemon "drfd did not start: $(tail -3 "$work/drfd.log")"
-	exit 0
-fi
+run_drfd online-daemon "$conf" "$sock"
 
 status() { "$DRFCTL" status -c "$conf" --socket "$sock" --json 2>/dev/null; }
 # The cpu.max quota of a tenant, in cores.

@@ -40,13 +40,7 @@ io-read-bps = 8M
 io-read-bps = 8M
 CONF
 
-"$DRFD" -c "$conf" --foreground 2>"$work/drfd.log" &
-drfd_pid=$!
-for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.2; done
-if ! [ -S "$sock" ]; then
-	result FAIL online-io-daemon "drfd did not start: $(tail -3 "$work/drfd.log")"
-	exit 0
-fi
+run_drfd online-io-daemon "$conf" "$sock"
 
 # The rbps in a tenant's io.max (bytes/s), or "max".
 rbps() { sed -n 's/.*rbps=\([^ ]*\).*/\1/p' "$CG/drf.slice/$1/io.max" | head -n 1; }

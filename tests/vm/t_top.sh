@@ -58,12 +58,7 @@ rc=$?
 check top-no-daemon "[ $rc -eq 1 ] && [ ! -s $work/none.out ] && [ -s $work/none.err ]" \
 	"exit $rc, stdout $(wc -c <"$work/none.out") bytes, stderr: $(head -c 200 "$work/none.err")"
 
-"$DRFD" -c "$conf" --foreground 2>"$work/drfd.log" &
-for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.2; done
-if ! [ -S "$sock" ]; then
-	result FAIL top-daemon "drfd did not start: $(tail -3 "$work/drfd.log")"
-	exit 0
-fi
+run_drfd top-daemon "$conf" "$sock"
 busy "$conf" zeta 0
 # Several ticks: use needs two samples, and the loop must have run through one.
 sleep 5

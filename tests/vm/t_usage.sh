@@ -45,13 +45,7 @@ cpu = 1
 memory = 256M
 CONF
 
-"$DRFD" -c "$conf" --foreground 2>"$work/drfd.log" &
-drfd_pid=$!
-for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.2; done
-if ! [ -S "$sock" ]; then
-	result FAIL usage-daemon "drfd did not start: $(tail -3 "$work/drfd.log")"
-	exit 0
-fi
+run_drfd usage-daemon "$conf" "$sock"
 sleep 2
 
 # snap FILE: the daemon's status, as JSON.
