@@ -47,7 +47,10 @@ skip_all() {
 for c in iperf3 ip tc nsenter python3; do
 	command -v "$c" >/dev/null || skip_all "$c is missing (deploy/install-deps.sh installs it)"
 done
-[ "$(stat -f -c %T /sys/fs/bpf 2>/dev/null)" = bpf_fs ] || skip_all "no bpffs at /sys/fs/bpf"
+# bpffs, mounted as drfd-tenants.service does where nothing has yet.
+# shellcheck source=tests/lib/bpffs.sh
+. "$(dirname "$0")/../lib/bpffs.sh"
+ensure_bpffs || skip_all "$bpffs_why"
 mnt=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
 [ -n "$mnt" ] || skip_all "no cgroup2 mount"
 
