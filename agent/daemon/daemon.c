@@ -78,6 +78,11 @@ void drfd_log_plan(const struct drf_enforced *s, const struct drf_io_target *io)
 	}
 }
 
+/*
+ * Saves the state file; a failure is kept in d->state_err (status and metrics
+ * show it), said once, and the save retried each tick until it succeeds: a
+ * restart must know every cgroup drfd made.
+ */
 static void save_state(struct drfd *d)
 {
 	int r;
@@ -85,10 +90,13 @@ static void save_state(struct drfd *d)
 	if (!d->state_path[0] || d->dry_run)
 		return;
 	r = drf_state_save(d->state_path, d->root, &d->rc, d->has_net ? &d->net : NULL);
-	if (r < 0)
-		drf_log(LOG_ERR, "cannot write the state file '%s': %s; after a restart, tenants "
-				 "removed from the config meanwhile would not be cleaned up",
+	if (r < 0 && r != d->state_err)
+		drf_log(LOG_ERR, "cannot write the state file '%s': %s; retried each tick (until it "
+				 "is saved, a restart would not clean up tenants removed meanwhile)",
 			d->state_path, strerror(-r));
+	else if (r == 0 && d->state_err)
+		drf_log(LOG_NOTICE, "the state file '%s' is saved again", d->state_path);
+	d->state_err = r < 0 ? r : 0;
 }
 
 static void notify_status(struct drfd *d)
@@ -105,6 +113,9 @@ static void notify_status(struct drfd *d)
 	else
 		snprintf(text, sizeof(text), "enforcing %zu tenants%s", d->plan.cfg.n_tenants,
 			 d->rc.n_orphans ? "; orphans kept (see drfctl status)" : "");
+	if (d->state_err)
+		snprintf(text + strlen(text), sizeof(text) - strlen(text), "; the state file is "
+			 "not saved (retried each tick)");
 	/* One sd_notify per change, not per tick. */
 	if (strcmp(text, d->status_text) == 0)
 		return;
@@ -118,7 +129,7 @@ static void notify_status(struct drfd *d)
  * demand re-allocate on the effective demands and write what changed at once;
  * then the history, the metrics and one log line.
  */
-static void tick(struct drfd *d, size_t verify)
+void drfd_tick(struct drfd *d, size_t verify)
 {
 	struct drf_reconcile_stats st;
 	bool busy;
@@ -151,7 +162,7 @@ static void tick(struct drfd *d, size_t verify)
 	}
 	drfd_history_tick(d);
 	drfd_metrics_tick(d);
-	if (drf_reconciler_membership_changed(&d->rc))
+	if (drf_reconciler_membership_changed(&d->rc) || d->state_err)
 		save_state(d);
 	busy = st.writes || st.created || st.recreated || st.foreign || st.errors || st.removed ||
 	       (d->has_net && (d->net_last.writes || d->net_last.errors));
@@ -288,7 +299,7 @@ int drfd_start(struct drfd *d, struct drf_reconcile_stats *ret)
 		drfd_online_plan(d);
 	}
 	drfd_tasks_start(d);
-	tick(d, SIZE_MAX);
+	drfd_tick(d, SIZE_MAX);
 	drf_reconciler_membership_changed(&d->rc);
 	save_state(d);
 	if (ret)
@@ -372,7 +383,7 @@ static void reload(struct drfd *d)
 	d->verify = drf_verify_per_tick(d->rc.n + d->rc.n_inner, d->plan.cfg.interval_ms,
 					d->plan.cfg.verify_period_ms);
 	/* The changed tenants now, not after a verifying round. */
-	tick(d, 0);
+	drfd_tick(d, 0);
 	sd_notify(0, "READY=1");
 }
 
@@ -381,7 +392,7 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
 	struct drfd *d = userdata;
 
 	(void)usec;
-	tick(d, d->verify);
+	drfd_tick(d, d->verify);
 	sd_event_source_set_time_relative(s, (uint64_t)(d->plan.cfg.interval_ms * 1000));
 	return sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
 }

@@ -48,6 +48,7 @@ struct drfd {
 	struct drf_online online;       /* observed demand: the effective plan (online.h) */
 	struct drfd_history *history;   /* usage history for `drfctl recommend` (histfile.c) */
 	struct drf_tasks *tasks;        /* the task queue (tasks.h); NULL when off */
+	int state_err;                  /* the last save of the state file failed: -errno; else 0 */
 	char status_text[256];          /* last STATUS= sent to systemd */
 	int exit_code;
 };
@@ -59,6 +60,13 @@ struct drfd {
  * failures are in *ret.
  */
 int drfd_start(struct drfd *d, struct drf_reconcile_stats *ret);
+
+/*
+ * One tick: reconcile, sample, re-allocate on observed demand, history, metrics,
+ * and the state file when the tenants changed or its last save failed. verify:
+ * tenants read back (SIZE_MAX: all).
+ */
+void drfd_tick(struct drfd *d, size_t verify);
 
 /* The event loop until SIGTERM/SIGINT; returns the exit code. */
 int drfd_run(struct drfd *d);

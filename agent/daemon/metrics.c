@@ -10,6 +10,10 @@
  * The file for node-exporter's textfile collector is replaced atomically: a
  * temporary file in the same directory (".NAME.XXXXXX", which the collector
  * skips: it reads only *.prom), written, fsync'ed and renamed over NAME.
+ * drfd replaces or removes only a file it wrote: the one it renamed there
+ * (its device and inode), or a regular file that starts with DRFD_METRICS_MARK, left
+ * by an earlier drfd. Anything else at the path (a file of someone else's, a
+ * directory, a symlink) is left alone, and said.
  */
 #include "metrics.h"
 
@@ -172,6 +176,13 @@ static void render_daemon(const struct drfd *d, FILE *f)
 	sample(f, "drfd_write_errors_total", (double)d->rc.total_errors, NULL);
 	family(f, "drfd_writes_retrying", "gauge", "Knob writes failing and retried each tick.");
 	sample(f, "drfd_writes_retrying", (double)d->last.retrying, NULL);
+	if (d->state_path[0]) {
+		family(f, "drfd_state_saved", "gauge",
+		       "Whether the state file (the cgroups drfd made, for its next start) holds "
+		       "the tenants in force (1), or its last save failed and is retried each tick "
+		       "(0).");
+		sample(f, "drfd_state_saved", d->state_err ? 0 : 1, NULL);
+	}
 	family(f, "drfd_jain_index", "gauge",
 	       "Jain's fairness index over the tenants' weighted dominant shares, of the "
 	       "allocation and of the use (1: all equal; 1/n: one tenant has everything).");
@@ -506,16 +517,16 @@ int drfd_metrics_render(const struct drfd *d, FILE *out)
 }
 
 /*
- * Replaces path with buf: a temporary file beside it, written, fsync'ed, made
- * 0644 and renamed over it; on failure the temporary file is removed and why
- * says what failed.
+ * Replaces path with DRFD_METRICS_MARK and buf: a temporary file beside it, written,
+ * fsync'ed, made 0644 and renamed over it, its identity in *ret; on failure the
+ * temporary file is removed and why says what failed.
  */
-static int replace_file(const char *path, const char *buf, size_t len, char *why, size_t wlen)
+static int replace_file(const char *path, const char *buf, size_t len, struct stat *ret,
+			char *why, size_t wlen)
 {
 	const char *slash = strrchr(path, '/');
 	const char *step = "cannot create a temporary file in its directory";
 	char tmp[PATH_MAX];
-	size_t off = 0;
 	int fd, r;
 
 	r = snprintf(tmp, sizeof(tmp), "%.*s/.%s.XXXXXX", (int)(slash - path), path, slash + 1);
@@ -530,17 +541,22 @@ static int replace_file(const char *path, const char *buf, size_t len, char *why
 	if (fchmod(fd, 0644) < 0)
 		goto fail;
 	step = "cannot write the temporary file";
-	while (off < len) {
-		ssize_t n = write(fd, buf + off, len - off);
+	for (int part = 0; part < 2; part++) {
+		const char *p = part ? buf : DRFD_METRICS_MARK;
+		size_t n = part ? len : strlen(DRFD_METRICS_MARK), off = 0;
 
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			goto fail;
-		off += (size_t)n;
+		while (off < n) {
+			ssize_t w = write(fd, p + off, n - off);
+
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w < 0)
+				goto fail;
+			off += (size_t)w;
+		}
 	}
 	step = "cannot fsync the temporary file";
-	if (fsync(fd) < 0)
+	if (fsync(fd) < 0 || fstat(fd, ret) < 0)
 		goto fail;
 	step = "cannot close the temporary file";
 	r = close(fd);
@@ -565,8 +581,32 @@ fail_nofile:
 }
 
 /*
+ * Whether the regular file at dirfd/name (path when dirfd is AT_FDCWD) was
+ * written by a drfd: it starts with DRFD_METRICS_MARK, or, for a temporary file of a
+ * drfd killed before it wrote anything, is empty and drfd's own.
+ */
+static bool written_by_drfd(int dirfd, const char *name, bool empty_ok)
+{
+	char head[sizeof(DRFD_METRICS_MARK)];
+	struct stat st;
+	ssize_t n;
+	int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+	bool ours = false;
+
+	if (fd < 0)
+		return false;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+		n = read(fd, head, sizeof(head) - 1);
+		ours = (n == (ssize_t)strlen(DRFD_METRICS_MARK) && memcmp(head, DRFD_METRICS_MARK, (size_t)n) == 0) ||
+		       (empty_ok && n == 0 && st.st_uid == geteuid());
+	}
+	close(fd);
+	return ours;
+}
+
+/*
  * Removes the temporary files a drfd killed while writing left beside path
- * (".NAME.XXXXXX"); once per path, before its first write.
+ * (".NAME.XXXXXX" that drfd wrote); once per path, before its first write.
  */
 static void remove_stale_temps(const char *path)
 {
@@ -587,7 +627,7 @@ static void remove_stale_temps(const char *path)
 	fd = dirfd(dp);
 	while ((e = readdir(dp)))
 		if (strncmp(e->d_name, prefix, n) == 0 && strlen(e->d_name) == n + 6 &&
-		    unlinkat(fd, e->d_name, 0) == 0)
+		    written_by_drfd(fd, e->d_name, true) && unlinkat(fd, e->d_name, 0) == 0)
 			drf_log(LOG_NOTICE, "removed '%s/%s', left by a drfd stopped while writing "
 					    "metrics-file", dir, e->d_name);
 	closedir(dp);
@@ -596,11 +636,56 @@ static void remove_stale_temps(const char *path)
 /* The failure last logged ("" while writing works), and the file last written. */
 static char last_failure[PATH_MAX + 256];
 static char last_written[PATH_MAX];
+static dev_t written_dev;
+static ino_t written_ino;
+
+/*
+ * Whether path may be replaced: nothing is there, or the file drfd renamed
+ * there last, or one an earlier drfd wrote. Else why not, in why.
+ */
+static bool may_replace(const char *path, char *why, size_t len)
+{
+	struct stat st;
+
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT;
+	if (strcmp(path, last_written) == 0 && st.st_dev == written_dev && st.st_ino == written_ino)
+		return true;
+	if (S_ISREG(st.st_mode) && written_by_drfd(AT_FDCWD, path, false))
+		return true;
+	snprintf(why, len, "it is %s that drfd did not write; drfd leaves it alone (remove it, or "
+		 "set metrics-file to a path of drfd's own)", S_ISREG(st.st_mode) ? "a file"
+		 : S_ISDIR(st.st_mode) ? "a directory" : S_ISLNK(st.st_mode) ? "a symlink"
+		 : "not a regular file");
+	return false;
+}
+
+/* Removes the file drfd wrote last, if it is still that one. */
+static void remove_written(const char *how)
+{
+	struct stat st;
+
+	if (!last_written[0])
+		return;
+	if (lstat(last_written, &st) < 0) {
+		/* gone already */
+	} else if (st.st_dev != written_dev || st.st_ino != written_ino) {
+		drf_log(LOG_NOTICE, "metrics-file '%s' was replaced by a file drfd did not write: "
+				    "left alone", last_written);
+	} else if (unlink(last_written) < 0 && errno != ENOENT) {
+		drf_log(LOG_WARNING, "cannot remove %smetrics-file '%s': %s", how, last_written,
+			strerror(errno));
+	} else if (how[0]) {
+		drf_log(LOG_NOTICE, "removed the former metrics-file '%s'", last_written);
+	}
+	last_written[0] = '\0';
+}
 
 int drfd_metrics_tick(struct drfd *d)
 {
 	const char *path = d->plan.cfg.metrics_file;
 	char why[256], msg[sizeof(last_failure)];
+	struct stat st;
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f;
@@ -609,18 +694,16 @@ int drfd_metrics_tick(struct drfd *d)
 	if (d->dry_run)
 		return 0;
 	/* A reload moved or dropped the file: the old one would go on saying drfd_up 1. */
-	if (last_written[0] && (!path || strcmp(path, last_written) != 0)) {
-		if (unlink(last_written) < 0 && errno != ENOENT)
-			drf_log(LOG_WARNING, "cannot remove the former metrics-file '%s': %s",
-				last_written, strerror(errno));
-		else
-			drf_log(LOG_NOTICE, "removed the former metrics-file '%s'", last_written);
-		last_written[0] = '\0';
-	}
+	if (last_written[0] && (!path || strcmp(path, last_written) != 0))
+		remove_written("the former ");
 	if (!path)
 		return 0;
 	if (!last_written[0] && !last_failure[0])
 		remove_stale_temps(path);
+	if (!may_replace(path, why, sizeof(why))) {
+		r = -EEXIST;
+		goto fail;
+	}
 	f = open_memstream(&buf, &len);
 	if (!f) {
 		r = -errno;
@@ -634,7 +717,7 @@ int drfd_metrics_tick(struct drfd *d)
 		snprintf(why, sizeof(why), "cannot render the metrics: %s", strerror(-r));
 		goto fail;
 	}
-	r = replace_file(path, buf, len, why, sizeof(why));
+	r = replace_file(path, buf, len, &st, why, sizeof(why));
 	free(buf);
 	buf = NULL;
 	if (r < 0)
@@ -643,6 +726,8 @@ int drfd_metrics_tick(struct drfd *d)
 		drf_log(LOG_NOTICE, "metrics-file '%s' is written again", path);
 	last_failure[0] = '\0';
 	snprintf(last_written, sizeof(last_written), "%s", path);
+	written_dev = st.st_dev;
+	written_ino = st.st_ino;
 	return 0;
 fail:
 	free(buf);
@@ -660,8 +745,5 @@ void drfd_metrics_stop(struct drfd *d)
 {
 	(void)d;
 	/* A file left behind would say drfd_up 1 with no drfd: its absence says it. */
-	if (last_written[0] && unlink(last_written) < 0 && errno != ENOENT)
-		drf_log(LOG_WARNING, "cannot remove metrics-file '%s': %s", last_written,
-			strerror(errno));
-	last_written[0] = '\0';
+	remove_written("");
 }

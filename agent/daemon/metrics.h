@@ -11,6 +11,12 @@
 
 struct drfd;
 
+/*
+ * The first line of the metrics-file (a comment to the exposition format): drfd
+ * replaces or removes only a file that starts with it, or the one it wrote.
+ */
+#define DRFD_METRICS_MARK "# drfd metrics-file: written by drfd each tick, removed when it stops\n"
+
 /* The metrics of the daemon's state; 0 or -errno (out's). */
 int drfd_metrics_render(const struct drfd *d, FILE *out);
 

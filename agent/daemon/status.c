@@ -423,7 +423,21 @@ static void render_json(const struct drfd *d, FILE *f, int *problems)
 		fputc('}', f);
 		first = 0;
 	}
-	fputs("]", f);
+	fputs("], \"state_file\": ", f);
+	if (d->state_path[0]) {
+		fputs("{\"path\": ", f);
+		drf_json_str(f, d->state_path);
+		fprintf(f, ", \"saved\": %s, \"error\": ", d->state_err ? "false" : "true");
+		if (d->state_err)
+			drf_json_str(f, strerror(-d->state_err));
+		else
+			fputs("null", f);
+		fputc('}', f);
+	} else {
+		fputs("null", f);
+	}
+	if (d->state_err)
+		(*problems)++;
 	fputs(", \"capacity\": {", f);
 	for (int r = 0, first = 1; r < DRF_NRES; r++) {
 		if (!(e->problem.capacity[r] > 0))
@@ -639,6 +653,12 @@ static void render_text(const struct drfd *d, FILE *f, int *problems)
 		fprintf(f, "ROOT: cannot make %s %s '%s' down: %s; retried each tick\n", d->root,
 			on ? "pass" : "stop passing", cgfs_ctrl_name(1u << i),
 			strerror(-rc->root_err[i]));
+	}
+	if (d->state_err) {
+		(*problems)++;
+		fprintf(f, "STATE UNSAVED: cannot write the state file '%s': %s; retried each tick "
+			   "(until it is saved, a restart would not clean up tenants removed "
+			   "meanwhile)\n", d->state_path, strerror(-d->state_err));
 	}
 	if (d->has_net) {
 		const struct drf_shaper *s = &d->net;

@@ -142,6 +142,21 @@ static void free_daemon(struct drfd *d)
 	drf_enforced_free(&d->plan);
 }
 
+/* The file at path starts with want. */
+static bool file_starts(const char *path, const char *want)
+{
+	char buf[256] = "";
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	if (!f)
+		return false;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return strncmp(buf, want, strlen(want)) == 0;
+}
+
 /* The text has this line, whole. */
 #define assert_line(text, line) assert_line_at(text, line, true, __FILE__, __LINE__)
 /* The text has no line starting with this. */
@@ -436,9 +451,13 @@ static void test_metrics_file(void **state)
 	 * a temporary file a killed drfd left is removed, other files are not
 	 */
 	snprintf(path, sizeof(path), "%s/out/.drfd.prom.a1B2c3", dir);
-	assert_int_equal(t_write_file(path, "half a metri"), 0);
+	assert_int_equal(t_write_file(path, DRFD_METRICS_MARK "half a metri"), 0);
+	snprintf(path, sizeof(path), "%s/out/.drfd.prom.b1B2c3", dir);
+	assert_int_equal(t_write_file(path, ""), 0);
 	snprintf(path, sizeof(path), "%s/out/.drfd.prom.keep", dir);
 	assert_int_equal(t_write_file(path, "not ours"), 0);
+	snprintf(path, sizeof(path), "%s/out/.drfd.prom.keep12", dir);
+	assert_int_equal(t_write_file(path, "not ours either"), 0);
 	snprintf(path, sizeof(path), "%s/out/drfd.prom", dir);
 	d.plan.cfg.metrics_file = strdup(path);
 	umask(077);
@@ -449,15 +468,20 @@ static void test_metrics_file(void **state)
 	m = render(&d);
 	f = fopen(path, "r");
 	assert_non_null(f);
-	got = calloc(1, strlen(m) + 2);
+	got = calloc(1, strlen(DRFD_METRICS_MARK) + strlen(m) + 2);
 	assert_non_null(got);
-	n = (long)fread(got, 1, strlen(m) + 1, f);
+	n = (long)fread(got, 1, strlen(DRFD_METRICS_MARK) + strlen(m) + 1, f);
 	fclose(f);
-	assert_int_equal(n, (long)strlen(m));
-	assert_string_equal(got, m);
+	assert_int_equal(n, (long)(strlen(DRFD_METRICS_MARK) + strlen(m)));
+	assert_memory_equal(got, DRFD_METRICS_MARK, strlen(DRFD_METRICS_MARK));
+	assert_string_equal(got + strlen(DRFD_METRICS_MARK), m);
 	free(got);
 	free(m);
+	/* files of the temporaries' shape that drfd did not write stay */
 	snprintf(path, sizeof(path), "%s/out/.drfd.prom.keep", dir);
+	assert_int_equal(unlink(path), 0);
+	snprintf(path, sizeof(path), "%s/out/.drfd.prom.keep12", dir);
+	assert_true(file_starts(path, "not ours either"));
 	assert_int_equal(unlink(path), 0);
 	snprintf(path, sizeof(path), "%s/out", dir);
 	list_dir(path, names, sizeof(names));
@@ -503,6 +527,52 @@ static void test_metrics_file(void **state)
 	d.plan.cfg.metrics_file = NULL;
 	assert_int_equal(drfd_metrics_tick(&d), 0);
 	assert_int_equal(access(path, F_OK), -1);
+	/* a file an earlier drfd wrote (it starts with the mark) is replaced */
+	assert_int_equal(t_write_file(path, DRFD_METRICS_MARK "drfd_up 1\n"), 0);
+	d.plan.cfg.metrics_file = strdup(path);
+	assert_int_equal(drfd_metrics_tick(&d), 0);
+	assert_true(file_starts(path, DRFD_METRICS_MARK "# HELP drfd_up "));
+	/*
+	 * Someone else's file put there while drfd runs: not replaced, and not
+	 * removed when drfd stops; writing resumes once it is gone.
+	 */
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(t_write_file(path, "precious\n"), 0);
+	assert_int_equal(drfd_metrics_tick(&d), -EEXIST);
+	assert_true(file_starts(path, "precious\n"));
+	drfd_metrics_stop(&d);
+	assert_true(file_starts(path, "precious\n"));
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(drfd_metrics_tick(&d), 0);
+	assert_true(file_starts(path, DRFD_METRICS_MARK));
+	/* replaced by someone else after drfd wrote it: a stop leaves it */
+	{
+		char other[160];
+
+		snprintf(other, sizeof(other), "%s/out/other", dir);
+		assert_int_equal(t_write_file(other, "theirs\n"), 0);
+		assert_int_equal(rename(other, path), 0);
+	}
+	drfd_metrics_stop(&d);
+	assert_true(file_starts(path, "theirs\n"));
+	assert_int_equal(unlink(path), 0);
+	free(d.plan.cfg.metrics_file);
+	/* a symlink or a directory at the path: left alone, and no file made through it */
+	snprintf(path, sizeof(path), "%s/out/link.prom", dir);
+	assert_int_equal(symlink("/etc/hostname", path), 0);
+	d.plan.cfg.metrics_file = strdup(path);
+	assert_int_equal(drfd_metrics_tick(&d), -EEXIST);
+	{
+		struct stat ls;
+
+		assert_int_equal(lstat(path, &ls), 0);
+		assert_true(S_ISLNK(ls.st_mode));
+	}
+	drfd_metrics_stop(&d);
+	assert_int_equal(unlink(path), 0);
+	free(d.plan.cfg.metrics_file);
+	snprintf(path, sizeof(path), "%s/out/drfd.prom", dir);
+	d.plan.cfg.metrics_file = NULL;
 	/* a dry run writes nothing */
 	d.plan.cfg.metrics_file = strdup(path);
 	d.dry_run = true;
