@@ -65,7 +65,7 @@ endif
 
 # The pure core (units, allocation, knob mapping): no I/O, linked with -lm only.
 CORE_SRCS := agent/core/res.c agent/core/alloc.c agent/core/knobs.c agent/core/use.c \
-	agent/core/demand.c agent/core/taskq.c
+	agent/core/demand.c agent/core/taskq.c agent/core/text.c
 # Usage history and right-sizing advice (drfctl recommend).
 CORE_SRCS += agent/core/history.c
 CORE_LIB := $(BUILD)/libdrfcore.a

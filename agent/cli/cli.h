@@ -44,4 +44,11 @@ int drfctl_recommend(int argc, char **argv);
  */
 void drfctl_cli_root(const struct drf_config *c, const char *sock, char *ret, size_t len);
 
+/*
+ * Prints text from drfd (status, tasks, a refusal) with its control characters
+ * but newlines escaped: a task's command line is another user's input.
+ * 0, or -errno (out of memory, or out's error).
+ */
+int drfctl_print_text(FILE *out, const char *text);
+
 #endif

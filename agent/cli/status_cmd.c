@@ -20,6 +20,7 @@
 #include "desired.h"
 #include "hostcheck.h"
 #include "knobs.h"
+#include "text.h"
 
 #define ASK_TIMEOUT_MS 10000
 
@@ -28,6 +29,19 @@
  * the config's, where `auto` means the tenants unit's cgroup if systemd has
  * one, or the default.
  */
+int drfctl_print_text(FILE *out, const char *text)
+{
+	size_t n = DRF_ESCAPED_SIZE(strlen(text));
+	char *e = malloc(n);
+	int r;
+
+	if (!e)
+		return -ENOMEM;
+	r = fputs(drf_escape_text(text, e, n), out) < 0 ? -EIO : 0;
+	free(e);
+	return r;
+}
+
 void drfctl_cli_root(const struct drf_config *c, const char *sock, char *ret, size_t len)
 {
 	char *answer = NULL, mount[4096];
@@ -267,14 +281,20 @@ int drfctl_status(int argc, char **argv)
 		return EXIT_FAILURE;
 	}
 	if (sscanf(answer, "drfd-status 1 problems=%d", &problems) != 1) {
-		fprintf(stderr, "drfctl: drfd at %s answered something else: %.80s\n", sock, answer);
+		answer[strcspn(answer, "\n")] = '\0';
+		answer[strnlen(answer, 80)] = '\0';
+		fputs("drfctl: drfd at ", stderr);
+		drfctl_print_text(stderr, sock);
+		fputs(" answered something else: ", stderr);
+		drfctl_print_text(stderr, answer);
+		fputc('\n', stderr);
 		free(answer);
 		return EXIT_FAILURE;
 	}
 	body = strchr(answer, '\n');
-	fputs(body ? body + 1 : "", stdout);
+	r = drfctl_print_text(stdout, body ? body + 1 : "");
 	free(answer);
-	if (fflush(stdout) != 0)
+	if (r < 0 || fflush(stdout) != 0)
 		return EXIT_FAILURE;
 	return problems ? DRFCTL_EXIT_DRIFT : EXIT_SUCCESS;
 }

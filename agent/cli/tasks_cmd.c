@@ -54,8 +54,11 @@ static int ask(const char *cmd, const char *sock, const char *req, FILE *out, ch
 		return EXIT_FAILURE;
 	}
 	if (sscanf(answer, "drfd-task 1 %31s", what) != 1) {
-		fprintf(stderr, "drfctl %s: drfd at %s answered something else: %.80s\n", cmd, sock,
-			answer);
+		answer[strcspn(answer, "\n")] = '\0';
+		answer[strnlen(answer, 80)] = '\0';
+		fprintf(stderr, "drfctl %s: drfd answered something else: ", cmd);
+		drfctl_print_text(stderr, answer);
+		fputc('\n', stderr);
 		free(answer);
 		return EXIT_FAILURE;
 	}
@@ -63,17 +66,17 @@ static int ask(const char *cmd, const char *sock, const char *req, FILE *out, ch
 	body = body ? body + 1 : answer + n;
 	if (strcmp(what, "ok") != 0) {
 		body[strcspn(body, "\n")] = '\0';
-		fprintf(stderr, "drfctl %s: %s%s\n", cmd, strcmp(what, "refused") == 0 ? "refused: "
-			: "", body);
+		fprintf(stderr, "drfctl %s: %s", cmd, strcmp(what, "refused") == 0 ? "refused: " : "");
+		drfctl_print_text(stderr, body);
+		fputc('\n', stderr);
 		free(answer);
 		return strcmp(what, "refused") == 0 ? DRFCTL_EXIT_CONFIG : EXIT_FAILURE;
 	}
 	if (id && sscanf(answer, "drfd-task 1 ok %31s", what) == 1)
 		snprintf(id, idlen, "%s", what);
-	if (out)
-		fputs(body, out);
+	r = out ? drfctl_print_text(out, body) : 0;
 	free(answer);
-	return fflush(stdout) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return r == 0 && fflush(stdout) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
 
 static int add_word(char **buf, size_t *len, size_t *cap, const char *w)

@@ -21,6 +21,8 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "text.h"
+
 #define DEFAULT_CGROUP_ROOT "/sys/fs/cgroup/drf.slice"
 #define DEFAULT_TENANTS_DIR "tenants.d"
 #define DEFAULT_STATE_DIR "/var/lib/drfd"
@@ -83,9 +85,14 @@ struct parser {
 	bool auto_cpu, auto_memory, auto_net, auto_net_in;
 };
 
+/*
+ * The error, FILE:LINE first, with control characters escaped: a name or a
+ * value may hold an ESC, and the error goes to a terminal or the journal.
+ */
 static void __attribute__((format(printf, 3, 4)))
 fail_at(struct parser *ps, int line, const char *fmt, ...)
 {
+	char raw[4096];
 	size_t off = 0;
 	va_list ap;
 
@@ -93,14 +100,15 @@ fail_at(struct parser *ps, int line, const char *fmt, ...)
 		return;
 	ps->failed = true;
 	if (line > 0)
-		off = (size_t)snprintf(ps->err, ps->errlen, "%s:%d: ", ps->file, line);
+		off = (size_t)snprintf(raw, sizeof(raw), "%s:%d: ", ps->file, line);
 	else
-		off = (size_t)snprintf(ps->err, ps->errlen, "%s: ", ps->file);
-	if (off >= ps->errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(ps->err + off, ps->errlen - off, fmt, ap);
-	va_end(ap);
+		off = (size_t)snprintf(raw, sizeof(raw), "%s: ", ps->file);
+	if (off < sizeof(raw)) {
+		va_start(ap, fmt);
+		vsnprintf(raw + off, sizeof(raw) - off, fmt, ap);
+		va_end(ap);
+	}
+	drf_escape_controls(raw, ps->err, ps->errlen);
 }
 
 #define fail(ps, ...) fail_at(ps, (ps)->line, __VA_ARGS__)

@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "text.h"
+
 static bool journal;
 static int max_level = LOG_INFO;
 
@@ -38,10 +40,14 @@ static const char *label(int prio)
 	}
 }
 
-static void emit(int prio, const char *msg)
+/* Control characters escaped: a name from a config or a request may hold an ESC. */
+static void emit(int prio, const char *raw)
 {
+	char msg[4 * 2048 + 1];
+
 	if (prio > max_level)
 		return;
+	drf_escape_controls(raw, msg, sizeof(msg));
 	if (journal)
 		fprintf(stderr, "<%d>%s%s\n", prio, label(prio), msg);
 	else

@@ -616,6 +616,39 @@ static void test_units_in_context(void **state)
 	drf_config_free(&c);
 }
 
+/* No control character of the config reaches the error (a terminal, the journal). */
+static void assert_no_controls(void)
+{
+	for (const unsigned char *p = (const unsigned char *)err; *p; p++)
+		if (*p < 0x20 || *p == 0x7f || *p == 0x9b) {
+			print_error("control byte 0x%02x in: %s\n", *p, err);
+			fail();
+		}
+}
+
+static void test_controls_escaped(void **state)
+{
+	struct drf_config c;
+
+	(void)state;
+	/* an ESC sequence in a tenant's name, a bell in a value, a CSI in a key */
+	assert_int_not_equal(load_with("[capacity]\ncpu = 4\n[tenant a\x1b[2Jb]\ncpu = 1\n",
+				       &t_fake_host, &c), 0);
+	assert_no_controls();
+	assert_non_null(strstr(err, "a\\x1b[2Jb"));
+	assert_int_not_equal(load_with("[capacity]\ncpu = 4\x07\n", &t_fake_host, &c), 0);
+	assert_no_controls();
+	assert_non_null(strstr(err, "4\\x07"));
+	assert_int_not_equal(load_with("[capacity]\nc\xc2\x9bpu = 4\n", &t_fake_host, &c), 0);
+	assert_no_controls();
+	/* a tenants.d file whose name holds an ESC */
+	write_tenant_file("bad\x1b]0;x\x07.conf", "[tenant t]\ncpu = x\n");
+	assert_int_not_equal(load_with("[agent]\ntenants-dir = tenants.d\n[capacity]\ncpu = 4\n",
+				       &t_fake_host, &c), 0);
+	assert_no_controls();
+	assert_non_null(strstr(err, "bad\\x1b]0;x\\x07.conf"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -641,6 +674,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_messages, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fifo_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_many_tenants, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_controls_escaped, setup, teardown),
 	};
 
 	return cmocka_run_group_tests_name("config", tests, NULL, NULL);

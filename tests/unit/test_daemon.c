@@ -4,9 +4,11 @@
  * start. A save of the state file that fails (the path blocked by a directory,
  * as a full disk or a read-only file system would make it fail) is shown in
  * status and metrics and retried each tick until it succeeds; a reload that
- * added a tenant while it failed is in the file once it is saved.
+ * added a tenant while it failed is in the file once it is saved. And the
+ * log escapes control characters.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +17,7 @@
 
 #include "daemon.h"
 #include "fakecg.h"
+#include "log.h"
 #include "metrics.h"
 #include "statefile.h"
 #include "testlib.h"
@@ -180,10 +183,46 @@ static void test_state_save_retried(void **state)
 	assert_non_null(strstr(slurp(d.state_path), "\ntenant b b\n"));
 }
 
+/*
+ * What drfd logs carries names from configs and requests (a task's command is
+ * logged at submit): no control character reaches the terminal or journal.
+ */
+static void test_log_escapes(void **state)
+{
+	char path[128], buf[512];
+	int saved = dup(STDERR_FILENO), fd;
+	ssize_t n;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/log", dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	assert_true(fd >= 0 && saved >= 0);
+	fflush(stderr);
+	assert_int_equal(dup2(fd, STDERR_FILENO), STDERR_FILENO);
+	drf_log(LOG_ERR, "task queued: %s", "x\x1b]0;owned\x07\ny\xc2\x9b" "2J");
+	fflush(stderr);
+	assert_int_equal(dup2(saved, STDERR_FILENO), STDERR_FILENO);
+	close(saved);
+	close(fd);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	assert_true(n > 0);
+	buf[n] = '\0';
+	/* one line, its only control the newline that ends it */
+	assert_ptr_equal(strchr(buf, '\n'), buf + n - 1);
+	for (ssize_t i = 0; i < n - 1; i++)
+		assert_true((unsigned char)buf[i] >= 0x20 && buf[i] != 0x7f &&
+			    (unsigned char)buf[i] != 0x9b);
+	assert_non_null(strstr(buf, "x\\x1b]0;owned\\x07\\x0ay\\xc2\\x9b2J"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_state_save_retried, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_log_escapes, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "res.h"
+#include "text.h"
 #include "testlib.h"
 
 static void ok(const char *s, enum drf_unit u, double want)
@@ -122,12 +123,39 @@ static void test_names(void **state)
 	assert_string_equal(drf_res_name(DRF_RES_NET), "net-rate");
 }
 
+/* Control characters written as \xHH, UTF-8 kept, cut at a whole character. */
+static void test_escape_controls(void **state)
+{
+	char b[64];
+
+	(void)state;
+	assert_string_equal(drf_escape_controls("web-1", b, sizeof(b)), "web-1");
+	assert_string_equal(drf_escape_controls("a\x1b[2Jb", b, sizeof(b)), "a\\x1b[2Jb");
+	assert_string_equal(drf_escape_controls("l1\nl2\r\t\x7f", b, sizeof(b)),
+			    "l1\\x0al2\\x0d\\x09\\x7f");
+	/* UTF-8 passes; C1 controls (U+009B is CSI), stray bytes and overlongs do not */
+	assert_string_equal(drf_escape_controls("caf\xc3\xa9 \xe2\x82\xac", b, sizeof(b)),
+			    "caf\xc3\xa9 \xe2\x82\xac");
+	assert_string_equal(drf_escape_controls("\xc2\x9b" "1m", b, sizeof(b)), "\\xc2\\x9b1m");
+	assert_string_equal(drf_escape_controls("\x9b\xff\xc0\xaf", b, sizeof(b)),
+			    "\\x9b\\xff\\xc0\\xaf");
+	assert_string_equal(drf_escape_controls("\xed\xa0\x80", b, sizeof(b)),
+			    "\\xed\\xa0\\x80");
+	/* truncated whole: never half an escape or half a character */
+	assert_string_equal(drf_escape_controls("ab\x1b", b, 6), "ab");
+	assert_string_equal(drf_escape_controls("ab\xc3\xa9", b, 4), "ab");
+	assert_string_equal(drf_escape_controls("abc", b, 1), "");
+	/* text of many lines keeps its newlines, nothing else */
+	assert_string_equal(drf_escape_text("a\nb\x1b\r\n", b, sizeof(b)), "a\nb\\x1b\\x0d\n");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_bytes),     cmocka_unit_test(test_bits),
 		cmocka_unit_test(test_cores),     cmocka_unit_test(test_durations),
 		cmocka_unit_test(test_format),    cmocka_unit_test(test_names),
+		cmocka_unit_test(test_escape_controls),
 	};
 
 	return cmocka_run_group_tests_name("units", tests, NULL, NULL);
