@@ -375,6 +375,7 @@ const struct cgfs_ops cgfs_recording_ops = {
 int cgfs_open(struct cgfs *c, const char *root, bool create, const struct cgfs_ops *ops,
 	      void *ctx)
 {
+	bool made = false;
 	int fd;
 
 	if (root[0] != '/')
@@ -396,6 +397,7 @@ int cgfs_open(struct cgfs *c, const char *root, bool create, const struct cgfs_o
 		close(pfd);
 		if (r < 0 && r != -EEXIST)
 			return r;
+		made = r == 0;
 		fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	}
 	if (fd < 0)
@@ -408,6 +410,7 @@ int cgfs_open(struct cgfs *c, const char *root, bool create, const struct cgfs_o
 	c->rootfd = fd;
 	c->ops = ops;
 	c->ctx = ctx;
+	c->created = made;
 	return 0;
 }
 

@@ -83,6 +83,7 @@ struct cgfs {
 	char *root; /* absolute path of the agent's root */
 	const struct cgfs_ops *ops;
 	void *ctx;
+	bool created; /* cgfs_open made the root: the agent removes it if it cannot start */
 };
 
 /*

@@ -315,6 +315,24 @@ static void start_probes(struct drfd *d, const char *mount, struct drf_probebpf 
 	drfd_usage_start(d, &drf_probe_real_ops, b, ppin, level);
 }
 
+/*
+ * A start that failed leaves nothing of drfd's behind: the cgroup-root this
+ * drfd made is removed (rmdir removes only an empty cgroup). Not one another
+ * drfd holds: its lock says so.
+ */
+static void undo_root(struct cgfs *fs)
+{
+	if (!fs->created || fs->rootfd < 0)
+		return;
+	fs->created = false;
+	if (rmdir(fs->root) < 0)
+		drf_log(LOG_WARNING, "cannot remove cgroup-root '%s', which drfd made before it "
+				     "failed to start: %s", fs->root, strerror(errno));
+	else
+		drf_log(LOG_NOTICE, "removed cgroup-root '%s', which drfd made before it failed "
+				    "to start", fs->root);
+}
+
 static void net_ops_free(struct net_ops *n)
 {
 	if (n->lock_fd >= 0)
@@ -413,7 +431,7 @@ int main(int argc, char **argv)
 	}
 	ret = open_root(&d, &fs, &rec);
 	if (ret != EXIT_OK)
-		goto out;
+		goto out_fs;
 	d.fs = &fs;
 	ret = setup_net(&d, &fs, mount, &netops);
 	if (ret != EXIT_OK)
@@ -424,14 +442,17 @@ int main(int argc, char **argv)
 	 */
 	if (!o.dry_run && !o.once && !o.foreground && !getenv("NOTIFY_SOCKET")) {
 		ret = daemonize(&ready_fd);
-		if (ret >= 0)
+		if (ret >= 0) {
+			fs.created = false; /* the child's to undo, if it fails */
 			goto out_fs; /* the parent */
+		}
 	}
 	if (!o.dry_run) {
 		pid_t holder = 0;
 
 		r = drf_lock_root(fs.rootfd, &holder);
 		if (r == -EWOULDBLOCK) {
+			fs.created = false; /* the root is the other drfd's */
 			if (holder > 0)
 				drf_log(LOG_ERR, "another drfd (pid %d) is enforcing cgroup-root '%s'; "
 						 "one drfd per root", (int)holder, d.root);
@@ -499,6 +520,8 @@ int main(int argc, char **argv)
 		ret = EXIT_FAIL;
 		goto out_d;
 	}
+	/* Started: what drfd made stays, with its limits, whatever follows. */
+	fs.created = false;
 	if (o.dry_run || o.once) {
 		drf_reconciler_drain(&d.rc);
 		/* A dry run works on any host: the network's failures count for --once. */
@@ -526,12 +549,14 @@ int main(int argc, char **argv)
 	ret = drfd_run(&d);
 out_d:
 	drfd_free(&d);
+	undo_root(&fs);
 	cgfs_close(&fs);
 	net_ops_free(&netops);
 	return ret;
 out_fs:
 	if (d.has_net)
 		drf_shaper_free(&d.net);
+	undo_root(&fs);
 	cgfs_close(&fs);
 	net_ops_free(&netops);
 out:

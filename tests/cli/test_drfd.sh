@@ -56,5 +56,44 @@ if [ "$(stat -fc %T /sys/fs/cgroup)" != cgroup2fs ]; then
 else
 	echo "SKIP exit 3 on a host without cgroup v2: this host has cgroup v2 (covered in tests/vm)"
 fi
+# A start that fails after drfd made its cgroup-root (here a net-device that
+# does not exist: exit 7) removes that root; a root that was there before stays.
+# Needs root and a cgroup2 mount (any: a network-only config needs no controller).
+mnt=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
+if [ "$(id -u)" -eq 0 ] && [ -n "$mnt" ]; then
+	cgroot=$mnt/drfundo$$
+	cat >"$tmp/net.conf" <<CONF
+[agent]
+cgroup-root = $cgroot
+state-dir = $tmp/state
+status-socket = $tmp/drfd.sock
+[capacity]
+net-device = drfnosuch$$
+net-rate = 100mbit
+[tenant a]
+net-rate = 10mbit
+CONF
+	"$drfd" -c "$tmp/net.conf" --foreground >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	if [ $rc -eq 7 ] && [ ! -e "$cgroot" ]; then
+		ok "a failed start removes the cgroup-root it made (exit 7)"
+	else
+		ko "a failed start removes the cgroup-root it made (exit $rc; $(ls -d "$cgroot" 2>&1))"
+	fi
+	mkdir "$cgroot"
+	"$drfd" -c "$tmp/net.conf" --foreground >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	if [ $rc -eq 7 ] && [ -d "$cgroot" ]; then
+		ok "a failed start keeps a cgroup-root that was there before (exit 7)"
+	else
+		ko "a failed start keeps a cgroup-root that was there before (exit $rc)"
+	fi
+	rmdir "$cgroot" 2>/dev/null
+elif [ "${CI:-}" = true ]; then
+	ko "a failed start removes the cgroup-root it made: needs root and a cgroup2 mount, which CI must have"
+else
+	echo "SKIP a failed start removes the cgroup-root it made: needs root and a cgroup2 mount"
+fi
+
 echo "$pass passed, $failed failed"
 [ "$failed" -eq 0 ]
