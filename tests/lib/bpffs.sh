@@ -5,6 +5,7 @@
 # tests do the same, as the unit does, so that they run on a fresh machine.
 # ensure_bpffs: 0 when bpffs is there (mounted now if need be), else 1 with
 # why in $bpffs_why.
+# shellcheck disable=SC2034 # bpffs_why is for the script that sources this
 ensure_bpffs() {
 	bpffs_why=
 	[ "$(stat -f -c %T /sys/fs/bpf 2>/dev/null)" = bpf_fs ] && return 0
