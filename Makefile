@@ -7,6 +7,7 @@
 #   make check-net            network shaping with iperf3 between network namespaces
 #   make check-all            check with gcc and clang, ASan and UBSan, shellcheck, check-vm
 #   make bench                allocation benchmarks (tests/bench/)
+#   make fuzz                 the libFuzzer targets (tests/fuzz/), FUZZ_SECONDS each
 #   make install PREFIX=/usr/local DESTDIR=   (SYSCONFDIR=/etc)
 #   make deb                  the Debian package, in .output/deb/
 #   make lintian              the package checked by lintian
@@ -59,8 +60,13 @@ LDFLAGS += -fsanitize=undefined
 else ifeq ($(SANITIZER),thread)
 DRF_CFLAGS += -fsanitize=thread -fno-omit-frame-pointer
 LDFLAGS += -fsanitize=thread
+else ifeq ($(SANITIZER),fuzzer)
+# libFuzzer's coverage with ASan and UBSan, for the targets in tests/fuzz (make fuzz).
+DRF_CFLAGS += -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined \
+	-fno-omit-frame-pointer
+LDFLAGS += -fsanitize=address,undefined
 else ifneq ($(SANITIZER),)
-$(error SANITIZER must be address, undefined or thread, not '$(SANITIZER)')
+$(error SANITIZER must be address, undefined, thread or fuzzer, not '$(SANITIZER)')
 endif
 
 # The pure core (units, allocation, knob mapping): no I/O, linked with -lm only.
@@ -97,7 +103,7 @@ BENCH_PROBE_BIN := $(BUILD)/tests/bench_probe
 TESTLIB_OBJS := $(BUILD)/tests/lib/fakecg.o $(BUILD)/tests/lib/faketc.o
 
 .PHONY: all demo check check-unit check-cli check-vm check-net check-all check-tsan valgrind bench clean \
-	shellcheck install deb lintian
+	shellcheck install deb lintian fuzz
 
 all: $(BINS) $(MANS)
 
@@ -166,6 +172,29 @@ $(BENCH_BIN): $(BUILD)/tests/bench/bench_alloc.o $(CORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ -lm
 
+# Coverage-guided fuzzing (libFuzzer, clang), each target for FUZZ_SECONDS from
+# its seed corpus in tests/fuzz/corpus/NAME (fuzz_NAME); what it finds is kept in
+# .output/fuzz/TARGET/ (the seeds are not changed), a crash fails the run and
+# leaves its input there as crash-*.
+FUZZ_TARGETS := fuzz_config
+FUZZ_SECONDS ?= 20
+FUZZ_BUILD := .output/clang-fuzzer
+$(BUILD)/tests/fuzz_%: $(BUILD)/tests/fuzz/fuzz_%.o $(TESTLIB_OBJS) $(LIB) $(CORE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
+
+fuzz:
+	$(MAKE) CC=clang SANITIZER=fuzzer $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/tests/%)
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		mkdir -p .output/fuzz/$$t; \
+		echo "== $$t for $(FUZZ_SECONDS) s (clang -fsanitize=fuzzer,address,undefined)"; \
+		$(FUZZ_BUILD)/tests/$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+			-artifact_prefix=.output/fuzz/$$t/ .output/fuzz/$$t tests/fuzz/corpus/$${t#fuzz_} \
+			2>.output/fuzz/$$t.log || { tail -n 60 .output/fuzz/$$t.log; exit 1; }; \
+		grep -E '^(#[0-9]+.*DONE|stat::number_of_executed_units|stat::new_units_added)' \
+			.output/fuzz/$$t.log; \
+	done
+
 # The README's first command: drfd enforcing the example tenants (in a VM on
 # hosts without cgroup v2).
 demo: $(BINS)
@@ -228,6 +257,7 @@ check-all:
 	$(MAKE) check CC=gcc SANITIZER=address
 	$(MAKE) check CC=clang SANITIZER=undefined
 	$(MAKE) check-tsan
+	$(MAKE) fuzz
 	$(MAKE) valgrind CC=gcc
 	$(MAKE) shellcheck
 	$(MAKE) lintian
@@ -295,4 +325,4 @@ lintian: deb
 clean:
 	rm -rf .output
 
--include $(wildcard $(BUILD)/agent/*/*.d $(BUILD)/cgroupfs/*.d $(BUILD)/tests/*/*.d)
+-include $(wildcard $(BUILD)/agent/*/*.d $(BUILD)/cgroupfs/*.d $(BUILD)/tests/*/*.d $(BUILD)/bpf/*.d)

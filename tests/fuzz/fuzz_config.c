@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libFuzzer target: the config reader (make fuzz). The input is a main config
+ * file; bytes after the first NUL, if any, are a file of its tenants.d. What
+ * must hold for every input:
+ * - a refusal says where: the message starts with the file's path, and holds
+ *   no control character (it goes to a terminal or the journal);
+ * - a config that loads gives a problem the allocation engine accepts, and an
+ *   allocation within the capacities.
+ * The host is a fixed fake (8 cpus, 16G, eth0 at 10 gbit), so `auto` is
+ * deterministic. Seeds: tests/fuzz/corpus/config/.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "alloc.h"
+#include "config.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static char dir[64], path[128], tpath[160];
+
+static int cpus(void *ctx, double *ret)
+{
+	(void)ctx;
+	*ret = 8;
+	return 0;
+}
+
+static int mem(void *ctx, double *ret)
+{
+	(void)ctx;
+	*ret = 16.0 * 1024 * 1024 * 1024;
+	return 0;
+}
+
+static int speed(void *ctx, const char *dev, double *ret)
+{
+	(void)ctx;
+	if (strcmp(dev, "eth0") != 0)
+		return -ENOENT;
+	*ret = 10e9;
+	return 0;
+}
+
+static const struct drf_host_ops host = {
+	.online_cpus = cpus,
+	.mem_total = mem,
+	.link_speed = speed,
+};
+
+static void write_bytes(const char *p, const uint8_t *buf, size_t n)
+{
+	FILE *f = fopen(p, "wb");
+
+	if (!f || fwrite(buf, 1, n, f) != n || fclose(f) != 0)
+		abort();
+}
+
+static void setup(void)
+{
+	char tdir[128];
+
+	snprintf(dir, sizeof(dir), "/tmp/drf-fuzz-config-XXXXXX");
+	if (!mkdtemp(dir))
+		abort();
+	snprintf(path, sizeof(path), "%s/drfd.conf", dir);
+	snprintf(tdir, sizeof(tdir), "%s/tenants.d", dir);
+	snprintf(tpath, sizeof(tpath), "%s/t.conf", tdir);
+	if (mkdir(tdir, 0755) < 0)
+		abort();
+}
+
+static void check_error(const char *err)
+{
+	if (strncmp(err, dir, strlen(dir)) != 0) {
+		fprintf(stderr, "error does not start with the file: %s\n", err);
+		abort();
+	}
+	for (const unsigned char *p = (const unsigned char *)err; *p; p++)
+		if (*p < 0x20 || *p == 0x7f) {
+			fprintf(stderr, "control byte 0x%02x in the error: %s\n", *p, err);
+			abort();
+		}
+}
+
+static void check_config(const struct drf_config *c)
+{
+	struct drf_problem p;
+	struct drf_demand *d;
+	struct drf_result res;
+
+	if (drf_config_problem(c, &p, &d) < 0 || drf_allocate(&p, c->policy, &res) < 0)
+		abort();
+	for (int r = 0; r < DRF_NRES; r++) {
+		double sum = 0;
+
+		for (size_t i = 0; i < res.n; i++) {
+			double a = res.shares[i].alloc[r];
+
+			if (!(a >= 0) || isinf(a))
+				abort();
+			sum += a;
+		}
+		/* Within the capacity, but for the rounding of a sum. */
+		if (p.capacity[r] > 0 && sum > p.capacity[r] * (1 + 1e-9) + 1e-9)
+			abort();
+	}
+	drf_result_free(&res);
+	free(d);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	const uint8_t *nul = memchr(data, '\0', size);
+	size_t main_len = nul ? (size_t)(nul - data) : size;
+	struct drf_config c;
+	char err[1024];
+
+	if (!dir[0])
+		setup();
+	write_bytes(path, data, main_len);
+	if (nul)
+		write_bytes(tpath, nul + 1, size - main_len - 1);
+	else
+		unlink(tpath);
+	if (drf_config_load(path, &host, &c, err, sizeof(err)) < 0) {
+		check_error(err);
+		return 0;
+	}
+	check_config(&c);
+	drf_config_free(&c);
+	return 0;
+}
