@@ -28,13 +28,15 @@ struct fake_spawn {
 	uint64_t now;
 };
 
-static int fake_spawn(void *ctx, const struct cgfs *fs, const char *cg, const char *dir,
-		      pid_t *ret)
+static int fake_spawn(void *ctx, const struct cgfs *fs, const char *cg, const struct drf_task *t,
+		      int dirfd, const char *dir, pid_t *ret)
 {
 	struct fake_spawn *f = ctx;
 	char p[4096];
 
 	(void)dir;
+	(void)dirfd;
+	(void)t;
 	if (f->fail) {
 		int r = f->fail;
 
