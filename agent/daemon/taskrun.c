@@ -80,6 +80,9 @@ static int spec_pipe(const struct drf_task *t)
 	}
 	free(text);
 	close(p[1]);
+	/* The supervisor reads to the end in blocking mode (the writer is gone already). */
+	if (r == 0 && fcntl(p[0], F_SETFL, 0) < 0)
+		r = -errno;
 	if (r < 0) {
 		close(p[0]);
 		return r;
