@@ -111,8 +111,10 @@ static int open_beneath_walk(int dirfd, const char *path, int flags, mode_t mode
 			fd = -EXDEV;
 			break;
 		}
-		fd = openat(cur, comp, last ? flags | O_CLOEXEC | O_NOFOLLOW
-					    : O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW, mode);
+		fd = openat(cur, comp,
+			    last ? flags | O_CLOEXEC | O_NOFOLLOW
+				 : O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW,
+			    mode);
 		if (fd < 0) {
 			fd = -(errno == ELOOP ? ENOTDIR : errno);
 			break;

@@ -366,7 +366,8 @@ int main(int argc, char **argv)
 		return r == -ENOMEM ? EXIT_FAIL : EXIT_CONFIG;
 	}
 	/* Before anything is created or read there: tasks run as whom its files say. */
-	if (d.plan.cfg.state_dir && drf_statedir_check(d.plan.cfg.state_dir, err, sizeof(err)) < 0) {
+	if (d.plan.cfg.state_dir &&
+	    drf_statedir_check(d.plan.cfg.state_dir, err, sizeof(err)) < 0) {
 		drf_log(LOG_ERR, "%s", err);
 		ret = EXIT_STATEDIR;
 		goto out;

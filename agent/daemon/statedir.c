@@ -43,7 +43,8 @@ static int judge(int fd, const char *path, const char *comp, bool last, char *wh
 		n = readlinkat(fd, "", target, sizeof(target) - 1);
 		target[n > 0 ? n : 0] = '\0';
 		snprintf(why, len, "state-dir '%s': '%s' is a symlink (to '%s'); drfd follows no "
-			 "symlink to its state: set state-dir to the real path", path, comp, target);
+			 "symlink to its state: set state-dir to the real path", path, comp,
+			 target);
 		return -ELOOP;
 	}
 	if (!S_ISDIR(st.st_mode)) {
@@ -51,10 +52,10 @@ static int judge(int fd, const char *path, const char *comp, bool last, char *wh
 		return -ENOTDIR;
 	}
 	if (!trusted_owner(st.st_uid)) {
-		snprintf(why, len, "state-dir '%s': '%s' is owned by uid %u (mode %04o); drfd keeps "
-			 "its tasks and their users' credentials there, so every directory on the "
-			 "path must be root's and writable by root alone: chown root:root %s && "
-			 "chmod go-w %s", path, comp, (unsigned)st.st_uid,
+		snprintf(why, len, "state-dir '%s': '%s' is owned by uid %u (mode %04o); drfd "
+			 "keeps its tasks and their users' credentials there, so every directory "
+			 "on the path must be root's and writable by root alone: chown root:root "
+			 "%s && chmod go-w %s", path, comp, (unsigned)st.st_uid,
 			 (unsigned)(st.st_mode & 07777), comp, comp);
 		return -EPERM;
 	}
@@ -145,8 +146,8 @@ static int walk(const char *path, bool create, int *ret_fd, char *why, size_t le
 
 			if (rfd < 0 || fchmod(rfd, DRF_STATEDIR_MODE) < 0) {
 				r = -errno;
-				snprintf(why, len, "state-dir '%s': cannot set the mode of '%s': %s",
-					 path, comp, strerror(-r));
+				snprintf(why, len, "state-dir '%s': cannot set the mode of "
+					 "'%s': %s", path, comp, strerror(-r));
 			}
 			if (rfd >= 0)
 				close(rfd);

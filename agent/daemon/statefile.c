@@ -164,7 +164,7 @@ int drf_state_save(const char *path, const char *root, const struct drf_reconcil
 		free(text);
 		return -ENOMEM;
 	}
-	/* state-dir is created (root's, 0755) and checked on the fds used; then the atomic replace. */
+	/* state-dir created (root's, 0755) and checked on the fds used; then the atomic replace. */
 	dfd = drf_statedir_open_parent(path, true, &file, why, sizeof(why));
 	r = dfd < 0 ? dfd : drf_at_replace(dfd, file, text, len, 0644);
 	if (dfd >= 0)

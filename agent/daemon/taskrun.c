@@ -127,7 +127,8 @@ static int real_spawn(void *ctx, const struct cgfs *fs, const char *cg, const st
 		setsid();
 		d = fcntl(dirfd, F_DUPFD_CLOEXEC, 10);
 		s = fcntl(spec, F_DUPFD_CLOEXEC, 10);
-		if (d < 0 || s < 0 || dup2(d, DRF_SUPER_DIR_FD) < 0 || dup2(s, DRF_SUPER_SPEC_FD) < 0)
+		if (d < 0 || s < 0 || dup2(d, DRF_SUPER_DIR_FD) < 0 ||
+		    dup2(s, DRF_SUPER_SPEC_FD) < 0)
 			_exit(127);
 		execv("/proc/self/exe", argv);
 		_exit(127);
@@ -292,9 +293,9 @@ static int record_exit(int dirfd, const char *dir, const char *text,
 			return r;
 		}
 		if (k == 0)
-			fprintf(stderr, "drfd task supervisor: cannot write '%s/exit': %s; retrying "
-					"until it can (the task shows running until then)\n", dir,
-				strerror(-r));
+			fprintf(stderr, "drfd task supervisor: cannot write '%s/exit': %s; "
+					"retrying until it can (the task shows running until "
+					"then)\n", dir, strerror(-r));
 		io->sleep_ms(io->ctx, ms);
 		ms = ms >= 15000 ? 30000 : ms * 2;
 	}

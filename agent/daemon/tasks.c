@@ -183,7 +183,8 @@ int drf_peer_creds(int fd, uid_t *uid, gid_t *gid, gid_t **groups, size_t *ngrou
 		if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &gl) == 0)
 			break;
 		/* ERANGE: gl says how much room the list needs. */
-		if (errno != ERANGE || gl / sizeof(*g) <= cap || gl / sizeof(*g) > DRF_TASK_GROUPS_MAX) {
+		if (errno != ERANGE || gl / sizeof(*g) <= cap ||
+		    gl / sizeof(*g) > DRF_TASK_GROUPS_MAX) {
 			int e = errno == ERANGE ? E2BIG : errno;
 
 			free(g);
@@ -479,8 +480,8 @@ static int load_task(struct drf_tasks *q, const char *name, uint64_t id)
 	dfd = drf_at_dir(q->dfd, name, DRF_PRIVATE_DIR_MODE, false);
 	if (dfd < 0) {
 		drf_log(LOG_ERR, "task %s: '%s/%s' is not a directory of drfd's own (%s: a "
-				 "symlink, someone else's, or writable by others); left alone", name,
-			q->dir, name, strerror(-dfd));
+				 "symlink, someone else's, or writable by others); left alone",
+			name, q->dir, name, strerror(-dfd));
 		return 0;
 	}
 	text = read_small(dfd, "task");
@@ -752,8 +753,8 @@ int drf_tasks_submit(struct drf_tasks *q, const struct drf_config *c,
 	free(text);
 	if (r < 0) {
 		drf_at_remove(q->dfd, tmp);
-		snprintf(err, len, "cannot write task %" PRIu64 " to '%s/%s': %s", t.id, q->dir, tmp,
-			 strerror(-r));
+		snprintf(err, len, "cannot write task %" PRIu64 " to '%s/%s': %s", t.id, q->dir,
+			 tmp, strerror(-r));
 		drf_task_clear(&t);
 		return DRF_TASKS_FAILED;
 	}

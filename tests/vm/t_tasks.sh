@@ -190,6 +190,11 @@ check tasks-files-0600 "[ '$modes' = 'task=600 started=600 pid=600 exit=600 resu
 
 # An unprivileged submitter (a member of status-group) runs as itself, never as root,
 # with exactly the groups its connection had: the same `id` as run directly under setpriv.
+# As postgres is in ssl-cert on the red team's host, nobody is in a group of its own here
+# (an /etc/group bound over the real one for the test): a group it dropped must stay dropped.
+cp /etc/group "$work/group"
+echo "drftest:x:4241:nobody" >>"$work/group"
+mount --bind "$work/group" /etc/group
 sub_id() { # NAME SETPRIV-ARGS...: submits `id` under setpriv, compares with `id` run directly
 	local name=$1 want u got uid
 	shift
@@ -209,6 +214,7 @@ sub_id() { # NAME SETPRIV-ARGS...: submits `id` under setpriv, compares with `id
 sub_id tasks-run-as-submitter --reuid=65534 --regid=65534 --clear-groups
 check tasks-cleared-groups-stay-cleared "grep -q 'groups=65534(nogroup)\$' $d/stdout" "$(cat "$d/stdout")"
 sub_id tasks-exact-group-list --reuid=65534 --regid=65534 --groups=65534,4242,4243
+umount /etc/group
 
 # Idempotent submit: the same key by the same user is the same task, run once, also
 # after a restart; another user's key is another task.
