@@ -85,6 +85,8 @@ LIB_SRCS := agent/config/config.c agent/config/desired.c agent/cli/plan.c \
 	cgroupfs/cgroupfs.c
 # drfd's usage history file (drfctl recommend).
 LIB_SRCS += agent/daemon/histfile.c
+# drfd's state dir: its start-up check and the confined opens under it.
+LIB_SRCS += agent/daemon/statedir.c
 LIB := $(BUILD)/libdrf.a
 
 BINS := $(BUILD)/drfctl $(BUILD)/drfd
@@ -94,7 +96,7 @@ DEB_DIR := .output/deb
 
 UNIT_TESTS := test_units test_alloc test_props test_config test_fuzz_config test_cgroupfs \
 	test_reload_mem test_shaper test_expo test_metrics test_use \
-	test_demand test_history test_taskq test_tasks test_daemon
+	test_demand test_history test_taskq test_tasks test_daemon test_statedir
 UNIT_BINS := $(UNIT_TESTS:%=$(BUILD)/tests/%)
 BENCH_BIN := $(BUILD)/tests/bench_alloc
 BENCH_TICK_BIN := $(BUILD)/tests/bench_tick

@@ -89,7 +89,7 @@ static long long mount_id(int fd)
  * filesystem keeps st_dev: the mount id tells). ".." and absolute paths never
  * get here: the path checks above refuse them.
  */
-static int open_beneath_walk(int dirfd, const char *path, int flags)
+static int open_beneath_walk(int dirfd, const char *path, int flags, mode_t mode)
 {
 	long long root = mount_id(dirfd);
 	const char *p = path;
@@ -106,8 +106,15 @@ static int open_beneath_walk(int dirfd, const char *path, int flags)
 		}
 		memcpy(comp, p, n);
 		comp[n] = '\0';
-		fd = openat(cur, comp, last ? flags | O_CLOEXEC | O_NOFOLLOW
-					    : O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+		/* Callers other than cgroupfs's own do not check their paths for "..". */
+		if (strcmp(comp, "..") == 0) {
+			fd = -EXDEV;
+			break;
+		}
+		fd = openat(cur, comp,
+			    last ? flags | O_CLOEXEC | O_NOFOLLOW
+				 : O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW,
+			    mode);
 		if (fd < 0) {
 			fd = -(errno == ELOOP ? ENOTDIR : errno);
 			break;
@@ -136,18 +143,24 @@ static int open_beneath_walk(int dirfd, const char *path, int flags)
  * point, such as a directory bind-mounted over a tenant's cgroup: the kernel
  * enforces "nothing outside the root's cgroup2 mount".
  */
-static int open_beneath(int dirfd, const char *path, int flags)
+int cgfs_open_beneath(int dirfd, const char *path, int flags, mode_t mode)
 {
 	struct open_how how = {
 		.flags = (unsigned long long)(flags | O_CLOEXEC | O_NOFOLLOW),
+		.mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
 		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
 			   RESOLVE_NO_XDEV,
 	};
 	long fd = syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
 
 	if (fd < 0 && errno == ENOSYS)
-		return open_beneath_walk(dirfd, path, flags);
+		return open_beneath_walk(dirfd, path, flags, how.mode);
 	return fd < 0 ? -errno : (int)fd;
+}
+
+static int open_beneath(int dirfd, const char *path, int flags)
+{
+	return cgfs_open_beneath(dirfd, path, flags, 0);
 }
 
 static ssize_t real_read(void *ctx, int dirfd, const char *path, char *buf, size_t len)

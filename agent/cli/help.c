@@ -98,15 +98,15 @@ static const struct {
 	  "exit status: 0 ok, 1 no history or one that cannot be read, 2 config error or\n"
 	  "             unknown tenant, 64 usage error\n" },
 	{ "submit",
-	  "drfctl submit [-c FILE] [--socket PATH] TENANT [--cpu N] [--memory SIZE]\n"
+	  "drfctl submit [-c FILE] [--socket PATH] [--key KEY] TENANT [--cpu N] [--memory SIZE]\n"
 	  "              [--io-read-bps R] [--io-write-bps W] [--net-rate B] -- CMD [ARG...]",
 	  "Queues CMD as a task of TENANT with the resource vector given (a resource not given:\n"
 	  "the tenant's task-* value, else none). drfd starts queued tasks in DRF order: the\n"
 	  "tenant with the lowest weighted dominant share whose next task fits in what running\n"
-	  "tasks leave free. Each runs as the submitting user, in its own cgroup\n"
-	  "TENANT-CGROUP/task-ID with cpu.max, memory.max and io.max at its vector (net is\n"
-	  "counted, not enforced per task); its output goes to STATE-DIR/...tasks/ID/stdout and\n"
-	  "stderr. Prints the task's id.\n"
+	  "tasks leave free. Each runs with exactly the submitter's uid, gid and groups (as its\n"
+	  "connection had them), in its own cgroup TENANT-CGROUP/task-ID with cpu.max,\n"
+	  "memory.max and io.max at its vector (net is counted, not enforced per task); its\n"
+	  "output goes to STATE-DIR/...tasks/ID/stdout and stderr. Prints the task's id.\n"
 	  "\n"
 	  "  -c, --config FILE   main config file (default " DRFCTL_DEFAULT_CONFIG "): where the\n"
 	  "                      socket is\n"
@@ -116,10 +116,14 @@ static const struct {
 	  "  --io-read-bps R     bytes/s on the config's io-device\n"
 	  "  --io-write-bps W    bytes/s on the config's io-device\n"
 	  "  --net-rate B        bits/s (100mbit)\n"
+	  "  --key KEY           idempotent: if this user submitted KEY to a task drfd still\n"
+	  "                      knows (queued, running or kept finished), queue nothing and\n"
+	  "                      print that task's id: retry a submit whose reply was lost\n"
+	  "                      with the same KEY, and the task runs once\n"
 	  "\n"
-	  "exit status: 0 queued, 1 failure or no drfd answers, 2 refused (unknown tenant, a\n"
-	  "             task larger than the node, a tenant cgroup holding processes),\n"
-	  "             64 usage error\n" },
+	  "exit status: 0 queued (or known by its key), 1 failure or no drfd answers,\n"
+	  "             2 refused (unknown tenant, a task larger than the node, a tenant\n"
+	  "             cgroup holding processes), 64 usage error\n" },
 	{ "tasks",
 	  "drfctl tasks [-c FILE] [--socket PATH] [--json]",
 	  "Lists the running drfd's queued, running and finished tasks (the last 200 finished):\n"

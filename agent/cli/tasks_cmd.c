@@ -114,12 +114,13 @@ static const struct option submit_opts[] = {
 	{ "io-read-bps", required_argument, NULL, DRF_RES_IO_READ + 1000 },
 	{ "io-write-bps", required_argument, NULL, DRF_RES_IO_WRITE + 1000 },
 	{ "net-rate", required_argument, NULL, DRF_RES_NET + 1000 },
+	{ "key", required_argument, NULL, 'k' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
 
 struct submit_args {
-	const char *config, *sock;
+	const char *config, *sock, *key;
 	double vec[DRF_NRES];
 	unsigned given;
 };
@@ -137,6 +138,13 @@ static int submit_options(int argc, char **argv, struct submit_args *a)
 			a->config = optarg;
 		} else if (opt == 's') {
 			a->sock = optarg;
+		} else if (opt == 'k') {
+			if (!drf_tasks_key_valid(optarg)) {
+				fprintf(stderr, "drfctl submit: --key '%s': 1 to %d printable "
+					"characters, no space\n", optarg, DRF_TASK_KEY_MAX);
+				return DRFCTL_EXIT_USAGE;
+			}
+			a->key = optarg;
 		} else if (opt == 'h') {
 			drfctl_help(stdout, "submit");
 			return EXIT_SUCCESS;
@@ -191,7 +199,10 @@ int drfctl_submit(int argc, char **argv)
 	}
 	if (!getcwd(cwd, sizeof(cwd)))
 		snprintf(cwd, sizeof(cwd), "/");
-	r = add_word(&req, &len, &cap, "task-submit");
+	/* With a key, a request a drfd without keys refuses, rather than run twice. */
+	r = add_word(&req, &len, &cap, a.key ? "task-submit-key" : "task-submit");
+	if (r == 0 && a.key)
+		r = add_word(&req, &len, &cap, a.key);
 	if (r == 0)
 		r = add_word(&req, &len, &cap, tenant);
 	if (r == 0)

@@ -27,6 +27,7 @@
 #include "netbpf.h"
 #include "probebpf.h"
 #include "shaper.h"
+#include "statedir.h"
 #include "tasks.h"
 #include "tc_nl.h"
 
@@ -48,6 +49,7 @@ enum {
 	EXIT_ROOT = 5,    /* cgroup-root cannot be created, written, holds processes, not cgroup2 */
 	EXIT_LOCKED = 6,  /* another drfd holds this cgroup-root or its status socket */
 	EXIT_NET = 7,     /* the network cannot be shaped: device, bpffs, cgroup_skb, HTB, a foreign qdisc */
+	EXIT_STATEDIR = 8, /* state-dir is not root's alone (owner, mode, a symlink): statedir.h */
 	EXIT_USAGE = 64,
 };
 
@@ -70,7 +72,7 @@ static void usage(FILE *out)
 	      "exit status: 0 ok, 1 failure, 2 config error, 3 no usable cgroup v2,\n"
 	      "             4 io device missing, 5 cgroup-root unusable,\n"
 	      "             6 another drfd holds the cgroup-root, 7 the network cannot be\n"
-	      "             shaped as configured, 64 usage error\n"
+	      "             shaped as configured, 8 state-dir unsafe, 64 usage error\n"
 	      "see drfd(8) and drfd.conf(5)\n",
 	      out);
 }
@@ -380,6 +382,13 @@ int main(int argc, char **argv)
 	if (r < 0) {
 		drf_log(LOG_ERR, "%s", err);
 		return r == -ENOMEM ? EXIT_FAIL : EXIT_CONFIG;
+	}
+	/* Before anything is created or read there: tasks run as whom its files say. */
+	if (d.plan.cfg.state_dir &&
+	    drf_statedir_check(d.plan.cfg.state_dir, err, sizeof(err)) < 0) {
+		drf_log(LOG_ERR, "%s", err);
+		ret = EXIT_STATEDIR;
+		goto out;
 	}
 	if (d.plan.cfg.cgroup_root_auto) {
 		r = drf_resolve_auto_root(d.plan.cfg.cgroup_root, root, sizeof(root), &how);

@@ -12,6 +12,7 @@
 
 #include "daemon.h"
 #include "log.h"
+#include "statedir.h"
 #include "statefile.h"
 
 int drf_history_path(const char *state_dir, const char *root, char *ret, size_t len)
@@ -43,6 +44,12 @@ static int write_all(int fd, const char *buf, size_t len)
 	return 0;
 }
 
+/* The last component of a path (the file's name in the state dir). */
+static const char *base(const char *path)
+{
+	return strrchr(path, '/') + 1;
+}
+
 /* Opens a new, empty path with the header. */
 static int start_file(struct drf_history_file *f)
 {
@@ -51,10 +58,12 @@ static int start_file(struct drf_history_file *f)
 
 	if (n < 0)
 		return n;
-	f->fd = open(f->path, O_WRONLY | O_APPEND | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
-		     0644);
-	if (f->fd < 0)
-		return -errno;
+	f->fd = drf_at_open(f->dfd, base(f->path), O_WRONLY | O_APPEND | O_CREAT | O_TRUNC, 0644);
+	if (f->fd < 0) {
+		r = f->fd;
+		f->fd = -1;
+		return r;
+	}
 	r = write_all(f->fd, head, (size_t)n);
 	if (r < 0) {
 		drf_history_close(f);
@@ -69,7 +78,7 @@ static int rotate(struct drf_history_file *f)
 	if (f->fd >= 0)
 		close(f->fd);
 	f->fd = -1;
-	if (rename(f->path, f->old) < 0 && errno != ENOENT)
+	if (renameat(f->dfd, base(f->path), f->dfd, base(f->old)) < 0 && errno != ENOENT)
 		return -errno;
 	return start_file(f);
 }
@@ -77,28 +86,33 @@ static int rotate(struct drf_history_file *f)
 int drf_history_open(struct drf_history_file *f, const char *path, unsigned step_s,
 		     uint64_t cap)
 {
-	char head[512], first[512], dir[4096];
-	const char *slash = strrchr(path, '/');
+	char head[512], first[512], why[1024];
+	const char *slash = strrchr(path, '/'), *name;
 	struct stat st;
 	ssize_t k;
 	int n;
 
 	f->fd = -1;
+	f->dfd = -1;
 	f->cap = cap;
 	f->step_s = step_s;
-	if (strlen(path) >= sizeof(f->path) || !slash || (size_t)(slash - path) >= sizeof(dir))
+	if (strlen(path) >= sizeof(f->path) || !slash)
 		return -ENAMETOOLONG;
 	if (path != f->path)
 		snprintf(f->path, sizeof(f->path), "%s", path);
 	snprintf(f->old, sizeof(f->old), "%s.1", f->path);
-	memcpy(dir, path, (size_t)(slash - path));
-	dir[slash - path] = '\0';
-	if (dir[0] && mkdir(dir, 0755) < 0 && errno != EEXIST)
-		return -errno;
-	f->fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK,
-		     0644);
-	if (f->fd < 0)
-		return -errno;
+	f->dfd = drf_statedir_open_parent(f->path, true, &name, why, sizeof(why));
+	if (f->dfd < 0) {
+		n = f->dfd;
+		f->dfd = -1;
+		return n;
+	}
+	f->fd = drf_at_open(f->dfd, name, O_RDWR | O_APPEND | O_CREAT | O_NONBLOCK, 0644);
+	if (f->fd < 0) {
+		n = f->fd;
+		drf_history_close(f);
+		return n;
+	}
 	if (fstat(f->fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		drf_history_close(f);
 		return -EINVAL;
@@ -159,6 +173,9 @@ void drf_history_close(struct drf_history_file *f)
 	if (f->fd >= 0)
 		close(f->fd);
 	f->fd = -1;
+	if (f->dfd >= 0)
+		close(f->dfd);
+	f->dfd = -1;
 }
 
 /* The daemon's side: the step being accumulated, per tenant by name. */
@@ -266,6 +283,7 @@ void drfd_history_tick(struct drfd *d)
 		if (!h)
 			return;
 		h->f.fd = -1;
+		h->f.dfd = -1;
 		h->f.step_s = DRF_HIST_STEP_S;
 		h->f.cap = DRF_HIST_CAP_BYTES;
 		h->step = -1;

@@ -30,6 +30,7 @@ struct drf_history_file {
 	char path[4096];
 	char old[4104];     /* path.1 */
 	int fd;             /* -1: not open */
+	int dfd;            /* its directory, the state dir (statedir.h); -1: not open */
 	uint64_t size;      /* bytes in path */
 	uint64_t cap;       /* path and path.1 together stay under this */
 	unsigned step_s;
@@ -39,8 +40,9 @@ struct drf_history_file {
 int drf_history_path(const char *state_dir, const char *root, char *ret, size_t len);
 
 /*
- * Opens path for appending, creating it (and its directory, one level) with a
- * header if needed; a file with another header is rotated away first. 0 or
+ * Opens path for appending, creating it (and its directory, root's) with a
+ * header if needed; a file with another header is rotated away first. The
+ * directory is checked and the file opened beneath it as statedir.h says. 0 or
  * -errno; f->fd is -1 on failure.
  */
 int drf_history_open(struct drf_history_file *f, const char *path, unsigned step_s,

@@ -13,6 +13,7 @@
 #include "daemon.h"
 #include "demand.h"
 #include "log.h"
+#include "statedir.h"
 
 static int demand_path(const struct drfd *d, char *buf, size_t len);
 
@@ -235,19 +236,17 @@ static int demand_path(const struct drfd *d, char *buf, size_t len)
 
 void drfd_online_save(struct drfd *d)
 {
-	char path[4200], tmp[4300];
+	char path[4200], why[1024], *text = NULL;
+	const char *name;
+	size_t len = 0;
 	FILE *f;
-	int fd, r = 0;
+	int dfd, r = 0;
 
 	if (d->dry_run || !d->plan.cfg.observed || demand_path(d, path, sizeof(path)) < 0)
 		return;
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-	f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	f = open_memstream(&text, &len);
 	if (!f) {
-		r = -errno;
-		if (fd >= 0)
-			close(fd);
+		r = -ENOMEM;
 		goto fail;
 	}
 	fprintf(f, "# drfd's effective demands (demand = observed), per tenant: %s", "");
@@ -264,17 +263,21 @@ void drfd_online_save(struct drfd *d)
 			fprintf(f, " %.17g", s->eff[x]);
 		fputc('\n', f);
 	}
-	if (fflush(f) != 0 || ferror(f) || fsync(fileno(f)) < 0)
-		r = errno ? -errno : -EIO;
-	if (fclose(f) != 0 && r == 0)
-		r = -errno;
-	if (r == 0 && rename(tmp, path) < 0)
-		r = -errno;
+	if (fclose(f) != 0)
+		r = -ENOMEM;
+	/* Beneath the checked state dir, replaced atomically (synced file and directory). */
+	dfd = r < 0 ? r : drf_statedir_open_parent(path, true, &name, why, sizeof(why));
+	if (dfd >= 0) {
+		r = drf_at_replace(dfd, name, text, len, 0644);
+		close(dfd);
+	} else {
+		r = dfd;
+	}
+	free(text);
 	if (r == 0) {
 		d->online.save_failed = false;
 		return;
 	}
-	unlink(tmp);
 fail:
 	if (!d->online.save_failed)
 		drf_log(LOG_WARNING, "cannot write '%s': %s; after a restart, the effective demands "
@@ -284,19 +287,27 @@ fail:
 
 void drfd_online_restore(struct drfd *d)
 {
-	char path[4200], line[1024], name[256];
+	char path[4200], line[1024], name[256], why[1024];
 	size_t restored = 0, bad = 0;
+	const char *file;
 	bool header = false;
-	int ln = 0;
+	int ln = 0, dfd, fd;
 	FILE *f;
 
 	if (!d->plan.cfg.observed || demand_path(d, path, sizeof(path)) < 0)
 		return;
-	f = fopen(path, "re");
+	dfd = drf_statedir_open_parent(path, false, &file, why, sizeof(why));
+	fd = dfd < 0 ? dfd : drf_at_open(dfd, file, O_RDONLY | O_NONBLOCK, 0);
+	if (dfd >= 0)
+		close(dfd);
+	f = fd >= 0 ? fdopen(fd, "re") : NULL;
 	if (!f) {
-		if (errno != ENOENT)
+		if (fd >= 0)
+			close(fd);
+		if (fd != -ENOENT)
 			drf_log(LOG_WARNING, "cannot read '%s': %s; the effective demands start from "
-					     "the declared ones", path, strerror(errno));
+					     "the declared ones", path,
+				strerror(fd < 0 ? -fd : errno));
 		return;
 	}
 	while (fgets(line, sizeof(line), f)) {

@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "statedir.h"
+
 int drf_state_path(const char *state_dir, const char *root, char *ret, size_t len)
 {
 	size_t n = (size_t)snprintf(ret, len, "%s/", state_dir);
@@ -56,14 +58,21 @@ int drf_state_load(const char *path, const char *root, struct drf_state_entry **
 {
 	struct drf_state_entry *e = NULL;
 	size_t n = 0, cap = 0, skipped = 0;
-	char line[8192], word[16], name[256], cg[4096];
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY), r = 0;
+	char line[8192], word[16], name[256], cg[4096], why[1024];
+	const char *file;
+	int dfd, fd, r = 0;
 	bool ours = false;
 	struct stat st;
 	FILE *f;
 
+	/* Beneath the checked state dir: a symlink planted there is not followed. */
+	dfd = drf_statedir_open_parent(path, false, &file, why, sizeof(why));
+	if (dfd < 0)
+		return dfd;
+	fd = drf_at_open(dfd, file, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
+	close(dfd);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	/* Only a regular file: a FIFO there must not block the daemon. */
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
@@ -130,51 +139,17 @@ int drf_state_load(const char *path, const char *root, struct drf_state_entry **
 	return 0;
 }
 
-static int mkdir_p(const char *dir)
-{
-	char p[4096];
-	size_t n = strlen(dir);
-
-	if (n >= sizeof(p))
-		return -ENAMETOOLONG;
-	memcpy(p, dir, n + 1);
-	for (size_t i = 1; i <= n; i++) {
-		if (p[i] != '/' && p[i] != '\0')
-			continue;
-		p[i] = '\0';
-		if (mkdir(p, 0755) < 0 && errno != EEXIST)
-			return -errno;
-		p[i] = i < n ? '/' : '\0';
-	}
-	return 0;
-}
-
 int drf_state_save(const char *path, const char *root, const struct drf_reconciler *rc,
 		   const struct drf_shaper *net)
 {
-	char tmp[4200], dir[4096];
-	const char *slash = strrchr(path, '/');
-	int fd, r = 0, dfd;
-	FILE *f;
+	char *text = NULL, why[1024];
+	const char *file;
+	size_t len = 0;
+	int dfd, r;
+	FILE *f = open_memstream(&text, &len);
 
-	if (!slash || (size_t)(slash - path) >= sizeof(dir))
-		return -EINVAL;
-	memcpy(dir, path, (size_t)(slash - path));
-	dir[slash - path] = '\0';
-	r = mkdir_p(dir[0] ? dir : "/");
-	if (r < 0)
-		return r;
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp))
-		return -ENAMETOOLONG;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0)
-		return -errno;
-	f = fdopen(fd, "w");
-	if (!f) {
-		r = -errno;
-		close(fd);
-		goto out_unlink;
-	}
+	if (!f)
+		return -ENOMEM;
 	fprintf(f, "# drfd state: the tenant cgroups drfd manages under its cgroup-root.\n"
 		   "# Written by drfd; do not edit.\ndrfd-state 1\nroot %s\n", root);
 	for (size_t i = 0; i < rc->n; i++)
@@ -185,24 +160,15 @@ int drf_state_save(const char *path, const char *root, const struct drf_reconcil
 		fprintf(f, "netdev %s -\n", net->ifname);
 	for (size_t i = 0; net && i < net->n; i++)
 		fprintf(f, "netclass %s %x\n", net->t[i].name, net->t[i].minor);
-	if (fflush(f) != 0 || fsync(fileno(f)) < 0)
-		r = -errno;
-	if (fclose(f) != 0 && r == 0)
-		r = -errno;
-	if (r < 0)
-		goto out_unlink;
-	if (rename(tmp, path) < 0) {
-		r = -errno;
-		goto out_unlink;
+	if (fclose(f) != 0) {
+		free(text);
+		return -ENOMEM;
 	}
-	/* The rename itself is durable once the directory is synced. */
-	dfd = open(dir[0] ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		fsync(dfd);
+	/* state-dir created (root's, 0755) and checked on the fds used; then the atomic replace. */
+	dfd = drf_statedir_open_parent(path, true, &file, why, sizeof(why));
+	r = dfd < 0 ? dfd : drf_at_replace(dfd, file, text, len, 0644);
+	if (dfd >= 0)
 		close(dfd);
-	}
-	return 0;
-out_unlink:
-	unlink(tmp);
+	free(text);
 	return r;
 }

@@ -43,7 +43,8 @@ void drf_state_free(struct drf_state_entry *e, size_t n);
 
 /*
  * Writes the reconciler's tenants and orphans, and the shaper's class minors
- * (net may be NULL), creating state-dir if needed.
+ * (net may be NULL), creating state-dir if needed. Both this and the load
+ * open the file beneath the state dir, checked as statedir.h says.
  */
 int drf_state_save(const char *path, const char *root, const struct drf_reconciler *rc,
 		   const struct drf_shaper *net);

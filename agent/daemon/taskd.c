@@ -6,15 +6,21 @@
  *
  *   "task-submit TENANT CWD GIVEN V0 .. V5 ARG..."   GIVEN: hex bits of the
  *        resources given (in enum drf_res order), V: their values
+ *   "task-submit-key KEY TENANT CWD GIVEN V0 .. V5 ARG..."   the same, idempotent:
+ *        a task of the same uid with KEY is answered with its id, not queued
+ *        again (a drfd without keys refuses the request rather than run it twice)
  *   "task-cancel ID"
  *   "tasks text" or "tasks json"
  *
  * Answers: "drfd-task 1 ok [ID]\n" BODY, or "drfd-task 1 refused\n" or
- * "drfd-task 1 failed\n" and a line saying why. Who asks is the peer's
- * SO_PEERCRED: a task runs as that uid and gid, never as drfd's.
+ * "drfd-task 1 failed\n" and a line saying why; a submit's BODY is "queued",
+ * or "known" when its key named a task already there. Who asks is the peer's
+ * SO_PEERCRED and SO_PEERGROUPS, as the kernel recorded them when it connected:
+ * a task runs with exactly that uid, gid and those groups, never as drfd's.
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,24 +94,26 @@ static size_t words(char *line, char **w, size_t max)
 	return n;
 }
 
-static int submit(struct drfd *d, int fd, char *args, char **out, size_t *out_len)
+static int submit(struct drfd *d, int fd, char *args, bool keyed, char **out, size_t *out_len)
 {
 	struct drf_task_req req = { 0 };
-	struct ucred cr;
-	socklen_t cl = sizeof(cr);
-	char *w[4096 + 9], err[2048], ok[64];
-	size_t n = words(args, w, sizeof(w) / sizeof(w[0]));
+	char *ws[4096 + 10], **w = ws, err[2048], ok[64];
+	size_t n = words(args, ws, sizeof(ws) / sizeof(ws[0]));
+	gid_t *groups = NULL;
 	unsigned long given;
 	uint64_t id;
 	int r;
 
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0)
-		return say(out, out_len, "failed", "cannot tell who asks (SO_PEERCRED)");
-	if (n < 10 || n == sizeof(w) / sizeof(w[0]))
+	if (n < (keyed ? 11u : 10u) || n == sizeof(ws) / sizeof(ws[0]))
 		return say(out, out_len, "refused", "malformed request");
 	for (size_t i = 0; i < n; i++)
 		if (drf_tasks_unescape(w[i]) < 0)
 			return say(out, out_len, "refused", "malformed request");
+	if (keyed) {
+		req.key = w[0];
+		w++;
+		n--;
+	}
 	if (strlen(w[0]) >= sizeof(req.tenant))
 		return say(out, out_len, "refused", "tenant name too long");
 	snprintf(req.tenant, sizeof(req.tenant), "%s", w[0]);
@@ -121,18 +129,26 @@ static int submit(struct drfd *d, int fd, char *args, char **out, size_t *out_le
 	}
 	req.argv = w + 3 + DRF_NRES;
 	req.argc = n - 3 - DRF_NRES;
-	req.uid = cr.uid;
-	req.gid = cr.gid;
+	/* Exactly the credentials of the connection: never looked up by name. */
+	r = drf_peer_creds(fd, &req.uid, &req.gid, &groups, &req.ngroups);
+	if (r < 0) {
+		snprintf(err, sizeof(err), "cannot tell who asks (SO_PEERCRED, SO_PEERGROUPS): %s",
+			 strerror(-r));
+		return say(out, out_len, "failed", err);
+	}
+	req.groups = groups;
 	r = drf_tasks_submit(d->tasks, &d->plan.cfg, d->plan.problem.capacity, &req, &id, err,
 			     sizeof(err));
+	free(groups);
 	if (r == DRF_TASKS_REFUSED)
 		return say(out, out_len, "refused", err);
-	if (r != 0)
+	if (r != 0 && r != DRF_TASKS_KNOWN)
 		return say(out, out_len, "failed", err);
 	/* Started now if it fits, not at the next tick. */
-	drfd_tasks_tick(d);
+	if (r == 0)
+		drfd_tasks_tick(d);
 	snprintf(ok, sizeof(ok), "ok %" PRIu64, id);
-	return say(out, out_len, ok, "queued");
+	return say(out, out_len, ok, r == 0 ? "queued" : "known");
 }
 
 int drfd_tasks_answer(struct drfd *d, int fd, const char *req, char **out, size_t *out_len)
@@ -166,7 +182,9 @@ int drfd_tasks_answer(struct drfd *d, int fd, const char *req, char **out, size_
 	if (!line)
 		return -ENOMEM;
 	if (strncmp(line, "task-submit ", 12) == 0) {
-		r = submit(d, fd, line + 12, out, out_len);
+		r = submit(d, fd, line + 12, false, out, out_len);
+	} else if (strncmp(line, "task-submit-key ", 16) == 0) {
+		r = submit(d, fd, line + 16, true, out, out_len);
 	} else if (strncmp(line, "task-cancel ", 12) == 0) {
 		struct ucred cr;
 		socklen_t cl = sizeof(cr);

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * A task's process side: the real spawn ops (clone3 straight into the task's
- * cgroup, then `drfd --task-supervisor DIR`) and the supervisor, which runs the
- * command as the submitter, waits for it, and writes DIR/exit. drfd is not
+ * cgroup, then `drfd --task-supervisor DIR` with the task's directory and text
+ * on fds 3 and 4) and the supervisor, which runs the command with exactly the
+ * submitter's credentials, waits for it, and writes DIR/exit. drfd is not
  * needed while a task runs: a restarted drfd finds the supervisor's files.
  */
 #include "tasks.h"
@@ -24,6 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "statedir.h"
+
 #ifndef CLONE_INTO_CGROUP
 #define CLONE_INTO_CGROUP 0x200000000ULL
 #endif
@@ -44,36 +47,95 @@ static void real_reap(void *ctx, pid_t pid)
 }
 
 /*
+ * The task's text, from drfd's memory, in a pipe for the supervisor: whom it
+ * runs as is never read from a file. The whole text fits in the pipe (a submit
+ * is at most about 60 kB; the pipe is grown to 1 MiB if need be), so drfd
+ * writes it before the supervisor exists and never blocks on it.
+ */
+static int spec_pipe(const struct drf_task *t)
+{
+	char *text = drf_tasks_text(t);
+	size_t len, off = 0;
+	int p[2], r = 0;
+
+	if (!text)
+		return -ENOMEM;
+	len = strlen(text);
+	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0) {
+		r = -errno;
+		free(text);
+		return r;
+	}
+	if (len >= 65536 && fcntl(p[1], F_SETPIPE_SZ, 1 << 20) < 0)
+		r = -E2BIG;
+	while (r == 0 && off < len) {
+		ssize_t w = write(p[1], text + off, len - off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			r = w < 0 && errno != EAGAIN ? -errno : -E2BIG;
+		else
+			off += (size_t)w;
+	}
+	free(text);
+	close(p[1]);
+	/* The supervisor reads to the end in blocking mode (the writer is gone already). */
+	if (r == 0 && fcntl(p[0], F_SETFL, 0) < 0)
+		r = -errno;
+	if (r < 0) {
+		close(p[0]);
+		return r;
+	}
+	return p[0];
+}
+
+/*
  * clone3 with CLONE_INTO_CGROUP: the child starts in the task's cgroup, so the
  * move cannot fail half-way. In the child, only async-signal-safe calls: drfd
- * has threads.
+ * has threads. The task's directory and text go to fds 3 and 4, by way of fds
+ * above 10 so that neither overwrites the other.
  */
-static int real_spawn(void *ctx, const struct cgfs *fs, const char *cg, const char *dir,
-		      pid_t *ret)
+static int real_spawn(void *ctx, const struct cgfs *fs, const char *cg, const struct drf_task *t,
+		      int dirfd, const char *dir, pid_t *ret)
 {
 	struct clone_args args = { 0 };
 	char *argv[] = { "drfd", "--task-supervisor", (char *)dir, NULL };
 	sigset_t all;
 	long pid;
-	int cfd, r;
+	int cfd, spec, r;
 
 	(void)ctx;
+	spec = spec_pipe(t);
+	if (spec < 0)
+		return spec;
 	cfd = openat(fs->rootfd, cg, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-	if (cfd < 0)
-		return -errno;
+	if (cfd < 0) {
+		r = -errno;
+		close(spec);
+		return r;
+	}
 	args.flags = CLONE_INTO_CGROUP;
 	args.exit_signal = SIGCHLD;
 	args.cgroup = (uint64_t)cfd;
 	pid = syscall(SYS_clone3, &args, sizeof(args));
 	if (pid == 0) {
+		int d, s;
+
 		sigemptyset(&all);
 		sigprocmask(SIG_SETMASK, &all, NULL);
 		setsid();
+		d = fcntl(dirfd, F_DUPFD_CLOEXEC, 10);
+		s = fcntl(spec, F_DUPFD_CLOEXEC, 10);
+		if (d < 0 || s < 0 || dup2(d, DRF_SUPER_DIR_FD) < 0 ||
+		    dup2(s, DRF_SUPER_SPEC_FD) < 0)
+			_exit(127);
 		execv("/proc/self/exe", argv);
 		_exit(127);
 	}
 	r = pid < 0 ? -errno : 0;
 	close(cfd);
+	close(spec);
 	if (r < 0)
 		return r;
 	*ret = (pid_t)pid;
@@ -88,30 +150,65 @@ const struct drf_spawn_ops drf_spawn_real_ops = {
 
 /* ---- the supervisor ---- */
 
-static int open_output(const char *dir, const char *name, uid_t uid, gid_t gid)
+static int real_write(void *ctx, int dirfd, const char *name, const char *text)
 {
-	char path[4352];
-	int fd;
+	(void)ctx;
+	return drf_at_replace(dirfd, name, text, strlen(text), DRF_PRIVATE_FILE_MODE);
+}
 
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd >= 0 && fchown(fd, uid, gid) < 0) {
+static void real_sleep_ms(void *ctx, unsigned ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000 };
+
+	(void)ctx;
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+const struct drf_super_io drf_super_real_io = {
+	.write = real_write,
+	.sleep_ms = real_sleep_ms,
+};
+
+/* The command's output: created by root in the task's directory, then the submitter's. */
+static int open_output(int dirfd, const char *name, uid_t uid, gid_t gid)
+{
+	int fd = drf_at_open(dirfd, name, O_WRONLY | O_CREAT | O_APPEND, 0600);
+
+	if (fd >= 0 && (fchown(fd, uid, gid) < 0 || fchmod(fd, 0600) < 0)) {
 		close(fd);
 		return -1;
 	}
 	return fd;
 }
 
+/*
+ * Exactly the submitter's credentials: its groups (as its connection had them,
+ * not its user's from /etc/group: a group it dropped stays dropped), gid, then
+ * uid; and a check that root cannot be had back.
+ */
+static int become(const struct drf_task *t)
+{
+	if (setgroups(t->ngroups, t->groups) < 0 || setresgid(t->gid, t->gid, t->gid) < 0 ||
+	    setresuid(t->uid, t->uid, t->uid) < 0)
+		return -errno;
+	if (t->uid != 0 && (setuid(0) == 0 || seteuid(0) == 0 || geteuid() == 0 || getuid() == 0))
+		return -EPERM;
+	if (t->uid != 0 && t->gid != 0 && (setgid(0) == 0 || getegid() == 0))
+		return -EPERM;
+	return 0;
+}
+
 /* The child: becomes the submitter and runs the command; failures go down errfd. */
-static void run_child(const struct drf_task *t, const char *dir, int errfd)
+static void run_child(const struct drf_task *t, int dirfd, int errfd)
 {
 	struct passwd *pw = getpwuid(t->uid);
 	char home[4200], user[300], id[64], tenant[128];
 	char *envp[] = { "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 			 home, user, id, tenant, "LANG=C.UTF-8", NULL };
 	int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	int out = open_output(dir, "stdout", t->uid, t->gid);
-	int err = open_output(dir, "stderr", t->uid, t->gid);
+	int out = open_output(dirfd, "stdout", t->uid, t->gid);
+	int err = open_output(dirfd, "stderr", t->uid, t->gid);
 	int e, fd;
 
 	if (in < 0 || out < 0 || err < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 ||
@@ -129,12 +226,9 @@ static void run_child(const struct drf_task *t, const char *dir, int errfd)
 	snprintf(user, sizeof(user), "USER=%s", pw ? pw->pw_name : "nobody");
 	snprintf(id, sizeof(id), "DRF_TASK_ID=%" PRIu64, t->id);
 	snprintf(tenant, sizeof(tenant), "DRF_TENANT=%s", t->tenant);
-	/* Never root for someone who is not: groups, gid, then uid, and check. */
-	if ((pw ? initgroups(pw->pw_name, t->gid) : setgroups(0, NULL)) < 0 ||
-	    setresgid(t->gid, t->gid, t->gid) < 0 || setresuid(t->uid, t->uid, t->uid) < 0)
-		goto fail;
-	if (t->uid != 0 && (setuid(0) == 0 || geteuid() == 0)) {
-		errno = EPERM;
+	e = become(t);
+	if (e < 0) {
+		errno = -e;
 		goto fail;
 	}
 	if (chdir(t->cwd) < 0 && chdir("/") < 0)
@@ -148,32 +242,100 @@ fail:
 	_exit(127);
 }
 
+/* The task's text from drfd, all of it (a pipe or a file), NUL-terminated; NULL on failure. */
+static char *read_spec(int fd)
+{
+	size_t len = 0, cap = 1 << 20;
+	char *buf = malloc(cap + 1);
+
+	while (buf && len < cap) {
+		ssize_t n = read(fd, buf + len, cap - len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			free(buf);
+			return NULL;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	if (buf)
+		buf[len] = '\0';
+	return buf;
+}
+
+/*
+ * Writes the exit file until it is written: its status exists nowhere else
+ * once the command has been waited for. While it retries, the supervisor stays
+ * in the task's cgroup, so drfd sees the task running (holding its share) and
+ * records nothing; a directory that is gone is the one failure not retried.
+ */
+static int record_exit(int dirfd, const char *dir, const char *text,
+		       const struct drf_super_io *io)
+{
+	unsigned ms = 100;
+
+	for (unsigned k = 0;; k++) {
+		int r = io->write(io->ctx, dirfd, "exit", text);
+
+		if (r == 0) {
+			if (k)
+				fprintf(stderr, "drfd task supervisor: wrote '%s/exit' after %u "
+						"failed tries\n", dir, k);
+			return 0;
+		}
+		if (r == -ENOENT || r == -ENOTDIR || r == -EBADF || r == -ESTALE) {
+			fprintf(stderr, "drfd task supervisor: cannot write '%s/exit': %s; its "
+					"directory is gone, the exit status is lost\n", dir,
+				strerror(-r));
+			return r;
+		}
+		if (k == 0)
+			fprintf(stderr, "drfd task supervisor: cannot write '%s/exit': %s; "
+					"retrying until it can (the task shows running until "
+					"then)\n", dir, strerror(-r));
+		io->sleep_ms(io->ctx, ms);
+		ms = ms >= 15000 ? 30000 : ms * 2;
+	}
+}
+
 int drf_task_supervise(const char *dir)
+{
+	return drf_task_supervise_fds(DRF_SUPER_DIR_FD, DRF_SUPER_SPEC_FD, dir, &drf_super_real_io);
+}
+
+int drf_task_supervise_fds(int dirfd, int specfd, const char *dir, const struct drf_super_io *io)
 {
 	struct drf_task t = { 0 };
 	struct rusage ru = { 0 };
 	char buf[1024], *text;
-	int pfd[2], status = 0, e = 0, fd;
+	int pfd[2], status = 0, e = 0, fd, r;
 	struct timespec ts;
 	pid_t pid;
-	FILE *f;
 	long n;
 
 	signal(SIGHUP, SIG_IGN);
 	signal(SIGINT, SIG_IGN);
 	signal(SIGPIPE, SIG_DFL);
-	/* The task file, read as drfd wrote it. */
-	snprintf(buf, sizeof(buf), "%s/task", dir);
-	f = fopen(buf, "re");
-	if (!f)
+	/* Neither fd goes on to the command. */
+	if (fcntl(dirfd, F_SETFD, FD_CLOEXEC) < 0 || fcntl(specfd, F_SETFD, FD_CLOEXEC) < 0) {
+		fprintf(stderr, "drfd --task-supervisor: drfd starts it, with fds %d and %d\n",
+			DRF_SUPER_DIR_FD, DRF_SUPER_SPEC_FD);
 		return 1;
-	text = calloc(1, 1 << 20);
-	n = text ? (long)fread(text, 1, (1 << 20) - 1, f) : -1;
-	fclose(f);
-	if (n <= 0)
+	}
+	/* Its directory must be drfd's own (root's, writable by root alone). */
+	r = drf_at_owned(dirfd, true);
+	text = r == 0 ? read_spec(specfd) : NULL;
+	close(specfd);
+	if (!text || drf_tasks_parse_file(&t, text) < 0) {
+		fprintf(stderr, "drfd task supervisor: '%s': %s\n", dir,
+			r < 0 ? "its directory is not drfd's own" : "no task from drfd");
+		free(text);
+		drf_task_clear(&t);
 		return 1;
-	if (drf_tasks_parse_file(&t, text) < 0)
-		return 1;
+	}
 	free(text);
 	fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
 	if (fd >= 0) {
@@ -189,11 +351,11 @@ int drf_task_supervise(const char *dir)
 		return 1;
 	if (pid == 0) {
 		close(pfd[0]);
-		run_child(&t, dir, pfd[1]);
+		run_child(&t, dirfd, pfd[1]);
 	}
 	close(pfd[1]);
 	snprintf(buf, sizeof(buf), "pid %d\n", (int)pid);
-	drf_tasks_write_atomic(dir, "pid", buf);
+	io->write(io->ctx, dirfd, "pid", buf);
 	if (read(pfd[0], &e, sizeof(e)) != sizeof(e))
 		e = 0;
 	close(pfd[0]);
@@ -217,5 +379,6 @@ int drf_task_supervise(const char *dir)
 			snprintf(buf + n, sizeof(buf) - (size_t)n, "error %s\n", esc);
 		free(esc);
 	}
-	return drf_tasks_write_atomic(dir, "exit", buf) < 0 ? 1 : 0;
+	drf_task_clear(&t);
+	return record_exit(dirfd, dir, buf, io) < 0 ? 1 : 0;
 }

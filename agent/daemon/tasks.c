@@ -13,11 +13,13 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "log.h"
 #include "plan.h"
+#include "statedir.h"
 #include "taskq.h"
 
 #define CTRLS (CGFS_CPU | CGFS_MEMORY | CGFS_IO)
@@ -101,78 +103,100 @@ int drf_tasks_dir(const char *state_path, char *ret, size_t len)
 
 /* ---- files ---- */
 
-int drf_tasks_write_atomic(const char *dir, const char *name, const char *text)
+/* Replaces ID/NAME (root's, 0600); NAME alone for the queue's own files. */
+static int put(const struct drf_tasks *q, uint64_t id, const char *name, const char *text)
 {
-	char tmp[4608], path[4608];
-	size_t len = strlen(text), off = 0;
-	int fd, r = 0;
+	char p[128];
 
-	snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name);
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0)
-		return -errno;
-	while (off < len) {
-		ssize_t w = write(fd, text + off, len - off);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			r = w < 0 ? -errno : -EIO;
-			break;
-		}
-		off += (size_t)w;
-	}
-	if (r == 0 && fsync(fd) < 0)
-		r = -errno;
-	if (close(fd) < 0 && r == 0)
-		r = -errno;
-	if (r == 0 && rename(tmp, path) < 0)
-		r = -errno;
-	if (r < 0)
-		unlink(tmp);
-	return r;
+	if (id)
+		snprintf(p, sizeof(p), "%" PRIu64 "/%s", id, name);
+	else
+		snprintf(p, sizeof(p), "%s", name);
+	return drf_at_replace(q->dfd, p, text, strlen(text), DRF_PRIVATE_FILE_MODE);
 }
 
-/* The whole small file dir/name, NUL-terminated (free()), or NULL with errno. */
-static char *read_small(const char *dir, const char *name)
+/*
+ * The whole small file NAME under the directory fd dfd, NUL-terminated
+ * (free()), or NULL with errno: only a regular file of drfd's own.
+ */
+static char *read_small(int dfd, const char *name)
 {
-	char path[4608], *buf;
-	size_t len = 0;
-	int fd;
+	char *buf = NULL;
+	ssize_t r = drf_at_read(dfd, name, FILE_MAX, true, &buf);
 
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-	if (fd < 0)
-		return NULL;
-	buf = malloc(FILE_MAX + 1);
-	if (!buf) {
-		close(fd);
-		errno = ENOMEM;
+	if (r < 0) {
+		errno = (int)-r;
 		return NULL;
 	}
-	for (;;) {
-		ssize_t r = read(fd, buf + len, FILE_MAX - len);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		len += (size_t)r;
-		if (len == FILE_MAX)
-			break;
-	}
-	close(fd);
-	buf[len] = '\0';
 	return buf;
 }
 
-static bool exists(const char *dir, const char *name)
+/* ID/NAME of the queue. */
+static char *get(const struct drf_tasks *q, uint64_t id, const char *name)
 {
-	char path[4608];
+	char p[128];
 
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	return access(path, F_OK) == 0;
+	snprintf(p, sizeof(p), "%" PRIu64 "/%s", id, name);
+	return read_small(q->dfd, p);
+}
+
+static bool exists(int dfd, const char *name)
+{
+	int fd = drf_at_open(dfd, name, O_PATH, 0);
+
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
+}
+
+bool drf_tasks_key_valid(const char *key)
+{
+	size_t n = strlen(key);
+
+	if (n == 0 || n > DRF_TASK_KEY_MAX)
+		return false;
+	for (const char *p = key; *p; p++)
+		if (*p <= ' ' || *p >= 0x7f)
+			return false;
+	return true;
+}
+
+int drf_peer_creds(int fd, uid_t *uid, gid_t *gid, gid_t **groups, size_t *ngroups)
+{
+	struct ucred cr;
+	socklen_t cl = sizeof(cr), gl;
+	size_t cap = 64;
+	gid_t *g = NULL;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0)
+		return -errno;
+	for (;;) {
+		gid_t *ng = realloc(g, cap * sizeof(*g));
+
+		if (!ng) {
+			free(g);
+			return -ENOMEM;
+		}
+		g = ng;
+		gl = (socklen_t)(cap * sizeof(*g));
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &gl) == 0)
+			break;
+		/* ERANGE: gl says how much room the list needs. */
+		if (errno != ERANGE || gl / sizeof(*g) <= cap ||
+		    gl / sizeof(*g) > DRF_TASK_GROUPS_MAX) {
+			int e = errno == ERANGE ? E2BIG : errno;
+
+			free(g);
+			return -e;
+		}
+		cap = gl / sizeof(*g);
+	}
+	*uid = cr.uid;
+	*gid = cr.gid;
+	*groups = g;
+	*ngroups = gl / sizeof(*g);
+	return 0;
 }
 
 /* The value of "key VALUE" in text (first match), copied into buf; NULL if absent. */
@@ -207,9 +231,11 @@ static void task_dir(const struct drf_tasks *q, uint64_t id, char *buf, size_t l
 	snprintf(buf, len, "%s/%" PRIu64, q->dir, id);
 }
 
-static void task_clear(struct drf_task *t)
+void drf_task_clear(struct drf_task *t)
 {
 	free(t->cgroup);
+	free(t->groups);
+	free(t->key);
 	free(t->cwd);
 	for (size_t i = 0; i < t->argc; i++)
 		free(t->argv[i]);
@@ -218,8 +244,7 @@ static void task_clear(struct drf_task *t)
 	memset(t, 0, sizeof(*t));
 }
 
-/* The task file's text. */
-static char *task_text(const struct drf_task *t)
+char *drf_tasks_text(const struct drf_task *t)
 {
 	char *buf = NULL, *e;
 	size_t len = 0;
@@ -230,6 +255,21 @@ static char *task_text(const struct drf_task *t)
 	fprintf(f, "drfd-task 1\nid %" PRIu64 "\ntenant %s\ncgroup %s\nuid %u\ngid %u\n"
 		   "submitted %" PRIu64 "\n", t->id, t->tenant, t->cgroup, (unsigned)t->uid,
 		(unsigned)t->gid, t->submitted);
+	/* The groups line always, "-" for none: a missing one is a task file of before. */
+	fputs("groups ", f);
+	for (size_t i = 0; i < t->ngroups; i++)
+		fprintf(f, "%s%u", i ? "," : "", (unsigned)t->groups[i]);
+	fputs(t->ngroups ? "\n" : "-\n", f);
+	if (t->key) {
+		e = drf_tasks_escape(t->key);
+		if (!e) {
+			fclose(f);
+			free(buf);
+			return NULL;
+		}
+		fprintf(f, "key %s\n", e);
+		free(e);
+	}
 	for (int r = 0; r < DRF_NRES; r++)
 		fprintf(f, "%s %.17g\n", drf_res_name(r), t->vec[r]);
 	e = drf_tasks_escape(t->cwd);
@@ -252,10 +292,41 @@ static char *task_text(const struct drf_task *t)
 	return buf;
 }
 
+/* "G1,G2,..." or "-" into t->groups; -EINVAL for anything else. */
+static int parse_groups(struct drf_task *t, const char *s)
+{
+	size_t n = 1;
+
+	if (strcmp(s, "-") == 0)
+		return 0;
+	for (const char *p = s; *p; p++)
+		n += *p == ',';
+	if (n > DRF_TASK_GROUPS_MAX)
+		return -EINVAL;
+	t->groups = calloc(n, sizeof(*t->groups));
+	if (!t->groups)
+		return -ENOMEM;
+	for (const char *p = s; t->ngroups < n; p++) {
+		char *end;
+		unsigned long g;
+
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+		g = strtoul(p, &end, 10);
+		if ((*end != ',' && *end != '\0') || g >= (gid_t)-1)
+			return -EINVAL;
+		t->groups[t->ngroups++] = (gid_t)g;
+		p = end;
+		if (!*end)
+			break;
+	}
+	return t->ngroups == n ? 0 : -EINVAL;
+}
+
 /* Parses a task file into t (the id is the directory's). */
 static int task_parse(struct drf_task *t, uint64_t id, char *text)
 {
-	char b[4096];
+	char b[4096], *groups;
 
 	memset(t, 0, sizeof(*t));
 	t->id = id;
@@ -267,6 +338,22 @@ static int task_parse(struct drf_task *t, uint64_t id, char *text)
 	t->cgroup = strdup(b);
 	t->uid = (uid_t)kv_num(text, "uid", 65534);
 	t->gid = (gid_t)kv_num(text, "gid", 65534);
+	/* No groups line (a task file of before they were recorded): no groups. */
+	groups = malloc(FILE_MAX);
+	if (!groups)
+		return -ENOMEM;
+	if (kv(text, "groups", groups, FILE_MAX) && parse_groups(t, groups) < 0) {
+		free(groups);
+		return -EINVAL;
+	}
+	free(groups);
+	if (kv(text, "key", b, sizeof(b))) {
+		if (drf_tasks_unescape(b) < 0 || !drf_tasks_key_valid(b))
+			return -EINVAL;
+		t->key = strdup(b);
+		if (!t->key)
+			return -ENOMEM;
+	}
 	t->submitted = (uint64_t)kv_num(text, "submitted", 0);
 	for (int r = 0; r < DRF_NRES; r++)
 		t->vec[r] = kv_num(text, drf_res_name(r), 0);
@@ -344,22 +431,6 @@ static int cmp_task(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* rm -r of one task directory (files only: it has no subdirectories). */
-static void remove_task_dir(const char *path)
-{
-	DIR *dir = opendir(path);
-	struct dirent *de;
-
-	if (dir) {
-		while ((de = readdir(dir)))
-			if (de->d_name[0] != '.' || (strcmp(de->d_name, ".") != 0 &&
-						     strcmp(de->d_name, "..") != 0))
-				unlinkat(dirfd(dir), de->d_name, 0);
-		closedir(dir);
-	}
-	rmdir(path);
-}
-
 /* Keeps the newest q->history finished tasks. */
 static void trim_history(struct drf_tasks *q)
 {
@@ -368,15 +439,15 @@ static void trim_history(struct drf_tasks *q)
 	for (size_t i = 0; i < q->n; i++)
 		done += q->t[i].state == DRF_TASK_DONE;
 	for (size_t i = 0; i < q->n && done > q->history;) {
-		char path[4352];
+		char name[32];
 
 		if (q->t[i].state != DRF_TASK_DONE) {
 			i++;
 			continue;
 		}
-		task_dir(q, q->t[i].id, path, sizeof(path));
-		remove_task_dir(path);
-		task_clear(&q->t[i]);
+		snprintf(name, sizeof(name), "%" PRIu64, q->t[i].id);
+		drf_at_remove(q->dfd, name);
+		drf_task_clear(&q->t[i]);
 		memmove(&q->t[i], &q->t[i + 1], (q->n - i - 1) * sizeof(q->t[0]));
 		q->n--;
 		done--;
@@ -395,15 +466,89 @@ static int populated(const struct drf_tasks *q, const char *cg)
 	return strstr(buf, "populated 1") ? 1 : 0;
 }
 
+/*
+ * Loads the task of the directory NAME (an id): not at all unless the
+ * directory and its task file are drfd's own (root's, not writable by others,
+ * no symlink), for the uid it runs as is read from there. 1 loaded, 0 left alone.
+ */
+static int load_task(struct drf_tasks *q, const char *name, uint64_t id)
+{
+	struct drf_task *t;
+	char *text;
+	int dfd, r;
+
+	dfd = drf_at_dir(q->dfd, name, DRF_PRIVATE_DIR_MODE, false);
+	if (dfd < 0) {
+		drf_log(LOG_ERR, "task %s: '%s/%s' is not a directory of drfd's own (%s: a "
+				 "symlink, someone else's, or writable by others); left alone",
+			name, q->dir, name, strerror(-dfd));
+		return 0;
+	}
+	text = read_small(dfd, "task");
+	if (!text || tasks_grow(q) < 0) {
+		drf_log(LOG_ERR, "task %s: cannot read '%s/%s/task': %s (a file of drfd's own, "
+				 "root's and 0600, is needed); left alone", name, q->dir, name,
+			strerror(text ? ENOMEM : errno));
+		free(text);
+		close(dfd);
+		return 0;
+	}
+	t = &q->t[q->n];
+	r = task_parse(t, id, text);
+	free(text);
+	if (r < 0) {
+		drf_log(LOG_ERR, "task %s: '%s/%s/task' does not parse; left alone", name, q->dir,
+			name);
+		drf_task_clear(t);
+		close(dfd);
+		return 0;
+	}
+	q->n++;
+	if (id >= q->next_id)
+		q->next_id = id + 1;
+	text = read_small(dfd, "result");
+	if (text) {
+		t->state = DRF_TASK_DONE;
+		parse_result(t, text);
+		free(text);
+		close(dfd);
+		return 1;
+	}
+	t->cancel = exists(dfd, "cancel");
+	text = read_small(dfd, "started");
+	if (text) {
+		t->started = (uint64_t)kv_num(text, "started", 0);
+		free(text);
+	}
+	/*
+	 * Started; or started just before drfd stopped, before it wrote
+	 * `started`: its supervisor's files or its cgroup tell. Never twice.
+	 */
+	if (t->started || exists(dfd, "pid") || exists(dfd, "exit") ||
+	    populated(q, t->cgroup) > 0) {
+		t->state = DRF_TASK_RUNNING;
+		t->readopted = true;
+		if (!t->started)
+			t->started = q->ops->now(q->ctx);
+	} else {
+		t->state = DRF_TASK_QUEUED;
+	}
+	close(dfd);
+	return 1;
+}
+
 int drf_tasks_init(struct drf_tasks *q, const char *dir, const struct cgfs *fs,
 		   const struct drf_spawn_ops *ops, void *ctx, char *err, size_t len)
 {
-	DIR *dd;
+	char why[1024];
+	const char *name;
 	struct dirent *de;
 	char *text;
-	int r;
+	DIR *dd;
+	int sfd, fd, r;
 
 	memset(q, 0, sizeof(*q));
+	q->dfd = -1;
 	q->fs = fs;
 	q->ops = ops;
 	q->ctx = ctx;
@@ -413,94 +558,49 @@ int drf_tasks_init(struct drf_tasks *q, const char *dir, const struct cgfs *fs,
 		snprintf(err, len, "task directory '%s': path too long", dir);
 		return -ENAMETOOLONG;
 	}
-	/* Its parent is state-dir, which drfd makes for its state file. */
-	{
-		char parent[4096], *slash;
-
-		snprintf(parent, sizeof(parent), "%s", dir);
-		slash = strrchr(parent, '/');
-		if (slash && slash != parent) {
-			*slash = '\0';
-			mkdir(parent, 0755);
-		}
+	/* Its parent is state-dir: checked (again) on the fds that are used. */
+	sfd = drf_statedir_open_parent(dir, true, &name, why, sizeof(why));
+	if (sfd < 0) {
+		snprintf(err, len, "%s", why);
+		return sfd;
 	}
-	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
-		r = -errno;
-		snprintf(err, len, "cannot create the task directory '%s': %s", dir, strerror(-r));
+	q->dfd = drf_at_dir(sfd, name, DRF_PRIVATE_DIR_MODE, true);
+	close(sfd);
+	if (q->dfd < 0) {
+		r = q->dfd;
+		snprintf(err, len, "the task directory '%s': %s%s", dir, strerror(-r),
+			 r == -EPERM ? " (it must be root's and writable by root alone)" : "");
 		return r;
 	}
-	text = read_small(dir, "next-id");
+	text = read_small(q->dfd, "next-id");
 	if (text) {
 		q->next_id = strtoull(text, NULL, 10);
 		free(text);
 		if (q->next_id == 0)
 			q->next_id = 1;
 	}
-	dd = opendir(dir);
+	fd = fcntl(q->dfd, F_DUPFD_CLOEXEC, 0);
+	dd = fd >= 0 ? fdopendir(fd) : NULL;
 	if (!dd) {
 		r = -errno;
+		if (fd >= 0)
+			close(fd);
 		snprintf(err, len, "cannot read the task directory '%s': %s", dir, strerror(-r));
+		close(q->dfd);
+		q->dfd = -1;
 		return r;
 	}
 	while ((de = readdir(dd))) {
-		char *end, path[4352];
+		char *end;
 		uint64_t id = strtoull(de->d_name, &end, 10);
-		struct drf_task *t;
 
 		if (de->d_name[0] < '1' || de->d_name[0] > '9' || *end) {
 			/* A submit that did not finish: ID.new. */
-			if (strstr(de->d_name, ".new")) {
-				snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-				remove_task_dir(path);
-			}
+			if (strstr(de->d_name, ".new"))
+				drf_at_remove(q->dfd, de->d_name);
 			continue;
 		}
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		text = read_small(path, "task");
-		if (!text || tasks_grow(q) < 0) {
-			drf_log(LOG_ERR, "task %s: cannot read '%s/task': %s; left alone", de->d_name,
-				path, strerror(text ? ENOMEM : errno));
-			free(text);
-			continue;
-		}
-		t = &q->t[q->n];
-		r = task_parse(t, id, text);
-		free(text);
-		if (r < 0) {
-			drf_log(LOG_ERR, "task %s: '%s/task' does not parse; left alone", de->d_name,
-				path);
-			task_clear(t);
-			continue;
-		}
-		q->n++;
-		if (id >= q->next_id)
-			q->next_id = id + 1;
-		text = read_small(path, "result");
-		if (text) {
-			t->state = DRF_TASK_DONE;
-			parse_result(t, text);
-			free(text);
-			continue;
-		}
-		t->cancel = exists(path, "cancel");
-		text = read_small(path, "started");
-		if (text) {
-			t->started = (uint64_t)kv_num(text, "started", 0);
-			free(text);
-		}
-		/*
-		 * Started; or started just before drfd stopped, before it wrote
-		 * `started`: its supervisor's files or its cgroup tell. Never twice.
-		 */
-		if (t->started || exists(path, "pid") || exists(path, "exit") ||
-		    populated(q, t->cgroup) > 0) {
-			t->state = DRF_TASK_RUNNING;
-			t->readopted = true;
-			if (!t->started)
-				t->started = ops->now(ctx);
-		} else {
-			t->state = DRF_TASK_QUEUED;
-		}
+		load_task(q, de->d_name, id);
 	}
 	closedir(dd);
 	if (q->n)
@@ -511,10 +611,13 @@ int drf_tasks_init(struct drf_tasks *q, const char *dir, const struct cgfs *fs,
 void drf_tasks_free(struct drf_tasks *q)
 {
 	for (size_t i = 0; i < q->n; i++)
-		task_clear(&q->t[i]);
+		drf_task_clear(&q->t[i]);
 	free(q->t);
 	q->t = NULL;
 	q->n = q->cap = 0;
+	if (q->dfd >= 0)
+		close(q->dfd);
+	q->dfd = -1;
 }
 
 static const struct drf_tenant *find_tenant(const struct drf_config *c, const char *name)
@@ -539,10 +642,25 @@ int drf_tasks_submit(struct drf_tasks *q, const struct drf_config *c,
 {
 	const struct drf_tenant *tn = find_tenant(c, req->tenant);
 	struct drf_task t = { 0 };
-	char dir[4352], fin[4352], idbuf[32], cg[4096], q1[32], q2[32], *text;
+	char tmp[64], fin[32], idbuf[32], cg[4096], q1[32], q2[32], *text;
 	const char *why;
-	int res, r, procs;
+	int res, r, procs, tfd;
 
+	/* A retry of a submit whose answer was lost: the task it queued, whatever else it asks. */
+	if (req->key) {
+		if (!drf_tasks_key_valid(req->key)) {
+			snprintf(err, len, "the key must be 1 to %d printable characters without "
+				 "spaces", DRF_TASK_KEY_MAX);
+			return DRF_TASKS_REFUSED;
+		}
+		for (size_t i = 0; i < q->n; i++) {
+			if (q->t[i].key && q->t[i].uid == req->uid &&
+			    strcmp(q->t[i].key, req->key) == 0) {
+				*ret_id = q->t[i].id;
+				return DRF_TASKS_KNOWN;
+			}
+		}
+	}
 	if (!tn) {
 		snprintf(err, len, "no tenant '%s' in %s", req->tenant, c->path);
 		return DRF_TASKS_REFUSED;
@@ -589,6 +707,19 @@ int drf_tasks_submit(struct drf_tasks *q, const struct drf_config *c,
 	snprintf(t.tenant, sizeof(t.tenant), "%s", tn->name);
 	t.uid = req->uid;
 	t.gid = req->gid;
+	if (req->ngroups > DRF_TASK_GROUPS_MAX) {
+		snprintf(err, len, "too many groups");
+		return DRF_TASKS_REFUSED;
+	}
+	if (req->ngroups) {
+		t.groups = calloc(req->ngroups, sizeof(*t.groups));
+		if (!t.groups)
+			goto nomem;
+		memcpy(t.groups, req->groups, req->ngroups * sizeof(*t.groups));
+		t.ngroups = req->ngroups;
+	}
+	if (req->key && !(t.key = strdup(req->key)))
+		goto nomem;
 	t.submitted = q->ops->now(q->ctx);
 	t.exit_code = t.signal = -1;
 	t.cgroup = strdup(cg);
@@ -602,26 +733,29 @@ int drf_tasks_submit(struct drf_tasks *q, const struct drf_config *c,
 			goto nomem;
 		t.argc++;
 	}
-	text = task_text(&t);
+	text = drf_tasks_text(&t);
 	if (!text)
 		goto nomem;
-	snprintf(dir, sizeof(dir), "%s/%" PRIu64 ".new", q->dir, t.id);
-	task_dir(q, t.id, fin, sizeof(fin));
+	snprintf(tmp, sizeof(tmp), "%" PRIu64 ".new", t.id);
+	snprintf(fin, sizeof(fin), "%" PRIu64, t.id);
 	snprintf(idbuf, sizeof(idbuf), "%" PRIu64 "\n", t.id + 1);
-	remove_task_dir(dir);
-	r = mkdir(dir, 0711) < 0 ? -errno : 0;
+	drf_at_remove(q->dfd, tmp);
+	tfd = drf_at_dir(q->dfd, tmp, DRF_PRIVATE_DIR_MODE, true);
+	r = tfd < 0 ? tfd : drf_at_replace(tfd, "task", text, strlen(text), DRF_PRIVATE_FILE_MODE);
+	if (tfd >= 0)
+		close(tfd);
 	if (r == 0)
-		r = drf_tasks_write_atomic(dir, "task", text);
-	if (r == 0)
-		r = drf_tasks_write_atomic(q->dir, "next-id", idbuf);
-	if (r == 0 && rename(dir, fin) < 0)
+		r = put(q, 0, "next-id", idbuf);
+	if (r == 0 && renameat(q->dfd, tmp, q->dfd, fin) < 0)
+		r = -errno;
+	if (r == 0 && fsync(q->dfd) < 0)
 		r = -errno;
 	free(text);
 	if (r < 0) {
-		remove_task_dir(dir);
-		snprintf(err, len, "cannot write task %" PRIu64 " to '%s': %s", t.id, dir,
-			 strerror(-r));
-		task_clear(&t);
+		drf_at_remove(q->dfd, tmp);
+		snprintf(err, len, "cannot write task %" PRIu64 " to '%s/%s': %s", t.id, q->dir,
+			 tmp, strerror(-r));
+		drf_task_clear(&t);
 		return DRF_TASKS_FAILED;
 	}
 	q->next_id++;
@@ -632,7 +766,7 @@ int drf_tasks_submit(struct drf_tasks *q, const struct drf_config *c,
 		(unsigned)t.uid, t.argv[0]);
 	return 0;
 nomem:
-	task_clear(&t);
+	drf_task_clear(&t);
 	snprintf(err, len, "out of memory");
 	return DRF_TASKS_FAILED;
 }
@@ -668,7 +802,7 @@ static void finish(struct drf_tasks *q, struct drf_task *t, const char *result, 
 			buf = NULL;
 		}
 	}
-	r = buf ? drf_tasks_write_atomic(dir, "result", buf) : -ENOMEM;
+	r = buf ? put(q, t->id, "result", buf) : -ENOMEM;
 	free(buf);
 	if (r < 0)
 		drf_log(LOG_ERR, "task %" PRIu64 ": cannot write '%s/result': %s; after a restart "
@@ -705,7 +839,7 @@ int drf_tasks_cancel(struct drf_tasks *q, uint64_t id, uid_t who, char *err, siz
 		return 0;
 	}
 	task_dir(q, t->id, dir, sizeof(dir));
-	r = drf_tasks_write_atomic(dir, "cancel", "cancel\n");
+	r = put(q, t->id, "cancel", "cancel\n");
 	if (r < 0) {
 		snprintf(err, len, "cannot write '%s/cancel': %s", dir, strerror(-r));
 		return DRF_TASKS_FAILED;
@@ -759,7 +893,7 @@ static void reap_task(struct drf_tasks *q, struct drf_task *t)
 	if (cgfs_read(q->fs, t->cgroup, "memory.events", buf, sizeof(buf)) > 0 &&
 	    (p = strstr(buf, "oom_kill ")))
 		t->oom_kills = strtod(p + 9, NULL);
-	text = read_small(dir, "exit");
+	text = get(q, t->id, "exit");
 	why[0] = '\0';
 	if (text) {
 		t->exit_code = (int)kv_num(text, "exit", -1);
@@ -848,7 +982,7 @@ static int start_task(struct drf_tasks *q, struct drf_task *t, const struct drf_
 	char why[1024], dir[4352], text[128];
 	unsigned avail = 0;
 	pid_t pid = 0;
-	int r;
+	int r, dfd;
 
 	task_dir(q, t->id, dir, sizeof(dir));
 	r = cgfs_controllers(q->fs, tn->cgroup, &avail);
@@ -870,7 +1004,12 @@ static int start_task(struct drf_tasks *q, struct drf_task *t, const struct drf_
 	r = write_limits(q, t, io, why, sizeof(why));
 	if (r < 0)
 		goto fail_rm;
-	r = q->ops->spawn(q->ctx, q->fs, t->cgroup, dir, &pid);
+	/* The supervisor gets its directory as an fd: it resolves no path of its own. */
+	snprintf(text, sizeof(text), "%" PRIu64, t->id);
+	dfd = drf_at_dir(q->dfd, text, DRF_PRIVATE_DIR_MODE, false);
+	r = dfd < 0 ? dfd : q->ops->spawn(q->ctx, q->fs, t->cgroup, t, dfd, dir, &pid);
+	if (dfd >= 0)
+		close(dfd);
 	if (r < 0) {
 		snprintf(why, sizeof(why), "cannot start its supervisor in '%s/%s': %s",
 			 q->fs->root, t->cgroup, strerror(-r));
@@ -881,7 +1020,7 @@ static int start_task(struct drf_tasks *q, struct drf_task *t, const struct drf_
 	t->state = DRF_TASK_RUNNING;
 	q->started_total++;
 	snprintf(text, sizeof(text), "started %" PRIu64 "\n", t->started);
-	r = drf_tasks_write_atomic(dir, "started", text);
+	r = put(q, t->id, "started", text);
 	if (r < 0)
 		drf_log(LOG_ERR, "task %" PRIu64 ": cannot write '%s/started': %s; a restarted drfd "
 				 "finds it by its cgroup", t->id, dir, strerror(-r));
@@ -991,8 +1130,16 @@ static void render_json(const struct drf_tasks *q, const struct drf_config *c, F
 		task_dir(q, t->id, dir, sizeof(dir));
 		fprintf(f, "%s{\"id\": %" PRIu64 ", \"tenant\": ", i ? ", " : "", t->id);
 		drf_json_str(f, t->tenant);
-		fprintf(f, ", \"state\": \"%s\", \"uid\": %u, \"gid\": %u, \"cgroup\": ",
+		fprintf(f, ", \"state\": \"%s\", \"uid\": %u, \"gid\": %u, \"groups\": [",
 			state_names[t->state], (unsigned)t->uid, (unsigned)t->gid);
+		for (size_t g = 0; g < t->ngroups; g++)
+			fprintf(f, "%s%u", g ? ", " : "", (unsigned)t->groups[g]);
+		fputs("], \"key\": ", f);
+		if (t->key)
+			drf_json_str(f, t->key);
+		else
+			fputs("null", f);
+		fputs(", \"cgroup\": ", f);
 		drf_json_str(f, t->cgroup);
 		fputs(", \"dir\": ", f);
 		drf_json_str(f, dir);

@@ -5,22 +5,39 @@
  * (agent/core/taskq.h), each in its own cgroup TENANT-CGROUP/task-ID with
  * limits equal to its vector, and records how each ended.
  *
- * Persistence: one directory per task under STATE-DIR/ROOT-ESCAPED.tasks/:
- *   ID/task      written at submit (atomically: the directory is renamed in)
+ * Persistence: one directory per task under STATE-DIR/ROOT-ESCAPED.tasks/ (0711,
+ * like each task's directory: a submitter reaches its own output by path, and
+ * nobody lists the others'), every file root's and 0600 but the output:
+ *   ID/task      written at submit (atomically: the directory is renamed in),
+ *                with the submitter's uid, gid and supplementary groups as the
+ *                kernel gave them for its connection (SO_PEERCRED, SO_PEERGROUPS;
+ *                a task file written before groups were recorded has no groups
+ *                line: it runs with no supplementary group)
  *   ID/started   written by drfd once the supervisor runs
  *   ID/pid       written by the supervisor when it has started the command
  *   ID/exit      written by the supervisor when the command has ended
  *   ID/cancel    a cancel asked for while it ran
  *   ID/result    written by drfd when the task's cgroup is empty: final
  *   ID/stdout, ID/stderr   the command's output, owned by the submitter
- * Every file is replaced atomically (write, fsync, rename). A restarted drfd
- * rebuilds the queue from these: running tasks are found by their cgroup and
- * re-adopted, never killed.
+ * Every file is replaced atomically (write, fsync, rename, fsync the directory),
+ * and opened beneath the state dir's fd, following no symlink (statedir.h). A
+ * restarted drfd rebuilds the queue from these, in the state dir it checked at
+ * start: running tasks are found by their cgroup and re-adopted, never killed;
+ * a task directory or file that is not drfd's own is left alone.
  *
  * The supervisor (`drfd --task-supervisor DIR`, in taskrun.c) is started
- * straight into the task's cgroup (clone3 CLONE_INTO_CGROUP), runs the command
- * as the submitter, waits for it and writes ID/exit; drfd notices that the
- * cgroup is empty, reads it, and frees the task's resources.
+ * straight into the task's cgroup (clone3 CLONE_INTO_CGROUP) with two fds from
+ * drfd: the task's directory (DRF_SUPER_DIR_FD) and the task's text from drfd's
+ * memory (DRF_SUPER_SPEC_FD, a pipe), so that it never takes whom to run as from
+ * a file. It sets exactly the submitter's groups, gid and uid, runs the command,
+ * waits for it and writes ID/exit, retrying while it cannot (a full disk: the
+ * cgroup stays populated, so the task stays running, until it is written); drfd
+ * notices that the cgroup is empty, reads it, and frees the task's resources.
+ *
+ * Idempotent submit: a task may carry a key chosen by the client; a submit with
+ * the key of a task the same uid submitted that drfd still knows (queued,
+ * running, or among the kept finished ones) queues nothing and answers that
+ * task's id, so that a client whose reply was lost can retry.
  */
 #ifndef DRF_TASKS_H
 #define DRF_TASKS_H
@@ -36,6 +53,13 @@
 
 /* Finished tasks kept (their directories, output included); older ones are removed. */
 #define DRF_TASKS_HISTORY 200
+/* An idempotency key: 1 to this many printable ASCII characters, no space. */
+#define DRF_TASK_KEY_MAX 128
+/* Supplementary groups (the kernel's NGROUPS_MAX). */
+#define DRF_TASK_GROUPS_MAX 65536
+/* The supervisor's fds from drfd: the task's directory, and the task's text. */
+#define DRF_SUPER_DIR_FD 3
+#define DRF_SUPER_SPEC_FD 4
 
 enum drf_task_state {
 	DRF_TASK_QUEUED,
@@ -50,6 +74,9 @@ struct drf_task {
 	double vec[DRF_NRES];
 	uid_t uid;
 	gid_t gid;
+	gid_t *groups;           /* supplementary, exactly the submitter's */
+	size_t ngroups;
+	char *key;               /* the client's idempotency key, or NULL */
 	char *cwd;
 	char **argv;             /* argc entries and NULL */
 	size_t argc;
@@ -68,10 +95,12 @@ struct drf_task {
 /* The side effects beyond cgroupfs: processes and the clock. */
 struct drf_spawn_ops {
 	/*
-	 * Starts the supervisor of the task whose directory is dir, inside the
-	 * cgroup cg (relative to fs's root). 0 with its pid, or -errno.
+	 * Starts the supervisor of task t, inside the cgroup cg (relative to fs's
+	 * root), handing it dirfd (its directory, shown as dir) and t's text. 0 with
+	 * its pid, or -errno.
 	 */
-	int (*spawn)(void *ctx, const struct cgfs *fs, const char *cg, const char *dir, pid_t *ret);
+	int (*spawn)(void *ctx, const struct cgfs *fs, const char *cg, const struct drf_task *t,
+		     int dirfd, const char *dir, pid_t *ret);
 	/* Collects a supervisor drfd started if it has exited (never blocks). */
 	void (*reap)(void *ctx, pid_t pid);
 	uint64_t (*now)(void *ctx); /* CLOCK_REALTIME usec */
@@ -80,7 +109,8 @@ struct drf_spawn_ops {
 extern const struct drf_spawn_ops drf_spawn_real_ops;
 
 struct drf_tasks {
-	char dir[4096];
+	char dir[4096];          /* for people: where the output is */
+	int dfd;                 /* the same, opened beneath the checked state dir */
 	const struct cgfs *fs;
 	const struct drf_spawn_ops *ops;
 	void *ctx;
@@ -98,6 +128,9 @@ struct drf_task_req {
 	bool given[DRF_NRES];    /* on the command line; else the tenant's task-* value */
 	uid_t uid;
 	gid_t gid;
+	const gid_t *groups;     /* SO_PEERGROUPS */
+	size_t ngroups;
+	const char *key;         /* NULL: none */
 	const char *cwd;
 	char **argv;
 	size_t argc;
@@ -107,20 +140,24 @@ struct drf_task_req {
 enum {
 	DRF_TASKS_REFUSED = 1,   /* bad input: unknown tenant, too large, ... */
 	DRF_TASKS_FAILED = 2,    /* could not do it */
+	DRF_TASKS_KNOWN = 3,     /* ok: the key's task is known; its id returned, nothing queued */
 };
 
 /*
- * Opens (creating) the queue directory dir and loads it: tasks with a result
- * are finished, with `started` (or a populated cgroup) running, re-adopted;
- * the others queued. Returns 0 or -errno with why in err.
+ * Opens (creating) the queue directory dir, STATE-DIR/NAME, and loads it: tasks
+ * with a result are finished, with `started` (or a populated cgroup) running,
+ * re-adopted; the others queued. The state dir is checked as at drfd's start
+ * (statedir.h): -EPERM, -ELOOP if it is not drfd's alone. 0 or -errno with why
+ * in err.
  */
 int drf_tasks_init(struct drf_tasks *q, const char *dir, const struct cgfs *fs,
 		   const struct drf_spawn_ops *ops, void *ctx, char *err, size_t len);
 void drf_tasks_free(struct drf_tasks *q);
 
 /*
- * Queues a task. Returns 0 with its id, or DRF_TASKS_REFUSED / DRF_TASKS_FAILED
- * with why in err; a refused or failed submit changes nothing.
+ * Queues a task. Returns 0 with its id, DRF_TASKS_KNOWN with the id of the task
+ * the same uid submitted with the same key, or DRF_TASKS_REFUSED /
+ * DRF_TASKS_FAILED with why in err; a refused or failed submit changes nothing.
  */
 int drf_tasks_submit(struct drf_tasks *q, const struct drf_config *c,
 		     const double capacity[DRF_NRES], const struct drf_task_req *req,
@@ -149,9 +186,39 @@ int drf_tasks_unescape(char *s);
 
 /* Parses a task file (its id from its "id" line); -EINVAL if it does not parse. */
 int drf_tasks_parse_file(struct drf_task *t, char *text);
+/* The task file's text (free()), which is also what the supervisor is handed. */
+char *drf_tasks_text(const struct drf_task *t);
+void drf_task_clear(struct drf_task *t);
 
-/* `drfd --task-supervisor DIR`: runs the task of DIR, waits for it, writes DIR/exit. */
+/* A key drfd takes: 1 to DRF_TASK_KEY_MAX printable ASCII characters, no space. */
+bool drf_tasks_key_valid(const char *key);
+
+/*
+ * Who is at the other end of the unix socket fd, as the kernel recorded it
+ * when it connected: uid and gid (SO_PEERCRED) and the supplementary groups
+ * (SO_PEERGROUPS, in *groups, free()). 0 or -errno.
+ */
+int drf_peer_creds(int fd, uid_t *uid, gid_t *gid, gid_t **groups, size_t *ngroups);
+
+/* The supervisor's writes of its pid and exit files, and its waits: real, or a test's. */
+struct drf_super_io {
+	int (*write)(void *ctx, int dirfd, const char *name, const char *text);
+	void (*sleep_ms)(void *ctx, unsigned ms);
+	void *ctx;
+};
+extern const struct drf_super_io drf_super_real_io;
+
+/*
+ * `drfd --task-supervisor DIR`: runs the task drfd handed over on fds
+ * DRF_SUPER_DIR_FD and DRF_SUPER_SPEC_FD, waits for it, writes DIR/exit.
+ */
 int drf_task_supervise(const char *dir);
+/*
+ * The same on given fds and io: the exit file is retried with back-off (0.1 s
+ * doubling to 30 s) until written, as long as the directory exists. Returns
+ * the supervisor's exit code (0: the exit file is written).
+ */
+int drf_task_supervise_fds(int dirfd, int specfd, const char *dir, const struct drf_super_io *io);
 
 struct drfd;
 /* The daemon's hooks (daemon.c, status.c). */
@@ -163,12 +230,5 @@ void drfd_tasks_free(struct drfd *d);
  * connection fd: 1 with the answer in *out, 0 if req is none of them, -errno.
  */
 int drfd_tasks_answer(struct drfd *d, int fd, const char *req, char **out, size_t *out_len);
-
-/*
- * Replaces DIR/NAME with text: a temporary file beside it, written whole,
- * fsync'ed and renamed over it (the supervisor's pid and exit files too).
- * 0 or -errno; on failure the temporary file is removed.
- */
-int drf_tasks_write_atomic(const char *dir, const char *name, const char *text);
 
 #endif

@@ -95,7 +95,7 @@ opts() {
 	net-reset) echo "-c --config --device -h --help" ;;
 	top) echo "-c --config --socket -d --delay -b --batch -n --iterations --sort -h --help" ;;
 	recommend) echo "-c --config --window --history --json -h --help" ;;
-	submit) echo "-c --config --socket --cpu --memory --io-read-bps --io-write-bps --net-rate -h --help" ;;
+	submit) echo "-c --config --socket --key --cpu --memory --io-read-bps --io-write-bps --net-rate -h --help" ;;
 	tasks) echo "-c --config --socket --json -h --help" ;;
 	cancel) echo "-c --config --socket -h --help" ;;
 	esac
@@ -178,6 +178,7 @@ expect "drfctl cancel -<TAB>: cancel's options" "$(opts cancel)" drfctl cancel -
 expect "drfctl submit A --cpu 1 <TAB>: -- or submit's options" "-- $(opts submit)" \
 	drfctl submit A --cpu 1 ""
 expect "drfctl submit A --memory <TAB>: nothing (a quantity)" "" drfctl submit A --memory ""
+expect "drfctl submit --key <TAB>: nothing (the client's key)" "" drfctl submit --key ""
 
 # A config of the tenants A and B in the main file, and B2 and c-1.x in
 # tenants.d; what drfd does not read is not offered: a commented header, a
@@ -211,6 +212,10 @@ expect "drfctl exec -c MAIN <TAB>: the main file's and tenants.d's tenants" "A B
 expect "drfctl exec --config MAIN c<TAB>" "c-1.x" drfctl exec --config "$tmp/cfg/drfd.conf" c
 expect "drfctl submit -c MAIN --cpu 1 <TAB>: the tenants" "A B B2 c-1.x" \
 	drfctl submit -c "$tmp/cfg/drfd.conf" --cpu 1 ""
+expect "drfctl submit -c MAIN --key K <TAB>: the tenants (K is the key's, not one)" "A B B2 c-1.x" \
+	drfctl submit -c "$tmp/cfg/drfd.conf" --key K ""
+expect "drfctl submit -c MAIN A --key K <TAB>: -- or submit's options" "-- $(opts submit)" \
+	drfctl submit -c "$tmp/cfg/drfd.conf" A --key K ""
 expect "drfctl exec --config=MAIN B<TAB>" "B B2" drfctl exec --config = "$tmp/cfg/drfd.conf" B
 expect "drfctl exec -c MAIN <TAB> with tenants-dir = teams" "A B T1 T2" \
 	drfctl exec -c "$tmp/cfg/teams.conf" ""

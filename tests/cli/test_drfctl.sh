@@ -89,6 +89,8 @@ tq 64 "drfctl submit without a tenant" submit --socket "$sock"
 tq 64 "drfctl submit without a command" submit --socket "$sock" A --cpu 1 --
 tq 64 "drfctl submit --cpu x" submit --socket "$sock" A --cpu x -- true
 tq 64 "drfctl submit --memory -1G" submit --socket "$sock" A --memory -1G -- true
+tq 64 "drfctl submit --key with a space" submit --socket "$sock" --key "a b" A -- true
+tq 64 "drfctl submit --key empty" submit --socket "$sock" --key "" A -- true
 tq 64 "drfctl cancel without an id" cancel --socket "$sock"
 tq 64 "drfctl cancel abc" cancel --socket "$sock" abc
 tq 64 "drfctl tasks with an argument" tasks --socket "$sock" extra

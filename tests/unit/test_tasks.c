@@ -3,17 +3,28 @@
  * The task queue's daemon side (agent/daemon/tasks.c) over a fake cgroup tree
  * and a recording spawn: E1 scaled (A 3 running, B 2), limits written, how a
  * task ends (exited, oom-killed, lost, cancelled), a restart that re-adopts,
- * refusals that change nothing, and injected cgroup failures.
+ * refusals that change nothing, and injected cgroup failures. Then the
+ * hardening: the submitter's exact groups captured (SO_PEERGROUPS), recorded
+ * and handed to the supervisor from memory; task files 0600; an unsafe state
+ * dir refused; a swapped or foreign task directory not followed; the real
+ * supervisor setting exactly those groups and keeping the exit status through
+ * failed writes of its exit file; idempotent keys. Runs as root.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include "statedir.h"
 
 #include "fakecg.h"
 #include "tasks.h"
@@ -26,15 +37,29 @@ struct fake_spawn {
 	int spawned;
 	int fail; /* -errno for the next spawn */
 	uint64_t now;
+	/* What the last spawn was handed: the credentials, and the text for the supervisor. */
+	uid_t uid;
+	gid_t gid;
+	gid_t groups[8];
+	size_t ngroups;
+	char *text;
 };
 
-static int fake_spawn(void *ctx, const struct cgfs *fs, const char *cg, const char *dir,
-		      pid_t *ret)
+static int fake_spawn(void *ctx, const struct cgfs *fs, const char *cg, const struct drf_task *t,
+		      int dirfd, const char *dir, pid_t *ret)
 {
 	struct fake_spawn *f = ctx;
 	char p[4096];
 
 	(void)dir;
+	assert_true(drf_at_owned(dirfd, true) == 0);
+	f->uid = t->uid;
+	f->gid = t->gid;
+	f->ngroups = t->ngroups;
+	assert_true(t->ngroups <= 8);
+	memcpy(f->groups, t->groups, t->ngroups * sizeof(gid_t));
+	free(f->text);
+	f->text = drf_tasks_text(t);
 	if (f->fail) {
 		int r = f->fail;
 
@@ -134,6 +159,7 @@ static struct fx *fx_new(void)
 
 static void fx_free(struct fx *f)
 {
+	free(f->sp.text);
 	drf_tasks_free(&f->q);
 	cgfs_close(&f->fs);
 	fakecg_teardown(f->dir);
@@ -461,6 +487,446 @@ static void test_escape(void **state)
 	}
 }
 
+/* ---- hardening ---- */
+
+static int submit_as(struct fx *f, uid_t uid, const char *key, const gid_t *groups, size_t n,
+		     uint64_t *id)
+{
+	char *argv[] = { "sleep", "60", NULL };
+	struct drf_task_req req = { .uid = uid, .gid = uid, .groups = groups, .ngroups = n,
+				    .key = key, .cwd = "/tmp", .argv = argv, .argc = 2 };
+	char err[1024];
+
+	snprintf(req.tenant, sizeof(req.tenant), "B");
+	return drf_tasks_submit(&f->q, &f->cfg, f->cap, &req, id, err, sizeof(err));
+}
+
+static void reload(struct fx *f)
+{
+	char err[512];
+
+	drf_tasks_free(&f->q);
+	assert_int_equal(drf_tasks_init(&f->q, f->qdir, &f->fs, &fake_ops, &f->sp, err,
+					sizeof(err)), 0);
+}
+
+static char *slurp(const char *path)
+{
+	static char buf[8192];
+	FILE *o = fopen(path, "r");
+	size_t n;
+
+	if (!o)
+		return NULL;
+	n = fread(buf, 1, sizeof(buf) - 1, o);
+	buf[n] = '\0';
+	fclose(o);
+	return buf;
+}
+
+static mode_t mode_at(const char *dir, const char *rel)
+{
+	char p[4600];
+	struct stat st;
+
+	snprintf(p, sizeof(p), "%s/%s", dir, rel);
+	if (lstat(p, &st) < 0)
+		return (mode_t)-1;
+	return st.st_mode & 07777;
+}
+
+/* The groups of the socket's peer, however many (ERANGE grows the buffer). */
+static void test_peer_groups_captured(void **state)
+{
+	gid_t saved[256], many[300], *got = NULL;
+	int n = getgroups(256, saved), sv[2];
+	size_t ng = 0;
+	uid_t uid;
+	gid_t gid;
+
+	(void)state;
+	assert_true(n >= 0);
+	for (int i = 0; i < 300; i++)
+		many[i] = (gid_t)(5000 + i);
+	/* The kernel records the creator's credentials for both ends of a socketpair. */
+	assert_int_equal(setgroups(300, many), 0);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	assert_int_equal(setgroups((size_t)n, saved), 0);
+	assert_int_equal(drf_peer_creds(sv[0], &uid, &gid, &got, &ng), 0);
+	assert_int_equal(uid, getuid());
+	assert_int_equal(gid, getgid());
+	assert_int_equal(ng, 300);
+	for (int i = 0; i < 300; i++)
+		assert_int_equal(got[i], 5000 + i);
+	free(got);
+	close(sv[0]);
+	close(sv[1]);
+	/* None at all. */
+	assert_int_equal(setgroups(0, NULL), 0);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	assert_int_equal(setgroups((size_t)n, saved), 0);
+	assert_int_equal(drf_peer_creds(sv[0], &uid, &gid, &got, &ng), 0);
+	assert_int_equal(ng, 0);
+	free(got);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+/* Recorded in drfd's task file, kept across a restart, handed to the supervisor as they are. */
+static void test_groups_recorded(void **state)
+{
+	struct fx *f = fx_new();
+	const gid_t groups[] = { 65534, 103 };
+	char p[4400], *text;
+	uint64_t id;
+
+	(void)state;
+	assert_int_equal(submit_as(f, 65534, NULL, groups, 2, &id), 0);
+	snprintf(p, sizeof(p), "%s/%" PRIu64 "/task", f->qdir, id);
+	text = slurp(p);
+	assert_non_null(text);
+	assert_non_null(strstr(text, "\ngroups 65534,103\n"));
+	reload(f);
+	assert_int_equal(task(f, id)->ngroups, 2);
+	assert_int_equal(task(f, id)->groups[1], 103);
+	assert_int_equal(drf_tasks_tick(&f->q, &f->cfg, f->cap, NULL), 1);
+	assert_int_equal(f->sp.uid, 65534);
+	assert_int_equal(f->sp.gid, 65534);
+	assert_int_equal(f->sp.ngroups, 2);
+	assert_int_equal(f->sp.groups[0], 65534);
+	assert_int_equal(f->sp.groups[1], 103);
+	/* No groups at all: recorded as none, not looked up. */
+	assert_int_equal(submit_as(f, 1000, NULL, NULL, 0, &id), 0);
+	snprintf(p, sizeof(p), "%s/%" PRIu64 "/task", f->qdir, id);
+	assert_non_null(strstr(slurp(p), "\ngroups -\n"));
+	/* A task file of before groups were recorded (no groups line): no groups. */
+	{
+		char *nl, old[8192];
+
+		snprintf(old, sizeof(old), "%s", slurp(p));
+		nl = strstr(old, "groups -\n");
+		memmove(nl, nl + 9, strlen(nl + 9) + 1);
+		assert_int_equal(t_write_file(p, old), 0);
+	}
+	reload(f);
+	assert_int_equal(task(f, id)->ngroups, 0);
+	assert_int_equal(task(f, id)->uid, 1000);
+	fx_free(f);
+}
+
+/* Every file drfd writes for a task is 0600, its directories 0711, whatever the umask. */
+static void test_file_modes(void **state)
+{
+	mode_t old = umask(0);
+	struct fx *f = fx_new();
+	char rel[64];
+	uint64_t a, b;
+
+	(void)state;
+	assert_int_equal(submit_as(f, 1000, NULL, NULL, 0, &a), 0);
+	assert_int_equal(submit_as(f, 1000, NULL, NULL, 0, &b), 0);
+	drf_tasks_tick(&f->q, &f->cfg, f->cap, NULL);
+	assert_int_equal(task(f, a)->state, DRF_TASK_RUNNING);
+	assert_int_equal(task(f, b)->state, DRF_TASK_RUNNING);
+	assert_int_equal(drf_tasks_cancel(&f->q, b, 1000, rel, sizeof(rel)), 0);
+	end(f, a, "exit 0\nsignal -1\n", NULL);
+	drf_tasks_tick(&f->q, &f->cfg, f->cap, NULL);
+	umask(old);
+	assert_int_equal(mode_at(f->qdir, ""), 0711);
+	assert_int_equal(mode_at(f->qdir, "next-id"), 0600);
+	snprintf(rel, sizeof(rel), "%" PRIu64, a);
+	assert_int_equal(mode_at(f->qdir, rel), 0711);
+	for (const char *const *n = (const char *const[]){ "task", "started", "result", NULL }; *n;
+	     n++) {
+		snprintf(rel, sizeof(rel), "%" PRIu64 "/%s", a, *n);
+		assert_int_equal(mode_at(f->qdir, rel), 0600);
+	}
+	snprintf(rel, sizeof(rel), "%" PRIu64 "/cancel", b);
+	assert_int_equal(mode_at(f->qdir, rel), 0600);
+	fx_free(f);
+}
+
+/* A state dir (or an ancestor) others could write, someone else's, or a symlink: refused. */
+static void test_unsafe_state_dir_refused(void **state)
+{
+	struct fx *f = fx_new();
+	char sdir[4200], link[4200], err[1024];
+	struct drf_tasks q;
+
+	(void)state;
+	drf_tasks_free(&f->q);
+	snprintf(sdir, sizeof(sdir), "%s/state", f->dir);
+	assert_int_equal(chmod(sdir, 0777), 0);
+	assert_int_equal(drf_tasks_init(&q, f->qdir, &f->fs, &fake_ops, &f->sp, err, sizeof(err)),
+			 -EPERM);
+	assert_int_equal(chmod(sdir, 0775), 0);
+	assert_int_equal(drf_tasks_init(&q, f->qdir, &f->fs, &fake_ops, &f->sp, err, sizeof(err)),
+			 -EPERM);
+	assert_int_equal(chmod(sdir, 0755), 0);
+	assert_int_equal(chown(sdir, 1000, 1000), 0);
+	assert_int_equal(drf_tasks_init(&q, f->qdir, &f->fs, &fake_ops, &f->sp, err, sizeof(err)),
+			 -EPERM);
+	assert_int_equal(chown(sdir, 0, 0), 0);
+	/* An ancestor others can write (not sticky). */
+	assert_int_equal(chmod(f->dir, 0777), 0);
+	assert_int_equal(drf_tasks_init(&q, f->qdir, &f->fs, &fake_ops, &f->sp, err, sizeof(err)),
+			 -EPERM);
+	assert_int_equal(chmod(f->dir, 0700), 0);
+	/* The tasks dir itself someone else's. */
+	assert_int_equal(chown(f->qdir, 1000, 1000), 0);
+	assert_true(drf_tasks_init(&q, f->qdir, &f->fs, &fake_ops, &f->sp, err, sizeof(err)) < 0);
+	assert_int_equal(chown(f->qdir, 0, 0), 0);
+	/* A symlink on the path. */
+	snprintf(link, sizeof(link), "%s/link", f->dir);
+	assert_int_equal(symlink(sdir, link), 0);
+	snprintf(link, sizeof(link), "%s/link/x.tasks", f->dir);
+	assert_int_equal(drf_tasks_init(&q, link, &f->fs, &fake_ops, &f->sp, err, sizeof(err)),
+			 -ELOOP);
+	/* And back to safe: it works. */
+	assert_int_equal(drf_tasks_init(&f->q, f->qdir, &f->fs, &fake_ops, &f->sp, err,
+					sizeof(err)), 0);
+	fx_free(f);
+}
+
+/*
+ * A task directory swapped for a symlink to one whose task file says uid 0, a
+ * task file or directory of someone else's: not loaded, never run. And a task
+ * runs as drfd's memory says, whatever its file says by then.
+ */
+static void test_swapped_task_dir_not_followed(void **state)
+{
+	struct fx *f = fx_new();
+	char p[4400], q[4400], *text;
+	uint64_t id[4];
+
+	(void)state;
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(submit_as(f, 1000, NULL, NULL, 0, &id[i]), 0);
+	/* 1: moved aside, edited to uid 0, and a symlink in its place. */
+	snprintf(p, sizeof(p), "%s/%" PRIu64, f->qdir, id[0]);
+	snprintf(q, sizeof(q), "%s/evil", f->dir);
+	assert_int_equal(rename(p, q), 0);
+	assert_int_equal(symlink(q, p), 0);
+	snprintf(q, sizeof(q), "%s/evil/task", f->dir);
+	text = slurp(q);
+	assert_non_null(text);
+	{
+		char *u = strstr(text, "\nuid 1000\n");
+
+		assert_non_null(u);
+		memcpy(u, "\nuid 0000\n", 10);
+	}
+	assert_int_equal(t_write_file(q, text), 0);
+	/* 2: its task file someone else's. 3: its directory someone else's. */
+	snprintf(p, sizeof(p), "%s/%" PRIu64 "/task", f->qdir, id[1]);
+	assert_int_equal(chown(p, 1000, 1000), 0);
+	snprintf(p, sizeof(p), "%s/%" PRIu64, f->qdir, id[2]);
+	assert_int_equal(chown(p, 1000, 1000), 0);
+	reload(f);
+	assert_int_equal(f->q.n, 1);
+	assert_int_equal(f->q.t[0].id, id[3]);
+	/* 4: its file says uid 0 after it was loaded: it runs as 1000 all the same. */
+	snprintf(p, sizeof(p), "%s/%" PRIu64 "/task", f->qdir, id[3]);
+	text = slurp(p);
+	{
+		char *u = strstr(text, "\nuid 1000\n");
+
+		assert_non_null(u);
+		memcpy(u, "\nuid 0000\n", 10);
+	}
+	assert_int_equal(t_write_file(p, text), 0);
+	assert_int_equal(drf_tasks_tick(&f->q, &f->cfg, f->cap, NULL), 1);
+	assert_int_equal(f->sp.spawned, 1);
+	assert_int_equal(f->sp.uid, 1000);
+	assert_non_null(strstr(f->sp.text, "\nuid 1000\n"));
+	fx_free(f);
+}
+
+/* A supervisor's io that fails the first `fails` writes of its exit file (a full disk). */
+struct flaky {
+	int fails, failed;
+	unsigned slept[8];
+	int nsleeps;
+};
+
+static int flaky_write(void *ctx, int dirfd, const char *name, const char *text)
+{
+	struct flaky *k = ctx;
+
+	if (strcmp(name, "exit") == 0 && k->failed < k->fails) {
+		k->failed++;
+		return -ENOSPC;
+	}
+	return drf_super_real_io.write(NULL, dirfd, name, text);
+}
+
+static void flaky_sleep(void *ctx, unsigned ms)
+{
+	struct flaky *k = ctx;
+
+	if (k->nsleeps < 8)
+		k->slept[k->nsleeps] = ms;
+	k->nsleeps++;
+}
+
+/*
+ * The real supervisor, in a child, on task id of the queue (its directory fd
+ * and its text in a pipe, as real_spawn hands them). Returns its exit status.
+ */
+static int supervise(struct fx *f, uint64_t id, struct flaky *k)
+{
+	struct drf_super_io io = { .write = flaky_write, .sleep_ms = flaky_sleep, .ctx = k };
+	char name[32], *text = drf_tasks_text(task(f, id));
+	int dfd, p[2], status;
+	pid_t pid;
+
+	assert_non_null(text);
+	snprintf(name, sizeof(name), "%" PRIu64, id);
+	dfd = drf_at_dir(f->q.dfd, name, DRF_PRIVATE_DIR_MODE, false);
+	assert_true(dfd >= 0);
+	assert_int_equal(pipe(p), 0);
+	assert_int_equal(write(p[1], text, strlen(text)), (ssize_t)strlen(text));
+	close(p[1]);
+	free(text);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(drf_task_supervise_fds(dfd, p[0], f->qdir, &io));
+	close(p[0]);
+	close(dfd);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	return WEXITSTATUS(status);
+}
+
+static uint64_t submit_cmd(struct fx *f, uid_t uid, const gid_t *groups, size_t n,
+			   const char *script)
+{
+	char *argv[] = { "sh", "-c", (char *)script, NULL };
+	struct drf_task_req req = { .uid = uid, .gid = uid, .groups = groups, .ngroups = n,
+				    .cwd = "/", .argv = argv, .argc = 3 };
+	char err[1024];
+	uint64_t id;
+
+	snprintf(req.tenant, sizeof(req.tenant), "B");
+	assert_int_equal(drf_tasks_submit(&f->q, &f->cfg, f->cap, &req, &id, err, sizeof(err)), 0);
+	assert_int_equal(drf_tasks_tick(&f->q, &f->cfg, f->cap, NULL), 1);
+	return id;
+}
+
+/* Exactly the groups drfd handed over, not the user's from /etc/group; not the file's uid. */
+static void test_supervisor_sets_exact_groups(void **state)
+{
+	struct fx *f = fx_new();
+	const gid_t groups[] = { 65534, 4242, 4243 };
+	struct flaky k = { 0 };
+	char p[4400], *text;
+	struct stat st;
+	uint64_t id;
+
+	(void)state;
+	id = submit_cmd(f, 65534, groups, 3, "id -u; id -G");
+	/* A task file that says root by now: the supervisor does not read it. */
+	snprintf(p, sizeof(p), "%s/%" PRIu64 "/task", f->qdir, id);
+	text = slurp(p);
+	{
+		char *u = strstr(text, "\nuid 65534\n");
+
+		assert_non_null(u);
+		memcpy(u, "\nuid 00000\n", 11);
+	}
+	assert_int_equal(t_write_file(p, text), 0);
+	assert_int_equal(supervise(f, id, &k), 0);
+	snprintf(p, sizeof(p), "%s/%" PRIu64 "/stdout", f->qdir, id);
+	assert_string_equal(slurp(p), "65534\n65534 4242 4243\n");
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	assert_int_equal(st.st_uid, 65534);
+	snprintf(p, sizeof(p), "%s/%" PRIu64 "/exit", f->qdir, id);
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	/* No groups: none, not nobody's from /etc/group. */
+	id = submit_cmd(f, 65534, NULL, 0, "id -G");
+	assert_int_equal(supervise(f, id, &k), 0);
+	snprintf(p, sizeof(p), "%s/%" PRIu64 "/stdout", f->qdir, id);
+	assert_string_equal(slurp(p), "65534\n");
+	fx_free(f);
+}
+
+/* The exit file cannot be written three times (ENOSPC): retried with back-off, exit 7 kept. */
+static void test_exit_kept_when_write_fails(void **state)
+{
+	struct fx *f = fx_new();
+	struct flaky *k = mmap(NULL, sizeof(*k), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+			       -1, 0);
+	uint64_t id;
+
+	(void)state;
+	assert_true(k != MAP_FAILED);
+	memset(k, 0, sizeof(*k));
+	k->fails = 3;
+	id = submit_cmd(f, 65534, NULL, 0, "echo out; exit 7");
+	assert_int_equal(supervise(f, id, k), 0);
+	assert_int_equal(k->failed, 3);
+	assert_int_equal(k->nsleeps, 3);
+	assert_int_equal(k->slept[0], 100);
+	assert_int_equal(k->slept[1], 200);
+	assert_int_equal(k->slept[2], 400);
+	/* Then its cgroup empties (the supervisor exits only once it has written it). */
+	end(f, id, NULL, NULL);
+	drf_tasks_tick(&f->q, &f->cfg, f->cap, NULL);
+	assert_int_equal(task(f, id)->state, DRF_TASK_DONE);
+	assert_string_equal(task(f, id)->result, "exited");
+	assert_int_equal(task(f, id)->exit_code, 7);
+	assert_null(task(f, id)->error);
+	munmap(k, sizeof(*k));
+	fx_free(f);
+}
+
+/* Same uid, same key: the same task; another uid: another; after a restart too. */
+static void test_idempotent_key(void **state)
+{
+	struct fx *f = fx_new();
+	uint64_t a, b, c, d;
+	char p[4400];
+
+	(void)state;
+	assert_int_equal(submit_as(f, 1000, "job-42", NULL, 0, &a), 0);
+	assert_int_equal(submit_as(f, 1000, "job-42", NULL, 0, &b), DRF_TASKS_KNOWN);
+	assert_int_equal(b, a);
+	assert_int_equal(f->q.n, 1);
+	assert_int_equal(f->q.next_id, a + 1);
+	assert_int_equal(submit_as(f, 1001, "job-42", NULL, 0, &c), 0);
+	assert_true(c != a);
+	assert_int_equal(submit_as(f, 1000, "job-43", NULL, 0, &d), 0);
+	assert_true(d != a && d != c);
+	assert_int_equal(submit_as(f, 1000, "bad key", NULL, 0, &d), DRF_TASKS_REFUSED);
+	assert_int_equal(f->q.n, 3);
+	snprintf(p, sizeof(p), "%s/%" PRIu64 "/task", f->qdir, a);
+	assert_non_null(strstr(slurp(p), "\nkey job-42\n"));
+	/* Known while running, after a restart, and once finished (kept in the history). */
+	drf_tasks_tick(&f->q, &f->cfg, f->cap, NULL);
+	assert_int_equal(task(f, a)->state, DRF_TASK_RUNNING);
+	reload(f);
+	assert_int_equal(submit_as(f, 1000, "job-42", NULL, 0, &b), DRF_TASKS_KNOWN);
+	assert_int_equal(b, a);
+	assert_int_equal(submit_as(f, 1001, "job-42", NULL, 0, &b), DRF_TASKS_KNOWN);
+	assert_int_equal(b, c);
+	end(f, a, "exit 0\nsignal -1\n", NULL);
+	drf_tasks_tick(&f->q, &f->cfg, f->cap, NULL);
+	assert_int_equal(task(f, a)->state, DRF_TASK_DONE);
+	reload(f);
+	assert_int_equal(submit_as(f, 1000, "job-42", NULL, 0, &b), DRF_TASKS_KNOWN);
+	assert_int_equal(b, a);
+	assert_int_equal(f->q.n, 3);
+	/* Forgotten with the task once the history drops it: then it is a new submit. */
+	f->q.history = 0;
+	drf_tasks_tick(&f->q, &f->cfg, f->cap, NULL);
+	assert_int_equal(submit_as(f, 1000, "job-42", NULL, 0, &b), 0);
+	assert_true(b > d);
+	fx_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -471,6 +937,14 @@ int main(void)
 		cmocka_unit_test(test_refusals_change_nothing),
 		cmocka_unit_test(test_failures_injected),
 		cmocka_unit_test(test_escape),
+		cmocka_unit_test(test_peer_groups_captured),
+		cmocka_unit_test(test_groups_recorded),
+		cmocka_unit_test(test_file_modes),
+		cmocka_unit_test(test_unsafe_state_dir_refused),
+		cmocka_unit_test(test_swapped_task_dir_not_followed),
+		cmocka_unit_test(test_supervisor_sets_exact_groups),
+		cmocka_unit_test(test_exit_kept_when_write_fails),
+		cmocka_unit_test(test_idempotent_key),
 	};
 
 	return cmocka_run_group_tests_name("tasks", tests, NULL, NULL);

@@ -5,7 +5,10 @@
 # once it is cancelled, one tick starts tasks in DRF order. Then restarts of
 # drfd (SIGTERM, SIGKILL, and a task ending while drfd is down), an OOM kill in
 # the task's own cgroup, refusals at submit, an exit status with output, and a
-# task submitted by an unprivileged user running as that user.
+# task submitted by an unprivileged user running as that user with exactly the
+# groups it had (none, or a --groups list), task files 0600, an idempotent
+# resubmit by key (across a restart), a state dir someone else could write
+# refused at start (exit 8), and an exit status kept while the disk is full.
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/vm/lib.sh
 . "$here/lib.sh"
@@ -178,17 +181,55 @@ n1=$(field "$work/n.json" 'len(j["tasks"])')
 check tasks-refused-at-submit "[ $c1 = 2 ] && [ $c2 = 2 ] && [ $c3 = 2 ] && [ $n0 = $n1 ]" \
 	"exit codes $c1 $c2 $c3, tasks $n0 -> $n1; $(head -c 150 "$work/ref2")"
 
-# An unprivileged submitter (a member of status-group) runs as itself, never as root.
-u=$(cd / && setpriv --reuid=65534 --regid=65534 --clear-groups "$DRFCTL" submit -c "$conf" B -- id -u 2>"$work/uerr")
-if [ -n "$u" ]; then
+# Task files: root's 0600, the directories 0711, the output the submitter's 0600.
+d=$(field "$work/e.json" 't['"$ex"']["dir"]')
+modes=$(cd "$d" && stat -c '%n=%a' task started pid exit result stdout stderr | tr '\n' ' ')
+dmodes="$(stat -c %a "$d") $(stat -c %a "$(dirname "$d")")"
+check tasks-files-0600 "[ '$modes' = 'task=600 started=600 pid=600 exit=600 result=600 stdout=600 stderr=600 ' ] && [ '$dmodes' = '711 711' ] && [ \"\$(stat -c %a $(dirname "$d")/next-id)\" = 600 ]" \
+	"task $ex: $modes; its directory and the queue's: $dmodes"
+
+# An unprivileged submitter (a member of status-group) runs as itself, never as root,
+# with exactly the groups its connection had: the same `id` as run directly under setpriv.
+# As postgres is in ssl-cert on the red team's host, nobody is in a group of its own here
+# (an /etc/group bound over the real one for the test): a group it dropped must stay dropped.
+cp /etc/group "$work/group"
+echo "drftest:x:4241:nobody" >>"$work/group"
+mount --bind "$work/group" /etc/group
+sub_id() { # NAME SETPRIV-ARGS...: submits `id` under setpriv, compares with `id` run directly
+	local name=$1 want u got uid
+	shift
+	want=$(cd / && setpriv "$@" id)
+	u=$(cd / && setpriv "$@" "$DRFCTL" submit -c "$conf" B -- id 2>"$work/uerr")
+	if [ -z "$u" ]; then
+		result FAIL "$name" "submit under setpriv $* failed: $(cat "$work/uerr")"
+		return
+	fi
 	wait_for 't['"$u"']["state"] == "finished"' 30
 	tasks_json "$work/u.json"
 	d=$(field "$work/u.json" 't['"$u"']["dir"]')
-	check tasks-run-as-submitter "[ \"\$(cat $d/stdout)\" = 65534 ] && [ \"$(field "$work/u.json" 't['"$u"']["uid"]')\" = 65534 ]" \
-		"id -u in the task: '$(cat "$d/stdout")', recorded uid $(field "$work/u.json" 't['"$u"']["uid"]')"
-else
-	result FAIL tasks-run-as-submitter "submit as uid 65534 failed: $(cat "$work/uerr")"
-fi
+	got=$(cat "$d/stdout")
+	uid=$(field "$work/u.json" '(t['"$u"']["uid"], t['"$u"']["groups"])')
+	check "$name" "[ \"$got\" = \"$want\" ]" "setpriv $*: the task's id '$got', directly '$want'; recorded (uid, groups) $uid"
+}
+sub_id tasks-run-as-submitter --reuid=65534 --regid=65534 --clear-groups
+check tasks-cleared-groups-stay-cleared "grep -q 'groups=65534(nogroup)\$' $d/stdout" "$(cat "$d/stdout")"
+sub_id tasks-exact-group-list --reuid=65534 --regid=65534 --groups=65534,4242,4243
+umount /etc/group
+
+# Idempotent submit: the same key by the same user is the same task, run once, also
+# after a restart; another user's key is another task.
+k1=$("$DRFCTL" submit -c "$conf" --key retry-1 B -- sh -c "echo ran >>$work/runs")
+k2=$("$DRFCTL" submit -c "$conf" --key retry-1 B -- sh -c "echo ran >>$work/runs"); c2=$?
+wait_for 't['"$k1"']["state"] == "finished"' 30
+stop_drfd TERM
+start_drfd
+k3=$("$DRFCTL" submit -c "$conf" --key retry-1 B -- sh -c "echo ran >>$work/runs"); c3=$?
+k4=$(cd / && setpriv --reuid=65534 --regid=65534 --clear-groups "$DRFCTL" submit -c "$conf" --key retry-1 B -- true)
+sleep 2
+tasks_json "$work/k.json"
+nk=$(field "$work/k.json" 'len([x for x in j["tasks"] if x["key"] == "retry-1"])')
+check tasks-idempotent-key "[ '$k1' = '$k2' ] && [ '$k1' = '$k3' ] && [ $c2 = 0 ] && [ $c3 = 0 ] && [ -n '$k4' ] && [ '$k4' != '$k1' ] && [ \"\$(cat $work/runs)\" = ran ] && [ $nk = 2 ]" \
+	"ids: first $k1, again $k2 (exit $c2), after a restart $k3 (exit $c3), uid 65534's $k4; runs: $(wc -l <"$work/runs"); tasks with the key: $nk"
 
 # Finished task cgroups are gone; the tenants can take drfctl exec again.
 left=$(find "$CG/drf.slice" -maxdepth 2 -name 'task-*' | wc -l)
@@ -213,5 +254,48 @@ check tasks-departed-tenant "[ $st = running ] && [ $pop = 1 ] && [ $res = cance
 	"after B left the config: task $st, its cgroup populated $pop; cancelled: $res; B's cgroup then $([ -d "$CG/drf.slice/B" ] && echo kept || echo removed)"
 
 stop_drfd TERM
+
+# A state dir someone else could write: drfd refuses to start (exit 8) and touches nothing.
+unsafe() { # NAME: drfd on a config whose state-dir is $work/bad, as it is
+	sed -e "s|^state-dir = .*|state-dir = $work/bad|" \
+		-e "s|^status-socket = .*|status-socket = $work/bad.sock|" \
+		-e "s|^cgroup-root = .*|cgroup-root = /sys/fs/cgroup/drf-unsafe.slice|" "$conf" >"$work/bad.conf"
+	timeout 20 "$DRFD" -c "$work/bad.conf" --foreground 2>>"$work/drfd.log"
+	local rc=$? left
+	left=$(find "$work/bad" -mindepth 1 | wc -l)
+	check "$1" "[ $rc = 8 ] && [ $left = 0 ] && [ ! -e /sys/fs/cgroup/drf-unsafe.slice ] && [ ! -e $work/bad.sock ]" \
+		"$(stat -c '%U %a' "$work/bad"): drfd exit $rc; entries created under it: $left; its cgroup-root $([ -e /sys/fs/cgroup/drf-unsafe.slice ] && echo created || echo untouched)"
+}
+mkdir "$work/bad"
+chown 65534:65534 "$work/bad"
+unsafe tasks-statedir-foreign-owner-refused
+chown 0:0 "$work/bad"
+chmod 0777 "$work/bad"
+unsafe tasks-statedir-world-writable-refused
+
+# The disk is full when a task ends: its supervisor cannot write the exit file. The task
+# stays running (its supervisor retries, in its cgroup) and, once there is room, is
+# recorded as it ended: exited 7, not lost.
+mkdir "$work/full"
+mount -t tmpfs -o size=1m,mode=0755 tmpfs "$work/full"
+sed "s|^state-dir = .*|state-dir = $work/full/state|" "$conf" >"$work/full.conf"
+conf=$work/full.conf
+start_drfd
+full=$("$DRFCTL" submit -c "$conf" A -- sh -c 'sleep 3; exit 7')
+wait_for 't['"$full"']["state"] == "running"' 10
+dd if=/dev/zero of="$work/full/fill" bs=4k 2>/dev/null
+sleep 6
+tasks_json "$work/f1.json"
+held=$(field "$work/f1.json" 't['"$full"']["state"]')
+fdir=$(field "$work/f1.json" 't['"$full"']["dir"]')
+noexit=$([ -e "$fdir/exit" ] && echo written || echo missing)
+rm -f "$work/full/fill"
+wait_for 't['"$full"']["state"] == "finished"' 60
+tasks_json "$work/f2.json"
+fe=$(field "$work/f2.json" '(t['"$full"']["result"], t['"$full"']["exit_code"])')
+check tasks-exit-kept-disk-full "[ $held = running ] && [ $noexit = missing ] && [ \"$fe\" = \"('exited', 7)\" ]" \
+	"while full, 3 s after the command ended: $held, exit file $noexit; once room was made: $fe"
+stop_drfd TERM
+umount "$work/full"
 cp "$work/drfd.log" "$R/t_tasks-drfd.log" 2>/dev/null
 exit 0
