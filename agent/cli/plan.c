@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "text.h"
+
 #define CELL 96
 #define MAX_COLS (6 + DRF_NRES)
 
@@ -19,18 +21,30 @@ char *drf_format_double(double v, char *buf, size_t len)
 	return buf;
 }
 
+/*
+ * Valid JSON that is safe on a terminal: every control character (C0, DEL,
+ * C1) as \\uXXXX, and a byte that is not UTF-8 (a task's words may be any
+ * bytes) as U+FFFD, the replacement character.
+ */
 void drf_json_str(FILE *f, const char *s)
 {
 	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
+	while (*s) {
+		unsigned int cp;
+		size_t n = drf_utf8_next(s, &cp);
 
-		if (ch == '"' || ch == '\\')
-			fprintf(f, "\\%c", ch);
-		else if (ch < 0x20 || ch == 0x7f)
-			fprintf(f, "\\u%04x", ch);
+		if (n == 0) {
+			fputs("\\ufffd", f);
+			s++;
+			continue;
+		}
+		if (cp == '"' || cp == '\\')
+			fprintf(f, "\\%c", (char)cp);
+		else if (drf_is_control(cp))
+			fprintf(f, "\\u%04x", cp);
 		else
-			fputc(ch, f);
+			fwrite(s, 1, n, f);
+		s += n;
 	}
 	fputc('"', f);
 }

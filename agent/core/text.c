@@ -1,19 +1,19 @@
 // SPDX-License-Identifier: MIT
 #include "text.h"
 
-#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
-/*
- * The length of the UTF-8 character at p (2 to 4), or 0 when it is not one
- * (overlong, a surrogate, past U+10FFFF, cut short) or is a C1 control.
- */
-static size_t utf8_len(const unsigned char *p)
+size_t drf_utf8_next(const char *s, unsigned int *ret_cp)
 {
+	const unsigned char *p = (const unsigned char *)s;
 	unsigned int c = p[0], cp;
 	size_t n;
 
+	if (c < 0x80) {
+		*ret_cp = c;
+		return 1;
+	}
 	if (c >= 0xc2 && c <= 0xdf)
 		n = 2, cp = c & 0x1f;
 	else if (c >= 0xe0 && c <= 0xef)
@@ -27,10 +27,17 @@ static size_t utf8_len(const unsigned char *p)
 			return 0;
 		cp = cp << 6 | (p[i] & 0x3f);
 	}
+	/* overlong, a surrogate, past U+10FFFF */
 	if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-	    (cp >= 0xd800 && cp <= 0xdfff) || (cp >= 0x80 && cp <= 0x9f))
+	    (cp >= 0xd800 && cp <= 0xdfff))
 		return 0;
+	*ret_cp = cp;
 	return n;
+}
+
+bool drf_is_control(unsigned int cp)
+{
+	return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f);
 }
 
 static char *escape(const char *in, char *out, size_t len, bool keep_newline)
@@ -41,8 +48,11 @@ static char *escape(const char *in, char *out, size_t len, bool keep_newline)
 	if (len == 0)
 		return out;
 	while (*p) {
-		size_t n = (*p >= 0x20 && *p < 0x7f) || (keep_newline && *p == '\n') ? 1
-			   : *p >= 0x80 ? utf8_len(p) : 0;
+		unsigned int cp;
+		size_t n = drf_utf8_next((const char *)p, &cp);
+
+		if (n && drf_is_control(cp) && !(keep_newline && cp == '\n'))
+			n = 0;
 
 		if (n == 0) {
 			if (o + 4 >= len)

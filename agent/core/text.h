@@ -7,7 +7,17 @@
 #ifndef DRF_TEXT_H
 #define DRF_TEXT_H
 
+#include <stdbool.h>
 #include <stddef.h>
+
+/*
+ * The UTF-8 character at s: its length (1 to 4) with its code point, or 0 when
+ * the bytes there are not UTF-8 (overlong, a surrogate, past U+10FFFF, cut).
+ */
+size_t drf_utf8_next(const char *s, unsigned int *ret_cp);
+
+/* A control character: C0 (U+0000..U+001F), DEL, or C1 (U+0080..U+009F). */
+bool drf_is_control(unsigned int cp);
 
 /*
  * Copies in to out (len bytes, NUL-terminated, truncated at a whole character)

@@ -5,7 +5,7 @@
  * as a full disk or a read-only file system would make it fail) is shown in
  * status and metrics and retried each tick until it succeeds; a reload that
  * added a tenant while it failed is in the file once it is saved. And the
- * log escapes control characters.
+ * log escapes control characters, and JSON strings hold none.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +19,7 @@
 #include "fakecg.h"
 #include "log.h"
 #include "metrics.h"
+#include "plan.h"
 #include "statefile.h"
 #include "testlib.h"
 
@@ -218,11 +219,30 @@ static void test_log_escapes(void **state)
 	assert_non_null(strstr(buf, "x\\x1b]0;owned\\x07\\x0ay\\xc2\\x9b2J"));
 }
 
+/* JSON strings: valid, and safe on a terminal whatever bytes a task's words hold. */
+static void test_json_str(void **state)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	(void)state;
+	assert_non_null(f);
+	drf_json_str(f, "q\"b\\ caf\xc3\xa9 \xe2\x82\xac");
+	fputc(' ', f);
+	drf_json_str(f, "\x1b]0;x\x07 \x7f \xc2\x9b" "2J \x9b \xff\xc0\xaf");
+	assert_int_equal(fclose(f), 0);
+	assert_string_equal(buf, "\"q\\\"b\\\\ caf\xc3\xa9 \xe2\x82\xac\" "
+				 "\"\\u001b]0;x\\u0007 \\u007f \\u009b2J \\ufffd \\ufffd\\ufffd\\ufffd\"");
+	free(buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_state_save_retried, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_log_escapes, setup, teardown),
+		cmocka_unit_test(test_json_str),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

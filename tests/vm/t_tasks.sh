@@ -231,6 +231,18 @@ nk=$(field "$work/k.json" 'len([x for x in j["tasks"] if x["key"] == "retry-1"])
 check tasks-idempotent-key "[ '$k1' = '$k2' ] && [ '$k1' = '$k3' ] && [ $c2 = 0 ] && [ $c3 = 0 ] && [ -n '$k4' ] && [ '$k4' != '$k1' ] && [ \"\$(cat $work/runs)\" = ran ] && [ $nk = 2 ]" \
 	"ids: first $k1, again $k2 (exit $c2), after a restart $k3 (exit $c3), uid 65534's $k4; runs: $(wc -l <"$work/runs"); tasks with the key: $nk"
 
+# Another user's command line reaches root's terminal and drfd's log only escaped: a
+# task of uid 65534 whose words hold an OSC sequence (it would set the terminal's title)
+# and a CSI clear-screen. drfctl tasks and drfd's log hold no ESC, BEL or C1 byte.
+x=$(cd / && setpriv --reuid=65534 --regid=65534 --clear-groups "$DRFCTL" submit -c "$conf" B -- \
+	printf '%s' "$(printf 'a\033]0;owned\007b')" "$(printf 'c\033[2J\302\233d')")
+wait_for 't['"$x"']["state"] == "finished"' 30
+"$DRFCTL" tasks -c "$conf" >"$work/tasks.txt" 2>&1
+raw=$(LC_ALL=C grep -c $'[\x07\x1b\x9b]' "$work/tasks.txt" "$work/drfd.log" | awk -F: '{ s += $2 } END { print s }')
+esc=$(grep -c 'a\\x1b\]0;owned\\x07b' "$work/tasks.txt")
+check tasks-controls-escaped "[ -n '$x' ] && [ $raw = 0 ] && [ $esc = 1 ]" \
+	"task $x: lines with a raw ESC, BEL or CSI in drfctl tasks and drfd's log: $raw; its command shown escaped: $esc"
+
 # Finished task cgroups are gone; the tenants can take drfctl exec again.
 left=$(find "$CG/drf.slice" -maxdepth 2 -name 'task-*' | wc -l)
 "$DRFCTL" exec -c "$conf" A -- true; xc=$?
