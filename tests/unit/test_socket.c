@@ -41,6 +41,9 @@
 
 static char dir[40], sock[100];
 static struct drfd d;
+/* The EMFILE test's fillers and the limit before it, put back even if it fails. */
+static int fill[256], nfill;
+static struct rlimit old_nofile;
 
 static uint64_t now_ms(void)
 {
@@ -78,6 +81,10 @@ static int teardown(void **state)
 static int test_teardown(void **state)
 {
 	(void)state;
+	for (; nfill > 0; nfill--)
+		close(fill[nfill - 1]);
+	if (old_nofile.rlim_cur)
+		setrlimit(RLIMIT_NOFILE, &old_nofile);
 	if (d.event)
 		drfd_free(&d);
 	d = (struct drfd){ .listen_fd = -1 };
@@ -390,8 +397,8 @@ static void test_cap_overall_root_served(void **state)
 static void test_emfile_backoff(void **state)
 {
 	struct drfd_sock_stats st;
-	struct rlimit old, low;
-	int c, fill[256], nfill = 0, on = -1, top, iter;
+	struct rlimit low;
+	int c, on = -1, top, iter;
 	uint64_t t;
 	size_t len;
 	char *a;
@@ -401,11 +408,11 @@ static void test_emfile_backoff(void **state)
 	daemon_listen();
 	c = client();
 	client_send(c, "root\n", 5);
-	assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &old_nofile), 0);
 	top = fcntl(c, F_DUPFD_CLOEXEC, 0);
 	assert_true(top >= 0);
 	close(top);
-	low = old;
+	low = old_nofile;
 	low.rlim_cur = (rlim_t)top + 8;
 	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
 	while (nfill < 256 && (fill[nfill] = fcntl(c, F_DUPFD_CLOEXEC, 0)) >= 0)
@@ -423,9 +430,9 @@ static void test_emfile_backoff(void **state)
 	assert_true(st.backoffs >= 3);
 	assert_int_equal(st.conns, 0);
 	/* fds again: the next retry accepts, and the request is answered. */
-	for (int i = 0; i < nfill; i++)
-		close(fill[i]);
-	assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+	for (; nfill > 0; nfill--)
+		close(fill[nfill - 1]);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &old_nofile), 0);
 	a = client_read(c, &len);
 	assert_string_equal(a, ROOT_ANSWER "\n");
 	free(a);
