@@ -296,3 +296,30 @@ clean:
 	rm -rf .output
 
 -include $(wildcard $(BUILD)/agent/*/*.d $(BUILD)/cgroupfs/*.d $(BUILD)/tests/*/*.d)
+
+# The status socket's protocol under libFuzzer: tests/fuzz/fuzz_proto.c feeds arbitrary bytes
+# as a client's through the request framing and dispatch of a drfd over the fake cgroup tree.
+# `make fuzz-proto` builds it with clang (fuzzer, ASan, UBSan) into .output/fuzz/ and runs it
+# for FUZZ_TIME seconds from the seed corpus tests/fuzz/corpus/proto/ (read only); what it
+# finds new goes to .output/fuzz/corpus/proto/, a crash to .output/fuzz/ with its input.
+FUZZ_OUT := .output/fuzz
+FUZZ_TIME ?= 30
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_OBJS := $(patsubst %.c,$(FUZZ_OUT)/%.o,$(LIB_SRCS) $(CORE_SRCS) tests/lib/fakecg.c)
+
+$(FUZZ_OUT)/%.o: %.c
+	@mkdir -p $(dir $@)
+	clang $(DRF_CFLAGS) -O1 -g $(FUZZ_SAN) -fsanitize=fuzzer-no-link -c -o $@ $<
+$(FUZZ_OUT)/bpf/netbpf.o: $(BPF_OUT)/net.skel.h
+$(FUZZ_OUT)/bpf/probebpf.o: $(BPF_OUT)/probe.skel.h
+
+$(FUZZ_OUT)/fuzz_proto: $(FUZZ_OUT)/tests/fuzz/fuzz_proto.o $(FUZZ_OBJS)
+	clang $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
+
+.PHONY: fuzz-proto
+fuzz-proto: $(FUZZ_OUT)/fuzz_proto
+	@mkdir -p $(FUZZ_OUT)/corpus/proto
+	cd $(FUZZ_OUT) && ./fuzz_proto -max_total_time=$(FUZZ_TIME) -max_len=70000 -timeout=10 \
+		-artifact_prefix=./ corpus/proto $(abspath tests/fuzz/corpus/proto)
+
+-include $(wildcard $(FUZZ_OUT)/agent/*/*.d $(FUZZ_OUT)/tests/*/*.d)
