@@ -162,6 +162,13 @@ static void check_whole(const struct drfd_req *r, uint64_t id)
 	free(line);
 }
 
+/* libFuzzer exits from anywhere: the temporary directories go with it. */
+static void cleanup(void)
+{
+	if (ready)
+		teardown();
+}
+
 static bool starts(const char *s, const char *prefix)
 {
 	return strncmp(s, prefix, strlen(prefix)) == 0;
@@ -180,6 +187,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		/* The daemon logs refusals and the like: not the fuzzer's output. */
 		drf_log_init(LOG_CRIT);
 		setup();
+		atexit(cleanup);
 	}
 	if (size == 0)
 		return 0;
