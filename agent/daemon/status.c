@@ -39,8 +39,12 @@
 
 /* Connections taken per wakeup of the listener; the loop's other sources get their turn between. */
 #define ACCEPT_BATCH 64
-/* Room for bursts of connects while drfd is busy; a waiting connect costs drfd no fd. */
-#define LISTEN_BACKLOG 64
+/*
+ * Short: while refusals are paced (status.h), a client that connects waits
+ * behind at most this many others, so root gets in within a pause or two.
+ * Others wait in connect() for room, which costs drfd nothing.
+ */
+#define LISTEN_BACKLOG 16
 /* Below the tick, the signals and the memory worker: when both are ready, they go first. */
 #define SOCK_PRIORITY (SD_EVENT_PRIORITY_NORMAL + 10)
 /* Refusals over the caps are logged at most this often, counted. */
@@ -59,6 +63,8 @@ struct drfd_listener {
 	struct conn *conns;
 	struct drfd_sock_stats st;
 	uint64_t refused_logged, refused_log_at;
+	uint64_t refuse_window_at;      /* CLOCK_MONOTONIC usec */
+	unsigned refuse_in_window;
 };
 
 struct conn {
@@ -436,10 +442,12 @@ static void json_socket(const struct drfd *d, FILE *f)
 	drfd_sock_stats(d, &st);
 	fprintf(f, ", \"socket\": {\"connections\": %u, \"root_connections\": %u, "
 		   "\"accepted_total\": %llu, \"refused_total\": %llu, \"dropped_total\": %llu, "
-		   "\"too_long_total\": %llu, \"accept_backoffs_total\": %llu, \"accepting\": %s}",
+		   "\"refusal_pauses_total\": %llu, \"too_long_total\": %llu, "
+		   "\"accept_backoffs_total\": %llu, \"accepting\": %s}",
 		st.conns, st.root_conns, (unsigned long long)st.accepted,
 		(unsigned long long)st.refused, (unsigned long long)st.dropped,
-		(unsigned long long)st.too_long, (unsigned long long)st.backoffs,
+		(unsigned long long)st.refuse_pauses, (unsigned long long)st.too_long,
+		(unsigned long long)st.backoffs,
 		st.listening ? "true" : "false");
 }
 
@@ -1022,7 +1030,11 @@ static bool admit(const struct drfd_listener *l, uid_t uid)
 	return mine < DRFD_CONN_MAX_UID;
 }
 
-static void refuse(struct drfd_listener *l, int cfd, uid_t uid)
+/*
+ * Closes a connection over a cap. Returns how long accepting should pause,
+ * in usec: 0 unless that was too many refusals for now.
+ */
+static uint64_t refuse(struct drfd_listener *l, int cfd, uid_t uid)
 {
 	static const char busy[] = "drfd-status 1 error=busy\n";
 	uint64_t now = 0;
@@ -1034,14 +1046,22 @@ static void refuse(struct drfd_listener *l, int cfd, uid_t uid)
 	close(cfd);
 	l->st.refused++;
 	sd_event_now(l->d->event, CLOCK_MONOTONIC, &now);
-	if (l->refused_log_at && now - l->refused_log_at < REFUSED_LOG_USEC)
-		return;
-	drf_log(LOG_WARNING, "status socket: refused %llu connections over the limits (%d per user, "
-			     "%d in all; root always gets in), the last of uid %d",
-		(unsigned long long)(l->st.refused - l->refused_logged), DRFD_CONN_MAX_UID,
-		DRFD_CONN_MAX, (int)uid);
-	l->refused_logged = l->st.refused;
-	l->refused_log_at = now;
+	if (!l->refused_log_at || now - l->refused_log_at >= REFUSED_LOG_USEC) {
+		drf_log(LOG_WARNING, "status socket: refused %llu connections over the limits (%d "
+				     "per user, %d in all; root always gets in), the last of uid %d",
+			(unsigned long long)(l->st.refused - l->refused_logged), DRFD_CONN_MAX_UID,
+			DRFD_CONN_MAX, (int)uid);
+		l->refused_logged = l->st.refused;
+		l->refused_log_at = now;
+	}
+	if (now - l->refuse_window_at >= DRFD_REFUSE_WINDOW_USEC) {
+		l->refuse_window_at = now;
+		l->refuse_in_window = 0;
+	}
+	if (++l->refuse_in_window < DRFD_REFUSE_MAX)
+		return 0;
+	l->st.refuse_pauses++;
+	return l->refuse_window_at + DRFD_REFUSE_WINDOW_USEC - now;
 }
 
 static void conn_new(struct drfd_listener *l, int cfd, uid_t uid)
@@ -1071,6 +1091,16 @@ static void conn_new(struct drfd_listener *l, int cfd, uid_t uid)
 		conn_free(c);
 }
 
+/* The listener off for usec; the retry timer turns it back on. */
+static void pause_accepting(struct drfd_listener *l, uint64_t usec)
+{
+	sd_event_source_set_enabled(l->d->listen_src, SD_EVENT_OFF);
+	/* The timer was made with the listener: arming it cannot run out of memory. */
+	if (sd_event_source_set_time_relative(l->retry, usec) < 0 ||
+	    sd_event_source_set_enabled(l->retry, SD_EVENT_ONESHOT) < 0)
+		sd_event_source_set_enabled(l->d->listen_src, SD_EVENT_ON);
+}
+
 /*
  * accept failed for want of file descriptors (or memory): the pending
  * connection stays in the backlog, so a listener left on would wake the loop at
@@ -1087,11 +1117,7 @@ static void back_off(struct drfd_listener *l, int err)
 			strerror(-err), (unsigned long long)(delay / 1000));
 	l->backing_off = true;
 	l->backoff_usec = delay * 2 > DRFD_BACKOFF_MAX_USEC ? DRFD_BACKOFF_MAX_USEC : delay * 2;
-	sd_event_source_set_enabled(l->d->listen_src, SD_EVENT_OFF);
-	/* The timer was made with the listener: arming it cannot run out of memory. */
-	if (sd_event_source_set_time_relative(l->retry, delay) < 0 ||
-	    sd_event_source_set_enabled(l->retry, SD_EVENT_ONESHOT) < 0)
-		sd_event_source_set_enabled(l->d->listen_src, SD_EVENT_ON);
+	pause_accepting(l, delay);
 }
 
 static int on_retry(sd_event_source *s, uint64_t usec, void *userdata)
@@ -1131,10 +1157,16 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
 		l->backoff_usec = DRFD_BACKOFF_MIN_USEC;
 		/* Who connects, now: the caps are per user. Unknown counts as a user, never root. */
 		uid = getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) == 0 ? cr.uid : (uid_t)-1;
-		if (admit(l, uid))
+		if (admit(l, uid)) {
 			conn_new(l, cfd, uid);
-		else
-			refuse(l, cfd, uid);
+		} else {
+			uint64_t pause = refuse(l, cfd, uid);
+
+			if (pause) {
+				pause_accepting(l, pause);
+				return 0;
+			}
+		}
 	}
 	return 0;
 }

@@ -41,6 +41,15 @@
 #define DRFD_REQ_TIMEOUT_USEC (2 * 1000000ULL)
 #define DRFD_SEND_TIMEOUT_USEC (5 * 1000000ULL)
 
+/*
+ * Refusing a connection costs drfd an accept and a close, and a client that
+ * reconnects at once asks for that in a loop: past 20 refusals in 100 ms,
+ * accepting pauses for the rest of the 100 ms (clients wait in the backlog,
+ * root's too), so refusals cost at most 200 accepts a second.
+ */
+#define DRFD_REFUSE_WINDOW_USEC 100000ULL
+#define DRFD_REFUSE_MAX 20
+
 /* Out of file descriptors: accepting stops for 100 ms, then twice as long each time, up to 1 s. */
 #define DRFD_BACKOFF_MIN_USEC 100000ULL
 #define DRFD_BACKOFF_MAX_USEC 1000000ULL
@@ -75,6 +84,7 @@ struct drfd_sock_stats {
 	unsigned conns, root_conns;     /* open now */
 	uint64_t accepted;              /* served: under the caps */
 	uint64_t refused;               /* over a cap: closed at once */
+	uint64_t refuse_pauses;         /* accepting paused for refusing too many */
 	uint64_t dropped;               /* idle or slow past a deadline */
 	uint64_t too_long;              /* requests over DRFD_REQ_MAX, refused */
 	uint64_t backoffs;              /* accept failed for want of fds (or memory) */

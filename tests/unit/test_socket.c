@@ -3,7 +3,8 @@
  * The status socket (agent/daemon/status.c) on a real unix socket in a
  * temporary directory, served by an sd-event loop that the test runs while its
  * clients act: children that drop to uids 65534..65530 and hold connections
- * (the caps per user and overall; root still served), fds exhausted under a
+ * (the caps per user and overall; root still served), one that reconnects in a
+ * loop over its cap (refusals paced, root served), fds exhausted under a
  * lowered RLIMIT_NOFILE (the listener off and back on, the loop not spinning),
  * requests over the limit (refused whole, nothing queued), idle and slow
  * clients (dropped at their deadlines while a timer keeps its pace), and the
@@ -24,6 +25,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -390,6 +392,116 @@ static void test_cap_overall_root_served(void **state)
 		close(root_fds[i]);
 	for (int i = 0; i < 5; i++)
 		holder_end(&h[i]);
+	drfd_free(&d);
+}
+
+/* A child of uid that connects and closes in a loop for ms; the count of connects to rep. */
+static pid_t churn_start(uid_t uid, unsigned ms, int rep)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct timeval tv = { .tv_usec = 200000 };
+	pid_t pid = fork();
+	uint64_t end;
+	int n = 0;
+
+	assert_true(pid >= 0);
+	if (pid > 0)
+		return pid;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+	if (setgroups(0, NULL) < 0 || setresgid(GROUP_GID, GROUP_GID, GROUP_GID) < 0 ||
+	    setresuid(uid, uid, uid) < 0)
+		_exit(100);
+	for (end = now_ms() + ms; now_ms() < end;) {
+		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+		/* A full backlog makes connect wait: 200 ms at most. */
+		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+		n += connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+		close(fd);
+	}
+	_exit(write(rep, &n, sizeof(n)) == sizeof(n) ? 0 : 101);
+}
+
+/*
+ * Root asking as drfctl does (a blocking connect, the request, the answer to
+ * the end) from a child, while the loop runs here: the answer and how long it
+ * took, in ms, to rep.
+ */
+static pid_t asker_start(int rep)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct timeval tv = { .tv_sec = 5 };
+	char buf[256];
+	size_t len = 0;
+	ssize_t n;
+	uint64_t t0;
+	pid_t pid = fork();
+	int fd;
+
+	assert_true(pid >= 0);
+	if (pid > 0)
+		return pid;
+	t0 = now_ms();
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || send(fd, "root\n", 5, 0) != 5)
+		_exit(100);
+	while (len < sizeof(buf) - 1 && (n = read(fd, buf + len, sizeof(buf) - 1 - len)) > 0)
+		len += (size_t)n;
+	buf[len] = '\0';
+	len = (size_t)snprintf(buf + len + 1, sizeof(buf) - len - 1, "%llu",
+			       (unsigned long long)(now_ms() - t0)) + len + 2;
+	_exit(write(rep, buf, len) == (ssize_t)len ? 0 : 101);
+}
+
+/* A user over its cap reconnecting in a loop: refusals are paced; root is served meanwhile. */
+static void test_refusals_paced(void **state)
+{
+	struct drfd_sock_stats st0, st;
+	struct holder h;
+	char got[256] = "";
+	uint64_t t0;
+	int p[2], q[2], n = 0, stat;
+	pid_t pid, asker;
+
+	(void)state;
+	daemon_new();
+	daemon_listen();
+	h = holder_start(65534, DRFD_CONN_MAX_UID + 1);
+	assert_int_equal(holder_open(&h), DRFD_CONN_MAX_UID);
+	drfd_sock_stats(&d, &st0);
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	t0 = now_ms();
+	pid = churn_start(65534, 1000, p[1]);
+	run_for(500);
+	assert_int_equal(pipe2(q, O_CLOEXEC), 0);
+	asker = asker_start(q[1]);
+	assert_true(run_until_readable(q[0], 5000));
+	assert_true(read(q[0], got, sizeof(got) - 1) > 0);
+	assert_int_equal(waitpid(asker, &stat, 0), asker);
+	assert_true(WIFEXITED(stat) && WEXITSTATUS(stat) == 0);
+	if (now_ms() - t0 < 1000)
+		run_for(1000 - (unsigned)(now_ms() - t0));
+	drfd_sock_stats(&d, &st);
+	assert_true(run_until_readable(p[0], 2000));
+	assert_int_equal(read(p[0], &n, sizeof(n)), sizeof(n));
+	assert_int_equal(waitpid(pid, &stat, 0), pid);
+	print_message("1 s of reconnecting: %d connects, %" PRIu64 " refused, %" PRIu64
+		      " pauses; root answered in %s ms\n", n, st.refused - st0.refused,
+		      st.refuse_pauses - st0.refuse_pauses, got + strlen(got) + 1);
+	/* Root: served, within a few pauses. */
+	assert_string_equal(got, ROOT_ANSWER "\n");
+	assert_true(atoi(got + strlen(got) + 1) < 500);
+	/* 20 per 100 ms, with a window's slack either side. */
+	assert_true(st.refused - st0.refused >= 20);
+	assert_true(st.refused - st0.refused <= 12 * DRFD_REFUSE_MAX);
+	close(p[0]);
+	close(p[1]);
+	close(q[0]);
+	close(q[1]);
+	holder_end(&h);
 	drfd_free(&d);
 }
 
@@ -765,6 +877,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_cap_per_uid, test_teardown),
 		cmocka_unit_test_teardown(test_cap_overall_root_served, test_teardown),
+		cmocka_unit_test_teardown(test_refusals_paced, test_teardown),
 		cmocka_unit_test_teardown(test_emfile_backoff, test_teardown),
 		cmocka_unit_test_teardown(test_request_too_long, test_teardown),
 		cmocka_unit_test_teardown(test_slow_clients, test_teardown),
