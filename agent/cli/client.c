@@ -36,7 +36,7 @@ int drf_client_ask(const char *socket_path, const char *request, int timeout_ms,
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	/* A connect waits while drfd's backlog is full, and a send while its buffer is: not forever. */
+	/* connect waits while drfd's backlog is full, send while its buffer is: not forever. */
 	tv.tv_sec = timeout_ms / 1000;
 	tv.tv_usec = (timeout_ms % 1000) * 1000;
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
@@ -88,7 +88,7 @@ int drf_client_ask(const char *socket_path, const char *request, int timeout_ms,
 		got = read(fd, buf + len, cap - len - 1);
 		if (got < 0 && errno == EINTR)
 			continue;
-		/* drfd closed with part of the request unread (a refusal): its answer came whole. */
+		/* drfd closed with some of the request unread (a refusal): the answer came. */
 		if (got < 0 && errno == ECONNRESET && len > 0)
 			break;
 		if (got < 0) {

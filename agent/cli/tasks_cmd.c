@@ -50,7 +50,9 @@ static int ask(const char *cmd, const char *sock, const char *req, FILE *out, ch
 	if (r < 0) {
 		fprintf(stderr, "drfctl %s: cannot ask drfd at %s: %s%s\n", cmd, sock, strerror(-r),
 			r == -ENOENT || r == -ECONNREFUSED ? " (is it running?)"
-			: r == -EACCES ? " (root, or a member of the config's status-group)" : "");
+			: r == -EACCES ? " (root, or a member of the config's status-group)"
+			: r == -EBUSY ? " (it holds as many connections as it takes; try again)"
+				      : "");
 		free(answer);
 		return EXIT_FAILURE;
 	}

@@ -914,15 +914,17 @@ int drfd_req_answer(struct drfd *d, int fd, const struct drfd_req *r, char **out
 
 	*out = NULL;
 	*out_len = 0;
+	if (r->seen > DRFD_REQ_MAX && task)
+		return reply(out, out_len, "drfd-task 1 refused\nrequest too long: %zu bytes, the "
+			     "limit is %d\n", r->seen, DRFD_REQ_MAX);
 	if (r->seen > DRFD_REQ_MAX)
-		return task ? reply(out, out_len, "drfd-task 1 refused\nrequest too long: %zu bytes, "
-				    "the limit is %d\n", r->seen, DRFD_REQ_MAX)
-			    : reply(out, out_len, "drfd-status 1 error=request-too-long\n");
+		return reply(out, out_len, "drfd-status 1 error=request-too-long\n");
 	/* A NUL would end the request early: what follows it would be dropped, not run. */
+	if (memchr(line, '\0', r->len) && task)
+		return reply(out, out_len, "drfd-task 1 refused\nmalformed request: it holds a "
+			     "NUL byte\n");
 	if (memchr(line, '\0', r->len))
-		return task ? reply(out, out_len, "drfd-task 1 refused\nmalformed request: it holds "
-				    "a NUL byte\n")
-			    : reply(out, out_len, "drfd-status 1 error=malformed-request\n");
+		return reply(out, out_len, "drfd-status 1 error=malformed-request\n");
 	req = strndup(line, r->len);
 	if (!req)
 		return -ENOMEM;
@@ -1047,8 +1049,9 @@ static uint64_t refuse(struct drfd_listener *l, int cfd, uid_t uid)
 	l->st.refused++;
 	sd_event_now(l->d->event, CLOCK_MONOTONIC, &now);
 	if (!l->refused_log_at || now - l->refused_log_at >= REFUSED_LOG_USEC) {
-		drf_log(LOG_WARNING, "status socket: refused %llu connections over the limits (%d "
-				     "per user, %d in all; root always gets in), the last of uid %d",
+		drf_log(LOG_WARNING, "status socket: refused %llu connections over the limits "
+				     "(%d per user, %d in all; root always gets in), the last "
+				     "of uid %d",
 			(unsigned long long)(l->st.refused - l->refused_logged), DRFD_CONN_MAX_UID,
 			DRFD_CONN_MAX, (int)uid);
 		l->refused_logged = l->st.refused;
@@ -1112,8 +1115,9 @@ static void back_off(struct drfd_listener *l, int err)
 
 	l->st.backoffs++;
 	if (!l->backing_off)
-		drf_log(LOG_WARNING, "status socket: cannot accept a connection: %s; retrying in "
-				     "%llu ms, then less often (up to once a second) while it fails",
+		drf_log(LOG_WARNING, "status socket: cannot accept a connection: %s; retrying "
+				     "in %llu ms, then less often (up to once a second) while it "
+				     "fails",
 			strerror(-err), (unsigned long long)(delay / 1000));
 	l->backing_off = true;
 	l->backoff_usec = delay * 2 > DRFD_BACKOFF_MAX_USEC ? DRFD_BACKOFF_MAX_USEC : delay * 2;
@@ -1155,7 +1159,7 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
 			drf_log(LOG_NOTICE, "status socket: accepting connections again");
 		l->backing_off = false;
 		l->backoff_usec = DRFD_BACKOFF_MIN_USEC;
-		/* Who connects, now: the caps are per user. Unknown counts as a user, never root. */
+		/* Who connects, now: the caps are per user. Unknown is a user, never root. */
 		uid = getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) == 0 ? cr.uid : (uid_t)-1;
 		if (admit(l, uid)) {
 			conn_new(l, cfd, uid);
@@ -1226,8 +1230,8 @@ static int take_stale(const char *path, const struct sockaddr_un *sa, char *why,
 	r = connect(probe, (const struct sockaddr *)sa, sizeof(*sa)) == 0 ? 0 : -errno;
 	close(probe);
 	if (r == 0 || r == -EAGAIN) {
-		snprintf(why, len, "status-socket '%s' is served by another drfd; give each drfd its "
-			 "own status-socket", path);
+		snprintf(why, len, "status-socket '%s' is served by another drfd; give each drfd "
+			 "its own status-socket", path);
 		return -EADDRINUSE;
 	}
 	if (r != -ECONNREFUSED) {
@@ -1236,8 +1240,8 @@ static int take_stale(const char *path, const struct sockaddr_un *sa, char *why,
 		return r;
 	}
 	if (lstat(path, &again) < 0 || again.st_dev != st.st_dev || again.st_ino != st.st_ino) {
-		snprintf(why, len, "status-socket '%s' changed while drfd looked at it; left as it is",
-			 path);
+		snprintf(why, len, "status-socket '%s' changed while drfd looked at it; left as "
+			 "it is", path);
 		return -EAGAIN;
 	}
 	if (unlink(path) < 0 && errno != ENOENT) {

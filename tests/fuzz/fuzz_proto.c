@@ -149,7 +149,8 @@ static void check_whole(const struct drfd_req *r, uint64_t id)
 	if (r->len && line[r->len - 1] == '\r')
 		line[r->len - 1] = '\0';
 	check(strncmp(line, "task-submit ", 12) == 0);
-	for (char *p = strtok(line + 12, " "); p && n < sizeof(w) / sizeof(w[0]); p = strtok(NULL, " "))
+	for (char *p = strtok(line + 12, " "); p && n < sizeof(w) / sizeof(w[0]);
+	     p = strtok(NULL, " "))
 		w[n++] = p;
 	for (size_t i = 0; i < d.tasks->n; i++)
 		if (d.tasks->t[i].id == id)
@@ -229,7 +230,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		char want[64];
 
 		check(d.tasks->next_id == next_before + 1 && d.tasks->n == n_before + 1);
-		snprintf(want, sizeof(want), "drfd-task 1 ok %llu\n", (unsigned long long)next_before);
+		snprintf(want, sizeof(want), "drfd-task 1 ok %llu\n",
+			 (unsigned long long)next_before);
 		check(starts(out, want));
 		check_whole(&r, next_before);
 	}
