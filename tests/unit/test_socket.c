@@ -491,9 +491,12 @@ static void test_refusals_paced(void **state)
 	print_message("1 s of reconnecting: %d connects, %" PRIu64 " refused, %" PRIu64
 		      " pauses; root answered in %s ms\n", n, st.refused - st0.refused,
 		      st.refuse_pauses - st0.refuse_pauses, got + strlen(got) + 1);
-	/* Root: served, within a few pauses. */
+	/*
+	 * Root: served. Its connect races the churner's for room in the backlog
+	 * as drfd drains it, so it may lose a few pauses' worth: a second at most.
+	 */
 	assert_string_equal(got, ROOT_ANSWER "\n");
-	assert_true(atoi(got + strlen(got) + 1) < 500);
+	assert_true(atoi(got + strlen(got) + 1) < 2000);
 	/* 20 per 100 ms, with a window's slack either side. */
 	assert_true(st.refused - st0.refused >= 20);
 	assert_true(st.refused - st0.refused <= 12 * DRFD_REFUSE_MAX);
