@@ -5,7 +5,8 @@
 # ticks keep their pace, the metrics file keeps being written, root's drfctl
 # status and submit are served, drfd's open files stay bounded, and drfd uses
 # under 10% of a core. Then a raw 70,000-byte task-submit is refused whole and
-# queues nothing.
+# queues nothing, and drfd leaves alone a file at status-socket, at start and at
+# exit.
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/vm/lib.sh
 . "$here/lib.sh"
@@ -218,5 +219,31 @@ check flood-long-submit-refused "[ \"$ans\" = 'drfd-task 1 refused' ] && [ $n0 =
 
 kill -TERM "$drfd_pid"
 wait "$drfd_pid" 2>/dev/null
+
+# The socket path (issue 16): drfd replaces only a socket it made. A regular file at
+# status-socket stays as it is while drfd runs (without its socket) and after it exits...
+echo precious >"$work/file.sock"
+sed "s|^status-socket = .*|status-socket = $work/file.sock|" "$conf" >"$work/file.conf"
+"$DRFD" -c "$work/file.conf" --foreground 2>>"$work/drfd.log" &
+p=$!
+# Its first tick writes the metrics file; the socket was set up (or not) before.
+for _ in $(seq 100); do [ -f "$prom" ] && break; sleep 0.2; done
+alive=$(kill -0 $p 2>/dev/null && echo yes || echo no)
+kill -TERM $p
+wait $p
+rc=$?
+check socket-path-file-kept \
+	"[ -f $work/file.sock ] && [ \"\$(cat $work/file.sock)\" = precious ] && [ $alive = yes ] && [ $rc = 0 ]" \
+	"status-socket on a regular file: drfd ran ($alive) and exited $rc; the file after: $(stat -c %F "$work/file.sock"), '$(cat "$work/file.sock")'"
+# ... and a file someone put in place of drfd's socket is not removed at drfd's exit.
+run_drfd socket-path-replaced "$conf" "$sock"
+rm "$sock"
+echo theirs >"$sock"
+kill -TERM "$drfd_pid"
+wait "$drfd_pid"
+rc=$?
+check socket-path-replaced-kept "[ -f $sock ] && [ \"\$(cat $sock)\" = theirs ] && [ $rc = 0 ]" \
+	"drfd's socket replaced by a file while it ran: exit $rc; the file after: $(stat -c %F "$sock" 2>&1), '$(cat "$sock" 2>&1)'"
+
 cp "$work/drfd.log" "$R/t_flood-drfd.log" 2>/dev/null
 exit 0
