@@ -37,7 +37,7 @@
 #include "status.h"
 #include "tasks.h"
 
-/* Connections taken per wakeup of the listener; the loop's other sources get their turn between. */
+/* Connections taken per wakeup of the listener; the loop's other sources run in between. */
 #define ACCEPT_BATCH 64
 /*
  * Short: while refusals are paced (status.h), a client that connects waits
@@ -45,7 +45,7 @@
  * Others wait in connect() for room, which costs drfd nothing.
  */
 #define LISTEN_BACKLOG 16
-/* Below the tick, the signals and the memory worker: when both are ready, they go first. */
+/* Below the tick and the signals: when both are ready, those go first. */
 #define SOCK_PRIORITY (SD_EVENT_PRIORITY_NORMAL + 10)
 /* Refusals over the caps are logged at most this often, counted. */
 #define REFUSED_LOG_USEC (10 * 1000000ULL)
