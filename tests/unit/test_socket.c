@@ -43,6 +43,9 @@
 
 static char dir[40], sock[100];
 static struct drfd d;
+/* The fake cgroup tree of the tests with a task queue. */
+static char cgdir[4096], cgroot[4096];
+static struct cgfs fs;
 /* The EMFILE test's fillers and the limit before it, put back even if it fails. */
 static int fill[256], nfill;
 static struct rlimit old_nofile;
@@ -90,6 +93,11 @@ static int test_teardown(void **state)
 	if (d.event)
 		drfd_free(&d);
 	d = (struct drfd){ .listen_fd = -1 };
+	if (cgdir[0]) {
+		cgfs_close(&fs);
+		fakecg_teardown(cgdir);
+		cgdir[0] = '\0';
+	}
 	return 0;
 }
 
@@ -564,7 +572,7 @@ static void test_emfile_backoff(void **state)
 }
 
 /* The task queue over a fake cgroup tree with a spawn that only records. */
-static int fake_spawn(void *ctx, const struct cgfs *fs, const char *cg, const char *tdir,
+static int fake_spawn(void *ctx, const struct cgfs *cfs, const char *cg, const char *tdir,
 		      pid_t *ret)
 {
 	char p[4096];
@@ -572,9 +580,9 @@ static int fake_spawn(void *ctx, const struct cgfs *fs, const char *cg, const ch
 	(void)ctx;
 	(void)tdir;
 	snprintf(p, sizeof(p), "%s/cgroup.events", cg);
-	assert_int_equal(fakecg_put(fs->rootfd, p, "populated 1\n"), 0);
+	assert_int_equal(fakecg_put(cfs->rootfd, p, "populated 1\n"), 0);
 	snprintf(p, sizeof(p), "%s/memory.events", cg);
-	assert_int_equal(fakecg_put(fs->rootfd, p, "oom 0\noom_kill 0\n"), 0);
+	assert_int_equal(fakecg_put(cfs->rootfd, p, "oom 0\noom_kill 0\n"), 0);
 	*ret = 0;
 	return 0;
 }
@@ -592,9 +600,6 @@ static uint64_t fake_now(void *ctx)
 }
 
 static const struct drf_spawn_ops fake_ops = { fake_spawn, fake_reap, fake_now };
-
-static char cgdir[4096], cgroot[4096];
-static struct cgfs fs;
 
 static void daemon_with_tasks(void)
 {
@@ -627,6 +632,7 @@ static void daemon_with_tasks_free(void)
 	drfd_free(&d);
 	cgfs_close(&fs);
 	fakecg_teardown(cgdir);
+	cgdir[0] = '\0';
 }
 
 /* "task-submit A /tmp 0 0 0 0 0 0 0 sh -c " and ARG, as drfctl writes it, and "\n". */
