@@ -322,4 +322,5 @@ fuzz-proto: $(FUZZ_OUT)/fuzz_proto
 	cd $(FUZZ_OUT) && ./fuzz_proto -max_total_time=$(FUZZ_TIME) -max_len=70000 -timeout=10 \
 		-artifact_prefix=./ corpus/proto $(abspath tests/fuzz/corpus/proto)
 
--include $(wildcard $(FUZZ_OUT)/agent/*/*.d $(FUZZ_OUT)/tests/*/*.d)
+-include $(wildcard $(FUZZ_OUT)/agent/*/*.d $(FUZZ_OUT)/cgroupfs/*.d $(FUZZ_OUT)/bpf/*.d \
+	$(FUZZ_OUT)/tests/*/*.d)
