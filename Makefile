@@ -96,7 +96,7 @@ DEB_DIR := .output/deb
 
 UNIT_TESTS := test_units test_alloc test_props test_config test_fuzz_config test_cgroupfs \
 	test_reload_mem test_shaper test_expo test_metrics test_use \
-	test_demand test_history test_taskq test_tasks test_daemon test_statedir
+	test_demand test_history test_taskq test_tasks test_daemon test_statedir test_socket
 UNIT_BINS := $(UNIT_TESTS:%=$(BUILD)/tests/%)
 BENCH_BIN := $(BUILD)/tests/bench_alloc
 BENCH_TICK_BIN := $(BUILD)/tests/bench_tick
@@ -178,7 +178,7 @@ $(BENCH_BIN): $(BUILD)/tests/bench/bench_alloc.o $(CORE_LIB)
 # its seed corpus in tests/fuzz/corpus/NAME (fuzz_NAME); what it finds is kept in
 # .output/fuzz/TARGET/ (the seeds are not changed), a crash fails the run and
 # leaves its input there as crash-*.
-FUZZ_TARGETS := fuzz_config
+FUZZ_TARGETS := fuzz_config fuzz_proto
 FUZZ_SECONDS ?= 20
 FUZZ_BUILD := .output/clang-fuzzer
 $(BUILD)/tests/fuzz_%: $(BUILD)/tests/fuzz/fuzz_%.o $(TESTLIB_OBJS) $(LIB) $(CORE_LIB)
@@ -189,8 +189,12 @@ fuzz:
 	$(MAKE) CC=clang SANITIZER=fuzzer $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/tests/%)
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		mkdir -p .output/fuzz/$$t; \
+		case $$t in \
+		fuzz_proto) opts="-max_len=70000 -timeout=10" ;; \
+		*) opts= ;; \
+		esac; \
 		echo "== $$t for $(FUZZ_SECONDS) s (clang -fsanitize=fuzzer,address,undefined)"; \
-		$(FUZZ_BUILD)/tests/$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+		$(FUZZ_BUILD)/tests/$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 $$opts \
 			-artifact_prefix=.output/fuzz/$$t/ .output/fuzz/$$t tests/fuzz/corpus/$${t#fuzz_} \
 			2>.output/fuzz/$$t.log || { tail -n 60 .output/fuzz/$$t.log; exit 1; }; \
 		grep -E '^(#[0-9]+.*DONE|stat::number_of_executed_units|stat::new_units_added)' \

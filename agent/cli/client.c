@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -24,9 +25,10 @@ int drf_client_ask(const char *socket_path, const char *request, int timeout_ms,
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	long long deadline = now_ms() + timeout_ms;
+	struct timeval tv;
 	char *buf = NULL, *line = NULL;
 	size_t len = 0, cap = 0;
-	int fd, r = 0, n;
+	int fd, r = 0, n, sent = 0;
 
 	if (strlen(socket_path) >= sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
@@ -34,8 +36,12 @@ int drf_client_ask(const char *socket_path, const char *request, int timeout_ms,
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
+	/* connect waits while drfd's backlog is full, send while its buffer is: not forever. */
+	tv.tv_sec = timeout_ms / 1000;
+	tv.tv_usec = (timeout_ms % 1000) * 1000;
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		r = -errno;
+		r = errno == EAGAIN ? -ETIMEDOUT : -errno;
 		goto out;
 	}
 	/* One line, as long as the request (a task-submit carries a command). */
@@ -46,8 +52,12 @@ int drf_client_ask(const char *socket_path, const char *request, int timeout_ms,
 		goto out;
 	}
 	if (send(fd, line, (size_t)n, MSG_NOSIGNAL) != n) {
-		r = -errno;
-		goto out;
+		r = errno == EAGAIN ? -ETIMEDOUT : -errno;
+		/* Closed on us: drfd may have said why before it closed. */
+		if (r != -EPIPE && r != -ECONNRESET)
+			goto out;
+		sent = r;
+		r = 0;
 	}
 	for (;;) {
 		struct pollfd p = { .fd = fd, .events = POLLIN };
@@ -78,6 +88,9 @@ int drf_client_ask(const char *socket_path, const char *request, int timeout_ms,
 		got = read(fd, buf + len, cap - len - 1);
 		if (got < 0 && errno == EINTR)
 			continue;
+		/* drfd closed with some of the request unread (a refusal): the answer came. */
+		if (got < 0 && errno == ECONNRESET && len > 0)
+			break;
 		if (got < 0) {
 			r = -errno;
 			goto out;
@@ -85,6 +98,10 @@ int drf_client_ask(const char *socket_path, const char *request, int timeout_ms,
 		if (got == 0)
 			break;
 		len += (size_t)got;
+	}
+	if (len == 0 && sent) {
+		r = sent;
+		goto out;
 	}
 	if (!buf) {
 		buf = malloc(1);
@@ -94,6 +111,11 @@ int drf_client_ask(const char *socket_path, const char *request, int timeout_ms,
 		}
 	}
 	buf[len] = '\0';
+	/* Over drfd's limits on connections: no answer to the request. */
+	if (strcmp(buf, "drfd-status 1 error=busy\n") == 0) {
+		r = -EBUSY;
+		goto out;
+	}
 	*ret = buf;
 	*ret_len = len;
 	buf = NULL;

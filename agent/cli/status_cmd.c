@@ -277,7 +277,9 @@ int drfctl_status(int argc, char **argv)
 	}
 	if (r < 0) {
 		fprintf(stderr, "drfctl: cannot ask drfd at %s: %s%s\n", sock, strerror(-r),
-			r == -EACCES ? " (root, or a member of the config's status-group)" : "");
+			r == -EACCES ? " (root, or a member of the config's status-group)"
+			: r == -EBUSY ? " (it holds as many connections as it takes; try again)"
+				      : "");
 		return EXIT_FAILURE;
 	}
 	if (sscanf(answer, "drfd-status 1 problems=%d", &problems) != 1) {

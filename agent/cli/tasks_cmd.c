@@ -3,7 +3,7 @@
  * drfctl submit, tasks and cancel: the task queue of the running drfd, over its
  * status socket (agent/daemon/taskd.c has the requests). Exit codes: 0 ok,
  * 1 failure (no drfd, or it could not), 2 refused (unknown tenant, a task the
- * node cannot hold, not yours), 64 usage.
+ * node cannot hold, not yours, a request over drfd's limit), 64 usage.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -17,6 +17,7 @@
 #include "client.h"
 #include "config.h"
 #include "res.h"
+#include "status.h"
 #include "tasks.h"
 
 #define TASK_TIMEOUT_MS 10000
@@ -49,7 +50,9 @@ static int ask(const char *cmd, const char *sock, const char *req, FILE *out, ch
 	if (r < 0) {
 		fprintf(stderr, "drfctl %s: cannot ask drfd at %s: %s%s\n", cmd, sock, strerror(-r),
 			r == -ENOENT || r == -ECONNREFUSED ? " (is it running?)"
-			: r == -EACCES ? " (root, or a member of the config's status-group)" : "");
+			: r == -EACCES ? " (root, or a member of the config's status-group)"
+			: r == -EBUSY ? " (it holds as many connections as it takes; try again)"
+				      : "");
 		free(answer);
 		return EXIT_FAILURE;
 	}
@@ -221,10 +224,13 @@ int drfctl_submit(int argc, char **argv)
 		free(req);
 		return EXIT_FAILURE;
 	}
-	if (len > 60000) {
-		fputs("drfctl submit: the command is too long (at most about 60000 bytes)\n", stderr);
+	/* drfd refuses a longer request whole: said here, without asking. */
+	if (len > DRFD_REQ_MAX) {
+		fprintf(stderr, "drfctl submit: refused: the request would be %zu bytes, and drfd "
+			"takes at most %d (the command and its arguments, escaped, with the "
+			"working directory); pass long arguments in a file\n", len, DRFD_REQ_MAX);
 		free(req);
-		return DRFCTL_EXIT_USAGE;
+		return DRFCTL_EXIT_CONFIG;
 	}
 	socket_of(a.config, a.sock, sock, sizeof(sock));
 	r = ask("submit", sock, req, NULL, id, sizeof(id));

@@ -451,13 +451,7 @@ void drfd_free(struct drfd *d)
 	if (d->has_net)
 		drf_shaper_free(&d->net);
 	d->timer = sd_event_source_unref(d->timer);
-	d->listen_src = sd_event_source_unref(d->listen_src);
-	if (d->listen_fd >= 0)
-		close(d->listen_fd);
-	if (d->socket_path) {
-		unlink(d->socket_path);
-		free(d->socket_path);
-	}
+	drfd_unlisten(d);
 	d->event = sd_event_unref(d->event);
 	drf_enforced_free(&d->plan);
 	free(d->root);

@@ -20,6 +20,7 @@
 #include "usage.h"
 
 struct drfd_history;
+struct drfd_listener;
 
 struct drfd {
 	const char *config_path;
@@ -37,6 +38,7 @@ struct drfd {
 	sd_event_source *listen_src;
 	int listen_fd;
 	char *socket_path;              /* the socket drfd bound, to unlink at exit */
+	struct drfd_listener *listener; /* its connections and limits (status.c) */
 	uint64_t started;               /* CLOCK_REALTIME, usec */
 	uint64_t last_tick;             /* CLOCK_REALTIME, usec; 0 before the first */
 	uint64_t reloads, reloads_refused;
@@ -73,8 +75,15 @@ int drfd_run(struct drfd *d);
 
 void drfd_free(struct drfd *d);
 
-/* Serves the status socket at path (see status.c); 0 or -errno with why. */
+/*
+ * Serves the status socket at path (see status.c); 0 or -errno with why:
+ * -EADDRINUSE when another drfd serves it, -EEXIST when something other than a
+ * socket is there (left untouched).
+ */
 int drfd_listen(struct drfd *d, const char *path, const char *group, char *why, size_t len);
+
+/* Closes the status socket and its connections; removes the socket if it is still drfd's. */
+void drfd_unlisten(struct drfd *d);
 
 /* Renders the status: text for people or JSON; returns the count of problems. */
 int drfd_status_render(const struct drfd *d, bool json, FILE *out);

@@ -95,6 +95,9 @@ tq 64 "drfctl cancel without an id" cancel --socket "$sock"
 tq 64 "drfctl cancel abc" cancel --socket "$sock" abc
 tq 64 "drfctl tasks with an argument" tasks --socket "$sock" extra
 tq 1 "drfctl submit with no drfd" submit --socket "$sock" A --cpu 0.5 -- true
+# Over drfd's request limit (65536 bytes): refused here, before asking (no drfd needed).
+tq 2 "drfctl submit of a 70,000-byte command" submit --socket "$sock" A -- sh -c \
+	"$(head -c 70000 /dev/zero | tr '\0' x)"
 tq 1 "drfctl tasks with no drfd" tasks --socket "$sock"
 tq 1 "drfctl cancel with no drfd" cancel --socket "$sock" 1
 

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The status socket's limits and its request framing (status.c), shared with
+ * drfctl (which refuses a request over the limit before sending it), the unit
+ * tests and the protocol's fuzz target.
+ *
+ * The limits keep drfd far below the usual soft limit of 1,024 open files
+ * whatever its clients do: at most DRFD_CONN_MAX + DRFD_CONN_ROOT connections
+ * (80 fds) beside the few dozen drfd needs for itself (cgroupfs, metrics,
+ * state and task files, netlink, BPF), and a connection costs its buffers
+ * only as its request and answer need them.
+ */
+#ifndef DRF_STATUS_H
+#define DRF_STATUS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * The longest request line, without its newline. A task-submit carries its
+ * command, escaped; a longer line is refused whole, never cut.
+ */
+#define DRFD_REQ_MAX 65536
+
+/*
+ * Connections at once of everyone but root, and of one such user: a user's
+ * drfctl commands (top, a script's submits) rarely hold more than a few, and
+ * four users at their cap fill the socket.
+ */
+#define DRFD_CONN_MAX 64
+#define DRFD_CONN_MAX_UID 16
+/* Root is under no per-user cap and may always have this many more than DRFD_CONN_MAX. */
+#define DRFD_CONN_ROOT 16
+
+/*
+ * drfctl sends its request right after connecting and reads the answer at
+ * once: a client that has not sent its line within 2 s, or not read the answer
+ * within 5 s of it being ready, holds a slot for nothing and is dropped.
+ */
+#define DRFD_REQ_TIMEOUT_USEC (2 * 1000000ULL)
+#define DRFD_SEND_TIMEOUT_USEC (5 * 1000000ULL)
+
+/*
+ * Refusing a connection costs drfd an accept and a close, and a client that
+ * reconnects at once asks for that in a loop: past 20 refusals in 100 ms,
+ * accepting pauses for the rest of the 100 ms (clients wait in the backlog,
+ * root's too), so refusals cost at most 200 accepts a second.
+ */
+#define DRFD_REFUSE_WINDOW_USEC 100000ULL
+#define DRFD_REFUSE_MAX 20
+
+/* Out of file descriptors: accepting stops for 100 ms, then twice as long each time, up to 1 s. */
+#define DRFD_BACKOFF_MIN_USEC 100000ULL
+#define DRFD_BACKOFF_MAX_USEC 1000000ULL
+
+/* One request line as it arrives: its buffer grows with it, up to DRFD_REQ_MAX + 1. */
+struct drfd_req {
+	char *buf;
+	size_t len, cap;        /* bytes kept: at most DRFD_REQ_MAX */
+	size_t seen;            /* bytes of the line received, kept or not */
+	bool done;              /* its newline came, or the client shut its side */
+};
+
+/*
+ * Takes the next n bytes from the client; n == 0: the client shut its side,
+ * which ends the line. Bytes after the newline are ignored. Returns 1 when the
+ * line is complete, 0 when more is needed, -ENOMEM.
+ */
+int drfd_req_feed(struct drfd_req *r, const char *data, size_t n);
+
+struct drfd;
+/*
+ * The answer to a complete request, from the connection fd (its peer is who
+ * asks), into *out (malloc'ed). A line over DRFD_REQ_MAX or holding a NUL byte
+ * is refused, never run. 0 or -errno.
+ */
+int drfd_req_answer(struct drfd *d, int fd, const struct drfd_req *r, char **out,
+		    size_t *out_len);
+void drfd_req_free(struct drfd_req *r);
+
+/* The socket's counters, for status and tests. */
+struct drfd_sock_stats {
+	unsigned conns, root_conns;     /* open now */
+	uint64_t accepted;              /* served: under the caps */
+	uint64_t refused;               /* over a cap: closed at once */
+	uint64_t refuse_pauses;         /* accepting paused for refusing too many */
+	uint64_t dropped;               /* idle or slow past a deadline */
+	uint64_t too_long;              /* requests over DRFD_REQ_MAX, refused */
+	uint64_t backoffs;              /* accept failed for want of fds (or memory) */
+	bool listening;                 /* the listener's event source is on */
+};
+
+/* All zero without a socket. */
+void drfd_sock_stats(const struct drfd *d, struct drfd_sock_stats *ret);
+
+#endif

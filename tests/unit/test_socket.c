@@ -1,0 +1,900 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The status socket (agent/daemon/status.c) on a real unix socket in a
+ * temporary directory, served by an sd-event loop that the test runs while its
+ * clients act: children that drop to uids 65534..65530 and hold connections
+ * (the caps per user and overall; root still served), one that reconnects in a
+ * loop over its cap (refusals paced, root served), fds exhausted under a
+ * lowered RLIMIT_NOFILE (the listener off and back on, the loop not spinning),
+ * requests over the limit (refused whole, nothing queued), idle and slow
+ * clients (dropped at their deadlines while a timer keeps its pace), and the
+ * socket path (anything but a socket left intact; a stale socket replaced; at
+ * exit, a path someone else took over is left alone).
+ *
+ * Run as root: the children need setresuid (the README's tests run as root).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "fakecg.h"
+#include "status.h"
+#include "tasks.h"
+#include "testlib.h"
+
+#define ROOT_ANSWER "/sys/fs/cgroup/test.slice"
+#define GROUP "nogroup"
+#define GROUP_GID 65534
+
+static char dir[40], sock[100];
+static struct drfd d;
+/* The fake cgroup tree of the tests with a task queue. */
+static char cgdir[4096], cgroot[4096];
+static struct cgfs fs;
+/* The EMFILE test's fillers and the limit before it, put back even if it fails. */
+static int fill[256], nfill;
+static struct rlimit old_nofile;
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	if (geteuid() != 0) {
+		print_error("test_socket needs root: its clients drop to other uids\n");
+		return -1;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	snprintf(dir, sizeof(dir), "/tmp/drf-socket-XXXXXX");
+	if (!mkdtemp(dir) || chmod(dir, 0755) < 0)
+		return -1;
+	snprintf(sock, sizeof(sock), "%s/run/drfd.sock", dir);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[128];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+/* A test that failed half way leaves its daemon: freed, so that the next one can listen. */
+static int test_teardown(void **state)
+{
+	(void)state;
+	for (; nfill > 0; nfill--)
+		close(fill[nfill - 1]);
+	if (old_nofile.rlim_cur)
+		setrlimit(RLIMIT_NOFILE, &old_nofile);
+	if (d.event)
+		drfd_free(&d);
+	d = (struct drfd){ .listen_fd = -1 };
+	if (cgdir[0]) {
+		cgfs_close(&fs);
+		fakecg_teardown(cgdir);
+		cgdir[0] = '\0';
+	}
+	return 0;
+}
+
+/* A daemon with an event loop and nothing else: enough for "root". */
+static void daemon_new(void)
+{
+	d = (struct drfd){ .listen_fd = -1 };
+	assert_int_equal(sd_event_new(&d.event), 0);
+	d.root = strdup(ROOT_ANSWER);
+	assert_non_null(d.root);
+}
+
+static void daemon_listen(void)
+{
+	char why[512] = "";
+	int r = drfd_listen(&d, sock, GROUP, why, sizeof(why));
+
+	if (r < 0)
+		fail_msg("drfd_listen: %s", why);
+}
+
+/* Runs the loop for ms; the number of iterations that dispatched something. */
+static unsigned run_for(unsigned ms)
+{
+	uint64_t end = now_ms() + ms;
+	unsigned n = 0;
+
+	for (uint64_t t = now_ms(); t < end; t = now_ms()) {
+		int r = sd_event_run(d.event, (end - t) * 1000);
+
+		assert_true(r >= 0);
+		n += r > 0;
+	}
+	return n;
+}
+
+/* Runs the loop until a tenth of a second passes with nothing to do (at most 5 s). */
+static void run_quiet(void)
+{
+	for (int i = 0; i < 50 && run_for(100) > 0; i++)
+		;
+}
+
+/* Runs the loop until fd is readable (at most timeout_ms); true if it is. */
+static bool run_until_readable(int fd, unsigned timeout_ms)
+{
+	uint64_t end = now_ms() + timeout_ms;
+
+	while (now_ms() < end) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+
+		if (poll(&p, 1, 0) == 1)
+			return true;
+		assert_true(sd_event_run(d.event, 10000) >= 0);
+	}
+	return false;
+}
+
+/* A connection of this process (root), non-blocking, with the loop running. */
+static int client(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	uint64_t end = now_ms() + 2000;
+
+	assert_true(fd >= 0);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+	while (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		/* The backlog is full: drfd drains it as the loop runs. */
+		assert_int_equal(errno, EAGAIN);
+		assert_true(now_ms() < end);
+		run_for(10);
+	}
+	return fd;
+}
+
+/* Sends n bytes on fd, running the loop whenever the socket is full. */
+static void client_send(int fd, const char *data, size_t n)
+{
+	uint64_t end = now_ms() + 5000;
+
+	while (n) {
+		ssize_t w = send(fd, data, n, MSG_NOSIGNAL);
+
+		if (w < 0 && errno == EAGAIN) {
+			assert_true(now_ms() < end);
+			run_for(5);
+			continue;
+		}
+		assert_true(w > 0);
+		data += w;
+		n -= (size_t)w;
+	}
+}
+
+/* Reads until drfd closes (at most 5 s), running the loop: the answer, NUL-terminated. */
+static char *client_read(int fd, size_t *ret_len)
+{
+	size_t len = 0, cap = 1 << 16;
+	char *buf = malloc(cap);
+	uint64_t end = now_ms() + 5000;
+
+	assert_non_null(buf);
+	for (;;) {
+		ssize_t n;
+
+		if (len + 1 >= cap) {
+			cap *= 2;
+			buf = realloc(buf, cap);
+			assert_non_null(buf);
+		}
+		n = read(fd, buf + len, cap - len - 1);
+		if (n > 0) {
+			len += (size_t)n;
+			continue;
+		}
+		if (n == 0 || (n < 0 && errno == ECONNRESET))
+			break;
+		assert_int_equal(errno, EAGAIN);
+		assert_true(now_ms() < end);
+		run_for(5);
+	}
+	buf[len] = '\0';
+	if (ret_len)
+		*ret_len = len;
+	return buf;
+}
+
+/* One request (n bytes as given: the caller adds the newline) and its answer. */
+static char *ask_n(const char *req, size_t n)
+{
+	int fd = client();
+	char *a;
+
+	client_send(fd, req, n);
+	a = client_read(fd, NULL);
+	close(fd);
+	return a;
+}
+
+static char *ask(const char *req)
+{
+	return ask_n(req, strlen(req));
+}
+
+/*
+ * A child holding connections: it drops to uid (group nogroup, which may use
+ * the socket), connects n times, says so, and once told, reports how many of
+ * them drfd still holds open (the others it closed at once); then waits to be
+ * released.
+ */
+struct holder {
+	pid_t pid;
+	int cmd, rep;
+};
+
+static void holder_main(uid_t uid, int n, int cmd, int rep)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fds[128], open_n = 0;
+	char b;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+	if (setgroups(0, NULL) < 0 || setresgid(GROUP_GID, GROUP_GID, GROUP_GID) < 0 ||
+	    setresuid(uid, uid, uid) < 0)
+		_exit(100);
+	for (int i = 0; i < n; i++) {
+		fds[i] = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fds[i] >= 0 && connect(fds[i], (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+			close(fds[i]);
+			fds[i] = -1;
+		}
+	}
+	if (write(rep, "c", 1) != 1 || read(cmd, &b, 1) != 1)
+		_exit(101);
+	for (int i = 0; i < n; i++) {
+		struct pollfd p = { .fd = fds[i], .events = POLLIN };
+
+		/* Refused: "busy" and a hang-up wait to be read. Held: nothing yet. */
+		if (fds[i] >= 0 && poll(&p, 1, 0) == 0)
+			open_n++;
+	}
+	if (write(rep, &open_n, sizeof(open_n)) != sizeof(open_n) || read(cmd, &b, 1) != 1)
+		_exit(102);
+	_exit(0);
+}
+
+static struct holder holder_start(uid_t uid, int n)
+{
+	struct holder h;
+	int c[2], r[2];
+
+	assert_true(n <= 128);
+	assert_int_equal(pipe2(c, O_CLOEXEC), 0);
+	assert_int_equal(pipe2(r, O_CLOEXEC), 0);
+	h.pid = fork();
+	assert_true(h.pid >= 0);
+	if (h.pid == 0) {
+		close(c[1]);
+		close(r[0]);
+		holder_main(uid, n, c[0], r[1]);
+	}
+	close(c[0]);
+	close(r[1]);
+	h.cmd = c[1];
+	h.rep = r[0];
+	return h;
+}
+
+/* How many connections drfd holds open for h, once it has handled them all. */
+static int holder_open(struct holder *h)
+{
+	int n = -1;
+	char b;
+
+	if (!run_until_readable(h->rep, 10000))
+		fail_msg("holder %d did not finish connecting", (int)h->pid);
+	assert_int_equal(read(h->rep, &b, 1), 1);
+	run_quiet();
+	assert_int_equal(write(h->cmd, "k", 1), 1);
+	assert_int_equal(read(h->rep, &n, sizeof(n)), sizeof(n));
+	return n;
+}
+
+static void holder_end(struct holder *h)
+{
+	int st;
+
+	assert_int_equal(write(h->cmd, "x", 1), 1);
+	assert_int_equal(waitpid(h->pid, &st, 0), h->pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	close(h->cmd);
+	close(h->rep);
+}
+
+static void test_cap_per_uid(void **state)
+{
+	struct drfd_sock_stats st;
+	struct holder a, b;
+	int na, nb;
+
+	(void)state;
+	daemon_new();
+	daemon_listen();
+	a = holder_start(65534, DRFD_CONN_MAX_UID + 8);
+	na = holder_open(&a);
+	b = holder_start(65533, DRFD_CONN_MAX_UID + 8);
+	nb = holder_open(&b);
+	/* Each user up to its cap, whatever the other holds. */
+	assert_int_equal(na, DRFD_CONN_MAX_UID);
+	assert_int_equal(nb, DRFD_CONN_MAX_UID);
+	drfd_sock_stats(&d, &st);
+	assert_int_equal(st.conns, 2 * DRFD_CONN_MAX_UID);
+	assert_int_equal(st.refused, 16);
+	holder_end(&a);
+	holder_end(&b);
+	drfd_free(&d);
+}
+
+static void test_cap_overall_root_served(void **state)
+{
+	struct drfd_sock_stats st;
+	struct holder h[5];
+	int n[5], root_fds[DRFD_CONN_ROOT], held = 0;
+	char *a;
+
+	(void)state;
+	daemon_new();
+	daemon_listen();
+	/* Five users at their cap ask for 80: the socket holds 64 in all. */
+	for (int i = 0; i < 5; i++) {
+		h[i] = holder_start((uid_t)(65534 - i), DRFD_CONN_MAX_UID);
+		n[i] = holder_open(&h[i]);
+		held += n[i];
+	}
+	assert_int_equal(held, DRFD_CONN_MAX);
+	assert_int_equal(n[4], 0);
+	/* Root gets in: served at the cap, with room for its own. */
+	a = ask("root\n");
+	assert_string_equal(a, ROOT_ANSWER "\n");
+	free(a);
+	for (int i = 0; i < DRFD_CONN_ROOT - 1; i++)
+		root_fds[i] = client();
+	run_quiet();
+	a = ask("root\n");
+	assert_string_equal(a, ROOT_ANSWER "\n");
+	free(a);
+	drfd_sock_stats(&d, &st);
+	assert_int_equal(st.conns, DRFD_CONN_MAX + DRFD_CONN_ROOT - 1);
+	assert_int_equal(st.root_conns, DRFD_CONN_ROOT - 1);
+	/* With its own slots full too, root is turned away like anyone: the fds stay bounded. */
+	root_fds[DRFD_CONN_ROOT - 1] = client();
+	run_quiet();
+	a = ask("root\n");
+	assert_string_equal(a, "drfd-status 1 error=busy\n");
+	free(a);
+	drfd_sock_stats(&d, &st);
+	assert_int_equal(st.conns, DRFD_CONN_MAX + DRFD_CONN_ROOT);
+	for (int i = 0; i < DRFD_CONN_ROOT; i++)
+		close(root_fds[i]);
+	for (int i = 0; i < 5; i++)
+		holder_end(&h[i]);
+	drfd_free(&d);
+}
+
+/* A child of uid that connects and closes in a loop for ms; the count of connects to rep. */
+static pid_t churn_start(uid_t uid, unsigned ms, int rep)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct timeval tv = { .tv_usec = 200000 };
+	pid_t pid = fork();
+	uint64_t end;
+	int n = 0;
+
+	assert_true(pid >= 0);
+	if (pid > 0)
+		return pid;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+	if (setgroups(0, NULL) < 0 || setresgid(GROUP_GID, GROUP_GID, GROUP_GID) < 0 ||
+	    setresuid(uid, uid, uid) < 0)
+		_exit(100);
+	for (end = now_ms() + ms; now_ms() < end;) {
+		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+		/* A full backlog makes connect wait: 200 ms at most. */
+		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+		n += connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+		close(fd);
+	}
+	_exit(write(rep, &n, sizeof(n)) == sizeof(n) ? 0 : 101);
+}
+
+/*
+ * Root asking as drfctl does (a blocking connect, the request, the answer to
+ * the end) from a child, while the loop runs here: the answer and how long it
+ * took, in ms, to rep.
+ */
+static pid_t asker_start(int rep)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct timeval tv = { .tv_sec = 5 };
+	char buf[256];
+	size_t len = 0;
+	ssize_t n;
+	uint64_t t0;
+	pid_t pid = fork();
+	int fd;
+
+	assert_true(pid >= 0);
+	if (pid > 0)
+		return pid;
+	t0 = now_ms();
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || send(fd, "root\n", 5, 0) != 5)
+		_exit(100);
+	while (len < sizeof(buf) - 1 && (n = read(fd, buf + len, sizeof(buf) - 1 - len)) > 0)
+		len += (size_t)n;
+	buf[len] = '\0';
+	len = (size_t)snprintf(buf + len + 1, sizeof(buf) - len - 1, "%llu",
+			       (unsigned long long)(now_ms() - t0)) + len + 2;
+	_exit(write(rep, buf, len) == (ssize_t)len ? 0 : 101);
+}
+
+/* A user over its cap reconnecting in a loop: refusals are paced; root is served meanwhile. */
+static void test_refusals_paced(void **state)
+{
+	struct drfd_sock_stats st0, st;
+	struct holder h;
+	char got[256] = "";
+	uint64_t t0;
+	int p[2], q[2], n = 0, stat;
+	pid_t pid, asker;
+
+	(void)state;
+	daemon_new();
+	daemon_listen();
+	h = holder_start(65534, DRFD_CONN_MAX_UID + 1);
+	assert_int_equal(holder_open(&h), DRFD_CONN_MAX_UID);
+	drfd_sock_stats(&d, &st0);
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	t0 = now_ms();
+	pid = churn_start(65534, 1000, p[1]);
+	run_for(500);
+	assert_int_equal(pipe2(q, O_CLOEXEC), 0);
+	asker = asker_start(q[1]);
+	assert_true(run_until_readable(q[0], 5000));
+	assert_true(read(q[0], got, sizeof(got) - 1) > 0);
+	assert_int_equal(waitpid(asker, &stat, 0), asker);
+	assert_true(WIFEXITED(stat) && WEXITSTATUS(stat) == 0);
+	if (now_ms() - t0 < 1000)
+		run_for(1000 - (unsigned)(now_ms() - t0));
+	drfd_sock_stats(&d, &st);
+	assert_true(run_until_readable(p[0], 2000));
+	assert_int_equal(read(p[0], &n, sizeof(n)), sizeof(n));
+	assert_int_equal(waitpid(pid, &stat, 0), pid);
+	print_message("1 s of reconnecting: %d connects, %" PRIu64 " refused, %" PRIu64
+		      " pauses; root answered in %s ms\n", n, st.refused - st0.refused,
+		      st.refuse_pauses - st0.refuse_pauses, got + strlen(got) + 1);
+	/*
+	 * Root: served. Its connect races the churner's for room in the backlog
+	 * as drfd drains it, so it may lose a few pauses' worth: a second at most.
+	 */
+	assert_string_equal(got, ROOT_ANSWER "\n");
+	assert_true(atoi(got + strlen(got) + 1) < 2000);
+	/* 20 per 100 ms, with a window's slack either side. */
+	assert_true(st.refused - st0.refused >= 20);
+	assert_true(st.refused - st0.refused <= 12 * DRFD_REFUSE_MAX);
+	close(p[0]);
+	close(p[1]);
+	close(q[0]);
+	close(q[1]);
+	holder_end(&h);
+	drfd_free(&d);
+}
+
+/* Out of fds: the listener goes off and comes back from a timer; the loop does not spin. */
+static void test_emfile_backoff(void **state)
+{
+	struct drfd_sock_stats st;
+	struct rlimit low;
+	int c, on = -1, top, iter;
+	uint64_t t;
+	size_t len;
+	char *a;
+
+	(void)state;
+	daemon_new();
+	daemon_listen();
+	c = client();
+	client_send(c, "root\n", 5);
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &old_nofile), 0);
+	top = fcntl(c, F_DUPFD_CLOEXEC, 0);
+	assert_true(top >= 0);
+	close(top);
+	low = old_nofile;
+	low.rlim_cur = (rlim_t)top + 8;
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+	while (nfill < 256 && (fill[nfill] = fcntl(c, F_DUPFD_CLOEXEC, 0)) >= 0)
+		nfill++;
+	assert_int_equal(errno, EMFILE);
+	/* The first wakeup fails to accept: the listener is off. */
+	assert_true(sd_event_run(d.event, 1000000) > 0);
+	assert_true(sd_event_source_get_enabled(d.listen_src, &on) >= 0);
+	assert_int_equal(on, SD_EVENT_OFF);
+	/* 0.6 s: retries at 100, 200 and 400 ms, not a busy loop. */
+	iter = (int)run_for(600);
+	print_message("EMFILE: %d loop iterations in 0.6 s\n", iter);
+	assert_true(iter <= 8);
+	drfd_sock_stats(&d, &st);
+	assert_true(st.backoffs >= 3);
+	assert_int_equal(st.conns, 0);
+	/* fds again: the next retry accepts, and the request is answered. */
+	for (; nfill > 0; nfill--)
+		close(fill[nfill - 1]);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &old_nofile), 0);
+	a = client_read(c, &len);
+	assert_string_equal(a, ROOT_ANSWER "\n");
+	free(a);
+	close(c);
+	assert_true(sd_event_source_get_enabled(d.listen_src, &on) >= 0);
+	assert_int_equal(on, SD_EVENT_ON);
+	/* And a client now is served at once. */
+	t = now_ms();
+	a = ask("root\n");
+	assert_string_equal(a, ROOT_ANSWER "\n");
+	assert_true(now_ms() - t < 500);
+	free(a);
+	drfd_free(&d);
+}
+
+/* The task queue over a fake cgroup tree with a spawn that only records. */
+static int fake_spawn(void *ctx, const struct cgfs *cfs, const char *cg, const struct drf_task *t,
+		      int dirfd, const char *tdir, pid_t *ret)
+{
+	char p[4096];
+
+	(void)ctx;
+	(void)t;
+	(void)dirfd;
+	(void)tdir;
+	snprintf(p, sizeof(p), "%s/cgroup.events", cg);
+	assert_int_equal(fakecg_put(cfs->rootfd, p, "populated 1\n"), 0);
+	snprintf(p, sizeof(p), "%s/memory.events", cg);
+	assert_int_equal(fakecg_put(cfs->rootfd, p, "oom 0\noom_kill 0\n"), 0);
+	*ret = 0;
+	return 0;
+}
+
+static void fake_reap(void *ctx, pid_t pid)
+{
+	(void)ctx;
+	(void)pid;
+}
+
+static uint64_t fake_now(void *ctx)
+{
+	(void)ctx;
+	return 1700000000000000ull;
+}
+
+static const struct drf_spawn_ops fake_ops = { fake_spawn, fake_reap, fake_now };
+
+static void daemon_with_tasks(void)
+{
+	char conf[4200], qdir[4200], err[1024];
+	FILE *f;
+
+	daemon_new();
+	assert_int_equal(fakecg_setup(cgdir, sizeof(cgdir), cgroot, sizeof(cgroot)), 0);
+	assert_int_equal(cgfs_open(&fs, cgroot, false, &fakecg_ops, NULL), 0);
+	assert_int_equal(cgfs_mkdir_p(&fs, "A"), 0);
+	snprintf(conf, sizeof(conf), "%s/drfd.conf", cgdir);
+	f = fopen(conf, "w");
+	assert_non_null(f);
+	fprintf(f, "[agent]\ncgroup-root = %s\n[capacity]\ncpu = 4\nmemory = 8G\n"
+		   "[tenant A]\ntask-cpu = 0.5\ntask-memory = 64M\ntasks = unlimited\n", cgroot);
+	assert_int_equal(fclose(f), 0);
+	if (drf_enforced_load(&d.plan, conf, NULL, err, sizeof(err)) < 0)
+		fail_msg("%s", err);
+	d.config_path = "drfd.conf";
+	d.fs = &fs;
+	d.tasks = calloc(1, sizeof(*d.tasks));
+	assert_non_null(d.tasks);
+	snprintf(qdir, sizeof(qdir), "%s/state/x.tasks", cgdir);
+	if (drf_tasks_init(d.tasks, qdir, &fs, &fake_ops, NULL, err, sizeof(err)) < 0)
+		fail_msg("%s", err);
+}
+
+static void daemon_with_tasks_free(void)
+{
+	drfd_free(&d);
+	cgfs_close(&fs);
+	fakecg_teardown(cgdir);
+	cgdir[0] = '\0';
+}
+
+/* "task-submit A /tmp 0 0 0 0 0 0 0 sh -c " and ARG, as drfctl writes it, and "\n". */
+static char *submit_line(size_t arg_len, size_t *ret_len)
+{
+	static const char head[] = "task-submit A /tmp 0 0 0 0 0 0 0 sh -c ";
+	size_t n = sizeof(head) - 1 + arg_len;
+	char *s = malloc(n + 2);
+
+	assert_non_null(s);
+	memcpy(s, head, sizeof(head) - 1);
+	memset(s + sizeof(head) - 1, 'x', arg_len);
+	s[n] = '\n';
+	s[n + 1] = '\0';
+	*ret_len = n + 1;
+	return s;
+}
+
+static void test_request_too_long(void **state)
+{
+	static const char nul[] = "task-submit A /tmp 0 0 0 0 0 0 0 sh -c true\0 rm -rf /\n";
+	static const size_t head_len = sizeof("task-submit A /tmp 0 0 0 0 0 0 0 sh -c ") - 1;
+	struct drfd_sock_stats st;
+	size_t n;
+	char *req, *a;
+
+	(void)state;
+	daemon_with_tasks();
+	daemon_listen();
+	/* 70,000 bytes: refused whole, nothing queued. */
+	req = submit_line(70000 - head_len, &n);
+	a = ask_n(req, n);
+	assert_true(strncmp(a, "drfd-task 1 refused\n", 20) == 0);
+	assert_non_null(strstr(a, "70000"));
+	assert_int_equal(d.tasks->n, 0);
+	free(a);
+	free(req);
+	/* Exactly the limit: taken, its last argument whole. */
+	req = submit_line(DRFD_REQ_MAX - head_len, &n);
+	a = ask_n(req, n);
+	assert_true(strncmp(a, "drfd-task 1 ok 1\n", 17) == 0);
+	assert_int_equal(d.tasks->n, 1);
+	assert_int_equal(d.tasks->t[0].argc, 3);
+	assert_int_equal(strlen(d.tasks->t[0].argv[2]), DRFD_REQ_MAX - head_len);
+	free(a);
+	free(req);
+	/* One byte over: refused. */
+	req = submit_line(DRFD_REQ_MAX + 1 - head_len, &n);
+	a = ask_n(req, n);
+	assert_true(strncmp(a, "drfd-task 1 refused\n", 20) == 0);
+	assert_int_equal(d.tasks->n, 1);
+	free(a);
+	free(req);
+	/* A NUL would cut the request as well: refused. */
+	a = ask_n(nul, sizeof(nul) - 1);
+	assert_true(strncmp(a, "drfd-task 1 refused\n", 20) == 0);
+	assert_int_equal(d.tasks->n, 1);
+	free(a);
+	/* Other requests over the limit get an error line. */
+	req = malloc(70002);
+	assert_non_null(req);
+	memcpy(req, "status ", 7);
+	memset(req + 7, 'j', 70000 - 7);
+	memcpy(req + 70000, "\n", 2);
+	a = ask_n(req, 70001);
+	assert_string_equal(a, "drfd-status 1 error=request-too-long\n");
+	free(a);
+	free(req);
+	drfd_sock_stats(&d, &st);
+	assert_int_equal(st.too_long, 3);
+	/* "\r\n" ends a line too. */
+	a = ask("root\r\n");
+	assert_string_equal(a, ROOT_ANSWER "\n");
+	free(a);
+	daemon_with_tasks_free();
+}
+
+static int on_pace(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	(void)usec;
+	(*(unsigned *)userdata)++;
+	sd_event_source_set_time_relative(s, 100000);
+	return sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+}
+
+/* Idle and slow clients are dropped at their deadlines; a 100 ms timer keeps its pace. */
+static void test_slow_clients(void **state)
+{
+	struct drfd_sock_stats st;
+	sd_event_source *pace = NULL;
+	unsigned paced = 0;
+	uint64_t t0, closed[3] = { 0, 0, 0 };
+	int fd[3];
+	char *big;
+
+	(void)state;
+	daemon_new();
+	/* A 4 MiB answer to "root": more than the socket's buffers hold. */
+	big = malloc(4 << 20);
+	assert_non_null(big);
+	memset(big, 'r', (4 << 20) - 1);
+	big[(4 << 20) - 1] = '\0';
+	free(d.root);
+	d.root = big;
+	daemon_listen();
+	assert_int_equal(sd_event_add_time_relative(d.event, &pace, CLOCK_MONOTONIC, 100000, 0,
+						    on_pace, &paced), 0);
+	t0 = now_ms();
+	fd[0] = client();                 /* sends nothing */
+	fd[1] = client();
+	client_send(fd[1], "sta", 3);     /* never ends its line */
+	fd[2] = client();
+	client_send(fd[2], "root\n", 5);  /* never reads the answer */
+	while (now_ms() - t0 < 7000 && !(closed[0] && closed[1] && closed[2])) {
+		assert_true(sd_event_run(d.event, 10000) >= 0);
+		for (int i = 0; i < 3; i++) {
+			struct pollfd p = { .fd = fd[i], .events = POLLIN };
+
+			/* The answer's start waits in fd[2]: its hang-up tells. */
+			if (!closed[i] && poll(&p, 1, 0) == 1 &&
+			    ((p.revents & POLLHUP) || (i < 2 && (p.revents & POLLIN))))
+				closed[i] = now_ms() - t0;
+		}
+	}
+	print_message("dropped after %" PRIu64 " ms (idle), %" PRIu64 " ms (slow request), %"
+		      PRIu64 " ms (slow reader); %u timer ticks of 100 ms\n", closed[0], closed[1],
+		      closed[2], paced);
+	assert_true(closed[0] >= 1900 && closed[0] <= 3000);
+	assert_true(closed[1] >= 1900 && closed[1] <= 3000);
+	assert_true(closed[2] >= 4900 && closed[2] <= 6500);
+	assert_true(paced >= (unsigned)(closed[2] / 100) * 8 / 10);
+	drfd_sock_stats(&d, &st);
+	assert_int_equal(st.dropped, 3);
+	assert_int_equal(st.conns, 0);
+	for (int i = 0; i < 3; i++)
+		close(fd[i]);
+	sd_event_source_disable_unref(pace);
+	drfd_free(&d);
+}
+
+static void put(const char *path, const char *text)
+{
+	assert_int_equal(t_write_file(path, text), 0);
+}
+
+static void assert_file(const char *path, const char *text)
+{
+	char buf[256] = "";
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	assert_non_null(f);
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	assert_string_equal(buf, text);
+}
+
+/* Anything but a socket at the path: drfd_listen fails and leaves it as it is. */
+static void test_path_not_a_socket(void **state)
+{
+	char target[160], run[140], why[512];
+	struct stat st;
+
+	(void)state;
+	snprintf(run, sizeof(run), "%s/run", dir);
+	mkdir(run, 0755);
+	snprintf(target, sizeof(target), "%s/target", dir);
+	daemon_new();
+	put(sock, "precious\n");
+	assert_true(drfd_listen(&d, sock, GROUP, why, sizeof(why)) < 0);
+	assert_int_equal(lstat(sock, &st), 0);
+	assert_true(S_ISREG(st.st_mode));
+	assert_file(sock, "precious\n");
+	assert_non_null(strstr(why, sock));
+	assert_null(d.socket_path);
+	assert_int_equal(unlink(sock), 0);
+	/* A symbolic link: neither it nor what it points to. */
+	put(target, "mine\n");
+	assert_int_equal(symlink(target, sock), 0);
+	assert_true(drfd_listen(&d, sock, GROUP, why, sizeof(why)) < 0);
+	assert_int_equal(lstat(sock, &st), 0);
+	assert_true(S_ISLNK(st.st_mode));
+	assert_file(target, "mine\n");
+	assert_int_equal(unlink(sock), 0);
+	/* A FIFO, a directory. */
+	assert_int_equal(mkfifo(sock, 0600), 0);
+	assert_true(drfd_listen(&d, sock, GROUP, why, sizeof(why)) < 0);
+	assert_int_equal(lstat(sock, &st), 0);
+	assert_true(S_ISFIFO(st.st_mode));
+	assert_int_equal(unlink(sock), 0);
+	assert_int_equal(mkdir(sock, 0700), 0);
+	assert_true(drfd_listen(&d, sock, GROUP, why, sizeof(why)) < 0);
+	assert_int_equal(lstat(sock, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	assert_int_equal(rmdir(sock), 0);
+	drfd_free(&d);
+}
+
+/* A stale socket is replaced, a live one is not; at exit, only drfd's own socket goes. */
+static void test_path_stale_live_and_exit(void **state)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct drfd d2 = { .listen_fd = -1 };
+	char run[140], why[512];
+	struct stat st;
+	char *a;
+	int s;
+
+	(void)state;
+	snprintf(run, sizeof(run), "%s/run", dir);
+	mkdir(run, 0755);
+	unlink(sock);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+	/* Left behind by a drfd that died: bound, nobody listening. */
+	s = socket(AF_UNIX, SOCK_STREAM, 0);
+	assert_int_equal(bind(s, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	close(s);
+	daemon_new();
+	daemon_listen();
+	assert_int_equal(lstat(sock, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0660);
+	assert_int_equal(st.st_gid, GROUP_GID);
+	a = ask("root\n");
+	assert_string_equal(a, ROOT_ANSWER "\n");
+	free(a);
+	/* Served: a second daemon is refused and the first goes on. */
+	d2.event = d.event;
+	assert_int_equal(drfd_listen(&d2, sock, GROUP, why, sizeof(why)), -EADDRINUSE);
+	a = ask("root\n");
+	assert_string_equal(a, ROOT_ANSWER "\n");
+	free(a);
+	/* Someone put their own file at the path meanwhile: drfd's exit leaves it. */
+	assert_int_equal(unlink(sock), 0);
+	put(sock, "someone else's\n");
+	drfd_free(&d);
+	assert_int_equal(lstat(sock, &st), 0);
+	assert_true(S_ISREG(st.st_mode));
+	assert_file(sock, "someone else's\n");
+	assert_int_equal(unlink(sock), 0);
+	/* Its own socket, drfd removes. */
+	daemon_new();
+	daemon_listen();
+	drfd_free(&d);
+	assert_int_equal(lstat(sock, &st), -1);
+	assert_int_equal(errno, ENOENT);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_cap_per_uid, test_teardown),
+		cmocka_unit_test_teardown(test_cap_overall_root_served, test_teardown),
+		cmocka_unit_test_teardown(test_refusals_paced, test_teardown),
+		cmocka_unit_test_teardown(test_emfile_backoff, test_teardown),
+		cmocka_unit_test_teardown(test_request_too_long, test_teardown),
+		cmocka_unit_test_teardown(test_slow_clients, test_teardown),
+		cmocka_unit_test_teardown(test_path_not_a_socket, test_teardown),
+		cmocka_unit_test_teardown(test_path_stale_live_and_exit, test_teardown),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,249 @@
+#!/usr/bin/env bash
+# The status socket under a connection flood (issue 16): two users of the
+# socket's group (uids 65534 and 65533) hold about 1,000 connections each
+# against a drfd at the usual soft limit of 1,024 open files. Over 20 s the
+# ticks keep their pace, the metrics file keeps being written, root's drfctl
+# status and submit are served, drfd's open files stay bounded, and drfd uses
+# under 10% of a core. Then a raw 70,000-byte task-submit is refused whole and
+# queues nothing, and drfd leaves alone a file at status-socket, at start and at
+# exit.
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/vm/lib.sh
+. "$here/lib.sh"
+vm_setup
+
+diagram <<'DIAGRAM'
+drf.slice (cpu 1, memory 256M)     drfd --foreground, tick 500ms, soft limit 1,024 files
+ '- A   task-cpu 0.1, task-memory 16M (root's drfctl submit during the flood)
+status socket 0660 root:nogroup <- uid 65534: ~1,000 connections, re-opened as drfd drops them
+                                <- uid 65533: ~1,000 connections, the same
+                                <- root: drfctl status every 2 s, drfctl submit once
+expect: drfd holds at most 16 per user (64 + 16 for root in all) and closes the rest at
+        once; ticks at the pace of the 5 s before the flood; metrics-file rewritten;
+        root served; drfd's cpu under 10% of a core over the 20 s
+DIAGRAM
+
+conf=$work/drfd.conf
+sock=$work/drfd.sock
+prom=$work/drfd.prom
+cat >"$conf" <<CONF
+[agent]
+cgroup-root = /sys/fs/cgroup/drf.slice
+interval = 500ms
+status-socket = $sock
+status-group = nogroup
+state-dir = $work/state
+metrics-file = $prom
+[capacity]
+cpu = 1
+memory = 256M
+[tenant A]
+task-cpu = 0.1
+task-memory = 16M
+tasks = unlimited
+CONF
+chmod 0755 "$work"
+
+# A user holding N connections until SIGTERM: the ones drfd closes (refused at
+# once, or dropped at the request deadline) are opened again every half second.
+cat >"$work/flood.py" <<'PY'
+import json, resource, select, signal, socket, sys, time
+
+path, want = sys.argv[1], int(sys.argv[2])
+hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+held, opened, failed, closed = [], 0, 0, 0
+end = [time.monotonic() + 600]
+# SIGTERM ends the flood: the figures are printed.
+signal.signal(signal.SIGTERM, lambda *a: end.__setitem__(0, 0))
+while time.monotonic() < end[0]:
+    p = select.poll()
+    for s in held:
+        p.register(s, select.POLLIN)
+    gone = {fd for fd, ev in p.poll(0)}
+    keep = []
+    for s in held:
+        if s.fileno() in gone:
+            s.close()
+            closed += 1
+        else:
+            keep.append(s)
+    held = keep
+    while len(held) < want and time.monotonic() < end[0]:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(0.5)
+        try:
+            s.connect(path)
+            held.append(s)
+            opened += 1
+        except OSError:
+            s.close()
+            failed += 1
+    time.sleep(0.5)
+print(json.dumps({"opened": opened, "connect_failures": failed, "closed_by_drfd": closed,
+                  "holding_at_end": len(held), "fd_limit": hard}))
+PY
+chmod 0644 "$work/flood.py"
+
+# The usual soft limit; the flooders raise their own to the hard one.
+ulimit -Sn 1024
+run_drfd flood-daemon "$conf" "$sock"
+limit=$(awk '/^Max open files/ {print $4}' /proc/$drfd_pid/limits)
+
+status_json() { "$DRFCTL" status -c "$conf" --json 2>/dev/null; }
+# jget FILE EXPR: a Python expression over the JSON in FILE as s.
+jget() { $PY -c "import json, sys; s = json.load(open(sys.argv[1])); print($2)" "$1"; }
+# drfd's tick count in a status JSON; -1 when there is none (drfd did not answer).
+ticks_of() { jget "$1" 's["ticks"]' 2>/dev/null || echo -1; }
+cpu_ticks() { awk '{print $14 + $15}' /proc/$drfd_pid/stat; }
+ms() { date +%s%3N; }
+metric() { awk -v m="$1" '$1 == m {print $2}' "$prom"; }
+
+# 5 s before the flood: the pace of the ticks, drfd's cpu at rest, root's latency.
+status_json >"$work/s0.json"
+c0=$(cpu_ticks)
+sleep 5
+a=$(ms)
+status_json >"$work/s1.json"
+rest_ms=$(($(ms) - a))
+c1=$(cpu_ticks)
+base_ticks=$(($(ticks_of "$work/s1.json") - $(ticks_of "$work/s0.json")))
+hz=$(getconf CLK_TCK)
+
+flooders=""
+for u in 65534 65533; do
+	setpriv --reuid=$u --regid=65534 --clear-groups $PY "$work/flood.py" "$sock" 1000 \
+		>"$work/flood-$u.out" 2>&1 &
+	flooders="$flooders $!"
+done
+sleep 3
+
+# 20 s of flood: root asks every 2 s (or as soon as its last answer came), and
+# submits once; the answers are read after the flood, so that the test's own
+# work stays out of the window.
+status_json >"$work/f0.json"
+f0=$(cpu_ticks)
+m0=$(stat -c %Y "$prom")
+mt0=$(metric drfd_ticks_total)
+t0=$(ms)
+lat="" rcs="" maxfd=0 rewrites=0 windows=0 last_m=$m0 sub_rc=none sub_ms=0 i=0
+while [ $(($(ms) - t0)) -lt 20000 ]; do
+	i=$((i + 1))
+	a=$(ms)
+	status_json >"$work/f$i.json"
+	rcs="$rcs $?"
+	lat="$lat $(($(ms) - a))"
+	nfd=$(find /proc/$drfd_pid/fd -mindepth 1 | wc -l)
+	[ "$nfd" -gt "$maxfd" ] && maxfd=$nfd
+	if [ "$i" -eq 4 ]; then
+		a=$(ms)
+		id=$("$DRFCTL" submit -c "$conf" A -- true 2>"$work/submit.err")
+		sub_rc=$?
+		sub_ms=$(($(ms) - a))
+	fi
+	while [ $(($(ms) - t0)) -lt $((i * 2000)) ]; do sleep 0.1; done
+	m=$(stat -c %Y "$prom")
+	windows=$((windows + 1))
+	[ "$m" -gt "$last_m" ] && rewrites=$((rewrites + 1))
+	last_m=$m
+done
+f1=$(cpu_ticks)
+t1=$(ms)
+status_json >"$work/f11.json"
+mt1=$(metric drfd_ticks_total)
+# shellcheck disable=SC2086 # two pids
+kill -TERM $flooders
+# shellcheck disable=SC2086
+wait $flooders
+flood="$(cat "$work/flood-65534.out") / $(cat "$work/flood-65533.out")"
+secs=$(((t1 - t0) / 1000))
+flood_ticks=$(($(ticks_of "$work/f11.json") - $(ticks_of "$work/f0.json")))
+cpu_pct=$($PY -c "print(f'{100 * ($f1 - $f0) / $hz / (($t1 - $t0) / 1000):.1f}')")
+rest_pct=$($PY -c "print(f'{100 * ($c1 - $c0) / $hz / 5:.1f}')")
+sock_stats=$(jget "$work/f11.json" 's.get("socket")' 2>&1 | tail -1)
+# Of root's answers: how many came from the daemon with every knob ok (exit 0), and
+# the most connections drfd held.
+# shellcheck disable=SC2086 # one argument per exit code
+answers=$($PY - "$work" $rcs <<'PY'
+import json, sys
+served, most = 0, 0
+for i, rc in enumerate(sys.argv[2:], 1):
+    try:
+        s = json.load(open(f"{sys.argv[1]}/f{i}.json"))
+    except ValueError:
+        continue
+    served += rc == "0" and s["source"] == "daemon"
+    most = max(most, s.get("socket", {}).get("connections", 0))
+print(served, most)
+PY
+)
+read -r served maxconn <<<"$answers"
+
+check flood-ticks-keep-pace \
+	"[ $((flood_ticks * 5 * 10)) -ge $((base_ticks * secs * 8)) ]" \
+	"$flood_ticks ticks in ${secs} s of flood against $base_ticks in 5 s before it (at least 80% of that pace)"
+check flood-metrics-written \
+	"[ $rewrites -ge $((windows - 1)) ] && [ \$($PY -c 'print(int(float(\"${mt1:-0}\") > float(\"${mt0:-0}\")))') = 1 ]" \
+	"metrics-file rewritten in $rewrites of $windows windows of 2 s or more; drfd_ticks_total $mt0 -> $mt1"
+check flood-root-status-served "[ $served -eq $i ]" \
+	"root's drfctl status: $served of $i answered by the daemon (exit codes$rcs); latency ms:$lat (before the flood: $rest_ms)"
+check flood-root-submit-served "[ $sub_rc -eq 0 ] && [ -n \"$id\" ]" \
+	"root's drfctl submit: exit $sub_rc, task ${id:-none}, ${sub_ms} ms $(head -c 200 "$work/submit.err")"
+check flood-cpu-under-10pct "[ \$($PY -c 'print(int($cpu_pct < 10))') = 1 ]" \
+	"drfd used $cpu_pct% of a core over ${secs} s of flood ($((f1 - f0)) ticks of 1/$hz s; $rest_pct% at rest)"
+check flood-fds-bounded "[ $maxconn -le 80 ] && [ $maxfd -lt $((limit / 4)) ]" \
+	"drfd held at most $maxconn connections and $maxfd open files (soft limit $limit); socket: $sock_stats; flooders: $flood"
+
+# A raw task-submit of 70,000 bytes: refused whole, nothing queued.
+"$DRFCTL" tasks -c "$conf" --json >"$work/t0.json"
+n0=$(jget "$work/t0.json" 'len(s["tasks"])')
+ans=$($PY - "$sock" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(sys.argv[1])
+head = b"task-submit A /tmp 0 0 0 0 0 0 0 sh -c "
+s.sendall(head + b"x" * (70000 - len(head)) + b"\n")
+out = b""
+while True:
+    b = s.recv(65536)
+    if not b:
+        break
+    out += b
+print(out.decode().split("\n")[0])
+PY
+)
+"$DRFCTL" tasks -c "$conf" --json >"$work/t1.json"
+n1=$(jget "$work/t1.json" 'len(s["tasks"])')
+check flood-long-submit-refused "[ \"$ans\" = 'drfd-task 1 refused' ] && [ $n0 = $n1 ]" \
+	"70,000-byte task-submit answered '$ans'; tasks $n0 -> $n1"
+
+kill -TERM "$drfd_pid"
+wait "$drfd_pid" 2>/dev/null
+
+# The socket path (issue 16): drfd replaces only a socket it made. A regular file at
+# status-socket stays as it is while drfd runs (without its socket) and after it exits...
+echo precious >"$work/file.sock"
+sed "s|^status-socket = .*|status-socket = $work/file.sock|" "$conf" >"$work/file.conf"
+"$DRFD" -c "$work/file.conf" --foreground 2>>"$work/drfd.log" &
+p=$!
+# Its first tick writes the metrics file; the socket was set up (or not) before.
+for _ in $(seq 100); do [ -f "$prom" ] && break; sleep 0.2; done
+alive=$(kill -0 $p 2>/dev/null && echo yes || echo no)
+kill -TERM $p
+wait $p
+rc=$?
+check socket-path-file-kept \
+	"[ -f $work/file.sock ] && [ \"\$(cat $work/file.sock)\" = precious ] && [ $alive = yes ] && [ $rc = 0 ]" \
+	"status-socket on a regular file: drfd ran ($alive) and exited $rc; the file after: $(stat -c %F "$work/file.sock"), '$(cat "$work/file.sock")'"
+# ... and a file someone put in place of drfd's socket is not removed at drfd's exit.
+run_drfd socket-path-replaced "$conf" "$sock"
+rm "$sock"
+echo theirs >"$sock"
+kill -TERM "$drfd_pid"
+wait "$drfd_pid"
+rc=$?
+check socket-path-replaced-kept "[ -f $sock ] && [ \"\$(cat $sock)\" = theirs ] && [ $rc = 0 ]" \
+	"drfd's socket replaced by a file while it ran: exit $rc; the file after: $(stat -c %F "$sock" 2>&1), '$(cat "$sock" 2>&1)'"
+
+cp "$work/drfd.log" "$R/t_flood-drfd.log" 2>/dev/null
+exit 0
