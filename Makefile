@@ -311,6 +311,7 @@ install: all
 	done
 	install -m 0644 deploy/examples/drfd.conf $(DESTDIR)$(DOCDIR)/examples/
 	install -m 0644 deploy/examples/tenants.d/*.conf $(DESTDIR)$(DOCDIR)/examples/tenants.d/
+	install -m 0644 docs/security.md $(DESTDIR)$(DOCDIR)/
 
 # The Debian package, built from a copy of the tree so that its outputs stay
 # in .output/deb (dpkg-buildpackage writes the .deb beside the source). Its
@@ -318,7 +319,7 @@ install: all
 # Built again only when a file it is made of changed: check-all needs it twice
 # (lintian, then the VM's t_systemd).
 DEB_FILE := $(DEB_DIR)/drfd_$(VERSION)_$(shell dpkg --print-architecture 2>/dev/null).deb
-DEB_INPUTS := Makefile README.md $(shell find agent bpf cgroupfs deploy debian -type f 2>/dev/null)
+DEB_INPUTS := Makefile README.md $(shell find agent bpf cgroupfs deploy debian docs -type f 2>/dev/null)
 deb: $(DEB_FILE)
 $(DEB_FILE): $(DEB_INPUTS)
 	rm -rf $(DEB_DIR)
