@@ -21,6 +21,7 @@
 
 #include "alloc.h"
 #include "config.h"
+#include "fakecg.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -67,7 +68,7 @@ static void setup(void)
 {
 	char tdir[128];
 
-	snprintf(dir, sizeof(dir), "/tmp/drf-fuzz-config-XXXXXX");
+	snprintf(dir, sizeof(dir), "%s/drf-fuzz-config-XXXXXX", fakecg_tmpdir());
 	if (!mkdtemp(dir))
 		abort();
 	snprintf(path, sizeof(path), "%s/drfd.conf", dir);

@@ -207,11 +207,18 @@ struct cgfs_ops fakecg_ops = {
 	.id = fake_id,
 };
 
+const char *fakecg_tmpdir(void)
+{
+	struct stat st;
+
+	return stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) ? "/dev/shm" : "/tmp";
+}
+
 int fakecg_setup(char *dir, size_t dirlen, char *root, size_t rootlen)
 {
 	int fd, r;
 
-	snprintf(dir, dirlen, "/tmp/drf-cgfs-XXXXXX");
+	snprintf(dir, dirlen, "%s/drf-cgfs-XXXXXX", fakecg_tmpdir());
 	if (!mkdtemp(dir) || !dir[0])
 		return -errno;
 	snprintf(root, rootlen, "%s/drf.slice", dir);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "fakecg.h"
 #include "testlib.h"
 
 #define ROUNDS 10000
@@ -181,7 +182,7 @@ static void test_mutations(void **state)
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(dir, sizeof(dir), "/tmp/drf-fuzz-XXXXXX");
+	snprintf(dir, sizeof(dir), "%s/drf-fuzz-XXXXXX", fakecg_tmpdir());
 	if (!mkdtemp(dir))
 		return -1;
 	snprintf(path, sizeof(path), "%s/drfd.conf", dir);
