@@ -20,6 +20,7 @@
 #include "desired.h"
 #include "hostcheck.h"
 #include "knobs.h"
+#include "plan.h"
 #include "text.h"
 
 #define ASK_TIMEOUT_MS 10000
@@ -84,22 +85,6 @@ static void human(enum drf_knob k, const char *val, char *buf, size_t len)
 			*p = ' ';
 }
 
-static void json_str(const char *s)
-{
-	putchar('"');
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch == '"' || ch == '\\')
-			printf("\\%c", ch);
-		else if (ch < 0x20)
-			printf("\\u%04x", ch);
-		else
-			putchar(ch);
-	}
-	putchar('"');
-}
-
 /* No daemon: cgroupfs against the plan computed from the config. */
 static int fallback(const char *path, const char *sock, bool json)
 {
@@ -146,9 +131,9 @@ static int fallback(const char *path, const char *sock, bool json)
 		       "plan computed from the config\n%s: policy %s, mode %s, root %s\n", sock, path,
 		       drf_policy_name(e.cfg.policy), drf_mode_name(e.cfg.mode), root);
 	if (json) {
-		json_str(path);
+		drf_json_str(stdout, path);
 		printf(", \"cgroup_root\": ");
-		json_str(root);
+		drf_json_str(stdout, root);
 		printf(", \"policy\": \"%s\", \"mode\": \"%s\", \"tenants\": [",
 		       drf_policy_name(e.cfg.policy), drf_mode_name(e.cfg.mode));
 	}
@@ -161,9 +146,9 @@ static int fallback(const char *path, const char *sock, bool json)
 
 		if (json) {
 			printf("%s{\"name\": ", i ? ", " : "");
-			json_str(t->name);
+			drf_json_str(stdout, t->name);
 			printf(", \"cgroup\": ");
-			json_str(t->cgroup);
+			drf_json_str(stdout, t->cgroup);
 			printf(", \"knobs\": [");
 		} else {
 			printf("\ntenant %s (cgroup %s/%s)\n  allocation:", t->name, root, t->cgroup);
@@ -191,9 +176,9 @@ static int fallback(const char *path, const char *sock, bool json)
 			drift += strcmp(state, "ok") != 0;
 			if (json) {
 				printf("%s{\"file\": \"%s\", \"desired\": ", first ? "" : ", ", file);
-				json_str(k->val[j]);
+				drf_json_str(stdout, k->val[j]);
 				printf(", \"actual\": ");
-				json_str(buf);
+				drf_json_str(stdout, buf);
 				printf(", \"state\": \"%s\"}", state);
 				first = false;
 				continue;

@@ -580,24 +580,35 @@ fail_nofile:
 	return r;
 }
 
+/* How the file of a drfd from before DRFD_METRICS_MARK starts: its first family. */
+#define OLD_FIRST_LINE "# HELP drfd_up Whether drfd runs (1).\n"
+
 /*
  * Whether the regular file at dirfd/name (path when dirfd is AT_FDCWD) was
- * written by a drfd: it starts with DRFD_METRICS_MARK, or, for a temporary file of a
- * drfd killed before it wrote anything, is empty and drfd's own.
+ * written by a drfd: it starts with DRFD_METRICS_MARK (or, left by a drfd of
+ * before the mark, with OLD_FIRST_LINE), or, for a temporary file of a drfd
+ * killed before it wrote anything, is empty and drfd's own. Anything but a
+ * regular file is not opened at all (a FIFO, a device).
  */
 static bool written_by_drfd(int dirfd, const char *name, bool empty_ok)
 {
 	char head[sizeof(DRFD_METRICS_MARK)];
 	struct stat st;
-	ssize_t n;
-	int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
 	bool ours = false;
+	ssize_t n;
+	int fd;
 
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+		return false;
+	fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return false;
 	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
 		n = read(fd, head, sizeof(head) - 1);
-		ours = (n == (ssize_t)strlen(DRFD_METRICS_MARK) && memcmp(head, DRFD_METRICS_MARK, (size_t)n) == 0) ||
+		ours = (n >= (ssize_t)strlen(DRFD_METRICS_MARK) &&
+			memcmp(head, DRFD_METRICS_MARK, strlen(DRFD_METRICS_MARK)) == 0) ||
+		       (n >= (ssize_t)strlen(OLD_FIRST_LINE) &&
+			memcmp(head, OLD_FIRST_LINE, strlen(OLD_FIRST_LINE)) == 0) ||
 		       (empty_ok && n == 0 && st.st_uid == geteuid());
 	}
 	close(fd);

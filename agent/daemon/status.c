@@ -1045,7 +1045,7 @@ static bool admit(const struct drfd_listener *l, uid_t uid)
 
 	if (uid == 0)
 		return l->st.conns < DRFD_CONN_MAX + DRFD_CONN_ROOT;
-	if (l->st.conns >= DRFD_CONN_MAX)
+	if (l->st.conns - l->st.root_conns >= DRFD_CONN_MAX)
 		return false;
 	for (const struct conn *c = l->conns; c; c = c->next)
 		mine += c->uid == uid;

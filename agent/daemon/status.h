@@ -5,10 +5,11 @@
  * tests and the protocol's fuzz target.
  *
  * The limits keep drfd far below the usual soft limit of 1,024 open files
- * whatever its clients do: at most DRFD_CONN_MAX + DRFD_CONN_ROOT connections
- * (80 fds) beside the few dozen drfd needs for itself (cgroupfs, metrics,
- * state and task files, netlink, BPF), and a connection costs its buffers
- * only as its request and answer need them.
+ * whatever its users do: at most DRFD_CONN_MAX connections of users other
+ * than root (64 fds), and root's own (at most DRFD_CONN_MAX + DRFD_CONN_ROOT
+ * in all while root holds some), beside the few dozen drfd needs for itself
+ * (cgroupfs, metrics, state and task files, netlink, BPF); a connection costs
+ * its buffers only as its request and answer need them.
  */
 #ifndef DRF_STATUS_H
 #define DRF_STATUS_H
@@ -30,7 +31,11 @@
  */
 #define DRFD_CONN_MAX 64
 #define DRFD_CONN_MAX_UID 16
-/* Root is under no per-user cap and may always have this many more than DRFD_CONN_MAX. */
+/*
+ * Root is under neither cap of the others (its connections do not count in
+ * DRFD_CONN_MAX) and gets in while all connections number fewer than
+ * DRFD_CONN_MAX + DRFD_CONN_ROOT: with the others at their cap, 16 slots stay root's.
+ */
 #define DRFD_CONN_ROOT 16
 
 /*

@@ -458,6 +458,9 @@ static void test_metrics_file(void **state)
 	assert_int_equal(t_write_file(path, "not ours"), 0);
 	snprintf(path, sizeof(path), "%s/out/.drfd.prom.keep12", dir);
 	assert_int_equal(t_write_file(path, "not ours either"), 0);
+	/* a FIFO of the temporaries' shape is not even opened (it would block) */
+	snprintf(path, sizeof(path), "%s/out/.drfd.prom.fifo12", dir);
+	assert_int_equal(mkfifo(path, 0600), 0);
 	snprintf(path, sizeof(path), "%s/out/drfd.prom", dir);
 	d.plan.cfg.metrics_file = strdup(path);
 	umask(077);
@@ -482,6 +485,8 @@ static void test_metrics_file(void **state)
 	assert_int_equal(unlink(path), 0);
 	snprintf(path, sizeof(path), "%s/out/.drfd.prom.keep12", dir);
 	assert_true(file_starts(path, "not ours either"));
+	assert_int_equal(unlink(path), 0);
+	snprintf(path, sizeof(path), "%s/out/.drfd.prom.fifo12", dir);
 	assert_int_equal(unlink(path), 0);
 	snprintf(path, sizeof(path), "%s/out", dir);
 	list_dir(path, names, sizeof(names));
@@ -527,9 +532,17 @@ static void test_metrics_file(void **state)
 	d.plan.cfg.metrics_file = NULL;
 	assert_int_equal(drfd_metrics_tick(&d), 0);
 	assert_int_equal(access(path, F_OK), -1);
-	/* a file an earlier drfd wrote (it starts with the mark) is replaced */
+	/*
+	 * a file an earlier drfd wrote (it starts with the mark, or with the first
+	 * family for a drfd of before the mark) is replaced
+	 */
 	assert_int_equal(t_write_file(path, DRFD_METRICS_MARK "drfd_up 1\n"), 0);
 	d.plan.cfg.metrics_file = strdup(path);
+	assert_int_equal(drfd_metrics_tick(&d), 0);
+	assert_true(file_starts(path, DRFD_METRICS_MARK "# HELP drfd_up "));
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(t_write_file(path, "# HELP drfd_up Whether drfd runs (1).\n"
+					    "# TYPE drfd_up gauge\ndrfd_up 1\n"), 0);
 	assert_int_equal(drfd_metrics_tick(&d), 0);
 	assert_true(file_starts(path, DRFD_METRICS_MARK "# HELP drfd_up "));
 	/*
