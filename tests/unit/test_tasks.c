@@ -57,7 +57,8 @@ static int fake_spawn(void *ctx, const struct cgfs *fs, const char *cg, const st
 	f->gid = t->gid;
 	f->ngroups = t->ngroups;
 	assert_true(t->ngroups <= 8);
-	memcpy(f->groups, t->groups, t->ngroups * sizeof(gid_t));
+	if (t->ngroups)
+		memcpy(f->groups, t->groups, t->ngroups * sizeof(gid_t));
 	free(f->text);
 	f->text = drf_tasks_text(t);
 	if (f->fail) {
