@@ -16,8 +16,10 @@
  *   ID/started   written by drfd once the supervisor runs
  *   ID/pid       written by the supervisor when it has started the command
  *   ID/exit      written by the supervisor when the command has ended
- *   ID/cancel    a cancel asked for while it ran
- *   ID/result    written by drfd when the task's cgroup is empty: final
+ *   ID/cancel    a cancel asked for while it ran (best effort: the kill and the
+ *                `cancelled` at its end do not wait for it)
+ *   ID/result    written by drfd when the task's cgroup is empty, or when it is
+ *                cancelled while queued (which waits for it): final
  *   ID/stdout, ID/stderr   the command's output, owned by the submitter
  * Every file is replaced atomically (write, fsync, rename, fsync the directory),
  * and opened beneath the state dir's fd, following no symlink (statedir.h). A
@@ -38,6 +40,10 @@
  * the key of a task the same uid submitted that drfd still knows (queued,
  * running, or among the kept finished ones) queues nothing and answers that
  * task's id, so that a client whose reply was lost can retry.
+ *
+ * The task runs in the cwd it was submitted from (absolute, shorter than
+ * PATH_MAX, kept whole), as its submitter; if that is gone or barred to it, the
+ * task fails with why rather than run anywhere else.
  */
 #ifndef DRF_TASKS_H
 #define DRF_TASKS_H
