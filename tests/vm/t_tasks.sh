@@ -269,9 +269,12 @@ for req in sys.argv[2:]:
 print(ok)
 PY
 chmod 0644 "$work/ask.py"
-blk2=$("$DRFCTL" submit -c "$conf" --key root-key-7 C --cpu 0.9 --memory 288M -- sleep 600 ROOT-ARG-7)
+blk2=$("$DRFCTL" submit -c "$conf" --key root-key-7 C --cpu 0.9 --memory 288M -- \
+	sh -c 'sleep 600' ROOT-ARG-7)
 wait_for 't['"$blk2"']["state"] == "running"' 10
-mapfile -t reqs < <(for _ in $(seq 256); do echo "task-submit B / 0 0 0 0 0 0 0 true"; done)
+# (no process substitution: the VM has no /dev/fd)
+reqs=()
+for _ in $(seq 256); do reqs+=("task-submit B / 0 0 0 0 0 0 0 true"); done
 nok=$(as_nobody $PY "$work/ask.py" "$sock" "${reqs[@]}")
 as_nobody "$DRFCTL" submit -c "$conf" B -- true >/dev/null 2>"$work/cap.err"; c257=$?
 "$DRFCTL" submit -c "$conf" B -- true >"$work/cap.root" 2>&1; croot=$?
@@ -292,7 +295,10 @@ check tasks-others-command-hidden "[ \"$hidden\" = \"('running', None, None, 0.9
 	"root's task $blk2 as uid 65534 sees it (state, command, key, cpu): $hidden; its own: $own; lines naming root's argument or key in its view: $leak; in root's: $rootsees"
 
 # Cancel what is left (queued first, so that nothing starts), then the blocker.
-mapfile -t reqs < <(field "$work/cap.json" '"\n".join("task-cancel %d" % x["id"] for x in j["tasks"] if x["state"] == "queued")')
+reqs=()
+for id in $(field "$work/cap.json" '" ".join(str(x["id"]) for x in j["tasks"] if x["state"] == "queued")'); do
+	reqs+=("task-cancel $id")
+done
 $PY "$work/ask.py" "$sock" "${reqs[@]}" >/dev/null
 "$DRFCTL" cancel -c "$conf" "$blk2"
 wait_for 'j["tenants"]["A"]["running"] + j["tenants"]["B"]["running"] + j["tenants"]["C"]["running"] == 0 and not [x for x in j["tasks"] if x["state"] == "queued"]' 60
