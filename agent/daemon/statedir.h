@@ -80,9 +80,9 @@ int drf_at_owned(int fd, bool dir);
 
 /*
  * Replaces path with len bytes of buf atomically: a temporary file beside it
- * (created with exactly mode, whatever the umask), written whole, fsync'ed, renamed over path, and the
- * directory fsync'ed so that the rename survives a crash. On failure the
- * temporary file is removed and path is as it was.
+ * (created with exactly mode, whatever the umask), written whole, fsync'ed,
+ * renamed over path, and the directory fsync'ed so that the rename survives a
+ * crash. On failure the temporary file is removed and path is as it was.
  */
 int drf_at_replace(int dfd, const char *path, const void *buf, size_t len, mode_t mode);
 

@@ -766,8 +766,8 @@ static bool over_cap(const struct drf_tasks *q, uid_t uid, char *err, size_t len
 		mine += q->t[i].uid == uid;
 	}
 	if (all >= DRF_TASKS_MAX) {
-		snprintf(err, len, "drfd holds %zu tasks queued or running, the most it takes (%d); "
-			 "submit again once some have ended", all, DRF_TASKS_MAX);
+		snprintf(err, len, "drfd holds %zu tasks queued or running, the most it takes "
+			 "(%d); submit again once some have ended", all, DRF_TASKS_MAX);
 		return true;
 	}
 	if (uid != 0 && mine >= DRF_TASKS_MAX_UID) {
@@ -1027,9 +1027,9 @@ int drf_tasks_cancel(struct drf_tasks *q, uint64_t id, uid_t who, char *err, siz
 	 */
 	r = put(q, t->id, "cancel", "cancel\n");
 	if (r < 0)
-		drf_log(LOG_WARNING, "task %" PRIu64 ": killed, but cannot write '%s/cancel': %s; a "
-				     "drfd restarted before its end is recorded records how it was "
-				     "killed instead of `cancelled`", id, dir, strerror(-r));
+		drf_log(LOG_WARNING, "task %" PRIu64 ": killed, but cannot write '%s/cancel': %s; "
+				     "a drfd restarted before its end is recorded records how it "
+				     "was killed instead of `cancelled`", id, dir, strerror(-r));
 	return 0;
 }
 

@@ -974,8 +974,9 @@ static void test_tasks_view_per_user(void **state)
 		assert_null(strstr(a, "4242"));
 		assert_non_null(strstr(a, "MINE-ARG"));
 		if (json) {
-			assert_non_null(strstr(a, "\"id\": 1, \"tenant\": \"A\", \"state\": \"running\", "
-						  "\"uid\": 0, \"gid\": 0, \"groups\": null, \"key\": null"));
+			assert_non_null(strstr(a, "\"id\": 1, \"tenant\": \"A\", \"state\": "
+						  "\"running\", \"uid\": 0, \"gid\": 0, \"groups\": "
+						  "null, \"key\": null"));
 			assert_non_null(strstr(a, "\"command\": null"));
 			assert_non_null(strstr(a, "\"vector\": {\"cpu\": 0.5"));
 		}
