@@ -123,13 +123,15 @@ static const struct {
 	  "\n"
 	  "exit status: 0 queued (or known by its key), 1 failure or no drfd answers,\n"
 	  "             2 refused (unknown tenant, a task larger than the node, a tenant\n"
-	  "             cgroup holding processes), 64 usage error\n" },
+	  "             cgroup holding processes, 256 tasks of yours not yet finished or\n"
+	  "             4096 of all users), 64 usage error\n" },
 	{ "tasks",
 	  "drfctl tasks [-c FILE] [--socket PATH] [--json]",
-	  "Lists the running drfd's queued, running and finished tasks (the last 200 finished):\n"
-	  "tenant, user, vector, and how each ended: exited N, signal N, oom-killed (its\n"
-	  "memory.events counted an OOM kill), cancelled, failed (with why), lost (its\n"
-	  "supervisor was killed).\n"
+	  "Lists the running drfd's queued, running and finished tasks (the last 200 finished\n"
+	  "of each user): tenant, user, vector, and how each ended: exited N, signal N,\n"
+	  "oom-killed (its memory.events counted an OOM kill), cancelled, failed (with why),\n"
+	  "lost (its supervisor was killed). Of other users' tasks, a user other than root\n"
+	  "sees no command, key, groups or error.\n"
 	  "\n"
 	  "  -c, --config FILE   main config file (default " DRFCTL_DEFAULT_CONFIG ")\n"
 	  "  --socket PATH       the status socket (default: the config's status-socket)\n"

@@ -200,8 +200,13 @@ int drfctl_submit(int argc, char **argv)
 		      "CMD [ARG...]\n", stderr);
 		return DRFCTL_EXIT_USAGE;
 	}
-	if (!getcwd(cwd, sizeof(cwd)))
-		snprintf(cwd, sizeof(cwd), "/");
+	/* The task runs where this runs, or not at all: never in "/" instead. */
+	if (!getcwd(cwd, sizeof(cwd))) {
+		fprintf(stderr, "drfctl submit: cannot tell the working directory: %s; the task "
+			"would run there (cd to a directory that exists, shorter than %d bytes)\n",
+			strerror(errno), PATH_MAX);
+		return EXIT_FAILURE;
+	}
 	/* With a key, a request a drfd without keys refuses, rather than run twice. */
 	r = add_word(&req, &len, &cap, a.key ? "task-submit-key" : "task-submit");
 	if (r == 0 && a.key)

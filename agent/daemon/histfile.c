@@ -29,18 +29,18 @@ int drf_history_path(const char *state_dir, const char *root, char *ret, size_t 
 	return 0;
 }
 
-static int write_all(int fd, const char *buf, size_t len)
+/*
+ * The history is read by `drfctl recommend` as any user: 0644 exactly, also
+ * under the unit's UMask=0077, and for a file an older drfd made 0600 that way.
+ */
+static int make_readable(int fd)
 {
-	while (len) {
-		ssize_t k = write(fd, buf, len);
+	struct stat st;
 
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0)
-			return -errno;
-		buf += k;
-		len -= (size_t)k;
-	}
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if ((st.st_mode & 07777) != DRF_PUBLIC_FILE_MODE && fchmod(fd, DRF_PUBLIC_FILE_MODE) < 0)
+		return -errno;
 	return 0;
 }
 
@@ -58,13 +58,16 @@ static int start_file(struct drf_history_file *f)
 
 	if (n < 0)
 		return n;
-	f->fd = drf_at_open(f->dfd, base(f->path), O_WRONLY | O_APPEND | O_CREAT | O_TRUNC, 0644);
+	f->fd = drf_at_open(f->dfd, base(f->path), O_WRONLY | O_APPEND | O_CREAT | O_TRUNC,
+			    DRF_PUBLIC_FILE_MODE);
 	if (f->fd < 0) {
 		r = f->fd;
 		f->fd = -1;
 		return r;
 	}
-	r = write_all(f->fd, head, (size_t)n);
+	r = make_readable(f->fd);
+	if (r == 0)
+		r = drf_write_all(f->fd, head, (size_t)n);
 	if (r < 0) {
 		drf_history_close(f);
 		return r;
@@ -107,7 +110,8 @@ int drf_history_open(struct drf_history_file *f, const char *path, unsigned step
 		f->dfd = -1;
 		return n;
 	}
-	f->fd = drf_at_open(f->dfd, name, O_RDWR | O_APPEND | O_CREAT | O_NONBLOCK, 0644);
+	f->fd = drf_at_open(f->dfd, name, O_RDWR | O_APPEND | O_CREAT | O_NONBLOCK,
+			    DRF_PUBLIC_FILE_MODE);
 	if (f->fd < 0) {
 		n = f->fd;
 		drf_history_close(f);
@@ -116,6 +120,11 @@ int drf_history_open(struct drf_history_file *f, const char *path, unsigned step
 	if (fstat(f->fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		drf_history_close(f);
 		return -EINVAL;
+	}
+	n = make_readable(f->fd);
+	if (n < 0) {
+		drf_history_close(f);
+		return n;
 	}
 	if (st.st_size == 0) {
 		close(f->fd);
@@ -139,7 +148,7 @@ int drf_history_open(struct drf_history_file *f, const char *path, unsigned step
 	f->size = (uint64_t)st.st_size;
 	/* A line torn by a crash: end it, so that the next record starts a line of its own. */
 	if (pread(f->fd, first, 1, st.st_size - 1) == 1 && first[0] != '\n') {
-		int r = write_all(f->fd, "\n", 1);
+		int r = drf_write_all(f->fd, "\n", 1);
 
 		if (r < 0) {
 			drf_history_close(f);
@@ -161,7 +170,7 @@ int drf_history_append(struct drf_history_file *f, const char *buf, size_t len)
 		if (r < 0)
 			return r;
 	}
-	r = write_all(f->fd, buf, len);
+	r = drf_write_all(f->fd, buf, len);
 	if (r < 0)
 		return r;
 	f->size += len;

@@ -269,10 +269,12 @@ int drf_at_dir(int dfd, const char *path, mode_t mode, bool create)
 	return fd;
 }
 
-static int write_all(int fd, const char *buf, size_t len)
+int drf_write_all(int fd, const void *buf, size_t len)
 {
+	const char *p = buf;
+
 	while (len) {
-		ssize_t w = write(fd, buf, len);
+		ssize_t w = write(fd, p, len);
 
 		if (w < 0 && errno == EINTR)
 			continue;
@@ -280,7 +282,7 @@ static int write_all(int fd, const char *buf, size_t len)
 			return -errno;
 		if (w == 0)
 			return -EIO;
-		buf += w;
+		p += w;
 		len -= (size_t)w;
 	}
 	return 0;
@@ -306,7 +308,10 @@ int drf_at_replace(int dfd, const char *path, const void *buf, size_t len, mode_
 		close(pfd);
 		return fd;
 	}
-	r = write_all(fd, buf, len);
+	/* Exactly mode: the umask narrowed it (a 0644 state file read by any user). */
+	r = fchmod(fd, mode) < 0 ? -errno : 0;
+	if (r == 0)
+		r = drf_write_all(fd, buf, len);
 	if (r == 0 && fsync(fd) < 0)
 		r = -errno;
 	if (close(fd) < 0 && r == 0)

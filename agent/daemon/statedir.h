@@ -9,10 +9,11 @@
  *   by root or drfd's euid and not writable by group or others, except a
  *   sticky directory (like /tmp) whose next component is root's: the rule of
  *   OpenSSH's safe_path(). drfd refuses to start when the path breaks it.
- * - what drfd creates there is root's: directories 0755 (the state dir: the
- *   history file is read by `drfctl recommend` as any user) or 0711 (the task
- *   queue: a submitter reaches its own output by path, nobody lists others'),
- *   task files 0600.
+ * - what drfd creates there is root's, with exactly the mode it means whatever
+ *   its umask (systemd's UMask=0077 would narrow them): directories 0755 (the
+ *   state dir) or 0711 (the task queue: a submitter reaches its own output by
+ *   path, nobody lists others'); the state file and the usage history 0644 (read
+ *   by `drfctl status` and `drfctl recommend` as any user); task files 0600.
  * - everything under it is opened relative to a state-dir fd with openat2
  *   RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS (cgfs_open_beneath()): a symlink or
  *   ".." planted inside is never followed.
@@ -27,10 +28,15 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-/* The modes drfd gives what it creates, whatever its umask (systemd's is 0077). */
+/*
+ * The modes drfd gives what it creates, whatever its umask (systemd's is 0077):
+ * drf_at_dir() and drf_at_replace() set them with fchmod, as histfile.c does.
+ */
 #define DRF_STATEDIR_MODE 0755
 #define DRF_PRIVATE_DIR_MODE 0711
 #define DRF_PRIVATE_FILE_MODE 0600
+/* The state file and the usage history: tenant names and usage, no commands. */
+#define DRF_PUBLIC_FILE_MODE 0644
 
 /*
  * Checks path by the rule above without creating or changing anything: 0 when
@@ -74,11 +80,14 @@ int drf_at_owned(int fd, bool dir);
 
 /*
  * Replaces path with len bytes of buf atomically: a temporary file beside it
- * (created with mode), written whole, fsync'ed, renamed over path, and the
- * directory fsync'ed so that the rename survives a crash. On failure the
- * temporary file is removed and path is as it was.
+ * (created with exactly mode, whatever the umask), written whole, fsync'ed,
+ * renamed over path, and the directory fsync'ed so that the rename survives a
+ * crash. On failure the temporary file is removed and path is as it was.
  */
 int drf_at_replace(int dfd, const char *path, const void *buf, size_t len, mode_t mode);
+
+/* Writes all len bytes of buf to fd (retrying short writes and EINTR): 0 or -errno. */
+int drf_write_all(int fd, const void *buf, size_t len);
 
 /* Removes path: a file, or a directory with the files in it (one level). */
 int drf_at_remove(int dfd, const char *path);

@@ -10,7 +10,7 @@
  *        a task of the same uid with KEY is answered with its id, not queued
  *        again (a drfd without keys refuses the request rather than run it twice)
  *   "task-cancel ID"
- *   "tasks text" or "tasks json"
+ *   "tasks text" or "tasks json"   as the peer's uid may see them (drf_tasks_render)
  *
  * Answers: "drfd-task 1 ok [ID]\n" BODY, or "drfd-task 1 refused\n" or
  * "drfd-task 1 failed\n" and a line saying why; a submit's BODY is "queued",
@@ -84,27 +84,18 @@ static int say(char **out, size_t *out_len, const char *what, const char *text)
 	return 1;
 }
 
-/* Splits line into escaped words, in place. */
-static size_t words(char *line, char **w, size_t max)
-{
-	size_t n = 0;
-
-	for (char *p = strtok(line, " "); p && n < max; p = strtok(NULL, " "))
-		w[n++] = p;
-	return n;
-}
-
-static int submit(struct drfd *d, int fd, char *args, bool keyed, char **out, size_t *out_len)
+/* A submit of the n escaped words w (unescaped here, in place). */
+static int submit_words(struct drfd *d, int fd, char **w, size_t n, bool keyed, char **out,
+			size_t *out_len)
 {
 	struct drf_task_req req = { 0 };
-	char *ws[4096 + 10], **w = ws, err[2048], ok[64];
-	size_t n = words(args, ws, sizeof(ws) / sizeof(ws[0]));
+	char err[2048], ok[64];
 	gid_t *groups = NULL;
 	unsigned long given;
 	uint64_t id;
 	int r;
 
-	if (n < (keyed ? 11u : 10u) || n == sizeof(ws) / sizeof(ws[0]))
+	if (n < (keyed ? 11u : 10u))
 		return say(out, out_len, "refused", "malformed request");
 	for (size_t i = 0; i < n; i++)
 		if (drf_tasks_unescape(w[i]) < 0)
@@ -151,6 +142,39 @@ static int submit(struct drfd *d, int fd, char *args, bool keyed, char **out, si
 	return say(out, out_len, ok, r == 0 ? "queued" : "known");
 }
 
+/*
+ * Splits line into escaped words, in place, into *ret (free()): as many as it
+ * holds (a request of DRFD_REQ_MAX bytes holds up to 32768), none cut off.
+ */
+static ssize_t words(char *line, char ***ret)
+{
+	size_t n = 1, k = 0;
+	char **w;
+
+	for (const char *p = line; *p; p++)
+		n += *p == ' ';
+	w = calloc(n, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	for (char *p = strtok(line, " "); p && k < n; p = strtok(NULL, " "))
+		w[k++] = p;
+	*ret = w;
+	return (ssize_t)k;
+}
+
+static int submit(struct drfd *d, int fd, char *args, bool keyed, char **out, size_t *out_len)
+{
+	char **ws = NULL;
+	ssize_t k = words(args, &ws);
+	int r;
+
+	if (k < 0)
+		return (int)k;
+	r = submit_words(d, fd, ws, (size_t)k, keyed, out, out_len);
+	free(ws);
+	return r;
+}
+
 int drfd_tasks_answer(struct drfd *d, int fd, const char *req, char **out, size_t *out_len)
 {
 	char *line, err[1024], *body = NULL;
@@ -165,11 +189,17 @@ int drfd_tasks_answer(struct drfd *d, int fd, const char *req, char **out, size_
 		return say(out, out_len, "failed", "the task queue is off in this drfd: it needs a "
 			   "state-dir (and no --dry-run); see drfd's log");
 	if (strncmp(req, "tasks ", 6) == 0) {
+		struct ucred cr;
+		socklen_t cl = sizeof(cr);
+
+		/* Who asks decides what of others' tasks it sees: the kernel's word only. */
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0)
+			return say(out, out_len, "failed", "cannot tell who asks (SO_PEERCRED)");
 		f = open_memstream(&body, &blen);
 		if (!f)
 			return -ENOMEM;
 		fputs("drfd-task 1 ok\n", f);
-		drf_tasks_render(d->tasks, &d->plan.cfg, strcmp(req, "tasks json") == 0, f);
+		drf_tasks_render(d->tasks, &d->plan.cfg, strcmp(req, "tasks json") == 0, cr.uid, f);
 		if (fclose(f) != 0) {
 			free(body);
 			return -ENOMEM;

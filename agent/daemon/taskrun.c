@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <linux/sched.h>
 #include <pwd.h>
 #include <signal.h>
@@ -199,6 +200,23 @@ static int become(const struct drf_task *t)
 	return 0;
 }
 
+/*
+ * The command starts as from a shell: every signal at its default and none
+ * blocked. An ignored signal stays ignored through exec, and the supervisor
+ * ignores SIGHUP and SIGINT (a terminal's, when run by hand): without this a
+ * task could not be stopped with either.
+ */
+static void default_signals(void)
+{
+	sigset_t none;
+
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			signal(sig, SIG_DFL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
 /* The child: becomes the submitter and runs the command; failures go down errfd. */
 static void run_child(const struct drf_task *t, int dirfd, int errfd)
 {
@@ -211,6 +229,7 @@ static void run_child(const struct drf_task *t, int dirfd, int errfd)
 	int err = open_output(dirfd, "stderr", t->uid, t->gid);
 	int e, fd;
 
+	default_signals();
 	if (in < 0 || out < 0 || err < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 ||
 	    dup2(err, 2) < 0)
 		goto fail;
@@ -231,7 +250,8 @@ static void run_child(const struct drf_task *t, int dirfd, int errfd)
 		errno = -e;
 		goto fail;
 	}
-	if (chdir(t->cwd) < 0 && chdir("/") < 0)
+	/* As the submitter, in its cwd or not at all: a task run in "/" is another task. */
+	if (chdir(t->cwd) < 0)
 		goto fail;
 	execvpe(t->argv[0], t->argv, envp);
 fail:
@@ -310,11 +330,10 @@ int drf_task_supervise_fds(int dirfd, int specfd, const char *dir, const struct 
 {
 	struct drf_task t = { 0 };
 	struct rusage ru = { 0 };
-	char buf[1024], *text;
+	char buf[1024], *text, *exit_text = NULL;
 	int pfd[2], status = 0, e = 0, fd, r;
 	struct timespec ts;
 	pid_t pid;
-	long n;
 
 	signal(SIGHUP, SIG_IGN);
 	signal(SIGINT, SIG_IGN);
@@ -362,23 +381,27 @@ int drf_task_supervise_fds(int dirfd, int specfd, const char *dir, const struct 
 	while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR)
 		;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	n = snprintf(buf, sizeof(buf), "exit %d\nsignal %d\nutime_us %lld\nstime_us %lld\n"
-		     "maxrss_kb %ld\nended %lld\n",
-		     WIFEXITED(status) ? WEXITSTATUS(status) : -1,
-		     WIFSIGNALED(status) ? WTERMSIG(status) : -1,
-		     (long long)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec,
-		     (long long)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec, ru.ru_maxrss,
-		     (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000);
+	snprintf(buf, sizeof(buf), "exit %d\nsignal %d\nutime_us %lld\nstime_us %lld\n"
+		 "maxrss_kb %ld\nended %lld\n",
+		 WIFEXITED(status) ? WEXITSTATUS(status) : -1,
+		 WIFSIGNALED(status) ? WTERMSIG(status) : -1,
+		 (long long)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec,
+		 (long long)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec, ru.ru_maxrss,
+		 (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000);
 	if (e) {
-		char *esc, why[600];
+		char *esc, why[PATH_MAX + 512];
 
-		snprintf(why, sizeof(why), "cannot run '%s' as uid %u in '%s': %s", t.argv[0],
+		/* The cwd whole (it may be why); the command's name up to 256 bytes. */
+		snprintf(why, sizeof(why), "cannot run '%.256s' as uid %u in '%s': %s", t.argv[0],
 			 (unsigned)t.uid, t.cwd, strerror(e));
 		esc = drf_tasks_escape(why);
-		if (esc)
-			snprintf(buf + n, sizeof(buf) - (size_t)n, "error %s\n", esc);
+		/* The error line whole, or none: a cut escape would not parse. */
+		if (!esc || asprintf(&exit_text, "%serror %s\n", buf, esc) < 0)
+			exit_text = NULL;
 		free(esc);
 	}
 	drf_task_clear(&t);
-	return record_exit(dirfd, dir, buf, io) < 0 ? 1 : 0;
+	r = record_exit(dirfd, dir, exit_text ? exit_text : buf, io);
+	free(exit_text);
+	return r < 0 ? 1 : 0;
 }

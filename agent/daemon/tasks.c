@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,7 @@
 #include "plan.h"
 #include "statedir.h"
 #include "taskq.h"
+#include "text.h"
 
 #define CTRLS (CGFS_CPU | CGFS_MEMORY | CGFS_IO)
 #define FILE_MAX (1 << 20)
@@ -100,6 +102,12 @@ int drf_tasks_dir(const char *state_path, char *ret, size_t len)
 		return -ENAMETOOLONG;
 	return 0;
 }
+
+static const char *const state_names[] = {
+	[DRF_TASK_QUEUED] = "queued",
+	[DRF_TASK_RUNNING] = "running",
+	[DRF_TASK_DONE] = "finished",
+};
 
 /* ---- files ---- */
 
@@ -199,24 +207,66 @@ int drf_peer_creds(int fd, uid_t *uid, gid_t *gid, gid_t **groups, size_t *ngrou
 	return 0;
 }
 
-/* The value of "key VALUE" in text (first match), copied into buf; NULL if absent. */
-static const char *kv(const char *text, const char *key, char *buf, size_t len)
+/* The value of "key VALUE" in text (first match) and its length; NULL if absent. */
+static const char *kv_find(const char *text, const char *key, size_t *ret_len)
 {
 	size_t k = strlen(key);
 
 	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
-		size_t n;
-
 		if (strncmp(l, key, k) != 0 || l[k] != ' ')
 			continue;
-		n = strcspn(l + k + 1, "\n");
-		if (n >= len)
-			n = len - 1;
-		memcpy(buf, l + k + 1, n);
-		buf[n] = '\0';
-		return buf;
+		*ret_len = strcspn(l + k + 1, "\n");
+		return l + k + 1;
 	}
 	return NULL;
+}
+
+/*
+ * The value of "key VALUE" in text, copied into buf; NULL if absent or longer
+ * than buf holds: a value cut short is another value, never taken.
+ */
+static const char *kv(const char *text, const char *key, char *buf, size_t len)
+{
+	size_t n;
+	const char *v = kv_find(text, key, &n);
+
+	if (!v || n >= len)
+		return NULL;
+	memcpy(buf, v, n);
+	buf[n] = '\0';
+	return buf;
+}
+
+/* The value of "key VALUE" in text, whole, in *ret (free()): 0, -ENOENT or -ENOMEM. */
+static int kv_dup(const char *text, const char *key, char **ret)
+{
+	size_t n;
+	const char *v = kv_find(text, key, &n);
+
+	if (!v)
+		return -ENOENT;
+	*ret = strndup(v, n);
+	return *ret ? 0 : -ENOMEM;
+}
+
+/*
+ * "key N" with N a plain decimal number below `below`: no sign, no space,
+ * nothing after it. A uid read as strtod reads it would make "x" root.
+ */
+static int kv_id(const char *text, const char *key, unsigned long long below,
+		 unsigned long long *ret)
+{
+	char b[32], *end;
+	unsigned long long v;
+
+	if (!kv(text, key, b, sizeof(b)) || b[0] < '0' || b[0] > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(b, &end, 10);
+	if (errno || *end || v >= below)
+		return -EINVAL;
+	*ret = v;
+	return 0;
 }
 
 static double kv_num(const char *text, const char *key, double dflt)
@@ -323,43 +373,66 @@ static int parse_groups(struct drf_task *t, const char *s)
 	return t->ngroups == n ? 0 : -EINVAL;
 }
 
+/* A working directory drfd takes: absolute, and shorter than PATH_MAX (chdir's limit). */
+static bool cwd_valid(const char *cwd)
+{
+	return cwd[0] == '/' && strnlen(cwd, PATH_MAX) < PATH_MAX;
+}
+
 /* Parses a task file into t (the id is the directory's). */
 static int task_parse(struct drf_task *t, uint64_t id, char *text)
 {
-	char b[4096], *groups;
+	unsigned long long v;
+	char *s;
+	int r;
 
 	memset(t, 0, sizeof(*t));
 	t->id = id;
 	t->exit_code = t->signal = -1;
 	if (strncmp(text, "drfd-task 1\n", 12) != 0 || !kv(text, "tenant", t->tenant,
-							   sizeof(t->tenant)) ||
-	    !kv(text, "cgroup", b, sizeof(b)) || cgfs_path_problem(b))
+							   sizeof(t->tenant)))
 		return -EINVAL;
-	t->cgroup = strdup(b);
-	t->uid = (uid_t)kv_num(text, "uid", 65534);
-	t->gid = (gid_t)kv_num(text, "gid", 65534);
+	r = kv_dup(text, "cgroup", &t->cgroup);
+	if (r < 0)
+		return r == -ENOMEM ? r : -EINVAL;
+	if (cgfs_path_problem(t->cgroup))
+		return -EINVAL;
+	/* Whom it runs as: exactly a number, or the file is refused (never root by default). */
+	if (kv_id(text, "uid", (uid_t)-1, &v) < 0)
+		return -EINVAL;
+	t->uid = (uid_t)v;
+	if (kv_id(text, "gid", (gid_t)-1, &v) < 0)
+		return -EINVAL;
+	t->gid = (gid_t)v;
 	/* No groups line (a task file of before they were recorded): no groups. */
-	groups = malloc(FILE_MAX);
-	if (!groups)
-		return -ENOMEM;
-	if (kv(text, "groups", groups, FILE_MAX) && parse_groups(t, groups) < 0) {
-		free(groups);
-		return -EINVAL;
+	r = kv_dup(text, "groups", &s);
+	if (r == -ENOMEM)
+		return r;
+	if (r == 0) {
+		r = parse_groups(t, s);
+		free(s);
+		if (r < 0)
+			return r;
 	}
-	free(groups);
-	if (kv(text, "key", b, sizeof(b))) {
-		if (drf_tasks_unescape(b) < 0 || !drf_tasks_key_valid(b))
+	r = kv_dup(text, "key", &s);
+	if (r == -ENOMEM)
+		return r;
+	if (r == 0) {
+		if (drf_tasks_unescape(s) < 0 || !drf_tasks_key_valid(s)) {
+			free(s);
 			return -EINVAL;
-		t->key = strdup(b);
-		if (!t->key)
-			return -ENOMEM;
+		}
+		t->key = s;
 	}
 	t->submitted = (uint64_t)kv_num(text, "submitted", 0);
-	for (int r = 0; r < DRF_NRES; r++)
-		t->vec[r] = kv_num(text, drf_res_name(r), 0);
-	if (!kv(text, "cwd", b, sizeof(b)) || drf_tasks_unescape(b) < 0)
-		snprintf(b, sizeof(b), "/");
-	t->cwd = strdup(b);
+	for (int k = 0; k < DRF_NRES; k++)
+		t->vec[k] = kv_num(text, drf_res_name(k), 0);
+	/* The cwd whole (up to 3 x PATH_MAX escaped), never cut to another directory. */
+	r = kv_dup(text, "cwd", &t->cwd);
+	if (r < 0)
+		return r == -ENOMEM ? r : -EINVAL;
+	if (drf_tasks_unescape(t->cwd) < 0 || !cwd_valid(t->cwd))
+		return -EINVAL;
 	for (char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
 		size_t n = strcspn(l, "\n");
 		char *a, **na;
@@ -378,7 +451,7 @@ static int task_parse(struct drf_task *t, uint64_t id, char *text)
 		t->argv[t->argc++] = a;
 		t->argv[t->argc] = NULL;
 	}
-	if (!t->cgroup || !t->cwd || t->argc == 0)
+	if (t->argc == 0)
 		return -EINVAL;
 	return 0;
 }
@@ -390,7 +463,7 @@ int drf_tasks_parse_file(struct drf_task *t, char *text)
 
 static void parse_result(struct drf_task *t, const char *text)
 {
-	char b[1024];
+	char *e;
 
 	if (!kv(text, "result", t->result, sizeof(t->result)))
 		snprintf(t->result, sizeof(t->result), "lost");
@@ -404,8 +477,12 @@ static void parse_result(struct drf_task *t, const char *text)
 	t->utime_us = kv_num(text, "utime_us", NAN);
 	t->stime_us = kv_num(text, "stime_us", NAN);
 	t->maxrss_kb = kv_num(text, "maxrss_kb", NAN);
-	if (kv(text, "error", b, sizeof(b)) && drf_tasks_unescape(b) == 0)
-		t->error = strdup(b);
+	if (kv_dup(text, "error", &e) == 0) {
+		if (drf_tasks_unescape(e) == 0)
+			t->error = e;
+		else
+			free(e);
+	}
 }
 
 static int tasks_grow(struct drf_tasks *q)
@@ -431,27 +508,61 @@ static int cmp_task(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* Keeps the newest q->history finished tasks. */
+/* Finished tasks (indexes into q's tasks) by uid, the newest first. */
+static int cmp_uid_newest(const void *a, const void *b, void *q)
+{
+	const struct drf_task *x = &((struct drf_tasks *)q)->t[*(const size_t *)a];
+	const struct drf_task *y = &((struct drf_tasks *)q)->t[*(const size_t *)b];
+
+	if (x->uid != y->uid)
+		return x->uid < y->uid ? -1 : 1;
+	return x->id > y->id ? -1 : x->id < y->id;
+}
+
+/*
+ * Keeps the newest q->history finished tasks of each uid: another user's
+ * submits never push a user's results, output or keys out.
+ */
 static void trim_history(struct drf_tasks *q)
 {
-	size_t done = 0;
+	size_t done = 0, *idx, out = 0;
+	bool *drop;
 
 	for (size_t i = 0; i < q->n; i++)
 		done += q->t[i].state == DRF_TASK_DONE;
-	for (size_t i = 0; i < q->n && done > q->history;) {
+	if (done <= q->history)
+		return;
+	idx = calloc(done, sizeof(*idx));
+	drop = calloc(q->n, sizeof(*drop));
+	if (!idx || !drop) {
+		/* Kept until a tick with the memory to sort them. */
+		free(idx);
+		free(drop);
+		return;
+	}
+	done = 0;
+	for (size_t i = 0; i < q->n; i++)
+		if (q->t[i].state == DRF_TASK_DONE)
+			idx[done++] = i;
+	qsort_r(idx, done, sizeof(*idx), cmp_uid_newest, q);
+	for (size_t k = 0, run = 0; k < done; k++) {
+		run = k && q->t[idx[k]].uid == q->t[idx[k - 1]].uid ? run + 1 : 0;
+		drop[idx[k]] = run >= q->history;
+	}
+	for (size_t i = 0; i < q->n; i++) {
 		char name[32];
 
-		if (q->t[i].state != DRF_TASK_DONE) {
-			i++;
+		if (!drop[i]) {
+			q->t[out++] = q->t[i];
 			continue;
 		}
 		snprintf(name, sizeof(name), "%" PRIu64, q->t[i].id);
 		drf_at_remove(q->dfd, name);
 		drf_task_clear(&q->t[i]);
-		memmove(&q->t[i], &q->t[i + 1], (q->n - i - 1) * sizeof(q->t[0]));
-		q->n--;
-		done--;
 	}
+	q->n = out;
+	free(idx);
+	free(drop);
 }
 
 static int populated(const struct drf_tasks *q, const char *cg)
@@ -504,8 +615,6 @@ static int load_task(struct drf_tasks *q, const char *name, uint64_t id)
 		return 0;
 	}
 	q->n++;
-	if (id >= q->next_id)
-		q->next_id = id + 1;
 	text = read_small(dfd, "result");
 	if (text) {
 		t->state = DRF_TASK_DONE;
@@ -592,14 +701,23 @@ int drf_tasks_init(struct drf_tasks *q, const char *dir, const struct cgfs *fs,
 	}
 	while ((de = readdir(dd))) {
 		char *end;
-		uint64_t id = strtoull(de->d_name, &end, 10);
+		uint64_t id;
 
-		if (de->d_name[0] < '1' || de->d_name[0] > '9' || *end) {
+		errno = 0;
+		id = strtoull(de->d_name, &end, 10);
+		if (de->d_name[0] < '1' || de->d_name[0] > '9' || *end || errno ||
+		    id == UINT64_MAX) {
 			/* A submit that did not finish: ID.new. */
 			if (strstr(de->d_name, ".new"))
 				drf_at_remove(q->dfd, de->d_name);
 			continue;
 		}
+		/*
+		 * Past every id there, loaded or left alone: a new task's directory is
+		 * renamed to its id, which must be free even when next-id was lost.
+		 */
+		if (id >= q->next_id)
+			q->next_id = id + 1;
 		load_task(q, de->d_name, id);
 	}
 	closedir(dd);
@@ -636,6 +754,31 @@ static ssize_t find_task(const struct drf_tasks *q, uint64_t id)
 	return -1;
 }
 
+/* Over DRF_TASKS_MAX, or uid's DRF_TASKS_MAX_UID (root is held to the first only)? Why in err. */
+static bool over_cap(const struct drf_tasks *q, uid_t uid, char *err, size_t len)
+{
+	size_t all = 0, mine = 0;
+
+	for (size_t i = 0; i < q->n; i++) {
+		if (q->t[i].state == DRF_TASK_DONE)
+			continue;
+		all++;
+		mine += q->t[i].uid == uid;
+	}
+	if (all >= DRF_TASKS_MAX) {
+		snprintf(err, len, "drfd holds %zu tasks queued or running, the most it takes "
+			 "(%d); submit again once some have ended", all, DRF_TASKS_MAX);
+		return true;
+	}
+	if (uid != 0 && mine >= DRF_TASKS_MAX_UID) {
+		snprintf(err, len, "uid %u has %zu tasks queued or running, the most drfd takes of "
+			 "one user (%d); submit again once some have ended, or cancel some",
+			 (unsigned)uid, mine, DRF_TASKS_MAX_UID);
+		return true;
+	}
+	return false;
+}
+
 int drf_tasks_submit(struct drf_tasks *q, const struct drf_config *c,
 		     const double capacity[DRF_NRES], const struct drf_task_req *req,
 		     uint64_t *ret_id, char *err, size_t len)
@@ -669,6 +812,14 @@ int drf_tasks_submit(struct drf_tasks *q, const struct drf_config *c,
 		snprintf(err, len, "no command");
 		return DRF_TASKS_REFUSED;
 	}
+	/* A task run elsewhere than asked would be another task: refused, never "/" instead. */
+	if (!req->cwd || !cwd_valid(req->cwd)) {
+		snprintf(err, len, "the working directory must be an absolute path shorter than %d "
+			 "bytes", PATH_MAX);
+		return DRF_TASKS_REFUSED;
+	}
+	if (over_cap(q, req->uid, err, len))
+		return DRF_TASKS_REFUSED;
 	for (int k = 0; k < DRF_NRES; k++)
 		t.vec[k] = req->given[k] ? req->vec[k] : tn->task_model ? tn->vec[k] : 0;
 	why = drf_tq_refuse(capacity, t.vec, &res);
@@ -723,7 +874,7 @@ int drf_tasks_submit(struct drf_tasks *q, const struct drf_config *c,
 	t.submitted = q->ops->now(q->ctx);
 	t.exit_code = t.signal = -1;
 	t.cgroup = strdup(cg);
-	t.cwd = strdup(req->cwd && req->cwd[0] == '/' ? req->cwd : "/");
+	t.cwd = strdup(req->cwd);
 	t.argv = calloc(req->argc + 1, sizeof(*t.argv));
 	if (!t.cgroup || !t.cwd || !t.argv)
 		goto nomem;
@@ -746,8 +897,12 @@ int drf_tasks_submit(struct drf_tasks *q, const struct drf_config *c,
 		close(tfd);
 	if (r == 0)
 		r = put(q, 0, "next-id", idbuf);
-	if (r == 0 && renameat(q->dfd, tmp, q->dfd, fin) < 0)
+	if (r == 0 && renameat(q->dfd, tmp, q->dfd, fin) < 0) {
 		r = -errno;
+		/* Taken by something drfd did not load: the next submit takes the next id. */
+		if (r == -ENOTEMPTY || r == -EEXIST || r == -ENOTDIR || r == -EISDIR)
+			q->next_id++;
+	}
 	if (r == 0 && fsync(q->dfd) < 0)
 		r = -errno;
 	free(text);
@@ -771,26 +926,26 @@ nomem:
 	return DRF_TASKS_FAILED;
 }
 
-/* Records the end of t (result file), and frees what it held. */
-static void finish(struct drf_tasks *q, struct drf_task *t, const char *result, const char *error)
+/*
+ * Records the end of t: its result file, then drfd's memory. Returns 0, or the
+ * -errno of the result file's write; then t is recorded in memory all the same
+ * (a running task that has ended: a restarted drfd finds its exit file again),
+ * unless only_if_written (a queued task: a restarted drfd would run it).
+ */
+static int finish(struct drf_tasks *q, struct drf_task *t, const char *result, const char *error,
+		  bool only_if_written)
 {
 	char dir[4352], *buf = NULL, *e = NULL;
+	uint64_t ended = t->ended ? t->ended : q->ops->now(q->ctx);
 	size_t blen = 0;
 	FILE *f;
 	int r;
 
 	task_dir(q, t->id, dir, sizeof(dir));
-	snprintf(t->result, sizeof(t->result), "%s", result);
-	if (!t->ended)
-		t->ended = q->ops->now(q->ctx);
-	free(t->error);
-	t->error = error ? strdup(error) : NULL;
-	t->state = DRF_TASK_DONE;
-	q->finished_total++;
 	f = open_memstream(&buf, &blen);
 	if (f) {
 		fprintf(f, "result %s\nexit %d\nsignal %d\nstarted %" PRIu64 "\nended %" PRIu64 "\n",
-			t->result, t->exit_code, t->signal, t->started, t->ended);
+			result, t->exit_code, t->signal, t->started, ended);
 		fprintf(f, "cpu_usec %.17g\nmemory_peak %.17g\noom_kills %.17g\nutime_us %.17g\n"
 			   "stime_us %.17g\nmaxrss_kb %.17g\n", t->cpu_usec, t->memory_peak,
 			t->oom_kills, t->utime_us, t->stime_us, t->maxrss_kb);
@@ -804,12 +959,24 @@ static void finish(struct drf_tasks *q, struct drf_task *t, const char *result, 
 	}
 	r = buf ? put(q, t->id, "result", buf) : -ENOMEM;
 	free(buf);
+	if (r < 0 && only_if_written) {
+		drf_log(LOG_ERR, "task %" PRIu64 ": cannot write '%s/result': %s; it stays %s",
+			t->id, dir, strerror(-r), state_names[t->state]);
+		return r;
+	}
 	if (r < 0)
 		drf_log(LOG_ERR, "task %" PRIu64 ": cannot write '%s/result': %s; after a restart "
 				 "it will be found %s again", t->id, dir, strerror(-r),
 			t->started ? "ended" : "queued");
+	snprintf(t->result, sizeof(t->result), "%s", result);
+	t->ended = ended;
+	free(t->error);
+	t->error = error ? strdup(error) : NULL;
+	t->state = DRF_TASK_DONE;
+	q->finished_total++;
 	drf_log(LOG_INFO, "task %" PRIu64 " of tenant '%s': %s%s%s", t->id, t->tenant, result,
 		error ? ": " : "", error ? error : "");
+	return r;
 }
 
 int drf_tasks_cancel(struct drf_tasks *q, uint64_t id, uid_t who, char *err, size_t len)
@@ -817,6 +984,7 @@ int drf_tasks_cancel(struct drf_tasks *q, uint64_t id, uid_t who, char *err, siz
 	ssize_t i = find_task(q, id);
 	struct drf_task *t;
 	char dir[4352];
+	bool was;
 	int r;
 
 	if (i < 0) {
@@ -833,24 +1001,35 @@ int drf_tasks_cancel(struct drf_tasks *q, uint64_t id, uid_t who, char *err, siz
 		snprintf(err, len, "task %" PRIu64 " has ended (%s)", id, t->result);
 		return DRF_TASKS_REFUSED;
 	}
+	task_dir(q, t->id, dir, sizeof(dir));
 	if (t->state == DRF_TASK_QUEUED) {
-		finish(q, t, "cancelled", NULL);
+		r = finish(q, t, "cancelled", NULL, true);
+		if (r < 0) {
+			snprintf(err, len, "cannot write '%s/result': %s; task %" PRIu64 " stays "
+				 "queued", dir, strerror(-r), id);
+			return DRF_TASKS_FAILED;
+		}
 		trim_history(q);
 		return 0;
 	}
-	task_dir(q, t->id, dir, sizeof(dir));
-	r = put(q, t->id, "cancel", "cancel\n");
-	if (r < 0) {
-		snprintf(err, len, "cannot write '%s/cancel': %s", dir, strerror(-r));
-		return DRF_TASKS_FAILED;
-	}
+	was = t->cancel;
 	t->cancel = true;
 	r = cgfs_write(q->fs, t->cgroup, "cgroup.kill", "1");
 	if (r < 0) {
+		t->cancel = was;
 		snprintf(err, len, "cannot write '1' to '%s/%s/cgroup.kill': %s", q->fs->root,
 			 t->cgroup, strerror(-r));
 		return DRF_TASKS_FAILED;
 	}
+	/*
+	 * Killed: recorded `cancelled` when its cgroup empties, from memory. The file
+	 * only carries that across a restart, so a full disk does not stop a cancel.
+	 */
+	r = put(q, t->id, "cancel", "cancel\n");
+	if (r < 0)
+		drf_log(LOG_WARNING, "task %" PRIu64 ": killed, but cannot write '%s/cancel': %s; "
+				     "a drfd restarted before its end is recorded records how it "
+				     "was killed instead of `cancelled`", id, dir, strerror(-r));
 	return 0;
 }
 
@@ -879,9 +1058,9 @@ static bool tenant_busy(const struct drf_tasks *q, const char *tcg)
 /* A running task whose cgroup is empty: read how it ended, record it, free it. */
 static void reap_task(struct drf_tasks *q, struct drf_task *t)
 {
-	char dir[4352], buf[1024], tcg[4096], why[1024];
+	char dir[4352], buf[1024], tcg[4096], why[PATH_MAX + 1024];
 	const char *p, *result;
-	char *text;
+	char *text, *e;
 	int r;
 
 	task_dir(q, t->id, dir, sizeof(dir));
@@ -902,8 +1081,12 @@ static void reap_task(struct drf_tasks *q, struct drf_task *t)
 		t->stime_us = kv_num(text, "stime_us", NAN);
 		t->maxrss_kb = kv_num(text, "maxrss_kb", NAN);
 		t->ended = (uint64_t)kv_num(text, "ended", 0);
-		if (kv(text, "error", buf, sizeof(buf)) && drf_tasks_unescape(buf) == 0)
-			snprintf(why, sizeof(why), "%s", buf);
+		/* Whole: it names the cwd, up to PATH_MAX (taskrun.c). */
+		if (kv_dup(text, "error", &e) == 0) {
+			if (drf_tasks_unescape(e) == 0)
+				snprintf(why, sizeof(why), "%s", e);
+			free(e);
+		}
 		free(text);
 	}
 	if (t->cancel)
@@ -927,7 +1110,7 @@ static void reap_task(struct drf_tasks *q, struct drf_task *t)
 	if (r < 0 && r != -ENOENT)
 		drf_log(LOG_WARNING, "task %" PRIu64 ": cannot remove its cgroup '%s/%s': %s",
 			t->id, q->fs->root, t->cgroup, strerror(-r));
-	finish(q, t, result, why[0] ? why : NULL);
+	finish(q, t, result, why[0] ? why : NULL, false);
 	/* The tenant's cgroup may hold processes again (drfctl exec) once no task is left. */
 	parent_of(t->cgroup, tcg, sizeof(tcg));
 	if (!tenant_busy(q, tcg) && cgfs_set_subtree(q->fs, tcg, 0, CTRLS) < 0)
@@ -1030,7 +1213,7 @@ static int start_task(struct drf_tasks *q, struct drf_task *t, const struct drf_
 fail_rm:
 	cgfs_remove(q->fs, t->cgroup);
 fail:
-	finish(q, t, "failed", why);
+	finish(q, t, "failed", why, false);
 	return r;
 }
 
@@ -1113,29 +1296,42 @@ unsigned drf_tasks_tick(struct drf_tasks *q, const struct drf_config *c,
 	return started;
 }
 
-static const char *const state_names[] = {
-	[DRF_TASK_QUEUED] = "queued",
-	[DRF_TASK_RUNNING] = "running",
-	[DRF_TASK_DONE] = "finished",
-};
+/*
+ * Whether viewer sees all of t: root, or its submitter. Others see no more of
+ * it than the DRF order is made of (tasks.h): a command line or a cwd may hold
+ * what its user shows nobody (a token, a customer's name), as with ps's
+ * hidepid=2.
+ */
+static bool sees_all(const struct drf_task *t, uid_t viewer)
+{
+	return viewer == 0 || viewer == t->uid;
+}
 
-static void render_json(const struct drf_tasks *q, const struct drf_config *c, FILE *f)
+static void render_json(const struct drf_tasks *q, const struct drf_config *c, uid_t viewer,
+			FILE *f)
 {
 	char dir[4352];
 
 	fputs("{\"tasks\": [", f);
 	for (size_t i = 0; i < q->n; i++) {
 		const struct drf_task *t = &q->t[i];
+		bool all = sees_all(t, viewer);
 
 		task_dir(q, t->id, dir, sizeof(dir));
 		fprintf(f, "%s{\"id\": %" PRIu64 ", \"tenant\": ", i ? ", " : "", t->id);
 		drf_json_str(f, t->tenant);
-		fprintf(f, ", \"state\": \"%s\", \"uid\": %u, \"gid\": %u, \"groups\": [",
+		fprintf(f, ", \"state\": \"%s\", \"uid\": %u, \"gid\": %u, \"groups\": ",
 			state_names[t->state], (unsigned)t->uid, (unsigned)t->gid);
-		for (size_t g = 0; g < t->ngroups; g++)
-			fprintf(f, "%s%u", g ? ", " : "", (unsigned)t->groups[g]);
-		fputs("], \"key\": ", f);
-		if (t->key)
+		if (all) {
+			fputc('[', f);
+			for (size_t g = 0; g < t->ngroups; g++)
+				fprintf(f, "%s%u", g ? ", " : "", (unsigned)t->groups[g]);
+			fputc(']', f);
+		} else {
+			fputs("null", f);
+		}
+		fputs(", \"key\": ", f);
+		if (t->key && all)
 			drf_json_str(f, t->key);
 		else
 			fputs("null", f);
@@ -1151,12 +1347,18 @@ static void render_json(const struct drf_tasks *q, const struct drf_config *c, F
 			drf_json_num(f, t->vec[r]);
 			first = 0;
 		}
-		fputs("}, \"command\": [", f);
-		for (size_t a = 0; a < t->argc; a++) {
-			fputs(a ? ", " : "", f);
-			drf_json_str(f, t->argv[a]);
+		fputs("}, \"command\": ", f);
+		if (all) {
+			fputc('[', f);
+			for (size_t a = 0; a < t->argc; a++) {
+				fputs(a ? ", " : "", f);
+				drf_json_str(f, t->argv[a]);
+			}
+			fputc(']', f);
+		} else {
+			fputs("null", f);
 		}
-		fprintf(f, "], \"submitted_us\": %" PRIu64 ", \"started_us\": %" PRIu64
+		fprintf(f, ", \"submitted_us\": %" PRIu64 ", \"started_us\": %" PRIu64
 			   ", \"ended_us\": %" PRIu64 ", \"readopted\": %s, \"result\": ",
 			t->submitted, t->started, t->ended, t->readopted ? "true" : "false");
 		if (t->state == DRF_TASK_DONE)
@@ -1174,7 +1376,7 @@ static void render_json(const struct drf_tasks *q, const struct drf_config *c, F
 		else
 			fputs("null", f);
 		fputs(", \"error\": ", f);
-		if (t->error)
+		if (t->error && all)
 			drf_json_str(f, t->error);
 		else
 			fputs("null", f);
@@ -1214,10 +1416,27 @@ static void render_json(const struct drf_tasks *q, const struct drf_config *c, F
 		q->started_total, q->finished_total);
 }
 
-void drf_tasks_render(const struct drf_tasks *q, const struct drf_config *c, bool json, FILE *f)
+/* s with its control characters escaped (text.h), newline included. */
+static void put_escaped(FILE *f, const char *s)
+{
+	size_t n = strlen(s);
+	char small[256], *e = DRF_ESCAPED_SIZE(n) <= sizeof(small) ? small
+							   : malloc(DRF_ESCAPED_SIZE(n));
+
+	if (!e) {
+		fputs("?", f);
+		return;
+	}
+	fputs(drf_escape_controls(s, e, DRF_ESCAPED_SIZE(n)), f);
+	if (e != small)
+		free(e);
+}
+
+void drf_tasks_render(const struct drf_tasks *q, const struct drf_config *c, bool json,
+		      uid_t viewer, FILE *f)
 {
 	if (json) {
-		render_json(q, c, f);
+		render_json(q, c, viewer, f);
 		return;
 	}
 	if (q->n == 0) {
@@ -1243,11 +1462,21 @@ void drf_tasks_render(const struct drf_tasks *q, const struct drf_config *c, boo
 		}
 		fprintf(f, "%-6" PRIu64 " %-12s %-9s %-6u %-8s %-8s %-12s", t->id, t->tenant,
 			state_names[t->state], (unsigned)t->uid, cpu, mem, res);
-		for (size_t a = 0; a < t->argc && a < 8; a++)
-			fprintf(f, " %s", t->argv[a]);
+		if (!sees_all(t, viewer)) {
+			fputs(" -\n", f);
+			continue;
+		}
+		/* One row a task: a word's newline or escape sequence is shown, not obeyed. */
+		for (size_t a = 0; a < t->argc && a < 8; a++) {
+			fputc(' ', f);
+			put_escaped(f, t->argv[a]);
+		}
 		fputs(t->argc > 8 ? " ...\n" : "\n", f);
-		if (t->error)
-			fprintf(f, "       %s\n", t->error);
+		if (t->error) {
+			fputs("       ", f);
+			put_escaped(f, t->error);
+			fputc('\n', f);
+		}
 	}
 	fprintf(f, "output: %s/ID/stdout and stderr\n", q->dir);
 }

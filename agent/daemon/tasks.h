@@ -16,8 +16,10 @@
  *   ID/started   written by drfd once the supervisor runs
  *   ID/pid       written by the supervisor when it has started the command
  *   ID/exit      written by the supervisor when the command has ended
- *   ID/cancel    a cancel asked for while it ran
- *   ID/result    written by drfd when the task's cgroup is empty: final
+ *   ID/cancel    a cancel asked for while it ran (best effort: the kill and the
+ *                `cancelled` at its end do not wait for it)
+ *   ID/result    written by drfd when the task's cgroup is empty, or when it is
+ *                cancelled while queued (which waits for it): final
  *   ID/stdout, ID/stderr   the command's output, owned by the submitter
  * Every file is replaced atomically (write, fsync, rename, fsync the directory),
  * and opened beneath the state dir's fd, following no symlink (statedir.h). A
@@ -38,6 +40,10 @@
  * the key of a task the same uid submitted that drfd still knows (queued,
  * running, or among the kept finished ones) queues nothing and answers that
  * task's id, so that a client whose reply was lost can retry.
+ *
+ * The task runs in the cwd it was submitted from (absolute, shorter than
+ * PATH_MAX, kept whole), as its submitter; if that is gone or barred to it, the
+ * task fails with why rather than run anywhere else.
  */
 #ifndef DRF_TASKS_H
 #define DRF_TASKS_H
@@ -51,8 +57,25 @@
 #include "config.h"
 #include "knobs.h"
 
-/* Finished tasks kept (their directories, output included); older ones are removed. */
+/*
+ * Finished tasks kept per uid (their directories, output included, and their
+ * keys); each uid's older ones are removed. Per uid, so that no user's submits
+ * push another's results (and keys: a keyed retry would run twice) out.
+ */
 #define DRF_TASKS_HISTORY 200
+/*
+ * Tasks not yet finished (queued or running) that drfd takes: of one uid, and
+ * of all uids together; a submit over either is refused (DRF_TASKS_REFUSED),
+ * queuing nothing. Each such task holds its request (up to DRFD_REQ_MAX, 64 KiB)
+ * in drfd's memory and a task file on root's disk, is reloaded after a restart,
+ * and is scanned at every pick; a vector as small as --cpu 1e-12 fits the
+ * capacity a trillion times over, so the vector bounds nothing. 256 is far more
+ * than one user's work waiting on one node, and costs at most 16 MiB; 4096, the
+ * cap of 16 such users, at most 256 MiB, and keeps a tick's picks cheap. Root
+ * is held to the overall cap only (the operator, who may queue a large batch).
+ */
+#define DRF_TASKS_MAX_UID 256
+#define DRF_TASKS_MAX 4096
 /* An idempotency key: 1 to this many printable ASCII characters, no space. */
 #define DRF_TASK_KEY_MAX 128
 /* Supplementary groups (the kernel's NGROUPS_MAX). */
@@ -82,7 +105,7 @@ struct drf_task {
 	size_t argc;
 	uint64_t submitted, started, ended; /* CLOCK_REALTIME usec; 0: not yet */
 	enum drf_task_state state;
-	bool cancel;             /* asked for while running */
+	bool cancel;             /* asked for while running (kept here if its file cannot be) */
 	bool readopted;          /* running when drfd started */
 	pid_t pid;               /* the supervisor, when drfd's own child (to reap); else 0 */
 	/* done: */
@@ -158,12 +181,21 @@ void drf_tasks_free(struct drf_tasks *q);
  * Queues a task. Returns 0 with its id, DRF_TASKS_KNOWN with the id of the task
  * the same uid submitted with the same key, or DRF_TASKS_REFUSED /
  * DRF_TASKS_FAILED with why in err; a refused or failed submit changes nothing.
+ * Refused besides a bad vector or tenant: a cwd that is not absolute or is
+ * PATH_MAX long or more, and a submit over DRF_TASKS_MAX_UID or DRF_TASKS_MAX.
  */
 int drf_tasks_submit(struct drf_tasks *q, const struct drf_config *c,
 		     const double capacity[DRF_NRES], const struct drf_task_req *req,
 		     uint64_t *ret_id, char *err, size_t len);
 
-/* Cancels a queued or running task (root, or the uid that submitted it). */
+/*
+ * Cancels a queued or running task (root, or the uid that submitted it). A
+ * running one is killed (cgroup.kill) and recorded `cancelled` when it ends,
+ * also when its `cancel` file cannot be written (a full disk: the file only
+ * carries the cancel across a restart). A queued one is cancelled only once its
+ * `result` file is written, else it stays queued (DRF_TASKS_FAILED): a restarted
+ * drfd would find it queued, and run it.
+ */
 int drf_tasks_cancel(struct drf_tasks *q, uint64_t id, uid_t who, char *err, size_t len);
 
 /*
@@ -173,8 +205,18 @@ int drf_tasks_cancel(struct drf_tasks *q, uint64_t id, uid_t who, char *err, siz
 unsigned drf_tasks_tick(struct drf_tasks *q, const struct drf_config *c,
 			const double capacity[DRF_NRES], const struct drf_io_target *io);
 
-/* The queue for people (text) or programs (JSON). */
-void drf_tasks_render(const struct drf_tasks *q, const struct drf_config *c, bool json, FILE *f);
+/*
+ * The queue for people (text) or programs (JSON), as the uid viewer may see it:
+ * root sees every task whole; another uid sees its own tasks whole, and of
+ * other uids' tasks all but what their submitter typed or where: the command,
+ * the key, the supplementary groups and the error text (which names the cwd)
+ * are left out (null in JSON, "-" in text). The id, tenant, uid, gid, state,
+ * vector, times and result stay: they are what the DRF order is made of. The
+ * text has every control character (newline included) of a command's word or
+ * an error escaped (\xHH), so that no word can draw a row of its own.
+ */
+void drf_tasks_render(const struct drf_tasks *q, const struct drf_config *c, bool json,
+		      uid_t viewer, FILE *f);
 
 /* STATE-PATH without ".state", plus ".tasks". */
 int drf_tasks_dir(const char *state_path, char *ret, size_t len);
@@ -184,7 +226,11 @@ char *drf_tasks_escape(const char *s);
 /* In place; -EINVAL for a bad escape. */
 int drf_tasks_unescape(char *s);
 
-/* Parses a task file (its id from its "id" line); -EINVAL if it does not parse. */
+/*
+ * Parses a task file (its id from its "id" line); -EINVAL if it does not parse:
+ * a uid or gid that is not a plain number below (uid_t)-1, a cwd that is not
+ * absolute or is PATH_MAX long or more, no command.
+ */
 int drf_tasks_parse_file(struct drf_task *t, char *text);
 /* The task file's text (free()), which is also what the supervisor is handed. */
 char *drf_tasks_text(const struct drf_task *t);

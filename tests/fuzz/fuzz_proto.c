@@ -13,7 +13,9 @@
  * task; only an "ok" answer changes the queue; every answer is one of the
  * protocol's. Build and run: make fuzz-proto (see the Makefile).
  */
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,6 +88,38 @@ static void rm_rf(const char *path)
 	check(system(cmd) == 0);
 }
 
+#define SHM_PREFIX "drf-fuzz-proto-"
+
+/*
+ * The state dirs that runs killed before their atexit (a crash, a timeout,
+ * SIGKILL) left in /dev/shm: this user's, of pids that are gone. /dev/shm is
+ * anyone's, so only a directory of our own is removed, never followed.
+ */
+static void remove_stale(void)
+{
+	DIR *dd = opendir("/dev/shm");
+	struct dirent *de;
+
+	if (!dd)
+		return;
+	while ((de = readdir(dd))) {
+		char path[300], *end;
+		struct stat st;
+		long pid;
+
+		if (strncmp(de->d_name, SHM_PREFIX, strlen(SHM_PREFIX)) != 0)
+			continue;
+		pid = strtol(de->d_name + strlen(SHM_PREFIX), &end, 10);
+		if (*end || pid <= 0 || pid == (long)getpid() || kill((pid_t)pid, 0) == 0 ||
+		    errno != ESRCH)
+			continue;
+		snprintf(path, sizeof(path), "/dev/shm/%s", de->d_name);
+		if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid())
+			rm_rf(path);
+	}
+	closedir(dd);
+}
+
 /* A daemon of two tenants (A takes tasks), ticked once, with an empty task queue. */
 static void setup(void)
 {
@@ -116,9 +150,10 @@ static void setup(void)
 	drf_reconcile_tick(&d.rc, SIZE_MAX, &st);
 	check(drfd_usage_plan(&d) == 0);
 	/* Task files are written and fsync'ed at each submit: on tmpfs when there is one. */
-	if (stat("/dev/shm", &sb) == 0 && S_ISDIR(sb.st_mode))
-		snprintf(sdir, sizeof(sdir), "/dev/shm/drf-fuzz-proto-%d", (int)getpid());
-	else
+	if (stat("/dev/shm", &sb) == 0 && S_ISDIR(sb.st_mode)) {
+		remove_stale();
+		snprintf(sdir, sizeof(sdir), "/dev/shm/" SHM_PREFIX "%d", (int)getpid());
+	} else
 		snprintf(sdir, sizeof(sdir), "%s/state", dir);
 	/* A state dir of its own: /dev/shm itself is anyone's (drfd refuses it). */
 	check(mkdir(sdir, 0755) == 0 || errno == EEXIST);
@@ -143,28 +178,46 @@ static void teardown(void)
 	ready = false;
 }
 
-/* The task queued is the request's command, every word of it: nothing cut. */
+/*
+ * The task queued is the request's command, every word of it: nothing cut. A
+ * keyed submit ("task-submit-key KEY ...") has the key before the same words,
+ * and its task holds the key.
+ */
 static void check_whole(const struct drfd_req *r, uint64_t id)
 {
 	const struct drf_task *t = NULL;
-	char *line = strndup(r->buf, r->len), *w[4096 + 16];
-	size_t n = 0;
+	char *line = strndup(r->buf, r->len), **w, *key = NULL, *p;
+	size_t n = 0, cap = 1, head;
+	bool keyed;
 
 	check(line);
 	if (r->len && line[r->len - 1] == '\r')
 		line[r->len - 1] = '\0';
-	check(strncmp(line, "task-submit ", 12) == 0);
-	for (char *p = strtok(line + 12, " "); p && n < sizeof(w) / sizeof(w[0]);
-	     p = strtok(NULL, " "))
+	for (p = line; *p; p++)
+		cap += *p == ' ';
+	w = calloc(cap, sizeof(*w));
+	check(w);
+	keyed = strncmp(line, "task-submit-key ", 16) == 0;
+	check(keyed || strncmp(line, "task-submit ", 12) == 0);
+	for (p = strtok(line + (keyed ? 16 : 12), " "); p && n < cap; p = strtok(NULL, " "))
 		w[n++] = p;
+	head = 9;
+	if (keyed) {
+		check(n >= 1);
+		key = w[0];
+		check(drf_tasks_unescape(key) == 0);
+		head++;
+	}
 	for (size_t i = 0; i < d.tasks->n; i++)
 		if (d.tasks->t[i].id == id)
 			t = &d.tasks->t[i];
-	check(t && n >= 9 && t->argc == n - 9);
+	check(t && n >= head && t->argc == n - head);
+	check(key ? t->key && strcmp(t->key, key) == 0 : !t->key);
 	for (size_t i = 0; i < t->argc; i++) {
-		check(drf_tasks_unescape(w[9 + i]) == 0);
-		check(strcmp(t->argv[i], w[9 + i]) == 0);
+		check(drf_tasks_unescape(w[head + i]) == 0);
+		check(strcmp(t->argv[i], w[head + i]) == 0);
 	}
+	free(w);
 	free(line);
 }
 

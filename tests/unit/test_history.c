@@ -317,6 +317,43 @@ static void test_file_rotation_bounded(void **state)
 	rmdir(dir);
 }
 
+/*
+ * The history is 0644 whatever drfd's umask (the unit's is 0077): `drfctl
+ * recommend` reads it as any user. One an older drfd made 0600 is opened up.
+ */
+static void test_file_mode_under_umask(void **state)
+{
+	char dir[] = "/tmp/drf-hist-XXXXXX", path[256], old[264];
+	struct drf_history_file f;
+	mode_t um;
+	struct stat st;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/r.history", dir);
+	snprintf(old, sizeof(old), "%s.1", path);
+	um = umask(077);
+	assert_int_equal(drf_history_open(&f, path, 60, 4096), 0);
+	drf_history_close(&f);
+	umask(um);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0644);
+	assert_int_equal(chmod(path, 0600), 0);
+	um = umask(077);
+	assert_int_equal(drf_history_open(&f, path, 60, 4096), 0);
+	drf_history_close(&f);
+	/* A file of another step is rotated: the new one is 0644 too. */
+	assert_int_equal(drf_history_open(&f, path, 30, 4096), 0);
+	drf_history_close(&f);
+	umask(um);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0644);
+	assert_int_equal(stat(old, &st), 0);
+	unlink(path);
+	unlink(old);
+	rmdir(dir);
+}
+
 static void test_file_restart_and_torn_tail(void **state)
 {
 	char dir[] = "/tmp/drf-hist-XXXXXX", path[256], old[264], line[DRF_HIST_LINE_MAX];
@@ -440,6 +477,7 @@ int main(void)
 		cmocka_unit_test(test_window),
 		cmocka_unit_test(test_file_rotation_bounded),
 		cmocka_unit_test(test_file_restart_and_torn_tail),
+		cmocka_unit_test(test_file_mode_under_umask),
 		cmocka_unit_test(test_daemon_hook),
 	};
 

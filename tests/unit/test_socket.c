@@ -9,7 +9,9 @@
  * requests over the limit (refused whole, nothing queued), idle and slow
  * clients (dropped at their deadlines while a timer keeps its pace), and the
  * socket path (anything but a socket left intact; a stale socket replaced; at
- * exit, a path someone else took over is left alone).
+ * exit, a path someone else took over is left alone). The task requests as the
+ * connection's peer makes them: what a user other than root sees of others'
+ * tasks, a command's newlines escaped in the text, a submit of 5,000 words.
  *
  * Run as root: the children need setresuid (the README's tests run as root).
  */
@@ -883,6 +885,162 @@ static void test_path_stale_live_and_exit(void **state)
 	assert_int_equal(errno, ENOENT);
 }
 
+
+/*
+ * A task request on a connection whose peer is euid with the groups given (the
+ * kernel records the creator's credentials for both ends of a socketpair).
+ */
+static char *answer_as(uid_t euid, const gid_t *groups, size_t ngroups, const char *req)
+{
+	gid_t saved[256];
+	int n = getgroups(256, saved), sv[2];
+	size_t len = 0;
+	char *out = NULL;
+
+	assert_true(n >= 0);
+	if (groups)
+		assert_int_equal(setgroups(ngroups, groups), 0);
+	assert_int_equal(seteuid(euid), 0);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	assert_int_equal(seteuid(0), 0);
+	assert_int_equal(setgroups((size_t)n, saved), 0);
+	assert_int_equal(drfd_tasks_answer(&d, sv[0], req, &out, &len), 1);
+	assert_non_null(out);
+	assert_int_equal(strlen(out), len);
+	close(sv[0]);
+	close(sv[1]);
+	return out;
+}
+
+/* "task-submit A /tmp 0 0 0 0 0 0 0" and each word of argv escaped, as drfctl sends it. */
+static char *submit_req(const char *key, const char *const *argv)
+{
+	char *req = NULL, *e;
+	size_t len = 0;
+	FILE *f = open_memstream(&req, &len);
+
+	assert_non_null(f);
+	if (key)
+		fprintf(f, "task-submit-key %s ", key);
+	else
+		fputs("task-submit ", f);
+	fputs("A /tmp 0 0 0 0 0 0 0", f);
+	for (; *argv; argv++) {
+		e = drf_tasks_escape(*argv);
+		assert_non_null(e);
+		fprintf(f, " %s", e);
+		free(e);
+	}
+	assert_int_equal(fclose(f), 0);
+	return req;
+}
+
+static void submit_ok(uid_t euid, const gid_t *groups, size_t ngroups, const char *key,
+		      const char *const *argv)
+{
+	char *req = submit_req(key, argv), *a = answer_as(euid, groups, ngroups, req);
+
+	if (strncmp(a, "drfd-task 1 ok ", 15) != 0)
+		fail_msg("submit answered: %s", a);
+	free(a);
+	free(req);
+}
+
+/*
+ * A user other than root sees another user's task without its command, key,
+ * groups and error (which names the cwd); its own whole. Root sees all.
+ */
+static void test_tasks_view_per_user(void **state)
+{
+	static const char *const secret[] = { "sh", "-c", "echo SECRET-TOKEN", NULL };
+	static const char *const mine[] = { "echo", "MINE-ARG", NULL };
+	const gid_t groups[] = { 4242 };
+	char *a;
+
+	(void)state;
+	daemon_with_tasks();
+	submit_ok(0, groups, 1, "key-of-root", secret);
+	submit_ok(65534, NULL, 0, NULL, mine);
+	assert_int_equal(d.tasks->n, 2);
+	d.tasks->t[0].error = strdup("cannot run 'sh' as uid 0 in '/srv/SECRET-CWD': gone");
+	assert_non_null(d.tasks->t[0].error);
+	for (int json = 0; json < 2; json++) {
+		const char *req = json ? "tasks json" : "tasks text";
+
+		a = answer_as(65534, NULL, 0, req);
+		assert_true(strncmp(a, "drfd-task 1 ok\n", 15) == 0);
+		assert_null(strstr(a, "SECRET"));
+		assert_null(strstr(a, "key-of-root"));
+		assert_null(strstr(a, "4242"));
+		assert_non_null(strstr(a, "MINE-ARG"));
+		if (json) {
+			assert_non_null(strstr(a, "\"id\": 1, \"tenant\": \"A\", \"state\": "
+						  "\"running\", \"uid\": 0, \"gid\": 0, \"groups\": "
+						  "null, \"key\": null"));
+			assert_non_null(strstr(a, "\"command\": null"));
+			assert_non_null(strstr(a, "\"vector\": {\"cpu\": 0.5"));
+		}
+		free(a);
+		a = answer_as(0, NULL, 0, req);
+		assert_non_null(strstr(a, "SECRET-TOKEN"));
+		assert_non_null(strstr(a, "SECRET-CWD"));
+		assert_non_null(strstr(a, "MINE-ARG"));
+		if (json) {
+			assert_non_null(strstr(a, "\"key\": \"key-of-root\""));
+			assert_non_null(strstr(a, "\"groups\": [4242]"));
+		}
+		free(a);
+	}
+	daemon_with_tasks_free();
+}
+
+/* A word with a newline cannot draw a row of its own in drfctl tasks: one row a task. */
+static void test_tasks_text_escaped(void **state)
+{
+	static const char *const forge[] = {
+		"printf", "x\n2      A            finished  0      0.500    64M      exited 0     "
+			  "rm -rf /", "\033]0;title\007", NULL };
+	char *a, *line;
+	int rows = 0;
+
+	(void)state;
+	daemon_with_tasks();
+	submit_ok(65534, NULL, 0, NULL, forge);
+	d.tasks->t[0].error = strdup("an error\nwith\ttwo lines");
+	assert_non_null(d.tasks->t[0].error);
+	a = answer_as(0, NULL, 0, "tasks text");
+	/* The answer's line, the header, the task's row, its error, the output line. */
+	for (line = a; (line = strchr(line, '\n')); line++)
+		rows++;
+	if (rows != 5)
+		fail_msg("%d lines:\n%s", rows, a);
+	assert_non_null(strstr(a, " printf x\\x0a2      A"));
+	assert_non_null(strstr(a, "\\x1b]0;title\\x07"));
+	assert_non_null(strstr(a, "an error\\x0awith\\x09two lines"));
+	assert_null(strchr(a, '\033'));
+	free(a);
+	daemon_with_tasks_free();
+}
+
+/* 5,000 words (well within DRFD_REQ_MAX): taken whole, not refused as malformed. */
+static void test_submit_many_words(void **state)
+{
+	const char **argv = calloc(5002, sizeof(*argv));
+
+	(void)state;
+	assert_non_null(argv);
+	argv[0] = "true";
+	for (int i = 1; i <= 5000; i++)
+		argv[i] = "x";
+	daemon_with_tasks();
+	submit_ok(0, NULL, 0, NULL, argv);
+	assert_int_equal(d.tasks->n, 1);
+	assert_int_equal(d.tasks->t[0].argc, 5001);
+	assert_string_equal(d.tasks->t[0].argv[5000], "x");
+	free(argv);
+	daemon_with_tasks_free();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -894,6 +1052,9 @@ int main(void)
 		cmocka_unit_test_teardown(test_slow_clients, test_teardown),
 		cmocka_unit_test_teardown(test_path_not_a_socket, test_teardown),
 		cmocka_unit_test_teardown(test_path_stale_live_and_exit, test_teardown),
+		cmocka_unit_test_teardown(test_tasks_view_per_user, test_teardown),
+		cmocka_unit_test_teardown(test_tasks_text_escaped, test_teardown),
+		cmocka_unit_test_teardown(test_submit_many_words, test_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -208,6 +208,13 @@ static void test_open_creates_exact_modes(void **state)
 	assert_int_equal(chmod(p, 0711), 0);
 	assert_int_equal(chown(p, 1000, 1000), 0);
 	assert_int_equal(drf_at_dir(fd, "q.tasks", DRF_PRIVATE_DIR_MODE, false), -EPERM);
+	/* A file replaced in it: exactly its mode too (the state file is read by any user). */
+	old = umask(077);
+	assert_int_equal(drf_at_replace(fd, "r.state", "s\n", 2, DRF_PUBLIC_FILE_MODE), 0);
+	assert_int_equal(drf_at_replace(fd, "q.tasks.x", "s\n", 2, DRF_PRIVATE_FILE_MODE), 0);
+	umask(old);
+	assert_int_equal(mode_of(t, "x/y/state/r.state"), 0644);
+	assert_int_equal(mode_of(t, "x/y/state/q.tasks.x"), 0600);
 	close(fd);
 }
 

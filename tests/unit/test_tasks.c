@@ -8,13 +8,19 @@
  * and handed to the supervisor from memory; task files 0600; an unsafe state
  * dir refused; a swapped or foreign task directory not followed; the real
  * supervisor setting exactly those groups and keeping the exit status through
- * failed writes of its exit file; idempotent keys. Runs as root.
+ * failed writes of its exit file; idempotent keys. Then the review of that:
+ * caps on unfinished tasks, cancels on a full disk, the history per uid, the
+ * cwd (whole, refused when relative, failing the task when gone), next_id past
+ * a directory left alone, strict uid and gid, signals reset for the command.
+ * Runs as root.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -800,12 +806,12 @@ static int supervise(struct fx *f, uint64_t id, struct flaky *k)
 	return WEXITSTATUS(status);
 }
 
-static uint64_t submit_cmd(struct fx *f, uid_t uid, const gid_t *groups, size_t n,
-			   const char *script)
+/* Submits argv (argc words) as uid in cwd to B and starts it. */
+static uint64_t submit_argv(struct fx *f, uid_t uid, const gid_t *groups, size_t n,
+			    const char *cwd, char **argv, size_t argc)
 {
-	char *argv[] = { "sh", "-c", (char *)script, NULL };
 	struct drf_task_req req = { .uid = uid, .gid = uid, .groups = groups, .ngroups = n,
-				    .cwd = "/", .argv = argv, .argc = 3 };
+				    .cwd = cwd, .argv = argv, .argc = argc };
 	char err[1024];
 	uint64_t id;
 
@@ -813,6 +819,14 @@ static uint64_t submit_cmd(struct fx *f, uid_t uid, const gid_t *groups, size_t 
 	assert_int_equal(drf_tasks_submit(&f->q, &f->cfg, f->cap, &req, &id, err, sizeof(err)), 0);
 	assert_int_equal(drf_tasks_tick(&f->q, &f->cfg, f->cap, NULL), 1);
 	return id;
+}
+
+static uint64_t submit_cmd(struct fx *f, uid_t uid, const gid_t *groups, size_t n,
+			   const char *script)
+{
+	char *argv[] = { "sh", "-c", (char *)script, NULL };
+
+	return submit_argv(f, uid, groups, n, "/", argv, 3);
 }
 
 /* Exactly the groups drfd handed over, not the user's from /etc/group; not the file's uid. */
@@ -928,6 +942,314 @@ static void test_idempotent_key(void **state)
 	fx_free(f);
 }
 
+
+/* ---- the review of the hardening ---- */
+
+/* A task of uid with a vector so small that the capacity holds any number of them. */
+static int submit_tiny_key(struct fx *f, uid_t uid, const char *key, uint64_t *id, char *err,
+			   size_t len)
+{
+	char *argv[] = { "true", NULL };
+	struct drf_task_req req = { .uid = uid, .gid = uid, .cwd = "/", .argv = argv, .argc = 1,
+				    .key = key };
+	uint64_t dummy;
+
+	snprintf(req.tenant, sizeof(req.tenant), "A");
+	req.vec[DRF_RES_CPU] = 1e-12;
+	req.given[DRF_RES_CPU] = true;
+	req.given[DRF_RES_MEMORY] = true;
+	return drf_tasks_submit(&f->q, &f->cfg, f->cap, &req, id ? id : &dummy, err, len);
+}
+
+static int submit_tiny(struct fx *f, uid_t uid, uint64_t *id, char *err, size_t len)
+{
+	return submit_tiny_key(f, uid, NULL, id, err, len);
+}
+
+static bool dir_exists(struct fx *f, uint64_t id)
+{
+	char p[4400];
+	struct stat st;
+
+	snprintf(p, sizeof(p), "%s/%" PRIu64, f->qdir, id);
+	return stat(p, &st) == 0;
+}
+
+/*
+ * DRF_TASKS_MAX_UID unfinished tasks of a uid, queued or running, then its next
+ * submit is refused, changing nothing; another uid's and root's are taken; a
+ * task that ends makes room. DRF_TASKS_MAX of all uids: then root is refused too.
+ */
+static void test_caps(void **state)
+{
+	struct fx *f = fx_new();
+	char err[1024];
+	uint64_t id, next, keyed, again;
+	size_t n;
+	unsigned k = 0;
+
+	(void)state;
+	assert_int_equal(submit_tiny_key(f, 1000, "cap-1", &keyed, err, sizeof(err)), 0);
+	for (int i = 1; i < DRF_TASKS_MAX_UID; i++)
+		assert_int_equal(submit_tiny(f, 1000, NULL, err, sizeof(err)), 0);
+	n = f->q.n;
+	next = f->q.next_id;
+	assert_int_equal(submit_tiny(f, 1000, NULL, err, sizeof(err)), DRF_TASKS_REFUSED);
+	assert_non_null(strstr(err, "256"));
+	assert_int_equal(f->q.n, n);
+	assert_int_equal(f->q.next_id, next);
+	assert_false(dir_exists(f, next));
+	/* Running counts too: all of them start (the vector is tiny), still refused. */
+	assert_int_equal(drf_tasks_tick(&f->q, &f->cfg, f->cap, NULL), DRF_TASKS_MAX_UID);
+	assert_int_equal(submit_tiny(f, 1000, NULL, err, sizeof(err)), DRF_TASKS_REFUSED);
+	/* One ends: room for one. */
+	end(f, task(f, 2)->id, "exit 0\nsignal -1\n", NULL);
+	drf_tasks_tick(&f->q, &f->cfg, f->cap, NULL);
+	assert_int_equal(submit_tiny(f, 1000, NULL, err, sizeof(err)), 0);
+	assert_int_equal(submit_tiny(f, 1000, NULL, err, sizeof(err)), DRF_TASKS_REFUSED);
+	/* Another user is not held to 1000's count; root to no uid's. */
+	assert_int_equal(submit_tiny(f, 1001, NULL, err, sizeof(err)), 0);
+	for (int i = 0; i < DRF_TASKS_MAX_UID + 44; i++)
+		assert_int_equal(submit_tiny(f, 0, NULL, err, sizeof(err)), 0);
+	/* Up to DRF_TASKS_MAX of all: then everyone is refused, root included. */
+	n = 0;
+	for (size_t i = 0; i < f->q.n; i++)
+		n += f->q.t[i].state != DRF_TASK_DONE;
+	for (; n < DRF_TASKS_MAX; n++, k++)
+		assert_int_equal(submit_tiny(f, 2000 + k / DRF_TASKS_MAX_UID, &id, err,
+					     sizeof(err)), 0);
+	next = f->q.next_id;
+	assert_int_equal(submit_tiny(f, 0, NULL, err, sizeof(err)), DRF_TASKS_REFUSED);
+	assert_non_null(strstr(err, "4096"));
+	assert_int_equal(submit_tiny(f, 3000, NULL, err, sizeof(err)), DRF_TASKS_REFUSED);
+	assert_int_equal(f->q.next_id, next);
+	/* A keyed retry of a task it knows is no new task: answered, cap or not. */
+	assert_int_equal(submit_tiny_key(f, 1000, "cap-1", &again, err, sizeof(err)),
+			 DRF_TASKS_KNOWN);
+	assert_int_equal(again, keyed);
+	fx_free(f);
+}
+
+/*
+ * The disk is full (the cancel and result files cannot be written): a running
+ * task is killed all the same and recorded cancelled; a queued one stays
+ * queued, answered failed, also after a restart, until its result is written.
+ */
+static void test_cancel_disk_full(void **state)
+{
+	struct fx *f = fx_new();
+	char err[512], buf[64], p[4400];
+	uint64_t run, queued;
+
+	(void)state;
+	assert_int_equal(submit_as(f, 1000, NULL, NULL, 0, &run), 0);
+	assert_int_equal(drf_tasks_tick(&f->q, &f->cfg, f->cap, NULL), 1);
+	assert_int_equal(submit(f, "A", 0.9, -1, &queued), 0);
+	drf_tasks_tick(&f->q, &f->cfg, f->cap, NULL);
+	assert_int_equal(task(f, queued)->state, DRF_TASK_QUEUED);
+	/* A directory in the way of the temporary files: every write of them fails. */
+	snprintf(p, sizeof(p), "%s/%" PRIu64 "/.cancel.tmp", f->qdir, run);
+	assert_int_equal(mkdir(p, 0700), 0);
+	snprintf(p, sizeof(p), "%s/%" PRIu64 "/.result.tmp", f->qdir, queued);
+	assert_int_equal(mkdir(p, 0700), 0);
+	/* Queued: answered failed, and queued it stays, also for a restarted drfd. */
+	assert_int_equal(drf_tasks_cancel(&f->q, queued, 1000, err, sizeof(err)),
+			 DRF_TASKS_FAILED);
+	assert_non_null(strstr(err, "result"));
+	assert_int_equal(task(f, queued)->state, DRF_TASK_QUEUED);
+	reload(f);
+	assert_int_equal(task(f, queued)->state, DRF_TASK_QUEUED);
+	/* Room again: cancelled, for good. */
+	assert_int_equal(rmdir(p), 0);
+	assert_int_equal(drf_tasks_cancel(&f->q, queued, 1000, err, sizeof(err)), 0);
+	/* Running: killed without its cancel file, recorded cancelled from memory. */
+	assert_int_equal(drf_tasks_cancel(&f->q, run, 1000, err, sizeof(err)), 0);
+	assert_true(cgfs_read(&f->fs, task(f, run)->cgroup, "cgroup.kill", buf, sizeof(buf)) > 0);
+	assert_string_equal(buf, "1");
+	end(f, run, "exit -1\nsignal 9\n", NULL);
+	drf_tasks_tick(&f->q, &f->cfg, f->cap, NULL);
+	assert_string_equal(task(f, run)->result, "cancelled");
+	reload(f);
+	assert_string_equal(task(f, run)->result, "cancelled");
+	assert_int_equal(task(f, queued)->state, DRF_TASK_DONE);
+	assert_string_equal(task(f, queued)->result, "cancelled");
+	fx_free(f);
+}
+
+/* Another uid's finished tasks do not push a uid's out: its directory and key stay. */
+static void test_history_per_uid(void **state)
+{
+	struct fx *f = fx_new();
+	char err[256];
+	uint64_t a, b[5], again;
+	unsigned done = 0;
+
+	(void)state;
+	f->q.history = 3;
+	assert_int_equal(submit_as(f, 1000, "mine-1", NULL, 0, &a), 0);
+	assert_int_equal(drf_tasks_cancel(&f->q, a, 1000, err, sizeof(err)), 0);
+	for (int i = 0; i < 5; i++) {
+		assert_int_equal(submit_as(f, 1001, NULL, NULL, 0, &b[i]), 0);
+		assert_int_equal(drf_tasks_cancel(&f->q, b[i], 1001, err, sizeof(err)), 0);
+	}
+	drf_tasks_tick(&f->q, &f->cfg, f->cap, NULL);
+	assert_int_equal(task(f, a)->state, DRF_TASK_DONE);
+	assert_true(dir_exists(f, a));
+	for (size_t i = 0; i < f->q.n; i++)
+		done += f->q.t[i].uid == 1001;
+	assert_int_equal(done, 3);
+	/* 1001's newest 3 are kept, its 2 oldest gone with their directories. */
+	assert_false(dir_exists(f, b[0]));
+	assert_false(dir_exists(f, b[1]));
+	assert_true(dir_exists(f, b[4]));
+	assert_int_equal(submit_as(f, 1000, "mine-1", NULL, 0, &again), DRF_TASKS_KNOWN);
+	assert_int_equal(again, a);
+	fx_free(f);
+}
+
+/* A cwd that is not absolute, or PATH_MAX long: refused; a long one is kept whole. */
+static void test_cwd_at_submit(void **state)
+{
+	struct fx *f = fx_new();
+	char *argv[] = { "true", NULL }, *cwd = malloc(PATH_MAX + 1), err[1024];
+	struct drf_task_req req = { .uid = 1000, .gid = 1000, .argv = argv, .argc = 1 };
+	uint64_t id;
+
+	(void)state;
+	assert_non_null(cwd);
+	snprintf(req.tenant, sizeof(req.tenant), "B");
+	req.cwd = "tmp";
+	assert_int_equal(drf_tasks_submit(&f->q, &f->cfg, f->cap, &req, &id, err, sizeof(err)),
+			 DRF_TASKS_REFUSED);
+	req.cwd = "";
+	assert_int_equal(drf_tasks_submit(&f->q, &f->cfg, f->cap, &req, &id, err, sizeof(err)),
+			 DRF_TASKS_REFUSED);
+	/* PATH_MAX bytes and its NUL: more than chdir takes. */
+	memset(cwd, ' ', PATH_MAX);
+	cwd[0] = '/';
+	cwd[PATH_MAX] = '\0';
+	req.cwd = cwd;
+	assert_int_equal(drf_tasks_submit(&f->q, &f->cfg, f->cap, &req, &id, err, sizeof(err)),
+			 DRF_TASKS_REFUSED);
+	assert_int_equal(f->q.n, 0);
+	/* One shorter: taken, and 3 x 4095 bytes escaped in its file come back whole. */
+	cwd[PATH_MAX - 1] = '\0';
+	assert_int_equal(drf_tasks_submit(&f->q, &f->cfg, f->cap, &req, &id, err, sizeof(err)), 0);
+	reload(f);
+	assert_int_equal(f->q.n, 1);
+	assert_string_equal(task(f, id)->cwd, cwd);
+	free(cwd);
+	fx_free(f);
+}
+
+/* The numeric directory of a task left alone, with next-id lost: the next id is past it. */
+static void test_next_id_past_left_alone(void **state)
+{
+	struct fx *f = fx_new();
+	char p[4400];
+	uint64_t id[3], n;
+
+	(void)state;
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(submit_as(f, 1000, NULL, NULL, 0, &id[i]), 0);
+	snprintf(p, sizeof(p), "%s/%" PRIu64, f->qdir, id[2]);
+	assert_int_equal(chown(p, 1000, 1000), 0);
+	snprintf(p, sizeof(p), "%s/next-id", f->qdir);
+	assert_int_equal(unlink(p), 0);
+	reload(f);
+	assert_int_equal(f->q.n, 2);
+	assert_int_equal(submit_as(f, 1000, NULL, NULL, 0, &n), 0);
+	assert_true(n > id[2]);
+	fx_free(f);
+}
+
+/* A uid or gid that is not a plain number: the task file is refused, never run as root. */
+static void test_uid_strict(void **state)
+{
+	static const char *const bad[] = { "uid abc", "uid -1", "uid 1000x", "uid 4294967295",
+					   "uid ", "gid abc", "uid 1e3" };
+	struct fx *f = fx_new();
+	char p[4400], text[8192], *u;
+	uint64_t id;
+
+	(void)state;
+	assert_int_equal(submit_as(f, 1000, NULL, NULL, 0, &id), 0);
+	snprintf(p, sizeof(p), "%s/%" PRIu64 "/task", f->qdir, id);
+	snprintf(text, sizeof(text), "%s", slurp(p));
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char edited[8300];
+		const char *what = bad[i][0] == 'u' ? "\nuid 1000\n" : "\ngid 1000\n";
+
+		u = strstr(text, what);
+		assert_non_null(u);
+		snprintf(edited, sizeof(edited), "%.*s\n%s%s", (int)(u - text), text, bad[i],
+			 u + strlen(what) - 1);
+		assert_int_equal(t_write_file(p, edited), 0);
+		reload(f);
+		if (f->q.n != 0)
+			fail_msg("a task file with '%s' was loaded (uid %u)", bad[i],
+				 (unsigned)f->q.t[0].uid);
+	}
+	assert_int_equal(t_write_file(p, text), 0);
+	reload(f);
+	assert_int_equal(f->q.n, 1);
+	assert_int_equal(task(f, id)->uid, 1000);
+	fx_free(f);
+}
+
+/* A cwd that is gone when the task starts: failed with why, not run in "/". */
+static void test_cwd_gone_fails(void **state)
+{
+	struct fx *f = fx_new();
+	char *argv[] = { "pwd", NULL }, p[4400];
+	const char *gone = "/nonexistent/drf-test-cwd";
+	struct flaky k = { 0 };
+	uint64_t id;
+
+	(void)state;
+	id = submit_argv(f, 65534, NULL, 0, gone, argv, 1);
+	assert_int_equal(supervise(f, id, &k), 0);
+	snprintf(p, sizeof(p), "%s/%" PRIu64 "/stdout", f->qdir, id);
+	assert_string_equal(slurp(p), "");
+	end(f, id, NULL, NULL);
+	drf_tasks_tick(&f->q, &f->cfg, f->cap, NULL);
+	assert_string_equal(task(f, id)->result, "failed");
+	assert_non_null(task(f, id)->error);
+	assert_non_null(strstr(task(f, id)->error, gone));
+	assert_non_null(strstr(task(f, id)->error, "No such file"));
+	fx_free(f);
+}
+
+/*
+ * The command gets no signal ignored or blocked: the supervisor ignores SIGHUP
+ * and SIGINT, which exec would hand on.
+ */
+static void test_command_signals_default(void **state)
+{
+	struct fx *f = fx_new();
+	char *argv[] = { "grep", "-E", "^Sig(Blk|Ign)", "/proc/self/status", NULL }, p[4400];
+	unsigned long long blk, ign;
+	struct flaky k = { 0 };
+	uint64_t id;
+
+	(void)state;
+	/* Even what the test's own parent ignores (a shell's background job: SIGINT). */
+	signal(SIGQUIT, SIG_IGN);
+	id = submit_argv(f, 65534, NULL, 0, "/", argv, 4);
+	assert_int_equal(supervise(f, id, &k), 0);
+	signal(SIGQUIT, SIG_DFL);
+	snprintf(p, sizeof(p), "%s/%" PRIu64 "/stdout", f->qdir, id);
+	assert_int_equal(sscanf(slurp(p), "SigBlk: %llx SigIgn: %llx", &blk, &ign), 2);
+	assert_true(blk == 0);
+	/*
+	 * But 32 and 33, glibc's own (NPTL's): signal() cannot change them, glibc sets
+	 * them up itself where it uses them, and GNU make hands them on ignored.
+	 */
+	if ((ign & ~(3ULL << 31)) != 0)
+		fail_msg("the command ignores signals %llx", ign);
+	fx_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -946,6 +1268,14 @@ int main(void)
 		cmocka_unit_test(test_supervisor_sets_exact_groups),
 		cmocka_unit_test(test_exit_kept_when_write_fails),
 		cmocka_unit_test(test_idempotent_key),
+		cmocka_unit_test(test_caps),
+		cmocka_unit_test(test_cancel_disk_full),
+		cmocka_unit_test(test_history_per_uid),
+		cmocka_unit_test(test_cwd_at_submit),
+		cmocka_unit_test(test_next_id_past_left_alone),
+		cmocka_unit_test(test_uid_strict),
+		cmocka_unit_test(test_cwd_gone_fails),
+		cmocka_unit_test(test_command_signals_default),
 	};
 
 	return cmocka_run_group_tests_name("tasks", tests, NULL, NULL);

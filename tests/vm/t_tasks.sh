@@ -7,8 +7,10 @@
 # the task's own cgroup, refusals at submit, an exit status with output, and a
 # task submitted by an unprivileged user running as that user with exactly the
 # groups it had (none, or a --groups list), task files 0600, an idempotent
-# resubmit by key (across a restart), a state dir someone else could write
-# refused at start (exit 8), and an exit status kept while the disk is full.
+# resubmit by key (across a restart), the cap of 256 unfinished tasks of one
+# user (root exempt), what a user sees of root's tasks (no command line, no
+# key), a state dir someone else could write refused at start (exit 8), and an
+# exit status kept while the disk is full.
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/vm/lib.sh
 . "$here/lib.sh"
@@ -242,6 +244,64 @@ raw=$(LC_ALL=C grep -c $'[\x07\x1b\x9b]' "$work/tasks.txt" "$work/drfd.log" | aw
 esc=$(grep -c 'a\\x1b\]0;owned\\x07b' "$work/tasks.txt")
 check tasks-controls-escaped "[ -n '$x' ] && [ $raw = 0 ] && [ $esc = 1 ]" \
 	"task $x: lines with a raw ESC, BEL or CSI in drfctl tasks and drfd's log: $raw; its command shown escaped: $esc"
+
+# The cap on one user's unfinished tasks: behind root's blocker (whose command line and key
+# must stay root's), uid 65534 queues 256 tasks (straight on the socket: 256 drfctl runs are
+# slow under TCG); its 257th submit is refused, exit 2, nothing queued; root's is taken.
+# as_nobody CMD...: CMD as uid 65534 with no supplementary group (status-group is its gid)
+as_nobody() { (cd / && setpriv --reuid=65534 --regid=65534 --clear-groups "$@"); }
+# ask.py SOCKET REQUEST...: sends each REQUEST on a connection of its own; prints the ok count
+cat >"$work/ask.py" <<'PY'
+import socket, sys
+ok = 0
+for req in sys.argv[2:]:
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sys.argv[1])
+    s.sendall(req.encode() + b"\n")
+    a = b""
+    while True:
+        c = s.recv(4096)
+        if not c:
+            break
+        a += c
+    s.close()
+    ok += a.startswith(b"drfd-task 1 ok")
+print(ok)
+PY
+chmod 0644 "$work/ask.py"
+blk2=$("$DRFCTL" submit -c "$conf" --key root-key-7 C --cpu 0.9 --memory 288M -- \
+	sh -c 'sleep 600' ROOT-ARG-7)
+wait_for 't['"$blk2"']["state"] == "running"' 10
+# (no process substitution: the VM has no /dev/fd)
+reqs=()
+for _ in $(seq 256); do reqs+=("task-submit B / 0 0 0 0 0 0 0 true"); done
+nok=$(as_nobody $PY "$work/ask.py" "$sock" "${reqs[@]}")
+as_nobody "$DRFCTL" submit -c "$conf" B -- true >/dev/null 2>"$work/cap.err"; c257=$?
+"$DRFCTL" submit -c "$conf" B -- true >"$work/cap.root" 2>&1; croot=$?
+tasks_json "$work/cap.json"
+mine=$(field "$work/cap.json" 'len([x for x in j["tasks"] if x["uid"] == 65534 and x["state"] != "finished"])')
+check tasks-cap-per-uid "[ '$nok' = 256 ] && [ $c257 = 2 ] && [ $mine = 256 ] && [ $croot = 0 ]" \
+	"uid 65534: $nok of 256 submits taken, the 257th exit $c257 ($(head -c 120 "$work/cap.err")), its unfinished tasks $mine; root's submit exit $croot"
+
+# What uid 65534 sees of root's task: its id, state and vector, not its command or key.
+as_nobody "$DRFCTL" tasks -c "$conf" >"$work/view.txt" 2>&1
+as_nobody "$DRFCTL" tasks -c "$conf" --json >"$work/view.json" 2>&1
+"$DRFCTL" tasks -c "$conf" >"$work/view-root.txt" 2>&1
+hidden=$(field "$work/view.json" '(t['"$blk2"']["state"], t['"$blk2"']["command"], t['"$blk2"']["key"], t['"$blk2"']["vector"]["cpu"])')
+own=$(field "$work/view.json" '[x["command"] for x in j["tasks"] if x["uid"] == 65534][-1]')
+leak=$(grep -c -e ROOT-ARG-7 -e root-key-7 "$work/view.txt" "$work/view.json" | awk -F: '{ s += $2 } END { print s }')
+rootsees=$(grep -c ROOT-ARG-7 "$work/view-root.txt")
+check tasks-others-command-hidden "[ \"$hidden\" = \"('running', None, None, 0.9)\" ] && [ \"$own\" = \"['true']\" ] && [ $leak = 0 ] && [ $rootsees = 1 ]" \
+	"root's task $blk2 as uid 65534 sees it (state, command, key, cpu): $hidden; its own: $own; lines naming root's argument or key in its view: $leak; in root's: $rootsees"
+
+# Cancel what is left (queued first, so that nothing starts), then the blocker.
+reqs=()
+for id in $(field "$work/cap.json" '" ".join(str(x["id"]) for x in j["tasks"] if x["state"] == "queued")'); do
+	reqs+=("task-cancel $id")
+done
+$PY "$work/ask.py" "$sock" "${reqs[@]}" >/dev/null
+"$DRFCTL" cancel -c "$conf" "$blk2"
+wait_for 'j["tenants"]["A"]["running"] + j["tenants"]["B"]["running"] + j["tenants"]["C"]["running"] == 0 and not [x for x in j["tasks"] if x["state"] == "queued"]' 60
 
 # Finished task cgroups are gone; the tenants can take drfctl exec again.
 left=$(find "$CG/drf.slice" -maxdepth 2 -name 'task-*' | wc -l)
