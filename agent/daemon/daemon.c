@@ -134,6 +134,7 @@ void drfd_tick(struct drfd *d, size_t verify)
 	struct drf_reconcile_stats st;
 	bool busy;
 
+	d->ticks++;
 	drf_reconcile_tick(&d->rc, verify, &st);
 	d->last = st;
 	drfd_tasks_tick(d);
@@ -169,12 +170,12 @@ void drfd_tick(struct drfd *d, size_t verify)
 	drf_log(busy ? LOG_INFO : LOG_DEBUG,
 		"tick %llu: %zu tenants, %u verified, %u written, %u created, %u recreated, "
 		"%u changed by others, %u waiting for memory to drop, %u errors, %u retrying, "
-		"%zu orphans", (unsigned long long)d->rc.ticks, d->rc.n, st.verified, st.writes,
+		"%zu orphans", (unsigned long long)d->ticks, d->rc.n, st.verified, st.writes,
 		st.created, st.recreated, st.foreign, st.pending, st.errors, st.retrying,
 		d->rc.n_orphans);
 	if (d->has_net && (d->net_last.writes || d->net_last.errors))
 		drf_log(LOG_INFO, "tick %llu: network on %s: %u written, %u errors, %u retrying",
-			(unsigned long long)d->rc.ticks, d->net.ifname, d->net_last.writes,
+			(unsigned long long)d->ticks, d->net.ifname, d->net_last.writes,
 			d->net_last.errors, d->net_last.retrying);
 	notify_status(d);
 }

@@ -41,6 +41,8 @@ struct drfd {
 	struct drfd_listener *listener; /* its connections and limits (status.c) */
 	uint64_t started;               /* CLOCK_REALTIME, usec */
 	uint64_t last_tick;             /* CLOCK_REALTIME, usec; 0 before the first */
+	uint64_t ticks;                 /* drfd_tick()s since start (one per interval, at
+	                                 * start and at each reload), whatever the passes */
 	uint64_t reloads, reloads_refused;
 	struct drf_reconcile_stats last;
 	bool has_net;                   /* the config shares the network: the shaper runs */

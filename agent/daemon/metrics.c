@@ -166,7 +166,7 @@ static void render_daemon(const struct drfd *d, FILE *f)
 	sample(f, "drfd_last_tick_timestamp_seconds",
 	       d->last_tick ? (double)d->last_tick / 1e6 : NAN, NULL);
 	family(f, "drfd_ticks_total", "counter", "Ticks (sample, allocate, enforce) since start.");
-	sample(f, "drfd_ticks_total", (double)d->rc.ticks, NULL);
+	sample(f, "drfd_ticks_total", (double)d->ticks, NULL);
 	family(f, "drfd_probes_up", "gauge",
 	       "Whether the eBPF probes (run-queue wait, on-CPU time, IO requests) are attached "
 	       "and counting (1) or not (0).");

@@ -470,7 +470,7 @@ static void render_json(const struct drfd *d, FILE *f, int *problems)
 	drf_json_num(f, e->cfg.verify_period_ms);
 	fprintf(f, ", \"started\": %.3f, \"last_tick\": %.3f, \"ticks\": %llu, \"reloads\": %llu, "
 		   "\"reloads_refused\": %llu", (double)d->started / 1e6, (double)d->last_tick / 1e6,
-		(unsigned long long)rc->ticks, (unsigned long long)d->reloads,
+		(unsigned long long)d->ticks, (unsigned long long)d->reloads,
 		(unsigned long long)d->reloads_refused);
 	fprintf(f, ", \"errors\": {\"total\": %llu, \"retrying\": %u, \"memory_worker_failures\": "
 		   "%llu}, \"writes_total\": %llu, \"foreign_total\": %llu",
@@ -703,7 +703,7 @@ static void render_text(const struct drfd *d, FILE *f, int *problems)
 		fprintf(f, "observed demand: %llu steps, the effective plan changed %llu times\n",
 			(unsigned long long)d->online.steps, (unsigned long long)d->online.replans);
 	fprintf(f, "up %s, %llu ticks, the last %s ago; every knob is read back at least every "
-		   "%.0fs\n", up, (unsigned long long)rc->ticks, ago,
+		   "%.0fs\n", up, (unsigned long long)d->ticks, ago,
 		e->cfg.verify_period_ms / 1000);
 	fprintf(f, "errors: %llu since start, %u writes failing and retried each tick, %llu "
 		   "memory-worker failures; reloads: %llu, %llu refused\n",

@@ -182,6 +182,12 @@ static void test_state_save_retried(void **state)
 	drfd_tick(&d, 0);
 	assert_int_equal(d.state_err, 0);
 	assert_non_null(strstr(slurp(d.state_path), "\ntenant b b\n"));
+	/* The ticks counted are drfd_tick()s: the one at start and these 6. */
+	assert_int_equal(d.ticks, 7);
+	status_json(&js);
+	assert_non_null(strstr(js, "\"ticks\": 7,"));
+	free(js);
+	assert_true(metrics_have("\ndrfd_ticks_total 7\n"));
 }
 
 /*

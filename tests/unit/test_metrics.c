@@ -89,7 +89,7 @@ static void measure(struct drfd *d)
 	struct drf_tenant_use *a = &d->use.t[0], *b = &d->use.t[1];
 
 	d->last_tick = 1700000000500000ull;
-	d->rc.ticks = 42;
+	d->ticks = 42;
 	d->use.probes = true;
 	d->use.jain_alloc = 0.96;
 	d->use.no_effect = 1u << DRF_RES_MEMORY;

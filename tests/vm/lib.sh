@@ -51,6 +51,36 @@ sys.exit(0 if d <= tol else 1)
 PY
 }
 
+# wait_until SECONDS CMD...: runs CMD every 0.1 s until it succeeds; prints the
+# seconds that took (two decimals), or "timeout" (and returns 1) after SECONDS.
+# Plain shell arithmetic: a python per poll costs a tenth of a second under TCG.
+wait_until() {
+	local limit=$(($1 * 1000000)) start=${EPOCHREALTIME/./} now
+	shift
+	while :; do
+		if "$@"; then
+			now=$((${EPOCHREALTIME/./} - start))
+			printf '%d.%02d\n' $((now / 1000000)) $((now % 1000000 / 10000))
+			return 0
+		fi
+		now=${EPOCHREALTIME/./}
+		if [ $((now - start)) -gt "$limit" ]; then
+			echo timeout
+			return 1
+		fi
+		sleep 0.1
+	done
+}
+
+# drfd_ticks CONF SOCK: drfd's tick counter, read from its status socket.
+# The bounds on how fast allocations follow demand are counted in drfd's own
+# ticks, read just before the change and just after its effect was seen, so
+# that a slow or loaded machine (longer ticks) does not fail them.
+drfd_ticks() {
+	"$DRFCTL" status -c "$1" --socket "$2" --json 2>/dev/null |
+		$PY -c 'import json, sys; print(json.load(sys.stdin)["ticks"])'
+}
+
 # run_drfd NAME CONF SOCK: drfd on CONF in the background (pid in drfd_pid,
 # log in $work/drfd.log) until its status socket SOCK is there; if it never
 # comes, FAIL NAME with the log's last lines, and the test ends.

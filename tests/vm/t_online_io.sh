@@ -44,24 +44,12 @@ run_drfd online-io-daemon "$conf" "$sock"
 
 # The rbps in a tenant's io.max (bytes/s), or "max".
 rbps() { sed -n 's/.*rbps=\([^ ]*\).*/\1/p' "$CG/drf.slice/$1/io.max" | head -n 1; }
-# wait_rbps TENANT WANT SECONDS: polls every 0.1 s until rbps is WANT within 2%;
-# prints the seconds it took, or "timeout".
-wait_rbps() {
-	local start=$EPOCHREALTIME q
-	while :; do
-		q=$(rbps "$1")
-		if [ -n "$q" ] && [ "$q" != max ] && [ $((q * 100)) -ge $(($2 * 98)) ] && [ $((q * 100)) -le $(($2 * 102)) ]; then
-			$PY -c "print(f'{$EPOCHREALTIME - $start:.2f}')"
-			return 0
-		fi
-		if $PY -c "import sys; sys.exit(0 if $EPOCHREALTIME - $start > $3 else 1)"; then
-			echo timeout
-			return 1
-		fi
-		sleep 0.1
-	done
+# rbps_is TENANT WANT: the tenant's rbps is WANT within 2%.
+rbps_is() {
+	local q
+	q=$(rbps "$1")
+	[ -n "$q" ] && [ "$q" != max ] && [ $((q * 100)) -ge $(($2 * 98)) ] && [ $((q * 100)) -le $(($2 * 102)) ]
 }
-le() { $PY -c 'import sys; a, b = sys.argv[1:]; sys.exit(0 if a != "timeout" and float(a) <= float(b) else 1)' "$1" "$2"; }
 reader() { # TENANT: direct reads of vda, over and over
 	"$DRFCTL" exec -c "$conf" "$1" -- sh -c 'while :; do dd if=/dev/vda of=/dev/null bs=64k iflag=direct status=none; done' &
 }
@@ -71,11 +59,11 @@ b_kill() { while read -r p; do kill "$p" 2>/dev/null; done <"$CG/drf.slice/B/cgr
 reader A
 reader B
 half=4194304
-got=$(wait_rbps A $half 60)
+got=$(wait_until 60 rbps_is A $half)
 check online-io-both "[ \"$got\" != timeout ] && [ \"\$(rbps B)\" = $half ]" \
 	"io.max rbps A $(rbps A), B $(rbps B), want $half each"
 # Steady for 10 s, and the tick period under this emulated CPU (interval plus the tick).
-ticks() { "$DRFCTL" status -c "$conf" --socket "$sock" --json 2>/dev/null | $PY -c 'import json, sys; print(json.load(sys.stdin)["ticks"])'; }
+ticks() { drfd_ticks "$conf" "$sock"; }
 k0=$(ticks) t0=$EPOCHREALTIME
 changed=0
 for _ in $(seq 20); do [ "$(rbps A)" = $half ] || changed=1; sleep 0.5; done
@@ -84,12 +72,16 @@ period=$($PY -c "print(f'{($t1 - $t0) / ($k1 - $k0):.3f}')")
 check online-io-steady "[ $changed = 0 ] && [ \"\$(rbps B)\" = $half ]" \
 	"A's and B's rbps stayed $half over 10 s of steady reading (tick period $period s)"
 
+# The bounds count drfd's ticks from a reading just before the change to one
+# just after its effect was seen: the design's 1 + N, and one more that the
+# two readings' own edges may add.
+k0=$(ticks)
 b_kill
 grown=7864320
-got=$(wait_rbps A $grown 30)
-bound=$($PY -c "print(f'{4 * $period:.2f}')")
-check online-io-handover 'le "$got" "$bound"' \
-	"A's rbps $(rbps A), want $grown, $got s after B stopped (bound: 1 + 3 ticks, $bound s at a tick period of $period s); B's $(rbps B)"
+got=$(wait_until 30 rbps_is A $grown)
+n=$(($(ticks) - k0))
+check online-io-handover '[ "$got" != timeout ] && [ "$n" -le 5 ]' \
+	"A's rbps $(rbps A), want $grown, $n ticks ($got s) after B stopped (bound: 1 + 3 ticks, and one for the readings' edges; tick period $period s); B's $(rbps B)"
 dev=$(cat /sys/block/vda/dev)
 rbytes() { awk -v dev="$dev" '$1 == dev { for (i = 2; i <= NF; i++) if ($i ~ /^rbytes=/) { sub("rbytes=", "", $i); print $i } }' "$CG/drf.slice/$1/io.stat"; }
 a0=$(rbytes A)
@@ -99,11 +91,12 @@ got_rate=$($PY -c "print(f'{(${a1:-0} - ${a0:-0}) / 5 / 1048576:.2f}')")
 check online-io-used "$PY -c 'import sys; sys.exit(0 if $got_rate > 0.9 * 7.5 else 1)'" \
 	"A read $got_rate MiB/s over 5 s after the handover (want over 90% of its new io.max, 7.5 MiB/s; 4 before)"
 
+k0=$(ticks)
 reader B
-got=$(wait_rbps B $half 30)
-bound=$($PY -c "print(f'{5 * $period:.2f}')")
-check online-io-back 'le "$got" "$bound"' \
-	"B's rbps $(rbps B), want $half, $got s after it read again (bound: 1 + 4 ticks, $bound s); A's $(rbps A)"
+got=$(wait_until 30 rbps_is B $half)
+n=$(($(ticks) - k0))
+check online-io-back '[ "$got" != timeout ] && [ "$n" -le 6 ]' \
+	"B's rbps $(rbps B), want $half, $n ticks ($got s) after it read again (bound: 1 + 4 ticks, and one for the readings' edges); A's $(rbps A)"
 
 pkill -f 'iflag=direct'
 kill "$drfd_pid"
