@@ -254,12 +254,18 @@ check-tsan:
 	cd tests/unit && TSAN_OPTIONS=halt_on_error=1 ../../.output/clang-thread/tests/test_cgroupfs
 
 # Leaks and invalid accesses in the reconciler, reloads and the config parser.
-valgrind: $(BUILD)/tests/test_cgroupfs $(BUILD)/tests/test_reload_mem $(BUILD)/tests/test_config
-	@set -e; for t in $^; do \
-		echo "== valgrind $$t"; \
-		( cd tests/unit && DRF_RELOADS=200 DRF_RSS_CHECK=0 valgrind -q --leak-check=full \
-			--errors-for-leak-kinds=definite,indirect --error-exitcode=99 ../../$$t ); \
-	done
+# One target per test, so that `make -j2 valgrind` (as check-all runs it) runs
+# them side by side; each one's output is printed whole when it ends.
+VALGRIND_TESTS := test_cgroupfs test_reload_mem test_config
+valgrind: $(VALGRIND_TESTS:%=valgrind-%)
+valgrind-%: $(BUILD)/tests/%
+	@mkdir -p $(BUILD)/valgrind
+	@( cd tests/unit && DRF_RELOADS=200 DRF_RSS_CHECK=0 valgrind -q --leak-check=full \
+		--errors-for-leak-kinds=definite,indirect --error-exitcode=99 ../../$< ) \
+		>$(BUILD)/valgrind/$*.log 2>&1; rc=$$?; \
+	echo "== valgrind $< (exit $$rc)"; \
+	if [ $$rc -ne 0 ]; then cat $(BUILD)/valgrind/$*.log; exit $$rc; fi; \
+	tail -n 2 $(BUILD)/valgrind/$*.log
 
 # Every test: the unit and CLI tests built by gcc, and again by clang with
 # AddressSanitizer and UndefinedBehaviorSanitizer; the rest once each.
@@ -268,7 +274,7 @@ check-all:
 	$(MAKE) check CC=clang SANITIZER=address+undefined
 	$(MAKE) check-tsan
 	$(MAKE) fuzz
-	$(MAKE) valgrind CC=gcc
+	$(MAKE) -j2 valgrind CC=gcc
 	$(MAKE) shellcheck
 	$(MAKE) lintian
 	$(MAKE) check-vm CC=gcc

@@ -5,6 +5,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -159,9 +160,10 @@ static int load(struct drf_probebpf *b, const char *pin_dir)
 	}
 	if (r == 0) {
 		b->fds_open = true;
-		b->cfg_fd = dup(bpf_map__fd(b->skel->maps.drf_probe_cfg));
-		b->cpu_fd = dup(bpf_map__fd(b->skel->maps.drf_probe_cpu));
-		b->io_fd = dup(bpf_map__fd(b->skel->maps.drf_probe_io));
+		/* Close-on-exec, as every bpf fd: a task's command must not hold the maps. */
+		b->cfg_fd = fcntl(bpf_map__fd(b->skel->maps.drf_probe_cfg), F_DUPFD_CLOEXEC, 0);
+		b->cpu_fd = fcntl(bpf_map__fd(b->skel->maps.drf_probe_cpu), F_DUPFD_CLOEXEC, 0);
+		b->io_fd = fcntl(bpf_map__fd(b->skel->maps.drf_probe_io), F_DUPFD_CLOEXEC, 0);
 		if (b->cfg_fd < 0 || b->cpu_fd < 0 || b->io_fd < 0)
 			r = -errno;
 	}

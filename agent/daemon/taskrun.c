@@ -91,6 +91,15 @@ static int spec_pipe(const struct drf_task *t)
 	return p[0];
 }
 
+/* Closes every fd from `from` up: close_range, or one by one where it is missing. */
+static void close_fds_from(int from)
+{
+	if (close_range((unsigned)from, ~0U, 0) == 0)
+		return;
+	for (long fd = from, max = sysconf(_SC_OPEN_MAX); fd < (max > 0 ? max : 1024); fd++)
+		close((int)fd);
+}
+
 /*
  * clone3 with CLONE_INTO_CGROUP: the child starts in the task's cgroup, so the
  * move cannot fail half-way. In the child, only async-signal-safe calls: drfd
@@ -131,6 +140,8 @@ static int real_spawn(void *ctx, const struct cgfs *fs, const char *cg, const st
 		if (d < 0 || s < 0 || dup2(d, DRF_SUPER_DIR_FD) < 0 ||
 		    dup2(s, DRF_SUPER_SPEC_FD) < 0)
 			_exit(127);
+		/* Nothing else of drfd's (its socket, cgroup and bpf fds) goes on. */
+		close_fds_from(DRF_SUPER_SPEC_FD + 1);
 		execv("/proc/self/exe", argv);
 		_exit(127);
 	}
@@ -253,6 +264,11 @@ static void run_child(const struct drf_task *t, int dirfd, int errfd)
 	/* As the submitter, in its cwd or not at all: a task run in "/" is another task. */
 	if (chdir(t->cwd) < 0)
 		goto fail;
+	/* The command gets 0, 1 and 2 only (errfd is close-on-exec already). */
+	if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+		for (fd = 3; fd < 1024; fd++)
+			if (fd != errfd)
+				close(fd);
 	execvpe(t->argv[0], t->argv, envp);
 fail:
 	e = errno;

@@ -521,16 +521,18 @@ static int cmp_uid_newest(const void *a, const void *b, void *q)
 
 /*
  * Keeps the newest q->history finished tasks of each uid: another user's
- * submits never push a user's results, output or keys out.
+ * submits never push a user's results, output or keys out. And no more than
+ * q->history_all in all: the uids that hold the most keep their newest down to
+ * the highest level at which every uid's (at most that many) fit.
  */
 static void trim_history(struct drf_tasks *q)
 {
-	size_t done = 0, *idx, out = 0;
+	size_t done = 0, *idx, out = 0, level = q->history, kept;
 	bool *drop;
 
 	for (size_t i = 0; i < q->n; i++)
 		done += q->t[i].state == DRF_TASK_DONE;
-	if (done <= q->history)
+	if (done <= q->history && done <= q->history_all)
 		return;
 	idx = calloc(done, sizeof(*idx));
 	drop = calloc(q->n, sizeof(*drop));
@@ -545,9 +547,20 @@ static void trim_history(struct drf_tasks *q)
 		if (q->t[i].state == DRF_TASK_DONE)
 			idx[done++] = i;
 	qsort_r(idx, done, sizeof(*idx), cmp_uid_newest, q);
+	/* Each uid's run in idx is newest first: a level keeps the first `level` of each. */
+	for (;;) {
+		kept = 0;
+		for (size_t k = 0, run = 0; k < done; k++) {
+			run = k && q->t[idx[k]].uid == q->t[idx[k - 1]].uid ? run + 1 : 0;
+			kept += run < level;
+		}
+		if (kept <= q->history_all || level == 0)
+			break;
+		level--;
+	}
 	for (size_t k = 0, run = 0; k < done; k++) {
 		run = k && q->t[idx[k]].uid == q->t[idx[k - 1]].uid ? run + 1 : 0;
-		drop[idx[k]] = run >= q->history;
+		drop[idx[k]] = run >= level;
 	}
 	for (size_t i = 0; i < q->n; i++) {
 		char name[32];
@@ -662,6 +675,7 @@ int drf_tasks_init(struct drf_tasks *q, const char *dir, const struct cgfs *fs,
 	q->ops = ops;
 	q->ctx = ctx;
 	q->history = DRF_TASKS_HISTORY;
+	q->history_all = DRF_TASKS_HISTORY_ALL;
 	q->next_id = 1;
 	if ((size_t)snprintf(q->dir, sizeof(q->dir), "%s", dir) >= sizeof(q->dir)) {
 		snprintf(err, len, "task directory '%s': path too long", dir);

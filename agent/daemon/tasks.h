@@ -64,6 +64,12 @@
  */
 #define DRF_TASKS_HISTORY 200
 /*
+ * And of all uids together (a user's subordinate uids are several uids): past
+ * it, the uids holding the most keep fewer, the newest of each, down to a level
+ * that all of them fit in.
+ */
+#define DRF_TASKS_HISTORY_ALL 4096
+/*
  * Tasks not yet finished (queued or running) that drfd takes: of one uid, and
  * of all uids together; a submit over either is refused (DRF_TASKS_REFUSED),
  * queuing nothing. Each such task holds its request (up to DRFD_REQ_MAX, 64 KiB)
@@ -140,7 +146,7 @@ struct drf_tasks {
 	struct drf_task *t;      /* by id */
 	size_t n, cap;
 	uint64_t next_id;
-	size_t history;
+	size_t history, history_all;
 	uint64_t started_total, finished_total;
 };
 

@@ -1107,6 +1107,48 @@ static void test_history_per_uid(void **state)
 	fx_free(f);
 }
 
+/*
+ * Many uids (one user's subordinate uids): no more than history_all finished
+ * tasks in all; the uid holding the most gives up its oldest first, and a uid
+ * with few keeps them.
+ */
+static void test_history_overall(void **state)
+{
+	struct fx *f = fx_new();
+	char err[256];
+	uint64_t id, few;
+	unsigned per[4] = { 0 };
+
+	(void)state;
+	f->q.history = 5;
+	f->q.history_all = 8;
+	assert_int_equal(submit_as(f, 1000, NULL, NULL, 0, &few), 0);
+	assert_int_equal(drf_tasks_cancel(&f->q, few, 1000, err, sizeof(err)), 0);
+	for (uid_t u = 1001; u <= 1003; u++)
+		for (int i = 0; i < 5; i++) {
+			assert_int_equal(submit_as(f, u, NULL, NULL, 0, &id), 0);
+			assert_int_equal(drf_tasks_cancel(&f->q, id, u, err, sizeof(err)), 0);
+		}
+	drf_tasks_tick(&f->q, &f->cfg, f->cap, NULL);
+	/*
+	 * 1 + 3 x 5 = 16 finished, trimmed as each finishes: never over 8, uid
+	 * 1000's one kept, and the three others cut to 2 or 3 each.
+	 */
+	for (size_t i = 0; i < f->q.n; i++) {
+		assert_int_equal(f->q.t[i].state, DRF_TASK_DONE);
+		per[f->q.t[i].uid - 1000]++;
+	}
+	assert_true(f->q.n <= 8);
+	assert_int_equal(per[0], 1);
+	for (int u = 1; u <= 3; u++)
+		assert_true(per[u] >= 2 && per[u] <= 3);
+	assert_true(dir_exists(f, few));
+	/* The newest of each: the last one submitted is kept, the first of 1001 gone. */
+	assert_true(dir_exists(f, id));
+	assert_false(dir_exists(f, few + 1));
+	fx_free(f);
+}
+
 /* A cwd that is not absolute, or PATH_MAX long: refused; a long one is kept whole. */
 static void test_cwd_at_submit(void **state)
 {
@@ -1271,6 +1313,7 @@ int main(void)
 		cmocka_unit_test(test_caps),
 		cmocka_unit_test(test_cancel_disk_full),
 		cmocka_unit_test(test_history_per_uid),
+		cmocka_unit_test(test_history_overall),
 		cmocka_unit_test(test_cwd_at_submit),
 		cmocka_unit_test(test_next_id_past_left_alone),
 		cmocka_unit_test(test_uid_strict),

@@ -6,7 +6,7 @@
 # drfd (SIGTERM, SIGKILL, and a task ending while drfd is down), an OOM kill in
 # the task's own cgroup, refusals at submit, an exit status with output, and a
 # task submitted by an unprivileged user running as that user with exactly the
-# groups it had (none, or a --groups list), task files 0600, an idempotent
+# groups it had (none, or a --groups list), no fd of drfd's in the command, task files 0600, an idempotent
 # resubmit by key (across a restart), the cap of 256 unfinished tasks of one
 # user (root exempt), what a user sees of root's tasks (no command line, no
 # key), a state dir someone else could write refused at start (exit 8), and an
@@ -163,6 +163,17 @@ o=$(field "$work/o.json" '(t['"$oom"']["result"], t['"$oom"']["signal"], t['"$oo
 "$DRFCTL" tasks -c "$conf" | grep -E "^ID|^$oom " >"$R/t_tasks-oom.txt" 2>&1
 check tasks-oom-killed "[ \"$(field "$work/o.json" 't['"$oom"']["result"]')\" = oom-killed ]" \
 	"(result, signal, memory.events oom_kill) = $o"
+
+# The command holds no fd of drfd's or its supervisor's (drfd's socket, cgroup
+# and bpf map fds): 0, 1 and 2 only.
+# shellcheck disable=SC2016 # expanded by the task's sh
+fds=$("$DRFCTL" submit -c "$conf" B -- sh -c 'i=3; while [ $i -lt 1024 ]; do [ -e /proc/$$/fd/$i ] && echo "$i -> $(readlink /proc/$$/fd/$i)"; i=$((i + 1)); done; true')
+wait_for 't['"$fds"']["state"] == "finished"' 30
+tasks_json "$work/fd.json"
+d=$(field "$work/fd.json" 't['"$fds"']["dir"]')
+e=$(field "$work/fd.json" '(t['"$fds"']["result"], t['"$fds"']["exit_code"])')
+check tasks-no-fds-of-drfd "[ \"$e\" = \"('exited', 0)\" ] && [ -f $d/stdout ] && [ ! -s $d/stdout ]" \
+	"(result, exit) $e; the command's fds past 2: '$(tr '\n' ' ' <"$d/stdout")'"
 
 # Exit status and output.
 ex=$("$DRFCTL" submit -c "$conf" B -- sh -c 'echo hello; echo oops >&2; exit 3')
