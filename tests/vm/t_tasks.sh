@@ -15,6 +15,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/vm/lib.sh
 . "$here/lib.sh"
 vm_setup
+# bpffs, as on a host: drfd loads its usage probes, whose map fds a task must not get.
+mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf
 
 diagram <<'DIAGRAM'
 drf.slice (share mode; cpu 0.9, memory 288M)      drfd --foreground, tick 500ms
@@ -165,7 +167,11 @@ check tasks-oom-killed "[ \"$(field "$work/o.json" 't['"$oom"']["result"]')\" = 
 	"(result, signal, memory.events oom_kill) = $o"
 
 # The command holds no fd of drfd's or its supervisor's (drfd's socket, cgroup
-# and bpf map fds): 0, 1 and 2 only.
+# and bpf map fds): 0, 1 and 2 only. With the probes' pins removed first, drfd
+# loads them afresh (the path that once dup()ed their map fds without close-on-exec).
+stop_drfd TERM
+rm -rf /sys/fs/bpf/drfd-probes
+start_drfd
 # shellcheck disable=SC2016 # expanded by the task's sh
 fds=$("$DRFCTL" submit -c "$conf" B -- sh -c 'i=3; while [ $i -lt 1024 ]; do [ -e /proc/$$/fd/$i ] && echo "$i -> $(readlink /proc/$$/fd/$i)"; i=$((i + 1)); done; true')
 wait_for 't['"$fds"']["state"] == "finished"' 30
