@@ -53,8 +53,12 @@ rbps_is() {
 reader() { # TENANT: direct reads of vda, over and over
 	"$DRFCTL" exec -c "$conf" "$1" -- sh -c 'while :; do dd if=/dev/vda of=/dev/null bs=64k iflag=direct status=none; done' &
 }
-# B's readers: every process in its cgroup.
-b_kill() { while read -r p; do kill "$p" 2>/dev/null; done <"$CG/drf.slice/B/cgroup.procs"; }
+# B's readers: every process in its cgroup, at once (cgroup.kill: a loop killed
+# pid by pid could fork one more dd, which reads the whole disk), until none is left.
+b_kill() {
+	echo 1 >"$CG/drf.slice/B/cgroup.kill"
+	for _ in $(seq 50); do [ -s "$CG/drf.slice/B/cgroup.procs" ] || break; sleep 0.1; done
+}
 
 reader A
 reader B
@@ -81,7 +85,7 @@ grown=7864320
 got=$(wait_until 30 rbps_is A $grown)
 n=$(($(ticks) - k0))
 check online-io-handover '[ "$got" != timeout ] && [ "$n" -le 5 ]' \
-	"A's rbps $(rbps A), want $grown, $n ticks ($got s) after B stopped (bound: 1 + 3 ticks, and one for the readings' edges; tick period $period s); B's $(rbps B)"
+	"A's rbps $(rbps A), want $grown, $n ticks ($got s) after B stopped (bound: 1 + 3 ticks, and one for the readings' edges; tick period $period s); B's $(rbps B), with $(wc -l <"$CG/drf.slice/B/cgroup.procs") processes left"
 dev=$(cat /sys/block/vda/dev)
 rbytes() { awk -v dev="$dev" '$1 == dev { for (i = 2; i <= NF; i++) if ($i ~ /^rbytes=/) { sub("rbytes=", "", $i); print $i } }' "$CG/drf.slice/$1/io.stat"; }
 a0=$(rbytes A)
