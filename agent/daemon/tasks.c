@@ -1321,6 +1321,19 @@ static bool sees_all(const struct drf_task *t, uid_t viewer)
 	return viewer == 0 || viewer == t->uid;
 }
 
+/* How many of a task's words `drfctl tasks` shows: those within DRF_TASKS_SHOWN_MAX bytes. */
+static size_t shown_words(const struct drf_task *t)
+{
+	size_t bytes = 0, a;
+
+	for (a = 0; a < t->argc; a++) {
+		bytes += strlen(t->argv[a]);
+		if (bytes > DRF_TASKS_SHOWN_MAX)
+			break;
+	}
+	return a;
+}
+
 static void render_json(const struct drf_tasks *q, const struct drf_config *c, uid_t viewer,
 			FILE *f)
 {
@@ -1363,14 +1376,16 @@ static void render_json(const struct drf_tasks *q, const struct drf_config *c, u
 		}
 		fputs("}, \"command\": ", f);
 		if (all) {
+			size_t a = 0, n = shown_words(t);
+
 			fputc('[', f);
-			for (size_t a = 0; a < t->argc; a++) {
+			for (; a < n; a++) {
 				fputs(a ? ", " : "", f);
 				drf_json_str(f, t->argv[a]);
 			}
-			fputc(']', f);
+			fprintf(f, "], \"command_cut\": %s", n < t->argc ? "true" : "false");
 		} else {
-			fputs("null", f);
+			fputs("null, \"command_cut\": null", f);
 		}
 		fprintf(f, ", \"submitted_us\": %" PRIu64 ", \"started_us\": %" PRIu64
 			   ", \"ended_us\": %" PRIu64 ", \"readopted\": %s, \"result\": ",
@@ -1463,6 +1478,7 @@ void drf_tasks_render(const struct drf_tasks *q, const struct drf_config *c, boo
 	for (size_t i = 0; i < q->n; i++) {
 		const struct drf_task *t = &q->t[i];
 		char cpu[32], mem[32], res[48] = "-";
+		size_t shown;
 
 		drf_format_quantity(t->vec[DRF_RES_CPU], DRF_UNIT_CORES, cpu, sizeof(cpu));
 		drf_format_quantity(t->vec[DRF_RES_MEMORY], DRF_UNIT_BYTES, mem, sizeof(mem));
@@ -1481,11 +1497,12 @@ void drf_tasks_render(const struct drf_tasks *q, const struct drf_config *c, boo
 			continue;
 		}
 		/* One row a task: a word's newline or escape sequence is shown, not obeyed. */
-		for (size_t a = 0; a < t->argc && a < 8; a++) {
+		shown = shown_words(t);
+		for (size_t a = 0; a < shown && a < 8; a++) {
 			fputc(' ', f);
 			put_escaped(f, t->argv[a]);
 		}
-		fputs(t->argc > 8 ? " ...\n" : "\n", f);
+		fputs(t->argc > 8 || shown < t->argc ? " ...\n" : "\n", f);
 		if (t->error) {
 			fputs("       ", f);
 			put_escaped(f, t->error);

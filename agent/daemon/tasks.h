@@ -70,6 +70,12 @@
  */
 #define DRF_TASKS_HISTORY_ALL 4096
 /*
+ * Bytes of a task's command that `drfctl tasks` shows (the words that fit
+ * whole; the JSON says "command_cut"): a listing is rendered whole on drfd's
+ * event loop, and a request may be 64 KiB.
+ */
+#define DRF_TASKS_SHOWN_MAX 1024
+/*
  * Tasks not yet finished (queued or running) that drfd takes: of one uid, and
  * of all uids together; a submit over either is refused (DRF_TASKS_REFUSED),
  * queuing nothing. Each such task holds its request (up to DRFD_REQ_MAX, 64 KiB)

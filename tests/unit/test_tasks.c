@@ -1184,6 +1184,67 @@ static void test_cwd_at_submit(void **state)
 	fx_free(f);
 }
 
+/* A listing as uid sees it (JSON or text), in a buffer to free. */
+static char *listing(struct fx *f, bool json, uid_t uid, size_t *len)
+{
+	char *buf = NULL;
+	FILE *m = open_memstream(&buf, len);
+
+	assert_non_null(m);
+	drf_tasks_render(&f->q, &f->cfg, json, uid, m);
+	assert_int_equal(fclose(m), 0);
+	return buf;
+}
+
+/*
+ * A listing shows at most DRF_TASKS_SHOWN_MAX bytes of a task's command (the
+ * words that fit), so that large requests cannot make it huge; the JSON says so.
+ */
+static void test_listing_command_capped(void **state)
+{
+	struct fx *f = fx_new();
+	char *big = malloc(3000), *argv[] = { "sh", "-c", big, "tail-word", NULL }, err[1024];
+	char *small[] = { "echo", "short", NULL };
+	struct drf_task_req req = { .uid = 1000, .gid = 1000, .cwd = "/tmp", .argv = argv,
+				    .argc = 4 };
+	uint64_t id;
+	size_t len;
+	char *out;
+
+	(void)state;
+	assert_non_null(big);
+	memset(big, 'x', 2999);
+	big[2999] = '\0';
+	snprintf(req.tenant, sizeof(req.tenant), "B");
+	assert_int_equal(drf_tasks_submit(&f->q, &f->cfg, f->cap, &req, &id, err, sizeof(err)), 0);
+	req.argv = small;
+	req.argc = 2;
+	assert_int_equal(drf_tasks_submit(&f->q, &f->cfg, f->cap, &req, &id, err, sizeof(err)), 0);
+	for (int json = 0; json < 2; json++) {
+		out = listing(f, json, 1000, &len);
+		/* The big word and the one after it are not shown; the short task is whole. */
+		assert_null(strstr(out, "xxxxxxxxxxxxxxxx"));
+		assert_null(strstr(out, "tail-word"));
+		assert_non_null(strstr(out, "short"));
+		assert_true(len < 2 * DRF_TASKS_SHOWN_MAX);
+		if (json) {
+			assert_non_null(strstr(out, "\"command\": [\"sh\", \"-c\"], "
+						    "\"command_cut\": true"));
+			assert_non_null(strstr(out, "\"command\": [\"echo\", \"short\"], "
+						    "\"command_cut\": false"));
+		} else {
+			assert_non_null(strstr(out, " sh -c ...\n"));
+			assert_non_null(strstr(out, " echo short\n"));
+		}
+		free(out);
+	}
+	/* The task itself holds every word: only the listing is cut. */
+	assert_int_equal(f->q.t[0].argc, 4);
+	assert_string_equal(f->q.t[0].argv[2], big);
+	free(big);
+	fx_free(f);
+}
+
 /* The numeric directory of a task left alone, with next-id lost: the next id is past it. */
 static void test_next_id_past_left_alone(void **state)
 {
@@ -1314,6 +1375,7 @@ int main(void)
 		cmocka_unit_test(test_cancel_disk_full),
 		cmocka_unit_test(test_history_per_uid),
 		cmocka_unit_test(test_history_overall),
+		cmocka_unit_test(test_listing_command_capped),
 		cmocka_unit_test(test_cwd_at_submit),
 		cmocka_unit_test(test_next_id_past_left_alone),
 		cmocka_unit_test(test_uid_strict),
