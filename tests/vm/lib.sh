@@ -72,6 +72,11 @@ wait_until() {
 	done
 }
 
+# within2 GOT WANT: the integer GOT (a knob's figure; not "max" or empty) is WANT within 2%.
+within2() {
+	[ -n "$1" ] && [ "$1" != max ] && [ $(($1 * 100)) -ge $(($2 * 98)) ] && [ $(($1 * 100)) -le $(($2 * 102)) ]
+}
+
 # drfd_ticks CONF SOCK: drfd's tick counter, read from its status socket.
 # The bounds on how fast allocations follow demand are counted in drfd's own
 # ticks, read just before the change and just after its effect was seen, so

@@ -60,7 +60,7 @@ near() { $PY -c 'import sys; g, w, t = map(float, sys.argv[1:]); sys.exit(0 if a
 quota_is() {
 	local q p
 	read -r q p <"$CG/drf.slice/$1/cpu.max"
-	[ "$q" != max ] && [ $((q * 100)) -ge $(($2 * 98)) ] && [ $((q * 100)) -le $(($2 * 102)) ]
+	within2 "$q" "$2"
 }
 ticks() { drfd_ticks "$conf" "$sock"; }
 loops() { # TENANT: two busy loops in it

@@ -45,11 +45,7 @@ run_drfd online-io-daemon "$conf" "$sock"
 # The rbps in a tenant's io.max (bytes/s), or "max".
 rbps() { sed -n 's/.*rbps=\([^ ]*\).*/\1/p' "$CG/drf.slice/$1/io.max" | head -n 1; }
 # rbps_is TENANT WANT: the tenant's rbps is WANT within 2%.
-rbps_is() {
-	local q
-	q=$(rbps "$1")
-	[ -n "$q" ] && [ "$q" != max ] && [ $((q * 100)) -ge $(($2 * 98)) ] && [ $((q * 100)) -le $(($2 * 102)) ]
-}
+rbps_is() { within2 "$(rbps "$1")" "$2"; }
 reader() { # TENANT: direct reads of vda, over and over
 	"$DRFCTL" exec -c "$conf" "$1" -- sh -c 'while :; do dd if=/dev/vda of=/dev/null bs=64k iflag=direct status=none; done' &
 }
