@@ -38,15 +38,15 @@ WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes 
 CFLAGS ?= -O2 -g
 # The BPF objects and skeletons are the same for every variant.
 BPF_OUT := .output/bpf
-INCLUDES := -Iagent/core -Iagent/config -Iagent/daemon -Iagent/cli -Iagent/net -Icgroupfs -Ibpf \
-	-I$(BPF_OUT) $(shell pkg-config --cflags libnl-route-3.0)
 # The project's own flags go in DRF_CFLAGS, so that `make CFLAGS=...` changes
-# optimization and debug flags without dropping what the build needs.
+# optimization and debug flags without dropping what the build needs. The
+# include paths are not here: each folder gets its own (the layers below).
 VERSION := 0.3.0
-DRF_CFLAGS := -std=c11 -D_GNU_SOURCE -pthread $(WARN) $(INCLUDES) -Itests/lib -MMD -MP \
+DRF_CFLAGS := -std=c11 -D_GNU_SOURCE -pthread $(WARN) -MMD -MP \
 	-DDRF_VERSION='"$(VERSION)"' -DDRF_SYSCONFDIR='"$(SYSCONFDIR)"'
 LDFLAGS ?=
 LDLIBS := -linih -lcgroup -lsystemd -lbpf -lnl-route-3 -lnl-3 -lm -pthread
+NL_CFLAGS := $(shell pkg-config --cflags libnl-route-3.0)
 # drfctl top draws with ncurses (libncurses-dev); only top.c includes it.
 NCURSES_CFLAGS := $(shell pkg-config --cflags ncursesw 2>/dev/null)
 NCURSES_LIBS := $(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncursesw -ltinfo)
@@ -73,25 +73,68 @@ else ifneq ($(SANITIZER),)
 $(error SANITIZER must be address, undefined, address+undefined, thread or fuzzer, not '$(SANITIZER)')
 endif
 
-# The pure core (units, allocation, knob mapping): no I/O, linked with -lm only.
-CORE_SRCS := agent/core/res.c agent/core/alloc.c agent/core/knobs.c agent/core/use.c \
-	agent/core/demand.c agent/core/taskq.c agent/core/text.c
-# Usage history and right-sizing advice (drfctl recommend).
-CORE_SRCS += agent/core/history.c
-CORE_LIB := $(BUILD)/libdrfcore.a
-# Everything else the two programs share.
-LIB_SRCS := agent/config/config.c agent/config/desired.c agent/cli/plan.c \
-	agent/daemon/reconcile.c agent/daemon/hostcheck.c agent/daemon/daemon.c \
-	agent/daemon/status.c agent/daemon/lock.c agent/daemon/statefile.c agent/daemon/log.c \
-	agent/daemon/usage.c agent/daemon/online.c agent/daemon/metrics.c agent/daemon/tasks.c \
-	agent/daemon/taskrun.c agent/daemon/taskd.c bpf/probebpf.c bpf/pins.c \
-	agent/net/tc.c agent/net/tc_nl.c agent/net/htb.c agent/net/shaper.c bpf/netbpf.c \
-	cgroupfs/cgroupfs.c
-# drfd's usage history file (drfctl recommend).
-LIB_SRCS += agent/daemon/histfile.c
-# drfd's state dir: its start-up check and the confined opens under it.
-LIB_SRCS += agent/daemon/statedir.c
-LIB := $(BUILD)/libdrf.a
+# The layers. One static library per folder, each compiled with the include
+# paths of the folders it may use and nothing else, and linked against only
+# those: an include of a higher folder does not compile, and a call into one
+# does not link (`make layers` links each library whole against the ones below
+# it). From the bottom up:
+#   lib       primitives, the logger, JSON, host facts       libc, json-c
+#   cgroupfs  cgroup v2 files under one root                 lib
+#   bpf       BPF programs, skeleton loaders, pins           lib, libbpf
+#   core      pure maths: resources, DRF, demand, use        lib
+#   config    INI + tenants.d -> struct drf_config           core
+#   plan      the planner: allocation, knobs, HTB plan       config
+#   enforce   the cgroup reconciler, the host checks         plan, cgroupfs
+#   net       the network shaper: tc over libnl, BPF         plan, cgroupfs, bpf
+#   observe   usage sampling, status, metrics, history       enforce, net
+#   tasks     the task queue's store and supervisors         plan, cgroupfs
+#   daemon    drfd: the loop, reload, tick, socket, state    everything above
+#   cli       drfctl (never the daemon)                      observe, tasks
+# (each folder may also use what the folders it names may use).
+LAYERS := lib cgroupfs bpf core config plan enforce net observe tasks daemon cli
+dir_lib := agent/lib
+dir_cgroupfs := cgroupfs
+dir_bpf := bpf
+dir_core := agent/core
+dir_config := agent/config
+dir_plan := agent/plan
+dir_enforce := agent/enforce
+dir_net := agent/net
+dir_observe := agent/observe
+dir_tasks := agent/tasks
+dir_daemon := agent/daemon
+dir_cli := agent/cli
+uses_lib :=
+uses_cgroupfs := lib
+uses_bpf := lib
+uses_core := lib
+uses_config := core lib
+uses_plan := config core lib
+uses_enforce := plan config core cgroupfs lib
+uses_net := plan config core cgroupfs bpf lib
+uses_observe := enforce net plan config core cgroupfs bpf lib
+uses_tasks := plan config core cgroupfs lib
+uses_daemon := tasks observe enforce net plan config core cgroupfs bpf lib
+uses_cli := tasks observe enforce net plan config core cgroupfs bpf lib
+# A layer's sources: its folder's, but for the programs' mains and the BPF side.
+srcs_of = $(filter-out %.bpf.c agent/daemon/drfd.c,$(wildcard $(dir_$(1))/*.c))
+lib_of = $(if $(call srcs_of,$(1)),$(BUILD)/libdrf-$(1).a)
+# Higher first, as the linker wants them.
+libs_of = $(foreach l,$(1),$(call lib_of,$(l)))
+$(foreach l,$(LAYERS),$(eval $(BUILD)/$(dir_$(l))/%.o: LAYER_INC := \
+	$(foreach u,$(l) $(uses_$(l)),-I$(dir_$(u)))))
+$(BUILD)/bpf/%.o: LAYER_INC += -I$(BPF_OUT)
+$(BUILD)/agent/net/%.o $(BUILD)/agent/observe/%.o $(BUILD)/agent/daemon/%.o \
+	$(BUILD)/agent/cli/%.o: LAYER_INC += $(NL_CFLAGS)
+$(foreach l,$(filter-out cli,$(LAYERS)),$(eval $(call lib_of,$(l)): \
+	$(patsubst %.c,$(BUILD)/%.o,$(call srcs_of,$(l)))))
+# Tests and benchmarks see every folder, and the fakes in tests/lib.
+ALL_INC := $(foreach l,$(LAYERS),-I$(dir_$(l))) -I$(BPF_OUT) -Itests/lib $(NL_CFLAGS)
+$(BUILD)/tests/%.o: LAYER_INC := $(ALL_INC)
+DAEMON_LIBS := $(call libs_of,daemon $(uses_daemon))
+CLI_LIBS := $(call libs_of,$(uses_cli))
+# The primitives that do no I/O (the pure core may use these and no others).
+LIB_PURE := text
 
 BINS := $(BUILD)/drfctl $(BUILD)/drfd
 # Man pages, written in scdoc (deploy/man/), the same for every variant.
@@ -108,14 +151,14 @@ BENCH_PROBE_BIN := $(BUILD)/tests/bench_probe
 # Shared by tests and benchmarks: the fake cgroup tree.
 TESTLIB_OBJS := $(BUILD)/tests/lib/fakecg.o $(BUILD)/tests/lib/faketc.o
 
-.PHONY: all demo check check-unit check-cli check-vm check-net check-all check-tsan valgrind bench clean \
-	shellcheck install deb lintian fuzz
+.PHONY: all layers demo check check-unit check-cli check-vm check-net check-all check-tsan valgrind \
+	bench clean shellcheck install deb lintian fuzz
 
 all: $(BINS) $(MANS)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(DRF_CFLAGS) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+	$(CC) $(DRF_CFLAGS) $(LAYER_INC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
 # BPF: .bpf.c -> .bpf.o (clang, CO-RE against the pinned bpf/vmlinux.h) -> skeleton.
 BPF_ARCH := $(patsubst x86_64,x86,$(patsubst aarch64,arm64,$(shell uname -m)))
@@ -132,49 +175,58 @@ $(BUILD)/bpf/probebpf.o: $(BPF_OUT)/probe.skel.h
 	@mkdir -p $(dir $@)
 	scdoc <$< >$@.tmp && mv $@.tmp $@
 
-$(CORE_LIB): $(CORE_SRCS:%.c=$(BUILD)/%.o)
+# Made afresh, so that an object whose source is gone leaves with it.
+$(BUILD)/libdrf-%.a:
+	rm -f $@
 	$(AR) rcs $@ $^
 
-$(LIB): $(LIB_SRCS:%.c=$(BUILD)/%.o)
-	$(AR) rcs $@ $^
+# Each layer's library linked whole against the layers it may use, and
+# nothing else of drfd's: a call into a layer above it is an undefined
+# reference here, and the build stops.
+$(BUILD)/layers/%: $(BUILD)/libdrf-%.a $(BUILD)/tests/lib/layer_main.o
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $(BUILD)/tests/lib/layer_main.o -Wl,--whole-archive $< \
+		-Wl,--no-whole-archive $(call libs_of,$(uses_$*)) $(LDLIBS)
+layers: $(foreach l,$(filter-out cli,$(LAYERS)),$(if $(call lib_of,$(l)),$(BUILD)/layers/$(l)))
 
-DRFCTL_SRCS := agent/cli/drfctl.c agent/cli/help.c agent/cli/status_cmd.c agent/cli/client.c \
-	agent/cli/net_cmd.c agent/cli/top.c agent/cli/expo.c agent/cli/tasks_cmd.c
-DRFCTL_SRCS += agent/cli/recommend.c
-$(BUILD)/agent/cli/top.o: DRF_CFLAGS += $(NCURSES_CFLAGS)
-$(BUILD)/drfctl: $(DRFCTL_SRCS:%.c=$(BUILD)/%.o) $(LIB) $(CORE_LIB)
+DRFCTL_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(wildcard agent/cli/*.c))
+$(BUILD)/agent/cli/top.o: LAYER_INC += $(NCURSES_CFLAGS)
+# drfctl links no daemon code: what it asks of drfd goes through the socket.
+$(BUILD)/drfctl: $(DRFCTL_OBJS) $(CLI_LIBS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(NCURSES_LIBS)
 
-$(BUILD)/drfd: $(BUILD)/agent/daemon/drfd.o $(LIB) $(CORE_LIB)
+$(BUILD)/drfd: $(BUILD)/agent/daemon/drfd.o $(DAEMON_LIBS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-# Tests of the pure core link with -lm alone: that is what keeps it pure.
-CORE_TESTS := test_units test_alloc test_props test_taskq
+# Tests of the pure core link with the core, the pure primitives and -lm
+# alone: a call to anything that does I/O would not link.
+CORE_TESTS := test_units test_alloc test_taskq
+PURE_LIB_OBJS := $(patsubst %,$(BUILD)/agent/lib/%.o,$(LIB_PURE))
 # The exposition parser of drfctl top is pure too: it links with nothing of drfd's.
 $(BUILD)/tests/test_expo: $(BUILD)/tests/unit/test_expo.o $(BUILD)/agent/cli/expo.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ -lm -lcmocka
 
 $(CORE_TESTS:%=$(BUILD)/tests/%): $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o \
-		$(BUILD)/tests/unit/testlib.o $(CORE_LIB)
+		$(BUILD)/tests/unit/testlib.o $(BUILD)/libdrf-core.a $(PURE_LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ -lm -lcmocka
 
 $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(BUILD)/tests/unit/testlib.o $(TESTLIB_OBJS) \
-		$(LIB) $(CORE_LIB)
+		$(DAEMON_LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
 
-$(BENCH_TICK_BIN): $(BUILD)/tests/bench/bench_tick.o $(TESTLIB_OBJS) $(LIB) $(CORE_LIB)
+$(BENCH_TICK_BIN): $(BUILD)/tests/bench/bench_tick.o $(TESTLIB_OBJS) $(DAEMON_LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BENCH_PROBE_BIN): $(BUILD)/tests/bench/bench_probe.o $(LIB) $(CORE_LIB)
+$(BENCH_PROBE_BIN): $(BUILD)/tests/bench/bench_probe.o $(call libs_of,bpf lib)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 $(BUILD)/tests/bench/bench_probe.o: $(BPF_OUT)/probe.skel.h
 
-$(BENCH_BIN): $(BUILD)/tests/bench/bench_alloc.o $(CORE_LIB)
+$(BENCH_BIN): $(BUILD)/tests/bench/bench_alloc.o $(BUILD)/libdrf-core.a $(PURE_LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ -lm
 
@@ -185,7 +237,7 @@ $(BENCH_BIN): $(BUILD)/tests/bench/bench_alloc.o $(CORE_LIB)
 FUZZ_TARGETS := fuzz_config fuzz_proto
 FUZZ_SECONDS ?= 20
 FUZZ_BUILD := .output/clang-fuzzer
-$(BUILD)/tests/fuzz_%: $(BUILD)/tests/fuzz/fuzz_%.o $(TESTLIB_OBJS) $(LIB) $(CORE_LIB)
+$(BUILD)/tests/fuzz_%: $(BUILD)/tests/fuzz/fuzz_%.o $(TESTLIB_OBJS) $(DAEMON_LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
 
@@ -210,7 +262,7 @@ fuzz:
 demo: $(BINS)
 	@deploy/demo.sh $(BUILD)
 
-check: check-unit check-cli
+check: layers check-unit check-cli
 
 check-unit: $(UNIT_BINS)
 	@set -e; for t in $(UNIT_BINS); do \
@@ -225,7 +277,7 @@ check-vm: $(BINS) deb
 	@echo "== tests/vm/run.sh"
 	@tests/vm/run.sh $(BUILD) $(VM_TESTS)
 
-check-cli: $(BINS)
+check-cli: $(BINS) layers
 	@echo "== tests/cli/test_plan.sh"
 	@DRFCTL=$(abspath $(BUILD)/drfctl) tests/cli/test_plan.sh
 	@echo "== tests/cli/test_drfd.sh"
@@ -238,6 +290,8 @@ check-cli: $(BINS)
 	@DRFCTL=$(abspath $(BUILD)/drfctl) tests/cli/test_completion.sh
 	@echo "== tests/cli/test_install.sh"
 	@BUILD=$(BUILD) MAKE=$(MAKE) tests/cli/test_install.sh
+	@echo "== tests/cli/test_layers.sh"
+	@BUILD=$(BUILD) MAKE=$(MAKE) CC=$(CC) tests/cli/test_layers.sh
 	@echo "== tests/cli/test_metrics.sh"
 	@DRFD=$(abspath $(BUILD)/drfd) DRFCTL=$(abspath $(BUILD)/drfctl) tests/cli/test_metrics.sh
 

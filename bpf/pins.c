@@ -72,3 +72,39 @@ int drf_pin_clear(const char *dir)
 		r = -errno;
 	return r;
 }
+
+int drf_pin_paths(const char *root, const char *mount, uint32_t *ret_level, char *pin_dir,
+		  size_t len)
+{
+	size_t m = strlen(mount), n = 0;
+	const char *rel;
+
+	if (strcmp(mount, "/") == 0)
+		m = 0;
+	if (strncmp(root, mount, m) != 0)
+		return -EINVAL;
+	rel = root + m;
+	/* The level: the components of the root below the hierarchy's root. */
+	*ret_level = 0;
+	for (const char *p = rel; *p; p++)
+		if (*p == '/' && p[1] && p[1] != '/')
+			(*ret_level)++;
+	/*
+	 * One directory of bpffs per root, named as the state file is: '/' as
+	 * '-'; and '.' as %2e, since bpffs refuses names with a dot (EPERM: the
+	 * kernel keeps them for its own files).
+	 */
+	n = (size_t)snprintf(pin_dir, len, "%s/", DRF_BPFFS "/drfd");
+	for (const char *p = root + 1; *p && n + 4 < len; p++) {
+		if (*p == '/')
+			pin_dir[n++] = '-';
+		else if (*p == '-' || *p == '%' || *p == '.')
+			n += (size_t)snprintf(pin_dir + n, len - n, "%%%02x", (unsigned char)*p);
+		else
+			pin_dir[n++] = *p;
+	}
+	if (n + 4 >= len)
+		return -ENAMETOOLONG;
+	pin_dir[n] = '\0';
+	return 0;
+}

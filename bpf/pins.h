@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct bpf_map;
 
@@ -22,5 +23,15 @@ bool drf_pin_fits(const struct bpf_map *m, const char *path);
  * destroyed, and detached, when unpinned. 0 if dir does not exist.
  */
 int drf_pin_clear(const char *dir);
+
+/* Where bpffs is mounted, and drfd pins its network programs below it. */
+#define DRF_BPFFS "/sys/fs/bpf"
+
+/*
+ * For the network programs: the level of root (on the cgroup2 mount `mount`)
+ * in its hierarchy, and the bpffs directory they are pinned in for that root.
+ */
+int drf_pin_paths(const char *root, const char *mount, uint32_t *ret_level, char *pin_dir,
+		  size_t len);
 
 #endif

@@ -133,14 +133,6 @@ int cgfs_id(const struct cgfs *c, const char *cg, uint64_t *ret);
 /* Number of processes in CG (lines of cgroup.procs), or -errno. */
 int cgfs_nprocs(const struct cgfs *c, const char *cg);
 
-/*
- * Opens path (relative) beneath dirfd as every access here does: openat2() with
- * RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
- * or component by component with the same rules where the kernel has no openat2.
- * mode is for O_CREAT. Shared with drfd's state dir (statedir.c). The fd or -errno.
- */
-int cgfs_open_beneath(int dirfd, const char *path, int flags, mode_t mode);
-
 /* NULL if path is a safe relative cgroup path (no '/', '.', '..', empty parts). */
 const char *cgfs_path_problem(const char *path);
 

@@ -19,7 +19,8 @@
 #include "hostcheck.h"
 #include "desired.h"
 #include "knobs.h"
-#include "plan.h"
+#include "json.h"
+#include "planview.h"
 
 #ifndef DRF_VERSION
 #define DRF_VERSION "0.3.0"

@@ -17,6 +17,7 @@
 #include "config.h"
 #include "hostcheck.h"
 #include "netbpf.h"
+#include "pins.h"
 #include "shaper.h"
 #include "tc_nl.h"
 
@@ -80,7 +81,7 @@ int drfctl_net_reset(int argc, char **argv)
 	}
 	drfctl_cli_root(&cfg, cfg.status_socket, root, sizeof(root));
 	drf_cgroup2_mount_of(root, mount, sizeof(mount));
-	r = drf_net_paths(root, mount[0] ? mount : "/sys/fs/cgroup", &level, pin, sizeof(pin));
+	r = drf_pin_paths(root, mount[0] ? mount : "/sys/fs/cgroup", &level, pin, sizeof(pin));
 	if (r == 0)
 		r = drf_tc_nl_open(&nl);
 	if (r < 0) {

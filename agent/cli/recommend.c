@@ -18,9 +18,10 @@
 
 #include "cli.h"
 #include "config.h"
-#include "histfile.h"
 #include "history.h"
-#include "plan.h"
+#include "json.h"
+#include "planview.h"
+#include "statedir.h"
 
 /* A history file larger than this is not one drfd wrote (it keeps 2 x cap / 2). */
 #define READ_MAX (4 * DRF_HIST_CAP_BYTES)
@@ -410,7 +411,7 @@ int drfctl_recommend(int argc, char **argv)
 		snprintf(hp, sizeof(hp), "%s", hist_path);
 	} else {
 		drfctl_cli_root(&cfg, cfg.status_socket, root, sizeof(root));
-		if (drf_history_path(cfg.state_dir, root, hp, sizeof(hp)) < 0) {
+		if (drf_statedir_path(cfg.state_dir, root, ".history", hp, sizeof(hp)) < 0) {
 			fprintf(stderr, "drfctl: state-dir '%s': path too long\n", cfg.state_dir);
 			drf_config_free(&cfg);
 			return EXIT_FAILURE;

@@ -20,7 +20,7 @@
 #include "desired.h"
 #include "hostcheck.h"
 #include "knobs.h"
-#include "plan.h"
+#include "json.h"
 #include "text.h"
 
 #define ASK_TIMEOUT_MS 10000
@@ -102,7 +102,7 @@ static int fallback(const char *path, const char *sock, bool json)
 	}
 	drfctl_cli_root(&e.cfg, sock, root, sizeof(root));
 	drf_cgroup2_mount_of(root, mount, sizeof(mount));
-	if (drf_knobs_controllers(&e.cfg) & CGFS_IO) {
+	if (drf_knobs_controllers(&e.cfg) & DRF_CTRL_IO) {
 		if (drf_check_io_device(&e.cfg, mount[0] ? mount : NULL, &io, err, sizeof(err)) < 0) {
 			fprintf(stderr, "drfctl: %s\n", err);
 			drf_enforced_free(&e);

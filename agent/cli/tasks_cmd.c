@@ -17,8 +17,7 @@
 #include "client.h"
 #include "config.h"
 #include "res.h"
-#include "status.h"
-#include "tasks.h"
+#include "proto.h"
 
 #define TASK_TIMEOUT_MS 10000
 
@@ -84,7 +83,7 @@ static int ask(const char *cmd, const char *sock, const char *req, FILE *out, ch
 
 static int add_word(char **buf, size_t *len, size_t *cap, const char *w)
 {
-	char *e = drf_tasks_escape(w);
+	char *e = drf_proto_escape(w);
 	size_t n;
 
 	if (!e)
@@ -142,7 +141,7 @@ static int submit_options(int argc, char **argv, struct submit_args *a)
 		} else if (opt == 's') {
 			a->sock = optarg;
 		} else if (opt == 'k') {
-			if (!drf_tasks_key_valid(optarg)) {
+			if (!drf_proto_key_valid(optarg)) {
 				fprintf(stderr, "drfctl submit: --key '%s': 1 to %d printable "
 					"characters, no space\n", optarg, DRF_TASK_KEY_MAX);
 				return DRFCTL_EXIT_USAGE;
@@ -230,10 +229,10 @@ int drfctl_submit(int argc, char **argv)
 		return EXIT_FAILURE;
 	}
 	/* drfd refuses a longer request whole: said here, without asking. */
-	if (len > DRFD_REQ_MAX) {
+	if (len > DRF_REQ_MAX) {
 		fprintf(stderr, "drfctl submit: refused: the request would be %zu bytes, and drfd "
 			"takes at most %d (the command and its arguments, escaped, with the "
-			"working directory); pass long arguments in a file\n", len, DRFD_REQ_MAX);
+			"working directory); pass long arguments in a file\n", len, DRF_REQ_MAX);
 		free(req);
 		return DRFCTL_EXIT_CONFIG;
 	}

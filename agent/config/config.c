@@ -4,11 +4,6 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
-#include <sys/socket.h>
-#include <sys/ioctl.h>
-#include <net/if.h>
-#include <linux/sockios.h>
-#include <linux/ethtool.h>
 #include <fcntl.h>
 #include <ini.h>
 #include <math.h>
@@ -1331,78 +1326,3 @@ const char *drf_mode_name(enum drf_mode m)
 {
 	return m == DRF_MODE_LIMIT ? "limit" : "share";
 }
-
-/* The real host, for `auto` capacities. */
-
-static int real_online_cpus(void *ctx, double *ret)
-{
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
-
-	(void)ctx;
-	if (n <= 0)
-		return -errno ? -errno : -EINVAL;
-	*ret = (double)n;
-	return 0;
-}
-
-static int real_mem_total(void *ctx, double *ret)
-{
-	FILE *f = fopen("/proc/meminfo", "re");
-	char line[256];
-	int r = -ENOENT;
-
-	(void)ctx;
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long long kb;
-
-		if (sscanf(line, "MemTotal: %llu kB", &kb) == 1) {
-			*ret = (double)kb * 1024;
-			r = 0;
-			break;
-		}
-	}
-	fclose(f);
-	return r;
-}
-
-static int real_link_speed(void *ctx, const char *dev, double *ret)
-{
-	struct ethtool_cmd ecmd = { .cmd = ETHTOOL_GSET };
-	struct ifreq ifr = { 0 };
-	uint32_t mbit;
-	int fd, r = 0;
-
-	(void)ctx;
-	if (strlen(dev) >= sizeof(ifr.ifr_name))
-		return -ENAMETOOLONG;
-	/*
-	 * Through ethtool on a socket, not /sys/class/net: that shows the
-	 * devices of the network namespace sysfs was mounted in, not ours.
-	 */
-	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", dev);
-	ifr.ifr_data = (char *)&ecmd;
-	if (ioctl(fd, SIOCETHTOOL, &ifr) < 0) {
-		r = errno == EOPNOTSUPP ? -EINVAL : -errno;
-	} else {
-		mbit = ethtool_cmd_speed(&ecmd);
-		/* SPEED_UNKNOWN (-1), e.g. link down; veth says 10000 */
-		if (mbit == 0 || mbit == (uint32_t)SPEED_UNKNOWN)
-			r = -EINVAL;
-		else
-			*ret = (double)mbit * 1e6;
-	}
-	close(fd);
-	return r;
-}
-
-const struct drf_host_ops drf_host_real = {
-	.online_cpus = real_online_cpus,
-	.mem_total = real_mem_total,
-	.link_speed = real_link_speed,
-	.ctx = NULL,
-};

@@ -13,6 +13,7 @@
 #include <stddef.h>
 
 #include "alloc.h"
+#include "host.h"
 
 #define DRF_TENANT_NAME_MAX 64
 #define DRF_CONFIG_MAX_BYTES (4 << 20)
@@ -60,17 +61,6 @@ struct drf_config {
 	char **files;
 	size_t n_files;
 };
-
-/* What `auto` capacities read from the host; injectable for tests. */
-struct drf_host_ops {
-	int (*online_cpus)(void *ctx, double *ret);
-	int (*mem_total)(void *ctx, double *ret_bytes);
-	int (*link_speed)(void *ctx, const char *dev, double *ret_bits);
-	void *ctx;
-};
-
-/* Reads sysconf(), /proc/meminfo and /sys/class/net/DEV/speed. */
-extern const struct drf_host_ops drf_host_real;
 
 /*
  * Loads and checks the config. On failure returns a negative errno, writes

@@ -32,6 +32,13 @@
 #define DRF_HIST_NAME_MAX 64
 /* Values of a record: the DRF_NRES resources, then the two memory peaks. */
 enum { DRF_HIST_MEM_PEAK = DRF_NRES, DRF_HIST_WS_PEAK, DRF_HIST_NVAL };
+/*
+ * The history drfd keeps, its file and the one rotated away together (the
+ * daemon's histfile.c). 192 MiB: the newest 96 MiB are always kept, a million
+ * lines of up to about 100 bytes (a tenant with every resource measured): a
+ * week of 100 tenants.
+ */
+#define DRF_HIST_CAP_BYTES (192ull << 20)
 /* A record line is at most this long (name, 10 columns of %.4g, tabs). */
 #define DRF_HIST_LINE_MAX 256
 /* Fewer records than this in the window: too little history to advise. */

@@ -16,6 +16,9 @@
 #include "lock.h"
 #include "log.h"
 #include "netbpf.h"
+#include "netcheck.h"
+#include "pins.h"
+#include "statedir.h"
 #include "statefile.h"
 #include "tasks.h"
 #include "tc_nl.h"
@@ -37,12 +40,13 @@ static uint64_t now_monotonic_ns(void)
 }
 
 /* One line per tenant: what it gets. */
-void drfd_log_plan(const struct drf_enforced *s, const struct drf_io_target *io)
+void drfd_log_plan(const struct drf_logger *log, const struct drf_enforced *s,
+		   const struct drf_io_target *io)
 {
 	const struct drf_config *c = &s->cfg;
 
 	if (c->n_tenants == 0)
-		drf_log(LOG_NOTICE, "%s defines no tenants: idling until a reload brings some",
+		drf_log(log, LOG_NOTICE, "%s defines no tenants: idling until a reload brings some",
 			c->path);
 	for (size_t i = 0; i < c->n_tenants; i++) {
 		const struct drf_share *sh = &s->result.shares[i];
@@ -55,26 +59,27 @@ void drfd_log_plan(const struct drf_enforced *s, const struct drf_io_target *io)
 			snprintf(line + strlen(line), sizeof(line) - strlen(line), " %s=%s",
 				 drf_res_name(r), q);
 		}
-		drf_log(LOG_INFO, "plan: tenant '%s':%s dominant %s %.3f, limited by %s",
-			c->tenants[i].name, line, drf_res_name(sh->dominant_res),
-			sh->dominant_share,
-			sh->limited_by == DRF_LIMIT_DEMAND ? "demand" : drf_res_name(sh->limited_by));
+		drf_log(log, LOG_INFO, "plan: tenant '%s':%s dominant %s %.3f, limited by %s",
+			c->tenants[i].name, line, drf_res_name(sh->dominant_res), sh->dominant_share,
+			sh->limited_by == DRF_LIMIT_DEMAND ? "demand"
+							   : drf_res_name(sh->limited_by));
 	}
 	/* Never silent about what is not enforced. */
-	if (io && (drf_knobs_controllers(c) & CGFS_IO) && c->mode == DRF_MODE_SHARE &&
+	if (io && (drf_knobs_controllers(c) & DRF_CTRL_IO) && c->mode == DRF_MODE_SHARE &&
 	    io->weights == DRF_IO_WEIGHTS_NONE)
-		drf_log(LOG_NOTICE, "io: device %u:%u has neither BFQ nor io.cost enabled, so io "
-				    "weights would have no effect; share mode sets io.max at each "
-				    "tenant's io allocation instead", io->major, io->minor);
+		drf_log(log, LOG_NOTICE, "io: device %u:%u has neither BFQ nor io.cost enabled, so "
+					 "io weights would have no effect; share mode sets io.max "
+					 "at each tenant's io allocation instead",
+			io->major, io->minor);
 	for (size_t i = 0; i < c->n_tenants; i++) {
 		unsigned u = drf_knobs_uncapped(c, &s->problem, i, io);
 
 		for (int r = 0; r < DRF_NRES; r++)
 			if (u & (1u << r))
-				drf_log(LOG_WARNING, "tenant '%s' needs no %s (its demand is 0), so it "
-						     "gets no guarantee and no cap on it: a zero cap "
-						     "would stop it", c->tenants[i].name,
-					drf_res_name(r));
+				drf_log(log, LOG_WARNING, "tenant '%s' needs no %s (its demand is "
+							  "0), so it gets no guarantee and no cap "
+							  "on it: a zero cap would stop it",
+					c->tenants[i].name, drf_res_name(r));
 	}
 }
 
@@ -91,11 +96,11 @@ static void save_state(struct drfd *d)
 		return;
 	r = drf_state_save(d->state_path, d->root, &d->rc, d->has_net ? &d->net : NULL);
 	if (r < 0 && r != d->state_err)
-		drf_log(LOG_ERR, "cannot write the state file '%s': %s; retried each tick (until it "
-				 "is saved, a restart would not clean up tenants removed meanwhile)",
-			d->state_path, strerror(-r));
+		drf_log(d->log, LOG_ERR, "cannot write the state file '%s': %s; retried each tick "
+					 "(until it is saved, a restart would not clean up tenants "
+					 "removed meanwhile)", d->state_path, strerror(-r));
 	else if (r == 0 && d->state_err)
-		drf_log(LOG_NOTICE, "the state file '%s' is saved again", d->state_path);
+		drf_log(d->log, LOG_NOTICE, "the state file '%s' is saved again", d->state_path);
 	d->state_err = r < 0 ? r : 0;
 }
 
@@ -167,14 +172,15 @@ void drfd_tick(struct drfd *d, size_t verify)
 		save_state(d);
 	busy = st.writes || st.created || st.recreated || st.foreign || st.errors || st.removed ||
 	       (d->has_net && (d->net_last.writes || d->net_last.errors));
-	drf_log(busy ? LOG_INFO : LOG_DEBUG,
+	drf_log(d->log, busy ? LOG_INFO : LOG_DEBUG,
 		"tick %llu: %zu tenants, %u verified, %u written, %u created, %u recreated, "
 		"%u changed by others, %u waiting for memory to drop, %u errors, %u retrying, "
 		"%zu orphans", (unsigned long long)d->ticks, d->rc.n, st.verified, st.writes,
 		st.created, st.recreated, st.foreign, st.pending, st.errors, st.retrying,
 		d->rc.n_orphans);
 	if (d->has_net && (d->net_last.writes || d->net_last.errors))
-		drf_log(LOG_INFO, "tick %llu: network on %s: %u written, %u errors, %u retrying",
+		drf_log(d->log, LOG_INFO, "tick %llu: network on %s: %u written, %u errors, %u "
+					  "retrying",
 			(unsigned long long)d->ticks, d->net.ifname, d->net_last.writes,
 			d->net_last.errors, d->net_last.retrying);
 	notify_status(d);
@@ -205,13 +211,13 @@ static void stale_net(struct drfd *d, const char *ifname)
 	/* Another drfd may shape it now: then its qdisc is that one's, and stays. */
 	lock = drf_lock_device(ifname, &holder);
 	drf_cgroup2_mount_of(d->root, mount, sizeof(mount));
-	r = drf_net_paths(d->root, mount[0] ? mount : "/sys/fs/cgroup", &level, pin, sizeof(pin));
+	r = drf_pin_paths(d->root, mount[0] ? mount : "/sys/fs/cgroup", &level, pin, sizeof(pin));
 	if (r == 0)
 		r = drf_tc_nl_open(&nl);
 	if (r < 0) {
-		drf_log(LOG_ERR, "cannot remove drfd's qdisc and programs from '%s', no longer shaped: "
-				 "%s (with drfd stopped, drfctl net-reset --device %s does it)", ifname,
-			strerror(-r), ifname);
+		drf_log(d->log, LOG_ERR, "cannot remove drfd's qdisc and programs from '%s', no "
+					 "longer shaped: %s (with drfd stopped, drfctl net-reset "
+					 "--device %s does it)", ifname, strerror(-r), ifname);
 		if (lock >= 0)
 			close(lock);
 		return;
@@ -223,16 +229,16 @@ static void stale_net(struct drfd *d, const char *ifname)
 	if (lock >= 0)
 		close(lock);
 	else if (r == 0)
-		drf_log(LOG_NOTICE, "'%s' is no longer shaped by this drfd, and another (pid %d) "
-				    "shapes it now: its qdisc stays; removed this root's programs",
-			ifname, (int)holder);
+		drf_log(d->log, LOG_NOTICE, "'%s' is no longer shaped by this drfd, and another "
+					    "(pid %d) shapes it now: its qdisc stays; removed this "
+					    "root's programs", ifname, (int)holder);
 	if (r < 0)
-		drf_log(LOG_ERR, "cannot remove drfd's qdisc and programs from '%s', no longer "
-				 "shaped: %s (with drfd stopped, drfctl net-reset --device %s does "
-				 "it)", ifname, strerror(-r), ifname);
+		drf_log(d->log, LOG_ERR, "cannot remove drfd's qdisc and programs from '%s', no "
+					 "longer shaped: %s (with drfd stopped, drfctl net-reset "
+					 "--device %s does it)", ifname, strerror(-r), ifname);
 	else if (lock >= 0)
-		drf_log(LOG_NOTICE, "'%s' is no longer shaped: removed drfd's qdisc and programs",
-			ifname);
+		drf_log(d->log, LOG_NOTICE, "'%s' is no longer shaped: removed drfd's qdisc and "
+					    "programs", ifname);
 	drf_shaper_free(&s);
 	drf_tc_nl_close(&nl);
 }
@@ -245,7 +251,7 @@ int drfd_start(struct drfd *d, struct drf_reconcile_stats *ret)
 
 	d->started = now_realtime();
 	d->listen_fd = -1;
-	r = drf_reconciler_init(&d->rc, d->fs, d->has_io ? &d->io : NULL, &drf_log_reconciler,
+	r = drf_reconciler_init(&d->rc, d->fs, d->has_io ? &d->io : NULL, d->log,
 				!d->dry_run, (unsigned long)sysconf(_SC_PAGESIZE));
 	if (r < 0)
 		return r;
@@ -255,21 +261,22 @@ int drfd_start(struct drfd *d, struct drf_reconcile_stats *ret)
 	d->verify = drf_verify_per_tick(d->rc.n + d->rc.n_inner, d->plan.cfg.interval_ms,
 					d->plan.cfg.verify_period_ms);
 	if (d->plan.cfg.state_dir &&
-	    drf_state_path(d->plan.cfg.state_dir, d->root, d->state_path, sizeof(d->state_path)) < 0) {
-		drf_log(LOG_ERR, "state-dir '%s': path too long; running without a state file",
-			d->plan.cfg.state_dir);
+	    drf_statedir_path(d->plan.cfg.state_dir, d->root, ".state", d->state_path,
+			      sizeof(d->state_path)) < 0) {
+		drf_log(d->log, LOG_ERR, "state-dir '%s': path too long; running without a state "
+					 "file", d->plan.cfg.state_dir);
 		d->state_path[0] = '\0';
 	}
 	/* Cgroups of tenants that left the config while drfd was down. */
 	if (d->state_path[0]) {
 		r = drf_state_load(d->state_path, d->root, &e, &n, &skipped);
 		if (r < 0 && r != -ENOENT)
-			drf_log(LOG_ERR, "cannot read the state file '%s': %s; tenants removed from "
-					 "the config while drfd was down will not be cleaned up",
-				d->state_path, strerror(-r));
+			drf_log(d->log, LOG_ERR, "cannot read the state file '%s': %s; tenants "
+						 "removed from the config while drfd was down will "
+						 "not be cleaned up", d->state_path, strerror(-r));
 		if (skipped)
-			drf_log(LOG_WARNING, "state file '%s': ignored %zu lines that do not parse",
-				d->state_path, skipped);
+			drf_log(d->log, LOG_WARNING, "state file '%s': ignored %zu lines that do "
+						     "not parse", d->state_path, skipped);
 		for (size_t i = 0; i < n; i++) {
 			if (e[i].netdev) {
 				/* The device shaped before: no longer, or another one now. */
@@ -284,8 +291,8 @@ int drfd_start(struct drfd *d, struct drf_reconcile_stats *ret)
 				continue;
 			}
 			if (drf_reconciler_forget(&d->rc, e[i].name, e[i].cgroup) < 0)
-				drf_log(LOG_ERR, "cannot track departed tenant '%s': out of memory",
-					e[i].name);
+				drf_log(d->log, LOG_ERR, "cannot track departed tenant '%s': out "
+							 "of memory", e[i].name);
 		}
 		drf_state_free(e, n);
 	}
@@ -331,7 +338,7 @@ static void reload(struct drfd *d)
 			r = -EINVAL;
 		n.cfg.cgroup_root = saved;
 	}
-	if (r == 0 && (drf_knobs_controllers(&n.cfg) & CGFS_IO) &&
+	if (r == 0 && (drf_knobs_controllers(&n.cfg) & DRF_CTRL_IO) &&
 	    (!d->has_io || !n.cfg.io_device || !d->plan.cfg.io_device ||
 	     strcmp(n.cfg.io_device, d->plan.cfg.io_device) != 0)) {
 		snprintf(err, sizeof(err), "%s: io-device changed; that needs a restart",
@@ -367,18 +374,19 @@ static void reload(struct drfd *d)
 		if (n.loaded)
 			drf_enforced_free(&n);
 		d->reloads_refused++;
-		drf_log(LOG_ERR, "reload refused, keeping the configuration in force: %s", err);
+		drf_log(d->log, LOG_ERR, "reload refused, keeping the configuration in force: %s",
+			err);
 		sd_notify(0, "READY=1");
 		return;
 	}
-	drf_log(LOG_NOTICE, "reloaded %s: %zu tenants", d->config_path, n.cfg.n_tenants);
-	drfd_log_plan(&n, d->has_io ? &d->io : NULL);
+	drf_log(d->log, LOG_NOTICE, "reloaded %s: %zu tenants", d->config_path, n.cfg.n_tenants);
+	drfd_log_plan(d->log, &n, d->has_io ? &d->io : NULL);
 	drf_enforced_free(&d->plan);
 	d->plan = n;
 	d->reloads++;
 	if (drfd_usage_plan(d) < 0)
-		drf_log(LOG_WARNING, "out of memory for the usage of the reloaded tenants; "
-				     "usage is shown from the next tick that has memory");
+		drf_log(d->log, LOG_WARNING, "out of memory for the usage of the reloaded tenants; "
+					     "usage is shown from the next tick that has memory");
 	/* Observed demand: the effective plan for the new tenants, before any write. */
 	drfd_online_plan(d);
 	d->verify = drf_verify_per_tick(d->rc.n + d->rc.n_inner, d->plan.cfg.interval_ms,
@@ -407,7 +415,8 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
 		reload(d);
 		return 0;
 	}
-	drf_log(LOG_NOTICE, "%s: exiting; the limits stay in place", strsignal((int)si->ssi_signo));
+	drf_log(d->log, LOG_NOTICE, "%s: exiting; the limits stay in place",
+		strsignal((int)si->ssi_signo));
 	drfd_online_save(d);
 	drfd_metrics_stop(d);
 	sd_notify(0, "STOPPING=1");
@@ -422,21 +431,22 @@ int drfd_run(struct drfd *d)
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
 		r = sd_event_add_signal(d->event, NULL, sigs[i], on_signal, d);
 		if (r < 0) {
-			drf_log(LOG_ERR, "cannot watch %s: %s", strsignal(sigs[i]), strerror(-r));
+			drf_log(d->log, LOG_ERR, "cannot watch %s: %s",
+				strsignal(sigs[i]), strerror(-r));
 			return 1;
 		}
 	}
 	r = sd_event_add_time_relative(d->event, &d->timer, CLOCK_MONOTONIC,
 				       (uint64_t)(d->plan.cfg.interval_ms * 1000), 0, on_timer, d);
 	if (r < 0) {
-		drf_log(LOG_ERR, "cannot set up the tick timer: %s", strerror(-r));
+		drf_log(d->log, LOG_ERR, "cannot set up the tick timer: %s", strerror(-r));
 		return 1;
 	}
 	/* With WatchdogSec= in the unit, systemd restarts a drfd that stops ticking. */
 	sd_event_set_watchdog(d->event, true);
 	r = sd_event_loop(d->event);
 	if (r < 0) {
-		drf_log(LOG_ERR, "event loop failed: %s", strerror(-r));
+		drf_log(d->log, LOG_ERR, "event loop failed: %s", strerror(-r));
 		return 1;
 	}
 	return d->exit_code;

@@ -23,6 +23,7 @@ struct drfd_history;
 struct drfd_listener;
 
 struct drfd {
+	const struct drf_logger *log;
 	const char *config_path;
 	bool dry_run;
 	struct drf_enforced plan;       /* in force */
@@ -91,6 +92,7 @@ void drfd_unlisten(struct drfd *d);
 int drfd_status_render(const struct drfd *d, bool json, FILE *out);
 
 /* What the daemon logs of a plan when it starts or reloads. */
-void drfd_log_plan(const struct drf_enforced *s, const struct drf_io_target *io);
+void drfd_log_plan(const struct drf_logger *log, const struct drf_enforced *s,
+		   const struct drf_io_target *io);
 
 #endif

@@ -25,6 +25,8 @@
 #include "lock.h"
 #include "log.h"
 #include "netbpf.h"
+#include "netcheck.h"
+#include "pins.h"
 #include "probebpf.h"
 #include "shaper.h"
 #include "statedir.h"
@@ -128,7 +130,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
  * is enforcing; the parent waits for that byte (exit 0) or for the child to die
  * (its exit status), and returns that, printing the child's pid on success.
  */
-static int daemonize(int *ret_ready_fd)
+static int daemonize(const struct drf_logger *log, int *ret_ready_fd)
 {
 	int p[2], status;
 	pid_t pid;
@@ -138,7 +140,7 @@ static int daemonize(int *ret_ready_fd)
 		return EXIT_FAIL;
 	pid = fork();
 	if (pid < 0) {
-		drf_log(LOG_ERR, "cannot fork: %s", strerror(errno));
+		drf_log(log, LOG_ERR, "cannot fork: %s", strerror(errno));
 		return EXIT_FAIL;
 	}
 	if (pid == 0) {
@@ -163,9 +165,9 @@ static int daemonize(int *ret_ready_fd)
 		fflush(stdout);
 		if (b == 0)
 			return EXIT_OK;
-		drf_log(LOG_ERR, "drfd (pid %d) is running, but its first pass could not put every "
-				 "limit in place; it retries each tick (see its log and drfctl status)",
-			(int)pid);
+		drf_log(log, LOG_ERR, "drfd (pid %d) is running, but its first pass could not put "
+				      "every limit in place; it retries each tick (see its log and "
+				      "drfctl status)", (int)pid);
 		return EXIT_FAIL;
 	}
 	if (waitpid(pid, &status, 0) == pid && WIFEXITED(status))
@@ -188,37 +190,41 @@ static int open_root(struct drfd *d, struct cgfs *fs, struct cgfs_recorder *rec)
 			r = cgfs_open_virtual(fs, d->root, &cgfs_recording_ops, rec);
 		}
 		if (r < 0) {
-			drf_log(LOG_ERR, "cannot open cgroup-root '%s': %s", d->root, strerror(-r));
+			drf_log(d->log, LOG_ERR, "cannot open cgroup-root '%s': %s",
+				d->root, strerror(-r));
 			return EXIT_ROOT;
 		}
 		return EXIT_OK;
 	}
 	r = cgfs_open(fs, d->root, true, &cgfs_real_ops, NULL);
 	if (r < 0) {
-		drf_log(LOG_ERR, "cannot open or create cgroup-root '%s': %s", d->root, strerror(-r));
+		drf_log(d->log, LOG_ERR, "cannot open or create cgroup-root '%s': %s",
+			d->root, strerror(-r));
 		return EXIT_ROOT;
 	}
 	/* Nothing but cgroupfs: a directory mounted over the root is not followed. */
 	r = drf_check_cgroup2_fd(fs->rootfd);
 	if (r < 0) {
-		drf_log(LOG_ERR, "cgroup-root '%s' is not on a cgroup2 filesystem (%s): another "
-				 "filesystem is mounted there; drfd writes only to cgroup v2",
-			d->root, strerror(-r));
+		drf_log(d->log, LOG_ERR, "cgroup-root '%s' is not on a cgroup2 filesystem (%s): "
+					 "another filesystem is mounted there; drfd writes only to "
+					 "cgroup v2", d->root, strerror(-r));
 		return EXIT_ROOT;
 	}
 	n = cgfs_nprocs(fs, "");
 	if (n > 0) {
-		drf_log(LOG_ERR, "cgroup-root '%s' holds %d processes; cgroup v2 lets no cgroup with "
-				 "processes pass controllers to children: move them into a tenant "
-				 "or elsewhere", d->root, n);
+		drf_log(d->log, LOG_ERR, "cgroup-root '%s' holds %d processes; cgroup v2 lets no "
+					 "cgroup with processes pass controllers to children: move "
+					 "them into a tenant or elsewhere", d->root, n);
 		return EXIT_ROOT;
 	}
 	if (n < 0) {
-		drf_log(LOG_ERR, "cannot read '%s/cgroup.procs': %s", d->root, strerror(-n));
+		drf_log(d->log, LOG_ERR, "cannot read '%s/cgroup.procs': %s",
+			d->root, strerror(-n));
 		return EXIT_ROOT;
 	}
 	if (access(d->root, W_OK) < 0) {
-		drf_log(LOG_ERR, "cgroup-root '%s' is not writable: %s", d->root, strerror(errno));
+		drf_log(d->log, LOG_ERR, "cgroup-root '%s' is not writable: %s",
+			d->root, strerror(errno));
 		return EXIT_ROOT;
 	}
 	return EXIT_OK;
@@ -251,7 +257,7 @@ static int setup_net(struct drfd *d, struct cgfs *fs, const char *mount, struct 
 		return EXIT_OK;
 	nl = drf_tc_nl_open(&n->nl);
 	if (nl < 0 && !d->dry_run) {
-		drf_log(LOG_ERR, "cannot open a netlink socket: %s", strerror(-nl));
+		drf_log(d->log, LOG_ERR, "cannot open a netlink socket: %s", strerror(-nl));
 		return EXIT_NET;
 	}
 	if (d->dry_run) {
@@ -269,26 +275,26 @@ static int setup_net(struct drfd *d, struct cgfs *fs, const char *mount, struct 
 	}
 	r = drf_check_net(c, tc, tc_ctx, err, sizeof(err));
 	if (r < 0 && !d->dry_run) {
-		drf_log(LOG_ERR, "cannot shape the network: %s", err);
+		drf_log(d->log, LOG_ERR, "cannot shape the network: %s", err);
 		return EXIT_NET;
 	}
 	if (r < 0)
-		drf_log(LOG_NOTICE, "this host could not shape the network: %s; dry run: showing "
-				    "what drfd would install", err);
-	r = drf_net_paths(d->root, mount[0] ? mount : "/sys/fs/cgroup", &level, pin, sizeof(pin));
+		drf_log(d->log, LOG_NOTICE, "this host could not shape the network: %s; dry run: "
+					    "showing what drfd would install", err);
+	r = drf_pin_paths(d->root, mount[0] ? mount : "/sys/fs/cgroup", &level, pin, sizeof(pin));
 	if (r == 0)
 		r = drf_shaper_init(&d->net, c->net_device, tc, tc_ctx, bpf, bpf_ctx, fs, pin, level,
-				    &drf_log_reconciler);
+				    d->log);
 	if (r < 0) {
-		drf_log(LOG_ERR, "cannot set up the network shaper: %s", strerror(-r));
+		drf_log(d->log, LOG_ERR, "cannot set up the network shaper: %s", strerror(-r));
 		return EXIT_FAIL;
 	}
 	/* fq_codel under each tenant class, where the kernel has it. */
 	d->net.fq_codel_known = drf_have_qdisc("fq_codel") == 1;
 	if (c->capacity[DRF_RES_NET] > 0 && drf_have_qdisc("fq_codel") == 0) {
 		d->net.leaf_fq_codel = false;
-		drf_log(LOG_WARNING, "this kernel has no fq_codel qdisc (sch_fq_codel): tenant "
-				     "classes keep HTB's default FIFO queue");
+		drf_log(d->log, LOG_WARNING, "this kernel has no fq_codel qdisc (sch_fq_codel): "
+					     "tenant classes keep HTB's default FIFO queue");
 	}
 	d->has_net = true;
 	return EXIT_OK;
@@ -303,7 +309,7 @@ static void start_probes(struct drfd *d, const char *mount, struct drf_probebpf 
 {
 	char pin[256], ppin[300];
 	uint32_t level = 0;
-	int r = drf_net_paths(d->root, mount[0] ? mount : "/sys/fs/cgroup", &level, pin, sizeof(pin));
+	int r = drf_pin_paths(d->root, mount[0] ? mount : "/sys/fs/cgroup", &level, pin, sizeof(pin));
 
 	if (r == 0 && (size_t)snprintf(ppin, sizeof(ppin), "%s/drfd-probes/%s", DRF_BPFFS,
 				       pin + strlen(DRF_BPFFS "/drfd/")) >= sizeof(ppin))
@@ -311,7 +317,7 @@ static void start_probes(struct drfd *d, const char *mount, struct drf_probebpf 
 	if (r < 0) {
 		snprintf(d->use.probes_why, sizeof(d->use.probes_why), "no pin directory for '%s': %s",
 			 d->root, strerror(-r));
-		drf_log(LOG_WARNING, "usage probes off: %s", d->use.probes_why);
+		drf_log(d->log, LOG_WARNING, "usage probes off: %s", d->use.probes_why);
 		return;
 	}
 	drfd_usage_start(d, &drf_probe_real_ops, b, ppin, level);
@@ -322,17 +328,17 @@ static void start_probes(struct drfd *d, const char *mount, struct drf_probebpf 
  * drfd made is removed (rmdir removes only an empty cgroup). Not one another
  * drfd holds: its lock says so.
  */
-static void undo_root(struct cgfs *fs)
+static void undo_root(const struct drf_logger *log, struct cgfs *fs)
 {
 	if (!fs->created || fs->rootfd < 0)
 		return;
 	fs->created = false;
 	if (rmdir(fs->root) < 0)
-		drf_log(LOG_WARNING, "cannot remove cgroup-root '%s', which drfd made before it "
-				     "failed to start: %s", fs->root, strerror(errno));
+		drf_log(log, LOG_WARNING, "cannot remove cgroup-root '%s', which drfd made before "
+					  "it failed to start: %s", fs->root, strerror(errno));
 	else
-		drf_log(LOG_NOTICE, "removed cgroup-root '%s', which drfd made before it failed "
-				    "to start", fs->root);
+		drf_log(log, LOG_NOTICE, "removed cgroup-root '%s', which drfd made before it "
+					 "failed to start", fs->root);
 }
 
 static void net_ops_free(struct net_ops *n)
@@ -347,6 +353,8 @@ int main(int argc, char **argv)
 {
 	struct net_ops netops = { .lock_fd = -1 };
 	struct drfd d = { .listen_fd = -1 };
+	struct drf_stderr_sink stderr_sink;
+	struct drf_logger stderr_log;
 	struct drf_probebpf probes = { 0 };
 	struct cgfs_recorder rec = { 0 };
 	struct drf_reconcile_stats st;
@@ -364,7 +372,8 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	setvbuf(stderr, NULL, _IOLBF, 0);
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	drf_log_init(LOG_INFO);
+	stderr_log = drf_log_stderr(&stderr_sink, LOG_INFO);
+	d.log = &stderr_log;
 	r = parse_args(argc, argv, &o);
 	if (r != 0)
 		return r < 0 ? EXIT_USAGE : EXIT_OK;
@@ -380,20 +389,20 @@ int main(int argc, char **argv)
 	/* The config is loaded before the host check only to know what to check. */
 	r = drf_enforced_load(&d.plan, o.config, NULL, err, sizeof(err));
 	if (r < 0) {
-		drf_log(LOG_ERR, "%s", err);
+		drf_log(d.log, LOG_ERR, "%s", err);
 		return r == -ENOMEM ? EXIT_FAIL : EXIT_CONFIG;
 	}
 	/* Before anything is created or read there: tasks run as whom its files say. */
 	if (d.plan.cfg.state_dir &&
 	    drf_statedir_check(d.plan.cfg.state_dir, err, sizeof(err)) < 0) {
-		drf_log(LOG_ERR, "%s", err);
+		drf_log(d.log, LOG_ERR, "%s", err);
 		ret = EXIT_STATEDIR;
 		goto out;
 	}
 	if (d.plan.cfg.cgroup_root_auto) {
 		r = drf_resolve_auto_root(d.plan.cfg.cgroup_root, root, sizeof(root), &how);
 		if (r < 0) {
-			drf_log(LOG_ERR, "cgroup-root = auto: %s",
+			drf_log(d.log, LOG_ERR, "cgroup-root = auto: %s",
 				r == -ENOENT ? how : strerror(-r));
 			ret = EXIT_ROOT;
 			goto out;
@@ -415,25 +424,26 @@ int main(int argc, char **argv)
 		d.plan.cfg.cgroup_root = literal;
 	}
 	if (r < 0 && !o.dry_run) {
-		drf_log(LOG_ERR, "cannot enforce on this host: %s", err);
+		drf_log(d.log, LOG_ERR, "cannot enforce on this host: %s", err);
 		ret = r == -ENOTDIR ? EXIT_ROOT : EXIT_CGROUP;
 		goto out;
 	}
 	if (r < 0)
-		drf_log(LOG_NOTICE, "this host could not enforce: %s; dry run: showing the writes "
-				    "for an empty tree", err);
+		drf_log(d.log, LOG_NOTICE, "this host could not enforce: %s; dry run: showing the "
+					   "writes for an empty tree", err);
 	drf_cgroup2_mount_of(d.root, mount, sizeof(mount));
 	r = drf_check_io_device(&d.plan.cfg, mount[0] ? mount : NULL, &d.io, err, sizeof(err));
 	if (r < 0) {
-		drf_log(LOG_ERR, "%s", err);
+		drf_log(d.log, LOG_ERR, "%s", err);
 		ret = EXIT_DEVICE;
 		goto out;
 	}
-	if (drf_knobs_controllers(&d.plan.cfg) & CGFS_IO) {
+	if (drf_knobs_controllers(&d.plan.cfg) & DRF_CTRL_IO) {
 		/* The io knobs depend on the device's scheduler, known only now. */
 		d.has_io = true;
 		if (drf_enforced_map(&d.plan, &d.io) < 0) {
-			drf_log(LOG_ERR, "cannot map the allocation to knobs: out of memory");
+			drf_log(d.log, LOG_ERR, "cannot map the allocation to knobs: out of "
+						"memory");
 			ret = EXIT_FAIL;
 			goto out;
 		}
@@ -450,7 +460,7 @@ int main(int argc, char **argv)
 	 * tick and exits with its verdict, so "drfd -c FILE && ..." sees limits in place.
 	 */
 	if (!o.dry_run && !o.once && !o.foreground && !getenv("NOTIFY_SOCKET")) {
-		ret = daemonize(&ready_fd);
+		ret = daemonize(d.log, &ready_fd);
 		if (ret >= 0) {
 			fs.created = false; /* the child's to undo, if it fails */
 			goto out_fs; /* the parent */
@@ -463,16 +473,18 @@ int main(int argc, char **argv)
 		if (r == -EWOULDBLOCK) {
 			fs.created = false; /* the root is the other drfd's */
 			if (holder > 0)
-				drf_log(LOG_ERR, "another drfd (pid %d) is enforcing cgroup-root '%s'; "
-						 "one drfd per root", (int)holder, d.root);
+				drf_log(d.log, LOG_ERR, "another drfd (pid %d) is enforcing "
+							"cgroup-root '%s'; one drfd per root",
+					(int)holder, d.root);
 			else
-				drf_log(LOG_ERR, "another drfd is enforcing cgroup-root '%s'; one drfd "
-						 "per root", d.root);
+				drf_log(d.log, LOG_ERR, "another drfd is enforcing cgroup-root "
+							"'%s'; one drfd per root", d.root);
 			ret = EXIT_LOCKED;
 			goto out_fs;
 		}
 		if (r < 0) {
-			drf_log(LOG_ERR, "cannot lock cgroup-root '%s': %s", d.root, strerror(-r));
+			drf_log(d.log, LOG_ERR, "cannot lock cgroup-root '%s': %s",
+				d.root, strerror(-r));
 			ret = EXIT_ROOT;
 			goto out_fs;
 		}
@@ -480,14 +492,15 @@ int main(int argc, char **argv)
 		if (d.has_net) {
 			netops.lock_fd = drf_lock_device(d.net.ifname, &holder);
 			if (netops.lock_fd == -EWOULDBLOCK) {
-				drf_log(LOG_ERR, "another drfd (pid %d) shapes '%s'; one drfd per "
-						 "device", (int)holder, d.net.ifname);
+				drf_log(d.log, LOG_ERR, "another drfd (pid %d) shapes '%s'; one "
+							"drfd per device",
+					(int)holder, d.net.ifname);
 				ret = EXIT_LOCKED;
 				goto out_fs;
 			}
 			if (netops.lock_fd < 0) {
-				drf_log(LOG_ERR, "cannot lock '%s' under /run/drfd: %s", d.net.ifname,
-					strerror(-netops.lock_fd));
+				drf_log(d.log, LOG_ERR, "cannot lock '%s' under /run/drfd: %s",
+					d.net.ifname, strerror(-netops.lock_fd));
 				ret = EXIT_FAIL;
 				goto out_fs;
 			}
@@ -495,7 +508,7 @@ int main(int argc, char **argv)
 	}
 	r = sd_event_new(&d.event);
 	if (r < 0) {
-		drf_log(LOG_ERR, "cannot create the event loop: %s", strerror(-r));
+		drf_log(d.log, LOG_ERR, "cannot create the event loop: %s", strerror(-r));
 		ret = EXIT_FAIL;
 		goto out_fs;
 	}
@@ -503,19 +516,21 @@ int main(int argc, char **argv)
 		r = drfd_listen(&d, d.plan.cfg.status_socket, d.plan.cfg.status_group, err,
 				sizeof(err));
 		if (r == -EADDRINUSE) {
-			drf_log(LOG_ERR, "%s", err);
+			drf_log(d.log, LOG_ERR, "%s", err);
 			ret = EXIT_LOCKED;
 			goto out_d;
 		}
 		if (r < 0)
-			drf_log(LOG_ERR, "%s; drfctl status will fall back to reading cgroupfs", err);
+			drf_log(d.log, LOG_ERR, "%s; drfctl status will fall back to reading "
+						"cgroupfs", err);
 	}
-	drf_log(LOG_NOTICE, "%s: %zu tenants, policy %s, mode %s, root %s%s%s%s%s", o.config,
-		d.plan.cfg.n_tenants, drf_policy_name(d.plan.cfg.policy),
+	drf_log(d.log, LOG_NOTICE, "%s: %zu tenants, policy %s, mode %s, root %s%s%s%s%s",
+		o.config, d.plan.cfg.n_tenants, drf_policy_name(d.plan.cfg.policy),
 		drf_mode_name(d.plan.cfg.mode), d.root,
-		d.plan.cfg.cgroup_root_auto ? " (auto: " : "", d.plan.cfg.cgroup_root_auto ? how : "",
-		d.plan.cfg.cgroup_root_auto ? ")" : "", o.dry_run ? " (dry run)" : "");
-	drfd_log_plan(&d.plan, d.has_io ? &d.io : NULL);
+		d.plan.cfg.cgroup_root_auto ? " (auto: " : "",
+		d.plan.cfg.cgroup_root_auto ? how : "", d.plan.cfg.cgroup_root_auto ? ")" : "",
+		o.dry_run ? " (dry run)" : "");
+	drfd_log_plan(d.log, &d.plan, d.has_io ? &d.io : NULL);
 	if (drfd_usage_plan(&d) < 0) {
 		ret = EXIT_FAIL;
 		goto out_d;
@@ -525,7 +540,7 @@ int main(int argc, char **argv)
 		start_probes(&d, mount, &probes);
 	r = drfd_start(&d, &st);
 	if (r < 0) {
-		drf_log(LOG_ERR, "cannot start: %s", strerror(-r));
+		drf_log(d.log, LOG_ERR, "cannot start: %s", strerror(-r));
 		ret = EXIT_FAIL;
 		goto out_d;
 	}
@@ -544,28 +559,30 @@ int main(int argc, char **argv)
 	/* The network's failures count as much as the cgroups'. */
 	st.errors += d.has_net ? d.net_last.errors : 0;
 	if (st.errors) {
-		drf_log(LOG_WARNING, "the first pass had %u errors; drfd goes on and retries them "
-				     "each tick (drfctl status lists them)", st.errors);
+		drf_log(d.log, LOG_WARNING, "the first pass had %u errors; drfd goes on and "
+					    "retries them each tick (drfctl status lists them)",
+			st.errors);
 	}
 	sd_notifyf(0, "READY=1\nSTATUS=%s", d.status_text[0] ? d.status_text : "enforcing");
 	if (ready_fd >= 0) {
 		char verdict = st.errors ? 1 : 0;
 
 		if (write(ready_fd, &verdict, 1) != 1)
-			drf_log(LOG_WARNING, "cannot tell the parent it is ready: %s", strerror(errno));
+			drf_log(d.log, LOG_WARNING, "cannot tell the parent it is ready: %s",
+				strerror(errno));
 		close(ready_fd);
 	}
 	ret = drfd_run(&d);
 out_d:
 	drfd_free(&d);
-	undo_root(&fs);
+	undo_root(d.log, &fs);
 	cgfs_close(&fs);
 	net_ops_free(&netops);
 	return ret;
 out_fs:
 	if (d.has_net)
 		drf_shaper_free(&d.net);
-	undo_root(&fs);
+	undo_root(d.log, &fs);
 	cgfs_close(&fs);
 	net_ops_free(&netops);
 out:

@@ -15,20 +15,6 @@
 #include "statedir.h"
 #include "statefile.h"
 
-int drf_history_path(const char *state_dir, const char *root, char *ret, size_t len)
-{
-	int r = drf_state_path(state_dir, root, ret, len);
-	size_t n;
-
-	if (r < 0)
-		return r;
-	n = strlen(ret) - strlen(".state");
-	if (n + sizeof(".history") > len)
-		return -ENAMETOOLONG;
-	memcpy(ret + n, ".history", sizeof(".history"));
-	return 0;
-}
-
 /*
  * The history is read by `drfctl recommend` as any user: 0644 exactly, also
  * under the unit's UMask=0077, and for a file an older drfd made 0600 that way.
@@ -189,6 +175,7 @@ void drf_history_close(struct drf_history_file *f)
 
 /* The daemon's side: the step being accumulated, per tenant by name. */
 struct drfd_history {
+	const struct drf_logger *log;
 	struct drf_history_file f;
 	bool open, failing;
 	int64_t step;                   /* floor(t / step_s) of the step accumulated; -1: none */
@@ -230,9 +217,9 @@ static struct drf_hist_acc *acc_of(struct drfd_history *h, size_t hint, const ch
 static void fail(struct drfd_history *h, int r, const char *what)
 {
 	if (!h->failing)
-		drf_log(LOG_WARNING, "usage history '%s': cannot %s: %s; `drfctl recommend` will "
-				     "miss these minutes (retrying each step)",
-			h->f.path, what, strerror(-r));
+		drf_log(h->log, LOG_WARNING, "usage history '%s': cannot %s: %s; `drfctl "
+					     "recommend` will miss these minutes (retrying each "
+					     "step)", h->f.path, what, strerror(-r));
 	h->failing = true;
 	drf_history_close(&h->f);
 	h->open = false;
@@ -276,7 +263,7 @@ static void flush(struct drfd_history *h)
 		return;
 	}
 	if (h->failing)
-		drf_log(LOG_INFO, "usage history '%s': writing again", h->f.path);
+		drf_log(h->log, LOG_INFO, "usage history '%s': writing again", h->f.path);
 	h->failing = false;
 }
 
@@ -291,13 +278,15 @@ void drfd_history_tick(struct drfd *d)
 		h = calloc(1, sizeof(*h));
 		if (!h)
 			return;
+		h->log = d->log;
 		h->f.fd = -1;
 		h->f.dfd = -1;
 		h->f.step_s = DRF_HIST_STEP_S;
 		h->f.cap = DRF_HIST_CAP_BYTES;
 		h->step = -1;
 		if (!d->plan.cfg.state_dir ||
-		    drf_history_path(d->plan.cfg.state_dir, d->root, h->f.path, sizeof(h->f.path)) < 0) {
+		    drf_statedir_path(d->plan.cfg.state_dir, d->root, ".history", h->f.path,
+				      sizeof(h->f.path)) < 0) {
 			free(h);
 			return;
 		}

@@ -20,12 +20,6 @@
 
 #include "history.h"
 
-/*
- * 192 MiB: the newest 96 MiB are always kept, a million lines of up to about
- * 100 bytes (a tenant with every resource measured): a week of 100 tenants.
- */
-#define DRF_HIST_CAP_BYTES (192ull << 20)
-
 struct drf_history_file {
 	char path[4096];
 	char old[4104];     /* path.1 */
@@ -35,9 +29,6 @@ struct drf_history_file {
 	uint64_t cap;       /* path and path.1 together stay under this */
 	unsigned step_s;
 };
-
-/* STATE_DIR/ROOT-ESCAPED.history, as drf_state_path() names the state file. */
-int drf_history_path(const char *state_dir, const char *root, char *ret, size_t len);
 
 /*
  * Opens path for appending, creating it (and its directory, root's) with a

@@ -619,7 +619,7 @@ static bool written_by_drfd(int dirfd, const char *name, bool empty_ok)
  * Removes the temporary files a drfd killed while writing left beside path
  * (".NAME.XXXXXX" that drfd wrote); once per path, before its first write.
  */
-static void remove_stale_temps(const char *path)
+static void remove_stale_temps(const struct drf_logger *log, const char *path)
 {
 	const char *slash = strrchr(path, '/');
 	char dir[PATH_MAX], prefix[NAME_MAX + 3];
@@ -639,8 +639,8 @@ static void remove_stale_temps(const char *path)
 	while ((e = readdir(dp)))
 		if (strncmp(e->d_name, prefix, n) == 0 && strlen(e->d_name) == n + 6 &&
 		    written_by_drfd(fd, e->d_name, true) && unlinkat(fd, e->d_name, 0) == 0)
-			drf_log(LOG_NOTICE, "removed '%s/%s', left by a drfd stopped while writing "
-					    "metrics-file", dir, e->d_name);
+			drf_log(log, LOG_NOTICE, "removed '%s/%s', left by a drfd stopped while "
+						 "writing metrics-file", dir, e->d_name);
 	closedir(dp);
 }
 
@@ -672,7 +672,7 @@ static bool may_replace(const char *path, char *why, size_t len)
 }
 
 /* Removes the file drfd wrote last, if it is still that one. */
-static void remove_written(const char *how)
+static void remove_written(const struct drf_logger *log, const char *how)
 {
 	struct stat st;
 
@@ -681,13 +681,13 @@ static void remove_written(const char *how)
 	if (lstat(last_written, &st) < 0) {
 		/* gone already */
 	} else if (st.st_dev != written_dev || st.st_ino != written_ino) {
-		drf_log(LOG_NOTICE, "metrics-file '%s' was replaced by a file drfd did not write: "
-				    "left alone", last_written);
+		drf_log(log, LOG_NOTICE, "metrics-file '%s' was replaced by a file drfd did not "
+					 "write: left alone", last_written);
 	} else if (unlink(last_written) < 0 && errno != ENOENT) {
-		drf_log(LOG_WARNING, "cannot remove %smetrics-file '%s': %s", how, last_written,
-			strerror(errno));
+		drf_log(log, LOG_WARNING, "cannot remove %smetrics-file '%s': %s",
+			how, last_written, strerror(errno));
 	} else if (how[0]) {
-		drf_log(LOG_NOTICE, "removed the former metrics-file '%s'", last_written);
+		drf_log(log, LOG_NOTICE, "removed the former metrics-file '%s'", last_written);
 	}
 	last_written[0] = '\0';
 }
@@ -706,11 +706,11 @@ int drfd_metrics_tick(struct drfd *d)
 		return 0;
 	/* A reload moved or dropped the file: the old one would go on saying drfd_up 1. */
 	if (last_written[0] && (!path || strcmp(path, last_written) != 0))
-		remove_written("the former ");
+		remove_written(d->log, "the former ");
 	if (!path)
 		return 0;
 	if (!last_written[0] && !last_failure[0])
-		remove_stale_temps(path);
+		remove_stale_temps(d->log, path);
 	if (!may_replace(path, why, sizeof(why))) {
 		r = -EEXIST;
 		goto fail;
@@ -734,7 +734,7 @@ int drfd_metrics_tick(struct drfd *d)
 	if (r < 0)
 		goto fail;
 	if (last_failure[0])
-		drf_log(LOG_NOTICE, "metrics-file '%s' is written again", path);
+		drf_log(d->log, LOG_NOTICE, "metrics-file '%s' is written again", path);
 	last_failure[0] = '\0';
 	snprintf(last_written, sizeof(last_written), "%s", path);
 	written_dev = st.st_dev;
@@ -745,8 +745,8 @@ fail:
 	/* Said once per distinct failure, not every tick. */
 	snprintf(msg, sizeof(msg), "%s: %s", path, why);
 	if (strcmp(msg, last_failure) != 0) {
-		drf_log(LOG_ERR, "cannot write metrics-file '%s': %s; drfd goes on and retries each "
-				 "tick", path, why);
+		drf_log(d->log, LOG_ERR, "cannot write metrics-file '%s': %s; drfd goes on and "
+					 "retries each tick", path, why);
 		snprintf(last_failure, sizeof(last_failure), "%s", msg);
 	}
 	return r;
@@ -756,5 +756,5 @@ void drfd_metrics_stop(struct drfd *d)
 {
 	(void)d;
 	/* A file left behind would say drfd_up 1 with no drfd: its absence says it. */
-	remove_written("");
+	remove_written(d->log, "");
 }

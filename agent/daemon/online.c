@@ -143,8 +143,8 @@ int drfd_online_plan(struct drfd *d)
 	}
 	r = replan(d);
 	if (r < 0) {
-		drf_log(LOG_ERR, "observed demand: cannot re-allocate: %s; the declared plan is in "
-				 "force", strerror(-r));
+		drf_log(d->log, LOG_ERR, "observed demand: cannot re-allocate: %s; the declared "
+					 "plan is in force", strerror(-r));
 		if (o->active) {
 			o->active = false;
 			apply(d);
@@ -154,8 +154,8 @@ int drfd_online_plan(struct drfd *d)
 	o->active = true;
 	r = apply(d);
 	if (r < 0) {
-		drf_log(LOG_ERR, "observed demand: cannot set the effective plan: %s; the declared "
-				 "plan is in force", strerror(-r));
+		drf_log(d->log, LOG_ERR, "observed demand: cannot set the effective plan: %s; the "
+					 "declared plan is in force", strerror(-r));
 		o->active = false;
 		apply(d);
 	}
@@ -206,9 +206,10 @@ bool drfd_online_step(struct drfd *d)
 			else
 				drf_format_quantity(in.use[r], unit, qu, sizeof(qu));
 			drf_format_quantity(in.alloc[r], unit, qa, sizeof(qa));
-			drf_log(LOG_INFO, "tenant '%s': effective %s demand %s -> %s (%s: used %s of "
-					  "%s allocated%s)", d->plan.cfg.tenants[i].name,
-				drf_res_name(r), q0, q1, drf_dem_why_name(t->dem.changed_why[r]), qu, qa,
+			drf_log(d->log, LOG_INFO, "tenant '%s': effective %s demand %s -> %s (%s: "
+						  "used %s of %s allocated%s)",
+				d->plan.cfg.tenants[i].name, drf_res_name(r), q0, q1,
+				drf_dem_why_name(t->dem.changed_why[r]), qu, qa,
 				in.pressured & (1u << r) ? ", under pressure" : "");
 		}
 	}
@@ -280,8 +281,9 @@ void drfd_online_save(struct drfd *d)
 	}
 fail:
 	if (!d->online.save_failed)
-		drf_log(LOG_WARNING, "cannot write '%s': %s; after a restart, the effective demands "
-				     "start again from the declared ones", path, strerror(-r));
+		drf_log(d->log, LOG_WARNING, "cannot write '%s': %s; after a restart, the "
+					     "effective demands start again from the declared ones",
+			path, strerror(-r));
 	d->online.save_failed = true;
 }
 
@@ -305,9 +307,9 @@ void drfd_online_restore(struct drfd *d)
 		if (fd >= 0)
 			close(fd);
 		if (fd != -ENOENT)
-			drf_log(LOG_WARNING, "cannot read '%s': %s; the effective demands start from "
-					     "the declared ones", path,
-				strerror(fd < 0 ? -fd : errno));
+			drf_log(d->log, LOG_WARNING, "cannot read '%s': %s; the effective demands "
+						     "start from the declared ones",
+				path, strerror(fd < 0 ? -fd : errno));
 		return;
 	}
 	while (fgets(line, sizeof(line), f)) {
@@ -355,17 +357,17 @@ void drfd_online_restore(struct drfd *d)
 		continue;
 bad:
 		if (!bad)
-			drf_log(LOG_WARNING, "%s:%d: not a tenant and %d demands; skipped", path, ln,
-				DRF_NRES);
+			drf_log(d->log, LOG_WARNING, "%s:%d: not a tenant and %d demands; skipped",
+				path, ln, DRF_NRES);
 		bad++;
 	}
 	fclose(f);
 	if (!header) {
-		drf_log(LOG_WARNING, "%s: not a drfd-demand 1 file; the effective demands start from "
-				     "the declared ones", path);
+		drf_log(d->log, LOG_WARNING, "%s: not a drfd-demand 1 file; the effective demands "
+					     "start from the declared ones", path);
 		return;
 	}
 	if (restored)
-		drf_log(LOG_NOTICE, "restored the effective demands of %zu tenants from '%s'",
-			restored, path);
+		drf_log(d->log, LOG_NOTICE, "restored the effective demands of %zu tenants from "
+					    "'%s'", restored, path);
 }

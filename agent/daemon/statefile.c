@@ -12,30 +12,6 @@
 
 #include "statedir.h"
 
-int drf_state_path(const char *state_dir, const char *root, char *ret, size_t len)
-{
-	size_t n = (size_t)snprintf(ret, len, "%s/", state_dir);
-
-	if (n >= len)
-		return -ENAMETOOLONG;
-	for (const char *p = root[0] == '/' ? root + 1 : root; *p; p++) {
-		const char *rep = *p == '/' ? "-" : *p == '-' ? "%2d" : *p == '%' ? "%25" : NULL;
-		size_t k = rep ? strlen(rep) : 1;
-
-		if (n + k >= len)
-			return -ENAMETOOLONG;
-		if (rep)
-			memcpy(ret + n, rep, k);
-		else
-			ret[n] = *p;
-		n += k;
-	}
-	if (n + sizeof(".state") > len)
-		return -ENAMETOOLONG;
-	memcpy(ret + n, ".state", sizeof(".state"));
-	return 0;
-}
-
 void drf_state_free(struct drf_state_entry *e, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {

@@ -29,9 +29,6 @@ struct drf_state_entry {
 	bool netdev;         /* a netdev line: name is the device */
 };
 
-/* STATE_DIR/ROOT-ESCAPED.state: '/' as '-', '-' and '%' as %2d and %25. */
-int drf_state_path(const char *state_dir, const char *root, char *ret, size_t len);
-
 /*
  * Reads the entries of a state file written for root. -ENOENT if there is none;
  * lines that do not parse or name another root are skipped (counted in

@@ -31,7 +31,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
-#include "plan.h"
+#include "json.h"
 #include "metrics.h"
 #include "log.h"
 #include "status.h"
@@ -832,15 +832,15 @@ int drfd_req_feed(struct drfd_req *r, const char *data, size_t n)
 	take = nl ? (size_t)(nl - data) : n;
 	/* Past the limit only counted, for the refusal: never kept, never run. */
 	r->seen = r->seen > SIZE_MAX - take ? SIZE_MAX : r->seen + take;
-	keep = DRFD_REQ_MAX - r->len < take ? DRFD_REQ_MAX - r->len : take;
+	keep = DRF_REQ_MAX - r->len < take ? DRF_REQ_MAX - r->len : take;
 	if (keep && r->len + keep + 1 > r->cap) {
 		size_t nc = r->cap ? r->cap : 256;
 		char *nb;
 
 		while (nc < r->len + keep + 1)
 			nc *= 2;
-		if (nc > DRFD_REQ_MAX + 1)
-			nc = DRFD_REQ_MAX + 1;
+		if (nc > DRF_REQ_MAX + 1)
+			nc = DRF_REQ_MAX + 1;
 		nb = realloc(r->buf, nc);
 		if (!nb)
 			return -ENOMEM;
@@ -934,10 +934,10 @@ int drfd_req_answer(struct drfd *d, int fd, const struct drfd_req *r, char **out
 
 	*out = NULL;
 	*out_len = 0;
-	if (r->seen > DRFD_REQ_MAX && task)
+	if (r->seen > DRF_REQ_MAX && task)
 		return reply(out, out_len, "drfd-task 1 refused\nrequest too long: %zu bytes, the "
-			     "limit is %d\n", r->seen, DRFD_REQ_MAX);
-	if (r->seen > DRFD_REQ_MAX)
+			     "limit is %d\n", r->seen, DRF_REQ_MAX);
+	if (r->seen > DRF_REQ_MAX)
 		return reply(out, out_len, "drfd-status 1 error=request-too-long\n");
 	/* A NUL would end the request early: what follows it would be dropped, not run. */
 	if (memchr(line, '\0', r->len) && task)
@@ -983,7 +983,7 @@ static void conn_answer(struct conn *c)
 	struct drfd_listener *l = c->l;
 	int r = drfd_req_answer(l->d, c->fd, &c->req, &c->out, &c->out_len);
 
-	if (c->req.seen > DRFD_REQ_MAX)
+	if (c->req.seen > DRF_REQ_MAX)
 		l->st.too_long++;
 	drfd_req_free(&c->req);
 	if (r < 0 || !c->out ||
@@ -1069,9 +1069,9 @@ static uint64_t refuse(struct drfd_listener *l, int cfd, uid_t uid)
 	l->st.refused++;
 	sd_event_now(l->d->event, CLOCK_MONOTONIC, &now);
 	if (!l->refused_log_at || now - l->refused_log_at >= REFUSED_LOG_USEC) {
-		drf_log(LOG_WARNING, "status socket: refused %llu connections over the limits "
-				     "(%d per user, %d in all; root always gets in), the last "
-				     "of uid %d",
+		drf_log(l->d->log, LOG_WARNING, "status socket: refused %llu connections over the "
+						"limits (%d per user, %d in all; root always gets "
+						"in), the last of uid %d",
 			(unsigned long long)(l->st.refused - l->refused_logged), DRFD_CONN_MAX_UID,
 			DRFD_CONN_MAX, (int)uid);
 		l->refused_logged = l->st.refused;
@@ -1135,9 +1135,9 @@ static void back_off(struct drfd_listener *l, int err)
 
 	l->st.backoffs++;
 	if (!l->backing_off)
-		drf_log(LOG_WARNING, "status socket: cannot accept a connection: %s; retrying "
-				     "in %llu ms, then less often (up to once a second) while it "
-				     "fails",
+		drf_log(l->d->log, LOG_WARNING, "status socket: cannot accept a connection: %s; "
+						"retrying in %llu ms, then less often (up to once "
+						"a second) while it fails",
 			strerror(-err), (unsigned long long)(delay / 1000));
 	l->backing_off = true;
 	l->backoff_usec = delay * 2 > DRFD_BACKOFF_MAX_USEC ? DRFD_BACKOFF_MAX_USEC : delay * 2;
@@ -1176,7 +1176,8 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
 			return 0;
 		}
 		if (l->backing_off)
-			drf_log(LOG_NOTICE, "status socket: accepting connections again");
+			drf_log(l->d->log, LOG_NOTICE, "status socket: accepting connections "
+						       "again");
 		l->backing_off = false;
 		l->backoff_usec = DRFD_BACKOFF_MIN_USEC;
 		/* Who connects, now: the caps are per user. Unknown is a user, never root. */
@@ -1420,8 +1421,8 @@ void drfd_unlisten(struct drfd *d)
 	if (d->socket_path && still_ours(l, d->socket_path))
 		unlink(d->socket_path);
 	else if (d->socket_path && lstat(d->socket_path, &st) == 0)
-		drf_log(LOG_NOTICE, "status-socket '%s' is no longer the socket drfd made: left in "
-				    "place", d->socket_path);
+		drf_log(d->log, LOG_NOTICE, "status-socket '%s' is no longer the socket drfd made: "
+					    "left in place", d->socket_path);
 	free(d->socket_path);
 	d->socket_path = NULL;
 	free(l);

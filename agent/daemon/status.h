@@ -18,11 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/*
- * The longest request line, without its newline. A task-submit carries its
- * command, escaped; a longer line is refused whole, never cut.
- */
-#define DRFD_REQ_MAX 65536
+#include "proto.h"
 
 /*
  * Connections at once of everyone but root, and of one such user: a user's
@@ -59,10 +55,10 @@
 #define DRFD_BACKOFF_MIN_USEC 100000ULL
 #define DRFD_BACKOFF_MAX_USEC 1000000ULL
 
-/* One request line as it arrives: its buffer grows with it, up to DRFD_REQ_MAX + 1. */
+/* One request line as it arrives: its buffer grows with it, up to DRF_REQ_MAX + 1. */
 struct drfd_req {
 	char *buf;
-	size_t len, cap;        /* bytes kept: at most DRFD_REQ_MAX */
+	size_t len, cap;        /* bytes kept: at most DRF_REQ_MAX */
 	size_t seen;            /* bytes of the line received, kept or not */
 	bool done;              /* its newline came, or the client shut its side */
 };
@@ -77,7 +73,7 @@ int drfd_req_feed(struct drfd_req *r, const char *data, size_t n);
 struct drfd;
 /*
  * The answer to a complete request, from the connection fd (its peer is who
- * asks), into *out (malloc'ed). A line over DRFD_REQ_MAX or holding a NUL byte
+ * asks), into *out (malloc'ed). A line over DRF_REQ_MAX or holding a NUL byte
  * is refused, never run. 0 or -errno.
  */
 int drfd_req_answer(struct drfd *d, int fd, const struct drfd_req *r, char **out,
@@ -91,7 +87,7 @@ struct drfd_sock_stats {
 	uint64_t refused;               /* over a cap: closed at once */
 	uint64_t refuse_pauses;         /* accepting paused for refusing too many */
 	uint64_t dropped;               /* idle or slow past a deadline */
-	uint64_t too_long;              /* requests over DRFD_REQ_MAX, refused */
+	uint64_t too_long;              /* requests over DRF_REQ_MAX, refused */
 	uint64_t backoffs;              /* accept failed for want of fds (or memory) */
 	bool listening;                 /* the listener's event source is on */
 };

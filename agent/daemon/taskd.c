@@ -2,7 +2,7 @@
 /*
  * The task queue in the daemon: set up at start, a step each tick, and the
  * status socket's task requests. The requests, one line of words escaped as
- * drf_tasks_escape() does:
+ * drf_proto_escape() does:
  *
  *   "task-submit TENANT CWD GIVEN V0 .. V5 ARG..."   GIVEN: hex bits of the
  *        resources given (in enum drf_res order), V: their values
@@ -38,12 +38,12 @@ void drfd_tasks_start(struct drfd *d)
 	if (d->dry_run)
 		return;
 	if (!d->state_path[0] || drf_tasks_dir(d->state_path, dir, sizeof(dir)) < 0) {
-		drf_log(LOG_NOTICE, "no state-dir: the task queue (drfctl submit) is off");
+		drf_log(d->log, LOG_NOTICE, "no state-dir: the task queue (drfctl submit) is off");
 		return;
 	}
 	q = calloc(1, sizeof(*q));
-	if (!q || drf_tasks_init(q, dir, d->fs, &drf_spawn_real_ops, NULL, err, sizeof(err)) < 0) {
-		drf_log(LOG_ERR, "the task queue is off: %s", q ? err : "out of memory");
+	if (!q || drf_tasks_init(q, dir, d->fs, &drf_spawn_real_ops, NULL, d->log, err, sizeof(err)) < 0) {
+		drf_log(d->log, LOG_ERR, "the task queue is off: %s", q ? err : "out of memory");
 		if (q)
 			drf_tasks_free(q);
 		free(q);
@@ -52,10 +52,10 @@ void drfd_tasks_start(struct drfd *d)
 	d->tasks = q;
 	for (size_t i = 0; i < q->n; i++)
 		if (q->t[i].readopted)
-			drf_log(LOG_NOTICE, "task %" PRIu64 " of tenant '%s' was running in '%s/%s' "
-					    "when drfd stopped: re-adopted (if it has ended since, "
-					    "its end is recorded now)", q->t[i].id, q->t[i].tenant,
-				d->root, q->t[i].cgroup);
+			drf_log(d->log, LOG_NOTICE, "task %" PRIu64 " of tenant '%s' was running "
+						    "in '%s/%s' when drfd stopped: re-adopted (if "
+						    "it has ended since, its end is recorded now)",
+				q->t[i].id, q->t[i].tenant, d->root, q->t[i].cgroup);
 }
 
 void drfd_tasks_tick(struct drfd *d)
@@ -98,7 +98,7 @@ static int submit_words(struct drfd *d, int fd, char **w, size_t n, bool keyed, 
 	if (n < (keyed ? 11u : 10u))
 		return say(out, out_len, "refused", "malformed request");
 	for (size_t i = 0; i < n; i++)
-		if (drf_tasks_unescape(w[i]) < 0)
+		if (drf_proto_unescape(w[i]) < 0)
 			return say(out, out_len, "refused", "malformed request");
 	if (keyed) {
 		req.key = w[0];
@@ -144,7 +144,7 @@ static int submit_words(struct drfd *d, int fd, char **w, size_t n, bool keyed, 
 
 /*
  * Splits line into escaped words, in place, into *ret (free()): as many as it
- * holds (a request of DRFD_REQ_MAX bytes holds up to 32768), none cut off.
+ * holds (a request of DRF_REQ_MAX bytes holds up to 32768), none cut off.
  */
 static ssize_t words(char *line, char ***ret)
 {

@@ -145,7 +145,7 @@ void drfd_usage_start(struct drfd *d, const struct drf_probe_ops *ops, void *ctx
 		snprintf(u->probes_why, sizeof(u->probes_why),
 			 "the usage probes did not load or attach (%s): CPU use comes from cpu.stat "
 			 "and IO from io.stat, with no run-queue wait and no IO latency", strerror(-r));
-		drf_log(LOG_WARNING, "%s", u->probes_why);
+		drf_log(d->log, LOG_WARNING, "%s", u->probes_why);
 		return;
 	}
 	u->probes = true;
@@ -156,8 +156,8 @@ void drfd_usage_start(struct drfd *d, const struct drf_probe_ops *ops, void *ctx
 	 */
 	u->gen = (uint32_t)(now_realtime_ms());
 	u->map_dirty = true;
-	drf_log(LOG_INFO, "usage probes %s (%s)", adopted ? "adopted from the last run" : "attached",
-		pin_dir);
+	drf_log(d->log, LOG_INFO, "usage probes %s (%s)",
+		adopted ? "adopted from the last run" : "attached", pin_dir);
 }
 
 /* Keeps the probes' cgroup-root and io-device current. */
@@ -176,7 +176,7 @@ static void probes_configure(struct drfd *d)
 		return;
 	r = u->probe->configure(u->probe_ctx, &cfg);
 	if (r < 0) {
-		drf_log(LOG_WARNING, "cannot configure the usage probes: %s", strerror(-r));
+		drf_log(d->log, LOG_WARNING, "cannot configure the usage probes: %s", strerror(-r));
 		return;
 	}
 	u->cfg = cfg;
@@ -372,8 +372,9 @@ static void sample_tenant(struct drfd *d, size_t i, uint64_t now_ns, const struc
 	    !isnan(s.c[DRF_CTR_CPU_USEC]) && !u->psi_missing) {
 		/* The cgroup is there but has no pressure files: a kernel without PSI. */
 		u->psi_missing = true;
-		drf_log(LOG_NOTICE, "no pressure files (*.pressure) in '%s': this kernel has no PSI "
-				    "(psi=1 on its command line enables it)", cg);
+		drf_log(d->log, LOG_NOTICE, "no pressure files (*.pressure) in '%s': this kernel "
+					    "has no PSI (psi=1 on its command line enables it)",
+			cg);
 	}
 	if (u->probes && u->cgid[i] && u->in_map[i]) {
 		struct keyed want = { .key = u->cgid[i] };

@@ -8,22 +8,6 @@
 #include <string.h>
 #include <syslog.h>
 
-static void say(const struct drf_shaper *s, int prio, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void say(const struct drf_shaper *s, int prio, const char *fmt, ...)
-{
-	char msg[1024];
-	va_list ap;
-
-	if (!s->log.fn)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	s->log.fn(s->log.ctx, prio, msg);
-}
-
 /* A failure: counted every tick, said once per errno. */
 static void failed(struct drf_shaper *s, int *slot, int err, struct drf_shaper_stats *st,
 		   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
@@ -41,14 +25,14 @@ static void failed(struct drf_shaper *s, int *slot, int err, struct drf_shaper_s
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
-	say(s, LOG_ERR, "%s: %s; will retry", what, strerror(-err));
+	drf_log(&s->log, LOG_ERR, "%s: %s; will retry", what, strerror(-err));
 }
 
 /* A success after failures: said once. */
 static void mended(struct drf_shaper *s, int *slot, const char *what)
 {
 	if (*slot)
-		say(s, LOG_NOTICE, "%s: done now, after %s", what, strerror(*slot));
+		drf_log(&s->log, LOG_NOTICE, "%s: done now, after %s", what, strerror(*slot));
 	*slot = 0;
 }
 
@@ -381,11 +365,13 @@ static bool ensure_root(struct drf_shaper *s, const struct drf_tc_qdisc *q, size
 	/* The kernel's own default root qdisc has handle 0:; anything else was put there. */
 	if (root && root->handle != 0 && !s->replace_foreign) {
 		if (!s->foreign || s->foreign_handle != root->handle)
-			say(s, LOG_ERR, "%s: its root qdisc is %s %s, which drfd did not install; drfd "
-				  "leaves it alone and does not shape egress. Remove it (tc qdisc del "
-				  "dev %s root), or set net-replace-qdisc = yes in [agent]",
-			    s->ifname, root->kind, drf_tc_handle_str(root->handle, true, h, sizeof(h)),
-			    s->ifname);
+			drf_log(&s->log, LOG_ERR, "%s: its root qdisc is %s %s, which drfd did "
+						  "not install; drfd leaves it alone and does not "
+						  "shape egress. Remove it (tc qdisc del dev %s "
+						  "root), or set net-replace-qdisc = yes in "
+						  "[agent]",
+				s->ifname, root->kind,
+				drf_tc_handle_str(root->handle, true, h, sizeof(h)), s->ifname);
 		s->foreign = true;
 		s->foreign_handle = root->handle;
 		snprintf(s->foreign_kind, sizeof(s->foreign_kind), "%s", root->kind);
@@ -394,8 +380,9 @@ static bool ensure_root(struct drf_shaper *s, const struct drf_tc_qdisc *q, size
 		return false;
 	}
 	if (root && root->handle != 0)
-		say(s, LOG_WARNING, "%s: replacing its root qdisc %s %s (net-replace-qdisc = yes)", s->ifname,
-		    root->kind, drf_tc_handle_str(root->handle, true, h, sizeof(h)));
+		drf_log(&s->log, LOG_WARNING, "%s: replacing its root qdisc %s %s "
+					      "(net-replace-qdisc = yes)",
+			s->ifname, root->kind, drf_tc_handle_str(root->handle, true, h, sizeof(h)));
 	r = s->tc->add_htb(s->tc_ctx, s->link.ifindex, ours,
 			   DRF_HTB_DEFAULT_MIN, root != NULL);
 	if (r < 0) {
@@ -404,7 +391,7 @@ static bool ensure_root(struct drf_shaper *s, const struct drf_tc_qdisc *q, size
 		return false;
 	}
 	mended(s, &s->err_qdisc, "the htb root qdisc");
-	say(s, LOG_INFO, "%s: installed htb root qdisc %x:", s->ifname, DRF_HTB_MAJOR);
+	drf_log(&s->log, LOG_INFO, "%s: installed htb root qdisc %x:", s->ifname, DRF_HTB_MAJOR);
 	st->writes++;
 	s->foreign = false;
 	s->qdisc_ok = true;
@@ -428,11 +415,11 @@ static int sync_class(struct drf_shaper *s, const struct drf_tc_class *want,
 		return 0;
 	}
 	if (have && wrote->classid == want->classid && !class_matches(wrote, have))
-		say(s, LOG_WARNING, "%s: class %s was changed by someone else (rate %llu ceil %llu); restoring "
-			  "rate %llu ceil %llu", s->ifname,
-		    drf_tc_handle_str(want->classid, false, id, sizeof(id)),
-		    (unsigned long long)have->rate, (unsigned long long)have->ceil,
-		    (unsigned long long)want->rate, (unsigned long long)want->ceil);
+		drf_log(&s->log, LOG_WARNING, "%s: class %s was changed by someone else (rate %llu "
+					      "ceil %llu); restoring rate %llu ceil %llu",
+			s->ifname, drf_tc_handle_str(want->classid, false, id, sizeof(id)),
+			(unsigned long long)have->rate, (unsigned long long)have->ceil,
+			(unsigned long long)want->rate, (unsigned long long)want->ceil);
 	r = s->tc->set_class(s->tc_ctx, s->link.ifindex, want);
 	if (r < 0) {
 		failed(s, err, r, st, "cannot set class %s on %s",
@@ -508,8 +495,9 @@ static void egress_tick(struct drf_shaper *s, double dt, struct drf_shaper_stats
 			 * The class is there (just read or written) and the kernel
 			 * could not say it has sch_fq_codel: it lacks the kind.
 			 */
-			say(s, LOG_WARNING, "%s: this kernel has no fq_codel qdisc (sch_fq_codel): "
-				  "tenant classes keep HTB's default FIFO queue", s->ifname);
+			drf_log(&s->log, LOG_WARNING, "%s: this kernel has no fq_codel qdisc "
+						      "(sch_fq_codel): tenant classes keep HTB's "
+						      "default FIFO queue", s->ifname);
 			s->leaf_fq_codel = false;
 			t->leaf_ok = true;
 			continue;
@@ -535,7 +523,7 @@ static void egress_tick(struct drf_shaper *s, double dt, struct drf_shaper_stats
 			       drf_tc_handle_str(cl[k].classid, false, id, sizeof(id)));
 			continue;
 		}
-		say(s, LOG_INFO, "%s: deleted class %s of a departed tenant", s->ifname,
+		drf_log(&s->log, LOG_INFO, "%s: deleted class %s of a departed tenant", s->ifname,
 		    drf_tc_handle_str(cl[k].classid, false, id, sizeof(id)));
 		st->writes++;
 	}
@@ -606,8 +594,8 @@ static void drop_root(struct drf_shaper *s, struct drf_shaper_stats *st)
 	}
 	mended(s, &s->err_qdisc, "removing the root qdisc");
 	if (deleted) {
-		say(s, LOG_NOTICE, "%s: net-rate is not in the config: removed drfd's root qdisc",
-		    s->ifname);
+		drf_log(&s->log, LOG_NOTICE, "%s: net-rate is not in the config: removed drfd's "
+					     "root qdisc", s->ifname);
 		st->writes++;
 	}
 	s->drop_qdisc = false;
@@ -634,8 +622,9 @@ static void bpf_tick(struct drf_shaper *s, size_t verify_from, size_t verify,
 			return;
 		}
 		mended(s, &s->err_bpf, "the network programs");
-		say(s, LOG_INFO, "network programs %s at %s (pinned in %s)",
-		    adopted ? "took over from the pinned ones" : "attached", s->fs->root, s->pin_dir);
+		drf_log(&s->log, LOG_INFO, "network programs %s at %s (pinned in %s)",
+			adopted ? "took over from the pinned ones" : "attached", s->fs->root,
+			s->pin_dir);
 		s->attached = true;
 		s->map_dirty = true;
 	}
@@ -674,8 +663,9 @@ static void bpf_tick(struct drf_shaper *s, size_t verify_from, size_t verify,
 			continue;
 		}
 		if (r == 0 && t->map_ok)
-			say(s, LOG_WARNING, "tenant '%s': its network map entry was changed by someone else; "
-				  "restoring it", t->name);
+			drf_log(&s->log, LOG_WARNING, "tenant '%s': its network map entry was "
+						      "changed by someone else; restoring it",
+				t->name);
 		r = s->bpf->set(s->bpf_ctx, id, &t->want_map);
 		if (r < 0) {
 			t->map_ok = false;

@@ -28,8 +28,8 @@
 #include "cgroupfs.h"
 #include "desired.h"
 #include "htb.h"
+#include "log.h"
 #include "netbpf.h"
-#include "reconcile.h"
 #include "tc.h"
 
 struct drf_shaper_tenant {

@@ -15,28 +15,14 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define DRF_TC_KIND_LEN 16
+#include "htb.h"
 
-/* tc handles: major:minor in one 32-bit word, as the kernel has them. */
-#define DRF_TC_HANDLE(maj, min) ((((uint32_t)(maj)) << 16) | ((uint32_t)(min) & 0xffff))
-#define DRF_TC_MAJ(h) ((uint32_t)(h) >> 16)
-#define DRF_TC_MIN(h) ((uint32_t)(h) & 0xffff)
-#define DRF_TC_ROOT 0xffffffffu
+#define DRF_TC_KIND_LEN 16
 
 struct drf_tc_qdisc {
 	uint32_t handle, parent; /* parent DRF_TC_ROOT for the root qdisc */
 	char kind[DRF_TC_KIND_LEN];
 	uint32_t target_us, interval_us; /* an fq_codel's CoDel parameters; 0 for others */
-};
-
-/* An HTB class: what drfd sets, and what the kernel counts. Rates in bytes/s. */
-struct drf_tc_class {
-	uint32_t classid, parent;
-	uint64_t rate, ceil;
-	uint32_t burst, cburst; /* bytes */
-	uint32_t quantum;       /* bytes */
-	/* counters, when read back */
-	uint64_t bytes, packets, drops, overlimits;
 };
 
 #define DRF_TC_MAX_RELATED 16

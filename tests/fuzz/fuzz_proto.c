@@ -9,7 +9,7 @@
  * connection is this process, as SO_PEERCRED tells the task requests.
  *
  * Besides what the sanitizers catch, it checks what the framing promises: a
- * request over DRFD_REQ_MAX or holding a NUL byte is refused and changes no
+ * request over DRF_REQ_MAX or holding a NUL byte is refused and changes no
  * task; only an "ok" answer changes the queue; every answer is one of the
  * protocol's. Build and run: make fuzz-proto (see the Makefile).
  */
@@ -160,7 +160,7 @@ static void setup(void)
 	snprintf(qdir, sizeof(qdir), "%s/x.tasks", sdir);
 	d.tasks = calloc(1, sizeof(*d.tasks));
 	check(d.tasks);
-	if (drf_tasks_init(d.tasks, qdir, &fs, &fake_ops, NULL, err, sizeof(err)) < 0) {
+	if (drf_tasks_init(d.tasks, qdir, &fs, &fake_ops, NULL, NULL, err, sizeof(err)) < 0) {
 		fprintf(stderr, "fuzz_proto: %s\n", err);
 		abort();
 	}
@@ -205,7 +205,7 @@ static void check_whole(const struct drfd_req *r, uint64_t id)
 	if (keyed) {
 		check(n >= 1);
 		key = w[0];
-		check(drf_tasks_unescape(key) == 0);
+		check(drf_proto_unescape(key) == 0);
 		head++;
 	}
 	for (size_t i = 0; i < d.tasks->n; i++)
@@ -214,7 +214,7 @@ static void check_whole(const struct drfd_req *r, uint64_t id)
 	check(t && n >= head && t->argc == n - head);
 	check(key ? t->key && strcmp(t->key, key) == 0 : !t->key);
 	for (size_t i = 0; i < t->argc; i++) {
-		check(drf_tasks_unescape(w[head + i]) == 0);
+		check(drf_proto_unescape(w[head + i]) == 0);
 		check(strcmp(t->argv[i], w[head + i]) == 0);
 	}
 	free(w);
@@ -243,8 +243,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int done = 0;
 
 	if (!ready) {
-		/* The daemon logs refusals and the like: not the fuzzer's output. */
-		drf_log_init(LOG_CRIT);
+		/* The daemon logs refusals and the like: not the fuzzer's output (d.log is NULL). */
 		setup();
 		atexit(cleanup);
 	}
@@ -268,7 +267,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			return 0;
 		}
 	}
-	check(r.len <= DRFD_REQ_MAX && r.len <= r.seen);
+	check(r.len <= DRF_REQ_MAX && r.len <= r.seen);
 	n_before = d.tasks->n;
 	next_before = d.tasks->next_id;
 	check(drfd_req_answer(&d, pair[0], &r, &out, &out_len) == 0);
@@ -277,7 +276,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	      starts(out, "drfd-task 1 ") ||
 	      (out_len == strlen(d.root) + 1 && strncmp(out, d.root, strlen(d.root)) == 0));
 	/* Over the limit, or cut by a NUL: refused whole, nothing queued or cancelled. */
-	if (r.seen > DRFD_REQ_MAX || (r.len && memchr(r.buf, '\0', r.len))) {
+	if (r.seen > DRF_REQ_MAX || (r.len && memchr(r.buf, '\0', r.len))) {
 		check(starts(out, "drfd-task 1 refused\n") ||
 		      strcmp(out, "drfd-status 1 error=request-too-long\n") == 0 ||
 		      strcmp(out, "drfd-status 1 error=malformed-request\n") == 0);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cgroupfs.h"
+#include "statedir.h"
 #include "desired.h"
 #include "fakecg.h"
 #include "knobs.h"
@@ -840,11 +841,11 @@ static void test_state_file(void **state)
 	struct fixture f, g;
 
 	(void)state;
-	assert_int_equal(drf_state_path("/var/lib/drfd", "/sys/fs/cgroup/a-b%/drf.slice", path,
-					sizeof(path)), 0);
+	assert_int_equal(drf_statedir_path("/var/lib/drfd", "/sys/fs/cgroup/a-b%/drf.slice", ".state",
+					   path, sizeof(path)), 0);
 	assert_string_equal(path, "/var/lib/drfd/sys-fs-cgroup-a%2db%25-drf.slice.state");
 	snprintf(sdir, sizeof(sdir), "%s/state/sub", dir);
-	assert_int_equal(drf_state_path(sdir, root, path, sizeof(path)), 0);
+	assert_int_equal(drf_statedir_path(sdir, root, ".state", path, sizeof(path)), 0);
 
 	load_two(&f.e, "");
 	fixture_open(&f, NULL, false);

@@ -17,9 +17,10 @@
 
 #include "daemon.h"
 #include "fakecg.h"
+#include "json.h"
 #include "log.h"
 #include "metrics.h"
-#include "plan.h"
+#include "statedir.h"
 #include "statefile.h"
 #include "testlib.h"
 
@@ -136,7 +137,8 @@ static void test_state_save_retried(void **state)
 
 	(void)state;
 	/* The first save fails: said in status (a problem) and in metrics. */
-	assert_int_equal(drf_state_path(statedir, root, d.state_path, sizeof(d.state_path)), 0);
+	assert_int_equal(drf_statedir_path(statedir, root, ".state", d.state_path,
+					   sizeof(d.state_path)), 0);
 	block(true);
 	d.state_path[0] = '\0'; /* drfd_start works the path out itself */
 	assert_int_equal(drfd_start(&d, NULL), 0);
@@ -198,6 +200,8 @@ static void test_log_escapes(void **state)
 {
 	char path[128], buf[512];
 	int saved = dup(STDERR_FILENO), fd;
+	struct drf_stderr_sink sink;
+	struct drf_logger log;
 	ssize_t n;
 
 	(void)state;
@@ -206,7 +210,8 @@ static void test_log_escapes(void **state)
 	assert_true(fd >= 0 && saved >= 0);
 	fflush(stderr);
 	assert_int_equal(dup2(fd, STDERR_FILENO), STDERR_FILENO);
-	drf_log(LOG_ERR, "task queued: %s", "x\x1b]0;owned\x07\ny\xc2\x9b" "2J");
+	log = drf_log_stderr(&sink, LOG_INFO);
+	drf_log(&log, LOG_ERR, "task queued: %s", "x\x1b]0;owned\x07\ny\xc2\x9b" "2J");
 	fflush(stderr);
 	assert_int_equal(dup2(saved, STDERR_FILENO), STDERR_FILENO);
 	close(saved);

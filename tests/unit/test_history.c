@@ -15,6 +15,7 @@
 
 #include "daemon.h"
 #include "histfile.h"
+#include "statedir.h"
 #include "history.h"
 #include "testlib.h"
 
@@ -441,7 +442,7 @@ static void test_daemon_hook(void **state)
 	}
 	drfd_history_free(&d);
 	assert_null(d.history);
-	assert_int_equal(drf_history_path(dir, d.root, path, sizeof(path)), 0);
+	assert_int_equal(drf_statedir_path(dir, d.root, ".history", path, sizeof(path)), 0);
 	assert_non_null(strstr(path, "/sys-fs-cgroup-drf.slice.history"));
 	read_back(path, &h);
 	assert_int_equal(h.records, 4); /* two full steps of two tenants; the third is not over */

@@ -627,7 +627,7 @@ static void daemon_with_tasks(void)
 	d.tasks = calloc(1, sizeof(*d.tasks));
 	assert_non_null(d.tasks);
 	snprintf(qdir, sizeof(qdir), "%s/state/x.tasks", cgdir);
-	if (drf_tasks_init(d.tasks, qdir, &fs, &fake_ops, NULL, err, sizeof(err)) < 0)
+	if (drf_tasks_init(d.tasks, qdir, &fs, &fake_ops, NULL, NULL, err, sizeof(err)) < 0)
 		fail_msg("%s", err);
 }
 
@@ -675,16 +675,16 @@ static void test_request_too_long(void **state)
 	free(a);
 	free(req);
 	/* Exactly the limit: taken, its last argument whole. */
-	req = submit_line(DRFD_REQ_MAX - head_len, &n);
+	req = submit_line(DRF_REQ_MAX - head_len, &n);
 	a = ask_n(req, n);
 	assert_true(strncmp(a, "drfd-task 1 ok 1\n", 17) == 0);
 	assert_int_equal(d.tasks->n, 1);
 	assert_int_equal(d.tasks->t[0].argc, 3);
-	assert_int_equal(strlen(d.tasks->t[0].argv[2]), DRFD_REQ_MAX - head_len);
+	assert_int_equal(strlen(d.tasks->t[0].argv[2]), DRF_REQ_MAX - head_len);
 	free(a);
 	free(req);
 	/* One byte over: refused. */
-	req = submit_line(DRFD_REQ_MAX + 1 - head_len, &n);
+	req = submit_line(DRF_REQ_MAX + 1 - head_len, &n);
 	a = ask_n(req, n);
 	assert_true(strncmp(a, "drfd-task 1 refused\n", 20) == 0);
 	assert_int_equal(d.tasks->n, 1);
@@ -926,7 +926,7 @@ static char *submit_req(const char *key, const char *const *argv)
 		fputs("task-submit ", f);
 	fputs("A /tmp 0 0 0 0 0 0 0", f);
 	for (; *argv; argv++) {
-		e = drf_tasks_escape(*argv);
+		e = drf_proto_escape(*argv);
 		assert_non_null(e);
 		fprintf(f, " %s", e);
 		free(e);
@@ -1022,7 +1022,7 @@ static void test_tasks_text_escaped(void **state)
 	daemon_with_tasks_free();
 }
 
-/* 5,000 words (well within DRFD_REQ_MAX): taken whole, not refused as malformed. */
+/* 5,000 words (well within DRF_REQ_MAX): taken whole, not refused as malformed. */
 static void test_submit_many_words(void **state)
 {
 	const char **argv = calloc(5002, sizeof(*argv));

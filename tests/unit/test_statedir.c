@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * drfd's state dir (agent/daemon/statedir.c) over a temp tree: the start-up
+ * drfd's state dir (agent/lib/statedir.c) over a temp tree: the start-up
  * check (owner, group/other-writable, sticky ancestors, symlinks, nothing
  * created), the opening that creates what is missing with exact modes, and the
  * helpers under a directory fd (no symlink followed, no "..", atomic replace,

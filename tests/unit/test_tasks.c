@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The task queue's daemon side (agent/daemon/tasks.c) over a fake cgroup tree
+ * The task queue's daemon side (agent/tasks/tasks.c) over a fake cgroup tree
  * and a recording spawn: E1 scaled (A 3 running, B 2), limits written, how a
  * task ends (exited, oom-killed, lost, cancelled), a restart that re-adopts,
  * refusals that change nothing, and injected cgroup failures. Then the
@@ -159,7 +159,7 @@ static struct fx *fx_new(void)
 	f->cfg.n_tenants = 2;
 	f->sp.fs = &f->fs;
 	snprintf(f->qdir, sizeof(f->qdir), "%s/state/x.tasks", f->dir);
-	assert_int_equal(drf_tasks_init(&f->q, f->qdir, &f->fs, &fake_ops, &f->sp, err,
+	assert_int_equal(drf_tasks_init(&f->q, f->qdir, &f->fs, &fake_ops, &f->sp, NULL, err,
 					sizeof(err)), 0);
 	return f;
 }
@@ -364,7 +364,7 @@ static void test_restart_readopts(void **state)
 	assert_int_equal(k, 5);
 	/* drfd stops; one task ends meanwhile. */
 	drf_tasks_free(&f->q);
-	assert_int_equal(drf_tasks_init(&f->q, f->qdir, &f->fs, &fake_ops, &f->sp, err,
+	assert_int_equal(drf_tasks_init(&f->q, f->qdir, &f->fs, &fake_ops, &f->sp, NULL, err,
 					sizeof(err)), 0);
 	assert_int_equal(f->q.n, 20);
 	assert_int_equal(count(f, "A", DRF_TASK_RUNNING), 3);
@@ -395,14 +395,14 @@ static void test_restart_readopts(void **state)
 		end(f, ids[1], "exit 0\nsignal -1\n", NULL);
 	}
 	drf_tasks_free(&f->q);
-	assert_int_equal(drf_tasks_init(&f->q, f->qdir, &f->fs, &fake_ops, &f->sp, err,
+	assert_int_equal(drf_tasks_init(&f->q, f->qdir, &f->fs, &fake_ops, &f->sp, NULL, err,
 					sizeof(err)), 0);
 	assert_int_equal(task(f, ids[1])->state, DRF_TASK_RUNNING);
 	drf_tasks_tick(&f->q, &f->cfg, f->cap, NULL);
 	assert_string_equal(task(f, ids[1])->result, "exited");
 	/* And once more: the finished ones stay finished. */
 	drf_tasks_free(&f->q);
-	assert_int_equal(drf_tasks_init(&f->q, f->qdir, &f->fs, &fake_ops, &f->sp, err,
+	assert_int_equal(drf_tasks_init(&f->q, f->qdir, &f->fs, &fake_ops, &f->sp, NULL, err,
 					sizeof(err)), 0);
 	assert_string_equal(task(f, ids[0])->result, "exited");
 	assert_string_equal(task(f, ids[1])->result, "exited");
@@ -477,11 +477,11 @@ static void test_escape(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		char *e = drf_tasks_escape(cases[i]);
+		char *e = drf_proto_escape(cases[i]);
 
 		assert_non_null(e);
 		assert_null(strpbrk(e, " \t\n"));
-		assert_int_equal(drf_tasks_unescape(e), 0);
+		assert_int_equal(drf_proto_unescape(e), 0);
 		assert_string_equal(e, cases[i]);
 		free(e);
 	}
@@ -489,8 +489,8 @@ static void test_escape(void **state)
 		char bad[] = "x%4";
 		char nul[] = "x%00";
 
-		assert_int_equal(drf_tasks_unescape(bad), -EINVAL);
-		assert_int_equal(drf_tasks_unescape(nul), -EINVAL);
+		assert_int_equal(drf_proto_unescape(bad), -EINVAL);
+		assert_int_equal(drf_proto_unescape(nul), -EINVAL);
 	}
 }
 
@@ -513,7 +513,7 @@ static void reload(struct fx *f)
 	char err[512];
 
 	drf_tasks_free(&f->q);
-	assert_int_equal(drf_tasks_init(&f->q, f->qdir, &f->fs, &fake_ops, &f->sp, err,
+	assert_int_equal(drf_tasks_init(&f->q, f->qdir, &f->fs, &fake_ops, &f->sp, NULL, err,
 					sizeof(err)), 0);
 }
 
@@ -664,33 +664,33 @@ static void test_unsafe_state_dir_refused(void **state)
 	drf_tasks_free(&f->q);
 	snprintf(sdir, sizeof(sdir), "%s/state", f->dir);
 	assert_int_equal(chmod(sdir, 0777), 0);
-	assert_int_equal(drf_tasks_init(&q, f->qdir, &f->fs, &fake_ops, &f->sp, err, sizeof(err)),
-			 -EPERM);
+	assert_int_equal(drf_tasks_init(&q, f->qdir, &f->fs, &fake_ops, &f->sp, NULL, err,
+					 sizeof(err)), -EPERM);
 	assert_int_equal(chmod(sdir, 0775), 0);
-	assert_int_equal(drf_tasks_init(&q, f->qdir, &f->fs, &fake_ops, &f->sp, err, sizeof(err)),
-			 -EPERM);
+	assert_int_equal(drf_tasks_init(&q, f->qdir, &f->fs, &fake_ops, &f->sp, NULL, err,
+					 sizeof(err)), -EPERM);
 	assert_int_equal(chmod(sdir, 0755), 0);
 	assert_int_equal(chown(sdir, 1000, 1000), 0);
-	assert_int_equal(drf_tasks_init(&q, f->qdir, &f->fs, &fake_ops, &f->sp, err, sizeof(err)),
-			 -EPERM);
+	assert_int_equal(drf_tasks_init(&q, f->qdir, &f->fs, &fake_ops, &f->sp, NULL, err,
+					 sizeof(err)), -EPERM);
 	assert_int_equal(chown(sdir, 0, 0), 0);
 	/* An ancestor others can write (not sticky). */
 	assert_int_equal(chmod(f->dir, 0777), 0);
-	assert_int_equal(drf_tasks_init(&q, f->qdir, &f->fs, &fake_ops, &f->sp, err, sizeof(err)),
-			 -EPERM);
+	assert_int_equal(drf_tasks_init(&q, f->qdir, &f->fs, &fake_ops, &f->sp, NULL, err,
+					 sizeof(err)), -EPERM);
 	assert_int_equal(chmod(f->dir, 0700), 0);
 	/* The tasks dir itself someone else's. */
 	assert_int_equal(chown(f->qdir, 1000, 1000), 0);
-	assert_true(drf_tasks_init(&q, f->qdir, &f->fs, &fake_ops, &f->sp, err, sizeof(err)) < 0);
+	assert_true(drf_tasks_init(&q, f->qdir, &f->fs, &fake_ops, &f->sp, NULL, err, sizeof(err)) < 0);
 	assert_int_equal(chown(f->qdir, 0, 0), 0);
 	/* A symlink on the path. */
 	snprintf(link, sizeof(link), "%s/link", f->dir);
 	assert_int_equal(symlink(sdir, link), 0);
 	snprintf(link, sizeof(link), "%s/link/x.tasks", f->dir);
-	assert_int_equal(drf_tasks_init(&q, link, &f->fs, &fake_ops, &f->sp, err, sizeof(err)),
+	assert_int_equal(drf_tasks_init(&q, link, &f->fs, &fake_ops, &f->sp, NULL, err, sizeof(err)),
 			 -ELOOP);
 	/* And back to safe: it works. */
-	assert_int_equal(drf_tasks_init(&f->q, f->qdir, &f->fs, &fake_ops, &f->sp, err,
+	assert_int_equal(drf_tasks_init(&f->q, f->qdir, &f->fs, &fake_ops, &f->sp, NULL, err,
 					sizeof(err)), 0);
 	fx_free(f);
 }

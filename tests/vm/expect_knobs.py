@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The knob mapping, written again independently of agent/core/knobs.c: reads
+"""The knob mapping, written again independently of agent/plan/knobs.c: reads
 `drfctl plan --json` on stdin and prints "CGROUP FILE VALUE" lines of what
 cgroupfs must hold, for every tenant and every inner node of nested tenant
 paths. Arguments: MODE DEVICE(MAJ:MIN) and entries TENANT:RES=BYTES for the

@@ -56,6 +56,8 @@
 #include "cgroupfs.h"
 #include "config.h"
 #include "knobs.h"
+#include "log.h"
+#include "proto.h"
 
 /*
  * Finished tasks kept per uid (their directories, output included, and their
@@ -78,7 +80,7 @@
 /*
  * Tasks not yet finished (queued or running) that drfd takes: of one uid, and
  * of all uids together; a submit over either is refused (DRF_TASKS_REFUSED),
- * queuing nothing. Each such task holds its request (up to DRFD_REQ_MAX, 64 KiB)
+ * queuing nothing. Each such task holds its request (up to DRF_REQ_MAX, 64 KiB)
  * in drfd's memory and a task file on root's disk, is reloaded after a restart,
  * and is scanned at every pick; a vector as small as --cpu 1e-12 fits the
  * capacity a trillion times over, so the vector bounds nothing. 256 is far more
@@ -88,8 +90,6 @@
  */
 #define DRF_TASKS_MAX_UID 256
 #define DRF_TASKS_MAX 4096
-/* An idempotency key: 1 to this many printable ASCII characters, no space. */
-#define DRF_TASK_KEY_MAX 128
 /* Supplementary groups (the kernel's NGROUPS_MAX). */
 #define DRF_TASK_GROUPS_MAX 65536
 /* The supervisor's fds from drfd: the task's directory, and the task's text. */
@@ -144,6 +144,7 @@ struct drf_spawn_ops {
 extern const struct drf_spawn_ops drf_spawn_real_ops;
 
 struct drf_tasks {
+	const struct drf_logger *log;
 	char dir[4096];          /* for people: where the output is */
 	int dfd;                 /* the same, opened beneath the checked state dir */
 	const struct cgfs *fs;
@@ -186,7 +187,8 @@ enum {
  * in err.
  */
 int drf_tasks_init(struct drf_tasks *q, const char *dir, const struct cgfs *fs,
-		   const struct drf_spawn_ops *ops, void *ctx, char *err, size_t len);
+		   const struct drf_spawn_ops *ops, void *ctx, const struct drf_logger *log,
+		   char *err, size_t len);
 void drf_tasks_free(struct drf_tasks *q);
 
 /*
@@ -233,11 +235,6 @@ void drf_tasks_render(const struct drf_tasks *q, const struct drf_config *c, boo
 /* STATE-PATH without ".state", plus ".tasks". */
 int drf_tasks_dir(const char *state_path, char *ret, size_t len);
 
-/* The escaping of words on the socket and in the task files: %XX for space, %, controls. */
-char *drf_tasks_escape(const char *s);
-/* In place; -EINVAL for a bad escape. */
-int drf_tasks_unescape(char *s);
-
 /*
  * Parses a task file (its id from its "id" line); -EINVAL if it does not parse:
  * a uid or gid that is not a plain number below (uid_t)-1, a cwd that is not
@@ -247,9 +244,6 @@ int drf_tasks_parse_file(struct drf_task *t, char *text);
 /* The task file's text (free()), which is also what the supervisor is handed. */
 char *drf_tasks_text(const struct drf_task *t);
 void drf_task_clear(struct drf_task *t);
-
-/* A key drfd takes: 1 to DRF_TASK_KEY_MAX printable ASCII characters, no space. */
-bool drf_tasks_key_valid(const char *key);
 
 /*
  * Who is at the other end of the unix socket fd, as the kernel recorded it

@@ -24,12 +24,28 @@
 #ifndef DRF_HTB_H
 #define DRF_HTB_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "alloc.h"
 #include "config.h"
-#include "tc.h"
+
+/* tc handles: major:minor in one 32-bit word, as the kernel has them. */
+#define DRF_TC_HANDLE(maj, min) ((((uint32_t)(maj)) << 16) | ((uint32_t)(min) & 0xffff))
+#define DRF_TC_MAJ(h) ((uint32_t)(h) >> 16)
+#define DRF_TC_MIN(h) ((uint32_t)(h) & 0xffff)
+#define DRF_TC_ROOT 0xffffffffu
+
+/* An HTB class: what drfd sets, and what the kernel counts. Rates in bytes/s. */
+struct drf_tc_class {
+	uint32_t classid, parent;
+	uint64_t rate, ceil;
+	uint32_t burst, cburst; /* bytes */
+	uint32_t quantum;       /* bytes */
+	/* counters, when read back */
+	uint64_t bytes, packets, drops, overlimits;
+};
 
 #define DRF_HTB_MAJOR 0xd7f
 #define DRF_HTB_LINK_MIN 0x1

@@ -10,7 +10,6 @@
 #include <string.h>
 #include <sys/types.h>
 
-#include "cgroupfs.h"
 
 #define DRF_STR_(x) #x
 #define DRF_STR(x) DRF_STR_(x)
@@ -37,11 +36,11 @@ unsigned drf_knobs_controllers(const struct drf_config *c)
 	unsigned m = 0;
 
 	if (c->capacity[DRF_RES_CPU] > 0)
-		m |= CGFS_CPU;
+		m |= DRF_CTRL_CPU;
 	if (c->capacity[DRF_RES_MEMORY] > 0)
-		m |= CGFS_MEMORY;
+		m |= DRF_CTRL_MEMORY;
 	if (c->capacity[DRF_RES_IO_READ] > 0 || c->capacity[DRF_RES_IO_WRITE] > 0)
-		m |= CGFS_IO;
+		m |= DRF_CTRL_IO;
 	return m;
 }
 
@@ -316,14 +315,14 @@ static void inner_knobs(const struct drf_config *c, const struct drf_problem *p,
 	bool limit = c->mode == DRF_MODE_LIMIT;
 
 	memset(k, 0, sizeof(*k));
-	if (ctrls & CGFS_CPU) {
+	if (ctrls & DRF_CTRL_CPU) {
 		if (limit)
 			set(k, DRF_KNOB_CPU_WEIGHT, "100");
 		else
 			set(k, DRF_KNOB_CPU_WEIGHT, "%ld", scale_weight(v->cpu, t->gcpu[v->parent], 10000));
 		set(k, DRF_KNOB_CPU_MAX, "max %d", DRF_CPU_PERIOD_US);
 	}
-	if (ctrls & CGFS_MEMORY) {
+	if (ctrls & DRF_CTRL_MEMORY) {
 		/* Without memory_recursiveprot a child is protected up to its parent's low. */
 		if (limit)
 			set(k, DRF_KNOB_MEMORY_LOW, "0");
@@ -333,7 +332,7 @@ static void inner_knobs(const struct drf_config *c, const struct drf_problem *p,
 		set(k, DRF_KNOB_MEMORY_HIGH, "max");
 		set(k, DRF_KNOB_MEMORY_MAX, "max");
 	}
-	if ((ctrls & CGFS_IO) && io) {
+	if ((ctrls & DRF_CTRL_IO) && io) {
 		if (io->weights != DRF_IO_WEIGHTS_NONE) {
 			long hi = io->weights == DRF_IO_WEIGHTS_BFQ ? 1000 : 10000;
 
@@ -403,7 +402,7 @@ int drf_knobs_compute(const struct drf_config *c, const struct drf_problem *p,
 			io_max = t.gio[t.v[i].parent];
 		}
 		memset(k, 0, sizeof(*k));
-		if (ctrls & CGFS_CPU) {
+		if (ctrls & DRF_CTRL_CPU) {
 			double a = s->alloc[DRF_RES_CPU];
 
 			if (limit) {
@@ -428,7 +427,7 @@ int drf_knobs_compute(const struct drf_config *c, const struct drf_problem *p,
 				set(k, DRF_KNOB_CPU_MAX, "max %d", DRF_CPU_PERIOD_US);
 			}
 		}
-		if (ctrls & CGFS_MEMORY) {
+		if (ctrls & DRF_CTRL_MEMORY) {
 			double a = s->alloc[DRF_RES_MEMORY];
 
 			k->set[DRF_KNOB_MEMORY_LOW] = k->set[DRF_KNOB_MEMORY_HIGH] =
@@ -448,7 +447,7 @@ int drf_knobs_compute(const struct drf_config *c, const struct drf_problem *p,
 					     drf_knobs_declared(c, i, DRF_RES_MEMORY));
 			}
 		}
-		if ((ctrls & CGFS_IO) && io) {
+		if ((ctrls & DRF_CTRL_IO) && io) {
 			double rd = p->capacity[DRF_RES_IO_READ] > 0 ? s->alloc[DRF_RES_IO_READ]
 								      : INFINITY;
 			double wr = p->capacity[DRF_RES_IO_WRITE] > 0 ? s->alloc[DRF_RES_IO_WRITE]

@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,19 +13,10 @@
 #define MEMORY_BITS (KNOB_BIT(DRF_KNOB_MEMORY_HIGH) | KNOB_BIT(DRF_KNOB_MEMORY_MAX))
 #define MANAGED_CTRLS (CGFS_CPU | CGFS_MEMORY | CGFS_IO)
 
-static void __attribute__((format(printf, 3, 4)))
-say(const struct drf_reconciler *rc, int prio, const char *fmt, ...)
-{
-	char msg[1024];
-	va_list ap;
-
-	if (!rc->log.fn)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	rc->log.fn(rc->log.ctx, prio, msg);
-}
+_Static_assert((unsigned)DRF_CTRL_CPU == (unsigned)CGFS_CPU &&
+		       (unsigned)DRF_CTRL_MEMORY == (unsigned)CGFS_MEMORY &&
+		       (unsigned)DRF_CTRL_IO == (unsigned)CGFS_IO,
+	       "the plan's controller bits are cgroupfs's");
 
 /* seen[k] = v; v may be another field of t, hence no snprintf. */
 static void set_seen(struct drf_tenant_rt *t, enum drf_knob k, const char *v)
@@ -211,8 +201,9 @@ static void mem_result(struct drf_reconciler *rc, const struct mem_job *job,
 	t->failed |= KNOB_BIT(k);
 	t->known &= ~KNOB_BIT(k);
 	if (t->err[k] != -job->result)
-		say(rc, LOG_ERR, "cannot write '%s' to '%s/%s/memory.high': %s; will retry",
-		    job->high, rc->fs->root, job->cgroup, strerror(-job->result));
+		drf_log(&rc->log, LOG_ERR, "cannot write '%s' to '%s/%s/memory.high': %s; will "
+					   "retry",
+			job->high, rc->fs->root, job->cgroup, strerror(-job->result));
 	t->err[k] = -job->result;
 }
 
@@ -328,26 +319,29 @@ static int retire(struct drf_reconciler *rc, const char *name, const char *cgrou
 
 	if (r == 0) {
 		if (inner)
-			say(rc, LOG_NOTICE, "'%s/%s' is above no tenant any more; removed it",
-			    rc->fs->root, cgroup);
+			drf_log(&rc->log, LOG_NOTICE, "'%s/%s' is above no tenant any more; "
+						      "removed it", rc->fs->root, cgroup);
 		else
-			say(rc, LOG_NOTICE, "tenant '%s' is gone from the config; removed '%s/%s'",
-			    name, rc->fs->root, cgroup);
+			drf_log(&rc->log, LOG_NOTICE, "tenant '%s' is gone from the config; "
+						      "removed '%s/%s'",
+				name, rc->fs->root, cgroup);
 		rc->membership_changed = true;
 		return 0;
 	}
 	if (r == -ENOENT)
 		return 0;
 	if (r == -EBUSY && inner)
-		say(rc, LOG_NOTICE, "'%s/%s' is above no tenant any more, but still holds "
-			"processes or cgroups; removing it once it is empty", rc->fs->root, cgroup);
+		drf_log(&rc->log, LOG_NOTICE, "'%s/%s' is above no tenant any more, but still "
+					      "holds processes or cgroups; removing it once it is "
+					      "empty", rc->fs->root, cgroup);
 	else if (r == -EBUSY)
-		say(rc, LOG_WARNING, "tenant '%s' is gone from the config but '%s/%s' still holds "
-			"processes; leaving it and its limits in place until it is empty", name,
-		    rc->fs->root, cgroup);
+		drf_log(&rc->log, LOG_WARNING, "tenant '%s' is gone from the config but '%s/%s' "
+					       "still holds processes; leaving it and its limits "
+					       "in place until it is empty",
+			name, rc->fs->root, cgroup);
 	else
-		say(rc, LOG_ERR, "cannot remove '%s/%s' of departed tenant '%s': %s; will retry",
-		    rc->fs->root, cgroup, name, strerror(-r));
+		drf_log(&rc->log, LOG_ERR, "cannot remove '%s/%s' of departed tenant '%s': %s; "
+					   "will retry", rc->fs->root, cgroup, name, strerror(-r));
 	no = realloc(rc->orphans, (rc->n_orphans + 1) * sizeof(*no));
 	if (!no)
 		return -ENOMEM;
@@ -440,8 +434,8 @@ int drf_reconciler_set(struct drf_reconciler *rc, const struct drf_config *c,
 		}
 		r = retire(rc, rc->t[x].name, rc->t[x].cgroup, rc->t[x].inner);
 		if (r < 0)
-			say(rc, LOG_ERR, "cannot track departed tenant '%s': %s", rc->t[x].name,
-			    strerror(-r));
+			drf_log(&rc->log, LOG_ERR, "cannot track departed tenant '%s': %s",
+				rc->t[x].name, strerror(-r));
 		tenant_free(&rc->t[x]);
 	}
 	/* A tenant that comes back is no orphan any more. */
@@ -557,8 +551,8 @@ static unsigned set_subtree(struct drf_reconciler *rc, const char *cg, int *errs
 		if (errs)
 			errs[i] = r;
 		subtree_cause(rc, cg, bit, want, r, why, sizeof(why));
-		say(rc, LOG_ERR, "cannot write '%s' to '%s%s%s/cgroup.subtree_control': %s", cmd,
-		    rc->fs->root, cg[0] ? "/" : "", cg, why);
+		drf_log(&rc->log, LOG_ERR, "cannot write '%s' to '%s%s%s/cgroup.subtree_control': "
+					   "%s", cmd, rc->fs->root, cg[0] ? "/" : "", cg, why);
 	}
 	return failed;
 }
@@ -602,11 +596,13 @@ static int ensure_cgroup(struct drf_reconciler *rc, struct drf_tenant_rt *t,
 	if (made) {
 		if (t->seen_once) {
 			st->recreated++;
-			say(rc, LOG_WARNING, "%s '%s': '%s/%s' had been removed by someone else; "
-				"recreated it", KIND(t), t->name, rc->fs->root, t->cgroup);
+			drf_log(&rc->log, LOG_WARNING, "%s '%s': '%s/%s' had been removed by "
+						       "someone else; recreated it",
+				KIND(t), t->name, rc->fs->root, t->cgroup);
 		} else {
 			st->created++;
-			say(rc, LOG_INFO, "created cgroup '%s/%s'", rc->fs->root, t->cgroup);
+			drf_log(&rc->log, LOG_INFO, "created cgroup '%s/%s'",
+				rc->fs->root, t->cgroup);
 		}
 		/* A new cgroup holds the kernel's defaults, not what drfd saw before. */
 		t->known = 0;
@@ -639,12 +635,13 @@ static void knob_failed(struct drf_reconciler *rc, struct drf_tenant_rt *t, enum
 	else
 		snprintf(what, sizeof(what), "read");
 	if (err == -ENOENT)
-		say(rc, LOG_ERR, "cannot %s '%s/%s/%s': the file is missing, so the controller is "
-			"not enabled for this cgroup (its parent's cgroup.subtree_control lacks it); "
-			"will retry", what, rc->fs->root, t->cgroup, file);
+		drf_log(&rc->log, LOG_ERR, "cannot %s '%s/%s/%s': the file is missing, so the "
+					   "controller is not enabled for this cgroup (its "
+					   "parent's cgroup.subtree_control lacks it); will retry",
+			what, rc->fs->root, t->cgroup, file);
 	else
-		say(rc, LOG_ERR, "cannot %s '%s/%s/%s': %s; will retry", what, rc->fs->root,
-		    t->cgroup, file, strerror(-err));
+		drf_log(&rc->log, LOG_ERR, "cannot %s '%s/%s/%s': %s; will retry",
+			what, rc->fs->root, t->cgroup, file, strerror(-err));
 }
 
 /* The device line "MAJ:MIN ..." of our io device in content, if any. */
@@ -690,13 +687,13 @@ static int write_knob(struct drf_reconciler *rc, struct drf_tenant_rt *t, enum d
 	}
 	st->writes++;
 	if (t->err[k])
-		say(rc, LOG_NOTICE, "%s '%s': %s written after %s", KIND(t), t->name, file,
-		    strerror(t->err[k]));
+		drf_log(&rc->log, LOG_NOTICE, "%s '%s': %s written after %s",
+			KIND(t), t->name, file, strerror(t->err[k]));
 	t->err[k] = 0;
 	t->failed &= ~KNOB_BIT(k);
 	t->known |= KNOB_BIT(k);
-	say(rc, LOG_INFO, "%s '%s': %s %s -> %s", KIND(t), t->name, file, have ? have : "(unread)",
-	    t->want.val[k]);
+	drf_log(&rc->log, LOG_INFO, "%s '%s': %s %s -> %s",
+		KIND(t), t->name, file, have ? have : "(unread)", t->want.val[k]);
 	set_seen(t, k, t->want.val[k]);
 	return 0;
 }
@@ -728,8 +725,8 @@ static bool memory_gate(struct drf_reconciler *rc, struct drf_tenant_rt *t,
 	usage = strtoull(cur, NULL, 10);
 	if (usage <= target) {
 		if (t->tightening)
-			say(rc, LOG_INFO, "tenant '%s': memory usage %llu is under %s now", t->name,
-			    usage, want);
+			drf_log(&rc->log, LOG_INFO, "tenant '%s': memory usage %llu is under %s "
+						    "now", t->name, usage, want);
 		t->tightening = false;
 		return false;
 	}
@@ -738,8 +735,9 @@ static bool memory_gate(struct drf_reconciler *rc, struct drf_tenant_rt *t,
 		return true;
 	t->tightening = true;
 	snprintf(t->target, sizeof(t->target), "%s", want);
-	say(rc, LOG_NOTICE, "tenant '%s': memory.max %s is below usage %llu: lowering memory.high "
-		"first, memory.max once usage is under it", t->name, want, usage);
+	drf_log(&rc->log, LOG_NOTICE, "tenant '%s': memory.max %s is below usage %llu: lowering "
+				      "memory.high first, memory.max once usage is under it",
+		t->name, want, usage);
 	if (rc->worker) {
 		r = worker_post(rc->worker, t->cgroup, want);
 		if (r < 0) {
@@ -806,8 +804,9 @@ static void process(struct drf_reconciler *rc, struct drf_tenant_rt *t, bool ver
 		if (r < 0) {
 			st->errors++;
 			if (t->cg_err != -r)
-				say(rc, LOG_ERR, "cannot create cgroup '%s/%s' of %s '%s': %s; "
-					"will retry", rc->fs->root, t->cgroup, KIND(t), t->name, strerror(-r));
+				drf_log(&rc->log, LOG_ERR, "cannot create cgroup '%s/%s' of %s "
+							   "'%s': %s; will retry",
+					rc->fs->root, t->cgroup, KIND(t), t->name, strerror(-r));
 			t->cg_err = -r;
 			return;
 		}
@@ -853,8 +852,9 @@ static void process(struct drf_reconciler *rc, struct drf_tenant_rt *t, bool ver
 				t->known |= KNOB_BIT(k);
 				t->failed &= ~KNOB_BIT(k);
 				if (t->err[k])
-					say(rc, LOG_NOTICE, "%s '%s': %s holds its value again",
-					    KIND(t), t->name, file);
+					drf_log(&rc->log, LOG_NOTICE, "%s '%s': %s holds its value "
+								      "again",
+						KIND(t), t->name, file);
 				t->err[k] = 0;
 				if (k == DRF_KNOB_MEMORY_MAX)
 					t->tightening = false;
@@ -865,8 +865,9 @@ static void process(struct drf_reconciler *rc, struct drf_tenant_rt *t, bool ver
 			     (k == DRF_KNOB_IO_WEIGHT && has_device_line(have, rc->io)))) {
 				st->foreign++;
 				rc->total_foreign++;
-				say(rc, LOG_WARNING, "%s '%s': %s was changed by someone else to "
-					"'%s'; restoring '%s'", KIND(t), t->name, file, have, t->want.val[k]);
+				drf_log(&rc->log, LOG_WARNING, "%s '%s': %s was changed by someone "
+							       "else to '%s'; restoring '%s'",
+					KIND(t), t->name, file, have, t->want.val[k]);
 			}
 			/* What the file holds now, so that a held write is not forgotten. */
 			set_seen(t, k, have);
@@ -921,9 +922,9 @@ int drf_reconcile_tick(struct drf_reconciler *rc, size_t verify, struct drf_reco
 		if (r == 0 || r == -ENOENT) {
 			if (r == 0) {
 				st.removed++;
-				say(rc, LOG_NOTICE, "orphan '%s/%s' of departed tenant '%s' is empty "
-					"now; removed it", rc->fs->root, rc->orphans[i].cgroup,
-				    rc->orphans[i].name);
+				drf_log(&rc->log, LOG_NOTICE, "orphan '%s/%s' of departed tenant "
+							      "'%s' is empty now; removed it",
+					rc->fs->root, rc->orphans[i].cgroup, rc->orphans[i].name);
 			}
 			orphan_drop(rc, i);
 			continue;

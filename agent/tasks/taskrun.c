@@ -410,7 +410,7 @@ int drf_task_supervise_fds(int dirfd, int specfd, const char *dir, const struct 
 		/* The cwd whole (it may be why); the command's name up to 256 bytes. */
 		snprintf(why, sizeof(why), "cannot run '%.256s' as uid %u in '%s': %s", t.argv[0],
 			 (unsigned)t.uid, t.cwd, strerror(e));
-		esc = drf_tasks_escape(why);
+		esc = drf_proto_escape(why);
 		/* The error line whole, or none: a cut escape would not parse. */
 		if (!esc || asprintf(&exit_text, "%serror %s\n", buf, esc) < 0)
 			exit_text = NULL;

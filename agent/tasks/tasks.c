@@ -19,78 +19,13 @@
 #include <unistd.h>
 
 #include "log.h"
-#include "plan.h"
+#include "json.h"
 #include "statedir.h"
 #include "taskq.h"
 #include "text.h"
 
 #define CTRLS (CGFS_CPU | CGFS_MEMORY | CGFS_IO)
 #define FILE_MAX (1 << 20)
-
-char *drf_tasks_escape(const char *s)
-{
-	size_t n = 0;
-	char *out, *o;
-
-	for (const char *p = s; *p; p++)
-		n += ((unsigned char)*p <= ' ' || *p == '%' || *p == 0x7f) ? 3 : 1;
-	out = malloc(n + 3);
-	if (!out)
-		return NULL;
-	o = out;
-	if (!*s) {
-		/* The empty word: "%" alone would be a bad escape, so "%00"-free "%-". */
-		strcpy(out, "%-");
-		return out;
-	}
-	for (const char *p = s; *p; p++) {
-		unsigned char ch = (unsigned char)*p;
-
-		if (ch <= ' ' || ch == '%' || ch == 0x7f)
-			o += sprintf(o, "%%%02X", ch);
-		else
-			*o++ = (char)ch;
-	}
-	*o = '\0';
-	return out;
-}
-
-static int hexval(char ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	return -1;
-}
-
-int drf_tasks_unescape(char *s)
-{
-	char *o = s;
-
-	if (strcmp(s, "%-") == 0) {
-		*s = '\0';
-		return 0;
-	}
-	for (char *p = s; *p; p++) {
-		int hi, lo;
-
-		if (*p != '%') {
-			*o++ = *p;
-			continue;
-		}
-		hi = hexval(p[1]);
-		lo = hi < 0 ? -1 : hexval(p[2]);
-		if (lo < 0 || (hi == 0 && lo == 0))
-			return -EINVAL;
-		*o++ = (char)(hi * 16 + lo);
-		p += 2;
-	}
-	*o = '\0';
-	return 0;
-}
 
 int drf_tasks_dir(const char *state_path, char *ret, size_t len)
 {
@@ -155,18 +90,6 @@ static bool exists(int dfd, const char *name)
 	if (fd < 0)
 		return false;
 	close(fd);
-	return true;
-}
-
-bool drf_tasks_key_valid(const char *key)
-{
-	size_t n = strlen(key);
-
-	if (n == 0 || n > DRF_TASK_KEY_MAX)
-		return false;
-	for (const char *p = key; *p; p++)
-		if (*p <= ' ' || *p >= 0x7f)
-			return false;
 	return true;
 }
 
@@ -311,7 +234,7 @@ char *drf_tasks_text(const struct drf_task *t)
 		fprintf(f, "%s%u", i ? "," : "", (unsigned)t->groups[i]);
 	fputs(t->ngroups ? "\n" : "-\n", f);
 	if (t->key) {
-		e = drf_tasks_escape(t->key);
+		e = drf_proto_escape(t->key);
 		if (!e) {
 			fclose(f);
 			free(buf);
@@ -322,11 +245,11 @@ char *drf_tasks_text(const struct drf_task *t)
 	}
 	for (int r = 0; r < DRF_NRES; r++)
 		fprintf(f, "%s %.17g\n", drf_res_name(r), t->vec[r]);
-	e = drf_tasks_escape(t->cwd);
+	e = drf_proto_escape(t->cwd);
 	fprintf(f, "cwd %s\n", e ? e : "/");
 	free(e);
 	for (size_t i = 0; i < t->argc; i++) {
-		e = drf_tasks_escape(t->argv[i]);
+		e = drf_proto_escape(t->argv[i]);
 		if (!e) {
 			fclose(f);
 			free(buf);
@@ -418,7 +341,7 @@ static int task_parse(struct drf_task *t, uint64_t id, char *text)
 	if (r == -ENOMEM)
 		return r;
 	if (r == 0) {
-		if (drf_tasks_unescape(s) < 0 || !drf_tasks_key_valid(s)) {
+		if (drf_proto_unescape(s) < 0 || !drf_proto_key_valid(s)) {
 			free(s);
 			return -EINVAL;
 		}
@@ -431,7 +354,7 @@ static int task_parse(struct drf_task *t, uint64_t id, char *text)
 	r = kv_dup(text, "cwd", &t->cwd);
 	if (r < 0)
 		return r == -ENOMEM ? r : -EINVAL;
-	if (drf_tasks_unescape(t->cwd) < 0 || !cwd_valid(t->cwd))
+	if (drf_proto_unescape(t->cwd) < 0 || !cwd_valid(t->cwd))
 		return -EINVAL;
 	for (char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
 		size_t n = strcspn(l, "\n");
@@ -441,7 +364,7 @@ static int task_parse(struct drf_task *t, uint64_t id, char *text)
 			continue;
 		a = strndup(l + 4, n - 4);
 		na = a ? realloc(t->argv, (t->argc + 2) * sizeof(*na)) : NULL;
-		if (!na || drf_tasks_unescape(a) < 0) {
+		if (!na || drf_proto_unescape(a) < 0) {
 			free(a);
 			if (na)
 				t->argv = na;
@@ -478,7 +401,7 @@ static void parse_result(struct drf_task *t, const char *text)
 	t->stime_us = kv_num(text, "stime_us", NAN);
 	t->maxrss_kb = kv_num(text, "maxrss_kb", NAN);
 	if (kv_dup(text, "error", &e) == 0) {
-		if (drf_tasks_unescape(e) == 0)
+		if (drf_proto_unescape(e) == 0)
 			t->error = e;
 		else
 			free(e);
@@ -603,16 +526,16 @@ static int load_task(struct drf_tasks *q, const char *name, uint64_t id)
 
 	dfd = drf_at_dir(q->dfd, name, DRF_PRIVATE_DIR_MODE, false);
 	if (dfd < 0) {
-		drf_log(LOG_ERR, "task %s: '%s/%s' is not a directory of drfd's own (%s: a "
-				 "symlink, someone else's, or writable by others); left alone",
-			name, q->dir, name, strerror(-dfd));
+		drf_log(q->log, LOG_ERR, "task %s: '%s/%s' is not a directory of drfd's own (%s: a "
+					 "symlink, someone else's, or writable by others); left "
+					 "alone", name, q->dir, name, strerror(-dfd));
 		return 0;
 	}
 	text = read_small(dfd, "task");
 	if (!text || tasks_grow(q) < 0) {
-		drf_log(LOG_ERR, "task %s: cannot read '%s/%s/task': %s (a file of drfd's own, "
-				 "root's and 0600, is needed); left alone", name, q->dir, name,
-			strerror(text ? ENOMEM : errno));
+		drf_log(q->log, LOG_ERR, "task %s: cannot read '%s/%s/task': %s (a file of drfd's "
+					 "own, root's and 0600, is needed); left alone",
+			name, q->dir, name, strerror(text ? ENOMEM : errno));
 		free(text);
 		close(dfd);
 		return 0;
@@ -621,8 +544,8 @@ static int load_task(struct drf_tasks *q, const char *name, uint64_t id)
 	r = task_parse(t, id, text);
 	free(text);
 	if (r < 0) {
-		drf_log(LOG_ERR, "task %s: '%s/%s/task' does not parse; left alone", name, q->dir,
-			name);
+		drf_log(q->log, LOG_ERR, "task %s: '%s/%s/task' does not parse; left alone",
+			name, q->dir, name);
 		drf_task_clear(t);
 		close(dfd);
 		return 0;
@@ -660,7 +583,8 @@ static int load_task(struct drf_tasks *q, const char *name, uint64_t id)
 }
 
 int drf_tasks_init(struct drf_tasks *q, const char *dir, const struct cgfs *fs,
-		   const struct drf_spawn_ops *ops, void *ctx, char *err, size_t len)
+		   const struct drf_spawn_ops *ops, void *ctx, const struct drf_logger *log,
+		   char *err, size_t len)
 {
 	char why[1024];
 	const char *name;
@@ -674,6 +598,7 @@ int drf_tasks_init(struct drf_tasks *q, const char *dir, const struct cgfs *fs,
 	q->fs = fs;
 	q->ops = ops;
 	q->ctx = ctx;
+	q->log = log;
 	q->history = DRF_TASKS_HISTORY;
 	q->history_all = DRF_TASKS_HISTORY_ALL;
 	q->next_id = 1;
@@ -805,7 +730,7 @@ int drf_tasks_submit(struct drf_tasks *q, const struct drf_config *c,
 
 	/* A retry of a submit whose answer was lost: the task it queued, whatever else it asks. */
 	if (req->key) {
-		if (!drf_tasks_key_valid(req->key)) {
+		if (!drf_proto_key_valid(req->key)) {
 			snprintf(err, len, "the key must be 1 to %d printable characters without "
 				 "spaces", DRF_TASK_KEY_MAX);
 			return DRF_TASKS_REFUSED;
@@ -931,8 +856,8 @@ int drf_tasks_submit(struct drf_tasks *q, const struct drf_config *c,
 	t.state = DRF_TASK_QUEUED;
 	q->t[q->n++] = t;
 	*ret_id = t.id;
-	drf_log(LOG_INFO, "task %" PRIu64 " queued for tenant '%s' by uid %u: %s", t.id, t.tenant,
-		(unsigned)t.uid, t.argv[0]);
+	drf_log(q->log, LOG_INFO, "task %" PRIu64 " queued for tenant '%s' by uid %u: %s",
+		t.id, t.tenant, (unsigned)t.uid, t.argv[0]);
 	return 0;
 nomem:
 	drf_task_clear(&t);
@@ -963,7 +888,7 @@ static int finish(struct drf_tasks *q, struct drf_task *t, const char *result, c
 		fprintf(f, "cpu_usec %.17g\nmemory_peak %.17g\noom_kills %.17g\nutime_us %.17g\n"
 			   "stime_us %.17g\nmaxrss_kb %.17g\n", t->cpu_usec, t->memory_peak,
 			t->oom_kills, t->utime_us, t->stime_us, t->maxrss_kb);
-		if (error && (e = drf_tasks_escape(error)))
+		if (error && (e = drf_proto_escape(error)))
 			fprintf(f, "error %s\n", e);
 		free(e);
 		if (fclose(f) != 0) {
@@ -974,22 +899,23 @@ static int finish(struct drf_tasks *q, struct drf_task *t, const char *result, c
 	r = buf ? put(q, t->id, "result", buf) : -ENOMEM;
 	free(buf);
 	if (r < 0 && only_if_written) {
-		drf_log(LOG_ERR, "task %" PRIu64 ": cannot write '%s/result': %s; it stays %s",
+		drf_log(q->log, LOG_ERR, "task %" PRIu64 ": cannot write '%s/result': %s; it "
+					 "stays %s",
 			t->id, dir, strerror(-r), state_names[t->state]);
 		return r;
 	}
 	if (r < 0)
-		drf_log(LOG_ERR, "task %" PRIu64 ": cannot write '%s/result': %s; after a restart "
-				 "it will be found %s again", t->id, dir, strerror(-r),
-			t->started ? "ended" : "queued");
+		drf_log(q->log, LOG_ERR, "task %" PRIu64 ": cannot write '%s/result': %s; after a "
+					 "restart it will be found %s again",
+			t->id, dir, strerror(-r), t->started ? "ended" : "queued");
 	snprintf(t->result, sizeof(t->result), "%s", result);
 	t->ended = ended;
 	free(t->error);
 	t->error = error ? strdup(error) : NULL;
 	t->state = DRF_TASK_DONE;
 	q->finished_total++;
-	drf_log(LOG_INFO, "task %" PRIu64 " of tenant '%s': %s%s%s", t->id, t->tenant, result,
-		error ? ": " : "", error ? error : "");
+	drf_log(q->log, LOG_INFO, "task %" PRIu64 " of tenant '%s': %s%s%s",
+		t->id, t->tenant, result, error ? ": " : "", error ? error : "");
 	return r;
 }
 
@@ -1041,9 +967,10 @@ int drf_tasks_cancel(struct drf_tasks *q, uint64_t id, uid_t who, char *err, siz
 	 */
 	r = put(q, t->id, "cancel", "cancel\n");
 	if (r < 0)
-		drf_log(LOG_WARNING, "task %" PRIu64 ": killed, but cannot write '%s/cancel': %s; "
-				     "a drfd restarted before its end is recorded records how it "
-				     "was killed instead of `cancelled`", id, dir, strerror(-r));
+		drf_log(q->log, LOG_WARNING, "task %" PRIu64 ": killed, but cannot write "
+					     "'%s/cancel': %s; a drfd restarted before its end is "
+					     "recorded records how it was killed instead of "
+					     "`cancelled`", id, dir, strerror(-r));
 	return 0;
 }
 
@@ -1097,7 +1024,7 @@ static void reap_task(struct drf_tasks *q, struct drf_task *t)
 		t->ended = (uint64_t)kv_num(text, "ended", 0);
 		/* Whole: it names the cwd, up to PATH_MAX (taskrun.c). */
 		if (kv_dup(text, "error", &e) == 0) {
-			if (drf_tasks_unescape(e) == 0)
+			if (drf_proto_unescape(e) == 0)
 				snprintf(why, sizeof(why), "%s", e);
 			free(e);
 		}
@@ -1122,14 +1049,14 @@ static void reap_task(struct drf_tasks *q, struct drf_task *t)
 	}
 	r = cgfs_remove(q->fs, t->cgroup);
 	if (r < 0 && r != -ENOENT)
-		drf_log(LOG_WARNING, "task %" PRIu64 ": cannot remove its cgroup '%s/%s': %s",
-			t->id, q->fs->root, t->cgroup, strerror(-r));
+		drf_log(q->log, LOG_WARNING, "task %" PRIu64 ": cannot remove its cgroup '%s/%s': "
+					     "%s", t->id, q->fs->root, t->cgroup, strerror(-r));
 	finish(q, t, result, why[0] ? why : NULL, false);
 	/* The tenant's cgroup may hold processes again (drfctl exec) once no task is left. */
 	parent_of(t->cgroup, tcg, sizeof(tcg));
 	if (!tenant_busy(q, tcg) && cgfs_set_subtree(q->fs, tcg, 0, CTRLS) < 0)
-		drf_log(LOG_DEBUG, "task %" PRIu64 ": controllers stay enabled in '%s/%s'", t->id,
-			q->fs->root, tcg);
+		drf_log(q->log, LOG_DEBUG, "task %" PRIu64 ": controllers stay enabled in '%s/%s'",
+			t->id, q->fs->root, tcg);
 }
 
 static int write_limits(struct drf_tasks *q, const struct drf_task *t,
@@ -1219,10 +1146,11 @@ static int start_task(struct drf_tasks *q, struct drf_task *t, const struct drf_
 	snprintf(text, sizeof(text), "started %" PRIu64 "\n", t->started);
 	r = put(q, t->id, "started", text);
 	if (r < 0)
-		drf_log(LOG_ERR, "task %" PRIu64 ": cannot write '%s/started': %s; a restarted drfd "
-				 "finds it by its cgroup", t->id, dir, strerror(-r));
-	drf_log(LOG_INFO, "task %" PRIu64 " of tenant '%s' started in '%s/%s'", t->id, t->tenant,
-		q->fs->root, t->cgroup);
+		drf_log(q->log, LOG_ERR, "task %" PRIu64 ": cannot write '%s/started': %s; a "
+					 "restarted drfd finds it by its cgroup",
+			t->id, dir, strerror(-r));
+	drf_log(q->log, LOG_INFO, "task %" PRIu64 " of tenant '%s' started in '%s/%s'",
+		t->id, t->tenant, q->fs->root, t->cgroup);
 	return 0;
 fail_rm:
 	cgfs_remove(q->fs, t->cgroup);

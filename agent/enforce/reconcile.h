@@ -34,12 +34,7 @@
 #include "cgroupfs.h"
 #include "config.h"
 #include "knobs.h"
-
-/* Where the reconciler's messages go; prio is syslog's (LOG_ERR .. LOG_DEBUG). */
-struct drf_logger {
-	void (*fn)(void *ctx, int prio, const char *msg);
-	void *ctx;
-};
+#include "log.h"
 
 struct drf_tenant_rt {
 	char *name;                            /* an inner node's is its cgroup */

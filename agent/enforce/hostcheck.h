@@ -13,7 +13,6 @@
 
 #include "config.h"
 #include "knobs.h"
-#include "tc.h"
 
 /*
  * Checks cgroup v2 and the controllers c needs. Returns 0, or a negative errno
@@ -48,30 +47,5 @@ int drf_resolve_auto_root(const char *fallback, char *ret, size_t len, const cha
 
 /* 0 if fd is a directory on a cgroup2 filesystem, else -EMEDIUMTYPE or -errno. */
 int drf_check_cgroup2_fd(int fd);
-
-/*
- * Whether the kernel has the qdisc sch_KIND (built in, loaded, or a module it
- * can load): 1, 0, or a negative errno where it cannot tell (no module list).
- */
-int drf_have_qdisc(const char *kind);
-
-/* Where bpffs is mounted, and drfd pins its network programs below it. */
-#define DRF_BPFFS "/sys/fs/bpf"
-
-/*
- * For the network programs: the level of root (on the cgroup2 mount `mount`)
- * in its hierarchy, and the bpffs directory they are pinned in for that root.
- */
-int drf_net_paths(const char *root, const char *mount, uint32_t *ret_level, char *pin_dir,
-		  size_t len);
-
-/*
- * What shaping c's network needs of the host, checked through tc before
- * anything is installed: net-device exists, bpffs is mounted, the kernel loads
- * cgroup_skb programs and (for net-rate) has HTB, and no foreign root qdisc is
- * in the way (unless net-replace-qdisc). 0, or -errno with what to do in err.
- */
-int drf_check_net(const struct drf_config *c, const struct drf_tc_ops *tc, void *tc_ctx,
-		  char *err, size_t len);
 
 #endif

@@ -15,7 +15,7 @@
  *   path, nobody lists others'); the state file and the usage history 0644 (read
  *   by `drfctl status` and `drfctl recommend` as any user); task files 0600.
  * - everything under it is opened relative to a state-dir fd with openat2
- *   RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS (cgfs_open_beneath()): a symlink or
+ *   RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS (drf_open_beneath()): a symlink or
  *   ".." planted inside is never followed.
  *
  * Functions return an fd or 0, or -errno: -EPERM for a path that breaks the
@@ -37,6 +37,15 @@
 #define DRF_PRIVATE_FILE_MODE 0600
 /* The state file and the usage history: tenant names and usage, no commands. */
 #define DRF_PUBLIC_FILE_MODE 0644
+
+/*
+ * The path of a file of drfd's for cgroup-root `root` in state_dir:
+ * STATE_DIR/ROOT-ESCAPED and suffix (".state", ".history", ...), the root
+ * without its leading '/' and with '/' as '-', '-' and '%' as %2d and %25, so
+ * that two roots never share a name. 0 or -ENAMETOOLONG.
+ */
+int drf_statedir_path(const char *state_dir, const char *root, const char *suffix, char *ret,
+		      size_t len);
 
 /*
  * Checks path by the rule above without creating or changing anything: 0 when

@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cgroupfs.h"
+#include "fileio.h"
 
 /* Root's, or drfd's own when it runs as another user (tests, a dry run). */
 static bool trusted_owner(uid_t uid)
@@ -202,7 +202,7 @@ int drf_statedir_open_parent(const char *path, bool create, const char **ret_nam
 
 int drf_at_open(int dfd, const char *path, int flags, mode_t mode)
 {
-	return cgfs_open_beneath(dfd, path, flags, mode);
+	return drf_open_beneath(dfd, path, flags, mode);
 }
 
 /* The directory of path under dfd (a real fd, for *at() and fsync), and its last component. */
@@ -400,4 +400,29 @@ ssize_t drf_at_read(int dfd, const char *path, size_t max, bool owned, char **re
 	buf[got] = '\0';
 	*ret = buf;
 	return (ssize_t)got;
+}
+
+int drf_statedir_path(const char *state_dir, const char *root, const char *suffix, char *ret,
+		      size_t len)
+{
+	size_t n = (size_t)snprintf(ret, len, "%s/", state_dir), k = strlen(suffix);
+
+	if (n >= len)
+		return -ENAMETOOLONG;
+	for (const char *p = root[0] == '/' ? root + 1 : root; *p; p++) {
+		const char *rep = *p == '/' ? "-" : *p == '-' ? "%2d" : *p == '%' ? "%25" : NULL;
+		size_t m = rep ? strlen(rep) : 1;
+
+		if (n + m >= len)
+			return -ENAMETOOLONG;
+		if (rep)
+			memcpy(ret + n, rep, m);
+		else
+			ret[n] = *p;
+		n += m;
+	}
+	if (n + k + 1 > len)
+		return -ENAMETOOLONG;
+	memcpy(ret + n, suffix, k + 1);
+	return 0;
 }

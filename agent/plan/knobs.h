@@ -66,7 +66,17 @@ struct drf_knobs {
 /* The file a knob lives in (io weight depends on the scheduler). */
 const char *drf_knob_file(enum drf_knob k, const struct drf_io_target *io);
 
-/* Controllers (cgfs bits) the config needs: cpu, memory, io per capacity. */
+/*
+ * cgroup v2 controllers, as bits: the same bits as cgroupfs's enum cgfs_ctrl
+ * (the reconciler, which sees both, checks that they agree).
+ */
+enum drf_ctrl {
+	DRF_CTRL_CPU = 1 << 0,
+	DRF_CTRL_MEMORY = 1 << 1,
+	DRF_CTRL_IO = 1 << 2,
+};
+
+/* Controllers the config needs: cpu, memory, io per capacity. */
 unsigned drf_knobs_controllers(const struct drf_config *c);
 
 /*
