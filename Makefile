@@ -183,6 +183,7 @@ $(BUILD)/libdrf-%.a:
 # Each layer's library linked whole against the layers it may use, and
 # nothing else of drfd's: a call into a layer above it is an undefined
 # reference here, and the build stops.
+$(foreach l,$(LAYERS),$(eval $(BUILD)/layers/$(l): $(call libs_of,$(uses_$(l)))))
 $(BUILD)/layers/%: $(BUILD)/libdrf-%.a $(BUILD)/tests/lib/layer_main.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $(BUILD)/tests/lib/layer_main.o -Wl,--whole-archive $< \
