@@ -148,8 +148,9 @@ UNIT_BINS := $(UNIT_TESTS:%=$(BUILD)/tests/%)
 BENCH_BIN := $(BUILD)/tests/bench_alloc
 BENCH_TICK_BIN := $(BUILD)/tests/bench_tick
 BENCH_PROBE_BIN := $(BUILD)/tests/bench_probe
-# Shared by tests and benchmarks: the fake cgroup tree.
-TESTLIB_OBJS := $(BUILD)/tests/lib/fakecg.o $(BUILD)/tests/lib/faketc.o
+# Shared by tests and benchmarks: the fake cgroup tree, the fake tc kernel, drfd over them.
+TESTLIB_OBJS := $(BUILD)/tests/lib/fakecg.o $(BUILD)/tests/lib/faketc.o \
+	$(BUILD)/tests/lib/fakedrfd.o
 
 .PHONY: all layers demo check check-unit check-cli check-vm check-net check-all check-tsan valgrind \
 	bench clean shellcheck install deb lintian fuzz

@@ -17,7 +17,6 @@
 #include "cli.h"
 #include "config.h"
 #include "hostcheck.h"
-#include "desired.h"
 #include "knobs.h"
 #include "json.h"
 #include "planview.h"

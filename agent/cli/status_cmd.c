@@ -17,9 +17,9 @@
 #include "cli.h"
 #include "client.h"
 #include "config.h"
-#include "desired.h"
 #include "hostcheck.h"
 #include "knobs.h"
+#include "planner.h"
 #include "json.h"
 #include "text.h"
 
@@ -90,38 +90,49 @@ static int fallback(const char *path, const char *sock, bool json)
 {
 	struct drf_io_target io = { 0 };
 	unsigned long page = (unsigned long)sysconf(_SC_PAGESIZE);
-	struct drf_enforced e;
+	struct drf_declared decl;
+	struct drf_plan_input in = { .decl = &decl };
+	struct drf_engine eng;
+	struct drf_plan e;
 	struct cgfs fs;
 	char err[2048], mount[4096] = "", root[4096];
 	int r, drift = 0;
 
-	r = drf_enforced_load(&e, path, NULL, err, sizeof(err));
+	r = drf_declared_load(&decl, path, &drf_host_real, err, sizeof(err));
 	if (r < 0) {
 		fprintf(stderr, "drfctl: %s\n", err);
 		return r == -ENOMEM ? EXIT_FAILURE : DRFCTL_EXIT_CONFIG;
 	}
-	drfctl_cli_root(&e.cfg, sock, root, sizeof(root));
+	drfctl_cli_root(&decl.cfg, sock, root, sizeof(root));
 	drf_cgroup2_mount_of(root, mount, sizeof(mount));
-	if (drf_knobs_controllers(&e.cfg) & DRF_CTRL_IO) {
-		if (drf_check_io_device(&e.cfg, mount[0] ? mount : NULL, &io, err, sizeof(err)) < 0) {
+	if (drf_knobs_controllers(&decl.cfg) & DRF_CTRL_IO) {
+		if (drf_check_io_device(&decl.cfg, mount[0] ? mount : NULL, &io, err, sizeof(err)) < 0) {
 			fprintf(stderr, "drfctl: %s\n", err);
-			drf_enforced_free(&e);
+			drf_declared_free(&decl);
 			return EXIT_FAILURE;
 		}
-		if (drf_enforced_map(&e, &io) < 0) {
-			fprintf(stderr, "drfctl: out of memory\n");
-			drf_enforced_free(&e);
-			return EXIT_FAILURE;
-		}
+		in.io = &io;
+	}
+	/* The plan drfd puts in force for the declared demands. */
+	r = drf_engine_init(&eng);
+	if (r == 0) {
+		r = drf_plan_build(&in, &eng, &e);
+		drf_engine_free(&eng);
+	}
+	if (r < 0) {
+		fprintf(stderr, "drfctl: cannot plan: %s\n", strerror(-r));
+		drf_declared_free(&decl);
+		return EXIT_FAILURE;
 	}
 	r = cgfs_open(&fs, root, false, &cgfs_real_ops, NULL);
 	if (r < 0) {
-		if (drf_check_cgroup(&e.cfg, err, sizeof(err)) == -EMEDIUMTYPE)
+		if (drf_check_cgroup(&decl.cfg, root, err, sizeof(err)) == -EMEDIUMTYPE)
 			fprintf(stderr, "drfctl: drfd cannot enforce on this host: %s\n", err);
 		else
 			fprintf(stderr, "drfctl: cannot open cgroup-root '%s': %s (has drfd run on "
 					"this host?)\n", root, strerror(-r));
-		drf_enforced_free(&e);
+		drf_plan_free(&e);
+		drf_declared_free(&decl);
 		return EXIT_FAILURE;
 	}
 	if (json)
@@ -129,16 +140,16 @@ static int fallback(const char *path, const char *sock, bool json)
 	else
 		printf("source: cgroupfs; no drfd answers on %s, so this is cgroupfs against the "
 		       "plan computed from the config\n%s: policy %s, mode %s, root %s\n", sock, path,
-		       drf_policy_name(e.cfg.policy), drf_mode_name(e.cfg.mode), root);
+		       drf_policy_name(decl.cfg.policy), drf_mode_name(decl.cfg.mode), root);
 	if (json) {
 		drf_json_str(stdout, path);
 		printf(", \"cgroup_root\": ");
 		drf_json_str(stdout, root);
 		printf(", \"policy\": \"%s\", \"mode\": \"%s\", \"tenants\": [",
-		       drf_policy_name(e.cfg.policy), drf_mode_name(e.cfg.mode));
+		       drf_policy_name(decl.cfg.policy), drf_mode_name(decl.cfg.mode));
 	}
-	for (size_t i = 0; i < e.cfg.n_tenants; i++) {
-		const struct drf_tenant *t = &e.cfg.tenants[i];
+	for (size_t i = 0; i < decl.cfg.n_tenants; i++) {
+		const struct drf_tenant *t = &decl.cfg.tenants[i];
 		const struct drf_share *sh = &e.result.shares[i];
 		const struct drf_knobs *k = &e.knobs[i];
 		char q[64], buf[512], hv[128], hw[128];
@@ -200,7 +211,8 @@ static int fallback(const char *path, const char *sock, bool json)
 		printf("\n%d knob%s differ%s from the plan\n", drift, drift == 1 ? "" : "s",
 		       drift == 1 ? "s" : "");
 	cgfs_close(&fs);
-	drf_enforced_free(&e);
+	drf_plan_free(&e);
+	drf_declared_free(&decl);
 	if (fflush(stdout) != 0)
 		return EXIT_FAILURE;
 	return drift ? DRFCTL_EXIT_DRIFT : EXIT_SUCCESS;

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+/* The running daemon: a thin loop over one planner (see daemon.h). */
 #include "daemon.h"
 #include "metrics.h"
 
@@ -8,52 +9,31 @@
 #include <stdlib.h>
 #include <string.h>
 #include <systemd/sd-daemon.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "histfile.h"
 #include "hostcheck.h"
 #include "lock.h"
-#include "log.h"
-#include "netbpf.h"
-#include "netcheck.h"
 #include "pins.h"
 #include "statedir.h"
 #include "statefile.h"
-#include "tasks.h"
-#include "tc_nl.h"
-
-static uint64_t now_realtime(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
-}
-
-static uint64_t now_monotonic_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
-}
+#include "taskd.h"
 
 /* One line per tenant: what it gets. */
-void drfd_log_plan(const struct drf_logger *log, const struct drf_enforced *s,
+void drfd_log_plan(const struct drf_logger *log, const struct drf_plan *p,
 		   const struct drf_io_target *io)
 {
-	const struct drf_config *c = &s->cfg;
+	const struct drf_config *c = &p->decl->cfg;
 
 	if (c->n_tenants == 0)
 		drf_log(log, LOG_NOTICE, "%s defines no tenants: idling until a reload brings some",
 			c->path);
 	for (size_t i = 0; i < c->n_tenants; i++) {
-		const struct drf_share *sh = &s->result.shares[i];
+		const struct drf_share *sh = &p->result.shares[i];
 		char line[512] = "", q[32];
 
 		for (int r = 0; r < DRF_NRES; r++) {
-			if (!(s->problem.capacity[r] > 0))
+			if (!(p->problem.capacity[r] > 0))
 				continue;
 			drf_format_quantity(sh->alloc[r], drf_res_unit(r), q, sizeof(q));
 			snprintf(line + strlen(line), sizeof(line) - strlen(line), " %s=%s",
@@ -72,7 +52,7 @@ void drfd_log_plan(const struct drf_logger *log, const struct drf_enforced *s,
 					 "at each tenant's io allocation instead",
 			io->major, io->minor);
 	for (size_t i = 0; i < c->n_tenants; i++) {
-		unsigned u = drf_knobs_uncapped(c, &s->problem, i, io);
+		unsigned u = drf_knobs_uncapped(c, &p->problem, i, io);
 
 		for (int r = 0; r < DRF_NRES; r++)
 			if (u & (1u << r))
@@ -108,15 +88,16 @@ static void notify_status(struct drfd *d)
 {
 	const struct drf_reconcile_stats *st = &d->last;
 	unsigned retrying = st->retrying + (d->has_net ? d->net_last.retrying : 0);
+	size_t n = d->decl.cfg.n_tenants;
 	char text[256];
 
-	if (d->plan.cfg.n_tenants == 0)
+	if (n == 0)
 		snprintf(text, sizeof(text), "idle: no tenants in %s", d->config_path);
 	else if (retrying)
 		snprintf(text, sizeof(text), "enforcing %zu tenants; %u writes failing, retried "
-			 "each tick", d->plan.cfg.n_tenants, retrying);
+			 "each tick", n, retrying);
 	else
-		snprintf(text, sizeof(text), "enforcing %zu tenants%s", d->plan.cfg.n_tenants,
+		snprintf(text, sizeof(text), "enforcing %zu tenants%s", n,
 			 d->rc.n_orphans ? "; orphans kept (see drfctl status)" : "");
 	if (d->state_err)
 		snprintf(text + strlen(text), sizeof(text) - strlen(text), "; the state file is "
@@ -128,44 +109,160 @@ static void notify_status(struct drfd *d)
 	sd_notifyf(0, "STATUS=%s", text);
 }
 
+/* The plan of decl, whose tenants' measurements are t: the declared config, the effective
+ * demands and the task queue. */
+static int build(struct drfd *d, const struct drf_declared *decl, const struct drf_tenant_use *t,
+		 struct drf_plan *ret)
+{
+	struct drf_plan_input in = { .decl = decl, .io = d->has_io ? &d->io : NULL };
+	int r;
+
+	if (d->tasks) {
+		r = drf_tasks_plan(d->tasks, &in.tasks, &in.n_tasks);
+		if (r < 0)
+			return r;
+	}
+	in.effective = drfd_online_effective(d, decl, t);
+	return drf_plan_build(&in, &d->engine, ret);
+}
+
 /*
- * One tick: reconcile the plan in force (cgroup knobs, the task queue, the
+ * Hands plan p to every backend, all or none: the reconciler's stage (what can
+ * fail), the shaper, then the reconciler's commit (which cannot). 0, or -errno
+ * and nothing changed.
+ */
+static int apply(struct drfd *d, const struct drf_plan *p)
+{
+	struct drf_reconciler_stage st;
+	int r = drf_reconciler_stage(&d->rc, p, &st);
+
+	if (r < 0)
+		return r;
+	if (d->has_net) {
+		r = drf_shaper_set(&d->net, p);
+		if (r < 0) {
+			drf_reconciler_unstage(&st);
+			return r;
+		}
+	}
+	drf_reconciler_commit(&d->rc, &st);
+	return 0;
+}
+
+/* p, handed to the backends, takes the place of the plan in force. */
+static void install(struct drfd *d, struct drf_plan *p)
+{
+	drf_plan_free(&d->plan);
+	d->plan = *p;
+	d->plan.decl = &d->decl;
+	memset(p, 0, sizeof(*p));
+	d->plans++;
+	d->planned_tasks = d->tasks ? d->tasks->generation : 0;
+	d->replan = false;
+}
+
+/*
+ * The plan again when one of its inputs changed since it was built (the
+ * effective demands, the tasks), put in force. On failure the plan in force
+ * stays, said once, and the next tick tries again.
+ */
+static void replan(struct drfd *d)
+{
+	struct drf_plan p;
+	int r;
+
+	if (!d->replan && (!d->tasks || d->tasks->generation == d->planned_tasks))
+		return;
+	r = build(d, &d->decl, d->use.n == d->decl.cfg.n_tenants ? d->use.t : NULL, &p);
+	if (r == 0) {
+		r = apply(d, &p);
+		if (r < 0)
+			drf_plan_free(&p);
+	}
+	if (r < 0) {
+		if (!d->replan)
+			drf_log(d->log, LOG_ERR, "cannot put the new plan in force: %s; the plan in "
+						 "force stays, tried again each tick", strerror(-r));
+		d->replan = true;
+		return;
+	}
+	install(d, &p);
+	if (d->decl.cfg.observed)
+		drfd_online_save(d);
+}
+
+static int task_ready(void *ctx, const char *cg, char *why, size_t len)
+{
+	return drf_reconciler_ready(ctx, cg, why, len);
+}
+
+/*
+ * What a tick enforces: the queue's tasks that ended and those that start now,
+ * the plan again if an input changed, the backends' writes (and, of `verify`
+ * tenants, read-backs), and the start of the tasks whose cgroups are ready.
+ */
+static void enforce(struct drfd *d, size_t verify, struct drf_reconcile_stats *ret)
+{
+	struct drf_reconcile_stats st;
+	uint64_t now;
+
+	if (d->tasks) {
+		drf_tasks_reap(d->tasks);
+		drf_tasks_pick(d->tasks, &d->decl.cfg, d->decl.problem.capacity);
+	}
+	replan(d);
+	drf_reconcile_tick(&d->rc, verify, ret);
+	/* The network after the cgroups: its map entries need the tenants' cgroups. */
+	now = drf_mono_usec(d->env->clock);
+	if (d->has_net)
+		drf_shaper_tick(&d->net, now, verify, &d->net_last);
+	if (!d->tasks)
+		return;
+	drf_tasks_launch(d->tasks, task_ready, &d->rc);
+	/* Tasks that could not start leave the plan now, with their cgroups. */
+	if (d->tasks->generation != d->planned_tasks) {
+		replan(d);
+		drf_reconcile_tick(&d->rc, 0, &st);
+		ret->writes += st.writes;
+		ret->errors += st.errors;
+		ret->removed += st.removed;
+		ret->retrying = st.retrying;
+		ret->pending = st.pending;
+	}
+}
+
+void drfd_settle(struct drfd *d)
+{
+	struct drf_reconcile_stats st;
+
+	enforce(d, 0, &st);
+	d->last.retrying = st.retrying;
+}
+
+/*
+ * One tick: enforce the plan in force (cgroup knobs, the task queue, the
  * network), sample every tenant (cgroup files, BPF maps), and with observed
- * demand re-allocate on the effective demands and write what changed at once;
- * then the history, the metrics and one log line.
+ * demand, when an effective demand changed, the plan again, written in this
+ * same tick; then the history, the metrics and one log line.
  */
 void drfd_tick(struct drfd *d, size_t verify)
 {
-	struct drf_reconcile_stats st;
+	struct drf_reconcile_stats st, again;
 	bool busy;
 
 	d->ticks++;
-	drf_reconcile_tick(&d->rc, verify, &st);
-	d->last = st;
-	drfd_tasks_tick(d);
-	/* The network after the cgroups: its map entries need the tenants' cgroups. */
-	if (d->has_net)
-		drf_shaper_tick(&d->net, now_monotonic_ns(), verify, &d->net_last);
-	d->last_tick = now_realtime();
-	drfd_usage_sample(d, now_monotonic_ns());
-	/* Observed demand: a changed effective plan is written in this same tick. */
+	enforce(d, verify, &st);
+	d->last_tick = drf_real_usec(d->env->clock);
+	drfd_usage_sample(d, drf_mono_usec(d->env->clock));
 	if (drfd_online_step(d)) {
-		struct drf_reconcile_stats again;
-
-		drf_reconcile_tick(&d->rc, 0, &again);
+		d->replan = true;
+		enforce(d, 0, &again);
 		st.writes += again.writes;
 		st.errors += again.errors;
 		st.retrying = again.retrying;
 		st.pending = again.pending;
-		d->last = st;
-		if (d->has_net) {
-			struct drf_shaper_stats n = d->net_last;
-
-			drf_shaper_tick(&d->net, now_monotonic_ns(), 0, &d->net_last);
-			d->net_last.writes += n.writes;
-			d->net_last.errors += n.errors;
-		}
 	}
+	d->last = st;
 	drfd_history_tick(d);
 	drfd_metrics_tick(d);
 	if (drf_reconciler_membership_changed(&d->rc) || d->state_err)
@@ -194,15 +291,12 @@ void drfd_tick(struct drfd *d, size_t verify)
  */
 static void stale_net(struct drfd *d, const char *ifname)
 {
-	struct drf_netbpf bpf = { 0 };
-	struct drf_shaper s;
-	struct drf_tc_nl nl;
+	const struct drfd_env *env = d->env;
 	char mount[4096] = "", pin[256];
-	uint32_t level;
-	int r;
-
+	struct drf_shaper s;
 	pid_t holder = 0;
-	int lock;
+	uint32_t level;
+	int r, lock;
 
 	if (d->dry_run) {
 		printf("net-reset %s (no longer shaped)\n", ifname);
@@ -212,8 +306,8 @@ static void stale_net(struct drfd *d, const char *ifname)
 	lock = drf_lock_device(ifname, &holder);
 	drf_cgroup2_mount_of(d->root, mount, sizeof(mount));
 	r = drf_pin_paths(d->root, mount[0] ? mount : "/sys/fs/cgroup", &level, pin, sizeof(pin));
-	if (r == 0)
-		r = drf_tc_nl_open(&nl);
+	if (r == 0 && !env->tc)
+		r = -ENOTCONN;
 	if (r < 0) {
 		drf_log(d->log, LOG_ERR, "cannot remove drfd's qdisc and programs from '%s', no "
 					 "longer shaped: %s (with drfd stopped, drfctl net-reset "
@@ -222,8 +316,8 @@ static void stale_net(struct drfd *d, const char *ifname)
 			close(lock);
 		return;
 	}
-	r = drf_shaper_init(&s, ifname, &drf_tc_nl_ops, &nl, &drf_netbpf_real_ops, &bpf, d->fs, pin,
-			    level, NULL);
+	r = drf_shaper_init(&s, ifname, env->tc, env->tc_ctx, env->netbpf, env->netbpf_ctx, d->fs,
+			    pin, level, NULL);
 	if (r == 0)
 		r = lock >= 0 ? drf_shaper_reset(&s) : drf_shaper_unpin(&s);
 	if (lock >= 0)
@@ -240,34 +334,43 @@ static void stale_net(struct drfd *d, const char *ifname)
 		drf_log(d->log, LOG_NOTICE, "'%s' is no longer shaped: removed drfd's qdisc and "
 					    "programs", ifname);
 	drf_shaper_free(&s);
-	drf_tc_nl_close(&nl);
 }
 
 int drfd_start(struct drfd *d, struct drf_reconcile_stats *ret)
 {
+	const struct drf_config *c = &d->decl.cfg;
 	struct drf_state_entry *e = NULL;
 	size_t n = 0, skipped = 0;
+	struct drf_plan p;
 	int r;
 
-	d->started = now_realtime();
+	d->log = d->env->log;
+	d->fs = d->env->fs;
+	d->dry_run = d->env->dry_run;
+	d->started = drf_real_usec(d->env->clock);
 	d->listen_fd = -1;
-	r = drf_reconciler_init(&d->rc, d->fs, d->has_io ? &d->io : NULL, d->log,
-				!d->dry_run, (unsigned long)sysconf(_SC_PAGESIZE));
+	r = drf_engine_init(&d->engine);
 	if (r < 0)
 		return r;
-	r = drf_reconciler_set(&d->rc, &d->plan.cfg, d->plan.knobs, d->plan.inner, d->plan.n_inner);
+	r = drf_reconciler_init(&d->rc, d->fs, d->has_io ? &d->io : NULL, d->log, !d->dry_run,
+				(unsigned long)sysconf(_SC_PAGESIZE));
 	if (r < 0)
 		return r;
-	d->verify = drf_verify_per_tick(d->rc.n + d->rc.n_inner, d->plan.cfg.interval_ms,
-					d->plan.cfg.verify_period_ms);
-	if (d->plan.cfg.state_dir &&
-	    drf_statedir_path(d->plan.cfg.state_dir, d->root, ".state", d->state_path,
+	if (c->state_dir &&
+	    drf_statedir_path(c->state_dir, d->root, ".state", d->state_path,
 			      sizeof(d->state_path)) < 0) {
 		drf_log(d->log, LOG_ERR, "state-dir '%s': path too long; running without a state "
-					 "file", d->plan.cfg.state_dir);
+					 "file", c->state_dir);
 		d->state_path[0] = '\0';
 	}
-	/* Cgroups of tenants that left the config while drfd was down. */
+	r = drfd_usage_plan(d);
+	if (r < 0)
+		return r;
+	/* Observed demand: the effective demands of before the restart, before any write. */
+	if (c->observed)
+		drfd_online_restore(d);
+	drfd_tasks_start(d);
+	/* What drfd managed before: departed tenants, the device it shaped, class minors. */
 	if (d->state_path[0]) {
 		r = drf_state_load(d->state_path, d->root, &e, &n, &skipped);
 		if (r < 0 && r != -ENOENT)
@@ -278,35 +381,33 @@ int drfd_start(struct drfd *d, struct drf_reconcile_stats *ret)
 			drf_log(d->log, LOG_WARNING, "state file '%s': ignored %zu lines that do "
 						     "not parse", d->state_path, skipped);
 		for (size_t i = 0; i < n; i++) {
-			if (e[i].netdev) {
-				/* The device shaped before: no longer, or another one now. */
-				if (!d->has_net || strcmp(e[i].name, d->net.ifname) != 0)
-					stale_net(d, e[i].name);
-				continue;
-			}
-			if (e[i].net_minor) {
+			if (e[i].netdev && (!d->has_net || strcmp(e[i].name, d->net.ifname) != 0))
+				stale_net(d, e[i].name); /* shaped before: no longer, or another */
+			else if (e[i].net_minor && d->has_net)
 				/* A tenant's class minor: the same class after the restart. */
-				if (d->has_net)
-					drf_shaper_remember(&d->net, e[i].name, (uint16_t)e[i].net_minor);
-				continue;
-			}
-			if (drf_reconciler_forget(&d->rc, e[i].name, e[i].cgroup) < 0)
-				drf_log(d->log, LOG_ERR, "cannot track departed tenant '%s': out "
-							 "of memory", e[i].name);
+				drf_shaper_remember(&d->net, e[i].name, (uint16_t)e[i].net_minor);
 		}
-		drf_state_free(e, n);
 	}
-	if (d->has_net) {
-		r = drf_shaper_set(&d->net, &d->plan, d->plan.cfg.net_replace_qdisc);
+	r = build(d, &d->decl, d->use.t, &p);
+	if (r == 0) {
+		r = apply(d, &p);
 		if (r < 0)
-			return r;
+			drf_plan_free(&p);
 	}
-	/* Observed demand: the effective plan of before the restart, before any write. */
-	if (d->plan.cfg.observed) {
-		drfd_online_restore(d);
-		drfd_online_plan(d);
+	if (r < 0) {
+		drf_state_free(e, n);
+		return r;
 	}
-	drfd_tasks_start(d);
+	install(d, &p);
+	/* Cgroups of tenants that left the config while drfd was down. */
+	for (size_t i = 0; i < n; i++)
+		if (!e[i].netdev && !e[i].net_minor &&
+		    drf_reconciler_forget(&d->rc, e[i].name, e[i].cgroup) < 0)
+			drf_log(d->log, LOG_ERR, "cannot track departed tenant '%s': out of memory",
+				e[i].name);
+	drf_state_free(e, n);
+	d->verify = drf_verify_per_tick(d->rc.n + d->rc.n_inner, c->interval_ms,
+					c->verify_period_ms);
 	drfd_tick(d, SIZE_MAX);
 	drf_reconciler_membership_changed(&d->rc);
 	save_state(d);
@@ -315,85 +416,86 @@ int drfd_start(struct drfd *d, struct drf_reconcile_stats *ret)
 	return 0;
 }
 
-/* Reload on SIGHUP: a bad config is refused and the one in force stays. */
-static void reload(struct drfd *d)
+/* What of a reloaded config needs a restart; 0, or -EINVAL with why. */
+static int needs_restart(const struct drfd *d, const struct drf_config *n, char *err,
+			 size_t len)
 {
-	struct drf_enforced n = { 0 };
-	char err[2048];
-	int r;
+	const struct drf_config *c = &d->decl.cfg;
+	bool net = n->capacity[DRF_RES_NET] > 0 || n->capacity[DRF_RES_NET_IN] > 0;
 
-	sd_notify(0, "RELOADING=1");
-	r = drf_enforced_load(&n, d->config_path, d->has_io ? &d->io : NULL, err, sizeof(err));
-	if (r == 0 && strcmp(n.cfg.cgroup_root, d->plan.cfg.cgroup_root) != 0) {
-		snprintf(err, sizeof(err), "%s: cgroup-root changed from '%s' to '%s'; that needs a "
-			 "restart", d->config_path, d->plan.cfg.cgroup_root, n.cfg.cgroup_root);
-		r = -EINVAL;
+	if (strcmp(n->cgroup_root, c->cgroup_root) != 0) {
+		snprintf(err, len, "%s: cgroup-root changed from '%s' to '%s'; that needs a "
+			 "restart", d->config_path, c->cgroup_root, n->cgroup_root);
+		return -EINVAL;
 	}
 	/* A reload may add a resource whose controller the host does not pass down. */
-	if (r == 0) {
-		char *saved = n.cfg.cgroup_root;
-
-		n.cfg.cgroup_root = d->root;
-		if (drf_check_cgroup(&n.cfg, err, sizeof(err)) < 0)
-			r = -EINVAL;
-		n.cfg.cgroup_root = saved;
-	}
-	if (r == 0 && (drf_knobs_controllers(&n.cfg) & DRF_CTRL_IO) &&
-	    (!d->has_io || !n.cfg.io_device || !d->plan.cfg.io_device ||
-	     strcmp(n.cfg.io_device, d->plan.cfg.io_device) != 0)) {
-		snprintf(err, sizeof(err), "%s: io-device changed; that needs a restart",
-			 d->config_path);
-		r = -EINVAL;
+	if (d->env->check_cgroup && d->env->check_cgroup(n, d->root, err, len) < 0)
+		return -EINVAL;
+	if ((drf_knobs_controllers(n) & DRF_CTRL_IO) &&
+	    (!d->has_io || !n->io_device || !c->io_device ||
+	     strcmp(n->io_device, c->io_device) != 0)) {
+		snprintf(err, len, "%s: io-device changed; that needs a restart", d->config_path);
+		return -EINVAL;
 	}
 	/* The shaper is set up at start for one device: a change of either needs a restart. */
-	if (r == 0) {
-		bool net = n.cfg.capacity[DRF_RES_NET] > 0 || n.cfg.capacity[DRF_RES_NET_IN] > 0;
+	if (net != d->has_net || (net && strcmp(n->net_device, d->net.ifname) != 0)) {
+		snprintf(err, len, "%s: %s; that needs a restart", d->config_path,
+			 net != d->has_net ? (net ? "network capacities added"
+						  : "network capacities removed")
+					   : "net-device changed");
+		return -EINVAL;
+	}
+	return 0;
+}
 
-		if (net != d->has_net || (net && strcmp(n.cfg.net_device, d->net.ifname) != 0)) {
-			snprintf(err, sizeof(err), "%s: %s; that needs a restart", d->config_path,
-				 net != d->has_net ? (net ? "network capacities added"
-							  : "network capacities removed")
-						   : "net-device changed");
-			r = -EINVAL;
-		}
-	}
-	if (r == 0 && d->has_net) {
-		r = drf_shaper_set(&d->net, &n, n.cfg.net_replace_qdisc);
-		if (r < 0)
-			snprintf(err, sizeof(err), "%s", r == -ENOSPC ? "more tenants than HTB class "
-				 "ids (65519)" : "out of memory");
-	}
-	if (r == 0 && drf_reconciler_set(&d->rc, &n.cfg, n.knobs, n.inner, n.n_inner) < 0) {
-		snprintf(err, sizeof(err), "out of memory");
-		r = -ENOMEM;
-	}
+int drfd_reload(struct drfd *d)
+{
+	struct drf_declared n = { 0 };
+	struct drf_usage_tenants use = { 0 };
+	struct drf_plan p = { 0 };
+	char *err = d->reload_error;
+	size_t len = sizeof(d->reload_error);
+	bool was_observed = d->decl.cfg.observed;
+	int r;
+
+	r = drf_declared_load(&n, d->config_path, d->env->host, err, len);
+	if (r == 0)
+		r = needs_restart(d, &n.cfg, err, len);
+	/* The measurements of the new tenants, by name: the effective demands' history. */
+	if (r == 0 && (r = drfd_usage_stage(&d->use, &n.cfg, &use)) < 0)
+		snprintf(err, len, "out of memory");
+	if (r == 0 && (r = build(d, &n, use.t, &p)) < 0)
+		snprintf(err, len, "%s: cannot plan: %s", d->config_path,
+			 r == -ENOSPC ? "more tenants than HTB class ids (65519)" : strerror(-r));
+	if (r == 0 && (r = apply(d, &p)) < 0)
+		snprintf(err, len, "%s: cannot put the plan in force: %s", d->config_path,
+			 r == -ENOSPC ? "more tenants than HTB class ids (65519)" : strerror(-r));
 	if (r < 0) {
-		/* The shaper may have taken the refused plan: the one in force again. */
-		if (d->has_net && n.loaded)
-			drf_shaper_set(&d->net, drfd_in_force(d), d->plan.cfg.net_replace_qdisc);
-		if (n.loaded)
-			drf_enforced_free(&n);
+		drf_plan_free(&p);
+		drfd_usage_unstage(&use);
+		drf_declared_free(&n);
 		d->reloads_refused++;
 		drf_log(d->log, LOG_ERR, "reload refused, keeping the configuration in force: %s",
 			err);
-		sd_notify(0, "READY=1");
-		return;
+		return r;
 	}
-	drf_log(d->log, LOG_NOTICE, "reloaded %s: %zu tenants", d->config_path, n.cfg.n_tenants);
-	drfd_log_plan(d->log, &n, d->has_io ? &d->io : NULL);
-	drf_enforced_free(&d->plan);
-	d->plan = n;
+	/* In force: the new config, its plan, its tenants' measurements. */
+	err[0] = '\0';
+	drf_declared_free(&d->decl);
+	d->decl = n;
+	install(d, &p);
+	drfd_usage_commit(&d->use, &use);
+	if (was_observed && !d->decl.cfg.observed)
+		drfd_online_off(d);
 	d->reloads++;
-	if (drfd_usage_plan(d) < 0)
-		drf_log(d->log, LOG_WARNING, "out of memory for the usage of the reloaded tenants; "
-					     "usage is shown from the next tick that has memory");
-	/* Observed demand: the effective plan for the new tenants, before any write. */
-	drfd_online_plan(d);
-	d->verify = drf_verify_per_tick(d->rc.n + d->rc.n_inner, d->plan.cfg.interval_ms,
-					d->plan.cfg.verify_period_ms);
+	drf_log(d->log, LOG_NOTICE, "reloaded %s: %zu tenants", d->config_path,
+		d->decl.cfg.n_tenants);
+	drfd_log_plan(d->log, &d->plan, d->has_io ? &d->io : NULL);
+	d->verify = drf_verify_per_tick(d->rc.n + d->rc.n_inner, d->decl.cfg.interval_ms,
+					d->decl.cfg.verify_period_ms);
 	/* The changed tenants now, not after a verifying round. */
 	drfd_tick(d, 0);
-	sd_notify(0, "READY=1");
+	return 0;
 }
 
 static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
@@ -402,7 +504,7 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
 
 	(void)usec;
 	drfd_tick(d, d->verify);
-	sd_event_source_set_time_relative(s, (uint64_t)(d->plan.cfg.interval_ms * 1000));
+	sd_event_source_set_time_relative(s, (uint64_t)(d->decl.cfg.interval_ms * 1000));
 	return sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
 }
 
@@ -412,7 +514,9 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
 
 	(void)s;
 	if (si->ssi_signo == SIGHUP) {
-		reload(d);
+		sd_notify(0, "RELOADING=1");
+		drfd_reload(d);
+		sd_notify(0, "READY=1");
 		return 0;
 	}
 	drf_log(d->log, LOG_NOTICE, "%s: exiting; the limits stay in place",
@@ -431,13 +535,13 @@ int drfd_run(struct drfd *d)
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
 		r = sd_event_add_signal(d->event, NULL, sigs[i], on_signal, d);
 		if (r < 0) {
-			drf_log(d->log, LOG_ERR, "cannot watch %s: %s",
-				strsignal(sigs[i]), strerror(-r));
+			drf_log(d->log, LOG_ERR, "cannot watch %s: %s", strsignal(sigs[i]),
+				strerror(-r));
 			return 1;
 		}
 	}
 	r = sd_event_add_time_relative(d->event, &d->timer, CLOCK_MONOTONIC,
-				       (uint64_t)(d->plan.cfg.interval_ms * 1000), 0, on_timer, d);
+				       (uint64_t)(d->decl.cfg.interval_ms * 1000), 0, on_timer, d);
 	if (r < 0) {
 		drf_log(d->log, LOG_ERR, "cannot set up the tick timer: %s", strerror(-r));
 		return 1;
@@ -464,6 +568,8 @@ void drfd_free(struct drfd *d)
 	d->timer = sd_event_source_unref(d->timer);
 	drfd_unlisten(d);
 	d->event = sd_event_unref(d->event);
-	drf_enforced_free(&d->plan);
+	drf_plan_free(&d->plan);
+	drf_engine_free(&d->engine);
+	drf_declared_free(&d->decl);
 	free(d->root);
 }

@@ -1,9 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The running daemon: the plan in force, the reconciler, and the event loop
- * (sd-event) with its sources: SIGHUP, SIGTERM and SIGINT, the tick timer, and
- * the status socket. Each tick: reconcile -> sample -> (observed demand)
- * re-allocate and write what changed -> one log line.
+ * The running daemon: a thin loop over one planner (planner.h).
+ *
+ *   reload:  config -> declared plan; with the measurements and the task queue
+ *            -> the plan in force, handed to each backend once, or refused
+ *            whole (nothing changes)
+ *   tick:    reconcile -> sample -> observed demand -> when an input of the
+ *            plan changed, the plan again, handed to each backend once -> the
+ *            history, the metrics, the state file, one log line
+ *
+ * Every side effect goes through the ops of one environment (struct
+ * drfd_env), built in main(): the real system, or recording fakes (a dry run,
+ * the unit tests).
  */
 #ifndef DRF_DAEMON_H
 #define DRF_DAEMON_H
@@ -13,24 +21,56 @@
 #include <systemd/sd-event.h>
 
 #include "cgroupfs.h"
-#include "desired.h"
+#include "clock.h"
+#include "host.h"
+#include "log.h"
+#include "netbpf.h"
 #include "online.h"
+#include "planner.h"
+#include "probebpf.h"
 #include "reconcile.h"
 #include "shaper.h"
+#include "tasks.h"
+#include "tc.h"
 #include "usage.h"
 
 struct drfd_history;
 struct drfd_listener;
 
-struct drfd {
+/* Every side effect of the daemon, as ops: built once in main(). */
+struct drfd_env {
 	const struct drf_logger *log;
+	const struct drf_clock *clock;
+	const struct drf_host_ops *host;        /* `auto` capacities */
+	/* Whether the host passes c's controllers down to root (hostcheck.h). */
+	int (*check_cgroup)(const struct drf_config *c, const char *root, char *err, size_t len);
+	struct cgfs *fs;                        /* cgroup-root */
+	const struct drf_tc_ops *tc;            /* NULL: no netlink */
+	void *tc_ctx;
+	const struct drf_netbpf_ops *netbpf;
+	void *netbpf_ctx;
+	const struct drf_probe_ops *probe;      /* NULL: no usage probes */
+	void *probe_ctx;
+	const struct drf_spawn_ops *spawn;      /* NULL: no task queue */
+	void *spawn_ctx;
+	bool dry_run;
+};
+
+struct drfd {
+	const struct drfd_env *env;
+	const struct drf_logger *log;   /* env->log */
+	struct cgfs *fs;                /* env->fs */
 	const char *config_path;
 	bool dry_run;
-	struct drf_enforced plan;       /* in force */
+	struct drf_declared decl;       /* the config in force, and its declared plan */
+	struct drf_plan plan;           /* the plan in force */
+	struct drf_engine engine;       /* the planner's allocation memory */
+	bool replan;                    /* an input of the plan changed since it was built */
+	uint64_t planned_tasks;         /* the task queue's generation the plan holds */
+	uint64_t plans;                 /* plans put in force */
 	struct drf_io_target io;
 	bool has_io;
 	char *root;                     /* the resolved cgroup-root */
-	struct cgfs *fs;
 	struct drf_reconciler rc;
 	char state_path[4096];          /* "" when there is no state file */
 	size_t verify;                  /* tenants read back per tick */
@@ -45,12 +85,13 @@ struct drfd {
 	uint64_t ticks;                 /* drfd_tick()s since start (one per interval, at
 	                                 * start and at each reload), whatever the passes */
 	uint64_t reloads, reloads_refused;
+	char reload_error[1024];        /* why the last reload was refused; "" */
 	struct drf_reconcile_stats last;
 	bool has_net;                   /* the config shares the network: the shaper runs */
 	struct drf_shaper net;          /* set up by main(), with its ops */
 	struct drf_shaper_stats net_last;
 	struct drf_usage use;           /* measurements, against the plan in force */
-	struct drf_online online;       /* observed demand: the effective plan (online.h) */
+	struct drf_online online;       /* observed demand: the effective demands (online.h) */
 	struct drfd_history *history;   /* usage history for `drfctl recommend` (histfile.c) */
 	struct drf_tasks *tasks;        /* the task queue (tasks.h); NULL when off */
 	int state_err;                  /* the last save of the state file failed: -errno; else 0 */
@@ -59,19 +100,33 @@ struct drfd {
 };
 
 /*
- * Sets up the reconciler on fs for the loaded plan, takes over the state file
- * (cgroups of departed tenants become orphans or are removed), and runs the
- * first tick, reading every knob back. Returns 0 or -errno; the first tick's
- * failures are in *ret.
+ * Takes d->decl (loaded by the caller) into force: the reconciler on
+ * env->fs, the state file (cgroups of departed tenants become orphans or are
+ * removed), the task queue, the plan, and the first tick, reading every knob
+ * back. Returns 0 or -errno; the first tick's failures are in *ret.
  */
 int drfd_start(struct drfd *d, struct drf_reconcile_stats *ret);
 
 /*
- * One tick: reconcile, sample, re-allocate on observed demand, history, metrics,
- * and the state file when the tenants changed or its last save failed. verify:
- * tenants read back (SIZE_MAX: all).
+ * Reload (SIGHUP): the config at d->config_path again. A config that does not
+ * load, or changes what needs a restart, or whose plan a backend cannot take,
+ * is refused with why in d->reload_error and changes nothing: -errno. Else the
+ * new plan is in force and written at once (a tick with no verifying round): 0.
+ */
+int drfd_reload(struct drfd *d);
+
+/*
+ * One tick: reconcile, sample, re-plan when an input changed, history,
+ * metrics, and the state file when the cgroups changed or its last save
+ * failed. verify: tenants read back (SIZE_MAX: all).
  */
 void drfd_tick(struct drfd *d, size_t verify);
+
+/*
+ * Asks the plan to be built again and put in force now (a task submitted):
+ * the queue's pick, the plan, the backends' writes, the tasks' start.
+ */
+void drfd_settle(struct drfd *d);
 
 /* The event loop until SIGTERM/SIGINT; returns the exit code. */
 int drfd_run(struct drfd *d);
@@ -92,7 +147,7 @@ void drfd_unlisten(struct drfd *d);
 int drfd_status_render(const struct drfd *d, bool json, FILE *out);
 
 /* What the daemon logs of a plan when it starts or reloads. */
-void drfd_log_plan(const struct drf_logger *log, const struct drf_enforced *s,
+void drfd_log_plan(const struct drf_logger *log, const struct drf_plan *p,
 		   const struct drf_io_target *io);
 
 #endif

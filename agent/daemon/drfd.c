@@ -19,7 +19,7 @@
 #include "cgroupfs.h"
 #include "config.h"
 #include "daemon.h"
-#include "desired.h"
+#include "clock.h"
 #include "hostcheck.h"
 #include "knobs.h"
 #include "lock.h"
@@ -230,50 +230,68 @@ static int open_root(struct drfd *d, struct cgfs *fs, struct cgfs_recorder *rec)
 	return EXIT_OK;
 }
 
-/* The network's ops and their state: real, or recording for a dry run. */
-struct net_ops {
-	int lock_fd;                    /* the device's lock, held for drfd's life */
+/* The ops of the environment and their state: the real system, or recording for a dry run. */
+struct system {
+	int lock_fd;                    /* the net device's lock, held for drfd's life */
+	bool nl_open;
 	struct drf_tc_nl nl;
 	struct drf_netbpf bpf;
 	struct drf_tc_recorder tc_rec;
 	struct drf_netbpf_recorder *bpf_rec;
+	struct drf_probebpf probes;
 };
+
+/*
+ * The network's ops: netlink and the BPF loader, or their recorders for a dry
+ * run (passing reads to netlink where it opens). Without netlink a drfd that
+ * shapes nothing still runs: it only cannot clean up a device it shaped before.
+ */
+static int setup_net_ops(struct drfd *d, struct drfd_env *env, struct system *sys)
+{
+	const struct drf_config *c = &d->decl.cfg;
+	int nl = drf_tc_nl_open(&sys->nl);
+
+	sys->nl_open = nl == 0;
+	if (!d->dry_run) {
+		env->tc = nl == 0 ? &drf_tc_nl_ops : NULL;
+		env->tc_ctx = &sys->nl;
+		env->netbpf = &drf_netbpf_real_ops;
+		env->netbpf_ctx = &sys->bpf;
+		return nl;
+	}
+	sys->tc_rec = (struct drf_tc_recorder){ .inner = nl == 0 ? &drf_tc_nl_ops : NULL,
+						.inner_ctx = &sys->nl, .ifname = c->net_device,
+						.out = stdout };
+	sys->bpf_rec = calloc(1, sizeof(*sys->bpf_rec));
+	if (!sys->bpf_rec)
+		return -ENOMEM;
+	sys->bpf_rec->out = stdout;
+	env->tc = &drf_tc_recording_ops;
+	env->tc_ctx = &sys->tc_rec;
+	env->netbpf = &drf_netbpf_recording_ops;
+	env->netbpf_ctx = sys->bpf_rec;
+	return 0;
+}
 
 /*
  * Sets up d->net when the config shares the network: checks the host first
  * (nothing is installed before every check passed). An exit code.
  */
-static int setup_net(struct drfd *d, struct cgfs *fs, const char *mount, struct net_ops *n)
+static int setup_net(struct drfd *d, const struct drfd_env *env, const char *mount)
 {
-	const struct drf_config *c = &d->plan.cfg;
-	const struct drf_tc_ops *tc = &drf_tc_nl_ops;
-	const struct drf_netbpf_ops *bpf = &drf_netbpf_real_ops;
-	void *tc_ctx = &n->nl, *bpf_ctx = &n->bpf;
+	const struct drf_config *c = &d->decl.cfg;
 	char err[2048], pin[256];
 	uint32_t level = 0;
-	int r, nl;
+	int r;
 
 	if (!(c->capacity[DRF_RES_NET] > 0) && !(c->capacity[DRF_RES_NET_IN] > 0))
 		return EXIT_OK;
-	nl = drf_tc_nl_open(&n->nl);
-	if (nl < 0 && !d->dry_run) {
-		drf_log(d->log, LOG_ERR, "cannot open a netlink socket: %s", strerror(-nl));
+	if (!env->tc) {
+		drf_log(d->log, LOG_ERR, "cannot open a netlink socket, with which drfd shapes "
+					 "'%s'", c->net_device);
 		return EXIT_NET;
 	}
-	if (d->dry_run) {
-		n->tc_rec = (struct drf_tc_recorder){ .inner = nl == 0 ? &drf_tc_nl_ops : NULL,
-						      .inner_ctx = &n->nl, .ifname = c->net_device,
-						      .out = stdout };
-		n->bpf_rec = calloc(1, sizeof(*n->bpf_rec));
-		if (!n->bpf_rec)
-			return EXIT_FAIL;
-		n->bpf_rec->out = stdout;
-		tc = &drf_tc_recording_ops;
-		tc_ctx = &n->tc_rec;
-		bpf = &drf_netbpf_recording_ops;
-		bpf_ctx = n->bpf_rec;
-	}
-	r = drf_check_net(c, tc, tc_ctx, err, sizeof(err));
+	r = drf_check_net(c, env->tc, env->tc_ctx, err, sizeof(err));
 	if (r < 0 && !d->dry_run) {
 		drf_log(d->log, LOG_ERR, "cannot shape the network: %s", err);
 		return EXIT_NET;
@@ -283,8 +301,8 @@ static int setup_net(struct drfd *d, struct cgfs *fs, const char *mount, struct 
 					    "showing what drfd would install", err);
 	r = drf_pin_paths(d->root, mount[0] ? mount : "/sys/fs/cgroup", &level, pin, sizeof(pin));
 	if (r == 0)
-		r = drf_shaper_init(&d->net, c->net_device, tc, tc_ctx, bpf, bpf_ctx, fs, pin, level,
-				    d->log);
+		r = drf_shaper_init(&d->net, c->net_device, env->tc, env->tc_ctx, env->netbpf,
+				    env->netbpf_ctx, env->fs, pin, level, d->log);
 	if (r < 0) {
 		drf_log(d->log, LOG_ERR, "cannot set up the network shaper: %s", strerror(-r));
 		return EXIT_FAIL;
@@ -305,7 +323,7 @@ static int setup_net(struct drfd *d, struct cgfs *fs, const char *mount, struct 
  * drfd-probes/ (named as the network's pins under drfd/). Without them drfd
  * measures from cgroup files alone, and says so.
  */
-static void start_probes(struct drfd *d, const char *mount, struct drf_probebpf *b)
+static void start_probes(struct drfd *d, const char *mount)
 {
 	char pin[256], ppin[300];
 	uint32_t level = 0;
@@ -320,7 +338,7 @@ static void start_probes(struct drfd *d, const char *mount, struct drf_probebpf 
 		drf_log(d->log, LOG_WARNING, "usage probes off: %s", d->use.probes_why);
 		return;
 	}
-	drfd_usage_start(d, &drf_probe_real_ops, b, ppin, level);
+	drfd_usage_start(d, d->env->probe, d->env->probe_ctx, ppin, level);
 }
 
 /*
@@ -341,21 +359,24 @@ static void undo_root(const struct drf_logger *log, struct cgfs *fs)
 					 "failed to start", fs->root);
 }
 
-static void net_ops_free(struct net_ops *n)
+static void system_free(struct system *sys)
 {
-	if (n->lock_fd >= 0)
-		close(n->lock_fd);
-	drf_tc_nl_close(&n->nl);
-	free(n->bpf_rec);
+	if (sys->lock_fd >= 0)
+		close(sys->lock_fd);
+	if (sys->nl_open)
+		drf_tc_nl_close(&sys->nl);
+	free(sys->bpf_rec);
 }
 
 int main(int argc, char **argv)
 {
-	struct net_ops netops = { .lock_fd = -1 };
+	struct system sys = { .lock_fd = -1 };
 	struct drfd d = { .listen_fd = -1 };
+	struct drfd_env env = {
+		.clock = &drf_clock_system, .host = &drf_host_real, .check_cgroup = drf_check_cgroup,
+	};
 	struct drf_stderr_sink stderr_sink;
 	struct drf_logger stderr_log;
-	struct drf_probebpf probes = { 0 };
 	struct cgfs_recorder rec = { 0 };
 	struct drf_reconcile_stats st;
 	struct cgfs fs = { .rootfd = -1 };
@@ -373,12 +394,13 @@ int main(int argc, char **argv)
 	setvbuf(stderr, NULL, _IOLBF, 0);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	stderr_log = drf_log_stderr(&stderr_sink, LOG_INFO);
-	d.log = &stderr_log;
+	env.log = d.log = &stderr_log;
+	d.env = &env;
 	r = parse_args(argc, argv, &o);
 	if (r != 0)
 		return r < 0 ? EXIT_USAGE : EXIT_OK;
 	d.config_path = o.config;
-	d.dry_run = o.dry_run;
+	d.dry_run = env.dry_run = o.dry_run;
 	/* Signals are blocked from the start and taken by the event loop. */
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGHUP);
@@ -387,20 +409,20 @@ int main(int argc, char **argv)
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 
 	/* The config is loaded before the host check only to know what to check. */
-	r = drf_enforced_load(&d.plan, o.config, NULL, err, sizeof(err));
+	r = drf_declared_load(&d.decl, o.config, env.host, err, sizeof(err));
 	if (r < 0) {
 		drf_log(d.log, LOG_ERR, "%s", err);
 		return r == -ENOMEM ? EXIT_FAIL : EXIT_CONFIG;
 	}
 	/* Before anything is created or read there: tasks run as whom its files say. */
-	if (d.plan.cfg.state_dir &&
-	    drf_statedir_check(d.plan.cfg.state_dir, err, sizeof(err)) < 0) {
+	if (d.decl.cfg.state_dir &&
+	    drf_statedir_check(d.decl.cfg.state_dir, err, sizeof(err)) < 0) {
 		drf_log(d.log, LOG_ERR, "%s", err);
 		ret = EXIT_STATEDIR;
 		goto out;
 	}
-	if (d.plan.cfg.cgroup_root_auto) {
-		r = drf_resolve_auto_root(d.plan.cfg.cgroup_root, root, sizeof(root), &how);
+	if (d.decl.cfg.cgroup_root_auto) {
+		r = drf_resolve_auto_root(d.decl.cfg.cgroup_root, root, sizeof(root), &how);
 		if (r < 0) {
 			drf_log(d.log, LOG_ERR, "cgroup-root = auto: %s",
 				r == -ENOENT ? how : strerror(-r));
@@ -408,21 +430,14 @@ int main(int argc, char **argv)
 			goto out;
 		}
 	} else {
-		snprintf(root, sizeof(root), "%s", d.plan.cfg.cgroup_root);
+		snprintf(root, sizeof(root), "%s", d.decl.cfg.cgroup_root);
 	}
 	d.root = strdup(root);
 	if (!d.root) {
 		ret = EXIT_FAIL;
 		goto out;
 	}
-	{
-		/* The host check looks at the resolved root. */
-		char *literal = d.plan.cfg.cgroup_root;
-
-		d.plan.cfg.cgroup_root = d.root;
-		r = drf_check_cgroup(&d.plan.cfg, err, sizeof(err));
-		d.plan.cfg.cgroup_root = literal;
-	}
+	r = drf_check_cgroup(&d.decl.cfg, d.root, err, sizeof(err));
 	if (r < 0 && !o.dry_run) {
 		drf_log(d.log, LOG_ERR, "cannot enforce on this host: %s", err);
 		ret = r == -ENOTDIR ? EXIT_ROOT : EXIT_CGROUP;
@@ -432,27 +447,23 @@ int main(int argc, char **argv)
 		drf_log(d.log, LOG_NOTICE, "this host could not enforce: %s; dry run: showing the "
 					   "writes for an empty tree", err);
 	drf_cgroup2_mount_of(d.root, mount, sizeof(mount));
-	r = drf_check_io_device(&d.plan.cfg, mount[0] ? mount : NULL, &d.io, err, sizeof(err));
+	r = drf_check_io_device(&d.decl.cfg, mount[0] ? mount : NULL, &d.io, err, sizeof(err));
 	if (r < 0) {
 		drf_log(d.log, LOG_ERR, "%s", err);
 		ret = EXIT_DEVICE;
 		goto out;
 	}
-	if (drf_knobs_controllers(&d.plan.cfg) & DRF_CTRL_IO) {
-		/* The io knobs depend on the device's scheduler, known only now. */
-		d.has_io = true;
-		if (drf_enforced_map(&d.plan, &d.io) < 0) {
-			drf_log(d.log, LOG_ERR, "cannot map the allocation to knobs: out of "
-						"memory");
-			ret = EXIT_FAIL;
-			goto out;
-		}
-	}
+	/* The io knobs depend on the device's scheduler, known only now. */
+	d.has_io = drf_knobs_controllers(&d.decl.cfg) & DRF_CTRL_IO;
 	ret = open_root(&d, &fs, &rec);
 	if (ret != EXIT_OK)
 		goto out_fs;
-	d.fs = &fs;
-	ret = setup_net(&d, &fs, mount, &netops);
+	env.fs = d.fs = &fs;
+	if (setup_net_ops(&d, &env, &sys) == -ENOMEM) {
+		ret = EXIT_FAIL;
+		goto out_fs;
+	}
+	ret = setup_net(&d, &env, mount);
 	if (ret != EXIT_OK)
 		goto out_fs;
 	/*
@@ -490,17 +501,17 @@ int main(int argc, char **argv)
 		}
 		/* And one per network device: in the daemon, so the lock names its pid. */
 		if (d.has_net) {
-			netops.lock_fd = drf_lock_device(d.net.ifname, &holder);
-			if (netops.lock_fd == -EWOULDBLOCK) {
+			sys.lock_fd = drf_lock_device(d.net.ifname, &holder);
+			if (sys.lock_fd == -EWOULDBLOCK) {
 				drf_log(d.log, LOG_ERR, "another drfd (pid %d) shapes '%s'; one "
 							"drfd per device",
 					(int)holder, d.net.ifname);
 				ret = EXIT_LOCKED;
 				goto out_fs;
 			}
-			if (netops.lock_fd < 0) {
+			if (sys.lock_fd < 0) {
 				drf_log(d.log, LOG_ERR, "cannot lock '%s' under /run/drfd: %s",
-					d.net.ifname, strerror(-netops.lock_fd));
+					d.net.ifname, strerror(-sys.lock_fd));
 				ret = EXIT_FAIL;
 				goto out_fs;
 			}
@@ -513,7 +524,7 @@ int main(int argc, char **argv)
 		goto out_fs;
 	}
 	if (!o.dry_run && !o.once) {
-		r = drfd_listen(&d, d.plan.cfg.status_socket, d.plan.cfg.status_group, err,
+		r = drfd_listen(&d, d.decl.cfg.status_socket, d.decl.cfg.status_group, err,
 				sizeof(err));
 		if (r == -EADDRINUSE) {
 			drf_log(d.log, LOG_ERR, "%s", err);
@@ -525,19 +536,19 @@ int main(int argc, char **argv)
 						"cgroupfs", err);
 	}
 	drf_log(d.log, LOG_NOTICE, "%s: %zu tenants, policy %s, mode %s, root %s%s%s%s%s",
-		o.config, d.plan.cfg.n_tenants, drf_policy_name(d.plan.cfg.policy),
-		drf_mode_name(d.plan.cfg.mode), d.root,
-		d.plan.cfg.cgroup_root_auto ? " (auto: " : "",
-		d.plan.cfg.cgroup_root_auto ? how : "", d.plan.cfg.cgroup_root_auto ? ")" : "",
+		o.config, d.decl.cfg.n_tenants, drf_policy_name(d.decl.cfg.policy),
+		drf_mode_name(d.decl.cfg.mode), d.root,
+		d.decl.cfg.cgroup_root_auto ? " (auto: " : "",
+		d.decl.cfg.cgroup_root_auto ? how : "", d.decl.cfg.cgroup_root_auto ? ")" : "",
 		o.dry_run ? " (dry run)" : "");
-	drfd_log_plan(d.log, &d.plan, d.has_io ? &d.io : NULL);
-	if (drfd_usage_plan(&d) < 0) {
-		ret = EXIT_FAIL;
-		goto out_d;
+	/* The usage probes, and the task queue, for the daemon only: a dry run or one pass
+	 * measures nothing and runs no task. */
+	if (!o.dry_run && !o.once) {
+		env.spawn = &drf_spawn_real_ops;
+		env.probe = &drf_probe_real_ops;
+		env.probe_ctx = &sys.probes;
+		start_probes(&d, mount);
 	}
-	/* The usage probes, for the daemon only: a dry run or one pass measures nothing. */
-	if (!o.dry_run && !o.once)
-		start_probes(&d, mount, &probes);
 	r = drfd_start(&d, &st);
 	if (r < 0) {
 		drf_log(d.log, LOG_ERR, "cannot start: %s", strerror(-r));
@@ -546,6 +557,7 @@ int main(int argc, char **argv)
 	}
 	/* Started: what drfd made stays, with its limits, whatever follows. */
 	fs.created = false;
+	drfd_log_plan(d.log, &d.plan, d.has_io ? &d.io : NULL);
 	if (o.dry_run || o.once) {
 		drf_reconciler_drain(&d.rc);
 		/* A dry run works on any host: the network's failures count for --once. */
@@ -577,16 +589,16 @@ out_d:
 	drfd_free(&d);
 	undo_root(d.log, &fs);
 	cgfs_close(&fs);
-	net_ops_free(&netops);
+	system_free(&sys);
 	return ret;
 out_fs:
 	if (d.has_net)
 		drf_shaper_free(&d.net);
 	undo_root(d.log, &fs);
 	cgfs_close(&fs);
-	net_ops_free(&netops);
+	system_free(&sys);
 out:
-	drf_enforced_free(&d.plan);
+	drf_declared_free(&d.decl);
 	free(d.root);
 	return ret;
 }

@@ -284,8 +284,8 @@ void drfd_history_tick(struct drfd *d)
 		h->f.step_s = DRF_HIST_STEP_S;
 		h->f.cap = DRF_HIST_CAP_BYTES;
 		h->step = -1;
-		if (!d->plan.cfg.state_dir ||
-		    drf_statedir_path(d->plan.cfg.state_dir, d->root, ".history", h->f.path,
+		if (!d->decl.cfg.state_dir ||
+		    drf_statedir_path(d->decl.cfg.state_dir, d->root, ".history", h->f.path,
 				      sizeof(h->f.path)) < 0) {
 			free(h);
 			return;

@@ -154,7 +154,7 @@ static const struct drf_tenant_use *tenant_use(const struct drfd *d, size_t i)
 
 static bool takes_part(const struct drfd *d, int r)
 {
-	return d->plan.problem.capacity[r] > 0;
+	return d->decl.problem.capacity[r] > 0;
 }
 
 static void render_daemon(const struct drfd *d, FILE *f)
@@ -197,7 +197,7 @@ static void render_daemon(const struct drfd *d, FILE *f)
 	       "second); resources that take no part are left out.");
 	for (int r = 0; r < DRF_NRES; r++)
 		if (takes_part(d, r))
-			sample(f, "drfd_capacity", base(r, d->plan.problem.capacity[r]), "resource",
+			sample(f, "drfd_capacity", base(r, d->decl.problem.capacity[r]), "resource",
 			       res_label[r], NULL);
 	family(f, "drfd_knob_no_effect", "gauge",
 	       "1 when the resource's knobs have no effect on this host (drfctl status says why).");
@@ -273,7 +273,7 @@ static double tr_value(const struct drf_tenant_use *u, int r, double cap, enum t
 
 static void render_tenant_resources(const struct drfd *d, FILE *f)
 {
-	const struct drf_config *c = &d->plan.cfg;
+	const struct drf_config *c = &d->decl.cfg;
 
 	for (size_t k = 0; k < sizeof(tr_families) / sizeof(tr_families[0]); k++) {
 		const char *name = tr_families[k].name;
@@ -284,13 +284,13 @@ static void render_tenant_resources(const struct drfd *d, FILE *f)
 			const char *t = c->tenants[i].name;
 
 			for (int r = 0; u && r < DRF_NRES; r++) {
-				double cap = d->plan.problem.capacity[r];
+				double cap = d->decl.problem.capacity[r];
 
 				if (!takes_part(d, r))
 					continue;
 				if (tr_families[k].what != TR_USE) {
 					sample(f, name, tr_value(u, r, cap, tr_families[k].what,
-								d->online.active),
+								d->plan.effective),
 					       "tenant", t, "resource", res_label[r], NULL);
 					continue;
 				}
@@ -450,12 +450,12 @@ static void row_sample(const struct drfd *d, FILE *f, const struct row *w, size_
 		       const struct le_labels *le)
 {
 	const struct drf_tenant_use *u = tenant_use(d, i);
-	const char *t = d->plan.cfg.tenants[i].name;
+	const char *t = d->decl.cfg.tenants[i].name;
 	double v = NAN;
 
 	switch (w->src) {
 	case S_WEIGHT:
-		v = d->plan.cfg.tenants[i].weight;
+		v = d->decl.cfg.tenants[i].weight;
 		break;
 	case S_DOMINANT_ALLOC:
 		v = u ? u->dominant_alloc : NAN;
@@ -492,7 +492,7 @@ static void row_sample(const struct drfd *d, FILE *f, const struct row *w, size_
 
 static void render_tenants(const struct drfd *d, FILE *f)
 {
-	size_t n = d->plan.cfg.n_tenants;
+	size_t n = d->decl.cfg.n_tenants;
 	struct le_labels le;
 
 	for (unsigned b = 0; b < DRF_HIST_BUCKETS; b++)
@@ -694,7 +694,7 @@ static void remove_written(const struct drf_logger *log, const char *how)
 
 int drfd_metrics_tick(struct drfd *d)
 {
-	const char *path = d->plan.cfg.metrics_file;
+	const char *path = d->decl.cfg.metrics_file;
 	char why[256], msg[sizeof(last_failure)];
 	struct stat st;
 	char *buf = NULL;

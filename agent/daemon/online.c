@@ -17,161 +17,69 @@
 
 static int demand_path(const struct drfd *d, char *buf, size_t len);
 
-const struct drf_enforced *drfd_in_force(const struct drfd *d)
-{
-	return d->online.active ? &d->online.eff : &d->plan;
-}
-
 void drfd_online_free(struct drf_online *o)
 {
-	free(o->eff.demands);
-	free(o->eff.knobs);
-	drf_inner_free(o->eff.inner, o->eff.n_inner);
-	if (o->engine_ready)
-		drf_engine_free(&o->engine);
+	free(o->eff);
 	memset(o, 0, sizeof(*o));
 }
 
 /* Tenant i's declared demand of r capped at capacity: the bound of its effective demand. */
-static double bound(const struct drfd *d, size_t i, int r)
+static double bound(const struct drf_declared *decl, size_t i, int r)
 {
-	const struct drf_demand *dm = &d->plan.demands[i];
-	double c = d->plan.problem.capacity[r];
+	const struct drf_demand *dm = &decl->demands[i];
+	double c = decl->problem.capacity[r];
 
 	if (!(c > 0) || !(dm->shape[r] > 0))
 		return 0;
 	return fmin(dm->shape[r] * dm->max_units, c);
 }
 
-/* Allocation and knobs for the effective demands in d->use; 0 or -errno (nothing changed). */
-static int replan(struct drfd *d)
+const double (*drfd_online_effective(struct drfd *d, const struct drf_declared *decl,
+				     const struct drf_tenant_use *t))[DRF_NRES]
 {
 	struct drf_online *o = &d->online;
-	const struct drf_config *c = &d->plan.cfg;
-	size_t n = c->n_tenants;
-	struct drf_inner *inner = NULL;
-	size_t n_inner = 0;
-	struct drf_result res;
-	int r;
+	size_t n = decl->cfg.n_tenants;
 
-	if (d->use.n != n)
-		return -ESTALE;
-	if (!o->engine_ready) {
-		r = drf_engine_init(&o->engine);
-		if (r < 0)
-			return r;
-		o->engine_ready = true;
-	}
+	if (!decl->cfg.observed)
+		return NULL;
 	if (o->cap < n + 1) {
-		struct drf_demand *dm = realloc(o->eff.demands, (n + 1) * sizeof(*dm));
-		struct drf_knobs *k;
+		double(*e)[DRF_NRES] = realloc(o->eff, (n + 1) * sizeof(*e));
 
-		if (!dm)
-			return -ENOMEM;
-		o->eff.demands = dm;
-		k = realloc(o->eff.knobs, (n + 1) * sizeof(*k));
-		if (!k)
-			return -ENOMEM;
-		o->eff.knobs = k;
+		if (!e) {
+			drf_log(d->log, LOG_ERR, "observed demand: out of memory; the declared "
+						 "demands are planned");
+			return NULL;
+		}
+		o->eff = e;
 		o->cap = n + 1;
 	}
-	for (size_t i = 0; i < n; i++) {
-		const struct drf_dem_state *s = &d->use.t[i].dem;
-		struct drf_demand *dm = &o->eff.demands[i];
-
-		dm->weight = d->plan.demands[i].weight;
-		dm->max_units = 1;
-		for (int x = 0; x < DRF_NRES; x++)
-			dm->shape[x] = s->started ? fmin(s->eff[x], bound(d, i, x)) : bound(d, i, x);
-	}
-	o->eff.problem = (struct drf_problem){ .n = n, .demands = o->eff.demands };
-	memcpy(o->eff.problem.capacity, d->plan.problem.capacity, sizeof(o->eff.problem.capacity));
-	r = drf_engine_allocate(&o->engine, &o->eff.problem, c->policy, &res);
-	if (r < 0)
-		return r;
-	r = drf_knobs_compute(c, &o->eff.problem, &res, d->has_io ? &d->io : NULL, o->eff.knobs,
-			      &inner, &n_inner);
-	if (r < 0)
-		return r;
-	if (c->mode == DRF_MODE_LIMIT)
-		for (size_t i = 0; i < n; i++) {
-			struct drf_knobs *k = &o->eff.knobs[i];
-
-			drf_knobs_memory_at_least(k, DRF_KNOB_MEMORY_MAX,
-						  d->plan.result.shares[i].alloc[DRF_RES_MEMORY]);
-			drf_knobs_memory_at_least(k, DRF_KNOB_MEMORY_HIGH,
-						  o->eff.demands[i].shape[DRF_RES_MEMORY]);
-		}
-	drf_inner_free(o->eff.inner, o->eff.n_inner);
-	o->eff.inner = inner;
-	o->eff.n_inner = n_inner;
-	o->eff.result = res;
-	o->eff.cfg = *c;
-	o->eff.loaded = false; /* never drf_enforced_free()d: its parts are the plan's or ours */
-	return 0;
+	for (size_t i = 0; i < n; i++)
+		for (int r = 0; r < DRF_NRES; r++)
+			o->eff[i][r] = t && t[i].dem.started ? fmin(t[i].dem.eff[r], bound(decl, i, r))
+							     : bound(decl, i, r);
+	return (const double(*)[DRF_NRES])o->eff;
 }
 
-/* Sets the backends to the plan in force. */
-static int apply(struct drfd *d)
+void drfd_online_off(struct drfd *d)
 {
-	const struct drf_enforced *e = drfd_in_force(d);
-	int r;
+	char path[4200];
 
-	r = drf_reconciler_set(&d->rc, &d->plan.cfg, e->knobs, e->inner, e->n_inner);
-	if (r == 0 && d->has_net)
-		r = drf_shaper_set(&d->net, e, d->plan.cfg.net_replace_qdisc);
-	return r;
-}
-
-int drfd_online_plan(struct drfd *d)
-{
-	struct drf_online *o = &d->online;
-	int r;
-
-	if (!d->plan.cfg.observed) {
-		char path[4200];
-
-		if (!o->active)
-			return 0;
-		/* Off: a later switch back starts from the declared demands, not stale ones. */
-		for (size_t i = 0; i < d->use.n; i++)
-			d->use.t[i].dem.started = false;
-		if (!d->dry_run && demand_path(d, path, sizeof(path)) == 0)
-			unlink(path);
-		o->active = false;
-		return apply(d);
-	}
-	r = replan(d);
-	if (r < 0) {
-		drf_log(d->log, LOG_ERR, "observed demand: cannot re-allocate: %s; the declared "
-					 "plan is in force", strerror(-r));
-		if (o->active) {
-			o->active = false;
-			apply(d);
-		}
-		return r;
-	}
-	o->active = true;
-	r = apply(d);
-	if (r < 0) {
-		drf_log(d->log, LOG_ERR, "observed demand: cannot set the effective plan: %s; the "
-					 "declared plan is in force", strerror(-r));
-		o->active = false;
-		apply(d);
-	}
-	return r;
+	/* A later switch back starts from the declared demands, not stale ones. */
+	for (size_t i = 0; i < d->use.n; i++)
+		d->use.t[i].dem.started = false;
+	if (!d->dry_run && demand_path(d, path, sizeof(path)) == 0)
+		unlink(path);
 }
 
 bool drfd_online_step(struct drfd *d)
 {
 	struct drf_online *o = &d->online;
-	const struct drf_enforced *e;
+	const struct drf_declared *decl = &d->decl;
 	bool changed = false;
 
-	if (!d->plan.cfg.observed || d->use.n != d->plan.cfg.n_tenants)
+	if (!decl->cfg.observed || d->use.n != decl->cfg.n_tenants)
 		return false;
 	o->steps++;
-	e = drfd_in_force(d);
 	for (size_t i = 0; i < d->use.n; i++) {
 		struct drf_tenant_use *t = &d->use.t[i];
 		struct drf_dem_input in;
@@ -179,9 +87,9 @@ bool drfd_online_step(struct drfd *d)
 		bool was;
 
 		for (int r = 0; r < DRF_NRES; r++) {
-			in.part[r] = d->plan.problem.capacity[r] > 0;
-			in.bound[r] = bound(d, i, r);
-			in.alloc[r] = e->result.shares[i].alloc[r];
+			in.part[r] = decl->problem.capacity[r] > 0;
+			in.bound[r] = bound(decl, i, r);
+			in.alloc[r] = d->plan.result.shares[i].alloc[r];
 			in.limit[r] = t->limit[r];
 			in.use[r] = t->use_tick[r];
 		}
@@ -206,20 +114,16 @@ bool drfd_online_step(struct drfd *d)
 			else
 				drf_format_quantity(in.use[r], unit, qu, sizeof(qu));
 			drf_format_quantity(in.alloc[r], unit, qa, sizeof(qa));
-			drf_log(d->log, LOG_INFO, "tenant '%s': effective %s demand %s -> %s (%s: "
-						  "used %s of %s allocated%s)",
-				d->plan.cfg.tenants[i].name, drf_res_name(r), q0, q1,
-				drf_dem_why_name(t->dem.changed_why[r]), qu, qa,
-				in.pressured & (1u << r) ? ", under pressure" : "");
+			drf_log(d->log, LOG_INFO, "tenant '%s': effective %s demand %s -> %s (%s: used "
+						  "%s of %s allocated%s)", decl->cfg.tenants[i].name,
+				drf_res_name(r), q0, q1, drf_dem_why_name(t->dem.changed_why[r]), qu,
+				qa, in.pressured & (1u << r) ? ", under pressure" : "");
 		}
 	}
-	if (!changed && o->active)
-		return false;
-	if (drfd_online_plan(d) < 0)
+	if (!changed)
 		return false;
 	o->replans++;
 	o->last_replan_step = o->steps;
-	drfd_online_save(d);
 	return true;
 }
 
@@ -243,7 +147,7 @@ void drfd_online_save(struct drfd *d)
 	FILE *f;
 	int dfd, r = 0;
 
-	if (d->dry_run || !d->plan.cfg.observed || demand_path(d, path, sizeof(path)) < 0)
+	if (d->dry_run || !d->decl.cfg.observed || demand_path(d, path, sizeof(path)) < 0)
 		return;
 	f = open_memstream(&text, &len);
 	if (!f) {
@@ -296,7 +200,7 @@ void drfd_online_restore(struct drfd *d)
 	int ln = 0, dfd, fd;
 	FILE *f;
 
-	if (!d->plan.cfg.observed || demand_path(d, path, sizeof(path)) < 0)
+	if (!d->decl.cfg.observed || demand_path(d, path, sizeof(path)) < 0)
 		return;
 	dfd = drf_statedir_open_parent(path, false, &file, why, sizeof(why));
 	fd = dfd < 0 ? dfd : drf_at_open(dfd, file, O_RDONLY | O_NONBLOCK, 0);
@@ -349,7 +253,7 @@ void drfd_online_restore(struct drfd *d)
 			memset(s, 0, sizeof(*s));
 			s->started = true;
 			for (int x = 0; x < DRF_NRES; x++) {
-				s->eff[x] = fmin(v[x], bound(d, i, x));
+				s->eff[x] = fmin(v[x], bound(&d->decl, i, x));
 				s->why[x] = s->changed_why[x] = DRF_DEM_WHY_RESTORED;
 			}
 		}

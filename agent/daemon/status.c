@@ -35,6 +35,7 @@
 #include "metrics.h"
 #include "log.h"
 #include "status.h"
+#include "taskd.h"
 #include "tasks.h"
 
 /* Connections taken per wakeup of the listener; the loop's other sources run in between. */
@@ -186,7 +187,7 @@ static void json_net_tenant(const struct drfd *d, size_t i, FILE *f, int *proble
 {
 	const struct drf_shaper *s = &d->net;
 	const struct drf_shaper_tenant *t = &s->t[i];
-	const struct drf_share *sh = &drfd_in_force(d)->result.shares[i];
+	const struct drf_share *sh = &d->plan.result.shares[i];
 	bool eg_ok = !s->egress || (t->class_ok && t->leaf_ok && s->qdisc_ok);
 	char id[16];
 
@@ -283,7 +284,7 @@ static void json_use(const struct drfd *d, size_t i, FILE *f, int *problems)
 {
 	const struct drf_usage *u = &d->use;
 	const struct drf_tenant_use *t = &u->t[i];
-	const double *cap = d->plan.problem.capacity;
+	const double *cap = d->decl.problem.capacity;
 
 	fputs(", \"use\": {\"window_tick_s\": ", f);
 	drf_json_num(f, t->prev.t_ns ? (double)(t->now.t_ns - t->prev.t_ns) / 1e9 : NAN);
@@ -353,7 +354,7 @@ static void text_use(const struct drfd *d, size_t i, FILE *f, int *problems)
 {
 	const struct drf_usage *u = &d->use;
 	const struct drf_tenant_use *t = &u->t[i];
-	const double *cap = d->plan.problem.capacity;
+	const double *cap = d->decl.problem.capacity;
 	char a[32], b[32], c[32], l[32];
 
 	fprintf(f, "  use against allocation (last tick / last %.0f s):\n", t->window_min_s);
@@ -387,8 +388,8 @@ static void text_use(const struct drfd *d, size_t i, FILE *f, int *problems)
 static void json_demand(const struct drfd *d, size_t i, FILE *f)
 {
 	const struct drf_tenant_use *t = &d->use.t[i];
-	const struct drf_enforced *p = &d->plan;
-	const struct drf_enforced *e = drfd_in_force(d);
+	const struct drf_declared *p = &d->decl;
+	const struct drf_plan *e = &d->plan;
 
 	fputs(", \"demand\": {", f);
 	for (int r = 0, first = 1; r < DRF_NRES; r++) {
@@ -415,8 +416,8 @@ static void json_demand(const struct drfd *d, size_t i, FILE *f)
 static void text_demand(const struct drfd *d, size_t i, FILE *f)
 {
 	const struct drf_tenant_use *t = &d->use.t[i];
-	const struct drf_enforced *p = &d->plan;
-	const struct drf_enforced *e = drfd_in_force(d);
+	const struct drf_declared *p = &d->decl;
+	const struct drf_plan *e = &d->plan;
 	char a[32], b[32];
 
 	fprintf(f, "  demand (observed; %llu changes):", (unsigned long long)t->dem.changes);
@@ -453,7 +454,7 @@ static void json_socket(const struct drfd *d, FILE *f)
 
 static void render_json(const struct drfd *d, FILE *f, int *problems)
 {
-	const struct drf_enforced *e = drfd_in_force(d);
+	const struct drf_plan *e = &d->plan;
 	const struct drf_reconciler *rc = &d->rc;
 
 	fprintf(f, "{\"source\": \"daemon\", \"pid\": %d, \"config\": ", (int)getpid());
@@ -462,12 +463,12 @@ static void render_json(const struct drfd *d, FILE *f, int *problems)
 	drf_json_str(f, d->root);
 	fprintf(f, ", \"policy\": \"%s\", \"mode\": \"%s\", \"demand\": \"%s\", \"online\": "
 		   "{\"active\": %s, \"steps\": %llu, \"replans\": %llu}, \"interval_ms\": ",
-		drf_policy_name(e->cfg.policy), drf_mode_name(e->cfg.mode),
-		d->plan.cfg.observed ? "observed" : "declared", d->online.active ? "true" : "false",
+		drf_policy_name(e->decl->cfg.policy), drf_mode_name(e->decl->cfg.mode),
+		d->decl.cfg.observed ? "observed" : "declared", d->plan.effective ? "true" : "false",
 		(unsigned long long)d->online.steps, (unsigned long long)d->online.replans);
-	drf_json_num(f, e->cfg.interval_ms);
+	drf_json_num(f, e->decl->cfg.interval_ms);
 	fputs(", \"verify_period_ms\": ", f);
-	drf_json_num(f, e->cfg.verify_period_ms);
+	drf_json_num(f, e->decl->cfg.verify_period_ms);
 	fprintf(f, ", \"started\": %.3f, \"last_tick\": %.3f, \"ticks\": %llu, \"reloads\": %llu, "
 		   "\"reloads_refused\": %llu", (double)d->started / 1e6, (double)d->last_tick / 1e6,
 		(unsigned long long)d->ticks, (unsigned long long)d->reloads,
@@ -534,7 +535,7 @@ static void render_json(const struct drfd *d, FILE *f, int *problems)
 		fputs(", \"cgroup\": ", f);
 		drf_json_str(f, t->cgroup);
 		fputs(", \"weight\": ", f);
-		drf_json_num(f, e->cfg.tenants[i].weight);
+		drf_json_num(f, e->decl->cfg.tenants[i].weight);
 		fputs(", \"alloc\": {", f);
 		for (int r = 0, first = 1; r < DRF_NRES; r++) {
 			if (!(e->problem.capacity[r] > 0))
@@ -564,7 +565,7 @@ static void render_json(const struct drfd *d, FILE *f, int *problems)
 			json_net_tenant(d, i, f, problems);
 		if (i < d->use.n && d->use.samples)
 			json_use(d, i, f, problems);
-		if (d->online.active && i < d->use.n)
+		if (d->plan.effective && i < d->use.n)
 			json_demand(d, i, f);
 		fputc('}', f);
 	}
@@ -648,7 +649,7 @@ static void text_net_tenant(const struct drfd *d, size_t i, FILE *f, int *proble
 /* One line per knob of a tenant or inner node: its value and how it stands. */
 static void text_knobs(const struct drfd *d, const struct drf_tenant_rt *t, FILE *f, int *problems)
 {
-	const struct drf_enforced *e = drfd_in_force(d);
+	const struct drf_plan *e = &d->plan;
 	const struct drf_reconciler *rc = &d->rc;
 
 	for (int k = 0; k < DRF_NKNOBS; k++) {
@@ -665,7 +666,7 @@ static void text_knobs(const struct drfd *d, const struct drf_tenant_rt *t, FILE
 			continue;
 		case KS_DRIFT:
 			fprintf(f, "DRIFT: drfd wants %s; restored within %.0fs\n",
-				t->want.val[k], e->cfg.verify_period_ms / 1000);
+				t->want.val[k], e->decl->cfg.verify_period_ms / 1000);
 			break;
 		case KS_RETRYING:
 			fprintf(f, "RETRYING: writing %s failed: %s\n", t->want.val[k],
@@ -685,7 +686,7 @@ static void text_knobs(const struct drfd *d, const struct drf_tenant_rt *t, FILE
 
 static void render_text(const struct drfd *d, FILE *f, int *problems)
 {
-	const struct drf_enforced *e = drfd_in_force(d);
+	const struct drf_plan *e = &d->plan;
 	const struct drf_reconciler *rc = &d->rc;
 	struct timespec ts;
 	double now;
@@ -697,14 +698,14 @@ static void render_text(const struct drfd *d, FILE *f, int *problems)
 	human_duration(now - (double)d->started / 1e6, up, sizeof(up));
 	human_duration(now - (double)d->last_tick / 1e6, ago, sizeof(ago));
 	fprintf(f, "drfd (pid %d): %s: policy %s, mode %s, demand %s, root %s\n", (int)getpid(),
-		d->config_path, drf_policy_name(e->cfg.policy), drf_mode_name(e->cfg.mode),
-		d->plan.cfg.observed ? "observed" : "declared", d->root);
-	if (d->online.active)
+		d->config_path, drf_policy_name(e->decl->cfg.policy), drf_mode_name(e->decl->cfg.mode),
+		d->decl.cfg.observed ? "observed" : "declared", d->root);
+	if (d->plan.effective)
 		fprintf(f, "observed demand: %llu steps, the effective plan changed %llu times\n",
 			(unsigned long long)d->online.steps, (unsigned long long)d->online.replans);
 	fprintf(f, "up %s, %llu ticks, the last %s ago; every knob is read back at least every "
 		   "%.0fs\n", up, (unsigned long long)d->ticks, ago,
-		e->cfg.verify_period_ms / 1000);
+		e->decl->cfg.verify_period_ms / 1000);
 	fprintf(f, "errors: %llu since start, %u writes failing and retried each tick, %llu "
 		   "memory-worker failures; reloads: %llu, %llu refused\n",
 		(unsigned long long)rc->total_errors, d->last.retrying,
@@ -778,7 +779,7 @@ static void render_text(const struct drfd *d, FILE *f, int *problems)
 		text_knobs(d, t, f, problems);
 		if (d->has_net && i < d->net.n)
 			text_net_tenant(d, i, f, problems);
-		if (d->online.active && i < d->use.n)
+		if (d->plan.effective && i < d->use.n)
 			text_demand(d, i, f);
 		if (i < d->use.n && d->use.samples)
 			text_use(d, i, f, problems);

@@ -28,6 +28,7 @@
 
 #include "daemon.h"
 #include "log.h"
+#include "taskd.h"
 #include "tasks.h"
 
 void drfd_tasks_start(struct drfd *d)
@@ -35,14 +36,15 @@ void drfd_tasks_start(struct drfd *d)
 	char dir[4096], err[1024];
 	struct drf_tasks *q;
 
-	if (d->dry_run)
+	if (d->dry_run || !d->env->spawn)
 		return;
 	if (!d->state_path[0] || drf_tasks_dir(d->state_path, dir, sizeof(dir)) < 0) {
 		drf_log(d->log, LOG_NOTICE, "no state-dir: the task queue (drfctl submit) is off");
 		return;
 	}
 	q = calloc(1, sizeof(*q));
-	if (!q || drf_tasks_init(q, dir, d->fs, &drf_spawn_real_ops, NULL, d->log, err, sizeof(err)) < 0) {
+	if (!q || drf_tasks_init(q, dir, d->fs, d->env->spawn, d->env->spawn_ctx, d->env->clock,
+				 d->log, err, sizeof(err)) < 0) {
 		drf_log(d->log, LOG_ERR, "the task queue is off: %s", q ? err : "out of memory");
 		if (q)
 			drf_tasks_free(q);
@@ -56,13 +58,6 @@ void drfd_tasks_start(struct drfd *d)
 						    "in '%s/%s' when drfd stopped: re-adopted (if "
 						    "it has ended since, its end is recorded now)",
 				q->t[i].id, q->t[i].tenant, d->root, q->t[i].cgroup);
-}
-
-void drfd_tasks_tick(struct drfd *d)
-{
-	if (d->tasks)
-		drf_tasks_tick(d->tasks, &d->plan.cfg, d->plan.problem.capacity,
-			       d->has_io ? &d->io : NULL);
 }
 
 void drfd_tasks_free(struct drfd *d)
@@ -128,7 +123,7 @@ static int submit_words(struct drfd *d, int fd, char **w, size_t n, bool keyed, 
 		return say(out, out_len, "failed", err);
 	}
 	req.groups = groups;
-	r = drf_tasks_submit(d->tasks, &d->plan.cfg, d->plan.problem.capacity, &req, &id, err,
+	r = drf_tasks_submit(d->tasks, &d->decl.cfg, d->decl.problem.capacity, &req, &id, err,
 			     sizeof(err));
 	free(groups);
 	if (r == DRF_TASKS_REFUSED)
@@ -137,7 +132,7 @@ static int submit_words(struct drfd *d, int fd, char **w, size_t n, bool keyed, 
 		return say(out, out_len, "failed", err);
 	/* Started now if it fits, not at the next tick. */
 	if (r == 0)
-		drfd_tasks_tick(d);
+		drfd_settle(d);
 	snprintf(ok, sizeof(ok), "ok %" PRIu64, id);
 	return say(out, out_len, ok, r == 0 ? "queued" : "known");
 }
@@ -199,7 +194,7 @@ int drfd_tasks_answer(struct drfd *d, int fd, const char *req, char **out, size_
 		if (!f)
 			return -ENOMEM;
 		fputs("drfd-task 1 ok\n", f);
-		drf_tasks_render(d->tasks, &d->plan.cfg, strcmp(req, "tasks json") == 0, cr.uid, f);
+		drf_tasks_render(d->tasks, &d->decl.cfg, strcmp(req, "tasks json") == 0, cr.uid, f);
 		if (fclose(f) != 0) {
 			free(body);
 			return -ENOMEM;

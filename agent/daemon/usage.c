@@ -6,19 +6,10 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "daemon.h"
 #include "knobs.h"
 #include "log.h"
-
-static uint64_t now_realtime_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 _Static_assert(DRF_HIST_BUCKETS == DRF_PROBE_HIST, "use.h and probe.h disagree on histograms");
 
@@ -58,70 +49,117 @@ static void tenant_use_init(struct drf_tenant_use *t)
 	t->dominant_alloc_res = t->dominant_use_res = -1;
 }
 
-int drfd_usage_plan(struct drfd *d)
+/* An open-addressing index of (name, cgroup) -> position in u's tenants. */
+static uint64_t hash2(const char *a, const char *b)
 {
-	struct drf_usage *u = &d->use;
-	const struct drf_config *c = &d->plan.cfg;
-	size_t n = c->n_tenants;
-	struct drf_tenant_use *t = calloc(n + 1, sizeof(*t));
-	char **name = calloc(n + 1, sizeof(*name));
-	char **cgroup = calloc(n + 1, sizeof(*cgroup));
-	uint64_t *cgid = calloc(n + 1, sizeof(*cgid));
-	bool *in_map = calloc(n + 1, sizeof(*in_map));
+	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
 
-	if (!t || !name || !cgroup || !cgid || !in_map)
+	for (; *a; a++)
+		h = (h ^ (unsigned char)*a) * 0x100000001b3ULL;
+	h = (h ^ '/') * 0x100000001b3ULL;
+	for (; *b; b++)
+		h = (h ^ (unsigned char)*b) * 0x100000001b3ULL;
+	return h;
+}
+
+void drfd_usage_unstage(struct drf_usage_tenants *st)
+{
+	for (size_t i = 0; st->name && st->cgroup && i < st->n; i++) {
+		free(st->name[i]);
+		free(st->cgroup[i]);
+	}
+	free(st->name);
+	free(st->cgroup);
+	free(st->t);
+	free(st->cgid);
+	free(st->in_map);
+	memset(st, 0, sizeof(*st));
+}
+
+int drfd_usage_stage(const struct drf_usage *u, const struct drf_config *c,
+		     struct drf_usage_tenants *ret)
+{
+	size_t n = c->n_tenants, cap = 16, *slot = NULL;
+	struct drf_usage_tenants st = { .n = n };
+
+	st.t = calloc(n + 1, sizeof(*st.t));
+	st.name = calloc(n + 1, sizeof(*st.name));
+	st.cgroup = calloc(n + 1, sizeof(*st.cgroup));
+	st.cgid = calloc(n + 1, sizeof(*st.cgid));
+	st.in_map = calloc(n + 1, sizeof(*st.in_map));
+	while (cap < 2 * u->n)
+		cap *= 2;
+	slot = calloc(cap, sizeof(*slot));
+	if (!st.t || !st.name || !st.cgroup || !st.cgid || !st.in_map || !slot)
 		goto nomem;
+	for (size_t j = 0; j < u->n; j++) {
+		size_t h = (size_t)hash2(u->name[j], u->cgroup[j]) & (cap - 1);
+
+		while (slot[h])
+			h = (h + 1) & (cap - 1);
+		slot[h] = j + 1;
+	}
 	for (size_t i = 0; i < n; i++) {
 		const struct drf_tenant *ct = &c->tenants[i];
-		size_t j;
+		size_t h = (size_t)hash2(ct->name, ct->cgroup) & (cap - 1), j = 0;
 
-		name[i] = strdup(ct->name);
-		cgroup[i] = strdup(ct->cgroup);
-		if (!name[i] || !cgroup[i])
+		st.name[i] = strdup(ct->name);
+		st.cgroup[i] = strdup(ct->cgroup);
+		if (!st.name[i] || !st.cgroup[i])
 			goto nomem;
 		/* Its history, if it was there before in the same cgroup. */
-		for (j = 0; j < u->n; j++)
-			if (strcmp(u->name[j], ct->name) == 0 && u->cgroup[j] &&
-			    strcmp(u->cgroup[j], ct->cgroup) == 0)
+		for (; slot[h]; h = (h + 1) & (cap - 1)) {
+			j = slot[h];
+			if (strcmp(u->name[j - 1], ct->name) == 0 &&
+			    strcmp(u->cgroup[j - 1], ct->cgroup) == 0)
 				break;
-		if (j < u->n) {
-			t[i] = u->t[j];
-			cgid[i] = u->cgid[j];
-			in_map[i] = u->in_map[j];
+			j = 0;
+		}
+		if (j) {
+			st.t[i] = u->t[j - 1];
+			st.cgid[i] = u->cgid[j - 1];
+			st.in_map[i] = u->in_map[j - 1];
 		} else {
-			tenant_use_init(&t[i]);
+			tenant_use_init(&st.t[i]);
 		}
 	}
-	for (size_t i = 0; i < u->n; i++) {
-		free(u->name[i]);
-		free(u->cgroup[i]);
-	}
-	free(u->name);
-	free(u->cgroup);
-	free(u->t);
-	free(u->cgid);
-	free(u->in_map);
-	u->t = t;
-	u->name = name;
-	u->cgroup = cgroup;
-	u->cgid = cgid;
-	u->in_map = in_map;
-	u->n = n;
+	free(slot);
+	*ret = st;
+	return 0;
+nomem:
+	free(slot);
+	drfd_usage_unstage(&st);
+	return -ENOMEM;
+}
+
+void drfd_usage_commit(struct drf_usage *u, struct drf_usage_tenants *st)
+{
+	struct drf_usage_tenants old = {
+		.n = u->n, .t = u->t, .name = u->name, .cgroup = u->cgroup, .cgid = u->cgid,
+		.in_map = u->in_map,
+	};
+
+	drfd_usage_unstage(&old);
+	u->t = st->t;
+	u->name = st->name;
+	u->cgroup = st->cgroup;
+	u->cgid = st->cgid;
+	u->in_map = st->in_map;
+	u->n = st->n;
+	memset(st, 0, sizeof(*st));
 	/* A departed tenant's entries, or a moved one's old cgroup's. */
 	u->map_dirty = true;
 	u->gen++;
-	return 0;
-nomem:
-	for (size_t i = 0; name && cgroup && i < n; i++) {
-		free(name[i]);
-		free(cgroup[i]);
-	}
-	free(name);
-	free(cgroup);
-	free(t);
-	free(cgid);
-	free(in_map);
-	return -ENOMEM;
+}
+
+int drfd_usage_plan(struct drfd *d)
+{
+	struct drf_usage_tenants st;
+	int r = drfd_usage_stage(&d->use, &d->decl.cfg, &st);
+
+	if (r == 0)
+		drfd_usage_commit(&d->use, &st);
+	return r;
 }
 
 void drfd_usage_start(struct drfd *d, const struct drf_probe_ops *ops, void *ctx,
@@ -154,7 +192,7 @@ void drfd_usage_start(struct drfd *d, const struct drf_probe_ops *ops, void *ctx
 	 * Adopted programs hold tasks' tenants cached under the last drfd's
 	 * generations: start from one they have not seen (the clock, in ms).
 	 */
-	u->gen = (uint32_t)(now_realtime_ms());
+	u->gen = (uint32_t)(drf_real_usec(d->env->clock) / 1000);
 	u->map_dirty = true;
 	drf_log(d->log, LOG_INFO, "usage probes %s (%s)",
 		adopted ? "adopted from the last run" : "attached", pin_dir);
@@ -274,26 +312,10 @@ static void io_stat(struct drfd *d, const char *cg, struct drf_sample *s)
 	}
 }
 
-/* What the knobs of tenant i enforce as hard limits. */
+/* What the plan in force enforces on tenant i as hard limits: its knobs and the shaper. */
 static void limits(const struct drfd *d, size_t i, double *limit)
 {
-	const struct drf_knobs *k = &drfd_in_force(d)->knobs[i];
-	double q, p;
-	const char *s;
-
-	for (int r = 0; r < DRF_NRES; r++)
-		limit[r] = INFINITY;
-	if (k->set[DRF_KNOB_CPU_MAX] && sscanf(k->val[DRF_KNOB_CPU_MAX], "%lf %lf", &q, &p) == 2 &&
-	    p > 0)
-		limit[DRF_RES_CPU] = q / p;
-	if (k->set[DRF_KNOB_MEMORY_MAX] && strcmp(k->val[DRF_KNOB_MEMORY_MAX], "max") != 0)
-		limit[DRF_RES_MEMORY] = strtod(k->val[DRF_KNOB_MEMORY_MAX], NULL);
-	if (k->set[DRF_KNOB_IO_MAX]) {
-		if ((s = strstr(k->val[DRF_KNOB_IO_MAX], "rbps=")) && strncmp(s + 5, "max", 3) != 0)
-			limit[DRF_RES_IO_READ] = strtod(s + 5, NULL);
-		if ((s = strstr(k->val[DRF_KNOB_IO_MAX], "wbps=")) && strncmp(s + 5, "max", 3) != 0)
-			limit[DRF_RES_IO_WRITE] = strtod(s + 5, NULL);
-	}
+	memcpy(limit, d->plan.limit[i], sizeof(d->plan.limit[i]));
 	if (d->has_net && i < d->net.n) {
 		const struct drf_shaper_tenant *t = &d->net.t[i];
 
@@ -324,7 +346,7 @@ static void sample_tenant(struct drfd *d, size_t i, uint64_t now_ns, const struc
 {
 	struct drf_usage *u = &d->use;
 	struct drf_tenant_use *t = &u->t[i];
-	const char *cg = d->plan.cfg.tenants[i].cgroup;
+	const char *cg = d->decl.cfg.tenants[i].cgroup;
 	struct drf_sample s = { .t_ns = now_ns };
 	char buf[16384];
 	uint64_t id;
@@ -362,7 +384,7 @@ static void sample_tenant(struct drfd *d, size_t i, uint64_t now_ns, const struc
 		s.c[DRF_CTR_MEM_EVENTS_MAX] = flat_key(buf, "max");
 		s.c[DRF_CTR_MEM_EVENTS_OOM_KILL] = flat_key(buf, "oom_kill");
 	}
-	if (d->plan.cfg.capacity[DRF_RES_IO_READ] > 0 || d->plan.cfg.capacity[DRF_RES_IO_WRITE] > 0)
+	if (d->decl.cfg.capacity[DRF_RES_IO_READ] > 0 || d->decl.cfg.capacity[DRF_RES_IO_WRITE] > 0)
 		io_stat(d, cg, &s);
 	pressure(d, cg, "cpu.pressure", &s.c[DRF_CTR_PSI_CPU_SOME_USEC], &s.c[DRF_CTR_PSI_CPU_FULL_USEC]);
 	pressure(d, cg, "memory.pressure", &s.c[DRF_CTR_PSI_MEMORY_SOME_USEC],
@@ -418,13 +440,13 @@ static void sample_tenant(struct drfd *d, size_t i, uint64_t now_ns, const struc
 		s.c[DRF_CTR_NET_RX_MARKED] = (double)n->in_marked;
 	}
 	for (int r = 0; r < DRF_NRES; r++) {
-		t->declared[r] = drf_knobs_declared(&d->plan.cfg, i, r);
-		t->alloc[r] = drfd_in_force(d)->result.shares[i].alloc[r];
+		t->declared[r] = drf_knobs_declared(&d->decl.cfg, i, r);
+		t->alloc[r] = d->plan.result.shares[i].alloc[r];
 	}
-	t->weight = d->plan.cfg.tenants[i].weight;
+	t->weight = d->decl.cfg.tenants[i].weight;
 	limits(d, i, t->limit);
 	drf_use_push(t, &s, u->probes);
-	drf_use_assess(t, d->plan.problem.capacity);
+	drf_use_assess(t, d->decl.problem.capacity);
 }
 
 void drfd_usage_sample(struct drfd *d, uint64_t now_ns)
@@ -437,7 +459,7 @@ void drfd_usage_sample(struct drfd *d, uint64_t now_ns)
 	size_t n_keys = 0, m = 0;
 	double *x;
 
-	if (u->n != d->plan.cfg.n_tenants && drfd_usage_plan(d) < 0)
+	if (u->n != d->decl.cfg.n_tenants && drfd_usage_plan(d) < 0)
 		return;
 	if (u->probes) {
 		if (u->probe->read(u->probe_ctx, &keys, &pcpu, &pio, &n_keys) < 0) {
@@ -480,8 +502,8 @@ void drfd_usage_sample(struct drfd *d, uint64_t now_ns)
 	free(x);
 	/* Weights without BFQ or io.cost: io is shared by io.max caps only. */
 	u->no_effect = 0;
-	if (d->has_io && d->io.weights == DRF_IO_WEIGHTS_NONE && d->plan.cfg.mode == DRF_MODE_SHARE &&
-	    (d->plan.cfg.capacity[DRF_RES_IO_READ] > 0 || d->plan.cfg.capacity[DRF_RES_IO_WRITE] > 0)) {
+	if (d->has_io && d->io.weights == DRF_IO_WEIGHTS_NONE && d->decl.cfg.mode == DRF_MODE_SHARE &&
+	    (d->decl.cfg.capacity[DRF_RES_IO_READ] > 0 || d->decl.cfg.capacity[DRF_RES_IO_WRITE] > 0)) {
 		for (int r = DRF_RES_IO_READ; r <= DRF_RES_IO_WRITE; r++) {
 			u->no_effect |= 1u << r;
 			snprintf(u->no_effect_why[r], sizeof(u->no_effect_why[r]),

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "config.h"
 #include "probebpf.h"
 #include "use.h"
 
@@ -53,10 +54,25 @@ struct drf_usage {
 void drfd_usage_start(struct drfd *d, const struct drf_probe_ops *ops, void *ctx,
 		      const char *pin_dir, uint32_t root_level);
 
+/* Per-tenant state for a config's tenants. */
+struct drf_usage_tenants {
+	size_t n;
+	struct drf_tenant_use *t;
+	char **name, **cgroup;
+	uint64_t *cgid;
+	bool *in_map;
+};
+
 /*
- * After the first plan and each reload: per-tenant state for the plan in
- * force, each tenant's history kept by name. 0 or -ENOMEM (the old state stays).
+ * Per-tenant state for the tenants of c, each one's history carried over from
+ * u by name and cgroup (a reload): staged (0 or -ENOMEM, u unchanged), then
+ * committed into u, or dropped.
  */
+int drfd_usage_stage(const struct drf_usage *u, const struct drf_config *c,
+		     struct drf_usage_tenants *ret);
+void drfd_usage_commit(struct drf_usage *u, struct drf_usage_tenants *st);
+void drfd_usage_unstage(struct drf_usage_tenants *st);
+/* Both, for the config in force. 0 or -ENOMEM (the old state stays). */
 int drfd_usage_plan(struct drfd *d);
 
 /* One sample of every tenant, at now_ns (CLOCK_MONOTONIC). */

@@ -125,7 +125,7 @@ static unsigned read_ctrl_file(const char *dir, const char *file, int *ret_err)
 	return cgfs_parse_ctrls(buf);
 }
 
-int drf_check_cgroup(const struct drf_config *c, char *err, size_t len)
+int drf_check_cgroup(const struct drf_config *c, const char *root, char *err, size_t len)
 {
 	unsigned need = drf_knobs_controllers(c), have, offered;
 	char parent[4096], mount[4096], names[128], v1[512];
@@ -133,7 +133,7 @@ int drf_check_cgroup(const struct drf_config *c, char *err, size_t len)
 	struct stat st;
 	int e;
 
-	parent_dir(c->cgroup_root, parent, sizeof(parent));
+	parent_dir(root, parent, sizeof(parent));
 	if (statfs(parent, &sf) < 0) {
 		int e0 = -errno;
 
@@ -151,20 +151,20 @@ int drf_check_cgroup(const struct drf_config *c, char *err, size_t len)
 			 "cgroup2 is mounted %s%s%s%s. drfd needs cgroup v2 with %s: boot with "
 			 "systemd.unified_cgroup_hierarchy=1 (cgroup v2 only), or point cgroup-root "
 			 "into a cgroup2 mount that offers them",
-			 parent, c->cgroup_root, strcmp(mount, "nowhere") ? "at " : "", mount,
+			 parent, root, strcmp(mount, "nowhere") ? "at " : "", mount,
 			 v1[0] ? ", and the controllers are bound to cgroup v1: " : "", v1, names);
 		return -EMEDIUMTYPE;
 	}
 	/* Something else mounted at the root itself: not a cgroup at all. */
-	if (stat(c->cgroup_root, &st) == 0 && statfs(c->cgroup_root, &sf) == 0 &&
+	if (stat(root, &st) == 0 && statfs(root, &sf) == 0 &&
 	    sf.f_type != CGROUP2_SUPER_MAGIC) {
 		snprintf(err, len, "cgroup-root '%s' exists but is not a cgroup: another filesystem "
-			 "is mounted there; drfd writes only to cgroup v2", c->cgroup_root);
+			 "is mounted there; drfd writes only to cgroup v2", root);
 		return -ENOTDIR;
 	}
 	/* The root's parent must pass the controllers down to the root. */
-	if (stat(c->cgroup_root, &st) == 0)
-		have = read_ctrl_file(c->cgroup_root, "cgroup.controllers", &e);
+	if (stat(root, &st) == 0)
+		have = read_ctrl_file(root, "cgroup.controllers", &e);
 	else
 		have = read_ctrl_file(parent, "cgroup.subtree_control", &e);
 	if (e < 0) {
@@ -185,7 +185,7 @@ int drf_check_cgroup(const struct drf_config *c, char *err, size_t len)
 		snprintf(err, len,
 			 "'%s' does not pass %s down to cgroup-root '%s'; drfd writes only inside "
 			 "its root, so enable them first: echo '%s' > %s/cgroup.subtree_control",
-			 parent, names, c->cgroup_root, plus, parent);
+			 parent, names, root, plus, parent);
 		return -ENOTSUP;
 	}
 	v1_bindings(need & ~offered, v1, sizeof(v1));

@@ -15,12 +15,13 @@
 #include "knobs.h"
 
 /*
- * Checks cgroup v2 and the controllers c needs. Returns 0, or a negative errno
- * with the reason in err: -EMEDIUMTYPE if the root's parent is not on cgroup v2,
+ * Checks cgroup v2 at root (the resolved cgroup-root) and the controllers c
+ * needs. Returns 0, or a negative errno with the reason in err: -EMEDIUMTYPE if
+ * the root's parent is not on cgroup v2,
  * -ENOTSUP if controllers are missing, -ENOTDIR if the root exists but is not a
  * cgroup (something else is mounted there), another -errno if it cannot tell.
  */
-int drf_check_cgroup(const struct drf_config *c, char *err, size_t len);
+int drf_check_cgroup(const struct drf_config *c, const char *root, char *err, size_t len);
 
 /*
  * Resolves io-device to MAJ:MIN and finds whether BFQ or io.cost will honour

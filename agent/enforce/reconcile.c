@@ -27,8 +27,13 @@ static void set_seen(struct drf_tenant_rt *t, enum drf_knob k, const char *v)
 	t->seen[k][n] = '\0';
 }
 
-/* What a message calls t: a tenant, or an inner node of nested tenant paths. */
-#define KIND(t) ((t)->inner ? "inner cgroup" : "tenant")
+/* What a message calls a node: a tenant, an inner node of nested tenant paths, a task's. */
+static const char *const kind_names[] = {
+	[DRF_NODE_TENANT] = "tenant",
+	[DRF_NODE_INNER] = "inner cgroup",
+	[DRF_NODE_TASK] = "task cgroup",
+};
+#define KIND(t) (kind_names[(t)->kind])
 
 /* The hash index: cgroup path -> position in the tenant array. */
 
@@ -280,7 +285,7 @@ static void tenant_free(struct drf_tenant_rt *t)
 void drf_reconciler_free(struct drf_reconciler *rc)
 {
 	worker_stop(rc->worker);
-	for (size_t i = 0; i < rc->n + rc->n_inner; i++)
+	for (size_t i = 0; i < rc->n + rc->n_inner + rc->n_task; i++)
 		tenant_free(&rc->t[i]);
 	free(rc->t);
 	free(rc->index.slot);
@@ -309,18 +314,23 @@ static void orphan_drop(struct drf_reconciler *rc, size_t i)
 }
 
 /*
- * A cgroup that is no longer a tenant (or, inner, no longer above one): removed
- * if empty, else kept with its limits as an orphan. name and cgroup are copied.
+ * A cgroup that is no longer in the plan: removed if empty, else kept with
+ * its limits as an orphan (a task's is removed only once its task has ended,
+ * so it is empty). name and cgroup are copied.
  */
-static int retire(struct drf_reconciler *rc, const char *name, const char *cgroup, bool inner)
+static int retire(struct drf_reconciler *rc, const char *name, const char *cgroup,
+		  enum drf_node_kind kind)
 {
 	struct drf_orphan *no;
 	int r = cgfs_remove(rc->fs, cgroup);
 
 	if (r == 0) {
-		if (inner)
+		if (kind == DRF_NODE_INNER)
 			drf_log(&rc->log, LOG_NOTICE, "'%s/%s' is above no tenant any more; "
 						      "removed it", rc->fs->root, cgroup);
+		else if (kind == DRF_NODE_TASK)
+			drf_log(&rc->log, LOG_DEBUG, "removed task cgroup '%s/%s'", rc->fs->root,
+				cgroup);
 		else
 			drf_log(&rc->log, LOG_NOTICE, "tenant '%s' is gone from the config; "
 						      "removed '%s/%s'",
@@ -330,18 +340,19 @@ static int retire(struct drf_reconciler *rc, const char *name, const char *cgrou
 	}
 	if (r == -ENOENT)
 		return 0;
-	if (r == -EBUSY && inner)
-		drf_log(&rc->log, LOG_NOTICE, "'%s/%s' is above no tenant any more, but still "
-					      "holds processes or cgroups; removing it once it is "
-					      "empty", rc->fs->root, cgroup);
+	if (r == -EBUSY && kind != DRF_NODE_TENANT)
+		drf_log(&rc->log, LOG_NOTICE, "'%s/%s' is in the plan no more, but still holds "
+					      "processes or cgroups; removing it once it is empty",
+			rc->fs->root, cgroup);
 	else if (r == -EBUSY)
 		drf_log(&rc->log, LOG_WARNING, "tenant '%s' is gone from the config but '%s/%s' "
 					       "still holds processes; leaving it and its limits "
 					       "in place until it is empty",
 			name, rc->fs->root, cgroup);
 	else
-		drf_log(&rc->log, LOG_ERR, "cannot remove '%s/%s' of departed tenant '%s': %s; "
-					   "will retry", rc->fs->root, cgroup, name, strerror(-r));
+		drf_log(&rc->log, LOG_ERR, "cannot remove '%s/%s' of departed %s '%s': %s; will "
+					   "retry", rc->fs->root, cgroup, kind_names[kind], name,
+			strerror(-r));
 	no = realloc(rc->orphans, (rc->n_orphans + 1) * sizeof(*no));
 	if (!no)
 		return -ENOMEM;
@@ -349,6 +360,7 @@ static int retire(struct drf_reconciler *rc, const char *name, const char *cgrou
 	no = &rc->orphans[rc->n_orphans];
 	no->name = strdup(name);
 	no->cgroup = strdup(cgroup);
+	no->kind = kind;
 	if (!no->name || !no->cgroup) {
 		free(no->name);
 		free(no->cgroup);
@@ -367,7 +379,7 @@ int drf_reconciler_forget(struct drf_reconciler *rc, const char *name, const cha
 
 	if (index_find(&rc->index, rc->t, cgroup) >= 0 || orphan_find(rc, cgroup) >= 0)
 		return 0;
-	r = retire(rc, name, cgroup, false);
+	r = retire(rc, name, cgroup, DRF_NODE_TENANT);
 	if (r < 0 || strlen(cgroup) >= sizeof(path))
 		return r;
 	/* The inner nodes of its path that the plan does not use, deepest first. */
@@ -376,95 +388,184 @@ int drf_reconciler_forget(struct drf_reconciler *rc, const char *name, const cha
 		*slash = '\0';
 		if (index_find(&rc->index, rc->t, path) >= 0 || orphan_find(rc, path) >= 0)
 			break;
-		r = retire(rc, path, path, true);
+		r = retire(rc, path, path, DRF_NODE_INNER);
 		if (r < 0)
 			return r;
 	}
 	return 0;
 }
 
-int drf_reconciler_set(struct drf_reconciler *rc, const struct drf_config *c,
-		       const struct drf_knobs *k, const struct drf_inner *inner, size_t n_inner)
+/* The cgroup of node i of a plan: its tenants, then its inner nodes, then its tasks. */
+static const struct drf_cg_knobs *plan_node(const struct drf_plan *p, size_t i,
+					    enum drf_node_kind *ret_kind)
 {
-	size_t total = c->n_tenants + n_inner, old = rc->n + rc->n_inner;
-	struct drf_tenant_rt *nt = calloc(total + 1, sizeof(*nt));
-	struct drf_index nix = { 0 };
-	bool *kept = calloc(old + 1, sizeof(*kept));
-	size_t i = 0;
+	size_t n = p->decl->cfg.n_tenants;
+
+	if (i < n) {
+		*ret_kind = DRF_NODE_TENANT;
+		return NULL;
+	}
+	if (i < n + p->n_inner) {
+		*ret_kind = DRF_NODE_INNER;
+		return &p->inner[i - n];
+	}
+	*ret_kind = DRF_NODE_TASK;
+	return &p->task[i - n - p->n_inner];
+}
+
+void drf_reconciler_unstage(struct drf_reconciler_stage *st)
+{
+	for (size_t j = 0; st->t && j < st->total; j++) {
+		free(st->t[j].name);
+		free(st->t[j].cgroup);
+	}
+	free(st->t);
+	free(st->index.slot);
+	free(st->kept);
+	memset(st, 0, sizeof(*st));
+}
+
+int drf_reconciler_stage(struct drf_reconciler *rc, const struct drf_plan *p,
+			 struct drf_reconciler_stage *ret)
+{
+	const struct drf_config *c = &p->decl->cfg;
+	size_t old = rc->n + rc->n_inner + rc->n_task;
+	struct drf_reconciler_stage st = {
+		.n = c->n_tenants, .n_inner = p->n_inner, .n_task = p->n_task,
+		.total = c->n_tenants + p->n_inner + p->n_task, .ctrls = drf_knobs_controllers(c),
+	};
 	int r = -ENOMEM;
 
-	if (!nt || !kept)
-		goto out_free;
-	for (i = 0; i < total; i++) {
-		bool is_inner = i >= c->n_tenants;
-		const char *cg = is_inner ? inner[i - c->n_tenants].cgroup : c->tenants[i].cgroup;
-		const char *name = is_inner ? cg : c->tenants[i].name;
+	st.t = calloc(st.total + 1, sizeof(*st.t));
+	st.kept = calloc(old + 1, sizeof(*st.kept));
+	if (!st.t || !st.kept)
+		goto fail;
+	for (size_t i = 0; i < st.total; i++) {
+		enum drf_node_kind kind;
+		const struct drf_cg_knobs *node = plan_node(p, i, &kind);
+		const char *cg = node ? node->cgroup : c->tenants[i].cgroup;
+		const char *name = node ? cg : c->tenants[i].name;
 		ssize_t o = index_find(&rc->index, rc->t, cg);
 
-		/* Carried over with what was observed; only its name may change. */
-		if (o >= 0 && !kept[o])
-			nt[i] = rc->t[o];
-		nt[i].name = strdup(name);
-		nt[i].cgroup = strdup(cg);
-		nt[i].inner = is_inner;
-		if (!nt[i].name || !nt[i].cgroup) {
-			free(nt[i].name);
-			free(nt[i].cgroup);
-			goto out_free;
-		}
+		/* Carried over with what was observed (not yet: the commit takes it). */
+		st.t[i].name = strdup(name);
+		st.t[i].cgroup = strdup(cg);
+		if (!st.t[i].name || !st.t[i].cgroup)
+			goto fail;
+		st.t[i].kind = kind;
+		st.t[i].want = node ? node->knobs : p->knobs[i];
+		st.t[i].from = o >= 0 && !st.kept[o] ? (size_t)o + 1 : 0;
 		if (o >= 0)
-			kept[o] = true;
-		nt[i].want = is_inner ? inner[i - c->n_tenants].knobs : k[i];
+			st.kept[o] = true;
 	}
-	r = index_build(&nix, nt, total);
+	r = index_build(&st.index, st.t, st.total);
 	if (r < 0)
-		goto out_free;
+		goto fail;
+	*ret = st;
+	return 0;
+fail:
+	drf_reconciler_unstage(&st);
+	return r;
+}
 
+/* Whether any node of t[0 .. n) is a task's cgroup right below cgroup cg. */
+static bool has_task_below(const struct drf_tenant_rt *t, size_t n, const char *cg)
+{
+	size_t len = strlen(cg);
+
+	for (size_t i = 0; i < n; i++)
+		if (t[i].kind == DRF_NODE_TASK && strncmp(t[i].cgroup, cg, len) == 0 &&
+		    t[i].cgroup[len] == '/' && !strchr(t[i].cgroup + len + 1, '/'))
+			return true;
+	return false;
+}
+
+void drf_reconciler_commit(struct drf_reconciler *rc, struct drf_reconciler_stage *st)
+{
+	size_t old = rc->n + rc->n_inner + rc->n_task;
+
+	/* What was observed of each node that stays, under its new name and wants. */
+	for (size_t i = 0; i < st->total; i++) {
+		struct drf_tenant_rt nt = st->t[i];
+
+		if (!nt.from)
+			continue;
+		st->t[i] = rc->t[nt.from - 1];
+		free(st->t[i].name);
+		free(st->t[i].cgroup);
+		st->t[i].name = nt.name;
+		st->t[i].cgroup = nt.cgroup;
+		st->t[i].kind = nt.kind;
+		st->t[i].want = nt.want;
+		st->t[i].from = 0;
+		rc->t[nt.from - 1].name = rc->t[nt.from - 1].cgroup = NULL;
+	}
 	/*
-	 * Committed: from here on nothing fails but the orphan list's growth.
-	 * Departed tenants first, then the inner nodes no tenant needs, deepest
-	 * (last) first, so that a parent is tried once its children are gone.
+	 * Departed nodes: the tasks' cgroups first (below their tenants), then the
+	 * tenants, then the inner nodes no tenant needs, deepest (last) first, so
+	 * that a parent is tried once its children are gone.
 	 */
-	for (size_t o = old; o-- > 0;) {
-		size_t x = o < rc->n_inner ? rc->n + o : o - rc->n_inner;
+	for (size_t k = 0; k < old; k++) {
+		size_t x = k < rc->n_task ? old - 1 - k
+			   : k < rc->n_task + rc->n ? k - rc->n_task
+						   : rc->n + (old - 1 - k);
+		struct drf_tenant_rt *t = &rc->t[x];
+		int r;
 
-		if (kept[x]) {
-			tenant_free(&rc->t[x]);
+		if (st->kept[x]) {
+			tenant_free(t);
 			continue;
 		}
-		r = retire(rc, rc->t[x].name, rc->t[x].cgroup, rc->t[x].inner);
+		r = retire(rc, t->name, t->cgroup, t->kind);
 		if (r < 0)
-			drf_log(&rc->log, LOG_ERR, "cannot track departed tenant '%s': %s",
-				rc->t[x].name, strerror(-r));
-		tenant_free(&rc->t[x]);
+			drf_log(&rc->log, LOG_ERR, "cannot track departed %s '%s': %s",
+				kind_names[t->kind], t->name, strerror(-r));
+		/* Its tenant's last task gone: the tenant's cgroup may hold processes again. */
+		if (t->kind == DRF_NODE_TASK && r == 0) {
+			char *slash = strrchr(t->cgroup, '/');
+
+			if (slash) {
+				*slash = '\0';
+				if (!has_task_below(st->t, st->total, t->cgroup) &&
+				    cgfs_set_subtree(rc->fs, t->cgroup, 0, MANAGED_CTRLS) < 0)
+					drf_log(&rc->log, LOG_DEBUG, "controllers stay enabled in "
+								     "'%s/%s'", rc->fs->root,
+						t->cgroup);
+			}
+		}
+		tenant_free(t);
 	}
-	/* A tenant that comes back is no orphan any more. */
-	for (i = 0; i < total; i++) {
-		ssize_t orph = orphan_find(rc, nt[i].cgroup);
+	/* A node that comes back is no orphan any more. */
+	for (size_t i = 0; i < st->total; i++) {
+		ssize_t orph = orphan_find(rc, st->t[i].cgroup);
 
 		if (orph >= 0)
 			orphan_drop(rc, (size_t)orph);
 	}
-	if (rc->n != c->n_tenants || rc->n_inner != n_inner)
+	if (rc->n != st->n || rc->n_inner != st->n_inner || rc->n_task != st->n_task)
 		rc->membership_changed = true;
 	free(rc->t);
 	free(rc->index.slot);
-	rc->t = nt;
-	rc->n = c->n_tenants;
-	rc->n_inner = n_inner;
-	rc->index = nix;
-	rc->ctrls = drf_knobs_controllers(c);
+	rc->t = st->t;
+	rc->n = st->n;
+	rc->n_inner = st->n_inner;
+	rc->n_task = st->n_task;
+	rc->index = st->index;
+	rc->ctrls = st->ctrls;
 	rc->root_checked = false;
-	if (rc->cursor >= total)
+	if (rc->cursor >= st->total)
 		rc->cursor = 0;
-	free(kept);
-	return 0;
-out_free:
-	if (nt)
-		for (size_t j = 0; j < i; j++)
-			tenant_free(&nt[j]);
-	free(nt);
-	free(kept);
+	free(st->kept);
+	memset(st, 0, sizeof(*st));
+}
+
+int drf_reconciler_set(struct drf_reconciler *rc, const struct drf_plan *p)
+{
+	struct drf_reconciler_stage st;
+	int r = drf_reconciler_stage(rc, p, &st);
+
+	if (r == 0)
+		drf_reconciler_commit(rc, &st);
 	return r;
 }
 
@@ -586,9 +687,19 @@ static int ensure_cgroup(struct drf_reconciler *rc, struct drf_tenant_rt *t,
 		} else if (r < 0) {
 			return r;
 		}
-		if (i < n || t->inner) {
-			/* An inner node of a nested tenant path passes the controllers on. */
-			set_subtree(rc, path, NULL, st);
+		if (i < n || t->kind == DRF_NODE_INNER) {
+			/*
+			 * An inner node of a nested tenant path passes the controllers
+			 * on, and so does a tenant's cgroup to its tasks': a task's
+			 * cgroup below one that cannot (it holds processes of its
+			 * own) would hold no limits, so it is not made.
+			 */
+			int errs[CGFS_NCTRL] = { 0 };
+			unsigned failed = set_subtree(rc, path, t->kind == DRF_NODE_TASK ? errs : NULL,
+						      st);
+
+			if (failed && t->kind == DRF_NODE_TASK)
+				return errs[__builtin_ctz(failed)];
 			if (i < n)
 				path[i] = '/';
 		}
@@ -765,7 +876,7 @@ static bool memory_gate(struct drf_reconciler *rc, struct drf_tenant_rt *t,
  */
 static const enum drf_knob write_order[] = {
 	DRF_KNOB_CPU_WEIGHT, DRF_KNOB_CPU_MAX, DRF_KNOB_MEMORY_LOW, DRF_KNOB_MEMORY_MAX,
-	DRF_KNOB_MEMORY_HIGH, DRF_KNOB_IO_WEIGHT, DRF_KNOB_IO_MAX,
+	DRF_KNOB_MEMORY_SWAP_MAX, DRF_KNOB_MEMORY_HIGH, DRF_KNOB_IO_WEIGHT, DRF_KNOB_IO_MAX,
 };
 
 static bool in_sync(const struct drf_tenant_rt *t, enum drf_knob k)
@@ -894,7 +1005,7 @@ static void check_root(struct drf_reconciler *rc, struct drf_reconcile_stats *st
 int drf_reconcile_tick(struct drf_reconciler *rc, size_t verify, struct drf_reconcile_stats *ret)
 {
 	struct drf_reconcile_stats st = { 0 };
-	size_t start = rc->cursor, end, total = rc->n + rc->n_inner;
+	size_t start = rc->cursor, end, total = rc->n + rc->n_inner + rc->n_task;
 
 	worker_collect(rc, false, &st);
 	if (verify > total)
@@ -903,9 +1014,12 @@ int drf_reconcile_tick(struct drf_reconciler *rc, size_t verify, struct drf_reco
 	if (!rc->root_checked || rc->root_failed || start == 0)
 		check_root(rc, &st);
 	end = start + verify;
-	/* Inner nodes (at n and above, parents first) before the tenants below them. */
+	/*
+	 * Inner nodes (at n and above, parents first) before the tenants below them,
+	 * and the tenants before their tasks' cgroups (last).
+	 */
 	for (size_t o = 0; o < total; o++) {
-		size_t i = o < rc->n_inner ? rc->n + o : o - rc->n_inner;
+		size_t i = o < rc->n_inner ? rc->n + o : o < rc->n_inner + rc->n ? o - rc->n_inner : o;
 		struct drf_tenant_rt *t = &rc->t[i];
 		bool v = (i >= start && i < end) || (end > total && i < end - total);
 
@@ -939,4 +1053,29 @@ int drf_reconcile_tick(struct drf_reconciler *rc, size_t verify, struct drf_reco
 	if (ret)
 		*ret = st;
 	return 0;
+}
+
+int drf_reconciler_ready(const struct drf_reconciler *rc, const char *cg, char *why, size_t len)
+{
+	ssize_t i = index_find(&rc->index, rc->t, cg);
+	const struct drf_tenant_rt *t;
+
+	if (i < 0) {
+		snprintf(why, len, "'%s/%s' is not in the plan", rc->fs->root, cg);
+		return -ENOENT;
+	}
+	t = &rc->t[i];
+	if (t->cg_err) {
+		snprintf(why, len, "cannot create cgroup '%s/%s': %s", rc->fs->root, cg,
+			 strerror(t->cg_err));
+		return -t->cg_err;
+	}
+	for (int k = 0; k < DRF_NKNOBS; k++)
+		if (t->want.set[k] && (t->failed & KNOB_BIT(k))) {
+			snprintf(why, len, "cannot write '%s' to '%s/%s/%s': %s", t->want.val[k],
+				 rc->fs->root, cg, drf_knob_file((enum drf_knob)k, rc->io),
+				 strerror(t->err[k]));
+			return -t->err[k];
+		}
+	return t->exists && !needs_work(t) ? 1 : 0;
 }

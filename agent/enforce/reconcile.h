@@ -35,10 +35,18 @@
 #include "config.h"
 #include "knobs.h"
 #include "log.h"
+#include "planner.h"
+
+/* What a cgroup of the plan is to drfd. */
+enum drf_node_kind {
+	DRF_NODE_TENANT,
+	DRF_NODE_INNER,                        /* an inner node of nested tenant paths */
+	DRF_NODE_TASK,                         /* a task's, below its tenant's */
+};
 
 struct drf_tenant_rt {
-	char *name;                            /* an inner node's is its cgroup */
-	bool inner;                            /* an inner node of nested tenant paths */
+	char *name;                            /* an inner node's or a task's is its cgroup */
+	enum drf_node_kind kind;
 	char *cgroup;                          /* relative to the root */
 	struct drf_knobs want;                 /* desired */
 	char seen[DRF_NKNOBS][DRF_KNOB_LEN];   /* observed: last read back or written */
@@ -52,11 +60,13 @@ struct drf_tenant_rt {
 	bool job_queued;                       /* a memory.high write is with the worker */
 	char target[DRF_KNOB_LEN];             /* the memory.max being waited for */
 	uint64_t verified_tick;                /* the last tick that read every knob back */
+	size_t from;                           /* staged: 1 + its index in the plan in force; 0 */
 };
 
 struct drf_orphan {
 	char *name;
 	char *cgroup;
+	enum drf_node_kind kind;
 };
 
 struct drf_index {
@@ -73,9 +83,10 @@ struct drf_reconciler {
 	bool async_memory;              /* tighten memory on a worker thread */
 	unsigned long page_size;        /* memory limits round down to it */
 	unsigned ctrls;                 /* controllers the plan needs */
-	struct drf_tenant_rt *t;        /* the plan's tenants, in config order, then its inner */
+	struct drf_tenant_rt *t;        /* the plan's tenants (config order), inner nodes, tasks */
 	size_t n;                       /* tenants: t[0 .. n) */
 	size_t n_inner;                 /* inner nodes: t[n .. n + n_inner), parents first */
+	size_t n_task;                  /* tasks' cgroups: after the inner nodes */
 	struct drf_index index;         /* cgroup -> t[] */
 	struct drf_orphan *orphans;
 	size_t n_orphans;
@@ -107,17 +118,41 @@ int drf_reconciler_init(struct drf_reconciler *rc, const struct cgfs *fs,
 			bool async_memory, unsigned long page_size);
 void drf_reconciler_free(struct drf_reconciler *rc);
 
+/* A plan made ready to take over: everything that can fail is done. */
+struct drf_reconciler_stage {
+	struct drf_tenant_rt *t;
+	size_t n, n_inner, n_task, total;
+	struct drf_index index;
+	bool *kept;                     /* per node in force: it stays */
+	unsigned ctrls;
+};
+
 /*
- * Makes the plan of c with knob values k (c->n_tenants) and the inner nodes of
- * its nested tenant paths (n_inner, parents first) the desired state. Tenants
- * and inner nodes are carried over by cgroup path with what was observed of
- * them; one whose values changed is written by the next tick without waiting
- * for its turn to be verified. Those of the previous plan that are not in this
- * one are removed if empty and become orphans otherwise. Returns 0 or -ENOMEM
- * (then the previous plan stays in force).
+ * Makes the cgroups of plan p, and their knob values, the desired state, in
+ * two steps so that a caller with more than one backend to set changes none
+ * or all: drf_reconciler_stage() does what can fail (0 or -ENOMEM, and
+ * nothing changes), drf_reconciler_commit() cannot fail; a stage not
+ * committed is dropped with drf_reconciler_unstage(). Nodes are carried over
+ * by cgroup path with what was observed of them; one whose values changed is
+ * written by the next tick without waiting for its turn to be verified. Those
+ * of the previous plan that are not in this one are removed if empty and
+ * become orphans otherwise; once a tenant's last task cgroup is removed, the
+ * tenant's cgroup stops passing controllers down, so that it may hold
+ * processes again (drfctl exec).
  */
-int drf_reconciler_set(struct drf_reconciler *rc, const struct drf_config *c,
-		       const struct drf_knobs *k, const struct drf_inner *inner, size_t n_inner);
+int drf_reconciler_stage(struct drf_reconciler *rc, const struct drf_plan *p,
+			 struct drf_reconciler_stage *ret);
+void drf_reconciler_commit(struct drf_reconciler *rc, struct drf_reconciler_stage *st);
+void drf_reconciler_unstage(struct drf_reconciler_stage *st);
+/* Both steps at once: 0, or -ENOMEM and the previous plan stays. */
+int drf_reconciler_set(struct drf_reconciler *rc, const struct drf_plan *p);
+
+/*
+ * Whether the cgroup cg of the plan holds what drfd wants: 1 (created, every
+ * knob written or read back as wanted), 0 (not yet: no tick since it was
+ * set), or -errno with why when creating it or writing a knob failed.
+ */
+int drf_reconciler_ready(const struct drf_reconciler *rc, const char *cg, char *why, size_t len);
 
 /*
  * A cgroup that drfd managed before (from its state file) and that is not in

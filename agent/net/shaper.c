@@ -185,9 +185,9 @@ static ssize_t old_by_name(const struct drf_shaper *s, const size_t *slot, size_
 	return -1;
 }
 
-int drf_shaper_set(struct drf_shaper *s, const struct drf_enforced *e, bool replace_foreign)
+int drf_shaper_set(struct drf_shaper *s, const struct drf_plan *p)
 {
-	const struct drf_config *c = &e->cfg;
+	const struct drf_config *c = &p->decl->cfg;
 	struct drf_shaper_tenant *nt;
 	uint8_t used[65536 / 8] = { 0 };
 	size_t n = c->n_tenants, *slot = NULL, cap = 0, *old_of = NULL;
@@ -243,7 +243,7 @@ int drf_shaper_set(struct drf_shaper *s, const struct drf_enforced *e, bool repl
 			r = -ENOMEM;
 			goto fail;
 		}
-		drf_htb_inputs(c, &e->problem, &e->result, i, &nt[i].in);
+		nt[i].in = p->net.t[i];
 		if (nt[i].in.eg_alloc > max_eg)
 			max_eg = nt[i].in.eg_alloc;
 	}
@@ -261,12 +261,8 @@ int drf_shaper_set(struct drf_shaper *s, const struct drf_enforced *e, bool repl
 	s->mem_name = NULL;
 	s->mem_minor = NULL;
 	s->n_mem = 0;
-	s->plan = (struct drf_htb_plan){
-		.limit = c->mode == DRF_MODE_LIMIT,
-		.eg_cap = e->problem.capacity[DRF_RES_NET],
-		.in_cap = e->problem.capacity[DRF_RES_NET_IN],
-	};
-	s->link_rate = c->net_link_rate > 0 ? (uint64_t)c->net_link_rate : 0;
+	s->plan = p->net.htb;
+	s->link_rate = p->net.link_rate;
 	/* No more egress shaping: drfd's tree goes, also one a previous run left. */
 	if ((s->egress || !s->planned) && !(s->plan.eg_cap > 0))
 		s->drop_qdisc = true;
@@ -275,7 +271,7 @@ int drf_shaper_set(struct drf_shaper *s, const struct drf_enforced *e, bool repl
 		s->drop_qdisc = false;
 	s->planned = true;
 	s->ingress = s->plan.in_cap > 0;
-	s->replace_foreign = replace_foreign;
+	s->replace_foreign = p->net.replace_foreign;
 	s->map_dirty = true;
 	remap(s);
 	return 0;

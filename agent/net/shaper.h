@@ -26,10 +26,10 @@
 #include <stdint.h>
 
 #include "cgroupfs.h"
-#include "desired.h"
 #include "htb.h"
 #include "log.h"
 #include "netbpf.h"
+#include "planner.h"
 #include "tc.h"
 
 struct drf_shaper_tenant {
@@ -115,11 +115,11 @@ void drf_shaper_free(struct drf_shaper *s);
 int drf_shaper_remember(struct drf_shaper *s, const char *name, uint16_t minor);
 
 /*
- * Makes the plan e the desired state: classes and policers from its
- * allocation; minors carried over by tenant name. 0, -ENOSPC (more tenants
- * than class minors) or -ENOMEM; on failure the previous plan stays.
+ * Makes the network of plan p the desired state: classes and policers from
+ * its allocation; minors carried over by tenant name. 0, -ENOSPC (more
+ * tenants than class minors) or -ENOMEM; on failure the previous plan stays.
  */
-int drf_shaper_set(struct drf_shaper *s, const struct drf_enforced *e, bool replace_foreign);
+int drf_shaper_set(struct drf_shaper *s, const struct drf_plan *p);
 
 /*
  * One tick; now_ns is CLOCK_MONOTONIC, for the rates. The classes are read

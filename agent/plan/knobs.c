@@ -22,6 +22,7 @@ static const char *const knob_files[DRF_NKNOBS] = {
 	[DRF_KNOB_MEMORY_MAX] = "memory.max",
 	[DRF_KNOB_IO_WEIGHT] = "io.weight",
 	[DRF_KNOB_IO_MAX] = "io.max",
+	[DRF_KNOB_MEMORY_SWAP_MAX] = "memory.swap.max",
 };
 
 const char *drf_knob_file(enum drf_knob k, const struct drf_io_target *io)
@@ -189,6 +190,23 @@ static void io_limits(char *buf, size_t len, const struct drf_io_target *io, dou
 	snprintf(buf, len, "%u:%u rbps=%s wbps=%s riops=max wiops=max", io->major, io->minor, r, w);
 }
 
+/* A limit mode cpu.max: quota (at least the kernel's 1 ms) and period, or max above its largest. */
+static void cpu_cap(struct drf_knobs *k, double cores)
+{
+	double quota = fmax(1000, round(cores * DRF_CPU_PERIOD_US));
+
+	/*
+	 * The kernel's quota lies in [1ms, max_cfs_runtime] (tg_set_cfs_bandwidth():
+	 * EINVAL outside); a cap above the largest quota caps nothing.
+	 */
+	if (isinf(cores) || quota > DRF_CPU_MAX_QUOTA_US)
+		set(k, DRF_KNOB_CPU_MAX, "max %d", DRF_CPU_PERIOD_US);
+	else
+		fmt_whole(k->val[DRF_KNOB_CPU_MAX], DRF_KNOB_LEN, quota,
+			  " " DRF_STR(DRF_CPU_PERIOD_US));
+	k->set[DRF_KNOB_CPU_MAX] = true;
+}
+
 /*
  * Nested tenant paths ("team/web"): cgroup v2 divides among siblings only, so
  * weights are proportional to the allocation of each node's whole subtree
@@ -347,7 +365,7 @@ static void inner_knobs(const struct drf_config *c, const struct drf_problem *p,
 	}
 }
 
-void drf_inner_free(struct drf_inner *in, size_t n)
+void drf_cg_knobs_free(struct drf_cg_knobs *in, size_t n)
 {
 	for (size_t i = 0; in && i < n; i++)
 		free(in[i].cgroup);
@@ -356,12 +374,12 @@ void drf_inner_free(struct drf_inner *in, size_t n)
 
 int drf_knobs_compute(const struct drf_config *c, const struct drf_problem *p,
 		      const struct drf_result *res, const struct drf_io_target *io,
-		      struct drf_knobs *ret, struct drf_inner **ret_inner, size_t *ret_n_inner)
+		      struct drf_knobs *ret, struct drf_cg_knobs **ret_inner, size_t *ret_n_inner)
 {
 	unsigned ctrls = drf_knobs_controllers(c);
 	double cpu_max = 0, io_max = 0;
 	bool limit = c->mode == DRF_MODE_LIMIT, nested = false;
-	struct drf_inner *inner = NULL;
+	struct drf_cg_knobs *inner = NULL;
 	struct tree t = { 0 };
 	size_t n_inner = 0;
 
@@ -384,7 +402,7 @@ int drf_knobs_compute(const struct drf_config *c, const struct drf_problem *p,
 
 			inner[x].cgroup = strndup(v->path, v->len);
 			if (!inner[x].cgroup) {
-				drf_inner_free(inner, n_inner);
+				drf_cg_knobs_free(inner, n_inner);
 				tree_free(&t);
 				return -ENOMEM;
 			}
@@ -406,20 +424,8 @@ int drf_knobs_compute(const struct drf_config *c, const struct drf_problem *p,
 			double a = s->alloc[DRF_RES_CPU];
 
 			if (limit) {
-				double quota = fmax(1000, round(a * DRF_CPU_PERIOD_US));
-
 				set(k, DRF_KNOB_CPU_WEIGHT, "100");
-				/*
-				 * The kernel's quota lies in [1ms, max_cfs_runtime]
-				 * (tg_set_cfs_bandwidth(): EINVAL outside); a cap
-				 * above the largest quota caps nothing.
-				 */
-				if ((uncapped & (1u << DRF_RES_CPU)) || quota > DRF_CPU_MAX_QUOTA_US)
-					set(k, DRF_KNOB_CPU_MAX, "max %d", DRF_CPU_PERIOD_US);
-				else
-					fmt_whole(k->val[DRF_KNOB_CPU_MAX], DRF_KNOB_LEN, quota,
-						  " " DRF_STR(DRF_CPU_PERIOD_US));
-				k->set[DRF_KNOB_CPU_MAX] = true;
+				cpu_cap(k, uncapped & (1u << DRF_RES_CPU) ? INFINITY : a);
 			} else {
 				fmt_whole(k->val[DRF_KNOB_CPU_WEIGHT], DRF_KNOB_LEN,
 					  (double)scale_weight(a, cpu_max, 10000), "");
@@ -477,9 +483,56 @@ int drf_knobs_compute(const struct drf_config *c, const struct drf_problem *p,
 		*ret_inner = inner;
 		*ret_n_inner = n_inner;
 	} else {
-		drf_inner_free(inner, n_inner);
+		drf_cg_knobs_free(inner, n_inner);
 	}
 	return 0;
+}
+
+void drf_knobs_task(const double vec[DRF_NRES], const struct drf_io_target *io,
+		    struct drf_knobs *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	if (vec[DRF_RES_CPU] > 0)
+		cpu_cap(ret, vec[DRF_RES_CPU]);
+	if (vec[DRF_RES_MEMORY] > 0) {
+		bytes_or_max(ret->val[DRF_KNOB_MEMORY_MAX], DRF_KNOB_LEN, vec[DRF_RES_MEMORY]);
+		ret->set[DRF_KNOB_MEMORY_MAX] = true;
+		/* Without swap, a task over its memory is OOM-killed rather than swapped out. */
+		set(ret, DRF_KNOB_MEMORY_SWAP_MAX, "0");
+	}
+	if (io && (vec[DRF_RES_IO_READ] > 0 || vec[DRF_RES_IO_WRITE] > 0)) {
+		io_limits(ret->val[DRF_KNOB_IO_MAX], DRF_KNOB_LEN, io,
+			  vec[DRF_RES_IO_READ] > 0 ? vec[DRF_RES_IO_READ] : INFINITY,
+			  vec[DRF_RES_IO_WRITE] > 0 ? vec[DRF_RES_IO_WRITE] : INFINITY);
+		ret->set[DRF_KNOB_IO_MAX] = true;
+	}
+}
+
+/* The number after key= in an io.max value, or INFINITY ("max", or no such key). */
+static double io_field(const char *v, const char *key)
+{
+	const char *p = strstr(v, key);
+
+	if (!p || strncmp(p + strlen(key), "max", 3) == 0)
+		return INFINITY;
+	return strtod(p + strlen(key), NULL);
+}
+
+void drf_knobs_limits(const struct drf_knobs *k, double ret[DRF_NRES])
+{
+	double q, p;
+
+	for (int r = 0; r < DRF_NRES; r++)
+		ret[r] = INFINITY;
+	if (k->set[DRF_KNOB_CPU_MAX] && sscanf(k->val[DRF_KNOB_CPU_MAX], "%lf %lf", &q, &p) == 2 &&
+	    p > 0)
+		ret[DRF_RES_CPU] = q / p;
+	if (k->set[DRF_KNOB_MEMORY_MAX] && strcmp(k->val[DRF_KNOB_MEMORY_MAX], "max") != 0)
+		ret[DRF_RES_MEMORY] = strtod(k->val[DRF_KNOB_MEMORY_MAX], NULL);
+	if (k->set[DRF_KNOB_IO_MAX]) {
+		ret[DRF_RES_IO_READ] = io_field(k->val[DRF_KNOB_IO_MAX], " rbps=");
+		ret[DRF_RES_IO_WRITE] = io_field(k->val[DRF_KNOB_IO_MAX], " wbps=");
+	}
 }
 
 static bool memory_matches(const char *want, const char *have, unsigned long page)
@@ -537,6 +590,7 @@ bool drf_knob_matches(enum drf_knob k, const char *want, const char *have,
 	case DRF_KNOB_MEMORY_LOW:
 	case DRF_KNOB_MEMORY_HIGH:
 	case DRF_KNOB_MEMORY_MAX:
+	case DRF_KNOB_MEMORY_SWAP_MAX:
 		return memory_matches(want, have, page_size);
 	case DRF_KNOB_IO_MAX: {
 		char dev[32], wantv[32], havev[32];

@@ -39,6 +39,7 @@ enum drf_knob {
 	DRF_KNOB_MEMORY_MAX,
 	DRF_KNOB_IO_WEIGHT,     /* io.weight (io.cost) or io.bfq.weight (BFQ) */
 	DRF_KNOB_IO_MAX,
+	DRF_KNOB_MEMORY_SWAP_MAX, /* tasks only: "0", so that a task over its memory is OOM-killed */
 	DRF_NKNOBS,
 };
 
@@ -80,17 +81,18 @@ enum drf_ctrl {
 unsigned drf_knobs_controllers(const struct drf_config *c);
 
 /*
- * A cgroup between the root and a tenant's that is no tenant itself: the inner
- * node "team" of a tenant with `cgroup = team/web`. cgroup v2 divides among
- * siblings only, so drfd sets its weights from the allocation of all the
- * tenants below it (and its memory.low to their sum), and no caps.
+ * A cgroup that is no tenant's own and its knob values: an inner node of
+ * nested tenant paths (the node "team" of a tenant with `cgroup = team/web`:
+ * cgroup v2 divides among siblings only, so drfd sets its weights from the
+ * allocation of all the tenants below it, its memory.low to their sum, and no
+ * caps), or a task's cgroup under its tenant's (limits at its vector).
  */
-struct drf_inner {
+struct drf_cg_knobs {
 	char *cgroup;
 	struct drf_knobs knobs;
 };
 
-void drf_inner_free(struct drf_inner *in, size_t n);
+void drf_cg_knobs_free(struct drf_cg_knobs *in, size_t n);
 
 /*
  * Knob values for every tenant (ret has c->n_tenants entries) and, if
@@ -102,7 +104,24 @@ void drf_inner_free(struct drf_inner *in, size_t n);
  */
 int drf_knobs_compute(const struct drf_config *c, const struct drf_problem *p,
 		      const struct drf_result *r, const struct drf_io_target *io,
-		      struct drf_knobs *ret, struct drf_inner **ret_inner, size_t *ret_n_inner);
+		      struct drf_knobs *ret, struct drf_cg_knobs **ret_inner, size_t *ret_n_inner);
+
+/*
+ * The knobs of a task's cgroup: hard limits at the task's vector, as limit
+ * mode writes them for a tenant (cpu.max at vec x period, memory.max and
+ * memory.swap.max 0, io.max at its read and write rates), for each resource
+ * the vector holds; io only with an io target.
+ */
+void drf_knobs_task(const double vec[DRF_NRES], const struct drf_io_target *io,
+		    struct drf_knobs *ret);
+
+/*
+ * What knobs k enforce as hard limits, per resource in its unit (cores, bytes,
+ * bytes/s): cpu.max's quota / period, memory.max, io.max's rbps and wbps;
+ * INFINITY where nothing caps (and for the network, which is not a cgroup
+ * knob's).
+ */
+void drf_knobs_limits(const struct drf_knobs *k, double ret[DRF_NRES]);
 
 /*
  * Whether the kernel's value `have` (as read, newline trimmed) is `want`,

@@ -32,15 +32,6 @@
 #define CLONE_INTO_CGROUP 0x200000000ULL
 #endif
 
-static uint64_t real_now(void *ctx)
-{
-	struct timespec ts;
-
-	(void)ctx;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
-}
-
 static void real_reap(void *ctx, pid_t pid)
 {
 	(void)ctx;
@@ -157,7 +148,6 @@ static int real_spawn(void *ctx, const struct cgfs *fs, const char *cg, const st
 const struct drf_spawn_ops drf_spawn_real_ops = {
 	.spawn = real_spawn,
 	.reap = real_reap,
-	.now = real_now,
 };
 
 /* ---- the supervisor ---- */

@@ -24,7 +24,6 @@
 #include "taskq.h"
 #include "text.h"
 
-#define CTRLS (CGFS_CPU | CGFS_MEMORY | CGFS_IO)
 #define FILE_MAX (1 << 20)
 
 int drf_tasks_dir(const char *state_path, char *ret, size_t len)
@@ -40,6 +39,7 @@ int drf_tasks_dir(const char *state_path, char *ret, size_t len)
 
 static const char *const state_names[] = {
 	[DRF_TASK_QUEUED] = "queued",
+	[DRF_TASK_STARTING] = "starting",
 	[DRF_TASK_RUNNING] = "running",
 	[DRF_TASK_DONE] = "finished",
 };
@@ -574,7 +574,7 @@ static int load_task(struct drf_tasks *q, const char *name, uint64_t id)
 		t->state = DRF_TASK_RUNNING;
 		t->readopted = true;
 		if (!t->started)
-			t->started = q->ops->now(q->ctx);
+			t->started = drf_real_usec(q->clock);
 	} else {
 		t->state = DRF_TASK_QUEUED;
 	}
@@ -583,8 +583,8 @@ static int load_task(struct drf_tasks *q, const char *name, uint64_t id)
 }
 
 int drf_tasks_init(struct drf_tasks *q, const char *dir, const struct cgfs *fs,
-		   const struct drf_spawn_ops *ops, void *ctx, const struct drf_logger *log,
-		   char *err, size_t len)
+		   const struct drf_spawn_ops *ops, void *ctx, const struct drf_clock *clock,
+		   const struct drf_logger *log, char *err, size_t len)
 {
 	char why[1024];
 	const char *name;
@@ -598,6 +598,7 @@ int drf_tasks_init(struct drf_tasks *q, const char *dir, const struct cgfs *fs,
 	q->fs = fs;
 	q->ops = ops;
 	q->ctx = ctx;
+	q->clock = clock;
 	q->log = log;
 	q->history = DRF_TASKS_HISTORY;
 	q->history_all = DRF_TASKS_HISTORY_ALL;
@@ -672,6 +673,9 @@ void drf_tasks_free(struct drf_tasks *q)
 	free(q->t);
 	q->t = NULL;
 	q->n = q->cap = 0;
+	free(q->plan);
+	q->plan = NULL;
+	q->plan_cap = 0;
 	if (q->dfd >= 0)
 		close(q->dfd);
 	q->dfd = -1;
@@ -810,7 +814,7 @@ int drf_tasks_submit(struct drf_tasks *q, const struct drf_config *c,
 	}
 	if (req->key && !(t.key = strdup(req->key)))
 		goto nomem;
-	t.submitted = q->ops->now(q->ctx);
+	t.submitted = drf_real_usec(q->clock);
 	t.exit_code = t.signal = -1;
 	t.cgroup = strdup(cg);
 	t.cwd = strdup(req->cwd);
@@ -875,7 +879,7 @@ static int finish(struct drf_tasks *q, struct drf_task *t, const char *result, c
 		  bool only_if_written)
 {
 	char dir[4352], *buf = NULL, *e = NULL;
-	uint64_t ended = t->ended ? t->ended : q->ops->now(q->ctx);
+	uint64_t ended = t->ended ? t->ended : drf_real_usec(q->clock);
 	size_t blen = 0;
 	FILE *f;
 	int r;
@@ -908,6 +912,8 @@ static int finish(struct drf_tasks *q, struct drf_task *t, const char *result, c
 		drf_log(q->log, LOG_ERR, "task %" PRIu64 ": cannot write '%s/result': %s; after a "
 					 "restart it will be found %s again",
 			t->id, dir, strerror(-r), t->started ? "ended" : "queued");
+	if (t->state != DRF_TASK_QUEUED)
+		q->generation++;
 	snprintf(t->result, sizeof(t->result), "%s", result);
 	t->ended = ended;
 	free(t->error);
@@ -942,7 +948,7 @@ int drf_tasks_cancel(struct drf_tasks *q, uint64_t id, uid_t who, char *err, siz
 		return DRF_TASKS_REFUSED;
 	}
 	task_dir(q, t->id, dir, sizeof(dir));
-	if (t->state == DRF_TASK_QUEUED) {
+	if (t->state == DRF_TASK_QUEUED || t->state == DRF_TASK_STARTING) {
 		r = finish(q, t, "cancelled", NULL, true);
 		if (r < 0) {
 			snprintf(err, len, "cannot write '%s/result': %s; task %" PRIu64 " stays "
@@ -974,35 +980,12 @@ int drf_tasks_cancel(struct drf_tasks *q, uint64_t id, uid_t who, char *err, siz
 	return 0;
 }
 
-/* The tenant's cgroup of a task: its cgroup without "/task-ID". */
-static void parent_of(const char *cg, char *buf, size_t len)
-{
-	const char *slash = strrchr(cg, '/');
-
-	snprintf(buf, len, "%.*s", slash ? (int)(slash - cg) : 0, cg);
-}
-
-static bool tenant_busy(const struct drf_tasks *q, const char *tcg)
-{
-	char p[4096];
-
-	for (size_t i = 0; i < q->n; i++) {
-		if (q->t[i].state != DRF_TASK_RUNNING)
-			continue;
-		parent_of(q->t[i].cgroup, p, sizeof(p));
-		if (strcmp(p, tcg) == 0)
-			return true;
-	}
-	return false;
-}
-
 /* A running task whose cgroup is empty: read how it ended, record it, free it. */
 static void reap_task(struct drf_tasks *q, struct drf_task *t)
 {
-	char dir[4352], buf[1024], tcg[4096], why[PATH_MAX + 1024];
+	char dir[4352], buf[1024], why[PATH_MAX + 1024];
 	const char *p, *result;
 	char *text, *e;
-	int r;
 
 	task_dir(q, t->id, dir, sizeof(dir));
 	if (cgfs_read(q->fs, t->cgroup, "cpu.stat", buf, sizeof(buf)) > 0 &&
@@ -1047,125 +1030,13 @@ static void reap_task(struct drf_tasks *q, struct drf_task *t)
 		if (t->oom_kills > 0)
 			result = "oom-killed";
 	}
-	r = cgfs_remove(q->fs, t->cgroup);
-	if (r < 0 && r != -ENOENT)
-		drf_log(q->log, LOG_WARNING, "task %" PRIu64 ": cannot remove its cgroup '%s/%s': "
-					     "%s", t->id, q->fs->root, t->cgroup, strerror(-r));
+	/* Its cgroup goes with the next plan, which no longer has it (planner.h). */
 	finish(q, t, result, why[0] ? why : NULL, false);
-	/* The tenant's cgroup may hold processes again (drfctl exec) once no task is left. */
-	parent_of(t->cgroup, tcg, sizeof(tcg));
-	if (!tenant_busy(q, tcg) && cgfs_set_subtree(q->fs, tcg, 0, CTRLS) < 0)
-		drf_log(q->log, LOG_DEBUG, "task %" PRIu64 ": controllers stay enabled in '%s/%s'",
-			t->id, q->fs->root, tcg);
 }
 
-static int write_limits(struct drf_tasks *q, const struct drf_task *t,
-			const struct drf_io_target *io, char *why, size_t len)
+unsigned drf_tasks_reap(struct drf_tasks *q)
 {
-	char v[128];
-	const char *file = NULL;
-	int r = 0;
-
-	if (t->vec[DRF_RES_CPU] > 0) {
-		double quota = ceil(t->vec[DRF_RES_CPU] * 100000);
-
-		snprintf(v, sizeof(v), "%.0f 100000", quota < 1000 ? 1000 : quota);
-		file = "cpu.max";
-		r = cgfs_write(q->fs, t->cgroup, file, v);
-	}
-	if (r == 0 && t->vec[DRF_RES_MEMORY] > 0) {
-		snprintf(v, sizeof(v), "%.0f", floor(t->vec[DRF_RES_MEMORY]));
-		file = "memory.max";
-		r = cgfs_write(q->fs, t->cgroup, file, v);
-		/* Without swap, a task over its memory is OOM-killed rather than swapped out. */
-		if (r == 0)
-			cgfs_write(q->fs, t->cgroup, "memory.swap.max", "0");
-	}
-	if (r == 0 && io && (t->vec[DRF_RES_IO_READ] > 0 || t->vec[DRF_RES_IO_WRITE] > 0)) {
-		int n = snprintf(v, sizeof(v), "%u:%u", io->major, io->minor);
-
-		if (t->vec[DRF_RES_IO_READ] > 0)
-			n += snprintf(v + n, sizeof(v) - (size_t)n, " rbps=%.0f",
-				      ceil(t->vec[DRF_RES_IO_READ]));
-		if (t->vec[DRF_RES_IO_WRITE] > 0)
-			snprintf(v + n, sizeof(v) - (size_t)n, " wbps=%.0f",
-				 ceil(t->vec[DRF_RES_IO_WRITE]));
-		file = "io.max";
-		r = cgfs_write(q->fs, t->cgroup, file, v);
-	}
-	if (r < 0)
-		snprintf(why, len, "cannot write '%s' to '%s/%s/%s': %s", v, q->fs->root, t->cgroup,
-			 file, strerror(-r));
-	return r;
-}
-
-/* Starts t: its cgroup with its limits, then its supervisor there. */
-static int start_task(struct drf_tasks *q, struct drf_task *t, const struct drf_tenant *tn,
-		      const struct drf_io_target *io)
-{
-	char why[1024], dir[4352], text[128];
-	unsigned avail = 0;
-	pid_t pid = 0;
-	int r, dfd;
-
-	task_dir(q, t->id, dir, sizeof(dir));
-	r = cgfs_controllers(q->fs, tn->cgroup, &avail);
-	if (r == 0)
-		r = cgfs_set_subtree(q->fs, tn->cgroup, avail & CTRLS, CTRLS);
-	if (r < 0) {
-		snprintf(why, sizeof(why), "cannot enable the controllers for tasks in "
-			 "'%s/%s/cgroup.subtree_control': %s%s", q->fs->root, tn->cgroup,
-			 strerror(-r), r == -EBUSY ? " (the tenant's cgroup holds processes of "
-			 "its own)" : "");
-		goto fail;
-	}
-	r = cgfs_mkdir_p(q->fs, t->cgroup);
-	if (r < 0) {
-		snprintf(why, sizeof(why), "cannot create cgroup '%s/%s': %s", q->fs->root,
-			 t->cgroup, strerror(-r));
-		goto fail;
-	}
-	r = write_limits(q, t, io, why, sizeof(why));
-	if (r < 0)
-		goto fail_rm;
-	/* The supervisor gets its directory as an fd: it resolves no path of its own. */
-	snprintf(text, sizeof(text), "%" PRIu64, t->id);
-	dfd = drf_at_dir(q->dfd, text, DRF_PRIVATE_DIR_MODE, false);
-	r = dfd < 0 ? dfd : q->ops->spawn(q->ctx, q->fs, t->cgroup, t, dfd, dir, &pid);
-	if (dfd >= 0)
-		close(dfd);
-	if (r < 0) {
-		snprintf(why, sizeof(why), "cannot start its supervisor in '%s/%s': %s",
-			 q->fs->root, t->cgroup, strerror(-r));
-		goto fail_rm;
-	}
-	t->pid = pid;
-	t->started = q->ops->now(q->ctx);
-	t->state = DRF_TASK_RUNNING;
-	q->started_total++;
-	snprintf(text, sizeof(text), "started %" PRIu64 "\n", t->started);
-	r = put(q, t->id, "started", text);
-	if (r < 0)
-		drf_log(q->log, LOG_ERR, "task %" PRIu64 ": cannot write '%s/started': %s; a "
-					 "restarted drfd finds it by its cgroup",
-			t->id, dir, strerror(-r));
-	drf_log(q->log, LOG_INFO, "task %" PRIu64 " of tenant '%s' started in '%s/%s'",
-		t->id, t->tenant, q->fs->root, t->cgroup);
-	return 0;
-fail_rm:
-	cgfs_remove(q->fs, t->cgroup);
-fail:
-	finish(q, t, "failed", why, false);
-	return r;
-}
-
-unsigned drf_tasks_tick(struct drf_tasks *q, const struct drf_config *c,
-			const double capacity[DRF_NRES], const struct drf_io_target *io)
-{
-	struct drf_tq_tenant *tt;
-	size_t *head;
-	double free_[DRF_NRES];
-	unsigned started = 0;
+	unsigned ended = 0;
 
 	for (size_t i = 0; i < q->n; i++) {
 		struct drf_task *t = &q->t[i];
@@ -1179,8 +1050,20 @@ unsigned drf_tasks_tick(struct drf_tasks *q, const struct drf_config *c,
 			q->ops->reap(q->ctx, t->pid);
 		t->pid = 0;
 		reap_task(q, t);
+		ended++;
 	}
 	trim_history(q);
+	return ended;
+}
+
+unsigned drf_tasks_pick(struct drf_tasks *q, const struct drf_config *c,
+			const double capacity[DRF_NRES])
+{
+	struct drf_tq_tenant *tt;
+	size_t *head;
+	double free_[DRF_NRES];
+	unsigned picked = 0;
+
 	tt = calloc(c->n_tenants + 1, sizeof(*tt));
 	head = calloc(c->n_tenants + 1, sizeof(*head));
 	if (!tt || !head) {
@@ -1191,11 +1074,11 @@ unsigned drf_tasks_tick(struct drf_tasks *q, const struct drf_config *c,
 	memcpy(free_, capacity, sizeof(free_));
 	for (size_t i = 0; i < c->n_tenants; i++)
 		tt[i].weight = c->tenants[i].weight;
-	/* What running tasks hold, their tenant in the config or not. */
+	/* What running and starting tasks hold, their tenant in the config or not. */
 	for (size_t i = 0; i < q->n; i++) {
 		const struct drf_task *t = &q->t[i];
 
-		if (t->state != DRF_TASK_RUNNING)
+		if (t->state != DRF_TASK_RUNNING && t->state != DRF_TASK_STARTING)
 			continue;
 		for (int r = 0; r < DRF_NRES; r++)
 			free_[r] -= t->vec[r];
@@ -1224,9 +1107,9 @@ unsigned drf_tasks_tick(struct drf_tasks *q, const struct drf_config *c,
 		if (pick < 0)
 			break;
 		t = &q->t[head[pick]];
-		if (start_task(q, t, &c->tenants[pick], io) < 0)
-			continue; /* failed: recorded; the next one */
-		started++;
+		t->state = DRF_TASK_STARTING;
+		q->generation++;
+		picked++;
 		for (int r = 0; r < DRF_NRES; r++) {
 			free_[r] -= t->vec[r];
 			tt[pick].held[r] += t->vec[r];
@@ -1234,6 +1117,93 @@ unsigned drf_tasks_tick(struct drf_tasks *q, const struct drf_config *c,
 	}
 	free(tt);
 	free(head);
+	return picked;
+}
+
+int drf_tasks_plan(struct drf_tasks *q, const struct drf_plan_task **ret, size_t *ret_n)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < q->n; i++)
+		n += q->t[i].state == DRF_TASK_RUNNING || q->t[i].state == DRF_TASK_STARTING;
+	if (n > q->plan_cap) {
+		struct drf_plan_task *p = realloc(q->plan, n * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		q->plan = p;
+		q->plan_cap = n;
+	}
+	n = 0;
+	for (size_t i = 0; i < q->n; i++) {
+		const struct drf_task *t = &q->t[i];
+
+		if (t->state != DRF_TASK_RUNNING && t->state != DRF_TASK_STARTING)
+			continue;
+		q->plan[n].cgroup = t->cgroup;
+		memcpy(q->plan[n].vec, t->vec, sizeof(t->vec));
+		n++;
+	}
+	*ret = q->plan;
+	*ret_n = n;
+	return 0;
+}
+
+/* Starts t, whose cgroup holds its limits: its supervisor there. */
+static int start_task(struct drf_tasks *q, struct drf_task *t)
+{
+	char why[1024], dir[4352], text[128];
+	pid_t pid = 0;
+	int r, dfd;
+
+	task_dir(q, t->id, dir, sizeof(dir));
+	/* The supervisor gets its directory as an fd: it resolves no path of its own. */
+	snprintf(text, sizeof(text), "%" PRIu64, t->id);
+	dfd = drf_at_dir(q->dfd, text, DRF_PRIVATE_DIR_MODE, false);
+	r = dfd < 0 ? dfd : q->ops->spawn(q->ctx, q->fs, t->cgroup, t, dfd, dir, &pid);
+	if (dfd >= 0)
+		close(dfd);
+	if (r < 0) {
+		snprintf(why, sizeof(why), "cannot start its supervisor in '%s/%s': %s",
+			 q->fs->root, t->cgroup, strerror(-r));
+		finish(q, t, "failed", why, false);
+		return r;
+	}
+	t->pid = pid;
+	t->started = drf_real_usec(q->clock);
+	t->state = DRF_TASK_RUNNING;
+	q->started_total++;
+	snprintf(text, sizeof(text), "started %" PRIu64 "\n", t->started);
+	r = put(q, t->id, "started", text);
+	if (r < 0)
+		drf_log(q->log, LOG_ERR, "task %" PRIu64 ": cannot write '%s/started': %s; a "
+					 "restarted drfd finds it by its cgroup",
+			t->id, dir, strerror(-r));
+	drf_log(q->log, LOG_INFO, "task %" PRIu64 " of tenant '%s' started in '%s/%s'", t->id,
+		t->tenant, q->fs->root, t->cgroup);
+	return 0;
+}
+
+unsigned drf_tasks_launch(struct drf_tasks *q,
+			  int (*ready)(void *ctx, const char *cg, char *why, size_t len), void *ctx)
+{
+	unsigned started = 0;
+
+	for (size_t i = 0; i < q->n; i++) {
+		struct drf_task *t = &q->t[i];
+		char why[1024];
+		int r;
+
+		if (t->state != DRF_TASK_STARTING)
+			continue;
+		r = ready(ctx, t->cgroup, why, sizeof(why));
+		if (r == 0)
+			continue; /* its cgroup is not there yet: the next tick */
+		if (r < 0)
+			finish(q, t, "failed", why, false);
+		else if (start_task(q, t) == 0)
+			started++;
+	}
 	trim_history(q);
 	return started;
 }

@@ -55,8 +55,10 @@
 
 #include "cgroupfs.h"
 #include "config.h"
+#include "clock.h"
 #include "knobs.h"
 #include "log.h"
+#include "planner.h"
 #include "proto.h"
 
 /*
@@ -98,6 +100,7 @@
 
 enum drf_task_state {
 	DRF_TASK_QUEUED,
+	DRF_TASK_STARTING,       /* picked: in the plan, its cgroup being made with its limits */
 	DRF_TASK_RUNNING,
 	DRF_TASK_DONE,
 };
@@ -127,7 +130,7 @@ struct drf_task {
 	char *error;             /* failed, lost: why */
 };
 
-/* The side effects beyond cgroupfs: processes and the clock. */
+/* The side effects beyond cgroupfs: processes. */
 struct drf_spawn_ops {
 	/*
 	 * Starts the supervisor of task t, inside the cgroup cg (relative to fs's
@@ -138,7 +141,6 @@ struct drf_spawn_ops {
 		     int dirfd, const char *dir, pid_t *ret);
 	/* Collects a supervisor drfd started if it has exited (never blocks). */
 	void (*reap)(void *ctx, pid_t pid);
-	uint64_t (*now)(void *ctx); /* CLOCK_REALTIME usec */
 };
 
 extern const struct drf_spawn_ops drf_spawn_real_ops;
@@ -150,8 +152,12 @@ struct drf_tasks {
 	const struct cgfs *fs;
 	const struct drf_spawn_ops *ops;
 	void *ctx;
+	const struct drf_clock *clock;
 	struct drf_task *t;      /* by id */
 	size_t n, cap;
+	uint64_t generation;     /* the set of starting and running tasks changed */
+	struct drf_plan_task *plan; /* what drf_tasks_plan() hands out */
+	size_t plan_cap;
 	uint64_t next_id;
 	size_t history, history_all;
 	uint64_t started_total, finished_total;
@@ -187,8 +193,8 @@ enum {
  * in err.
  */
 int drf_tasks_init(struct drf_tasks *q, const char *dir, const struct cgfs *fs,
-		   const struct drf_spawn_ops *ops, void *ctx, const struct drf_logger *log,
-		   char *err, size_t len);
+		   const struct drf_spawn_ops *ops, void *ctx, const struct drf_clock *clock,
+		   const struct drf_logger *log, char *err, size_t len);
 void drf_tasks_free(struct drf_tasks *q);
 
 /*
@@ -213,11 +219,27 @@ int drf_tasks_submit(struct drf_tasks *q, const struct drf_config *c,
 int drf_tasks_cancel(struct drf_tasks *q, uint64_t id, uid_t who, char *err, size_t len);
 
 /*
- * One tick: finishes running tasks whose cgroup is empty, then starts queued
- * ones in DRF order while one fits. Returns the number started.
+ * A task starts in three steps around the plan (planner.h): drf_tasks_pick()
+ * takes queued tasks in DRF order while one fits and makes them `starting`;
+ * drf_tasks_plan() hands the planner every starting and running task, whose
+ * cgroup the plan then holds with limits at its vector; once the backends
+ * made that true, drf_tasks_launch() starts each starting task's supervisor in
+ * its cgroup, or fails it with why. drf_tasks_reap() first records the end of
+ * every running task whose cgroup is empty; its cgroup leaves with the next
+ * plan. generation changes whenever the starting and running tasks do.
  */
-unsigned drf_tasks_tick(struct drf_tasks *q, const struct drf_config *c,
-			const double capacity[DRF_NRES], const struct drf_io_target *io);
+unsigned drf_tasks_reap(struct drf_tasks *q);
+unsigned drf_tasks_pick(struct drf_tasks *q, const struct drf_config *c,
+			const double capacity[DRF_NRES]);
+/* The starting and running tasks, for the planner; valid until the next call. 0 or -ENOMEM. */
+int drf_tasks_plan(struct drf_tasks *q, const struct drf_plan_task **ret, size_t *ret_n);
+/*
+ * Starts the starting tasks whose cgroup ready() says holds their limits (1),
+ * fails those it says cannot (< 0, why in its buffer), and leaves the others
+ * (0). Returns the number started.
+ */
+unsigned drf_tasks_launch(struct drf_tasks *q,
+			  int (*ready)(void *ctx, const char *cg, char *why, size_t len), void *ctx);
 
 /*
  * The queue for people (text) or programs (JSON), as the uid viewer may see it:
@@ -271,16 +293,5 @@ int drf_task_supervise(const char *dir);
  * the supervisor's exit code (0: the exit file is written).
  */
 int drf_task_supervise_fds(int dirfd, int specfd, const char *dir, const struct drf_super_io *io);
-
-struct drfd;
-/* The daemon's hooks (daemon.c, status.c). */
-void drfd_tasks_start(struct drfd *d);
-void drfd_tasks_tick(struct drfd *d);
-void drfd_tasks_free(struct drfd *d);
-/*
- * Answers a task request (submit, tasks, cancel) from the status socket's
- * connection fd: 1 with the answer in *out, 0 if req is none of them, -errno.
- */
-int drfd_tasks_answer(struct drfd *d, int fd, const char *req, char **out, size_t *out_len);
 
 #endif

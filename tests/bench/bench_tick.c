@@ -22,7 +22,7 @@
 
 #include "cgroupfs.h"
 #include "config.h"
-#include "desired.h"
+#include "fakedrfd.h"
 #include "fakecg.h"
 #include "reconcile.h"
 
@@ -66,15 +66,15 @@ static int write_config(const char *dir, const char *root, int n, char *path, si
 }
 
 /* Reads every knob the plan sets, once: the yardstick. */
-static unsigned bare_loop(const struct cgfs *fs, const struct drf_enforced *e)
+static unsigned bare_loop(const struct cgfs *fs, const struct fakeplan *e)
 {
 	unsigned reads = 0;
 	char buf[512];
 
-	for (size_t i = 0; i < e->cfg.n_tenants; i++)
+	for (size_t i = 0; i < e->decl.cfg.n_tenants; i++)
 		for (int k = 0; k < DRF_NKNOBS; k++)
-			if (e->knobs[i].set[k] &&
-			    cgfs_read(fs, e->cfg.tenants[i].cgroup, drf_knob_file(k, NULL), buf,
+			if (e->plan.knobs[i].set[k] &&
+			    cgfs_read(fs, e->decl.cfg.tenants[i].cgroup, drf_knob_file(k, NULL), buf,
 				      sizeof(buf)) >= 0)
 				reads++;
 	return reads;
@@ -83,7 +83,7 @@ static unsigned bare_loop(const struct cgfs *fs, const struct drf_enforced *e)
 /* Tenants read back per tick at the defaults: interval 1s, verify-period 30s. */
 static size_t verify;
 
-static int tick(struct drf_reconciler *rc, const struct drf_enforced *e)
+static int tick(struct drf_reconciler *rc, const struct fakeplan *e)
 {
 	struct drf_reconcile_stats st;
 	int r;
@@ -115,7 +115,7 @@ static int reload_bench(int n, int rounds)
 	double *t_reload = calloc((size_t)rounds, sizeof(double));
 	double *t_parse = calloc((size_t)rounds, sizeof(double));
 	double *t_load = calloc((size_t)rounds, sizeof(double));
-	struct drf_enforced e;
+	struct fakeplan e;
 	struct drf_reconciler rc;
 	struct drf_reconcile_stats st;
 	struct cgfs fs;
@@ -137,26 +137,26 @@ static int reload_bench(int n, int rounds)
 				1 + i % 5, i == n / 2 && k ? 9 : 1 + i % 7, 1 + i % 13);
 		fclose(f);
 	}
-	if (drf_enforced_load(&e, a, NULL, err, sizeof(err)) < 0 ||
+	if (fakeplan_load(&e, a, NULL, err, sizeof(err)) < 0 ||
 	    cgfs_open(&fs, root, false, &fakecg_ops, NULL) < 0 ||
 	    drf_reconciler_init(&rc, &fs, NULL, NULL, false, FAKECG_PAGE) < 0 ||
-	    drf_reconciler_set(&rc, &e.cfg, e.knobs, e.inner, e.n_inner) < 0 ||
+	    drf_reconciler_set(&rc, &e.plan) < 0 ||
 	    drf_reconcile_tick(&rc, SIZE_MAX, &st) < 0) {
 		fprintf(stderr, "bench_tick: reload setup: %s\n", err);
 		return 1;
 	}
 	for (int i = 0; i < rounds; i++) {
-		struct drf_enforced next;
+		struct fakeplan next;
 		double t0 = now_us();
 
-		if (drf_enforced_load(&next, i % 2 ? a : b, NULL, err, sizeof(err)) < 0 ||
-		    drf_reconciler_set(&rc, &next.cfg, next.knobs, next.inner, next.n_inner) < 0 ||
+		if (fakeplan_load(&next, i % 2 ? a : b, NULL, err, sizeof(err)) < 0 ||
+		    drf_reconciler_set(&rc, &next.plan) < 0 ||
 		    drf_reconcile_tick(&rc, 0, &st) < 0 || st.errors) {
 			fprintf(stderr, "bench_tick: reload failed: %s\n", err);
 			return 1;
 		}
 		t_reload[i] = now_us() - t0;
-		drf_enforced_free(&e);
+		fakeplan_free(&e);
 		e = next;
 		t0 = now_us();
 		if (ini_parse(i % 2 ? a : b, noop_handler, NULL) != 0)
@@ -187,7 +187,7 @@ static int reload_bench(int n, int rounds)
 	}
 	drf_reconciler_free(&rc);
 	cgfs_close(&fs);
-	drf_enforced_free(&e);
+	fakeplan_free(&e);
 	fakecg_teardown(dir);
 	free(t_reload);
 	free(t_parse);
@@ -201,7 +201,7 @@ int main(int argc, char **argv)
 	const char *only = argc > 2 ? argv[2] : NULL;
 	char dir[64], root[128], path[256], err[512];
 	struct drf_reconciler rc;
-	struct drf_enforced e;
+	struct fakeplan e;
 	struct cgfs fs;
 	double *t_tick, *t_bare;
 	int r;
@@ -219,14 +219,14 @@ int main(int argc, char **argv)
 		perror("bench_tick: setup");
 		return 1;
 	}
-	if (drf_enforced_load(&e, path, NULL, err, sizeof(err)) < 0) {
+	if (fakeplan_load(&e, path, NULL, err, sizeof(err)) < 0) {
 		fprintf(stderr, "bench_tick: %s\n", err);
 		return 1;
 	}
 	verify = drf_verify_per_tick((size_t)n, 1000, 30000);
 	if (cgfs_open(&fs, root, false, &fakecg_ops, NULL) < 0 ||
 	    drf_reconciler_init(&rc, &fs, NULL, NULL, false, FAKECG_PAGE) < 0 ||
-	    drf_reconciler_set(&rc, &e.cfg, e.knobs, e.inner, e.n_inner) < 0) {
+	    drf_reconciler_set(&rc, &e.plan) < 0) {
 		fprintf(stderr, "bench_tick: cannot open the fake tree\n");
 		return 1;
 	}
@@ -266,7 +266,7 @@ int main(int argc, char **argv)
 	}
 	drf_reconciler_free(&rc);
 	cgfs_close(&fs);
-	drf_enforced_free(&e);
+	fakeplan_free(&e);
 	fakecg_teardown(dir);
 	free(t_tick);
 	free(t_bare);

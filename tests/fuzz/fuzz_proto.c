@@ -37,7 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static struct drfd d;
 static struct cgfs fs;
-static char dir[4096], root[4096], sdir[4200], qdir[4300];
+static char dir[4096], root[4096], sdir[4200];
 static int pair[2] = { -1, -1 };
 static bool ready;
 
@@ -72,13 +72,10 @@ static void fake_reap(void *ctx, pid_t pid)
 	(void)pid;
 }
 
-static uint64_t fake_now(void *ctx)
-{
-	(void)ctx;
-	return 1700000000000000ull;
-}
-
-static const struct drf_spawn_ops fake_ops = { fake_spawn, fake_reap, fake_now };
+static const struct drf_spawn_ops fake_ops = { fake_spawn, fake_reap };
+static struct drf_fake_clock fake_now = { .mono = 1000000000, .real = 1700000000000000ull };
+static const struct drf_clock fake_clock = { drf_fake_clock_now, &fake_now };
+static struct drfd_env env;
 
 static void rm_rf(const char *path)
 {
@@ -120,35 +117,15 @@ static void remove_stale(void)
 	closedir(dd);
 }
 
-/* A daemon of two tenants (A takes tasks), ticked once, with an empty task queue. */
+/* A daemon of two tenants (A takes tasks), started, with an empty task queue. */
 static void setup(void)
 {
-	struct drf_reconcile_stats st;
 	char conf[4200], err[2048];
 	struct stat sb;
 	FILE *f;
 
 	check(fakecg_setup(dir, sizeof(dir), root, sizeof(root)) == 0);
 	check(cgfs_open(&fs, root, false, &fakecg_ops, NULL) == 0);
-	snprintf(conf, sizeof(conf), "%s/drfd.conf", dir);
-	f = fopen(conf, "w");
-	check(f);
-	fprintf(f, "[agent]\ncgroup-root = %s\n[capacity]\ncpu = 4\nmemory = 8G\n"
-		   "[tenant A]\ntask-cpu = 0.5\ntask-memory = 64M\ntasks = unlimited\n"
-		   "[tenant B]\ncpu = 1\nmemory = 1G\n", root);
-	check(fclose(f) == 0);
-	d = (struct drfd){ .listen_fd = -1, .config_path = "fuzz.conf", .fs = &fs };
-	if (drf_enforced_load(&d.plan, conf, NULL, err, sizeof(err)) < 0) {
-		fprintf(stderr, "fuzz_proto: %s\n", err);
-		abort();
-	}
-	d.root = strdup(root);
-	check(d.root);
-	check(drf_reconciler_init(&d.rc, &fs, NULL, NULL, false, FAKECG_PAGE) == 0);
-	check(drf_reconciler_set(&d.rc, &d.plan.cfg, d.plan.knobs, d.plan.inner,
-				 d.plan.n_inner) == 0);
-	drf_reconcile_tick(&d.rc, SIZE_MAX, &st);
-	check(drfd_usage_plan(&d) == 0);
 	/* Task files are written and fsync'ed at each submit: on tmpfs when there is one. */
 	if (stat("/dev/shm", &sb) == 0 && S_ISDIR(sb.st_mode)) {
 		remove_stale();
@@ -157,13 +134,24 @@ static void setup(void)
 		snprintf(sdir, sizeof(sdir), "%s/state", dir);
 	/* A state dir of its own: /dev/shm itself is anyone's (drfd refuses it). */
 	check(mkdir(sdir, 0755) == 0 || errno == EEXIST);
-	snprintf(qdir, sizeof(qdir), "%s/x.tasks", sdir);
-	d.tasks = calloc(1, sizeof(*d.tasks));
-	check(d.tasks);
-	if (drf_tasks_init(d.tasks, qdir, &fs, &fake_ops, NULL, NULL, err, sizeof(err)) < 0) {
+	snprintf(conf, sizeof(conf), "%s/drfd.conf", dir);
+	f = fopen(conf, "w");
+	check(f);
+	fprintf(f, "[agent]\ncgroup-root = %s\nstate-dir = %s\n[capacity]\ncpu = 4\n"
+		   "memory = 8G\n[tenant A]\ntask-cpu = 0.5\ntask-memory = 64M\n"
+		   "tasks = unlimited\n[tenant B]\ncpu = 1\nmemory = 1G\n", root, sdir);
+	check(fclose(f) == 0);
+	env = (struct drfd_env){ .clock = &fake_clock, .host = &drf_host_real, .fs = &fs,
+				 .spawn = &fake_ops };
+	d = (struct drfd){ .listen_fd = -1, .config_path = "fuzz.conf", .env = &env };
+	if (drf_declared_load(&d.decl, conf, env.host, err, sizeof(err)) < 0) {
 		fprintf(stderr, "fuzz_proto: %s\n", err);
 		abort();
 	}
+	d.root = strdup(root);
+	check(d.root);
+	check(drfd_start(&d, NULL) == 0);
+	check(d.tasks);
 	if (pair[0] < 0)
 		check(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) == 0);
 	ready = true;

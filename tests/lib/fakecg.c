@@ -30,6 +30,7 @@ static const char *const cg_files[][2] = {
 	{ "cpu.weight", "100\n" },           { "cpu.max", "max 100000\n" },
 	{ "memory.low", "0\n" },             { "memory.high", "max\n" },
 	{ "memory.max", "max\n" },           { "memory.current", "0\n" },
+	{ "memory.swap.max", "max\n" },
 	{ "io.max", "" },                    { "cpu.stat", "usage_usec 0\n" },
 	{ "io.weight", "default 100\n" },    { "io.bfq.weight", "default 100\n" },
 };

@@ -17,7 +17,7 @@
 
 #include "cgroupfs.h"
 #include "statedir.h"
-#include "desired.h"
+#include "fakedrfd.h"
 #include "fakecg.h"
 #include "knobs.h"
 #include "lock.h"
@@ -170,39 +170,39 @@ static void write_conf(const char *agent, const char *capacity, const char *tena
 	"[tenant a]\ncpu = 3\nmemory = 256M\n[tenant b]\ncgroup = team/b\nweight = 2\n" \
 	"memory = 100M\n"
 
-static void load(struct drf_enforced *e, const struct drf_io_target *io)
+static void load(struct fakeplan *e, const struct drf_io_target *io)
 {
 	char path[256], err[512];
 
 	snprintf(path, sizeof(path), "%s/drfd.conf", dir);
-	if (drf_enforced_load(e, path, io, err, sizeof(err)) < 0) {
+	if (fakeplan_load(e, path, io, err, sizeof(err)) < 0) {
 		print_error("%s\n", err);
 		fail();
 	}
 }
 
-static void load_two(struct drf_enforced *e, const char *agent)
+static void load_two(struct fakeplan *e, const char *agent)
 {
 	write_conf(agent, "cpu = 4\nmemory = 1G\n", TWO_TENANTS);
 	load(e, NULL);
 }
 
 /* Every knob of every tenant holds what the plan wants. */
-static bool converged(const struct drf_enforced *e, const struct drf_io_target *io)
+static bool converged(const struct fakeplan *e, const struct drf_io_target *io)
 {
-	for (size_t i = 0; i < e->cfg.n_tenants; i++)
+	for (size_t i = 0; i < e->decl.cfg.n_tenants; i++)
 		for (int k = 0; k < DRF_NKNOBS; k++) {
 			char rel[256];
 			const char *have;
 
-			if (!e->knobs[i].set[k])
+			if (!e->plan.knobs[i].set[k])
 				continue;
-			snprintf(rel, sizeof(rel), "%s/%s", e->cfg.tenants[i].cgroup,
+			snprintf(rel, sizeof(rel), "%s/%s", e->decl.cfg.tenants[i].cgroup,
 				 drf_knob_file(k, io));
 			have = slurp(rel);
-			if (!have || !drf_knob_matches(k, e->knobs[i].val[k], have, io, PAGE)) {
+			if (!have || !drf_knob_matches(k, e->plan.knobs[i].val[k], have, io, PAGE)) {
 				print_message("not converged: %s is '%s', want '%s'\n", rel,
-					      have ? have : "(missing)", e->knobs[i].val[k]);
+					      have ? have : "(missing)", e->plan.knobs[i].val[k]);
 				return false;
 			}
 		}
@@ -210,7 +210,7 @@ static bool converged(const struct drf_enforced *e, const struct drf_io_target *
 }
 
 struct fixture {
-	struct drf_enforced e;
+	struct fakeplan e;
 	struct drf_reconciler rc;
 	struct cgfs fs;
 	struct cgfs_recorder rec;
@@ -223,14 +223,14 @@ static void fixture_open(struct fixture *f, const struct drf_io_target *io, bool
 	f->rec = (struct cgfs_recorder){ .inner = &ops, .pass_changes = true, .root = root };
 	assert_int_equal(cgfs_open(&f->fs, root, false, &cgfs_recording_ops, &f->rec), 0);
 	assert_int_equal(drf_reconciler_init(&f->rc, &f->fs, io, NULL, async, PAGE), 0);
-	assert_int_equal(drf_reconciler_set(&f->rc, &f->e.cfg, f->e.knobs, f->e.inner, f->e.n_inner), 0);
+	assert_int_equal(drf_reconciler_set(&f->rc, &f->e.plan), 0);
 }
 
 static void fixture_close(struct fixture *f)
 {
 	drf_reconciler_free(&f->rc);
 	cgfs_close(&f->fs);
-	drf_enforced_free(&f->e);
+	fakeplan_free(&f->e);
 }
 
 static void tick(struct fixture *f, size_t verify)
@@ -267,7 +267,7 @@ static void test_reconcile_writes_only_changes(void **state)
 	tick(&f, ALL);
 	assert_int_equal(f.st.foreign, 1);
 	assert_int_equal(f.st.writes, 1);
-	assert_string_equal(slurp("a/cpu.weight"), f.e.knobs[0].val[DRF_KNOB_CPU_WEIGHT]);
+	assert_string_equal(slurp("a/cpu.weight"), f.e.plan.knobs[0].val[DRF_KNOB_CPU_WEIGHT]);
 	fixture_close(&f);
 }
 
@@ -311,7 +311,7 @@ static void test_verify_round_robin_bound(void **state)
 	for (int i = 0; i < 4 && repaired_at < 0; i++) {
 		tick(&f, 1);
 		assert_int_equal(f.st.verified, 1);
-		if (strcmp(slurp("c/cpu.weight"), f.e.knobs[2].val[DRF_KNOB_CPU_WEIGHT]) == 0)
+		if (strcmp(slurp("c/cpu.weight"), f.e.plan.knobs[2].val[DRF_KNOB_CPU_WEIGHT]) == 0)
 			repaired_at = i;
 	}
 	assert_true(repaired_at >= 0);
@@ -326,7 +326,7 @@ static void test_verify_round_robin_bound(void **state)
 static void test_reload_writes_at_once(void **state)
 {
 	struct fixture f;
-	struct drf_enforced e2;
+	struct fakeplan e2;
 
 	(void)state;
 	load_two(&f.e, "");
@@ -337,9 +337,9 @@ static void test_reload_writes_at_once(void **state)
 		   "[tenant a]\ncpu = 3\nmemory = 256M\n[tenant b]\ncgroup = team/b\nweight = 2\n"
 		   "memory = 90M\n");
 	load(&e2, NULL);
-	assert_memory_equal(&e2.knobs[0], &f.e.knobs[0], sizeof(e2.knobs[0]));
-	assert_int_equal(drf_reconciler_set(&f.rc, &e2.cfg, e2.knobs, e2.inner, e2.n_inner), 0);
-	drf_enforced_free(&f.e);
+	assert_memory_equal(&e2.plan.knobs[0], &f.e.plan.knobs[0], sizeof(e2.plan.knobs[0]));
+	assert_int_equal(drf_reconciler_set(&f.rc, &e2.plan), 0);
+	fakeplan_free(&f.e);
 	f.e = e2;
 	f.rec.fail_path = "a/cpu.weight"; /* a is unchanged: not even read */
 	f.rec.fail_errno = EIO;
@@ -477,7 +477,7 @@ static void test_fault_on_removal(void **state)
 	for (size_t i = 0; i < 2; i++)
 		for (size_t j = 0; j < sizeof(errs) / sizeof(errs[0]); j++) {
 			struct fixture f;
-			struct drf_enforced e2;
+			struct fakeplan e2;
 
 			fakecg_teardown(dir);
 			assert_int_equal(fakecg_setup(dir, sizeof(dir), root, sizeof(root)), 0);
@@ -489,8 +489,8 @@ static void test_fault_on_removal(void **state)
 			f.rec.fail_path = faults[i].path;
 			f.rec.fail_ops = faults[i].ops;
 			f.rec.fail_errno = errs[j];
-			assert_int_equal(drf_reconciler_set(&f.rc, &e2.cfg, e2.knobs, e2.inner, e2.n_inner), 0);
-			drf_enforced_free(&f.e);
+			assert_int_equal(drf_reconciler_set(&f.rc, &e2.plan), 0);
+			fakeplan_free(&f.e);
 			f.e = e2;
 			assert_true(f.rec.faults > 0);
 			/* kept, reported: b, and the inner node team that holds it */
@@ -526,7 +526,7 @@ static void test_subtree_failure_pass_goes_on(void **state)
 	assert_true(f.st.errors >= 1);
 	assert_true(f.rc.root_failed & CGFS_MEMORY);
 	/* a's foreign cpu.weight was repaired all the same */
-	assert_string_equal(slurp("a/cpu.weight"), f.e.knobs[0].val[DRF_KNOB_CPU_WEIGHT]);
+	assert_string_equal(slurp("a/cpu.weight"), f.e.plan.knobs[0].val[DRF_KNOB_CPU_WEIGHT]);
 	f.rec.fail_path = NULL;
 	tick(&f, 0);
 	assert_string_equal(slurp("cgroup.subtree_control"), "cpu memory");
@@ -556,7 +556,7 @@ static void test_recreated(void **state)
 static void test_dry_run_changes_nothing(void **state)
 {
 	struct cgfs_recorder rec = { .inner = &ops, .pass_changes = false, .root = root };
-	struct drf_enforced e;
+	struct fakeplan e;
 	struct drf_reconciler rc;
 	struct drf_reconcile_stats st;
 	struct cgfs fs;
@@ -568,7 +568,7 @@ static void test_dry_run_changes_nothing(void **state)
 	load_two(&e, "");
 	assert_int_equal(cgfs_open(&fs, root, false, &cgfs_recording_ops, &rec), 0);
 	assert_int_equal(drf_reconciler_init(&rc, &fs, NULL, NULL, false, PAGE), 0);
-	assert_int_equal(drf_reconciler_set(&rc, &e.cfg, e.knobs, e.inner, e.n_inner), 0);
+	assert_int_equal(drf_reconciler_set(&rc, &e.plan), 0);
 	assert_int_equal(drf_reconcile_tick(&rc, ALL, &st), 0);
 	fflush(rec.out);
 	assert_non_null(strstr(out, "mkdir "));
@@ -580,7 +580,7 @@ static void test_dry_run_changes_nothing(void **state)
 	cgfs_close(&fs);
 	fclose(rec.out);
 	free(out);
-	drf_enforced_free(&e);
+	fakeplan_free(&e);
 }
 
 /*
@@ -617,7 +617,7 @@ static void memory_tightening(bool async)
 		assert_int_equal(f.st.pending, 1);
 		drf_reconciler_drain(&f.rc);
 	}
-	assert_true(drf_knob_matches(DRF_KNOB_MEMORY_MAX, f.e.knobs[1].val[DRF_KNOB_MEMORY_MAX],
+	assert_true(drf_knob_matches(DRF_KNOB_MEMORY_MAX, f.e.plan.knobs[1].val[DRF_KNOB_MEMORY_MAX],
 				     slurp("team/b/memory.high"), NULL, PAGE));
 	assert_string_equal(slurp("team/b/memory.max"), "max");
 	/* still above: still waiting, memory.max untouched */
@@ -650,7 +650,7 @@ static void test_memory_tightening_async(void **state)
 static void test_removed_tenants_and_orphans(void **state)
 {
 	struct fixture f;
-	struct drf_enforced e2;
+	struct fakeplan e2;
 
 	(void)state;
 	load_two(&f.e, "");
@@ -660,8 +660,8 @@ static void test_removed_tenants_and_orphans(void **state)
 	assert_int_equal(put(f.fs.rootfd, "a/cgroup.events", "populated 1\n"), 0);
 	write_conf("", "cpu = 4\n", "[tenant c]\n");
 	load(&e2, NULL);
-	assert_int_equal(drf_reconciler_set(&f.rc, &e2.cfg, e2.knobs, e2.inner, e2.n_inner), 0);
-	drf_enforced_free(&f.e);
+	assert_int_equal(drf_reconciler_set(&f.rc, &e2.plan), 0);
+	fakeplan_free(&f.e);
 	f.e = e2;
 	assert_true(drf_reconciler_membership_changed(&f.rc));
 	assert_non_null(slurp("a/cgroup.type"));   /* holds processes: kept */
@@ -697,7 +697,7 @@ static void test_removed_tenants_and_orphans(void **state)
 static void test_nested_weights(void **state)
 {
 	struct fixture f;
-	struct drf_enforced e2;
+	struct fakeplan e2;
 
 	(void)state;
 	write_conf("", "cpu = 6\nmemory = 1G\n",
@@ -705,8 +705,8 @@ static void test_nested_weights(void **state)
 		   "[tenant web]\ncgroup = team/web\ncpu = 2\nmemory = 100M\n"
 		   "[tenant api]\ncgroup = team/api\ncpu = 1\nmemory = 50M\n");
 	load(&f.e, NULL);
-	assert_int_equal(f.e.n_inner, 1);
-	assert_string_equal(f.e.inner[0].cgroup, "team");
+	assert_int_equal(f.e.plan.n_inner, 1);
+	assert_string_equal(f.e.plan.inner[0].cgroup, "team");
 	fixture_open(&f, NULL, false);
 	tick(&f, ALL);
 	assert_int_equal(f.st.errors, 0);
@@ -730,9 +730,9 @@ static void test_nested_weights(void **state)
 		   "[tenant db]\ncpu = 3\nmemory = 256M\n"
 		   "[tenant web]\ncpu = 2\nmemory = 100M\n");
 	load(&e2, NULL);
-	assert_int_equal(e2.n_inner, 0);
-	assert_int_equal(drf_reconciler_set(&f.rc, &e2.cfg, e2.knobs, e2.inner, e2.n_inner), 0);
-	drf_enforced_free(&f.e);
+	assert_int_equal(e2.plan.n_inner, 0);
+	assert_int_equal(drf_reconciler_set(&f.rc, &e2.plan), 0);
+	fakeplan_free(&f.e);
 	f.e = e2;
 	tick(&f, ALL);
 	assert_int_equal(f.st.errors, 0);
@@ -811,25 +811,25 @@ static void test_io_weight_device_reset_first(void **state)
 static void test_zero_demand_and_cpu_clamp(void **state)
 {
 	const struct drf_io_target none = { .major = 8, .minor = 0, .weights = DRF_IO_WEIGHTS_BFQ };
-	struct drf_enforced e;
+	struct fakeplan e;
 
 	(void)state;
 	write_conf("", "cpu = 4\nmemory = 1G\nio-device = 8:0\nio-write-bps = 100M\n",
 		   "[tenant a]\ncpu = 1\nmemory = 0\nio-write-bps = 0\n[tenant b]\n");
 	load(&e, &none);
-	assert_string_equal(e.knobs[0].val[DRF_KNOB_MEMORY_MAX], "max");
-	assert_string_equal(e.knobs[0].val[DRF_KNOB_MEMORY_LOW], "0");
-	assert_string_equal(e.knobs[0].val[DRF_KNOB_IO_MAX], "8:0 rbps=max wbps=max riops=max "
+	assert_string_equal(e.plan.knobs[0].val[DRF_KNOB_MEMORY_MAX], "max");
+	assert_string_equal(e.plan.knobs[0].val[DRF_KNOB_MEMORY_LOW], "0");
+	assert_string_equal(e.plan.knobs[0].val[DRF_KNOB_IO_MAX], "8:0 rbps=max wbps=max riops=max "
 							      "wiops=max");
-	assert_true(drf_knobs_uncapped(&e.cfg, &e.problem, 0, &none) & (1u << DRF_RES_MEMORY));
-	drf_enforced_free(&e);
+	assert_true(drf_knobs_uncapped(&e.decl.cfg, &e.plan.problem, 0, &none) & (1u << DRF_RES_MEMORY));
+	fakeplan_free(&e);
 
 	write_conf("mode = limit\n", "cpu = 400000000\n", "[tenant a]\n[tenant b]\ncpu = 1\n");
 	load(&e, NULL);
 	/* 2e8 cores x 100ms is past max_cfs_runtime: the kernel would say EINVAL */
-	assert_string_equal(e.knobs[0].val[DRF_KNOB_CPU_MAX], "max 100000");
-	assert_string_equal(e.knobs[1].val[DRF_KNOB_CPU_MAX], "100000 100000");
-	drf_enforced_free(&e);
+	assert_string_equal(e.plan.knobs[0].val[DRF_KNOB_CPU_MAX], "max 100000");
+	assert_string_equal(e.plan.knobs[1].val[DRF_KNOB_CPU_MAX], "100000 100000");
+	fakeplan_free(&e);
 }
 
 /* State file: escaped name, round trip, and a restart that forgets departed tenants. */

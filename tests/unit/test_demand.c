@@ -14,7 +14,8 @@
 
 #include "daemon.h"
 #include "demand.h"
-#include "fakecg.h"
+#include "fakedrfd.h"
+#include "statedir.h"
 #include "testlib.h"
 #include "use.h"
 
@@ -367,43 +368,28 @@ static void test_pressure_bits(void **state)
 }
 
 /* The daemon: three tenants in limit mode over a fake cgroup tree. */
-static char dir[64], root[128], conf[256];
-static struct cgfs fs;
-static struct drfd d;
+static struct fakedrfd fx;
 static double usec[3], throttled[3];
 
-static void put(const char *cg, const char *file, const char *val)
-{
-	char p[256];
-
-	snprintf(p, sizeof(p), "%s/%s", cg, file);
-	assert_int_equal(fakecg_put(fs.rootfd, p, val), 0);
-}
+#define LIMIT_OBSERVED "mode = limit\ndemand = observed\n"
+#define THREE "[capacity]\ncpu = 2\nmemory = 3G\n[tenant a]\ncpu = 2\nmemory = 512M\n" \
+	      "[tenant b]\ncpu = 2\nmemory = 512M\n[tenant c]\ncpu = 2\nmemory = 512M\n"
 
 static int setup_daemon(void **state)
 {
-	char err[512];
-	FILE *f;
-
 	(void)state;
-	assert_int_equal(fakecg_setup(dir, sizeof(dir), root, sizeof(root)), 0);
-	snprintf(conf, sizeof(conf), "%s/drfd.conf", dir);
-	f = fopen(conf, "w");
-	assert_non_null(f);
-	fprintf(f, "[agent]\ncgroup-root = %s\nmode = limit\ndemand = observed\n"
-		   "[capacity]\ncpu = 2\nmemory = 3G\n"
-		   "[tenant a]\ncpu = 2\nmemory = 512M\n[tenant b]\ncpu = 2\nmemory = 512M\n"
-		   "[tenant c]\ncpu = 2\nmemory = 512M\n", root);
-	assert_int_equal(fclose(f), 0);
-	assert_int_equal(cgfs_open(&fs, root, false, &fakecg_ops, NULL), 0);
-	memset(&d, 0, sizeof(d));
-	d.fs = &fs;
-	d.config_path = conf;
-	assert_int_equal(drf_enforced_load(&d.plan, conf, NULL, err, sizeof(err)), 0);
-	assert_int_equal(drf_reconciler_init(&d.rc, &fs, NULL, NULL, false, FAKECG_PAGE), 0);
-	assert_int_equal(drf_reconciler_set(&d.rc, &d.plan.cfg, d.plan.knobs, d.plan.inner,
-					    d.plan.n_inner), 0);
-	assert_int_equal(drfd_usage_plan(&d), 0);
+	assert_int_equal(fakedrfd_setup(&fx, LIMIT_OBSERVED, THREE), 0);
+	assert_int_equal(fakedrfd_start(&fx), 0);
+	memset(usec, 0, sizeof(usec));
+	memset(throttled, 0, sizeof(throttled));
+	return 0;
+}
+
+static int setup_declared(void **state)
+{
+	(void)state;
+	assert_int_equal(fakedrfd_setup(&fx, "mode = limit\n", THREE), 0);
+	assert_int_equal(fakedrfd_start(&fx), 0);
 	memset(usec, 0, sizeof(usec));
 	memset(throttled, 0, sizeof(throttled));
 	return 0;
@@ -412,43 +398,31 @@ static int setup_daemon(void **state)
 static int teardown_daemon(void **state)
 {
 	(void)state;
-	drfd_usage_free(&d.use);
-	drfd_online_free(&d.online);
-	drf_reconciler_free(&d.rc);
-	drf_enforced_free(&d.plan);
-	cgfs_close(&fs);
-	fakecg_teardown(dir);
+	fakedrfd_teardown(&fx);
 	return 0;
 }
 
 /* The cpu.max quota drfd wrote for a tenant, in cores. */
 static double cpu_max(const char *cg)
 {
-	char p[256], buf[128];
+	const char *v = fakedrfd_get(&fx, cg, "cpu.max");
 	double q = 0, per = 0;
-	FILE *f;
 
-	snprintf(p, sizeof(p), "%s/%s/cpu.max", root, cg);
-	f = fopen(p, "r");
-	assert_non_null(f);
-	assert_non_null(fgets(buf, sizeof(buf), f));
-	fclose(f);
-	if (strncmp(buf, "max", 3) == 0)
+	if (strncmp(v, "max", 3) == 0)
 		return INFINITY;
-	assert_int_equal(sscanf(buf, "%lf %lf", &q, &per), 2);
+	assert_int_equal(sscanf(v, "%lf %lf", &q, &per), 2);
 	return q / per;
 }
 
 /*
- * One tick of one second at time t: each tenant busy (using all of its cpu.max,
- * throttled) or idle; then the sample, the online step and the writes.
+ * One tick of one second: each tenant busy (using all of its cpu.max,
+ * throttled) or idle over the second before it; then drfd's tick: the writes,
+ * the sample, the online step and the writes of a changed plan.
  */
-static void tick(uint64_t t, const bool busy[3])
+static void tick(const bool busy[3])
 {
 	static const char *const names[] = { "a", "b", "c" };
-	struct drf_reconcile_stats st;
 
-	drf_reconcile_tick(&d.rc, SIZE_MAX, &st);
 	for (int i = 0; i < 3; i++) {
 		char buf[256];
 		double lim = cpu_max(names[i]);
@@ -459,39 +433,41 @@ static void tick(uint64_t t, const bool busy[3])
 			throttled[i] += 10; /* a counter: never goes back */
 		snprintf(buf, sizeof(buf), "usage_usec %.0f\nnr_throttled %.0f\nthrottled_usec 0\n",
 			 usec[i], throttled[i]);
-		put(names[i], "cpu.stat", buf);
-		put(names[i], "memory.current", "104857600\n");
-		put(names[i], "memory.stat", "anon 104857600\nfile 0\ninactive_file 0\n");
+		assert_int_equal(fakedrfd_put(&fx, names[i], "cpu.stat", buf), 0);
+		assert_int_equal(fakedrfd_put(&fx, names[i], "memory.current", "104857600\n"), 0);
+		assert_int_equal(fakedrfd_put(&fx, names[i], "memory.stat",
+					      "anon 104857600\nfile 0\ninactive_file 0\n"), 0);
 	}
-	drfd_usage_sample(&d, t * SEC);
-	if (drfd_online_step(&d))
-		drf_reconcile_tick(&d.rc, 0, &st);
+	fakedrfd_advance(&fx, DRF_USEC_PER_SEC);
+	drfd_tick(&fx.d, SIZE_MAX);
 }
 
 static void test_daemon_idle_and_back(void **state)
 {
 	const bool all[3] = { true, true, true }, c_idle[3] = { true, true, false };
 	double fair = 2.0 / 3, grown = (2 - 2 / DRF_DEM_FLOOR_DIV) / 2;
-	uint64_t t = 10, went_idle, back;
+	uint64_t t = 0, went_idle, back;
 	unsigned long long replans;
 
 	(void)state;
 	/* Memory settles first (each uses 100M of its 512M). */
-	for (int k = 0; k < 40; k++)
-		tick(t++, all);
-	assert_true(d.online.active);
+	for (int k = 0; k < 40; k++, t++)
+		tick(all);
+	assert_true(fx.d.plan.effective);
 	/* All busy: the declared plan, 2/3 core each. */
 	for (int i = 0; i < 3; i++)
 		assert_true(fabs(cpu_max((const char *[]){ "a", "b", "c" }[i]) - fair) < 1e-3);
 	/* Steady: no change of plan while nothing changes. */
-	replans = (unsigned long long)d.online.replans;
-	for (int k = 0; k < 60; k++)
-		tick(t++, all);
-	assert_int_equal(d.online.replans, replans);
+	replans = (unsigned long long)fx.d.online.replans;
+	for (int k = 0; k < 60; k++, t++)
+		tick(all);
+	assert_int_equal(fx.d.online.replans, replans);
 	/* c goes idle: within 3 ticks a and b get its share, less c's floor. */
 	went_idle = t;
-	while (fabs(cpu_max("a") - grown) > 1e-3 && t - went_idle < 20)
-		tick(t++, c_idle);
+	while (fabs(cpu_max("a") - grown) > 1e-3 && t - went_idle < 20) {
+		tick(c_idle);
+		t++;
+	}
 	/* A whole idle tick, then the fall at the second (the hold). */
 	assert_true(t - went_idle <= 2);
 	assert_true(fabs(cpu_max("b") - grown) < 1e-3);
@@ -500,14 +476,25 @@ static void test_daemon_idle_and_back(void **state)
 	assert_true((cpu_max("a") + cpu_max("b")) / 2 > 0.9);
 	/* c is back: its declared share within the documented bound (5 ticks). */
 	back = t;
-	while (fabs(cpu_max("c") - fair) > 1e-3 && t - back < 30)
-		tick(t++, all);
+	while (fabs(cpu_max("c") - fair) > 1e-3 && t - back < 30) {
+		tick(all);
+		t++;
+	}
 	/* 0.125 -> 0.25 -> 0.5 -> 1: three doublings to its 2/3 (four to its bound). */
 	assert_true(t - back <= 3);
 	assert_true(fabs(cpu_max("a") - fair) < 1e-3);
 	/* Memory: each uses 100M of its 512M: the effective demand fell, gradually. */
-	assert_true(d.use.t[0].dem.eff[DRF_RES_MEMORY] < 512.0 * 1024 * 1024 / 2);
-	assert_true(d.use.t[0].dem.eff[DRF_RES_MEMORY] >= 100.0 * 1024 * 1024 * 1.25 - 1);
+	assert_true(fx.d.use.t[0].dem.eff[DRF_RES_MEMORY] < 512.0 * 1024 * 1024 / 2);
+	assert_true(fx.d.use.t[0].dem.eff[DRF_RES_MEMORY] >= 100.0 * 1024 * 1024 * 1.25 - 1);
+}
+
+static void write_demand(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	fputs(text, f);
+	assert_int_equal(fclose(f), 0);
 }
 
 /*
@@ -518,82 +505,67 @@ static void test_daemon_restart_restores(void **state)
 {
 	const bool c_idle[3] = { true, true, false };
 	char path[512], line[512];
-	uint64_t t = 10;
+	size_t writes;
 	FILE *f;
 
 	(void)state;
-	snprintf(d.state_path, sizeof(d.state_path), "%s/root.state", dir);
 	for (int k = 0; k < 6; k++)
-		tick(t++, c_idle);
-	assert_true(fabs(d.use.t[2].dem.eff[DRF_RES_CPU] - 0.125) < 1e-12);
+		tick(c_idle);
+	assert_true(fabs(fx.d.use.t[2].dem.eff[DRF_RES_CPU] - 0.125) < 1e-12);
 	/* Written at the change: C's line has its cpu at 0.125. */
-	snprintf(path, sizeof(path), "%s/root.demand", dir);
+	assert_int_equal(drf_statedir_path(fx.statedir, fx.root, ".demand", path, sizeof(path)), 0);
 	f = fopen(path, "r");
 	assert_non_null(f);
 	while (fgets(line, sizeof(line), f) && strncmp(line, "c ", 2) != 0)
 		;
 	fclose(f);
 	assert_true(strncmp(line, "c 0.125 ", 8) == 0);
-	/* A new drfd: fresh usage, the demands read back, the plan in force at once. */
-	drfd_usage_free(&d.use);
-	drfd_online_free(&d.online);
-	assert_int_equal(drfd_usage_plan(&d), 0);
-	assert_false(d.use.t[2].dem.started);
-	drfd_online_restore(&d);
-	assert_true(d.use.t[2].dem.started);
-	assert_int_equal(d.use.t[2].dem.why[DRF_RES_CPU], DRF_DEM_WHY_RESTORED);
-	assert_int_equal(drfd_online_plan(&d), 0);
-	assert_true(fabs(drfd_in_force(&d)->result.shares[0].alloc[DRF_RES_CPU] - 0.9375) < 1e-9);
+	/* A new drfd: the demands read back, the plan in force at once: no knob moves. */
+	writes = fx.rec.changes;
+	assert_int_equal(fakedrfd_restart(&fx), 0);
+	assert_true(fx.d.use.t[2].dem.started);
+	assert_int_equal(fx.d.use.t[2].dem.changed_why[DRF_RES_CPU], DRF_DEM_WHY_RESTORED);
+	assert_true(fabs(fx.d.plan.result.shares[0].alloc[DRF_RES_CPU] - 0.9375) < 1e-9);
+	assert_true(fabs(cpu_max("c") - 0.125) < 1e-3);
+	assert_int_equal(fx.rec.changes, writes);
 	/* A damaged file: the declared demands. */
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs("drfd-demand 1\nc 0.125 nonsense\n", f);
-	fclose(f);
-	drfd_usage_free(&d.use);
-	assert_int_equal(drfd_usage_plan(&d), 0);
-	drfd_online_restore(&d);
-	assert_false(d.use.t[2].dem.started);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs("something else\nc 0.125 0 0 0 0 0\n", f);
-	fclose(f);
-	drfd_online_restore(&d);
-	assert_false(d.use.t[2].dem.started);
+	write_demand(path, "drfd-demand 1\nc 0.125 nonsense\n");
+	assert_int_equal(fakedrfd_restart(&fx), 0);
+	assert_int_not_equal(fx.d.use.t[2].dem.changed_why[DRF_RES_CPU], DRF_DEM_WHY_RESTORED);
+	assert_true(fx.d.use.t[2].dem.eff[DRF_RES_CPU] == 2);
+	assert_true(fabs(cpu_max("c") - 2.0 / 3) < 1e-3);
+	write_demand(path, "something else\nc 0.125 0 0 0 0 0\n");
+	assert_int_equal(fakedrfd_restart(&fx), 0);
+	assert_int_not_equal(fx.d.use.t[2].dem.changed_why[DRF_RES_CPU], DRF_DEM_WHY_RESTORED);
+	assert_true(fx.d.use.t[2].dem.eff[DRF_RES_CPU] == 2);
 	/* Above the declared demand (the config changed meanwhile): clamped. */
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs("drfd-demand 1\nc 7 99999999999 0 0 0 0\n", f);
-	fclose(f);
-	drfd_online_restore(&d);
-	assert_true(d.use.t[2].dem.eff[DRF_RES_CPU] == 2);
-	assert_true(d.use.t[2].dem.eff[DRF_RES_MEMORY] == 512.0 * 1024 * 1024);
-	d.state_path[0] = '\0';
+	write_demand(path, "drfd-demand 1\nc 7 99999999999 0 0 0 0\n");
+	assert_int_equal(fakedrfd_restart(&fx), 0);
+	assert_true(fx.d.use.t[2].dem.eff[DRF_RES_CPU] == 2);
+	assert_true(fx.d.use.t[2].dem.eff[DRF_RES_MEMORY] == 512.0 * 1024 * 1024);
 }
 
 /* Observed demand switched off and on again (reloads): no stale effective demands. */
 static void test_daemon_off_and_on(void **state)
 {
 	const bool c_idle[3] = { true, true, false };
-	struct drf_reconcile_stats st;
-	uint64_t t = 10;
 
 	(void)state;
 	for (int k = 0; k < 6; k++)
-		tick(t++, c_idle);
+		tick(c_idle);
 	assert_true(fabs(cpu_max("c") - 0.125) < 1e-3);
-	d.plan.cfg.observed = false;
-	assert_int_equal(drfd_online_plan(&d), 0);
-	assert_false(d.online.active);
-	drf_reconcile_tick(&d.rc, 0, &st);
+	assert_int_equal(fakedrfd_write(&fx, "mode = limit\n", THREE), 0);
+	assert_int_equal(drfd_reload(&fx.d), 0);
+	assert_false(fx.d.plan.effective);
 	assert_true(fabs(cpu_max("c") - 2.0 / 3) < 1e-3);
-	assert_false(d.use.t[2].dem.started);
-	d.plan.cfg.observed = true;
-	assert_int_equal(drfd_online_plan(&d), 0);
-	drf_reconcile_tick(&d.rc, 0, &st);
+	assert_false(fx.d.use.t[2].dem.started);
+	assert_int_equal(fakedrfd_write(&fx, LIMIT_OBSERVED, THREE), 0);
+	assert_int_equal(drfd_reload(&fx.d), 0);
+	assert_true(fx.d.plan.effective);
 	/* Back on: from the declared demands, then the rules again. */
 	assert_true(fabs(cpu_max("c") - 2.0 / 3) < 1e-3);
 	for (int k = 0; k < 3; k++)
-		tick(t++, c_idle);
+		tick(c_idle);
 	assert_true(fabs(cpu_max("c") - 0.125) < 1e-3);
 }
 
@@ -601,13 +573,11 @@ static void test_daemon_off_and_on(void **state)
 static void test_daemon_declared(void **state)
 {
 	const bool c_idle[3] = { true, true, false };
-	uint64_t t = 10;
 
 	(void)state;
-	d.plan.cfg.observed = false;
 	for (int k = 0; k < 10; k++)
-		tick(t++, c_idle);
-	assert_false(d.online.active);
+		tick(c_idle);
+	assert_false(fx.d.plan.effective);
 	assert_true(fabs(cpu_max("a") - 2.0 / 3) < 1e-3);
 	assert_true(fabs(cpu_max("c") - 2.0 / 3) < 1e-3);
 }
@@ -631,7 +601,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_daemon_restart_restores, setup_daemon,
 						teardown_daemon),
 		cmocka_unit_test_setup_teardown(test_daemon_off_and_on, setup_daemon, teardown_daemon),
-		cmocka_unit_test_setup_teardown(test_daemon_declared, setup_daemon, teardown_daemon),
+		cmocka_unit_test_setup_teardown(test_daemon_declared, setup_declared,
+						teardown_daemon),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -423,7 +423,7 @@ static void test_daemon_hook(void **state)
 	memset(&d, 0, sizeof(d));
 	memset(t, 0, sizeof(t));
 	snprintf(d.state_path, sizeof(d.state_path), "%s/x.state", dir);
-	d.plan.cfg.state_dir = dir;
+	d.decl.cfg.state_dir = dir;
 	d.root = "/sys/fs/cgroup/drf.slice";
 	d.use.n = 2;
 	d.use.t = t;

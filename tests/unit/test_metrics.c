@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "fakedrfd.h"
 #include "metrics.h"
 #include "testlib.h"
 
@@ -57,10 +58,11 @@ static void make_daemon(struct drfd *d)
 					    "[tenant a]\ncpu = 1.5\nmemory = 2G\nnet-rate = 100mbit\n"
 					    "[tenant b]\nweight = 2\n"), 0);
 	*d = (struct drfd){ .listen_fd = -1 };
-	if (drf_enforced_load(&d->plan, path, NULL, err, sizeof(err)) < 0) {
+	if (drf_declared_load(&d->decl, path, &drf_host_real, err, sizeof(err)) < 0) {
 		print_error("%s\n", err);
 		fail();
 	}
+	assert_int_equal(fakedrfd_plan(d), 0);
 	d->use.n = 2;
 	d->use.t = calloc(2, sizeof(*d->use.t));
 	assert_non_null(d->use.t);
@@ -139,7 +141,9 @@ static char *render(const struct drfd *d)
 static void free_daemon(struct drfd *d)
 {
 	free(d->use.t);
-	drf_enforced_free(&d->plan);
+	drf_plan_free(&d->plan);
+	drf_engine_free(&d->engine);
+	drf_declared_free(&d->decl);
 }
 
 /* The file at path starts with want. */
@@ -385,7 +389,7 @@ static void test_escaping(void **state)
 	(void)state;
 	make_daemon(&d);
 	d.use.t[0].alloc[DRF_RES_CPU] = 1;
-	snprintf(d.plan.cfg.tenants[0].name, sizeof(d.plan.cfg.tenants[0].name), "x\"y\\z\nw");
+	snprintf(d.decl.cfg.tenants[0].name, sizeof(d.decl.cfg.tenants[0].name), "x\"y\\z\nw");
 	m = render(&d);
 	assert_line(m, "drfd_allocation{tenant=\"x\\\"y\\\\z\\nw\",resource=\"cpu\"} 1");
 	assert_line(m, "drfd_tenant_weight{tenant=\"x\\\"y\\\\z\\nw\"} 1");
@@ -462,7 +466,7 @@ static void test_metrics_file(void **state)
 	snprintf(path, sizeof(path), "%s/out/.drfd.prom.fifo12", dir);
 	assert_int_equal(mkfifo(path, 0600), 0);
 	snprintf(path, sizeof(path), "%s/out/drfd.prom", dir);
-	d.plan.cfg.metrics_file = strdup(path);
+	d.decl.cfg.metrics_file = strdup(path);
 	umask(077);
 	assert_int_equal(drfd_metrics_tick(&d), 0);
 	umask(022);
@@ -496,16 +500,16 @@ static void test_metrics_file(void **state)
 		ino_t before = st.st_ino;
 
 		assert_int_equal(drfd_metrics_tick(&d), 0);
-		assert_int_equal(stat(d.plan.cfg.metrics_file, &st), 0);
+		assert_int_equal(stat(d.decl.cfg.metrics_file, &st), 0);
 		assert_true(st.st_ino != before);
 	}
 	/*
 	 * A reload moved it into a directory that does not exist: an error, and
 	 * nothing created; the former file is removed (it would go on saying drfd_up 1).
 	 */
-	free(d.plan.cfg.metrics_file);
+	free(d.decl.cfg.metrics_file);
 	snprintf(path, sizeof(path), "%s/none/drfd.prom", dir);
-	d.plan.cfg.metrics_file = strdup(path);
+	d.decl.cfg.metrics_file = strdup(path);
 	assert_int_equal(drfd_metrics_tick(&d), -ENOENT);
 	assert_int_equal(drfd_metrics_tick(&d), -ENOENT); /* logged once, still failing */
 	snprintf(path, sizeof(path), "%s/none", dir);
@@ -514,22 +518,22 @@ static void test_metrics_file(void **state)
 	list_dir(path, names, sizeof(names));
 	assert_string_equal(names, "");
 	/* the path is a directory: the rename fails, and the temporary file is removed */
-	free(d.plan.cfg.metrics_file);
+	free(d.decl.cfg.metrics_file);
 	snprintf(path, sizeof(path), "%s/out/dir.prom", dir);
 	assert_int_equal(mkdir(path, 0755), 0);
-	d.plan.cfg.metrics_file = strdup(path);
+	d.decl.cfg.metrics_file = strdup(path);
 	assert_true(drfd_metrics_tick(&d) < 0);
 	snprintf(path, sizeof(path), "%s/out", dir);
 	list_dir(path, names, sizeof(names));
 	assert_string_equal(names, "dir.prom ");
 	/* writing works again */
-	free(d.plan.cfg.metrics_file);
+	free(d.decl.cfg.metrics_file);
 	snprintf(path, sizeof(path), "%s/out/drfd.prom", dir);
-	d.plan.cfg.metrics_file = strdup(path);
+	d.decl.cfg.metrics_file = strdup(path);
 	assert_int_equal(drfd_metrics_tick(&d), 0);
 	/* a reload that drops metrics-file removes the file drfd wrote */
-	free(d.plan.cfg.metrics_file);
-	d.plan.cfg.metrics_file = NULL;
+	free(d.decl.cfg.metrics_file);
+	d.decl.cfg.metrics_file = NULL;
 	assert_int_equal(drfd_metrics_tick(&d), 0);
 	assert_int_equal(access(path, F_OK), -1);
 	/*
@@ -537,7 +541,7 @@ static void test_metrics_file(void **state)
 	 * family for a drfd of before the mark) is replaced
 	 */
 	assert_int_equal(t_write_file(path, DRFD_METRICS_MARK "drfd_up 1\n"), 0);
-	d.plan.cfg.metrics_file = strdup(path);
+	d.decl.cfg.metrics_file = strdup(path);
 	assert_int_equal(drfd_metrics_tick(&d), 0);
 	assert_true(file_starts(path, DRFD_METRICS_MARK "# HELP drfd_up "));
 	assert_int_equal(unlink(path), 0);
@@ -569,11 +573,11 @@ static void test_metrics_file(void **state)
 	drfd_metrics_stop(&d);
 	assert_true(file_starts(path, "theirs\n"));
 	assert_int_equal(unlink(path), 0);
-	free(d.plan.cfg.metrics_file);
+	free(d.decl.cfg.metrics_file);
 	/* a symlink or a directory at the path: left alone, and no file made through it */
 	snprintf(path, sizeof(path), "%s/out/link.prom", dir);
 	assert_int_equal(symlink("/etc/hostname", path), 0);
-	d.plan.cfg.metrics_file = strdup(path);
+	d.decl.cfg.metrics_file = strdup(path);
 	assert_int_equal(drfd_metrics_tick(&d), -EEXIST);
 	{
 		struct stat ls;
@@ -583,11 +587,11 @@ static void test_metrics_file(void **state)
 	}
 	drfd_metrics_stop(&d);
 	assert_int_equal(unlink(path), 0);
-	free(d.plan.cfg.metrics_file);
+	free(d.decl.cfg.metrics_file);
 	snprintf(path, sizeof(path), "%s/out/drfd.prom", dir);
-	d.plan.cfg.metrics_file = NULL;
+	d.decl.cfg.metrics_file = NULL;
 	/* a dry run writes nothing */
-	d.plan.cfg.metrics_file = strdup(path);
+	d.decl.cfg.metrics_file = strdup(path);
 	d.dry_run = true;
 	assert_int_equal(drfd_metrics_tick(&d), 0);
 	assert_int_equal(access(path, F_OK), -1);

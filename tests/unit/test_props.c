@@ -667,7 +667,7 @@ static void test_discrete_within_one_task(void **state)
  * the products agree within 2%.
  */
 static double path_share(const struct drf_config *c, const struct drf_knobs *k,
-			 const struct drf_inner *in, size_t n_in, const char *path)
+			 const struct drf_cg_knobs *in, size_t n_in, const char *path)
 {
 	char parent[64], me[64];
 	double w = 0, sum = 0;
@@ -707,7 +707,7 @@ static void test_nested_weights_compose(void **state)
 		struct drf_config c = { .mode = DRF_MODE_SHARE, .tenants = ts };
 		struct drf_problem p = { .demands = d };
 		struct drf_result res = { .shares = sh };
-		struct drf_inner *in = NULL;
+		struct drf_cg_knobs *in = NULL;
 		size_t n_in = 0, n = (size_t)rng_int(&g, 1, 8);
 		double total = 0;
 
@@ -745,7 +745,7 @@ static void test_nested_weights_compose(void **state)
 			for (size_t y = x + 1; y < n_in; y++)
 				assert_false(strncmp(in[x].cgroup, in[y].cgroup, strlen(in[y].cgroup)) == 0 &&
 					     in[x].cgroup[strlen(in[y].cgroup)] == '/');
-		drf_inner_free(in, n_in);
+		drf_cg_knobs_free(in, n_in);
 	}
 }
 

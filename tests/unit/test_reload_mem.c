@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "desired.h"
+#include "fakedrfd.h"
 #include "fakecg.h"
 #include "reconcile.h"
 #include "testlib.h"
@@ -56,7 +56,7 @@ static void test_reloads_keep_rss_flat(void **state)
 {
 	char a[256], b[256], err[512];
 	struct drf_reconciler rc;
-	struct drf_enforced e = { 0 };
+	struct fakeplan e = { 0 };
 	struct cgfs fs;
 	long warm = 0, end;
 	int n = getenv("DRF_RELOADS") ? atoi(getenv("DRF_RELOADS")) : 1000;
@@ -70,12 +70,12 @@ static void test_reloads_keep_rss_flat(void **state)
 	assert_int_equal(cgfs_open(&fs, root, false, &fakecg_ops, NULL), 0);
 	assert_int_equal(drf_reconciler_init(&rc, &fs, NULL, NULL, false, FAKECG_PAGE), 0);
 	for (int i = 0; i < n; i++) {
-		struct drf_enforced next;
+		struct fakeplan next;
 		struct drf_reconcile_stats st;
 
-		assert_int_equal(drf_enforced_load(&next, i % 2 ? b : a, NULL, err, sizeof(err)), 0);
-		assert_int_equal(drf_reconciler_set(&rc, &next.cfg, next.knobs, next.inner, next.n_inner), 0);
-		drf_enforced_free(&e);
+		assert_int_equal(fakeplan_load(&next, i % 2 ? b : a, NULL, err, sizeof(err)), 0);
+		assert_int_equal(drf_reconciler_set(&rc, &next.plan), 0);
+		fakeplan_free(&e);
 		e = next;
 		assert_int_equal(drf_reconcile_tick(&rc, 0, &st), 0);
 		assert_int_equal(st.errors, 0);
@@ -94,7 +94,7 @@ static void test_reloads_keep_rss_flat(void **state)
 #endif
 	drf_reconciler_free(&rc);
 	cgfs_close(&fs);
-	drf_enforced_free(&e);
+	fakeplan_free(&e);
 	fakecg_teardown(dir);
 }
 

@@ -22,7 +22,7 @@
 #include <syslog.h>
 
 #include "cgroupfs.h"
-#include "desired.h"
+#include "fakedrfd.h"
 #include "fakecg.h"
 #include "faketc.h"
 #include "netbpf.h"
@@ -150,19 +150,19 @@ static int teardown(void **state)
 static void plan(struct fx *f, const char *mode, bool replace, const char *cap, const char *tenants)
 {
 	char path[256], text[4096], err[1024];
-	struct drf_enforced e = { 0 };
+	struct fakeplan e = { 0 };
 
 	snprintf(path, sizeof(path), "%s/drfd.conf", f->dir);
 	snprintf(text, sizeof(text), "[agent]\ncgroup-root = %s\nmode = %s\n%s[capacity]\n"
 		 "net-device = " FAKETC_IFNAME "\n%s%s", f->root, mode,
 		 replace ? "net-replace-qdisc = yes\n" : "", cap, tenants);
 	assert_int_equal(t_write_file(path, text), 0);
-	if (drf_enforced_load(&e, path, NULL, err, sizeof(err)) < 0) {
+	if (fakeplan_load(&e, path, NULL, err, sizeof(err)) < 0) {
 		print_error("%s\n", err);
 		fail();
 	}
-	assert_int_equal(drf_shaper_set(&f->s, &e, e.cfg.net_replace_qdisc), 0);
-	drf_enforced_free(&e);
+	assert_int_equal(drf_shaper_set(&f->s, &e.plan), 0);
+	fakeplan_free(&e);
 }
 
 static void tick(struct fx *f, size_t verify)

@@ -36,6 +36,7 @@
 #include "daemon.h"
 #include "fakecg.h"
 #include "status.h"
+#include "taskd.h"
 #include "tasks.h"
 #include "testlib.h"
 
@@ -597,38 +598,38 @@ static void fake_reap(void *ctx, pid_t pid)
 	(void)pid;
 }
 
-static uint64_t fake_now(void *ctx)
-{
-	(void)ctx;
-	return 1700000000000000ull;
-}
+static const struct drf_spawn_ops fake_ops = { fake_spawn, fake_reap };
 
-static const struct drf_spawn_ops fake_ops = { fake_spawn, fake_reap, fake_now };
+/* The daemon over the fake tree, started, with its task queue on the fake spawn. */
+static struct drfd_env env;
+static struct drf_fake_clock fake_now = { .mono = 1000000000, .real = 1700000000000000ull };
+static const struct drf_clock fake_clock = { drf_fake_clock_now, &fake_now };
 
 static void daemon_with_tasks(void)
 {
-	char conf[4200], qdir[4200], err[1024];
+	char conf[4200], sdir[4200], err[1024];
 	FILE *f;
 
 	daemon_new();
 	assert_int_equal(fakecg_setup(cgdir, sizeof(cgdir), cgroot, sizeof(cgroot)), 0);
 	assert_int_equal(cgfs_open(&fs, cgroot, false, &fakecg_ops, NULL), 0);
-	assert_int_equal(cgfs_mkdir_p(&fs, "A"), 0);
 	snprintf(conf, sizeof(conf), "%s/drfd.conf", cgdir);
+	snprintf(sdir, sizeof(sdir), "%s/state", cgdir);
+	assert_int_equal(mkdir(sdir, 0755), 0);
 	f = fopen(conf, "w");
 	assert_non_null(f);
-	fprintf(f, "[agent]\ncgroup-root = %s\n[capacity]\ncpu = 4\nmemory = 8G\n"
-		   "[tenant A]\ntask-cpu = 0.5\ntask-memory = 64M\ntasks = unlimited\n", cgroot);
+	fprintf(f, "[agent]\ncgroup-root = %s\nstate-dir = %s\n[capacity]\ncpu = 4\n"
+		   "memory = 8G\n[tenant A]\ntask-cpu = 0.5\ntask-memory = 64M\n"
+		   "tasks = unlimited\n", cgroot, sdir);
 	assert_int_equal(fclose(f), 0);
-	if (drf_enforced_load(&d.plan, conf, NULL, err, sizeof(err)) < 0)
-		fail_msg("%s", err);
+	env = (struct drfd_env){ .clock = &fake_clock, .host = &drf_host_real, .fs = &fs,
+				 .spawn = &fake_ops };
+	d.env = &env;
 	d.config_path = "drfd.conf";
-	d.fs = &fs;
-	d.tasks = calloc(1, sizeof(*d.tasks));
-	assert_non_null(d.tasks);
-	snprintf(qdir, sizeof(qdir), "%s/state/x.tasks", cgdir);
-	if (drf_tasks_init(d.tasks, qdir, &fs, &fake_ops, NULL, NULL, err, sizeof(err)) < 0)
+	if (drf_declared_load(&d.decl, conf, &drf_host_real, err, sizeof(err)) < 0)
 		fail_msg("%s", err);
+	assert_int_equal(drfd_start(&d, NULL), 0);
+	assert_non_null(d.tasks);
 }
 
 static void daemon_with_tasks_free(void)

@@ -33,6 +33,8 @@
 #include "statedir.h"
 
 #include "fakecg.h"
+#include "planner.h"
+#include "reconcile.h"
 #include "tasks.h"
 #include "testlib.h"
 
@@ -91,15 +93,15 @@ static void fake_reap(void *ctx, pid_t pid)
 	(void)pid;
 }
 
-static uint64_t fake_now(void *ctx)
+static uint64_t fake_now(void *ctx, clockid_t id)
 {
+	(void)id;
 	return ((struct fake_spawn *)ctx)->now += 1000;
 }
 
 static const struct drf_spawn_ops fake_ops = {
 	.spawn = fake_spawn,
 	.reap = fake_reap,
-	.now = fake_now,
 };
 
 /* The fake tree's rmdir, also removing the files the fake spawn added (as cgroupfs would). */
@@ -121,11 +123,58 @@ struct fx {
 	struct cgfs fs;
 	struct cgfs_recorder rec;
 	struct fake_spawn sp;
+	struct drf_clock clock;
 	struct drf_tasks q;
 	struct drf_config cfg;
 	struct drf_tenant ten[2];
 	double cap[DRF_NRES];
+	/* The daemon's side: the declared plan of cfg, the planner and the reconciler. */
+	struct drf_declared decl;
+	struct drf_engine eng;
+	struct drf_plan plan;
+	struct drf_reconciler rc;
 };
+
+static int ready(void *ctx, const char *cg, char *why, size_t len)
+{
+	return drf_reconciler_ready(ctx, cg, why, len);
+}
+
+/* The plan with the queue's starting and running tasks, put in force, and written. */
+static void apply(struct fx *f)
+{
+	struct drf_plan_input in = { .decl = &f->decl };
+	struct drf_reconcile_stats st;
+	struct drf_plan p;
+
+	assert_int_equal(drf_tasks_plan(&f->q, &in.tasks, &in.n_tasks), 0);
+	assert_int_equal(drf_plan_build(&in, &f->eng, &p), 0);
+	assert_int_equal(drf_reconciler_set(&f->rc, &p), 0);
+	drf_plan_free(&f->plan);
+	f->plan = p;
+	drf_reconcile_tick(&f->rc, 0, &st);
+}
+
+/*
+ * What the daemon's tick does for the queue (daemon.c): tasks that ended are
+ * recorded, queued ones picked in DRF order, the plan put in force (the tasks'
+ * cgroups with their limits), and the picked ones started once their cgroups
+ * are ready; those that cannot leave the plan. Returns the number started.
+ */
+static unsigned tick(struct fx *f)
+{
+	uint64_t gen;
+	unsigned started;
+
+	drf_tasks_reap(&f->q);
+	drf_tasks_pick(&f->q, &f->cfg, f->cap);
+	apply(f);
+	gen = f->q.generation;
+	started = drf_tasks_launch(&f->q, ready, &f->rc);
+	if (f->q.generation != gen)
+		apply(f);
+	return started;
+}
 
 static struct fx *fx_new(void)
 {
@@ -152,20 +201,33 @@ static struct fx *fx_new(void)
 		t->task_model = true;
 		t->vec[DRF_RES_CPU] = i ? 0.3 : 0.1;
 		t->vec[DRF_RES_MEMORY] = i ? 16 * M : 64 * M;
+		t->declared[DRF_RES_CPU] = t->declared[DRF_RES_MEMORY] = true;
 		t->tasks = INFINITY;
 	}
 	f->cfg.path = (char *)"test.conf";
 	f->cfg.tenants = f->ten;
 	f->cfg.n_tenants = 2;
+	memcpy(f->cfg.capacity, f->cap, sizeof(f->cap));
+	f->decl.cfg = f->cfg;
+	assert_int_equal(drf_config_problem(&f->cfg, &f->decl.problem, &f->decl.demands), 0);
+	assert_int_equal(drf_allocate(&f->decl.problem, DRF_POLICY_DRF, &f->decl.result), 0);
+	assert_int_equal(drf_engine_init(&f->eng), 0);
+	assert_int_equal(drf_reconciler_init(&f->rc, &f->fs, NULL, NULL, false, FAKECG_PAGE), 0);
+	f->clock = (struct drf_clock){ .now = fake_now, .ctx = &f->sp };
 	f->sp.fs = &f->fs;
 	snprintf(f->qdir, sizeof(f->qdir), "%s/state/x.tasks", f->dir);
-	assert_int_equal(drf_tasks_init(&f->q, f->qdir, &f->fs, &fake_ops, &f->sp, NULL, err,
-					sizeof(err)), 0);
+	assert_int_equal(drf_tasks_init(&f->q, f->qdir, &f->fs, &fake_ops, &f->sp, &f->clock,
+					NULL, err, sizeof(err)), 0);
 	return f;
 }
 
 static void fx_free(struct fx *f)
 {
+	drf_reconciler_free(&f->rc);
+	drf_plan_free(&f->plan);
+	drf_engine_free(&f->eng);
+	drf_result_free(&f->decl.result);
+	free(f->decl.demands);
 	free(f->sp.text);
 	drf_tasks_free(&f->q);
 	cgfs_close(&f->fs);
@@ -258,12 +320,12 @@ static void test_e1_scaled(void **state)
 
 	(void)state;
 	fill(f);
-	assert_int_equal(drf_tasks_tick(&f->q, &f->cfg, f->cap, NULL), 5);
+	assert_int_equal(tick(f), 5);
 	assert_int_equal(count(f, "A", DRF_TASK_RUNNING), 3);
 	assert_int_equal(count(f, "B", DRF_TASK_RUNNING), 2);
 	assert_int_equal(f->sp.spawned, 5);
 	/* A steady tick starts nothing more. */
-	assert_int_equal(drf_tasks_tick(&f->q, &f->cfg, f->cap, NULL), 0);
+	assert_int_equal(tick(f), 0);
 	/* Limits at the vector; controllers passed down by the tenant. */
 	a = first_running(f, "A");
 	snprintf(buf, sizeof(buf), "A/task-%" PRIu64, a);
@@ -277,7 +339,7 @@ static void test_e1_scaled(void **state)
 	assert_non_null(strstr(buf, "memory"));
 	/* One of A's ends: A (the lowest share) gets the room again, not B. */
 	end(f, a, "exit 0\nsignal -1\nutime_us 5\nstime_us 6\nmaxrss_kb 700\nended 9\n", NULL);
-	assert_int_equal(drf_tasks_tick(&f->q, &f->cfg, f->cap, NULL), 1);
+	assert_int_equal(tick(f), 1);
 	assert_int_equal(task(f, a)->state, DRF_TASK_DONE);
 	assert_string_equal(task(f, a)->result, "exited");
 	assert_int_equal(task(f, a)->exit_code, 0);
@@ -298,12 +360,12 @@ static void test_endings(void **state)
 
 	(void)state;
 	fill(f);
-	drf_tasks_tick(&f->q, &f->cfg, f->cap, NULL);
+	tick(f);
 	a = first_running(f, "A");
 	end(f, a, "exit -1\nsignal 9\n", "oom 3\noom_kill 1\n");
 	b = first_running(f, "B");
 	end(f, b, NULL, NULL); /* the supervisor killed from outside */
-	drf_tasks_tick(&f->q, &f->cfg, f->cap, NULL);
+	tick(f);
 	assert_string_equal(task(f, a)->result, "oom-killed");
 	assert_int_equal(task(f, a)->signal, 9);
 	assert_true(task(f, a)->oom_kills == 1);
@@ -312,7 +374,7 @@ static void test_endings(void **state)
 	/* exec failure */
 	c = first_running(f, "B");
 	end(f, c, "exit 127\nsignal -1\nerror cannot%20run\n", NULL);
-	drf_tasks_tick(&f->q, &f->cfg, f->cap, NULL);
+	tick(f);
 	assert_string_equal(task(f, c)->result, "failed");
 	assert_string_equal(task(f, c)->error, "cannot run");
 	assert_int_equal(count(f, "A", DRF_TASK_RUNNING), 3);
@@ -328,7 +390,7 @@ static void test_cancel(void **state)
 
 	(void)state;
 	fill(f);
-	drf_tasks_tick(&f->q, &f->cfg, f->cap, NULL);
+	tick(f);
 	for (size_t i = 0; i < f->q.n && !queued; i++)
 		if (f->q.t[i].state == DRF_TASK_QUEUED)
 			queued = f->q.t[i].id;
@@ -343,7 +405,7 @@ static void test_cancel(void **state)
 	assert_true(cgfs_read(&f->fs, task(f, run)->cgroup, "cgroup.kill", buf, sizeof(buf)) > 0);
 	assert_string_equal(buf, "1");
 	end(f, run, NULL, NULL);
-	drf_tasks_tick(&f->q, &f->cfg, f->cap, NULL);
+	tick(f);
 	assert_string_equal(task(f, run)->result, "cancelled");
 	fx_free(f);
 }
@@ -357,15 +419,15 @@ static void test_restart_readopts(void **state)
 
 	(void)state;
 	fill(f);
-	drf_tasks_tick(&f->q, &f->cfg, f->cap, NULL);
+	tick(f);
 	for (size_t i = 0; i < f->q.n; i++)
 		if (f->q.t[i].state == DRF_TASK_RUNNING)
 			ids[k++] = f->q.t[i].id;
 	assert_int_equal(k, 5);
 	/* drfd stops; one task ends meanwhile. */
 	drf_tasks_free(&f->q);
-	assert_int_equal(drf_tasks_init(&f->q, f->qdir, &f->fs, &fake_ops, &f->sp, NULL, err,
-					sizeof(err)), 0);
+	assert_int_equal(drf_tasks_init(&f->q, f->qdir, &f->fs, &fake_ops, &f->sp, &f->clock,
+					NULL, err, sizeof(err)), 0);
 	assert_int_equal(f->q.n, 20);
 	assert_int_equal(count(f, "A", DRF_TASK_RUNNING), 3);
 	assert_int_equal(count(f, "B", DRF_TASK_RUNNING), 2);
@@ -373,7 +435,7 @@ static void test_restart_readopts(void **state)
 	for (int i = 0; i < 5; i++)
 		assert_true(task(f, ids[i])->readopted);
 	end(f, ids[0], "exit 3\nsignal -1\n", NULL);
-	assert_int_equal(drf_tasks_tick(&f->q, &f->cfg, f->cap, NULL), 1);
+	assert_int_equal(tick(f), 1);
 	assert_string_equal(task(f, ids[0])->result, "exited");
 	assert_int_equal(task(f, ids[0])->exit_code, 3);
 	/* New ids go on after the old ones. */
@@ -395,15 +457,15 @@ static void test_restart_readopts(void **state)
 		end(f, ids[1], "exit 0\nsignal -1\n", NULL);
 	}
 	drf_tasks_free(&f->q);
-	assert_int_equal(drf_tasks_init(&f->q, f->qdir, &f->fs, &fake_ops, &f->sp, NULL, err,
-					sizeof(err)), 0);
+	assert_int_equal(drf_tasks_init(&f->q, f->qdir, &f->fs, &fake_ops, &f->sp, &f->clock,
+					NULL, err, sizeof(err)), 0);
 	assert_int_equal(task(f, ids[1])->state, DRF_TASK_RUNNING);
-	drf_tasks_tick(&f->q, &f->cfg, f->cap, NULL);
+	tick(f);
 	assert_string_equal(task(f, ids[1])->result, "exited");
 	/* And once more: the finished ones stay finished. */
 	drf_tasks_free(&f->q);
-	assert_int_equal(drf_tasks_init(&f->q, f->qdir, &f->fs, &fake_ops, &f->sp, NULL, err,
-					sizeof(err)), 0);
+	assert_int_equal(drf_tasks_init(&f->q, f->qdir, &f->fs, &fake_ops, &f->sp, &f->clock,
+					NULL, err, sizeof(err)), 0);
 	assert_string_equal(task(f, ids[0])->result, "exited");
 	assert_string_equal(task(f, ids[1])->result, "exited");
 	assert_int_equal(count(f, "A", DRF_TASK_RUNNING) + count(f, "B", DRF_TASK_RUNNING), 5);
@@ -443,7 +505,7 @@ static void test_failures_injected(void **state)
 	f->rec.fail_path = "task-1";
 	f->rec.fail_errno = ENOSPC;
 	f->rec.fail_ops = CGFS_OP_MKDIR;
-	assert_int_equal(drf_tasks_tick(&f->q, &f->cfg, f->cap, NULL), 0);
+	assert_int_equal(tick(f), 0);
 	assert_true(f->rec.faults > 0);
 	assert_string_equal(task(f, id)->result, "failed");
 	assert_non_null(strstr(task(f, id)->error, "No space left"));
@@ -453,7 +515,7 @@ static void test_failures_injected(void **state)
 	f->rec.fail_errno = EINVAL;
 	f->rec.fail_ops = CGFS_OP_WRITE;
 	f->rec.faults = 0;
-	drf_tasks_tick(&f->q, &f->cfg, f->cap, NULL);
+	tick(f);
 	assert_true(f->rec.faults > 0);
 	assert_string_equal(task(f, id)->result, "failed");
 	assert_non_null(strstr(task(f, id)->error, "memory.max"));
@@ -461,13 +523,13 @@ static void test_failures_injected(void **state)
 	/* The spawn fails. */
 	assert_int_equal(submit(f, "B", -1, -1, &id), 0);
 	f->sp.fail = -EAGAIN;
-	drf_tasks_tick(&f->q, &f->cfg, f->cap, NULL);
+	tick(f);
 	assert_string_equal(task(f, id)->result, "failed");
 	/* Then it works: all 3 failures freed what they held. */
 	assert_int_equal(submit(f, "B", -1, -1, &id), 0);
 	assert_int_equal(submit(f, "B", -1, -1, NULL), 0);
 	assert_int_equal(submit(f, "B", -1, -1, NULL), 0);
-	assert_int_equal(drf_tasks_tick(&f->q, &f->cfg, f->cap, NULL), 3);
+	assert_int_equal(tick(f), 3);
 	fx_free(f);
 }
 
@@ -513,8 +575,8 @@ static void reload(struct fx *f)
 	char err[512];
 
 	drf_tasks_free(&f->q);
-	assert_int_equal(drf_tasks_init(&f->q, f->qdir, &f->fs, &fake_ops, &f->sp, NULL, err,
-					sizeof(err)), 0);
+	assert_int_equal(drf_tasks_init(&f->q, f->qdir, &f->fs, &fake_ops, &f->sp, &f->clock,
+					NULL, err, sizeof(err)), 0);
 }
 
 static char *slurp(const char *path)
@@ -596,7 +658,7 @@ static void test_groups_recorded(void **state)
 	reload(f);
 	assert_int_equal(task(f, id)->ngroups, 2);
 	assert_int_equal(task(f, id)->groups[1], 103);
-	assert_int_equal(drf_tasks_tick(&f->q, &f->cfg, f->cap, NULL), 1);
+	assert_int_equal(tick(f), 1);
 	assert_int_equal(f->sp.uid, 65534);
 	assert_int_equal(f->sp.gid, 65534);
 	assert_int_equal(f->sp.ngroups, 2);
@@ -632,12 +694,12 @@ static void test_file_modes(void **state)
 	(void)state;
 	assert_int_equal(submit_as(f, 1000, NULL, NULL, 0, &a), 0);
 	assert_int_equal(submit_as(f, 1000, NULL, NULL, 0, &b), 0);
-	drf_tasks_tick(&f->q, &f->cfg, f->cap, NULL);
+	tick(f);
 	assert_int_equal(task(f, a)->state, DRF_TASK_RUNNING);
 	assert_int_equal(task(f, b)->state, DRF_TASK_RUNNING);
 	assert_int_equal(drf_tasks_cancel(&f->q, b, 1000, rel, sizeof(rel)), 0);
 	end(f, a, "exit 0\nsignal -1\n", NULL);
-	drf_tasks_tick(&f->q, &f->cfg, f->cap, NULL);
+	tick(f);
 	umask(old);
 	assert_int_equal(mode_at(f->qdir, ""), 0711);
 	assert_int_equal(mode_at(f->qdir, "next-id"), 0600);
@@ -664,34 +726,35 @@ static void test_unsafe_state_dir_refused(void **state)
 	drf_tasks_free(&f->q);
 	snprintf(sdir, sizeof(sdir), "%s/state", f->dir);
 	assert_int_equal(chmod(sdir, 0777), 0);
-	assert_int_equal(drf_tasks_init(&q, f->qdir, &f->fs, &fake_ops, &f->sp, NULL, err,
-					 sizeof(err)), -EPERM);
+	assert_int_equal(drf_tasks_init(&q, f->qdir, &f->fs, &fake_ops, &f->sp, &f->clock,
+					NULL, err, sizeof(err)), -EPERM);
 	assert_int_equal(chmod(sdir, 0775), 0);
-	assert_int_equal(drf_tasks_init(&q, f->qdir, &f->fs, &fake_ops, &f->sp, NULL, err,
-					 sizeof(err)), -EPERM);
+	assert_int_equal(drf_tasks_init(&q, f->qdir, &f->fs, &fake_ops, &f->sp, &f->clock,
+					NULL, err, sizeof(err)), -EPERM);
 	assert_int_equal(chmod(sdir, 0755), 0);
 	assert_int_equal(chown(sdir, 1000, 1000), 0);
-	assert_int_equal(drf_tasks_init(&q, f->qdir, &f->fs, &fake_ops, &f->sp, NULL, err,
-					 sizeof(err)), -EPERM);
+	assert_int_equal(drf_tasks_init(&q, f->qdir, &f->fs, &fake_ops, &f->sp, &f->clock,
+					NULL, err, sizeof(err)), -EPERM);
 	assert_int_equal(chown(sdir, 0, 0), 0);
 	/* An ancestor others can write (not sticky). */
 	assert_int_equal(chmod(f->dir, 0777), 0);
-	assert_int_equal(drf_tasks_init(&q, f->qdir, &f->fs, &fake_ops, &f->sp, NULL, err,
-					 sizeof(err)), -EPERM);
+	assert_int_equal(drf_tasks_init(&q, f->qdir, &f->fs, &fake_ops, &f->sp, &f->clock,
+					NULL, err, sizeof(err)), -EPERM);
 	assert_int_equal(chmod(f->dir, 0700), 0);
 	/* The tasks dir itself someone else's. */
 	assert_int_equal(chown(f->qdir, 1000, 1000), 0);
-	assert_true(drf_tasks_init(&q, f->qdir, &f->fs, &fake_ops, &f->sp, NULL, err, sizeof(err)) < 0);
+	assert_true(drf_tasks_init(&q, f->qdir, &f->fs, &fake_ops, &f->sp, &f->clock,
+				   NULL, err, sizeof(err)) < 0);
 	assert_int_equal(chown(f->qdir, 0, 0), 0);
 	/* A symlink on the path. */
 	snprintf(link, sizeof(link), "%s/link", f->dir);
 	assert_int_equal(symlink(sdir, link), 0);
 	snprintf(link, sizeof(link), "%s/link/x.tasks", f->dir);
-	assert_int_equal(drf_tasks_init(&q, link, &f->fs, &fake_ops, &f->sp, NULL, err, sizeof(err)),
-			 -ELOOP);
+	assert_int_equal(drf_tasks_init(&q, link, &f->fs, &fake_ops, &f->sp, &f->clock,
+					NULL, err, sizeof(err)), -ELOOP);
 	/* And back to safe: it works. */
-	assert_int_equal(drf_tasks_init(&f->q, f->qdir, &f->fs, &fake_ops, &f->sp, NULL, err,
-					sizeof(err)), 0);
+	assert_int_equal(drf_tasks_init(&f->q, f->qdir, &f->fs, &fake_ops, &f->sp, &f->clock,
+					NULL, err, sizeof(err)), 0);
 	fx_free(f);
 }
 
@@ -742,7 +805,7 @@ static void test_swapped_task_dir_not_followed(void **state)
 		memcpy(u, "\nuid 0000\n", 10);
 	}
 	assert_int_equal(t_write_file(p, text), 0);
-	assert_int_equal(drf_tasks_tick(&f->q, &f->cfg, f->cap, NULL), 1);
+	assert_int_equal(tick(f), 1);
 	assert_int_equal(f->sp.spawned, 1);
 	assert_int_equal(f->sp.uid, 1000);
 	assert_non_null(strstr(f->sp.text, "\nuid 1000\n"));
@@ -817,7 +880,7 @@ static uint64_t submit_argv(struct fx *f, uid_t uid, const gid_t *groups, size_t
 
 	snprintf(req.tenant, sizeof(req.tenant), "B");
 	assert_int_equal(drf_tasks_submit(&f->q, &f->cfg, f->cap, &req, &id, err, sizeof(err)), 0);
-	assert_int_equal(drf_tasks_tick(&f->q, &f->cfg, f->cap, NULL), 1);
+	assert_int_equal(tick(f), 1);
 	return id;
 }
 
@@ -889,7 +952,7 @@ static void test_exit_kept_when_write_fails(void **state)
 	assert_int_equal(k->slept[2], 400);
 	/* Then its cgroup empties (the supervisor exits only once it has written it). */
 	end(f, id, NULL, NULL);
-	drf_tasks_tick(&f->q, &f->cfg, f->cap, NULL);
+	tick(f);
 	assert_int_equal(task(f, id)->state, DRF_TASK_DONE);
 	assert_string_equal(task(f, id)->result, "exited");
 	assert_int_equal(task(f, id)->exit_code, 7);
@@ -920,7 +983,7 @@ static void test_idempotent_key(void **state)
 	snprintf(p, sizeof(p), "%s/%" PRIu64 "/task", f->qdir, a);
 	assert_non_null(strstr(slurp(p), "\nkey job-42\n"));
 	/* Known while running, after a restart, and once finished (kept in the history). */
-	drf_tasks_tick(&f->q, &f->cfg, f->cap, NULL);
+	tick(f);
 	assert_int_equal(task(f, a)->state, DRF_TASK_RUNNING);
 	reload(f);
 	assert_int_equal(submit_as(f, 1000, "job-42", NULL, 0, &b), DRF_TASKS_KNOWN);
@@ -928,7 +991,7 @@ static void test_idempotent_key(void **state)
 	assert_int_equal(submit_as(f, 1001, "job-42", NULL, 0, &b), DRF_TASKS_KNOWN);
 	assert_int_equal(b, c);
 	end(f, a, "exit 0\nsignal -1\n", NULL);
-	drf_tasks_tick(&f->q, &f->cfg, f->cap, NULL);
+	tick(f);
 	assert_int_equal(task(f, a)->state, DRF_TASK_DONE);
 	reload(f);
 	assert_int_equal(submit_as(f, 1000, "job-42", NULL, 0, &b), DRF_TASKS_KNOWN);
@@ -936,7 +999,7 @@ static void test_idempotent_key(void **state)
 	assert_int_equal(f->q.n, 3);
 	/* Forgotten with the task once the history drops it: then it is a new submit. */
 	f->q.history = 0;
-	drf_tasks_tick(&f->q, &f->cfg, f->cap, NULL);
+	tick(f);
 	assert_int_equal(submit_as(f, 1000, "job-42", NULL, 0, &b), 0);
 	assert_true(b > d);
 	fx_free(f);
@@ -1000,11 +1063,11 @@ static void test_caps(void **state)
 	assert_int_equal(f->q.next_id, next);
 	assert_false(dir_exists(f, next));
 	/* Running counts too: all of them start (the vector is tiny), still refused. */
-	assert_int_equal(drf_tasks_tick(&f->q, &f->cfg, f->cap, NULL), DRF_TASKS_MAX_UID);
+	assert_int_equal(tick(f), DRF_TASKS_MAX_UID);
 	assert_int_equal(submit_tiny(f, 1000, NULL, err, sizeof(err)), DRF_TASKS_REFUSED);
 	/* One ends: room for one. */
 	end(f, task(f, 2)->id, "exit 0\nsignal -1\n", NULL);
-	drf_tasks_tick(&f->q, &f->cfg, f->cap, NULL);
+	tick(f);
 	assert_int_equal(submit_tiny(f, 1000, NULL, err, sizeof(err)), 0);
 	assert_int_equal(submit_tiny(f, 1000, NULL, err, sizeof(err)), DRF_TASKS_REFUSED);
 	/* Another user is not held to 1000's count; root to no uid's. */
@@ -1043,9 +1106,9 @@ static void test_cancel_disk_full(void **state)
 
 	(void)state;
 	assert_int_equal(submit_as(f, 1000, NULL, NULL, 0, &run), 0);
-	assert_int_equal(drf_tasks_tick(&f->q, &f->cfg, f->cap, NULL), 1);
+	assert_int_equal(tick(f), 1);
 	assert_int_equal(submit(f, "A", 0.9, -1, &queued), 0);
-	drf_tasks_tick(&f->q, &f->cfg, f->cap, NULL);
+	tick(f);
 	assert_int_equal(task(f, queued)->state, DRF_TASK_QUEUED);
 	/* A directory in the way of the temporary files: every write of them fails. */
 	snprintf(p, sizeof(p), "%s/%" PRIu64 "/.cancel.tmp", f->qdir, run);
@@ -1067,7 +1130,7 @@ static void test_cancel_disk_full(void **state)
 	assert_true(cgfs_read(&f->fs, task(f, run)->cgroup, "cgroup.kill", buf, sizeof(buf)) > 0);
 	assert_string_equal(buf, "1");
 	end(f, run, "exit -1\nsignal 9\n", NULL);
-	drf_tasks_tick(&f->q, &f->cfg, f->cap, NULL);
+	tick(f);
 	assert_string_equal(task(f, run)->result, "cancelled");
 	reload(f);
 	assert_string_equal(task(f, run)->result, "cancelled");
@@ -1092,7 +1155,7 @@ static void test_history_per_uid(void **state)
 		assert_int_equal(submit_as(f, 1001, NULL, NULL, 0, &b[i]), 0);
 		assert_int_equal(drf_tasks_cancel(&f->q, b[i], 1001, err, sizeof(err)), 0);
 	}
-	drf_tasks_tick(&f->q, &f->cfg, f->cap, NULL);
+	tick(f);
 	assert_int_equal(task(f, a)->state, DRF_TASK_DONE);
 	assert_true(dir_exists(f, a));
 	for (size_t i = 0; i < f->q.n; i++)
@@ -1129,7 +1192,7 @@ static void test_history_overall(void **state)
 			assert_int_equal(submit_as(f, u, NULL, NULL, 0, &id), 0);
 			assert_int_equal(drf_tasks_cancel(&f->q, id, u, err, sizeof(err)), 0);
 		}
-	drf_tasks_tick(&f->q, &f->cfg, f->cap, NULL);
+	tick(f);
 	/*
 	 * 1 + 3 x 5 = 16 finished, trimmed as each finishes: never over 8, uid
 	 * 1000's one kept, and the three others cut to 2 or 3 each.
@@ -1315,7 +1378,7 @@ static void test_cwd_gone_fails(void **state)
 	snprintf(p, sizeof(p), "%s/%" PRIu64 "/stdout", f->qdir, id);
 	assert_string_equal(slurp(p), "");
 	end(f, id, NULL, NULL);
-	drf_tasks_tick(&f->q, &f->cfg, f->cap, NULL);
+	tick(f);
 	assert_string_equal(task(f, id)->result, "failed");
 	assert_non_null(task(f, id)->error);
 	assert_non_null(strstr(task(f, id)->error, gone));

@@ -13,6 +13,7 @@
 
 #include "daemon.h"
 #include "fakecg.h"
+#include "fakedrfd.h"
 #include "testlib.h"
 #include "use.h"
 
@@ -216,6 +217,7 @@ static void test_jain_and_hist(void **state)
 static char dir[64], root[128], conf[256];
 static struct cgfs fs;
 static struct drfd d;
+static struct drfd_env env;
 static struct drf_probe_recorder *rec;
 
 static void put(const char *cg, const char *file, const char *val)
@@ -241,9 +243,10 @@ static int setup_daemon(void **state)
 	assert_int_equal(fclose(f), 0);
 	assert_int_equal(cgfs_open(&fs, root, false, &fakecg_ops, NULL), 0);
 	memset(&d, 0, sizeof(d));
-	d.fs = &fs;
+	fakedrfd_bare(&d, &env, &fs);
 	d.config_path = conf;
-	assert_int_equal(drf_enforced_load(&d.plan, conf, NULL, err, sizeof(err)), 0);
+	assert_int_equal(drf_declared_load(&d.decl, conf, &drf_host_real, err, sizeof(err)), 0);
+	assert_int_equal(fakedrfd_plan(&d), 0);
 	assert_int_equal(cgfs_mkdir_p(&fs, "a"), 0);
 	assert_int_equal(cgfs_mkdir_p(&fs, "b"), 0);
 	rec = calloc(1, sizeof(*rec));
@@ -256,7 +259,9 @@ static int teardown_daemon(void **state)
 {
 	(void)state;
 	drfd_usage_free(&d.use);
-	drf_enforced_free(&d.plan);
+	drf_plan_free(&d.plan);
+	drf_engine_free(&d.engine);
+	drf_declared_free(&d.decl);
 	cgfs_close(&fs);
 	free(rec);
 	fakecg_teardown(dir);
@@ -386,8 +391,10 @@ static void test_reload_keeps_history_and_sweeps(void **state)
 	fprintf(f, "[agent]\ncgroup-root = %s\n[capacity]\ncpu = 4\n[tenant c]\ncpu = 1\n"
 		   "[tenant a]\ncpu = 1\n", root);
 	assert_int_equal(fclose(f), 0);
-	drf_enforced_free(&d.plan);
-	assert_int_equal(drf_enforced_load(&d.plan, conf, NULL, err, sizeof(err)), 0);
+	drf_plan_free(&d.plan);
+	drf_declared_free(&d.decl);
+	assert_int_equal(drf_declared_load(&d.decl, conf, &drf_host_real, err, sizeof(err)), 0);
+	assert_int_equal(fakedrfd_plan(&d), 0);
 	assert_int_equal(cgfs_mkdir_p(&fs, "c"), 0);
 	assert_int_equal(drfd_usage_plan(&d), 0);
 	put("a", "cpu.stat", "usage_usec 3000000\n");

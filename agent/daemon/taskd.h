@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: MIT */
+/* The task queue in the daemon: set up at start, and the status socket's task requests. */
+#ifndef DRF_TASKD_H
+#define DRF_TASKD_H
+
+#include <stddef.h>
+
+struct drfd;
+
+/* The queue in the state dir, when there is one and this is no dry run. */
+void drfd_tasks_start(struct drfd *d);
+void drfd_tasks_free(struct drfd *d);
+/*
+ * Answers a task request (submit, tasks, cancel) from the status socket's
+ * connection fd: 1 with the answer in *out, 0 if req is none of them, -errno.
+ */
+int drfd_tasks_answer(struct drfd *d, int fd, const char *req, char **out, size_t *out_len);
+
+#endif

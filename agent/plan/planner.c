@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: MIT
+/* The planner (see planner.h). */
+#include "planner.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int drf_declared_load(struct drf_declared *ret, const char *path, const struct drf_host_ops *host,
+		      char *err, size_t len)
+{
+	struct drf_declared n = { 0 };
+	int r;
+
+	r = drf_config_load(path, host, &n.cfg, err, len);
+	if (r < 0)
+		return r;
+	r = drf_config_problem(&n.cfg, &n.problem, &n.demands);
+	if (r == 0)
+		r = drf_allocate(&n.problem, n.cfg.policy, &n.result);
+	if (r < 0) {
+		snprintf(err, len, "%s: cannot compute the allocation: %s", path, strerror(-r));
+		drf_result_free(&n.result);
+		free(n.demands);
+		drf_config_free(&n.cfg);
+		return r == -EINVAL ? -EIO : r;
+	}
+	n.loaded = true;
+	*ret = n;
+	return 0;
+}
+
+void drf_declared_free(struct drf_declared *d)
+{
+	if (!d->loaded)
+		return;
+	drf_result_free(&d->result);
+	free(d->demands);
+	drf_config_free(&d->cfg);
+	memset(d, 0, sizeof(*d));
+}
+
+void drf_plan_free(struct drf_plan *p)
+{
+	if (!p->built)
+		return;
+	free(p->demands);
+	drf_result_free(&p->result);
+	free(p->knobs);
+	free(p->limit);
+	drf_cg_knobs_free(p->inner, p->n_inner);
+	drf_cg_knobs_free(p->task, p->n_task);
+	free(p->net.t);
+	memset(p, 0, sizeof(*p));
+}
+
+/* The result's shares, copied out of the engine (its result lives until its next call). */
+static int keep_result(const struct drf_result *from, struct drf_result *ret)
+{
+	struct drf_share *s = malloc((from->n + 1) * sizeof(*s));
+
+	if (!s)
+		return -ENOMEM;
+	memcpy(s, from->shares, from->n * sizeof(*s));
+	*ret = *from;
+	ret->shares = s;
+	return 0;
+}
+
+int drf_plan_build(const struct drf_plan_input *in, struct drf_engine *eng, struct drf_plan *ret)
+{
+	const struct drf_declared *d = in->decl;
+	const struct drf_config *c = &d->cfg;
+	size_t n = c->n_tenants;
+	struct drf_plan p = { .decl = d, .effective = in->effective != NULL, .built = true };
+	bool net = d->problem.capacity[DRF_RES_NET] > 0 || d->problem.capacity[DRF_RES_NET_IN] > 0;
+	struct drf_result res;
+	int r = -ENOMEM;
+
+	if (net && n > DRF_HTB_MAX_TENANTS)
+		return -ENOSPC;
+	p.demands = malloc((n + 1) * sizeof(*p.demands));
+	p.knobs = calloc(n + 1, sizeof(*p.knobs));
+	p.limit = calloc(n + 1, sizeof(*p.limit));
+	p.task = calloc(in->n_tasks + 1, sizeof(*p.task));
+	p.net.t = calloc(n + 1, sizeof(*p.net.t));
+	if (!p.demands || !p.knobs || !p.limit || !p.task || !p.net.t)
+		goto fail;
+	memcpy(p.demands, d->demands, n * sizeof(*p.demands));
+	p.problem = d->problem;
+	p.problem.demands = p.demands;
+	if (p.effective) {
+		/* One copy of its effective demand: the share of it the allocation serves. */
+		for (size_t i = 0; i < n; i++) {
+			p.demands[i].max_units = 1;
+			memcpy(p.demands[i].shape, in->effective[i], sizeof(p.demands[i].shape));
+		}
+		r = drf_engine_allocate(eng, &p.problem, c->policy, &res);
+		if (r == 0)
+			r = keep_result(&res, &p.result);
+	} else {
+		r = keep_result(&d->result, &p.result);
+	}
+	if (r < 0)
+		goto fail;
+	r = drf_knobs_compute(c, &p.problem, &p.result, in->io, p.knobs, &p.inner, &p.n_inner);
+	if (r < 0)
+		goto fail;
+	for (size_t i = 0; i < n && p.effective && c->mode == DRF_MODE_LIMIT; i++) {
+		/*
+		 * memory.max stays at least the declared allocation, so that a
+		 * tenant growing back into its share is reclaimed and pushed to
+		 * rise, never OOM-killed below it; memory.high at least the
+		 * effective demand, so that a tenant scaled down by another
+		 * resource is not reclaimed below what it uses.
+		 */
+		drf_knobs_memory_at_least(&p.knobs[i], DRF_KNOB_MEMORY_MAX,
+					  d->result.shares[i].alloc[DRF_RES_MEMORY]);
+		drf_knobs_memory_at_least(&p.knobs[i], DRF_KNOB_MEMORY_HIGH,
+					  p.demands[i].shape[DRF_RES_MEMORY]);
+	}
+	for (size_t i = 0; i < n; i++) {
+		drf_knobs_limits(&p.knobs[i], p.limit[i]);
+		drf_htb_inputs(c, &p.problem, &p.result, i, &p.net.t[i]);
+	}
+	for (size_t i = 0; i < in->n_tasks; i++) {
+		p.task[i].cgroup = strdup(in->tasks[i].cgroup);
+		if (!p.task[i].cgroup) {
+			r = -ENOMEM;
+			goto fail;
+		}
+		p.n_task++;
+		drf_knobs_task(in->tasks[i].vec, in->io, &p.task[i].knobs);
+	}
+	p.net.htb = (struct drf_htb_plan){
+		.limit = c->mode == DRF_MODE_LIMIT,
+		.eg_cap = p.problem.capacity[DRF_RES_NET],
+		.in_cap = p.problem.capacity[DRF_RES_NET_IN],
+	};
+	p.net.link_rate = c->net_link_rate > 0 ? (uint64_t)c->net_link_rate : 0;
+	p.net.replace_foreign = c->net_replace_qdisc;
+	*ret = p;
+	return 0;
+fail:
+	drf_plan_free(&p);
+	return r;
+}
