@@ -12,12 +12,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
+
 static long long now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (long long)(drf_mono_usec(&drf_clock_system) / DRF_USEC_PER_MSEC);
 }
 
 int drf_client_ask(const char *socket_path, const char *request, int timeout_ms, char **ret,

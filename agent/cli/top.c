@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "clock.h"
 #include "client.h"
 #include "config.h"
 #include "expo.h"
@@ -118,18 +119,12 @@ static void catch_stop(int sig)
 
 static double now_realtime(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+	return (double)drf_real_usec(&drf_clock_system) / 1e6;
 }
 
 static double now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1000 + ts.tv_nsec / 1e6;
+	return (double)drf_mono_usec(&drf_clock_system) / 1e3;
 }
 
 static void frame_free(struct top_frame *f)
@@ -890,7 +885,7 @@ int drfctl_top(int argc, char **argv)
 				sock = sockbuf;
 			}
 			if (delay_ms < 0)
-				delay_ms = cfg.interval_ms;
+				delay_ms = (double)cfg.interval_us / 1000;
 			drf_config_free(&cfg);
 		}
 		if (!sock)

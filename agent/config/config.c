@@ -16,6 +16,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "text.h"
 
 #define DEFAULT_CGROUP_ROOT "/sys/fs/cgroup/drf.slice"
@@ -326,7 +327,7 @@ static void agent_key(struct parser *ps, int k, const char *value)
 			fail(ps, "verify-period = '%s': must be between 1s and 3600s", value);
 			return;
 		}
-		c->verify_period_ms = ms;
+		c->verify_period_us = (uint64_t)llround(ms * 1000);
 		return;
 	case AK_INTERVAL:
 		if (drf_parse_duration_ms(value, &ms, &why) < 0) {
@@ -337,7 +338,7 @@ static void agent_key(struct parser *ps, int k, const char *value)
 			fail(ps, "interval = '%s': must be between 10ms and 3600s", value);
 			return;
 		}
-		c->interval_ms = ms;
+		c->interval_us = (uint64_t)llround(ms * 1000);
 		return;
 	case AK_MODE:
 		if (strcmp(value, "share") == 0)
@@ -1218,8 +1219,8 @@ int drf_config_load(const char *path, const struct drf_host_ops *host, struct dr
 	c->cgroup_root = strdup(DEFAULT_CGROUP_ROOT);
 	if (!c->path || !c->cgroup_root)
 		goto out_oom;
-	c->interval_ms = 1000;
-	c->verify_period_ms = 30000;
+	c->interval_us = 1 * DRF_USEC_PER_SEC;
+	c->verify_period_us = 30 * DRF_USEC_PER_SEC;
 	c->cgroup_root_auto = true;
 	c->state_dir = strdup(DEFAULT_STATE_DIR);
 	c->status_socket = strdup(DEFAULT_STATUS_SOCKET);
@@ -1239,12 +1240,13 @@ int drf_config_load(const char *path, const struct drf_host_ops *host, struct dr
 		}
 	}
 	/* Each knob is read back at least once a verify-period: a tick at the least. */
-	if (!ps.agent_line[AK_VERIFY_PERIOD] && c->verify_period_ms < c->interval_ms) {
-		c->verify_period_ms = c->interval_ms;
-	} else if (c->verify_period_ms < c->interval_ms) {
+	if (!ps.agent_line[AK_VERIFY_PERIOD] && c->verify_period_us < c->interval_us) {
+		c->verify_period_us = c->interval_us;
+	} else if (c->verify_period_us < c->interval_us) {
 		fail_at(&ps, ps.agent_line[AK_VERIFY_PERIOD], "verify-period (%gs) is shorter than "
-			"interval (%gs); it must be at least one interval", c->verify_period_ms / 1000,
-			c->interval_ms / 1000);
+			"interval (%gs); it must be at least one interval",
+			(double)c->verify_period_us / DRF_USEC_PER_SEC,
+			(double)c->interval_us / DRF_USEC_PER_SEC);
 		r = -EINVAL;
 		goto out_free;
 	}

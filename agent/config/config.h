@@ -11,6 +11,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "alloc.h"
 #include "host.h"
@@ -39,8 +40,8 @@ struct drf_tenant {
 struct drf_config {
 	char *path;
 	char *cgroup_root;
-	double interval_ms;
-	double verify_period_ms; /* every knob is read back at least once per this */
+	uint64_t interval_us;
+	uint64_t verify_period_us; /* every knob is read back at least once per this */
 	bool cgroup_root_auto;   /* `auto`: the daemon resolves it (cgroup_root: the fallback) */
 	char *state_dir;
 	char *status_socket;

@@ -10,7 +10,7 @@ static const char *const ctr_names[DRF_NCTR] = {
 	[DRF_CTR_CPU_THROTTLED_USEC] = "cpu_throttled_usec",
 	[DRF_CTR_CPU_NR_THROTTLED] = "cpu_nr_throttled",
 	[DRF_CTR_ONCPU_NS] = "oncpu_ns",
-	[DRF_CTR_RUNQ_NS] = "runq_wait_ns",
+	[DRF_CTR_RUNQ_NS] = "runq_wait_us",
 	[DRF_CTR_RUNQ_COUNT] = "runq_waits",
 	[DRF_CTR_IO_RBYTES] = "io_stat_rbytes",
 	[DRF_CTR_IO_WBYTES] = "io_stat_wbytes",
@@ -94,9 +94,9 @@ double drf_jain_index(const double *x, size_t n)
 /* Per second between two samples; NAN if either is unknown or the counter went back. */
 static double rate(const struct drf_sample *a, const struct drf_sample *b, enum drf_ctr c)
 {
-	double dt = (double)(b->t_ns - a->t_ns) / 1e9;
+	double dt = (double)(b->t_us - a->t_us) / 1e6;
 
-	if (!a->t_ns || !(dt > 0) || isnan(a->c[c]) || isnan(b->c[c]) || b->c[c] < a->c[c])
+	if (!a->t_us || !(dt > 0) || isnan(a->c[c]) || isnan(b->c[c]) || b->c[c] < a->c[c])
 		return NAN;
 	return (b->c[c] - a->c[c]) / dt;
 }
@@ -139,15 +139,15 @@ static void resources(const double *rt, const double *gauge, bool probes, double
 void drf_use_push(struct drf_tenant_use *u, const struct drf_sample *s, bool probes)
 {
 
-	if (u->now.t_ns && (s->t_ns <= u->now.t_ns || went_back(&u->now, s))) {
+	if (u->now.t_us && (s->t_us <= u->now.t_us || went_back(&u->now, s))) {
 		/* A clock that did not move, or a recreated cgroup: start over. */
 		u->ring_n = 0;
-		u->now.t_ns = 0;
+		u->now.t_us = 0;
 	}
 	u->prev = u->now;
 	u->now = *s;
-	/* The minute's ring: a sample at least DRF_USE_STEP_NS after the newest. */
-	if (!u->ring_n || s->t_ns - u->ring[u->ring_head].t_ns >= DRF_USE_STEP_NS) {
+	/* The minute's ring: a sample at least DRF_USE_STEP_US after the newest. */
+	if (!u->ring_n || s->t_us - u->ring[u->ring_head].t_us >= DRF_USE_STEP_US) {
 		u->ring_head = u->ring_n ? (u->ring_head + 1) % DRF_USE_RING : 0;
 		u->ring[u->ring_head] = *s;
 		if (u->ring_n < DRF_USE_RING)
@@ -166,19 +166,19 @@ void drf_use_push(struct drf_tenant_use *u, const struct drf_sample *s, bool pro
 			const struct drf_sample *r =
 				&u->ring[(u->ring_head + DRF_USE_RING - k) % DRF_USE_RING];
 
-			if (r->t_ns < s->t_ns && s->t_ns - r->t_ns <= DRF_USE_WINDOW_NS + DRF_USE_STEP_NS &&
+			if (r->t_us < s->t_us && s->t_us - r->t_us <= DRF_USE_WINDOW_US + DRF_USE_STEP_US &&
 			    !isnan(r->c[c])) {
 				oldest = r;
 				break;
 			}
 		}
-		if (!oldest && u->prev.t_ns)
+		if (!oldest && u->prev.t_us)
 			oldest = &u->prev;
 		u->rate_tick[c] = rate(&u->prev, s, c);
 		u->rate_min[c] = oldest ? rate(oldest, s, c) : NAN;
 		if (oldest && !isnan(u->rate_min[c]) &&
-		    (double)(s->t_ns - oldest->t_ns) / 1e9 > u->window_min_s)
-			u->window_min_s = (double)(s->t_ns - oldest->t_ns) / 1e9;
+		    (double)(s->t_us - oldest->t_us) / 1e6 > u->window_min_s)
+			u->window_min_s = (double)(s->t_us - oldest->t_us) / 1e6;
 	}
 	resources(u->rate_tick, u->gauge, probes, u->use_tick);
 	resources(u->rate_min, u->gauge, probes, u->use_min);

@@ -79,14 +79,14 @@ enum drf_pressure {
 
 /* One tenant's counters at one instant. */
 struct drf_sample {
-	uint64_t t_ns;               /* CLOCK_MONOTONIC; 0: no sample */
+	uint64_t t_us;               /* CLOCK_MONOTONIC, usec; 0: no sample */
 	double c[DRF_NCTR];          /* NAN: not known */
 };
 
-/* The minute: samples kept at least DRF_USE_STEP_NS apart. */
+/* The minute: samples kept at least DRF_USE_STEP_US apart. */
 #define DRF_USE_RING 14
-#define DRF_USE_STEP_NS 5000000000ull
-#define DRF_USE_WINDOW_NS 60000000000ull
+#define DRF_USE_STEP_US 5000000ull
+#define DRF_USE_WINDOW_US 60000000ull
 
 struct drf_tenant_use {
 	/* Inputs, set by the daemon each tick. */
@@ -121,7 +121,7 @@ struct drf_tenant_use {
 };
 
 /*
- * Records the sample s (counters at s->t_ns) as the tenant's newest and
+ * Records the sample s (counters at s->t_us) as the tenant's newest and
  * computes the rates over the last tick and the last minute, and use per
  * resource. A counter that went backwards (the cgroup was recreated) restarts
  * the history. Use comes from cpu.stat and io.stat; with probes, the probes'

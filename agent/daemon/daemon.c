@@ -406,8 +406,8 @@ int drfd_start(struct drfd *d, struct drf_reconcile_stats *ret)
 			drf_log(d->log, LOG_ERR, "cannot track departed tenant '%s': out of memory",
 				e[i].name);
 	drf_state_free(e, n);
-	d->verify = drf_verify_per_tick(d->rc.n + d->rc.n_inner, c->interval_ms,
-					c->verify_period_ms);
+	d->verify = drf_verify_per_tick(d->rc.n + d->rc.n_inner, c->interval_us,
+					c->verify_period_us);
 	drfd_tick(d, SIZE_MAX);
 	drf_reconciler_membership_changed(&d->rc);
 	save_state(d);
@@ -491,8 +491,8 @@ int drfd_reload(struct drfd *d)
 	drf_log(d->log, LOG_NOTICE, "reloaded %s: %zu tenants", d->config_path,
 		d->decl.cfg.n_tenants);
 	drfd_log_plan(d->log, &d->plan, d->has_io ? &d->io : NULL);
-	d->verify = drf_verify_per_tick(d->rc.n + d->rc.n_inner, d->decl.cfg.interval_ms,
-					d->decl.cfg.verify_period_ms);
+	d->verify = drf_verify_per_tick(d->rc.n + d->rc.n_inner, d->decl.cfg.interval_us,
+					d->decl.cfg.verify_period_us);
 	/* The changed tenants now, not after a verifying round. */
 	drfd_tick(d, 0);
 	return 0;
@@ -504,7 +504,7 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
 
 	(void)usec;
 	drfd_tick(d, d->verify);
-	sd_event_source_set_time_relative(s, (uint64_t)(d->decl.cfg.interval_ms * 1000));
+	sd_event_source_set_time_relative(s, d->decl.cfg.interval_us);
 	return sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
 }
 
@@ -541,7 +541,7 @@ int drfd_run(struct drfd *d)
 		}
 	}
 	r = sd_event_add_time_relative(d->event, &d->timer, CLOCK_MONOTONIC,
-				       (uint64_t)(d->decl.cfg.interval_ms * 1000), 0, on_timer, d);
+				       d->decl.cfg.interval_us, 0, on_timer, d);
 	if (r < 0) {
 		drf_log(d->log, LOG_ERR, "cannot set up the tick timer: %s", strerror(-r));
 		return 1;

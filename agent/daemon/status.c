@@ -287,7 +287,7 @@ static void json_use(const struct drfd *d, size_t i, FILE *f, int *problems)
 	const double *cap = d->decl.problem.capacity;
 
 	fputs(", \"use\": {\"window_tick_s\": ", f);
-	drf_json_num(f, t->prev.t_ns ? (double)(t->now.t_ns - t->prev.t_ns) / 1e9 : NAN);
+	drf_json_num(f, t->prev.t_us ? (double)(t->now.t_us - t->prev.t_us) / 1e6 : NAN);
 	fputs(", \"window_minute_s\": ", f);
 	drf_json_num(f, t->window_min_s);
 	fputs(", \"resources\": {", f);
@@ -466,9 +466,9 @@ static void render_json(const struct drfd *d, FILE *f, int *problems)
 		drf_policy_name(e->decl->cfg.policy), drf_mode_name(e->decl->cfg.mode),
 		d->decl.cfg.observed ? "observed" : "declared", d->plan.effective ? "true" : "false",
 		(unsigned long long)d->online.steps, (unsigned long long)d->online.replans);
-	drf_json_num(f, e->decl->cfg.interval_ms);
+	drf_json_num(f, (double)e->decl->cfg.interval_us / 1000);
 	fputs(", \"verify_period_ms\": ", f);
-	drf_json_num(f, e->decl->cfg.verify_period_ms);
+	drf_json_num(f, (double)e->decl->cfg.verify_period_us / 1000);
 	fprintf(f, ", \"started\": %.3f, \"last_tick\": %.3f, \"ticks\": %llu, \"reloads\": %llu, "
 		   "\"reloads_refused\": %llu", (double)d->started / 1e6, (double)d->last_tick / 1e6,
 		(unsigned long long)d->ticks, (unsigned long long)d->reloads,
@@ -666,7 +666,7 @@ static void text_knobs(const struct drfd *d, const struct drf_tenant_rt *t, FILE
 			continue;
 		case KS_DRIFT:
 			fprintf(f, "DRIFT: drfd wants %s; restored within %.0fs\n",
-				t->want.val[k], e->decl->cfg.verify_period_ms / 1000);
+				t->want.val[k], (double)e->decl->cfg.verify_period_us / 1e6);
 			break;
 		case KS_RETRYING:
 			fprintf(f, "RETRYING: writing %s failed: %s\n", t->want.val[k],
@@ -688,13 +688,10 @@ static void render_text(const struct drfd *d, FILE *f, int *problems)
 {
 	const struct drf_plan *e = &d->plan;
 	const struct drf_reconciler *rc = &d->rc;
-	struct timespec ts;
-	double now;
+	/* In the same clock and precision as started and last_tick. */
+	double now = (double)drf_real_usec(d->env->clock) / 1e6;
 	char up[32], ago[32], q[64];
 
-	/* In the same clock and precision as started and last_tick. */
-	clock_gettime(CLOCK_REALTIME, &ts);
-	now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 	human_duration(now - (double)d->started / 1e6, up, sizeof(up));
 	human_duration(now - (double)d->last_tick / 1e6, ago, sizeof(ago));
 	fprintf(f, "drfd (pid %d): %s: policy %s, mode %s, demand %s, root %s\n", (int)getpid(),
@@ -705,7 +702,7 @@ static void render_text(const struct drfd *d, FILE *f, int *problems)
 			(unsigned long long)d->online.steps, (unsigned long long)d->online.replans);
 	fprintf(f, "up %s, %llu ticks, the last %s ago; every knob is read back at least every "
 		   "%.0fs\n", up, (unsigned long long)d->ticks, ago,
-		e->decl->cfg.verify_period_ms / 1000);
+		(double)e->decl->cfg.verify_period_us / 1e6);
 	fprintf(f, "errors: %llu since start, %u writes failing and retried each tick, %llu "
 		   "memory-worker failures; reloads: %llu, %llu refused\n",
 		(unsigned long long)rc->total_errors, d->last.retrying,

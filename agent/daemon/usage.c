@@ -340,14 +340,14 @@ static int cmp_key(const void *a, const void *b)
 }
 
 /* One tenant's sample. */
-static void sample_tenant(struct drfd *d, size_t i, uint64_t now_ns, const struct keyed *keys,
+static void sample_tenant(struct drfd *d, size_t i, uint64_t now_us, const struct keyed *keys,
 			  const struct drf_probe_cpu *pcpu, const struct drf_probe_io *pio,
 			  size_t n_keys)
 {
 	struct drf_usage *u = &d->use;
 	struct drf_tenant_use *t = &u->t[i];
 	const char *cg = d->decl.cfg.tenants[i].cgroup;
-	struct drf_sample s = { .t_ns = now_ns };
+	struct drf_sample s = { .t_us = now_us };
 	char buf[16384];
 	uint64_t id;
 
@@ -449,7 +449,7 @@ static void sample_tenant(struct drfd *d, size_t i, uint64_t now_ns, const struc
 	drf_use_assess(t, d->decl.problem.capacity);
 }
 
-void drfd_usage_sample(struct drfd *d, uint64_t now_ns)
+void drfd_usage_sample(struct drfd *d, uint64_t now_us)
 {
 	struct drf_usage *u = &d->use;
 	uint64_t *keys = NULL;
@@ -476,7 +476,7 @@ void drfd_usage_sample(struct drfd *d, uint64_t now_ns)
 			qsort(order, n_keys, sizeof(*order), cmp_key);
 	}
 	for (size_t i = 0; i < u->n; i++)
-		sample_tenant(d, i, now_ns, order, pcpu, pio, n_keys);
+		sample_tenant(d, i, now_us, order, pcpu, pio, n_keys);
 	free(order);
 	free(keys);
 	/* After the tenants' entries changed: a new generation expires the tasks' caches. */
@@ -486,7 +486,7 @@ void drfd_usage_sample(struct drfd *d, uint64_t now_ns)
 	}
 	free(pcpu);
 	free(pio);
-	u->at_ns = now_ns;
+	u->at_us = now_us;
 	u->samples++;
 	/* Jain's index over weighted dominant shares, of allocation and of use. */
 	x = calloc(u->n + 1, sizeof(*x));

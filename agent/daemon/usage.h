@@ -32,7 +32,7 @@ struct drf_usage {
 	struct drf_probe_cfg cfg;       /* as last written to the probes */
 	uint32_t gen;                   /* the tenant set's generation (drf_probe_cfg.gen) */
 	double jain_alloc, jain_use;    /* Jain's index over weighted dominant shares */
-	uint64_t at_ns;                 /* the last sample, CLOCK_MONOTONIC; 0: none yet */
+	uint64_t at_us;                 /* the last sample, CLOCK_MONOTONIC; 0: none yet */
 	uint64_t samples;               /* ticks sampled */
 	/* The probes (bpf/probe.bpf.c). */
 	const struct drf_probe_ops *probe;
@@ -75,8 +75,8 @@ void drfd_usage_unstage(struct drf_usage_tenants *st);
 /* Both, for the config in force. 0 or -ENOMEM (the old state stays). */
 int drfd_usage_plan(struct drfd *d);
 
-/* One sample of every tenant, at now_ns (CLOCK_MONOTONIC). */
-void drfd_usage_sample(struct drfd *d, uint64_t now_ns);
+/* One sample of every tenant, at now_us (CLOCK_MONOTONIC). */
+void drfd_usage_sample(struct drfd *d, uint64_t now_us);
 
 void drfd_usage_free(struct drf_usage *u);
 

@@ -577,9 +577,9 @@ bool drf_reconciler_membership_changed(struct drf_reconciler *rc)
 	return c;
 }
 
-size_t drf_verify_per_tick(size_t n, double interval_ms, double period_ms)
+size_t drf_verify_per_tick(size_t n, uint64_t interval_us, uint64_t period_us)
 {
-	double ticks = period_ms / interval_ms;
+	double ticks = (double)period_us / (double)interval_us;
 	size_t v;
 
 	if (n == 0)

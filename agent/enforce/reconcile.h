@@ -170,7 +170,7 @@ int drf_reconciler_forget(struct drf_reconciler *rc, const char *name, const cha
 int drf_reconcile_tick(struct drf_reconciler *rc, size_t verify, struct drf_reconcile_stats *ret);
 
 /* Tenants to verify per tick so that each is read back at least once per period. */
-size_t drf_verify_per_tick(size_t n, double interval_ms, double period_ms);
+size_t drf_verify_per_tick(size_t n, uint64_t interval_us, uint64_t period_us);
 
 /* Whether the tenants or orphans changed since the last call (for the state file). */
 bool drf_reconciler_membership_changed(struct drf_reconciler *rc);

@@ -742,11 +742,11 @@ static void counters_tick(struct drf_shaper *s, double dt)
 	free(vals);
 }
 
-int drf_shaper_tick(struct drf_shaper *s, uint64_t now_ns, size_t verify,
+int drf_shaper_tick(struct drf_shaper *s, uint64_t now_us, size_t verify,
 		    struct drf_shaper_stats *ret)
 {
 	struct drf_shaper_stats st = { 0 };
-	double dt = s->last_ns && now_ns > s->last_ns ? (double)(now_ns - s->last_ns) / 1e9 : 0;
+	double dt = s->last_us && now_us > s->last_us ? (double)(now_us - s->last_us) / 1e6 : 0;
 	struct drf_tc_link l;
 	int r;
 
@@ -783,7 +783,7 @@ int drf_shaper_tick(struct drf_shaper *s, uint64_t now_ns, size_t verify,
 		s->cursor = verify >= s->n ? 0 : (s->cursor + verify) % s->n;
 	if (s->attached)
 		counters_tick(s, dt);
-	s->last_ns = now_ns;
+	s->last_us = now_us;
 	for (size_t i = 0; i < s->n; i++)
 		st.retrying += (s->egress && (!s->t[i].class_ok || !s->t[i].leaf_ok)) + !s->t[i].map_ok;
 	/* A foreign root qdisc, or programs not attached: nothing of it holds. */

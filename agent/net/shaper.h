@@ -89,7 +89,7 @@ struct drf_shaper {
 	size_t cursor;                  /* next tenant whose map entry is read back */
 	uint32_t *by_minor, *leaf_of;   /* a tick's indexes by class minor (65536 each) */
 	uint8_t wanted[65536 / 8];      /* bits: the minors of the plan's tenants */
-	uint64_t last_ns;               /* CLOCK_MONOTONIC of the last counters */
+	uint64_t last_us;               /* CLOCK_MONOTONIC of the last counters */
 	uint64_t total_writes, total_errors;
 };
 
@@ -122,11 +122,11 @@ int drf_shaper_remember(struct drf_shaper *s, const char *name, uint16_t minor);
 int drf_shaper_set(struct drf_shaper *s, const struct drf_plan *p);
 
 /*
- * One tick; now_ns is CLOCK_MONOTONIC, for the rates. The classes are read
+ * One tick; now_us is CLOCK_MONOTONIC, for the rates. The classes are read
  * back every tick (one dump, which also gives their counters); of the map
  * entries, `verify` tenants' (round robin) and those not known to hold.
  */
-int drf_shaper_tick(struct drf_shaper *s, uint64_t now_ns, size_t verify,
+int drf_shaper_tick(struct drf_shaper *s, uint64_t now_us, size_t verify,
 		    struct drf_shaper_stats *ret);
 
 /*

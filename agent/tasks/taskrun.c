@@ -338,7 +338,6 @@ int drf_task_supervise_fds(int dirfd, int specfd, const char *dir, const struct 
 	struct rusage ru = { 0 };
 	char buf[1024], *text, *exit_text = NULL;
 	int pfd[2], status = 0, e = 0, fd, r;
-	struct timespec ts;
 	pid_t pid;
 
 	signal(SIGHUP, SIG_IGN);
@@ -386,14 +385,13 @@ int drf_task_supervise_fds(int dirfd, int specfd, const char *dir, const struct 
 	close(pfd[0]);
 	while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR)
 		;
-	clock_gettime(CLOCK_REALTIME, &ts);
 	snprintf(buf, sizeof(buf), "exit %d\nsignal %d\nutime_us %lld\nstime_us %lld\n"
 		 "maxrss_kb %ld\nended %lld\n",
 		 WIFEXITED(status) ? WEXITSTATUS(status) : -1,
 		 WIFSIGNALED(status) ? WTERMSIG(status) : -1,
 		 (long long)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec,
 		 (long long)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec, ru.ru_maxrss,
-		 (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000);
+		 (long long)drf_real_usec(&drf_clock_system));
 	if (e) {
 		char *esc, why[PATH_MAX + 512];
 

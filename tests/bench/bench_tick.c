@@ -223,7 +223,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench_tick: %s\n", err);
 		return 1;
 	}
-	verify = drf_verify_per_tick((size_t)n, 1000, 30000);
+	verify = drf_verify_per_tick((size_t)n, 1000000, 30000000);
 	if (cgfs_open(&fs, root, false, &fakecg_ops, NULL) < 0 ||
 	    drf_reconciler_init(&rc, &fs, NULL, NULL, false, FAKECG_PAGE) < 0 ||
 	    drf_reconciler_set(&rc, &e.plan) < 0) {
@@ -233,7 +233,7 @@ int main(int argc, char **argv)
 	/* The first pass creates the tree and writes every knob; then it is steady. */
 	verify = SIZE_MAX;
 	r = tick(&rc, &e);
-	verify = drf_verify_per_tick((size_t)n, 1000, 30000);
+	verify = drf_verify_per_tick((size_t)n, 1000000, 30000000);
 	if (r < 0 || (r = tick(&rc, &e)) != 0) {
 		fprintf(stderr, "bench_tick: the tree did not settle (%d)\n", r);
 		return 1;

@@ -315,10 +315,10 @@ static void test_verify_round_robin_bound(void **state)
 			repaired_at = i;
 	}
 	assert_true(repaired_at >= 0);
-	assert_int_equal(drf_verify_per_tick(1000, 1000, 30000), 34);
-	assert_int_equal(drf_verify_per_tick(1000, 1000, 1000), 1000);
-	assert_int_equal(drf_verify_per_tick(3, 1000, 30000), 1);
-	assert_int_equal(drf_verify_per_tick(0, 1000, 30000), 0);
+	assert_int_equal(drf_verify_per_tick(1000, 1000000, 30000000), 34);
+	assert_int_equal(drf_verify_per_tick(1000, 1000000, 1000000), 1000);
+	assert_int_equal(drf_verify_per_tick(3, 1000000, 30000000), 1);
+	assert_int_equal(drf_verify_per_tick(0, 1000000, 30000000), 0);
 	fixture_close(&f);
 }
 

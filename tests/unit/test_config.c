@@ -131,7 +131,7 @@ static void test_valid_full(void **state)
 				   &t_fake_host, &c),
 			 0);
 	assert_string_equal(c.cgroup_root, "/sys/fs/cgroup/test.slice");
-	assert_close(c.interval_ms, 250, 0, "interval");
+	assert_int_equal(c.interval_us, 250000);
 	assert_int_equal(c.mode, DRF_MODE_LIMIT);
 	assert_int_equal(c.policy, DRF_POLICY_ASSET);
 	assert_close(c.capacity[DRF_RES_CPU], 8, 0, "cpu auto");
@@ -177,7 +177,7 @@ static void test_defaults(void **state)
 	(void)state;
 	assert_int_equal(load_with("[capacity]\ncpu = 4\n[tenant a]\n", &t_fake_host, &c), 0);
 	assert_string_equal(c.cgroup_root, "/sys/fs/cgroup/drf.slice");
-	assert_close(c.interval_ms, 1000, 0, "default interval");
+	assert_int_equal(c.interval_us, 1000000);
 	assert_int_equal(c.mode, DRF_MODE_SHARE);
 	assert_int_equal(c.policy, DRF_POLICY_DRF);
 	assert_non_null(strstr(c.tenants_dir, "/tenants.d"));
@@ -485,7 +485,7 @@ static void test_agent_service_keys(void **state)
 	assert_string_equal(c.state_dir, "/var/lib/drfd");
 	assert_string_equal(c.status_socket, "/run/drfd/drfd.sock");
 	assert_null(c.status_group);
-	assert_close(c.verify_period_ms, 30000, 0, "verify-period");
+	assert_int_equal(c.verify_period_us, 30000000);
 	drf_config_free(&c);
 	assert_int_equal(load_with("[agent]\ncgroup-root = /sys/fs/cgroup/x\nstate-dir = /srv/s\n"
 				   "status-socket = /run/x.sock\nstatus-group = drf-ops\n"
@@ -496,12 +496,12 @@ static void test_agent_service_keys(void **state)
 	assert_string_equal(c.state_dir, "/srv/s");
 	assert_string_equal(c.status_socket, "/run/x.sock");
 	assert_string_equal(c.status_group, "drf-ops");
-	assert_close(c.verify_period_ms, 5000, 0, "verify-period");
+	assert_int_equal(c.verify_period_us, 5000000);
 	drf_config_free(&c);
 	/* an interval past the default verify-period raises it */
 	assert_int_equal(load_with("[agent]\ninterval = 60s\n[capacity]\ncpu = 4\n", &t_fake_host,
 				   &c), 0);
-	assert_close(c.verify_period_ms, 60000, 0, "verify-period follows interval");
+	assert_int_equal(c.verify_period_us, 60000000);
 	drf_config_free(&c);
 	expect_error("[agent]\nverify-period = 2s\ninterval = 5s\n[capacity]\ncpu = 4\n", 2,
 		     "shorter than interval");

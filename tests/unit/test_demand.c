@@ -19,7 +19,7 @@
 #include "testlib.h"
 #include "use.h"
 
-#define SEC 1000000000ull
+#define SEC 1000000ull
 #define G (1024.0 * 1024 * 1024)
 
 /* One tenant, cpu bound 2 of capacity 4, memory bound 8G. */

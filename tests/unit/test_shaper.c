@@ -167,7 +167,7 @@ static void plan(struct fx *f, const char *mode, bool replace, const char *cap, 
 
 static void tick(struct fx *f, size_t verify)
 {
-	f->now += 1000000000ull;
+	f->now += 1000000ull; /* a second, in usec */
 	assert_int_equal(drf_shaper_tick(&f->s, f->now, verify, &f->st), 0);
 }
 
@@ -1366,7 +1366,7 @@ static void test_counter_rates(void **state)
 	f->bpf->cnt[k].eg_bytes += 1000000;
 	f->bpf->cnt[k].in_bytes += 500000;
 	f->bpf->cnt[k].in_dropped += 3;
-	f->now += 1000000000ull;
+	f->now += 1000000ull; /* a second, in usec */
 	tick(f, 1);
 	t = tenant(f, "a");
 	assert_close(t->class_bps, 5e6, 1e-9, "class rate");

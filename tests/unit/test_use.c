@@ -17,11 +17,11 @@
 #include "testlib.h"
 #include "use.h"
 
-#define SEC 1000000000ull
+#define SEC 1000000ull
 
-static struct drf_sample at(uint64_t t_ns)
+static struct drf_sample at(uint64_t t_us)
 {
-	struct drf_sample s = { .t_ns = t_ns };
+	struct drf_sample s = { .t_us = t_us };
 
 	for (int c = 0; c < DRF_NCTR; c++)
 		s.c[c] = NAN;
