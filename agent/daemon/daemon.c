@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* The running daemon: a thin loop over one planner (see daemon.h). */
 #include "daemon.h"
-#include "metrics.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -11,12 +10,12 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
-#include "histfile.h"
 #include "hostcheck.h"
 #include "lock.h"
 #include "pins.h"
 #include "statedir.h"
 #include "statefile.h"
+#include "status.h"
 #include "taskd.h"
 
 /* One line per tenant: what it gets. */
@@ -122,7 +121,7 @@ static int build(struct drfd *d, const struct drf_declared *decl, const struct d
 		if (r < 0)
 			return r;
 	}
-	in.effective = drfd_online_effective(d, decl, t);
+	in.effective = drf_online_effective(&d->online, decl, t);
 	return drf_plan_build(&in, &d->engine, ret);
 }
 
@@ -188,7 +187,31 @@ static void replan(struct drfd *d)
 	}
 	install(d, &p);
 	if (d->decl.cfg.observed)
-		drfd_online_save(d);
+		drf_online_save(&d->online, &d->use, &d->decl);
+}
+
+/* The measurements of every tenant, against the plan in force. */
+static void sample(struct drfd *d)
+{
+	struct drf_usage_in in = {
+		.cfg = &d->decl.cfg, .plan = &d->plan, .io = d->has_io ? &d->io : NULL,
+		.net = d->has_net ? &d->net : NULL, .now_us = drf_mono_usec(d->env->clock),
+	};
+
+	drf_usage_sample(&d->use, &in);
+}
+
+void drfd_view(const struct drfd *d, struct drf_view *ret)
+{
+	*ret = (struct drf_view){
+		.config_path = d->config_path, .root = d->root, .pid = (int)getpid(),
+		.decl = &d->decl, .plan = &d->plan, .rc = &d->rc, .last = &d->last, .fs = d->fs,
+		.net = d->has_net ? &d->net : NULL, .use = &d->use, .online = &d->online,
+		.state_path = d->state_path, .state_err = d->state_err, .started = d->started,
+		.last_tick = d->last_tick, .now = drf_real_usec(d->env->clock), .ticks = d->ticks,
+		.reloads = d->reloads, .reloads_refused = d->reloads_refused,
+	};
+	drfd_sock_stats(d, &ret->sock);
 }
 
 static int task_ready(void *ctx, const char *cg, char *why, size_t len)
@@ -253,8 +276,8 @@ void drfd_tick(struct drfd *d, size_t verify)
 	d->ticks++;
 	enforce(d, verify, &st);
 	d->last_tick = drf_real_usec(d->env->clock);
-	drfd_usage_sample(d, drf_mono_usec(d->env->clock));
-	if (drfd_online_step(d)) {
+	sample(d);
+	if (drf_online_step(&d->online, &d->use, &d->decl, &d->plan)) {
 		d->replan = true;
 		enforce(d, 0, &again);
 		st.writes += again.writes;
@@ -263,8 +286,13 @@ void drfd_tick(struct drfd *d, size_t verify)
 		st.pending = again.pending;
 	}
 	d->last = st;
-	drfd_history_tick(d);
-	drfd_metrics_tick(d);
+	drf_history_tick(&d->history, &d->use, d->last_tick);
+	if (!d->dry_run) {
+		struct drf_view v;
+
+		drfd_view(d, &v);
+		drf_metrics_write(&d->metrics, d->decl.cfg.metrics_file, &v);
+	}
 	if (drf_reconciler_membership_changed(&d->rc) || d->state_err)
 		save_state(d);
 	busy = st.writes || st.created || st.recreated || st.foreign || st.errors || st.removed ||
@@ -336,10 +364,21 @@ static void stale_net(struct drfd *d, const char *ifname)
 	drf_shaper_free(&s);
 }
 
+/* STATE_DIR/ROOT-ESCAPED and suffix, beside the state file; NULL without one. */
+static const char *beside_state(const struct drfd *d, const char *suffix, char *buf, size_t len)
+{
+	if (!d->state_path[0] ||
+	    drf_statedir_path(d->decl.cfg.state_dir, d->root, suffix, buf, len) < 0)
+		return NULL;
+	return buf;
+}
+
 int drfd_start(struct drfd *d, struct drf_reconcile_stats *ret)
 {
 	const struct drf_config *c = &d->decl.cfg;
+	struct drf_usage_tenants use;
 	struct drf_state_entry *e = NULL;
+	char path[4200];
 	size_t n = 0, skipped = 0;
 	struct drf_plan p;
 	int r;
@@ -363,12 +402,26 @@ int drfd_start(struct drfd *d, struct drf_reconcile_stats *ret)
 					 "file", c->state_dir);
 		d->state_path[0] = '\0';
 	}
-	r = drfd_usage_plan(d);
+	drf_usage_init(&d->use, d->fs, d->log);
+	r = drf_usage_stage(&d->use, c, &use);
 	if (r < 0)
 		return r;
+	drf_usage_commit(&d->use, &use);
+	if (!d->env->probe && d->env->probes_why)
+		snprintf(d->use.probes_why, sizeof(d->use.probes_why), "%s", d->env->probes_why);
+	if (d->env->probe)
+		drf_usage_start_probes(&d->use, d->env->probe, d->env->probe_ctx,
+				       d->env->probe_pin_dir, d->env->root_level,
+				       (uint32_t)(drf_real_usec(d->env->clock) / 1000));
+	/* Beside the state file: the effective demands, and the usage history (not in a dry run). */
+	drf_online_init(&d->online, beside_state(d, ".demand", path, sizeof(path)), d->dry_run,
+			d->log);
+	drf_history_init(&d->history, d->dry_run ? NULL : beside_state(d, ".history", path,
+									sizeof(path)), d->log);
+	drf_metrics_file_init(&d->metrics, d->log);
 	/* Observed demand: the effective demands of before the restart, before any write. */
 	if (c->observed)
-		drfd_online_restore(d);
+		drf_online_restore(&d->online, &d->use, &d->decl);
 	drfd_tasks_start(d);
 	/* What drfd managed before: departed tenants, the device it shaped, class minors. */
 	if (d->state_path[0]) {
@@ -462,7 +515,7 @@ int drfd_reload(struct drfd *d)
 	if (r == 0)
 		r = needs_restart(d, &n.cfg, err, len);
 	/* The measurements of the new tenants, by name: the effective demands' history. */
-	if (r == 0 && (r = drfd_usage_stage(&d->use, &n.cfg, &use)) < 0)
+	if (r == 0 && (r = drf_usage_stage(&d->use, &n.cfg, &use)) < 0)
 		snprintf(err, len, "out of memory");
 	if (r == 0 && (r = build(d, &n, use.t, &p)) < 0)
 		snprintf(err, len, "%s: cannot plan: %s", d->config_path,
@@ -472,7 +525,7 @@ int drfd_reload(struct drfd *d)
 			 r == -ENOSPC ? "more tenants than HTB class ids (65519)" : strerror(-r));
 	if (r < 0) {
 		drf_plan_free(&p);
-		drfd_usage_unstage(&use);
+		drf_usage_unstage(&use);
 		drf_declared_free(&n);
 		d->reloads_refused++;
 		drf_log(d->log, LOG_ERR, "reload refused, keeping the configuration in force: %s",
@@ -484,9 +537,9 @@ int drfd_reload(struct drfd *d)
 	drf_declared_free(&d->decl);
 	d->decl = n;
 	install(d, &p);
-	drfd_usage_commit(&d->use, &use);
+	drf_usage_commit(&d->use, &use);
 	if (was_observed && !d->decl.cfg.observed)
-		drfd_online_off(d);
+		drf_online_off(&d->online, &d->use);
 	d->reloads++;
 	drf_log(d->log, LOG_NOTICE, "reloaded %s: %zu tenants", d->config_path,
 		d->decl.cfg.n_tenants);
@@ -521,8 +574,8 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
 	}
 	drf_log(d->log, LOG_NOTICE, "%s: exiting; the limits stay in place",
 		strsignal((int)si->ssi_signo));
-	drfd_online_save(d);
-	drfd_metrics_stop(d);
+	drf_online_save(&d->online, &d->use, &d->decl);
+	drf_metrics_stop(&d->metrics);
 	sd_notify(0, "STOPPING=1");
 	return sd_event_exit(d->event, 0);
 }
@@ -560,9 +613,9 @@ void drfd_free(struct drfd *d)
 {
 	drfd_tasks_free(d);
 	drf_reconciler_free(&d->rc);
-	drfd_usage_free(&d->use);
-	drfd_online_free(&d->online);
-	drfd_history_free(d);
+	drf_usage_free(&d->use);
+	drf_online_free(&d->online);
+	drf_history_free(&d->history);
 	if (d->has_net)
 		drf_shaper_free(&d->net);
 	d->timer = sd_event_source_unref(d->timer);

@@ -22,8 +22,10 @@
 
 #include "cgroupfs.h"
 #include "clock.h"
+#include "histfile.h"
 #include "host.h"
 #include "log.h"
+#include "metrics.h"
 #include "netbpf.h"
 #include "online.h"
 #include "planner.h"
@@ -33,8 +35,8 @@
 #include "tasks.h"
 #include "tc.h"
 #include "usage.h"
+#include "view.h"
 
-struct drfd_history;
 struct drfd_listener;
 
 /* Every side effect of the daemon, as ops: built once in main(). */
@@ -51,6 +53,9 @@ struct drfd_env {
 	void *netbpf_ctx;
 	const struct drf_probe_ops *probe;      /* NULL: no usage probes */
 	void *probe_ctx;
+	const char *probe_pin_dir;              /* where the probes are pinned */
+	const char *probes_why;                 /* without probes: why, or NULL */
+	uint32_t root_level;                    /* cgroup-root's level in its hierarchy */
 	const struct drf_spawn_ops *spawn;      /* NULL: no task queue */
 	void *spawn_ctx;
 	bool dry_run;
@@ -92,7 +97,8 @@ struct drfd {
 	struct drf_shaper_stats net_last;
 	struct drf_usage use;           /* measurements, against the plan in force */
 	struct drf_online online;       /* observed demand: the effective demands (online.h) */
-	struct drfd_history *history;   /* usage history for `drfctl recommend` (histfile.c) */
+	struct drf_history history;     /* usage history for `drfctl recommend` (histfile.c) */
+	struct drf_metrics_file metrics; /* [agent] metrics-file (metrics.c) */
 	struct drf_tasks *tasks;        /* the task queue (tasks.h); NULL when off */
 	int state_err;                  /* the last save of the state file failed: -errno; else 0 */
 	char status_text[256];          /* last STATUS= sent to systemd */
@@ -142,6 +148,9 @@ int drfd_listen(struct drfd *d, const char *path, const char *group, char *why, 
 
 /* Closes the status socket and its connections; removes the socket if it is still drfd's. */
 void drfd_unlisten(struct drfd *d);
+
+/* What the reports (status, metrics) see of d: filled in when one is asked for. */
+void drfd_view(const struct drfd *d, struct drf_view *ret);
 
 /* Renders the status: text for people or JSON; returns the count of problems. */
 int drfd_status_render(const struct drfd *d, bool json, FILE *out);

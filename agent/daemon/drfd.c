@@ -323,22 +323,25 @@ static int setup_net(struct drfd *d, const struct drfd_env *env, const char *mou
  * drfd-probes/ (named as the network's pins under drfd/). Without them drfd
  * measures from cgroup files alone, and says so.
  */
-static void start_probes(struct drfd *d, const char *mount)
+static void start_probes(struct drfd *d, struct drfd_env *env, const char *mount, char *ppin,
+			 size_t len)
 {
-	char pin[256], ppin[300];
+	char pin[256];
 	uint32_t level = 0;
 	int r = drf_pin_paths(d->root, mount[0] ? mount : "/sys/fs/cgroup", &level, pin, sizeof(pin));
 
-	if (r == 0 && (size_t)snprintf(ppin, sizeof(ppin), "%s/drfd-probes/%s", DRF_BPFFS,
-				       pin + strlen(DRF_BPFFS "/drfd/")) >= sizeof(ppin))
+	if (r == 0 && (size_t)snprintf(ppin, len, "%s/drfd-probes/%s", DRF_BPFFS,
+				       pin + strlen(DRF_BPFFS "/drfd/")) >= len)
 		r = -ENAMETOOLONG;
 	if (r < 0) {
-		snprintf(d->use.probes_why, sizeof(d->use.probes_why), "no pin directory for '%s': %s",
-			 d->root, strerror(-r));
-		drf_log(d->log, LOG_WARNING, "usage probes off: %s", d->use.probes_why);
+		snprintf(ppin, len, "no pin directory for '%s': %s", d->root, strerror(-r));
+		drf_log(d->log, LOG_WARNING, "usage probes off: %s", ppin);
+		env->probes_why = ppin;
 		return;
 	}
-	drfd_usage_start(d, d->env->probe, d->env->probe_ctx, ppin, level);
+	env->probe = &drf_probe_real_ops;
+	env->probe_pin_dir = ppin;
+	env->root_level = level;
 }
 
 /*
@@ -380,7 +383,7 @@ int main(int argc, char **argv)
 	struct cgfs_recorder rec = { 0 };
 	struct drf_reconcile_stats st;
 	struct cgfs fs = { .rootfd = -1 };
-	char err[2048], mount[4096] = "", root[4096];
+	char err[2048], mount[4096] = "", root[4096], probe_pin[300];
 	const char *how = "";
 	struct opts o;
 	sigset_t mask;
@@ -545,9 +548,8 @@ int main(int argc, char **argv)
 	 * measures nothing and runs no task. */
 	if (!o.dry_run && !o.once) {
 		env.spawn = &drf_spawn_real_ops;
-		env.probe = &drf_probe_real_ops;
 		env.probe_ctx = &sys.probes;
-		start_probes(&d, mount);
+		start_probes(&d, &env, mount, probe_pin, sizeof(probe_pin));
 	}
 	r = drfd_start(&d, &st);
 	if (r < 0) {

@@ -62,7 +62,7 @@ struct drfd_listener {
 	dev_t dev;                      /* the socket file drfd bound */
 	ino_t ino;
 	struct conn *conns;
-	struct drfd_sock_stats st;
+	struct drf_sock_stats st;
 	uint64_t refused_logged, refused_log_at;
 	uint64_t refuse_window_at;      /* CLOCK_MONOTONIC usec */
 	unsigned refuse_in_window;
@@ -438,7 +438,7 @@ static void text_demand(const struct drfd *d, size_t i, FILE *f)
 /* The status socket's connections and what its limits turned away. */
 static void json_socket(const struct drfd *d, FILE *f)
 {
-	struct drfd_sock_stats st;
+	struct drf_sock_stats st;
 
 	drfd_sock_stats(d, &st);
 	fprintf(f, ", \"socket\": {\"connections\": %u, \"root_connections\": %u, "
@@ -893,11 +893,14 @@ static int dispatch(struct drfd *d, int fd, const char *req, char **out, size_t 
 	if (strcmp(req, "root") == 0)
 		return reply(out, out_len, "%s\n", d->root);
 	if (strcmp(req, "metrics") == 0) {
+		struct drf_view v;
+
 		f = open_memstream(&body, &blen);
 		if (!f)
 			return -ENOMEM;
 		fputs("drfd-metrics 1\n", f);
-		drfd_metrics_render(d, f);
+		drfd_view(d, &v);
+		drf_metrics_render(&v, f);
 		if (fclose(f) != 0) {
 			free(body);
 			return -ENOMEM;
@@ -1427,12 +1430,12 @@ void drfd_unlisten(struct drfd *d)
 	d->listener = NULL;
 }
 
-void drfd_sock_stats(const struct drfd *d, struct drfd_sock_stats *ret)
+void drfd_sock_stats(const struct drfd *d, struct drf_sock_stats *ret)
 {
 	const struct drfd_listener *l = d->listener;
 	int on = SD_EVENT_OFF;
 
-	*ret = (struct drfd_sock_stats){ 0 };
+	*ret = (struct drf_sock_stats){ 0 };
 	if (!l)
 		return;
 	*ret = l->st;

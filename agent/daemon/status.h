@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "proto.h"
+#include "view.h"
 
 /*
  * Connections at once of everyone but root, and of one such user: a user's
@@ -80,19 +81,7 @@ int drfd_req_answer(struct drfd *d, int fd, const struct drfd_req *r, char **out
 		    size_t *out_len);
 void drfd_req_free(struct drfd_req *r);
 
-/* The socket's counters, for status and tests. */
-struct drfd_sock_stats {
-	unsigned conns, root_conns;     /* open now */
-	uint64_t accepted;              /* served: under the caps */
-	uint64_t refused;               /* over a cap: closed at once */
-	uint64_t refuse_pauses;         /* accepting paused for refusing too many */
-	uint64_t dropped;               /* idle or slow past a deadline */
-	uint64_t too_long;              /* requests over DRF_REQ_MAX, refused */
-	uint64_t backoffs;              /* accept failed for want of fds (or memory) */
-	bool listening;                 /* the listener's event source is on */
-};
-
 /* All zero without a socket. */
-void drfd_sock_stats(const struct drfd *d, struct drfd_sock_stats *ret);
+void drfd_sock_stats(const struct drfd *d, struct drf_sock_stats *ret);
 
 #endif

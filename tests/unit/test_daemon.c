@@ -88,13 +88,15 @@ static int status_json(char **ret)
 
 static bool metrics_have(const char *line)
 {
+	struct drf_view v;
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
 	bool have;
 
 	assert_non_null(f);
-	assert_int_equal(drfd_metrics_render(&d, f), 0);
+	drfd_view(&d, &v);
+	assert_int_equal(drf_metrics_render(&v, f), 0);
 	assert_int_equal(fclose(f), 0);
 	have = strstr(buf, line) != NULL;
 	free(buf);
@@ -441,6 +443,29 @@ static void test_tick_unchanged_writes_nothing(void **state)
 	assert_true(fx.rec.changes > s.changes);
 }
 
+/* A dry run writes no metrics-file, as it writes nothing else; a drfd that runs writes it. */
+static void test_dry_run_writes_no_metrics(void **state)
+{
+	char path[200], agent[300], err[512];
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/drfd.prom", fx.dir);
+	snprintf(agent, sizeof(agent), "metrics-file = %s\n", path);
+	assert_int_equal(fakedrfd_write(&fx, agent, TWO_CPU "[tenant a]\ncpu = 1\n"), 0);
+	drf_declared_free(&d.decl);
+	assert_int_equal(drf_declared_load(&d.decl, fx.conf, fx.env.host, err, sizeof(err)), 0);
+	fx.env.dry_run = true;
+	fx.rec.pass_changes = false;
+	assert_int_equal(fakedrfd_start(&fx), 0);
+	drfd_tick(&d, 0);
+	assert_int_equal(access(path, F_OK), -1);
+	assert_int_equal(errno, ENOENT);
+	fx.env.dry_run = false;
+	fx.rec.pass_changes = true;
+	assert_int_equal(fakedrfd_restart(&fx), 0);
+	assert_int_equal(access(path, F_OK), 0);
+}
+
 /*
  * What drfd logs carries names from configs and requests (a task's command is
  * logged at submit): no control character reaches the terminal or journal.
@@ -508,6 +533,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_tick_unchanged_writes_nothing, setup_observed,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_dry_run_writes_no_metrics, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_log_escapes, setup, teardown),
 		cmocka_unit_test(test_json_str),
 	};

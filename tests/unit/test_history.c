@@ -13,7 +13,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "daemon.h"
 #include "histfile.h"
 #include "statedir.h"
 #include "history.h"
@@ -414,20 +413,21 @@ static void test_daemon_hook(void **state)
 	char dir[] = "/tmp/drf-hist-XXXXXX", path[4096];
 	struct drf_tenant_use t[2];
 	char *names[2] = { "web", "db" };
-	struct drfd d;
+	struct drf_usage u = { 0 };
+	struct drf_history hd;
 	struct drf_hist h;
 	const struct drf_hist_series *s;
 
 	(void)state;
 	assert_non_null(mkdtemp(dir));
-	memset(&d, 0, sizeof(d));
 	memset(t, 0, sizeof(t));
-	snprintf(d.state_path, sizeof(d.state_path), "%s/x.state", dir);
-	d.decl.cfg.state_dir = dir;
-	d.root = "/sys/fs/cgroup/drf.slice";
-	d.use.n = 2;
-	d.use.t = t;
-	d.use.name = names;
+	assert_int_equal(drf_statedir_path(dir, "/sys/fs/cgroup/drf.slice", ".history", path,
+					   sizeof(path)), 0);
+	assert_non_null(strstr(path, "/sys-fs-cgroup-drf.slice.history"));
+	drf_history_init(&hd, path, NULL);
+	u.n = 2;
+	u.t = t;
+	u.name = names;
 	/* 1763856000 is a multiple of 60: ticks at +0 .. +150 s make steps 0, 1 and 2 */
 	for (int s_ = 0; s_ <= 150; s_++) {
 		for (int i = 0; i < 2; i++) {
@@ -437,13 +437,9 @@ static void test_daemon_hook(void **state)
 			t[i].use_tick[DRF_RES_MEMORY] = 1000 + s_; /* as use.c has it */
 			t[i].gauge[DRF_GAUGE_MEM_WORKING_SET] = 500;
 		}
-		d.last_tick = (uint64_t)(1763856000 + s_) * 1000000;
-		drfd_history_tick(&d);
+		drf_history_tick(&hd, &u, (uint64_t)(1763856000 + s_) * 1000000);
 	}
-	drfd_history_free(&d);
-	assert_null(d.history);
-	assert_int_equal(drf_statedir_path(dir, d.root, ".history", path, sizeof(path)), 0);
-	assert_non_null(strstr(path, "/sys-fs-cgroup-drf.slice.history"));
+	drf_history_free(&hd);
 	read_back(path, &h);
 	assert_int_equal(h.records, 4); /* two full steps of two tenants; the third is not over */
 	s = drf_hist_find(&h, "web");
@@ -459,12 +455,12 @@ static void test_daemon_hook(void **state)
 	drf_hist_free(&h);
 	unlink(path);
 
-	/* a dry run records nothing */
-	d.dry_run = true;
-	d.last_tick = (uint64_t)1763860000 * 1000000;
-	drfd_history_tick(&d);
-	assert_null(d.history);
-	rmdir(dir);
+	/* kept nowhere (a dry run, no state dir): nothing written */
+	drf_history_init(&hd, NULL, NULL);
+	drf_history_tick(&hd, &u, (uint64_t)1763860000 * 1000000);
+	drf_history_tick(&hd, &u, (uint64_t)1763860120 * 1000000);
+	drf_history_free(&hd);
+	assert_int_equal(rmdir(dir), 0);
 }
 
 int main(void)

@@ -17,9 +17,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "daemon.h"
 #include "fakedrfd.h"
 #include "metrics.h"
+#include "view.h"
 #include "testlib.h"
 
 static char dir[64];
@@ -46,8 +46,32 @@ static void nan_fill(double *v, size_t n)
 		v[i] = NAN;
 }
 
+/* What the metrics are rendered from: the parts of a daemon a view points at. */
+struct mdaemon {
+	struct fakeplan pl;
+	struct drf_usage use;
+	struct drf_online online;
+	struct drf_reconciler rc;
+	struct drf_reconcile_stats last;
+	struct drf_metrics_file mf;
+	struct drf_view v;
+	char *metrics_file;
+};
+
+static const struct drf_view *view(struct mdaemon *d)
+{
+	d->v.decl = &d->pl.decl;
+	d->v.plan = &d->pl.plan;
+	d->v.use = &d->use;
+	d->v.online = &d->online;
+	d->v.rc = &d->rc;
+	d->v.last = &d->last;
+	d->v.state_path = "";
+	return &d->v;
+}
+
 /* A daemon with the plan of two tenants, a and b, and nothing measured yet (NAN). */
-static void make_daemon(struct drfd *d)
+static void make_daemon(struct mdaemon *d)
 {
 	char path[128], err[512];
 
@@ -57,12 +81,12 @@ static void make_daemon(struct drfd *d)
 					    "net-rate = 800mbit\n"
 					    "[tenant a]\ncpu = 1.5\nmemory = 2G\nnet-rate = 100mbit\n"
 					    "[tenant b]\nweight = 2\n"), 0);
-	*d = (struct drfd){ .listen_fd = -1 };
-	if (drf_declared_load(&d->decl, path, &drf_host_real, err, sizeof(err)) < 0) {
+	*d = (struct mdaemon){ .metrics_file = NULL };
+	if (fakeplan_load(&d->pl, path, NULL, err, sizeof(err)) < 0) {
 		print_error("%s\n", err);
 		fail();
 	}
-	assert_int_equal(fakedrfd_plan(d), 0);
+	drf_metrics_file_init(&d->mf, NULL);
 	d->use.n = 2;
 	d->use.t = calloc(2, sizeof(*d->use.t));
 	assert_non_null(d->use.t);
@@ -86,12 +110,12 @@ static void make_daemon(struct drfd *d)
 }
 
 /* Tenant a: a few figures of every kind. */
-static void measure(struct drfd *d)
+static void measure(struct mdaemon *d)
 {
 	struct drf_tenant_use *a = &d->use.t[0], *b = &d->use.t[1];
 
-	d->last_tick = 1700000000500000ull;
-	d->ticks = 42;
+	d->v.last_tick = 1700000000500000ull;
+	d->v.ticks = 42;
 	d->use.probes = true;
 	d->use.jain_alloc = 0.96;
 	d->use.no_effect = 1u << DRF_RES_MEMORY;
@@ -126,24 +150,29 @@ static void measure(struct drfd *d)
 	b->use_min[DRF_RES_CPU] = 0.125;
 }
 
-static char *render(const struct drfd *d)
+static char *render(struct mdaemon *d)
 {
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
 
 	assert_non_null(f);
-	assert_int_equal(drfd_metrics_render(d, f), 0);
+	assert_int_equal(drf_metrics_render(view(d), f), 0);
 	assert_int_equal(fclose(f), 0);
 	return buf;
 }
 
-static void free_daemon(struct drfd *d)
+static void free_daemon(struct mdaemon *d)
 {
 	free(d->use.t);
-	drf_plan_free(&d->plan);
-	drf_engine_free(&d->engine);
-	drf_declared_free(&d->decl);
+	free(d->metrics_file);
+	fakeplan_free(&d->pl);
+}
+
+/* The daemon's tick writes its metrics-file: the file of the config in force. */
+static int tick(struct mdaemon *d)
+{
+	return drf_metrics_write(&d->mf, d->metrics_file, view(d));
 }
 
 /* The file at path starts with want. */
@@ -255,7 +284,7 @@ static void check_grouping(const char *text)
 
 static void test_render(void **state)
 {
-	struct drfd d;
+	struct mdaemon d;
 	char *m, line[160];
 
 	(void)state;
@@ -345,7 +374,7 @@ static void test_render(void **state)
 /* Every bucket's count is at least the one before, and the +Inf one is _count. */
 static void test_histogram_cumulative(void **state)
 {
-	struct drfd d;
+	struct mdaemon d;
 	char *m, want[160];
 	double prev = -1;
 	int buckets = 0;
@@ -383,13 +412,13 @@ static void test_histogram_cumulative(void **state)
 /* Label values escape backslash, double quote and newline. */
 static void test_escaping(void **state)
 {
-	struct drfd d;
+	struct mdaemon d;
 	char *m;
 
 	(void)state;
 	make_daemon(&d);
 	d.use.t[0].alloc[DRF_RES_CPU] = 1;
-	snprintf(d.decl.cfg.tenants[0].name, sizeof(d.decl.cfg.tenants[0].name), "x\"y\\z\nw");
+	snprintf(d.pl.decl.cfg.tenants[0].name, sizeof(d.pl.decl.cfg.tenants[0].name), "x\"y\\z\nw");
 	m = render(&d);
 	assert_line(m, "drfd_allocation{tenant=\"x\\\"y\\\\z\\nw\",resource=\"cpu\"} 1");
 	assert_line(m, "drfd_tenant_weight{tenant=\"x\\\"y\\\\z\\nw\"} 1");
@@ -400,7 +429,7 @@ static void test_escaping(void **state)
 /* Nothing measured yet (no use entries): the plan's families are still all there. */
 static void test_before_first_sample(void **state)
 {
-	struct drfd d;
+	struct mdaemon d;
 	char *m;
 
 	(void)state;
@@ -435,7 +464,7 @@ static void list_dir(const char *path, char *out, size_t len)
 
 static void test_metrics_file(void **state)
 {
-	struct drfd d;
+	struct mdaemon d;
 	char path[128], names[512], *m, *got;
 	struct stat st;
 	FILE *f;
@@ -447,7 +476,7 @@ static void test_metrics_file(void **state)
 	snprintf(path, sizeof(path), "%s/out", dir);
 	assert_int_equal(mkdir(path, 0755), 0);
 	/* unset: no file */
-	assert_int_equal(drfd_metrics_tick(&d), 0);
+	assert_int_equal(tick(&d), 0);
 	list_dir(path, names, sizeof(names));
 	assert_string_equal(names, "");
 	/*
@@ -466,9 +495,9 @@ static void test_metrics_file(void **state)
 	snprintf(path, sizeof(path), "%s/out/.drfd.prom.fifo12", dir);
 	assert_int_equal(mkfifo(path, 0600), 0);
 	snprintf(path, sizeof(path), "%s/out/drfd.prom", dir);
-	d.decl.cfg.metrics_file = strdup(path);
+	d.metrics_file = strdup(path);
 	umask(077);
-	assert_int_equal(drfd_metrics_tick(&d), 0);
+	assert_int_equal(tick(&d), 0);
 	umask(022);
 	assert_int_equal(stat(path, &st), 0);
 	assert_int_equal(st.st_mode & 07777, 0644);
@@ -499,55 +528,55 @@ static void test_metrics_file(void **state)
 	{
 		ino_t before = st.st_ino;
 
-		assert_int_equal(drfd_metrics_tick(&d), 0);
-		assert_int_equal(stat(d.decl.cfg.metrics_file, &st), 0);
+		assert_int_equal(tick(&d), 0);
+		assert_int_equal(stat(d.metrics_file, &st), 0);
 		assert_true(st.st_ino != before);
 	}
 	/*
 	 * A reload moved it into a directory that does not exist: an error, and
 	 * nothing created; the former file is removed (it would go on saying drfd_up 1).
 	 */
-	free(d.decl.cfg.metrics_file);
+	free(d.metrics_file);
 	snprintf(path, sizeof(path), "%s/none/drfd.prom", dir);
-	d.decl.cfg.metrics_file = strdup(path);
-	assert_int_equal(drfd_metrics_tick(&d), -ENOENT);
-	assert_int_equal(drfd_metrics_tick(&d), -ENOENT); /* logged once, still failing */
+	d.metrics_file = strdup(path);
+	assert_int_equal(tick(&d), -ENOENT);
+	assert_int_equal(tick(&d), -ENOENT); /* logged once, still failing */
 	snprintf(path, sizeof(path), "%s/none", dir);
 	assert_int_equal(access(path, F_OK), -1);
 	snprintf(path, sizeof(path), "%s/out", dir);
 	list_dir(path, names, sizeof(names));
 	assert_string_equal(names, "");
 	/* the path is a directory: the rename fails, and the temporary file is removed */
-	free(d.decl.cfg.metrics_file);
+	free(d.metrics_file);
 	snprintf(path, sizeof(path), "%s/out/dir.prom", dir);
 	assert_int_equal(mkdir(path, 0755), 0);
-	d.decl.cfg.metrics_file = strdup(path);
-	assert_true(drfd_metrics_tick(&d) < 0);
+	d.metrics_file = strdup(path);
+	assert_true(tick(&d) < 0);
 	snprintf(path, sizeof(path), "%s/out", dir);
 	list_dir(path, names, sizeof(names));
 	assert_string_equal(names, "dir.prom ");
 	/* writing works again */
-	free(d.decl.cfg.metrics_file);
+	free(d.metrics_file);
 	snprintf(path, sizeof(path), "%s/out/drfd.prom", dir);
-	d.decl.cfg.metrics_file = strdup(path);
-	assert_int_equal(drfd_metrics_tick(&d), 0);
+	d.metrics_file = strdup(path);
+	assert_int_equal(tick(&d), 0);
 	/* a reload that drops metrics-file removes the file drfd wrote */
-	free(d.decl.cfg.metrics_file);
-	d.decl.cfg.metrics_file = NULL;
-	assert_int_equal(drfd_metrics_tick(&d), 0);
+	free(d.metrics_file);
+	d.metrics_file = NULL;
+	assert_int_equal(tick(&d), 0);
 	assert_int_equal(access(path, F_OK), -1);
 	/*
 	 * a file an earlier drfd wrote (it starts with the mark, or with the first
 	 * family for a drfd of before the mark) is replaced
 	 */
 	assert_int_equal(t_write_file(path, DRFD_METRICS_MARK "drfd_up 1\n"), 0);
-	d.decl.cfg.metrics_file = strdup(path);
-	assert_int_equal(drfd_metrics_tick(&d), 0);
+	d.metrics_file = strdup(path);
+	assert_int_equal(tick(&d), 0);
 	assert_true(file_starts(path, DRFD_METRICS_MARK "# HELP drfd_up "));
 	assert_int_equal(unlink(path), 0);
 	assert_int_equal(t_write_file(path, "# HELP drfd_up Whether drfd runs (1).\n"
 					    "# TYPE drfd_up gauge\ndrfd_up 1\n"), 0);
-	assert_int_equal(drfd_metrics_tick(&d), 0);
+	assert_int_equal(tick(&d), 0);
 	assert_true(file_starts(path, DRFD_METRICS_MARK "# HELP drfd_up "));
 	/*
 	 * Someone else's file put there while drfd runs: not replaced, and not
@@ -555,12 +584,12 @@ static void test_metrics_file(void **state)
 	 */
 	assert_int_equal(unlink(path), 0);
 	assert_int_equal(t_write_file(path, "precious\n"), 0);
-	assert_int_equal(drfd_metrics_tick(&d), -EEXIST);
+	assert_int_equal(tick(&d), -EEXIST);
 	assert_true(file_starts(path, "precious\n"));
-	drfd_metrics_stop(&d);
+	drf_metrics_stop(&d.mf);
 	assert_true(file_starts(path, "precious\n"));
 	assert_int_equal(unlink(path), 0);
-	assert_int_equal(drfd_metrics_tick(&d), 0);
+	assert_int_equal(tick(&d), 0);
 	assert_true(file_starts(path, DRFD_METRICS_MARK));
 	/* replaced by someone else after drfd wrote it: a stop leaves it */
 	{
@@ -570,31 +599,25 @@ static void test_metrics_file(void **state)
 		assert_int_equal(t_write_file(other, "theirs\n"), 0);
 		assert_int_equal(rename(other, path), 0);
 	}
-	drfd_metrics_stop(&d);
+	drf_metrics_stop(&d.mf);
 	assert_true(file_starts(path, "theirs\n"));
 	assert_int_equal(unlink(path), 0);
-	free(d.decl.cfg.metrics_file);
+	free(d.metrics_file);
 	/* a symlink or a directory at the path: left alone, and no file made through it */
 	snprintf(path, sizeof(path), "%s/out/link.prom", dir);
 	assert_int_equal(symlink("/etc/hostname", path), 0);
-	d.decl.cfg.metrics_file = strdup(path);
-	assert_int_equal(drfd_metrics_tick(&d), -EEXIST);
+	d.metrics_file = strdup(path);
+	assert_int_equal(tick(&d), -EEXIST);
 	{
 		struct stat ls;
 
 		assert_int_equal(lstat(path, &ls), 0);
 		assert_true(S_ISLNK(ls.st_mode));
 	}
-	drfd_metrics_stop(&d);
+	drf_metrics_stop(&d.mf);
 	assert_int_equal(unlink(path), 0);
-	free(d.decl.cfg.metrics_file);
-	snprintf(path, sizeof(path), "%s/out/drfd.prom", dir);
-	d.decl.cfg.metrics_file = NULL;
-	/* a dry run writes nothing */
-	d.decl.cfg.metrics_file = strdup(path);
-	d.dry_run = true;
-	assert_int_equal(drfd_metrics_tick(&d), 0);
-	assert_int_equal(access(path, F_OK), -1);
+	free(d.metrics_file);
+	d.metrics_file = NULL;
 	free_daemon(&d);
 }
 

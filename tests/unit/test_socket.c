@@ -338,7 +338,7 @@ static void holder_end(struct holder *h)
 
 static void test_cap_per_uid(void **state)
 {
-	struct drfd_sock_stats st;
+	struct drf_sock_stats st;
 	struct holder a, b;
 	int na, nb;
 
@@ -362,7 +362,7 @@ static void test_cap_per_uid(void **state)
 
 static void test_cap_overall_root_served(void **state)
 {
-	struct drfd_sock_stats st;
+	struct drf_sock_stats st;
 	struct holder h[5];
 	int n[5], root_fds[DRFD_CONN_ROOT], held = 0;
 	char *a;
@@ -470,7 +470,7 @@ static pid_t asker_start(int rep)
 /* A user over its cap reconnecting in a loop: refusals are paced; root is served meanwhile. */
 static void test_refusals_paced(void **state)
 {
-	struct drfd_sock_stats st0, st;
+	struct drf_sock_stats st0, st;
 	struct holder h;
 	char got[256] = "";
 	uint64_t t0;
@@ -522,7 +522,7 @@ static void test_refusals_paced(void **state)
 /* Out of fds: the listener goes off and comes back from a timer; the loop does not spin. */
 static void test_emfile_backoff(void **state)
 {
-	struct drfd_sock_stats st;
+	struct drf_sock_stats st;
 	struct rlimit low;
 	int c, on = -1, top, iter;
 	uint64_t t;
@@ -660,7 +660,7 @@ static void test_request_too_long(void **state)
 {
 	static const char nul[] = "task-submit A /tmp 0 0 0 0 0 0 0 sh -c true\0 rm -rf /\n";
 	static const size_t head_len = sizeof("task-submit A /tmp 0 0 0 0 0 0 0 sh -c ") - 1;
-	struct drfd_sock_stats st;
+	struct drf_sock_stats st;
 	size_t n;
 	char *req, *a;
 
@@ -726,7 +726,7 @@ static int on_pace(sd_event_source *s, uint64_t usec, void *userdata)
 /* Idle and slow clients are dropped at their deadlines; a 100 ms timer keeps its pace. */
 static void test_slow_clients(void **state)
 {
-	struct drfd_sock_stats st;
+	struct drf_sock_stats st;
 	sd_event_source *pace = NULL;
 	unsigned paced = 0;
 	uint64_t t0, closed[3] = { 0, 0, 0 };

@@ -216,9 +216,26 @@ static void test_jain_and_hist(void **state)
 /* The daemon's sampling over a fake tree and the probes' recorder. */
 static char dir[64], root[128], conf[256];
 static struct cgfs fs;
-static struct drfd d;
-static struct drfd_env env;
+static struct fakeplan pl;
+static struct drf_usage use;
 static struct drf_probe_recorder *rec;
+
+/* One sample at t, against the plan in force. */
+static void sample(uint64_t t)
+{
+	struct drf_usage_in in = { .cfg = &pl.decl.cfg, .plan = &pl.plan, .now_us = t };
+
+	drf_usage_sample(&use, &in);
+}
+
+/* The tenants of the config loaded last, their history carried over by name. */
+static void rekey(void)
+{
+	struct drf_usage_tenants st;
+
+	assert_int_equal(drf_usage_stage(&use, &pl.decl.cfg, &st), 0);
+	drf_usage_commit(&use, &st);
+}
 
 static void put(const char *cg, const char *file, const char *val)
 {
@@ -242,26 +259,21 @@ static int setup_daemon(void **state)
 		   "[tenant a]\ncpu = 1\nmemory = 1G\n[tenant b]\ncpu = 2\nmemory = 1G\n", root);
 	assert_int_equal(fclose(f), 0);
 	assert_int_equal(cgfs_open(&fs, root, false, &fakecg_ops, NULL), 0);
-	memset(&d, 0, sizeof(d));
-	fakedrfd_bare(&d, &env, &fs);
-	d.config_path = conf;
-	assert_int_equal(drf_declared_load(&d.decl, conf, &drf_host_real, err, sizeof(err)), 0);
-	assert_int_equal(fakedrfd_plan(&d), 0);
+	assert_int_equal(fakeplan_load(&pl, conf, NULL, err, sizeof(err)), 0);
+	drf_usage_init(&use, &fs, NULL);
 	assert_int_equal(cgfs_mkdir_p(&fs, "a"), 0);
 	assert_int_equal(cgfs_mkdir_p(&fs, "b"), 0);
 	rec = calloc(1, sizeof(*rec));
 	assert_non_null(rec);
-	assert_int_equal(drfd_usage_plan(&d), 0);
+	rekey();
 	return 0;
 }
 
 static int teardown_daemon(void **state)
 {
 	(void)state;
-	drfd_usage_free(&d.use);
-	drf_plan_free(&d.plan);
-	drf_engine_free(&d.engine);
-	drf_declared_free(&d.decl);
+	drf_usage_free(&use);
+	fakeplan_free(&pl);
 	cgfs_close(&fs);
 	free(rec);
 	fakecg_teardown(dir);
@@ -283,16 +295,16 @@ static void test_sample_with_probes(void **state)
 	size_t ia;
 
 	(void)state;
-	drfd_usage_start(&d, &drf_probe_recording_ops, rec, "/sys/fs/bpf/drfd-probes/x", 1);
-	assert_true(d.use.probes);
+	drf_usage_start_probes(&use, &drf_probe_recording_ops, rec, "/sys/fs/bpf/drfd-probes/x", 1, 1);
+	assert_true(use.probes);
 	assert_int_equal(cgfs_id(&fs, "a", &ida), 0);
 	assert_int_equal(cgfs_id(&fs, "b", &idb), 0);
 	put("a", "cpu.stat", "usage_usec 1000000\nuser_usec 0\nsystem_usec 0\n"
 			     "nr_throttled 0\nthrottled_usec 0\n");
 	put("a", "memory.current", "104857600\n");
-	drfd_usage_sample(&d, 9 * SEC);
+	sample(9 * SEC);
 	/* Entries added at the first tick are read from the next. */
-	drfd_usage_sample(&d, 10 * SEC);
+	sample(10 * SEC);
 	/* Each tenant got its entries, the probes their root. */
 	assert_int_equal(rec->n, 2);
 	ia = rec_index(ida);
@@ -305,20 +317,20 @@ static void test_sample_with_probes(void **state)
 	rec->cpu[ia].runq_hist[3] = 7;
 	put("a", "cpu.stat", "usage_usec 1750000\nuser_usec 0\nsystem_usec 0\n"
 			     "nr_throttled 5\nthrottled_usec 100\n");
-	drfd_usage_sample(&d, 11 * SEC);
-	assert_true(fabs(d.use.t[0].use_tick[DRF_RES_CPU] - 0.75) < 1e-9);
-	assert_true(fabs(d.use.t[0].rate_tick[DRF_CTR_ONCPU_NS] - 0.8e9) < 1);
-	assert_true(fabs(d.use.t[0].use_tick[DRF_RES_MEMORY] - 104857600) < 1);
-	assert_true(fabs(d.use.t[0].pressure[DRF_PRESSURE_RUNQ] - 0.25) < 1e-9);
-	assert_true(fabs(d.use.t[0].pressure[DRF_PRESSURE_CPU_THROTTLED] - 0.5) < 1e-9);
-	assert_int_equal(d.use.t[0].runq_hist[3], 7);
+	sample(11 * SEC);
+	assert_true(fabs(use.t[0].use_tick[DRF_RES_CPU] - 0.75) < 1e-9);
+	assert_true(fabs(use.t[0].rate_tick[DRF_CTR_ONCPU_NS] - 0.8e9) < 1);
+	assert_true(fabs(use.t[0].use_tick[DRF_RES_MEMORY] - 104857600) < 1);
+	assert_true(fabs(use.t[0].pressure[DRF_PRESSURE_RUNQ] - 0.25) < 1e-9);
+	assert_true(fabs(use.t[0].pressure[DRF_PRESSURE_CPU_THROTTLED] - 0.5) < 1e-9);
+	assert_int_equal(use.t[0].runq_hist[3], 7);
 	/* limit mode: cpu.max 1 core for a, 2 for b; memory.max 1G. */
-	assert_true(fabs(d.use.t[0].limit[DRF_RES_CPU] - 1) < 1e-9);
-	assert_true(fabs(d.use.t[1].limit[DRF_RES_CPU] - 2) < 1e-9);
-	assert_true(fabs(d.use.t[0].limit[DRF_RES_MEMORY] - 1073741824.0) < 1);
-	assert_int_equal(d.use.t[0].not_holding, 0);
+	assert_true(fabs(use.t[0].limit[DRF_RES_CPU] - 1) < 1e-9);
+	assert_true(fabs(use.t[1].limit[DRF_RES_CPU] - 2) < 1e-9);
+	assert_true(fabs(use.t[0].limit[DRF_RES_MEMORY] - 1073741824.0) < 1);
+	assert_int_equal(use.t[0].not_holding, 0);
 	/* Weighted dominant shares of allocation: a 0.25 (cpu), b 0.5 (cpu). */
-	assert_true(fabs(d.use.jain_alloc - 0.9) < 1e-9);
+	assert_true(fabs(use.jain_alloc - 0.9) < 1e-9);
 	/* Over its cpu.max (1.5 cores of 1) for 20 s: flagged, over the minute. */
 	for (int i = 12; i <= 31; i++) {
 		char st[128];
@@ -327,13 +339,13 @@ static void test_sample_with_probes(void **state)
 			 1750000ull + (unsigned long long)(i - 11) * 1500000ull);
 		put("a", "cpu.stat", st);
 		rec->cpu[ia].oncpu_ns += 1500000000;
-		drfd_usage_sample(&d, (uint64_t)i * SEC);
+		sample((uint64_t)i * SEC);
 		if (i == 12)
-			assert_int_equal(d.use.t[0].not_holding, 0); /* one tick is no proof */
+			assert_int_equal(use.t[0].not_holding, 0); /* one tick is no proof */
 	}
-	assert_true(d.use.t[0].window_min_s >= 20);
-	assert_int_equal(d.use.t[0].not_holding, 1u << DRF_RES_CPU);
-	assert_int_equal(d.use.t[1].not_holding, 0);
+	assert_true(use.t[0].window_min_s >= 20);
+	assert_int_equal(use.t[0].not_holding, 1u << DRF_RES_CPU);
+	assert_int_equal(use.t[1].not_holding, 0);
 }
 
 static void test_sample_probe_failures(void **state)
@@ -342,30 +354,30 @@ static void test_sample_probe_failures(void **state)
 	/* Attaching fails: the daemon measures from cgroup files, and says why. */
 	rec->fail_errno = EPERM;
 	rec->fail_ops = DRF_PROBE_OP_ATTACH;
-	drfd_usage_start(&d, &drf_probe_recording_ops, rec, "/sys/fs/bpf/drfd-probes/x", 1);
-	assert_false(d.use.probes);
-	assert_true(strstr(d.use.probes_why, strerror(EPERM)) != NULL);
+	drf_usage_start_probes(&use, &drf_probe_recording_ops, rec, "/sys/fs/bpf/drfd-probes/x", 1, 1);
+	assert_false(use.probes);
+	assert_true(strstr(use.probes_why, strerror(EPERM)) != NULL);
 	put("a", "cpu.stat", "usage_usec 0\nnr_throttled 0\nthrottled_usec 0\n");
-	drfd_usage_sample(&d, 10 * SEC);
+	sample(10 * SEC);
 	put("a", "cpu.stat", "usage_usec 500000\nnr_throttled 0\nthrottled_usec 0\n");
-	drfd_usage_sample(&d, 11 * SEC);
-	assert_true(fabs(d.use.t[0].use_tick[DRF_RES_CPU] - 0.5) < 1e-9);
+	sample(11 * SEC);
+	assert_true(fabs(use.t[0].use_tick[DRF_RES_CPU] - 0.5) < 1e-9);
 	assert_int_equal(rec->n, 0);
 	assert_int_equal(rec->changes, 0);
 
 	/* Attached, but adding entries and reading fail: retried each tick. */
 	rec->fail_errno = 0;
-	drfd_usage_start(&d, &drf_probe_recording_ops, rec, "/sys/fs/bpf/drfd-probes/x", 1);
-	assert_true(d.use.probes);
+	drf_usage_start_probes(&use, &drf_probe_recording_ops, rec, "/sys/fs/bpf/drfd-probes/x", 1, 1);
+	assert_true(use.probes);
 	rec->fail_errno = ENOMEM;
 	rec->fail_ops = DRF_PROBE_OP_ADD | DRF_PROBE_OP_READ;
 	put("a", "cpu.stat", "usage_usec 1500000\nnr_throttled 0\nthrottled_usec 0\n");
-	drfd_usage_sample(&d, 12 * SEC);
+	sample(12 * SEC);
 	assert_int_equal(rec->n, 0);
 	/* cpu.stat still measures. */
-	assert_true(fabs(d.use.t[0].use_tick[DRF_RES_CPU] - 1.0) < 1e-9);
+	assert_true(fabs(use.t[0].use_tick[DRF_RES_CPU] - 1.0) < 1e-9);
 	rec->fail_errno = 0;
-	drfd_usage_sample(&d, 13 * SEC);
+	sample(13 * SEC);
 	assert_int_equal(rec->n, 2);
 }
 
@@ -378,11 +390,11 @@ static void test_reload_keeps_history_and_sweeps(void **state)
 	(void)state;
 	uint32_t gen;
 
-	drfd_usage_start(&d, &drf_probe_recording_ops, rec, "/sys/fs/bpf/drfd-probes/x", 1);
+	drf_usage_start_probes(&use, &drf_probe_recording_ops, rec, "/sys/fs/bpf/drfd-probes/x", 1, 1);
 	put("a", "cpu.stat", "usage_usec 0\n");
-	drfd_usage_sample(&d, 10 * SEC);
+	sample(10 * SEC);
 	put("a", "cpu.stat", "usage_usec 1000000\n");
-	drfd_usage_sample(&d, 11 * SEC);
+	sample(11 * SEC);
 	assert_int_equal(rec->n, 2);
 	gen = rec->cfg.gen;
 	/* b leaves, c comes; a keeps its history (and its probe entry). */
@@ -391,16 +403,14 @@ static void test_reload_keeps_history_and_sweeps(void **state)
 	fprintf(f, "[agent]\ncgroup-root = %s\n[capacity]\ncpu = 4\n[tenant c]\ncpu = 1\n"
 		   "[tenant a]\ncpu = 1\n", root);
 	assert_int_equal(fclose(f), 0);
-	drf_plan_free(&d.plan);
-	drf_declared_free(&d.decl);
-	assert_int_equal(drf_declared_load(&d.decl, conf, &drf_host_real, err, sizeof(err)), 0);
-	assert_int_equal(fakedrfd_plan(&d), 0);
+	fakeplan_free(&pl);
+	assert_int_equal(fakeplan_load(&pl, conf, NULL, err, sizeof(err)), 0);
 	assert_int_equal(cgfs_mkdir_p(&fs, "c"), 0);
-	assert_int_equal(drfd_usage_plan(&d), 0);
+	rekey();
 	put("a", "cpu.stat", "usage_usec 3000000\n");
-	drfd_usage_sample(&d, 12 * SEC);
-	assert_string_equal(d.use.name[1], "a");
-	assert_true(fabs(d.use.t[1].use_tick[DRF_RES_CPU] - 2.0) < 1e-9);
+	sample(12 * SEC);
+	assert_string_equal(use.name[1], "a");
+	assert_true(fabs(use.t[1].use_tick[DRF_RES_CPU] - 2.0) < 1e-9);
 	/* b's entry went; a's and c's are there; the tasks' cached tenants expired. */
 	assert_int_equal(rec->n, 2);
 	assert_int_equal(cgfs_id(&fs, "a", &ida), 0);
@@ -409,7 +419,7 @@ static void test_reload_keeps_history_and_sweeps(void **state)
 	(void)rec_index(ida);
 	assert_int_not_equal(rec->cfg.gen, gen);
 	gen = rec->cfg.gen;
-	drfd_usage_sample(&d, 13 * SEC);
+	sample(13 * SEC);
 	assert_int_equal(rec->cfg.gen, gen); /* nothing changed: the same generation */
 }
 
@@ -419,10 +429,10 @@ static void test_recreated_cgroup(void **state)
 	uint32_t gen;
 
 	(void)state;
-	drfd_usage_start(&d, &drf_probe_recording_ops, rec, "/sys/fs/bpf/drfd-probes/x", 1);
+	drf_usage_start_probes(&use, &drf_probe_recording_ops, rec, "/sys/fs/bpf/drfd-probes/x", 1, 1);
 	put("a", "cpu.stat", "usage_usec 5000000\n");
-	drfd_usage_sample(&d, 10 * SEC);
-	drfd_usage_sample(&d, 11 * SEC);
+	sample(10 * SEC);
+	sample(11 * SEC);
 	assert_int_equal(cgfs_id(&fs, "a", &old), 0);
 	gen = rec->cfg.gen;
 	/* Removed and made again between two ticks, busier than before: another cgroup. */
@@ -433,17 +443,17 @@ static void test_recreated_cgroup(void **state)
 	assert_int_equal(cgfs_id(&fs, "a", &now), 0);
 	assert_true(now != old);
 	put("a", "cpu.stat", "usage_usec 9000000\n");
-	drfd_usage_sample(&d, 12 * SEC);
+	sample(12 * SEC);
 	/* No rate across two cgroups; the new one's entry in, the old one's out. */
-	assert_true(isnan(d.use.t[0].use_tick[DRF_RES_CPU]));
-	assert_int_equal(d.use.cgid[0], now);
+	assert_true(isnan(use.t[0].use_tick[DRF_RES_CPU]));
+	assert_int_equal(use.cgid[0], now);
 	(void)rec_index(now);
 	for (size_t i = 0; i < rec->n; i++)
 		assert_true(rec->key[i] != old);
 	assert_int_not_equal(rec->cfg.gen, gen);
 	put("a", "cpu.stat", "usage_usec 9500000\n");
-	drfd_usage_sample(&d, 13 * SEC);
-	assert_true(fabs(d.use.t[0].use_tick[DRF_RES_CPU] - 0.5) < 1e-9);
+	sample(13 * SEC);
+	assert_true(fabs(use.t[0].use_tick[DRF_RES_CPU] - 0.5) < 1e-9);
 }
 
 int main(void)

@@ -7,13 +7,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon.h"
 #include "knobs.h"
 #include "log.h"
 
 _Static_assert(DRF_HIST_BUCKETS == DRF_PROBE_HIST, "use.h and probe.h disagree on histograms");
 
-void drfd_usage_free(struct drf_usage *u)
+void drf_usage_init(struct drf_usage *u, const struct cgfs *fs, const struct drf_logger *log)
+{
+	memset(u, 0, sizeof(*u));
+	u->fs = fs;
+	u->log = log;
+}
+
+void drf_usage_free(struct drf_usage *u)
 {
 	for (size_t i = 0; i < u->n; i++) {
 		free(u->name[i]);
@@ -62,7 +68,7 @@ static uint64_t hash2(const char *a, const char *b)
 	return h;
 }
 
-void drfd_usage_unstage(struct drf_usage_tenants *st)
+void drf_usage_unstage(struct drf_usage_tenants *st)
 {
 	for (size_t i = 0; st->name && st->cgroup && i < st->n; i++) {
 		free(st->name[i]);
@@ -76,7 +82,7 @@ void drfd_usage_unstage(struct drf_usage_tenants *st)
 	memset(st, 0, sizeof(*st));
 }
 
-int drfd_usage_stage(const struct drf_usage *u, const struct drf_config *c,
+int drf_usage_stage(const struct drf_usage *u, const struct drf_config *c,
 		     struct drf_usage_tenants *ret)
 {
 	size_t n = c->n_tenants, cap = 16, *slot = NULL;
@@ -128,18 +134,18 @@ int drfd_usage_stage(const struct drf_usage *u, const struct drf_config *c,
 	return 0;
 nomem:
 	free(slot);
-	drfd_usage_unstage(&st);
+	drf_usage_unstage(&st);
 	return -ENOMEM;
 }
 
-void drfd_usage_commit(struct drf_usage *u, struct drf_usage_tenants *st)
+void drf_usage_commit(struct drf_usage *u, struct drf_usage_tenants *st)
 {
 	struct drf_usage_tenants old = {
 		.n = u->n, .t = u->t, .name = u->name, .cgroup = u->cgroup, .cgid = u->cgid,
 		.in_map = u->in_map,
 	};
 
-	drfd_usage_unstage(&old);
+	drf_usage_unstage(&old);
 	u->t = st->t;
 	u->name = st->name;
 	u->cgroup = st->cgroup;
@@ -152,27 +158,16 @@ void drfd_usage_commit(struct drf_usage *u, struct drf_usage_tenants *st)
 	u->gen++;
 }
 
-int drfd_usage_plan(struct drfd *d)
+void drf_usage_start_probes(struct drf_usage *u, const struct drf_probe_ops *ops, void *ctx,
+			    const char *pin_dir, uint32_t root_level, uint32_t gen)
 {
-	struct drf_usage_tenants st;
-	int r = drfd_usage_stage(&d->use, &d->decl.cfg, &st);
-
-	if (r == 0)
-		drfd_usage_commit(&d->use, &st);
-	return r;
-}
-
-void drfd_usage_start(struct drfd *d, const struct drf_probe_ops *ops, void *ctx,
-		      const char *pin_dir, uint32_t root_level)
-{
-	struct drf_usage *u = &d->use;
 	bool adopted = false;
 	int r;
 
 	u->probe = ops;
 	u->probe_ctx = ctx;
 	u->root_level = root_level;
-	r = cgfs_id(d->fs, "", &u->root_id);
+	r = cgfs_id(u->fs, "", &u->root_id);
 	if (r < 0) {
 		snprintf(u->probes_why, sizeof(u->probes_why), "cannot read cgroup-root's id: %s",
 			 strerror(-r));
@@ -183,7 +178,7 @@ void drfd_usage_start(struct drfd *d, const struct drf_probe_ops *ops, void *ctx
 		snprintf(u->probes_why, sizeof(u->probes_why),
 			 "the usage probes did not load or attach (%s): CPU use comes from cpu.stat "
 			 "and IO from io.stat, with no run-queue wait and no IO latency", strerror(-r));
-		drf_log(d->log, LOG_WARNING, "%s", u->probes_why);
+		drf_log(u->log, LOG_WARNING, "%s", u->probes_why);
 		return;
 	}
 	u->probes = true;
@@ -192,38 +187,36 @@ void drfd_usage_start(struct drfd *d, const struct drf_probe_ops *ops, void *ctx
 	 * Adopted programs hold tasks' tenants cached under the last drfd's
 	 * generations: start from one they have not seen (the clock, in ms).
 	 */
-	u->gen = (uint32_t)(drf_real_usec(d->env->clock) / 1000);
+	u->gen = gen;
 	u->map_dirty = true;
-	drf_log(d->log, LOG_INFO, "usage probes %s (%s)",
+	drf_log(u->log, LOG_INFO, "usage probes %s (%s)",
 		adopted ? "adopted from the last run" : "attached", pin_dir);
 }
 
 /* Keeps the probes' cgroup-root and io-device current. */
-static void probes_configure(struct drfd *d)
+static void probes_configure(struct drf_usage *u, const struct drf_usage_in *in)
 {
-	struct drf_usage *u = &d->use;
 	struct drf_probe_cfg cfg = { .root_level = (__u32)u->root_level };
 	int r;
 
-	if (cgfs_id(d->fs, "", &u->root_id) == 0)
+	if (cgfs_id(u->fs, "", &u->root_id) == 0)
 		cfg.root_id = u->root_id;
-	if (d->has_io)
-		cfg.io_dev = (d->io.major << 20) | (d->io.minor & 0xfffff);
+	if (in->io)
+		cfg.io_dev = (in->io->major << 20) | (in->io->minor & 0xfffff);
 	cfg.gen = u->gen;
 	if (memcmp(&cfg, &u->cfg, sizeof(cfg)) == 0)
 		return;
 	r = u->probe->configure(u->probe_ctx, &cfg);
 	if (r < 0) {
-		drf_log(d->log, LOG_WARNING, "cannot configure the usage probes: %s", strerror(-r));
+		drf_log(u->log, LOG_WARNING, "cannot configure the usage probes: %s", strerror(-r));
 		return;
 	}
 	u->cfg = cfg;
 }
 
 /* Entries of departed tenants (or of a moved one's old cgroup) go, once every id is known. */
-static void probes_sweep(struct drfd *d)
+static void probes_sweep(struct drf_usage *u)
 {
-	struct drf_usage *u = &d->use;
 	uint64_t *keys = NULL;
 	size_t n = 0;
 
@@ -257,9 +250,9 @@ static double flat_key(const char *buf, const char *key)
 	return NAN;
 }
 
-static ssize_t read_file(struct drfd *d, const char *cg, const char *file, char *buf, size_t len)
+static ssize_t read_file(const struct drf_usage *u, const char *cg, const char *file, char *buf, size_t len)
 {
-	ssize_t n = cgfs_read(d->fs, cg, file, buf, len);
+	ssize_t n = cgfs_read(u->fs, cg, file, buf, len);
 
 	if (n < 0)
 		buf[0] = '\0';
@@ -267,13 +260,13 @@ static ssize_t read_file(struct drfd *d, const char *cg, const char *file, char 
 }
 
 /* A *.pressure file's "some" and "full" totals (usec). */
-static void pressure(struct drfd *d, const char *cg, const char *file, double *some, double *full)
+static void pressure(const struct drf_usage *u, const char *cg, const char *file, double *some, double *full)
 {
 	char buf[512];
 	const char *p;
 
 	*some = *full = NAN;
-	if (d->use.psi_missing || read_file(d, cg, file, buf, sizeof(buf)) < 0) {
+	if (u->psi_missing || read_file(u, cg, file, buf, sizeof(buf)) < 0) {
 		return;
 	}
 	if ((p = strstr(buf, "some ")) && (p = strstr(p, "total=")))
@@ -283,7 +276,8 @@ static void pressure(struct drfd *d, const char *cg, const char *file, double *s
 }
 
 /* io.stat: the io-device's line (every device's, summed, without one). */
-static void io_stat(struct drfd *d, const char *cg, struct drf_sample *s)
+static void io_stat(const struct drf_usage *u, const struct drf_io_target *io, const char *cg,
+		    struct drf_sample *s)
 {
 	char buf[16384];
 	static const struct {
@@ -292,7 +286,7 @@ static void io_stat(struct drfd *d, const char *cg, struct drf_sample *s)
 	} keys[] = { { "rbytes=", DRF_CTR_IO_RBYTES }, { "wbytes=", DRF_CTR_IO_WBYTES },
 		     { "rios=", DRF_CTR_IO_RIOS }, { "wios=", DRF_CTR_IO_WIOS } };
 
-	if (read_file(d, cg, "io.stat", buf, sizeof(buf)) < 0)
+	if (read_file(u, cg, "io.stat", buf, sizeof(buf)) < 0)
 		return;
 	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
 		s->c[keys[k].c] = 0;
@@ -301,7 +295,7 @@ static void io_stat(struct drfd *d, const char *cg, struct drf_sample *s)
 
 		if (sscanf(line, "%u:%u", &maj, &min) != 2)
 			continue;
-		if (d->has_io && (maj != d->io.major || min != d->io.minor))
+		if (io && (maj != io->major || min != io->minor))
 			continue;
 		for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
 			const char *eol = strchr(line, '\n'), *p = strstr(line, keys[k].key);
@@ -313,15 +307,15 @@ static void io_stat(struct drfd *d, const char *cg, struct drf_sample *s)
 }
 
 /* What the plan in force enforces on tenant i as hard limits: its knobs and the shaper. */
-static void limits(const struct drfd *d, size_t i, double *limit)
+static void limits(const struct drf_usage_in *in, size_t i, double *limit)
 {
-	memcpy(limit, d->plan.limit[i], sizeof(d->plan.limit[i]));
-	if (d->has_net && i < d->net.n) {
-		const struct drf_shaper_tenant *t = &d->net.t[i];
+	memcpy(limit, in->plan->limit[i], sizeof(in->plan->limit[i]));
+	if (in->net && i < in->net->n) {
+		const struct drf_shaper_tenant *t = &in->net->t[i];
 
-		if (d->net.egress && t->want.ceil)
+		if (in->net->egress && t->want.ceil)
 			limit[DRF_RES_NET] = (double)t->want.ceil * 8;
-		if (d->net.ingress && t->want_map.in_rate)
+		if (in->net->ingress && t->want_map.in_rate)
 			limit[DRF_RES_NET_IN] = (double)t->want_map.in_rate * 8;
 	}
 }
@@ -340,14 +334,14 @@ static int cmp_key(const void *a, const void *b)
 }
 
 /* One tenant's sample. */
-static void sample_tenant(struct drfd *d, size_t i, uint64_t now_us, const struct keyed *keys,
+static void sample_tenant(struct drf_usage *u, const struct drf_usage_in *in, size_t i,
+			  const struct keyed *keys,
 			  const struct drf_probe_cpu *pcpu, const struct drf_probe_io *pio,
 			  size_t n_keys)
 {
-	struct drf_usage *u = &d->use;
 	struct drf_tenant_use *t = &u->t[i];
-	const char *cg = d->decl.cfg.tenants[i].cgroup;
-	struct drf_sample s = { .t_us = now_us };
+	const char *cg = in->cfg->tenants[i].cgroup;
+	struct drf_sample s = { .t_us = in->now_us };
 	char buf[16384];
 	uint64_t id;
 
@@ -357,7 +351,7 @@ static void sample_tenant(struct drfd *d, size_t i, uint64_t now_us, const struc
 	 * Its cgroup's id, each tick: a cgroup removed and made again (by drfd or
 	 * anyone) is another cgroup, with new counters and new probe entries.
 	 */
-	if (cgfs_id(d->fs, cg, &id) < 0)
+	if (cgfs_id(u->fs, cg, &id) < 0)
 		id = 0;
 	if (id != u->cgid[i]) {
 		if (u->cgid[i]) {
@@ -367,34 +361,34 @@ static void sample_tenant(struct drfd *d, size_t i, uint64_t now_us, const struc
 		u->cgid[i] = id;
 		u->in_map[i] = false; /* added (again) below: -EEXIST is fine */
 	}
-	if (read_file(d, cg, "cpu.stat", buf, sizeof(buf)) >= 0) {
+	if (read_file(u, cg, "cpu.stat", buf, sizeof(buf)) >= 0) {
 		s.c[DRF_CTR_CPU_USEC] = flat_key(buf, "usage_usec");
 		s.c[DRF_CTR_CPU_THROTTLED_USEC] = flat_key(buf, "throttled_usec");
 		s.c[DRF_CTR_CPU_NR_THROTTLED] = flat_key(buf, "nr_throttled");
 	}
 	t->gauge[DRF_GAUGE_MEM_CURRENT] = NAN;
 	t->gauge[DRF_GAUGE_MEM_WORKING_SET] = NAN;
-	if (read_file(d, cg, "memory.current", buf, sizeof(buf)) > 0)
+	if (read_file(u, cg, "memory.current", buf, sizeof(buf)) > 0)
 		t->gauge[DRF_GAUGE_MEM_CURRENT] = strtod(buf, NULL);
-	if (read_file(d, cg, "memory.stat", buf, sizeof(buf)) > 0)
+	if (read_file(u, cg, "memory.stat", buf, sizeof(buf)) > 0)
 		t->gauge[DRF_GAUGE_MEM_WORKING_SET] = flat_key(buf, "anon") + flat_key(buf, "file") -
 						       flat_key(buf, "inactive_file");
-	if (read_file(d, cg, "memory.events", buf, sizeof(buf)) > 0) {
+	if (read_file(u, cg, "memory.events", buf, sizeof(buf)) > 0) {
 		s.c[DRF_CTR_MEM_EVENTS_HIGH] = flat_key(buf, "high");
 		s.c[DRF_CTR_MEM_EVENTS_MAX] = flat_key(buf, "max");
 		s.c[DRF_CTR_MEM_EVENTS_OOM_KILL] = flat_key(buf, "oom_kill");
 	}
-	if (d->decl.cfg.capacity[DRF_RES_IO_READ] > 0 || d->decl.cfg.capacity[DRF_RES_IO_WRITE] > 0)
-		io_stat(d, cg, &s);
-	pressure(d, cg, "cpu.pressure", &s.c[DRF_CTR_PSI_CPU_SOME_USEC], &s.c[DRF_CTR_PSI_CPU_FULL_USEC]);
-	pressure(d, cg, "memory.pressure", &s.c[DRF_CTR_PSI_MEMORY_SOME_USEC],
+	if (in->cfg->capacity[DRF_RES_IO_READ] > 0 || in->cfg->capacity[DRF_RES_IO_WRITE] > 0)
+		io_stat(u, in->io, cg, &s);
+	pressure(u, cg, "cpu.pressure", &s.c[DRF_CTR_PSI_CPU_SOME_USEC], &s.c[DRF_CTR_PSI_CPU_FULL_USEC]);
+	pressure(u, cg, "memory.pressure", &s.c[DRF_CTR_PSI_MEMORY_SOME_USEC],
 		 &s.c[DRF_CTR_PSI_MEMORY_FULL_USEC]);
-	pressure(d, cg, "io.pressure", &s.c[DRF_CTR_PSI_IO_SOME_USEC], &s.c[DRF_CTR_PSI_IO_FULL_USEC]);
+	pressure(u, cg, "io.pressure", &s.c[DRF_CTR_PSI_IO_SOME_USEC], &s.c[DRF_CTR_PSI_IO_FULL_USEC]);
 	if (i == 0 && isnan(s.c[DRF_CTR_PSI_CPU_SOME_USEC]) && isnan(s.c[DRF_CTR_PSI_MEMORY_SOME_USEC]) &&
 	    !isnan(s.c[DRF_CTR_CPU_USEC]) && !u->psi_missing) {
 		/* The cgroup is there but has no pressure files: a kernel without PSI. */
 		u->psi_missing = true;
-		drf_log(d->log, LOG_NOTICE, "no pressure files (*.pressure) in '%s': this kernel "
+		drf_log(u->log, LOG_NOTICE, "no pressure files (*.pressure) in '%s': this kernel "
 					    "has no PSI (psi=1 on its command line enables it)",
 			cg);
 	}
@@ -429,8 +423,8 @@ static void sample_tenant(struct drfd *d, size_t i, uint64_t now_us, const struc
 		if (r == 0)
 			u->gen++; /* tasks already in its cgroup had it cached as no tenant's */
 	}
-	if (d->has_net && i < d->net.n && d->net.t[i].cgid) {
-		const struct drf_net_counters *n = &d->net.t[i].cnt;
+	if (in->net && i < in->net->n && in->net->t[i].cgid) {
+		const struct drf_net_counters *n = &in->net->t[i].cnt;
 
 		s.c[DRF_CTR_NET_TX_BYTES] = (double)n->eg_bytes;
 		s.c[DRF_CTR_NET_TX_PACKETS] = (double)n->eg_packets;
@@ -440,18 +434,17 @@ static void sample_tenant(struct drfd *d, size_t i, uint64_t now_us, const struc
 		s.c[DRF_CTR_NET_RX_MARKED] = (double)n->in_marked;
 	}
 	for (int r = 0; r < DRF_NRES; r++) {
-		t->declared[r] = drf_knobs_declared(&d->decl.cfg, i, r);
-		t->alloc[r] = d->plan.result.shares[i].alloc[r];
+		t->declared[r] = drf_knobs_declared(in->cfg, i, r);
+		t->alloc[r] = in->plan->result.shares[i].alloc[r];
 	}
-	t->weight = d->decl.cfg.tenants[i].weight;
-	limits(d, i, t->limit);
+	t->weight = in->cfg->tenants[i].weight;
+	limits(in, i, t->limit);
 	drf_use_push(t, &s, u->probes);
-	drf_use_assess(t, d->decl.problem.capacity);
+	drf_use_assess(t, in->cfg->capacity);
 }
 
-void drfd_usage_sample(struct drfd *d, uint64_t now_us)
+void drf_usage_sample(struct drf_usage *u, const struct drf_usage_in *in)
 {
-	struct drf_usage *u = &d->use;
 	uint64_t *keys = NULL;
 	struct drf_probe_cpu *pcpu = NULL;
 	struct drf_probe_io *pio = NULL;
@@ -459,8 +452,13 @@ void drfd_usage_sample(struct drfd *d, uint64_t now_us)
 	size_t n_keys = 0, m = 0;
 	double *x;
 
-	if (u->n != d->decl.cfg.n_tenants && drfd_usage_plan(d) < 0)
-		return;
+	if (u->n != in->cfg->n_tenants) {
+		struct drf_usage_tenants st;
+
+		if (drf_usage_stage(u, in->cfg, &st) < 0)
+			return;
+		drf_usage_commit(u, &st);
+	}
 	if (u->probes) {
 		if (u->probe->read(u->probe_ctx, &keys, &pcpu, &pio, &n_keys) < 0) {
 			keys = NULL;
@@ -476,17 +474,17 @@ void drfd_usage_sample(struct drfd *d, uint64_t now_us)
 			qsort(order, n_keys, sizeof(*order), cmp_key);
 	}
 	for (size_t i = 0; i < u->n; i++)
-		sample_tenant(d, i, now_us, order, pcpu, pio, n_keys);
+		sample_tenant(u, in, i, order, pcpu, pio, n_keys);
 	free(order);
 	free(keys);
 	/* After the tenants' entries changed: a new generation expires the tasks' caches. */
 	if (u->probes) {
-		probes_sweep(d);
-		probes_configure(d);
+		probes_sweep(u);
+		probes_configure(u, in);
 	}
 	free(pcpu);
 	free(pio);
-	u->at_us = now_us;
+	u->at_us = in->now_us;
 	u->samples++;
 	/* Jain's index over weighted dominant shares, of allocation and of use. */
 	x = calloc(u->n + 1, sizeof(*x));
@@ -502,14 +500,14 @@ void drfd_usage_sample(struct drfd *d, uint64_t now_us)
 	free(x);
 	/* Weights without BFQ or io.cost: io is shared by io.max caps only. */
 	u->no_effect = 0;
-	if (d->has_io && d->io.weights == DRF_IO_WEIGHTS_NONE && d->decl.cfg.mode == DRF_MODE_SHARE &&
-	    (d->decl.cfg.capacity[DRF_RES_IO_READ] > 0 || d->decl.cfg.capacity[DRF_RES_IO_WRITE] > 0)) {
+	if (in->io && in->io->weights == DRF_IO_WEIGHTS_NONE && in->cfg->mode == DRF_MODE_SHARE &&
+	    (in->cfg->capacity[DRF_RES_IO_READ] > 0 || in->cfg->capacity[DRF_RES_IO_WRITE] > 0)) {
 		for (int r = DRF_RES_IO_READ; r <= DRF_RES_IO_WRITE; r++) {
 			u->no_effect |= 1u << r;
 			snprintf(u->no_effect_why[r], sizeof(u->no_effect_why[r]),
 				 "io weights have no effect on %u:%u (neither BFQ nor io.cost): "
 				 "io is shared by io.max caps at the allocation instead",
-				 d->io.major, d->io.minor);
+				 in->io->major, in->io->minor);
 		}
 	}
 }

@@ -10,17 +10,24 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "daemon.h"
 #include "demand.h"
 #include "log.h"
 #include "statedir.h"
 
-static int demand_path(const struct drfd *d, char *buf, size_t len);
+void drf_online_init(struct drf_online *o, const char *path, bool dry_run,
+		     const struct drf_logger *log)
+{
+	memset(o, 0, sizeof(*o));
+	snprintf(o->path, sizeof(o->path), "%s", path ? path : "");
+	o->dry_run = dry_run;
+	o->log = log;
+}
 
-void drfd_online_free(struct drf_online *o)
+void drf_online_free(struct drf_online *o)
 {
 	free(o->eff);
-	memset(o, 0, sizeof(*o));
+	o->eff = NULL;
+	o->cap = 0;
 }
 
 /* Tenant i's declared demand of r capped at capacity: the bound of its effective demand. */
@@ -34,10 +41,9 @@ static double bound(const struct drf_declared *decl, size_t i, int r)
 	return fmin(dm->shape[r] * dm->max_units, c);
 }
 
-const double (*drfd_online_effective(struct drfd *d, const struct drf_declared *decl,
-				     const struct drf_tenant_use *t))[DRF_NRES]
+const double (*drf_online_effective(struct drf_online *o, const struct drf_declared *decl,
+				    const struct drf_tenant_use *t))[DRF_NRES]
 {
-	struct drf_online *o = &d->online;
 	size_t n = decl->cfg.n_tenants;
 
 	if (!decl->cfg.observed)
@@ -46,7 +52,7 @@ const double (*drfd_online_effective(struct drfd *d, const struct drf_declared *
 		double(*e)[DRF_NRES] = realloc(o->eff, (n + 1) * sizeof(*e));
 
 		if (!e) {
-			drf_log(d->log, LOG_ERR, "observed demand: out of memory; the declared "
+			drf_log(o->log, LOG_ERR, "observed demand: out of memory; the declared "
 						 "demands are planned");
 			return NULL;
 		}
@@ -60,28 +66,25 @@ const double (*drfd_online_effective(struct drfd *d, const struct drf_declared *
 	return (const double(*)[DRF_NRES])o->eff;
 }
 
-void drfd_online_off(struct drfd *d)
+void drf_online_off(struct drf_online *o, struct drf_usage *u)
 {
-	char path[4200];
-
 	/* A later switch back starts from the declared demands, not stale ones. */
-	for (size_t i = 0; i < d->use.n; i++)
-		d->use.t[i].dem.started = false;
-	if (!d->dry_run && demand_path(d, path, sizeof(path)) == 0)
-		unlink(path);
+	for (size_t i = 0; i < u->n; i++)
+		u->t[i].dem.started = false;
+	if (!o->dry_run && o->path[0])
+		unlink(o->path);
 }
 
-bool drfd_online_step(struct drfd *d)
+bool drf_online_step(struct drf_online *o, struct drf_usage *u, const struct drf_declared *decl,
+		     const struct drf_plan *plan)
 {
-	struct drf_online *o = &d->online;
-	const struct drf_declared *decl = &d->decl;
 	bool changed = false;
 
-	if (!decl->cfg.observed || d->use.n != decl->cfg.n_tenants)
+	if (!decl->cfg.observed || u->n != decl->cfg.n_tenants)
 		return false;
 	o->steps++;
-	for (size_t i = 0; i < d->use.n; i++) {
-		struct drf_tenant_use *t = &d->use.t[i];
+	for (size_t i = 0; i < u->n; i++) {
+		struct drf_tenant_use *t = &u->t[i];
 		struct drf_dem_input in;
 		double before[DRF_NRES];
 		bool was;
@@ -89,7 +92,7 @@ bool drfd_online_step(struct drfd *d)
 		for (int r = 0; r < DRF_NRES; r++) {
 			in.part[r] = decl->problem.capacity[r] > 0;
 			in.bound[r] = bound(decl, i, r);
-			in.alloc[r] = d->plan.result.shares[i].alloc[r];
+			in.alloc[r] = plan->result.shares[i].alloc[r];
 			in.limit[r] = t->limit[r];
 			in.use[r] = t->use_tick[r];
 		}
@@ -114,7 +117,7 @@ bool drfd_online_step(struct drfd *d)
 			else
 				drf_format_quantity(in.use[r], unit, qu, sizeof(qu));
 			drf_format_quantity(in.alloc[r], unit, qa, sizeof(qa));
-			drf_log(d->log, LOG_INFO, "tenant '%s': effective %s demand %s -> %s (%s: used "
+			drf_log(o->log, LOG_INFO, "tenant '%s': effective %s demand %s -> %s (%s: used "
 						  "%s of %s allocated%s)", decl->cfg.tenants[i].name,
 				drf_res_name(r), q0, q1, drf_dem_why_name(t->dem.changed_why[r]), qu,
 				qa, in.pressured & (1u << r) ? ", under pressure" : "");
@@ -127,27 +130,17 @@ bool drfd_online_step(struct drfd *d)
 	return true;
 }
 
-/* STATE_DIR/ROOT.demand: the state file's path with .demand for .state. */
-static int demand_path(const struct drfd *d, char *buf, size_t len)
+void drf_online_save(struct drf_online *o, const struct drf_usage *u,
+		     const struct drf_declared *decl)
 {
-	size_t n = strlen(d->state_path);
-
-	if (!d->state_path[0] || n < 6 || strcmp(d->state_path + n - 6, ".state") != 0 ||
-	    n + 2 > len)
-		return -ENOENT;
-	snprintf(buf, len, "%.*s.demand", (int)(n - 6), d->state_path);
-	return 0;
-}
-
-void drfd_online_save(struct drfd *d)
-{
-	char path[4200], why[1024], *text = NULL;
+	char why[1024], *text = NULL;
+	const char *path = o->path;
 	const char *name;
 	size_t len = 0;
 	FILE *f;
 	int dfd, r = 0;
 
-	if (d->dry_run || !d->decl.cfg.observed || demand_path(d, path, sizeof(path)) < 0)
+	if (o->dry_run || !decl->cfg.observed || !path[0])
 		return;
 	f = open_memstream(&text, &len);
 	if (!f) {
@@ -158,12 +151,12 @@ void drfd_online_save(struct drfd *d)
 	for (int x = 0; x < DRF_NRES; x++)
 		fprintf(f, " %s", drf_res_name(x));
 	fputs("\n# Written by drfd; do not edit.\ndrfd-demand 1\n", f);
-	for (size_t i = 0; i < d->use.n; i++) {
-		const struct drf_dem_state *s = &d->use.t[i].dem;
+	for (size_t i = 0; i < u->n; i++) {
+		const struct drf_dem_state *s = &u->t[i].dem;
 
 		if (!s->started)
 			continue;
-		fprintf(f, "%s", d->use.name[i]);
+		fprintf(f, "%s", u->name[i]);
 		for (int x = 0; x < DRF_NRES; x++)
 			fprintf(f, " %.17g", s->eff[x]);
 		fputc('\n', f);
@@ -180,27 +173,29 @@ void drfd_online_save(struct drfd *d)
 	}
 	free(text);
 	if (r == 0) {
-		d->online.save_failed = false;
+		o->save_failed = false;
 		return;
 	}
 fail:
-	if (!d->online.save_failed)
-		drf_log(d->log, LOG_WARNING, "cannot write '%s': %s; after a restart, the "
+	if (!o->save_failed)
+		drf_log(o->log, LOG_WARNING, "cannot write '%s': %s; after a restart, the "
 					     "effective demands start again from the declared ones",
 			path, strerror(-r));
-	d->online.save_failed = true;
+	o->save_failed = true;
 }
 
-void drfd_online_restore(struct drfd *d)
+void drf_online_restore(struct drf_online *o, struct drf_usage *u,
+			const struct drf_declared *decl)
 {
-	char path[4200], line[1024], name[256], why[1024];
+	char line[1024], name[256], why[1024];
+	const char *path = o->path;
 	size_t restored = 0, bad = 0;
 	const char *file;
 	bool header = false;
 	int ln = 0, dfd, fd;
 	FILE *f;
 
-	if (!d->decl.cfg.observed || demand_path(d, path, sizeof(path)) < 0)
+	if (!decl->cfg.observed || !path[0])
 		return;
 	dfd = drf_statedir_open_parent(path, false, &file, why, sizeof(why));
 	fd = dfd < 0 ? dfd : drf_at_open(dfd, file, O_RDONLY | O_NONBLOCK, 0);
@@ -211,7 +206,7 @@ void drfd_online_restore(struct drfd *d)
 		if (fd >= 0)
 			close(fd);
 		if (fd != -ENOENT)
-			drf_log(d->log, LOG_WARNING, "cannot read '%s': %s; the effective demands "
+			drf_log(o->log, LOG_WARNING, "cannot read '%s': %s; the effective demands "
 						     "start from the declared ones",
 				path, strerror(fd < 0 ? -fd : errno));
 		return;
@@ -242,18 +237,18 @@ void drfd_online_restore(struct drfd *d)
 				goto bad;
 			p = end;
 		}
-		for (i = 0; i < d->use.n; i++)
-			if (strcmp(d->use.name[i], name) == 0)
+		for (i = 0; i < u->n; i++)
+			if (strcmp(u->name[i], name) == 0)
 				break;
-		if (i == d->use.n)
+		if (i == u->n)
 			continue; /* no longer a tenant */
 		{
-			struct drf_dem_state *s = &d->use.t[i].dem;
+			struct drf_dem_state *s = &u->t[i].dem;
 
 			memset(s, 0, sizeof(*s));
 			s->started = true;
 			for (int x = 0; x < DRF_NRES; x++) {
-				s->eff[x] = fmin(v[x], bound(&d->decl, i, x));
+				s->eff[x] = fmin(v[x], bound(decl, i, x));
 				s->why[x] = s->changed_why[x] = DRF_DEM_WHY_RESTORED;
 			}
 		}
@@ -261,17 +256,17 @@ void drfd_online_restore(struct drfd *d)
 		continue;
 bad:
 		if (!bad)
-			drf_log(d->log, LOG_WARNING, "%s:%d: not a tenant and %d demands; skipped",
+			drf_log(o->log, LOG_WARNING, "%s:%d: not a tenant and %d demands; skipped",
 				path, ln, DRF_NRES);
 		bad++;
 	}
 	fclose(f);
 	if (!header) {
-		drf_log(d->log, LOG_WARNING, "%s: not a drfd-demand 1 file; the effective demands "
+		drf_log(o->log, LOG_WARNING, "%s: not a drfd-demand 1 file; the effective demands "
 					     "start from the declared ones", path);
 		return;
 	}
 	if (restored)
-		drf_log(d->log, LOG_NOTICE, "restored the effective demands of %zu tenants from "
+		drf_log(o->log, LOG_NOTICE, "restored the effective demands of %zu tenants from "
 					    "'%s'", restored, path);
 }

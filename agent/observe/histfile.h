@@ -18,7 +18,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "clock.h"
 #include "history.h"
+#include "log.h"
+#include "usage.h"
 
 struct drf_history_file {
 	char path[4096];
@@ -44,14 +47,26 @@ int drf_history_append(struct drf_history_file *f, const char *buf, size_t len);
 
 void drf_history_close(struct drf_history_file *f);
 
-struct drfd;
+/* The daemon's side: the step being accumulated, per tenant by name. */
+struct drf_history {
+	const struct drf_logger *log;
+	struct drf_history_file f;
+	bool on;                        /* a path to keep it at */
+	bool open, failing;
+	int64_t step;                   /* floor(t / step_s) of the step accumulated; -1: none */
+	size_t n, cap;
+	char (*name)[DRF_HIST_NAME_MAX + 1];
+	struct drf_hist_acc *acc;
+};
 
+/* The history at path (NULL or "": kept nowhere). */
+void drf_history_init(struct drf_history *h, const char *path, const struct drf_logger *log);
 /*
- * The daemon's hook, once per tick after the usage sample: adds the tick's use
- * of every tenant to the step, and at the end of a step appends the step's
- * records. Nothing without a state file or in a dry run.
+ * Once per tick after the usage sample, at now_us (CLOCK_REALTIME): adds the
+ * tick's use of every tenant of u to the step, and at the end of a step
+ * appends the step's records.
  */
-void drfd_history_tick(struct drfd *d);
-void drfd_history_free(struct drfd *d);
+void drf_history_tick(struct drf_history *h, const struct drf_usage *u, uint64_t now_us);
+void drf_history_free(struct drf_history *h);
 
 #endif

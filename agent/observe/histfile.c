@@ -10,10 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "daemon.h"
 #include "log.h"
 #include "statedir.h"
-#include "statefile.h"
 
 /*
  * The history is read by `drfctl recommend` as any user: 0644 exactly, also
@@ -173,18 +171,7 @@ void drf_history_close(struct drf_history_file *f)
 	f->dfd = -1;
 }
 
-/* The daemon's side: the step being accumulated, per tenant by name. */
-struct drfd_history {
-	const struct drf_logger *log;
-	struct drf_history_file f;
-	bool open, failing;
-	int64_t step;                   /* floor(t / step_s) of the step accumulated; -1: none */
-	size_t n, cap;
-	char (*name)[DRF_HIST_NAME_MAX + 1];
-	struct drf_hist_acc *acc;
-};
-
-static struct drf_hist_acc *acc_of(struct drfd_history *h, size_t hint, const char *name)
+static struct drf_hist_acc *acc_of(struct drf_history *h, size_t hint, const char *name)
 {
 	size_t i = hint;
 
@@ -214,7 +201,7 @@ static struct drf_hist_acc *acc_of(struct drfd_history *h, size_t hint, const ch
 	return &h->acc[h->n++];
 }
 
-static void fail(struct drfd_history *h, int r, const char *what)
+static void fail(struct drf_history *h, int r, const char *what)
 {
 	if (!h->failing)
 		drf_log(h->log, LOG_WARNING, "usage history '%s': cannot %s: %s; `drfctl "
@@ -226,7 +213,7 @@ static void fail(struct drfd_history *h, int r, const char *what)
 }
 
 /* Appends the records of the step that ended, one write. */
-static void flush(struct drfd_history *h)
+static void flush(struct drf_history *h)
 {
 	size_t len = 0;
 	char *buf;
@@ -267,31 +254,26 @@ static void flush(struct drfd_history *h)
 	h->failing = false;
 }
 
-void drfd_history_tick(struct drfd *d)
+void drf_history_init(struct drf_history *h, const char *path, const struct drf_logger *log)
 {
-	struct drfd_history *h = d->history;
-	int64_t now_s = (int64_t)(d->last_tick / 1000000), step;
+	memset(h, 0, sizeof(*h));
+	h->log = log;
+	h->f.fd = -1;
+	h->f.dfd = -1;
+	h->f.step_s = DRF_HIST_STEP_S;
+	h->f.cap = DRF_HIST_CAP_BYTES;
+	h->step = -1;
+	h->on = path && path[0] && strlen(path) < sizeof(h->f.path);
+	if (h->on)
+		snprintf(h->f.path, sizeof(h->f.path), "%s", path);
+}
 
-	if (d->dry_run || !d->state_path[0] || now_s <= 0)
+void drf_history_tick(struct drf_history *h, const struct drf_usage *u, uint64_t now_us)
+{
+	int64_t now_s = (int64_t)(now_us / DRF_USEC_PER_SEC), step;
+
+	if (!h->on || now_s <= 0)
 		return;
-	if (!h) {
-		h = calloc(1, sizeof(*h));
-		if (!h)
-			return;
-		h->log = d->log;
-		h->f.fd = -1;
-		h->f.dfd = -1;
-		h->f.step_s = DRF_HIST_STEP_S;
-		h->f.cap = DRF_HIST_CAP_BYTES;
-		h->step = -1;
-		if (!d->decl.cfg.state_dir ||
-		    drf_statedir_path(d->decl.cfg.state_dir, d->root, ".history", h->f.path,
-				      sizeof(h->f.path)) < 0) {
-			free(h);
-			return;
-		}
-		d->history = h;
-	}
 	step = now_s / (int64_t)h->f.step_s;
 	if (step != h->step) {
 		if (h->step >= 0)
@@ -299,9 +281,9 @@ void drfd_history_tick(struct drfd *d)
 		h->n = 0;
 		h->step = step;
 	}
-	for (size_t i = 0; i < d->use.n; i++) {
-		const struct drf_tenant_use *t = &d->use.t[i];
-		struct drf_hist_acc *a = acc_of(h, i, d->use.name[i]);
+	for (size_t i = 0; i < u->n; i++) {
+		const struct drf_tenant_use *t = &u->t[i];
+		struct drf_hist_acc *a = acc_of(h, i, u->name[i]);
 
 		if (a)
 			drf_hist_acc_add(a, t->use_tick, t->gauge[DRF_GAUGE_MEM_CURRENT],
@@ -309,15 +291,13 @@ void drfd_history_tick(struct drfd *d)
 	}
 }
 
-void drfd_history_free(struct drfd *d)
+void drf_history_free(struct drf_history *h)
 {
-	struct drfd_history *h = d->history;
-
-	if (!h)
-		return;
 	drf_history_close(&h->f);
 	free(h->name);
 	free(h->acc);
-	free(h);
-	d->history = NULL;
+	h->name = NULL;
+	h->acc = NULL;
+	h->n = h->cap = 0;
+	h->on = false;
 }

@@ -5,7 +5,7 @@
  * base units (cores or seconds, bytes, bytes per second: the network's bits
  * are divided by 8). A value that is not known (NAN) has no sample line; no
  * limit is +Inf. The figures are those of the status, from the daemon's
- * measurements (d->use, agent/core/use.h) and the plan in force.
+ * measurements (agent/core/use.h) and the plan in force, as the view has them.
  *
  * The file for node-exporter's textfile collector is replaced atomically: a
  * temporary file in the same directory (".NAME.XXXXXX", which the collector
@@ -30,7 +30,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "daemon.h"
 #include "log.h"
 
 /* The resource label: the network's resources are named by direction. */
@@ -147,63 +146,63 @@ static void __attribute__((sentinel)) sample(FILE *f, const char *name, double v
 }
 
 /* The measurements of tenant i, or NULL before there are any. */
-static const struct drf_tenant_use *tenant_use(const struct drfd *d, size_t i)
+static const struct drf_tenant_use *tenant_use(const struct drf_view *v, size_t i)
 {
-	return d->use.t && i < d->use.n ? &d->use.t[i] : NULL;
+	return v->use->t && i < v->use->n ? &v->use->t[i] : NULL;
 }
 
-static bool takes_part(const struct drfd *d, int r)
+static bool takes_part(const struct drf_view *v, int r)
 {
-	return d->decl.problem.capacity[r] > 0;
+	return v->decl->problem.capacity[r] > 0;
 }
 
-static void render_daemon(const struct drfd *d, FILE *f)
+static void render_daemon(const struct drf_view *v, FILE *f)
 {
 	family(f, "drfd_up", "gauge", "Whether drfd runs (1).");
 	sample(f, "drfd_up", 1, NULL);
 	family(f, "drfd_last_tick_timestamp_seconds", "gauge",
 	       "When drfd last sampled and enforced, in seconds since the epoch.");
 	sample(f, "drfd_last_tick_timestamp_seconds",
-	       d->last_tick ? (double)d->last_tick / 1e6 : NAN, NULL);
+	       v->last_tick ? (double)v->last_tick / 1e6 : NAN, NULL);
 	family(f, "drfd_ticks_total", "counter", "Ticks (sample, allocate, enforce) since start.");
-	sample(f, "drfd_ticks_total", (double)d->ticks, NULL);
+	sample(f, "drfd_ticks_total", (double)v->ticks, NULL);
 	family(f, "drfd_probes_up", "gauge",
 	       "Whether the eBPF probes (run-queue wait, on-CPU time, IO requests) are attached "
 	       "and counting (1) or not (0).");
-	sample(f, "drfd_probes_up", d->use.probes ? 1 : 0, NULL);
+	sample(f, "drfd_probes_up", v->use->probes ? 1 : 0, NULL);
 	family(f, "drfd_write_errors_total", "counter",
 	       "Failed cgroup knob writes since start (each is retried every tick).");
-	sample(f, "drfd_write_errors_total", (double)d->rc.total_errors, NULL);
+	sample(f, "drfd_write_errors_total", (double)v->rc->total_errors, NULL);
 	family(f, "drfd_writes_retrying", "gauge", "Knob writes failing and retried each tick.");
-	sample(f, "drfd_writes_retrying", (double)d->last.retrying, NULL);
-	if (d->state_path[0]) {
+	sample(f, "drfd_writes_retrying", (double)v->last->retrying, NULL);
+	if (v->state_path[0]) {
 		family(f, "drfd_state_saved", "gauge",
 		       "Whether the state file (the cgroups drfd made, for its next start) holds "
 		       "the tenants in force (1), or its last save failed and is retried each tick "
 		       "(0).");
-		sample(f, "drfd_state_saved", d->state_err ? 0 : 1, NULL);
+		sample(f, "drfd_state_saved", v->state_err ? 0 : 1, NULL);
 	}
 	family(f, "drfd_jain_index", "gauge",
 	       "Jain's fairness index over the tenants' weighted dominant shares, of the "
 	       "allocation and of the use (1: all equal; 1/n: one tenant has everything).");
-	sample(f, "drfd_jain_index", d->use.jain_alloc, "of", "allocation", NULL);
-	sample(f, "drfd_jain_index", d->use.jain_use, "of", "use", NULL);
+	sample(f, "drfd_jain_index", v->use->jain_alloc, "of", "allocation", NULL);
+	sample(f, "drfd_jain_index", v->use->jain_use, "of", "use", NULL);
 	family(f, "drfd_effective_plan_changes_total", "counter",
 	       "Times the allocation in force changed because an effective demand did (demand = "
 	       "observed).");
-	sample(f, "drfd_effective_plan_changes_total", (double)d->online.replans, NULL);
+	sample(f, "drfd_effective_plan_changes_total", (double)v->online->replans, NULL);
 	family(f, "drfd_capacity", "gauge",
 	       "The capacity drfd shares, in the resource's base unit (cores, bytes, bytes per "
 	       "second); resources that take no part are left out.");
 	for (int r = 0; r < DRF_NRES; r++)
-		if (takes_part(d, r))
-			sample(f, "drfd_capacity", base(r, d->decl.problem.capacity[r]), "resource",
+		if (takes_part(v, r))
+			sample(f, "drfd_capacity", base(r, v->decl->problem.capacity[r]), "resource",
 			       res_label[r], NULL);
 	family(f, "drfd_knob_no_effect", "gauge",
 	       "1 when the resource's knobs have no effect on this host (drfctl status says why).");
 	for (int r = 0; r < DRF_NRES; r++)
-		if (takes_part(d, r))
-			sample(f, "drfd_knob_no_effect", d->use.no_effect & (1u << r) ? 1 : 0,
+		if (takes_part(v, r))
+			sample(f, "drfd_knob_no_effect", v->use->no_effect & (1u << r) ? 1 : 0,
 			       "resource", res_label[r], NULL);
 }
 
@@ -271,26 +270,26 @@ static double tr_value(const struct drf_tenant_use *u, int r, double cap, enum t
 	return NAN;
 }
 
-static void render_tenant_resources(const struct drfd *d, FILE *f)
+static void render_tenant_resources(const struct drf_view *v, FILE *f)
 {
-	const struct drf_config *c = &d->decl.cfg;
+	const struct drf_config *c = &v->decl->cfg;
 
 	for (size_t k = 0; k < sizeof(tr_families) / sizeof(tr_families[0]); k++) {
 		const char *name = tr_families[k].name;
 
 		family(f, name, "gauge", tr_families[k].help);
 		for (size_t i = 0; i < c->n_tenants; i++) {
-			const struct drf_tenant_use *u = tenant_use(d, i);
+			const struct drf_tenant_use *u = tenant_use(v, i);
 			const char *t = c->tenants[i].name;
 
 			for (int r = 0; u && r < DRF_NRES; r++) {
-				double cap = d->decl.problem.capacity[r];
+				double cap = v->decl->problem.capacity[r];
 
-				if (!takes_part(d, r))
+				if (!takes_part(v, r))
 					continue;
 				if (tr_families[k].what != TR_USE) {
 					sample(f, name, tr_value(u, r, cap, tr_families[k].what,
-								d->plan.effective),
+								v->plan->effective),
 					       "tenant", t, "resource", res_label[r], NULL);
 					continue;
 				}
@@ -446,28 +445,28 @@ static void histogram(FILE *f, const char *name, const char *tenant, const uint6
 	sample(f, count, (double)acc, "tenant", tenant, NULL);
 }
 
-static void row_sample(const struct drfd *d, FILE *f, const struct row *w, size_t i,
+static void row_sample(const struct drf_view *v, FILE *f, const struct row *w, size_t i,
 		       const struct le_labels *le)
 {
-	const struct drf_tenant_use *u = tenant_use(d, i);
-	const char *t = d->decl.cfg.tenants[i].name;
-	double v = NAN;
+	const struct drf_tenant_use *u = tenant_use(v, i);
+	const char *t = v->decl->cfg.tenants[i].name;
+	double x = NAN;
 
 	switch (w->src) {
 	case S_WEIGHT:
-		v = d->decl.cfg.tenants[i].weight;
+		x = v->decl->cfg.tenants[i].weight;
 		break;
 	case S_DOMINANT_ALLOC:
-		v = u ? u->dominant_alloc : NAN;
+		x = u ? u->dominant_alloc : NAN;
 		break;
 	case S_DOMINANT_USE:
-		v = u ? u->dominant_use : NAN;
+		x = u ? u->dominant_use : NAN;
 		break;
 	case S_CTR:
-		v = u ? u->now.c[w->idx] / w->div : NAN;
+		x = u ? u->now.c[w->idx] / w->div : NAN;
 		break;
 	case S_GAUGE:
-		v = u ? u->gauge[w->idx] / w->div : NAN;
+		x = u ? u->gauge[w->idx] / w->div : NAN;
 		break;
 	case S_HIST_RUNQ:
 	case S_HIST_IO:
@@ -483,16 +482,16 @@ static void row_sample(const struct drfd *d, FILE *f, const struct row *w, size_
 		return;
 	}
 	if (w->k2)
-		sample(f, w->name, v, "tenant", t, w->k1, w->v1, w->k2, w->v2, NULL);
+		sample(f, w->name, x, "tenant", t, w->k1, w->v1, w->k2, w->v2, NULL);
 	else if (w->k1)
-		sample(f, w->name, v, "tenant", t, w->k1, w->v1, NULL);
+		sample(f, w->name, x, "tenant", t, w->k1, w->v1, NULL);
 	else
-		sample(f, w->name, v, "tenant", t, NULL);
+		sample(f, w->name, x, "tenant", t, NULL);
 }
 
-static void render_tenants(const struct drfd *d, FILE *f)
+static void render_tenants(const struct drf_view *v, FILE *f)
 {
-	size_t n = d->decl.cfg.n_tenants;
+	size_t n = v->decl->cfg.n_tenants;
 	struct le_labels le;
 
 	for (unsigned b = 0; b < DRF_HIST_BUCKETS; b++)
@@ -504,15 +503,15 @@ static void render_tenants(const struct drfd *d, FILE *f)
 		family(f, rows[a].name, rows[a].type, rows[a].help);
 		for (size_t i = 0; i < n; i++)
 			for (size_t k = a; k < b; k++)
-				row_sample(d, f, &rows[k], i, &le);
+				row_sample(v, f, &rows[k], i, &le);
 	}
 }
 
-int drfd_metrics_render(const struct drfd *d, FILE *out)
+int drf_metrics_render(const struct drf_view *v, FILE *out)
 {
-	render_daemon(d, out);
-	render_tenant_resources(d, out);
-	render_tenants(d, out);
+	render_daemon(v, out);
+	render_tenant_resources(v, out);
+	render_tenants(v, out);
 	return ferror(out) ? -EIO : 0;
 }
 
@@ -644,23 +643,19 @@ static void remove_stale_temps(const struct drf_logger *log, const char *path)
 	closedir(dp);
 }
 
-/* The failure last logged ("" while writing works), and the file last written. */
-static char last_failure[PATH_MAX + 256];
-static char last_written[PATH_MAX];
-static dev_t written_dev;
-static ino_t written_ino;
-
 /*
  * Whether path may be replaced: nothing is there, or the file drfd renamed
  * there last, or one an earlier drfd wrote. Else why not, in why.
  */
-static bool may_replace(const char *path, char *why, size_t len)
+static bool may_replace(const struct drf_metrics_file *m, const char *path, char *why,
+			size_t len)
 {
 	struct stat st;
 
 	if (lstat(path, &st) < 0)
 		return errno == ENOENT;
-	if (strcmp(path, last_written) == 0 && st.st_dev == written_dev && st.st_ino == written_ino)
+	if (strcmp(path, m->last_written) == 0 && st.st_dev == m->written_dev &&
+	    st.st_ino == m->written_ino)
 		return true;
 	if (S_ISREG(st.st_mode) && written_by_drfd(AT_FDCWD, path, false))
 		return true;
@@ -672,46 +667,49 @@ static bool may_replace(const char *path, char *why, size_t len)
 }
 
 /* Removes the file drfd wrote last, if it is still that one. */
-static void remove_written(const struct drf_logger *log, const char *how)
+static void remove_written(struct drf_metrics_file *m, const char *how)
 {
 	struct stat st;
 
-	if (!last_written[0])
+	if (!m->last_written[0])
 		return;
-	if (lstat(last_written, &st) < 0) {
+	if (lstat(m->last_written, &st) < 0) {
 		/* gone already */
-	} else if (st.st_dev != written_dev || st.st_ino != written_ino) {
-		drf_log(log, LOG_NOTICE, "metrics-file '%s' was replaced by a file drfd did not "
-					 "write: left alone", last_written);
-	} else if (unlink(last_written) < 0 && errno != ENOENT) {
-		drf_log(log, LOG_WARNING, "cannot remove %smetrics-file '%s': %s",
-			how, last_written, strerror(errno));
+	} else if (st.st_dev != m->written_dev || st.st_ino != m->written_ino) {
+		drf_log(m->log, LOG_NOTICE, "metrics-file '%s' was replaced by a file drfd did not "
+					    "write: left alone", m->last_written);
+	} else if (unlink(m->last_written) < 0 && errno != ENOENT) {
+		drf_log(m->log, LOG_WARNING, "cannot remove %smetrics-file '%s': %s",
+			how, m->last_written, strerror(errno));
 	} else if (how[0]) {
-		drf_log(log, LOG_NOTICE, "removed the former metrics-file '%s'", last_written);
+		drf_log(m->log, LOG_NOTICE, "removed the former metrics-file '%s'", m->last_written);
 	}
-	last_written[0] = '\0';
+	m->last_written[0] = '\0';
 }
 
-int drfd_metrics_tick(struct drfd *d)
+void drf_metrics_file_init(struct drf_metrics_file *m, const struct drf_logger *log)
 {
-	const char *path = d->decl.cfg.metrics_file;
-	char why[256], msg[sizeof(last_failure)];
+	memset(m, 0, sizeof(*m));
+	m->log = log;
+}
+
+int drf_metrics_write(struct drf_metrics_file *m, const char *path, const struct drf_view *v)
+{
+	char why[256], msg[sizeof(m->last_failure)];
 	struct stat st;
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f;
 	int r;
 
-	if (d->dry_run)
-		return 0;
 	/* A reload moved or dropped the file: the old one would go on saying drfd_up 1. */
-	if (last_written[0] && (!path || strcmp(path, last_written) != 0))
-		remove_written(d->log, "the former ");
+	if (m->last_written[0] && (!path || strcmp(path, m->last_written) != 0))
+		remove_written(m, "the former ");
 	if (!path)
 		return 0;
-	if (!last_written[0] && !last_failure[0])
-		remove_stale_temps(d->log, path);
-	if (!may_replace(path, why, sizeof(why))) {
+	if (!m->last_written[0] && !m->last_failure[0])
+		remove_stale_temps(m->log, path);
+	if (!may_replace(m, path, why, sizeof(why))) {
 		r = -EEXIST;
 		goto fail;
 	}
@@ -721,7 +719,7 @@ int drfd_metrics_tick(struct drfd *d)
 		snprintf(why, sizeof(why), "cannot render the metrics: %s", strerror(-r));
 		goto fail;
 	}
-	r = drfd_metrics_render(d, f);
+	r = drf_metrics_render(v, f);
 	if (fclose(f) != 0 && r == 0)
 		r = -ENOMEM;
 	if (r < 0) {
@@ -733,28 +731,27 @@ int drfd_metrics_tick(struct drfd *d)
 	buf = NULL;
 	if (r < 0)
 		goto fail;
-	if (last_failure[0])
-		drf_log(d->log, LOG_NOTICE, "metrics-file '%s' is written again", path);
-	last_failure[0] = '\0';
-	snprintf(last_written, sizeof(last_written), "%s", path);
-	written_dev = st.st_dev;
-	written_ino = st.st_ino;
+	if (m->last_failure[0])
+		drf_log(m->log, LOG_NOTICE, "metrics-file '%s' is written again", path);
+	m->last_failure[0] = '\0';
+	snprintf(m->last_written, sizeof(m->last_written), "%s", path);
+	m->written_dev = st.st_dev;
+	m->written_ino = st.st_ino;
 	return 0;
 fail:
 	free(buf);
 	/* Said once per distinct failure, not every tick. */
 	snprintf(msg, sizeof(msg), "%s: %s", path, why);
-	if (strcmp(msg, last_failure) != 0) {
-		drf_log(d->log, LOG_ERR, "cannot write metrics-file '%s': %s; drfd goes on and "
+	if (strcmp(msg, m->last_failure) != 0) {
+		drf_log(m->log, LOG_ERR, "cannot write metrics-file '%s': %s; drfd goes on and "
 					 "retries each tick", path, why);
-		snprintf(last_failure, sizeof(last_failure), "%s", msg);
+		snprintf(m->last_failure, sizeof(m->last_failure), "%s", msg);
 	}
 	return r;
 }
 
-void drfd_metrics_stop(struct drfd *d)
+void drf_metrics_stop(struct drf_metrics_file *m)
 {
-	(void)d;
 	/* A file left behind would say drfd_up 1 with no drfd: its absence says it. */
-	remove_written(d->log, "");
+	remove_written(m, "");
 }

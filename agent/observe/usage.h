@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The daemon's measurements: each tick, every tenant's counters and gauges are
- * read (cpu.stat, memory.current, memory.stat, memory.events, io.stat, the
+ * The measurements: each tick, every tenant's counters and gauges are read
+ * (cpu.stat, memory.current, memory.stat, memory.events, io.stat, the
  * *.pressure files; the probes' maps and the network programs' counters, one
  * batch read per map) and set against the plan in force (agent/core/use.h).
- * Status, metrics and `drfctl top` render from it.
+ * Status, metrics, the history, observed demand and `drfctl top` take them.
  */
 #ifndef DRF_USAGE_H
 #define DRF_USAGE_H
@@ -13,13 +13,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cgroupfs.h"
 #include "config.h"
+#include "log.h"
+#include "planner.h"
 #include "probebpf.h"
+#include "shaper.h"
 #include "use.h"
 
-struct drfd;
-
 struct drf_usage {
+	const struct cgfs *fs;
+	const struct drf_logger *log;
 	size_t n;                       /* tenants, in the order of the plan in force */
 	struct drf_tenant_use *t;       /* n entries */
 	char **name;                    /* n: whose history t[i] is */
@@ -46,13 +50,18 @@ struct drf_usage {
 	bool psi_missing;               /* no *.pressure files (kernel without PSI) */
 };
 
+/* Measures the cgroups of fs; log: what it says (no PSI, probes off). */
+void drf_usage_init(struct drf_usage *u, const struct cgfs *fs, const struct drf_logger *log);
+
 /*
  * Attaches the probes (ops: real, or recording for a dry run), keeping their
  * pinned maps and links when pin_dir holds them; a failure leaves the probes
- * off with the reason in probes_why and the daemon running on cgroup files.
+ * off with the reason in probes_why, and the measurements from cgroup files.
+ * gen: the first generation of the tenants' entries (one the probes of an
+ * earlier drfd cannot have seen, e.g. the clock in ms).
  */
-void drfd_usage_start(struct drfd *d, const struct drf_probe_ops *ops, void *ctx,
-		      const char *pin_dir, uint32_t root_level);
+void drf_usage_start_probes(struct drf_usage *u, const struct drf_probe_ops *ops, void *ctx,
+			    const char *pin_dir, uint32_t root_level, uint32_t gen);
 
 /* Per-tenant state for a config's tenants. */
 struct drf_usage_tenants {
@@ -68,16 +77,23 @@ struct drf_usage_tenants {
  * u by name and cgroup (a reload): staged (0 or -ENOMEM, u unchanged), then
  * committed into u, or dropped.
  */
-int drfd_usage_stage(const struct drf_usage *u, const struct drf_config *c,
-		     struct drf_usage_tenants *ret);
-void drfd_usage_commit(struct drf_usage *u, struct drf_usage_tenants *st);
-void drfd_usage_unstage(struct drf_usage_tenants *st);
-/* Both, for the config in force. 0 or -ENOMEM (the old state stays). */
-int drfd_usage_plan(struct drfd *d);
+int drf_usage_stage(const struct drf_usage *u, const struct drf_config *c,
+		    struct drf_usage_tenants *ret);
+void drf_usage_commit(struct drf_usage *u, struct drf_usage_tenants *st);
+void drf_usage_unstage(struct drf_usage_tenants *st);
 
-/* One sample of every tenant, at now_us (CLOCK_MONOTONIC). */
-void drfd_usage_sample(struct drfd *d, uint64_t now_us);
+/* What a sample is set against. */
+struct drf_usage_in {
+	const struct drf_config *cfg;           /* the tenants, capacities, mode */
+	const struct drf_plan *plan;            /* the allocation and limits in force */
+	const struct drf_io_target *io;         /* NULL: no io device */
+	const struct drf_shaper *net;           /* NULL: the network is not shaped */
+	uint64_t now_us;                        /* CLOCK_MONOTONIC */
+};
 
-void drfd_usage_free(struct drf_usage *u);
+/* One sample of every tenant of in->cfg (state made for its tenants first if need be). */
+void drf_usage_sample(struct drf_usage *u, const struct drf_usage_in *in);
+
+void drf_usage_free(struct drf_usage *u);
 
 #endif

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Prometheus metrics: the text exposition format, for node-exporter's textfile
+ * collector ([agent] metrics-file, written atomically each tick) and for the
+ * status socket's `metrics` request (drfctl top reads it).
+ */
+#ifndef DRF_METRICS_H
+#define DRF_METRICS_H
+
+#include <limits.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "log.h"
+#include "view.h"
+
+/*
+ * The first line of the metrics-file (a comment to the exposition format): drfd
+ * replaces or removes only a file that starts with it, or the one it wrote.
+ */
+#define DRFD_METRICS_MARK "# drfd metrics-file: written by drfd each tick, removed when it stops\n"
+
+/* The metrics of the daemon's state; 0 or -errno (out's). */
+int drf_metrics_render(const struct drf_view *v, FILE *out);
+
+/* The metrics-file drfd writes: what it wrote last, and the failure it said last. */
+struct drf_metrics_file {
+	const struct drf_logger *log;
+	char last_failure[PATH_MAX + 256];      /* "" while writing works */
+	char last_written[PATH_MAX];            /* "" before the first */
+	dev_t written_dev;
+	ino_t written_ino;
+};
+
+void drf_metrics_file_init(struct drf_metrics_file *m, const struct drf_logger *log);
+/*
+ * Each tick: replaces the file at path with v's metrics (path NULL: none, and
+ * one written before is removed). 0 or -errno; a failure is said once.
+ */
+int drf_metrics_write(struct drf_metrics_file *m, const char *path, const struct drf_view *v);
+/* At exit: removes the metrics-file drfd wrote (alerts see drfd_up absent). */
+void drf_metrics_stop(struct drf_metrics_file *m);
+
+#endif

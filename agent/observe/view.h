@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What a report of the running daemon reads (the status, the metrics): the
+ * plan in force and what each part holds of it, and the daemon's counters,
+ * all read-only. The daemon fills one in when a report is asked for; the
+ * reports see nothing else of it.
+ */
+#ifndef DRF_VIEW_H
+#define DRF_VIEW_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cgroupfs.h"
+#include "online.h"
+#include "planner.h"
+#include "reconcile.h"
+#include "shaper.h"
+#include "usage.h"
+
+/* The status socket's counters. */
+struct drf_sock_stats {
+	unsigned conns, root_conns;     /* open now */
+	uint64_t accepted;              /* served: under the caps */
+	uint64_t refused;               /* over a cap: closed at once */
+	uint64_t refuse_pauses;         /* accepting paused for refusing too many */
+	uint64_t dropped;               /* idle or slow past a deadline */
+	uint64_t too_long;              /* requests over DRF_REQ_MAX, refused */
+	uint64_t backoffs;              /* accept failed for want of fds (or memory) */
+	bool listening;                 /* the listener's event source is on */
+};
+
+struct drf_view {
+	const char *config_path;
+	const char *root;                       /* the resolved cgroup-root */
+	int pid;
+	const struct drf_declared *decl;        /* the config in force */
+	const struct drf_plan *plan;            /* the plan in force */
+	const struct drf_reconciler *rc;
+	const struct drf_reconcile_stats *last; /* the last tick's */
+	const struct cgfs *fs;                  /* what the status reads live */
+	const struct drf_shaper *net;           /* NULL: the network is not shaped */
+	const struct drf_usage *use;
+	const struct drf_online *online;
+	const char *state_path;                 /* "": no state file */
+	int state_err;                          /* its last save failed: -errno; 0 */
+	uint64_t started, last_tick, now;       /* CLOCK_REALTIME, usec; last_tick 0: none */
+	uint64_t ticks, reloads, reloads_refused;
+	struct drf_sock_stats sock;
+};
+
+#endif
