@@ -507,43 +507,56 @@ static int fill_until_full(json_object *arr, const char *word)
 	return 0;
 }
 
+#define KEY_LEN (20 << 20)
+
 /* The child: what it found, as an exit code (0: as it should be). */
 static int oom_child(int fd)
 {
 	static char word[64 * 1024];
 	struct rlimit rl;
 	unsigned long vm_kib = 0;
-	json_object *o = drf_json_object(), *a = drf_json_set_array(o, "words"), *big, *x;
-	char line[256];
+	json_object *o = drf_json_object(), *a = drf_json_set_array(o, "words"), *big;
+	char line[256], *long_key;
 	FILE *st = fopen("/proc/self/status", "r"), *out = fdopen(fd, "w");
 	int r;
 
 	if (!st || !out || !o)
 		return 10;
 	memset(word, 'w', sizeof(word) - 1);
-	/* A document built whole (64 MiB of words) before the limit... */
+	/*
+	 * A document built whole before the limit: one member whose key is 20
+	 * MiB. json-c writes keys itself without checking that each append
+	 * found room: if its buffer could not grow for the key, the "\":1}" after
+	 * it would still fit, and {"":1} would be printed.
+	 */
 	big = drf_json_object();
-	x = drf_json_set_array(big, "x");
-	for (int i = 0; i < 1024; i++)
-		if (drf_json_append_str(x, word) < 0)
-			return 11;
+	long_key = malloc(KEY_LEN + 1);
+	if (!big || !long_key)
+		return 11;
+	memset(long_key, 'k', KEY_LEN);
+	long_key[KEY_LEN] = '\0';
+	if (drf_json_set_u64(big, long_key, 1) < 0)
+		return 11;
+	free(long_key);
 	while (fgets(line, sizeof(line), st))
 		sscanf(line, "VmSize: %lu kB", &vm_kib);
 	fclose(st);
-	/* ...then 16 MiB of room: short of what its text takes, and soon full. */
+	/* Then 16 MiB of room: short of what its text takes. */
 	rl.rlim_cur = rl.rlim_max = (vm_kib + 16 * 1024) * 1024;
 	if (vm_kib == 0 || setrlimit(RLIMIT_AS, &rl) < 0)
 		return 12;
 	r = drf_json_print(out, big);
 	if (r != -ENOMEM)
 		return r == 0 ? 13 : 17;
+	/* A document that runs out while it is built. */
 	if (fill_until_full(a, word) != -ENOMEM)
 		return 14;
-	/* After: the setters go on without crashing; the document is refused whole. */
+	/* The setters go on without crashing; with room again, it is still refused whole. */
 	drf_json_set_str(o, "after", "x");
+	json_object_put(big);
 	r = drf_json_print(out, o);
 	if (r != -ENOMEM)
-		return 15;
+		return r == 0 ? 15 : 18;
 	if (fflush(out) != 0 || ftell(out) != 0)
 		return 16;
 	return 0;
