@@ -85,23 +85,6 @@ static long put_string(struct printbuf *pb, const char *s)
 	return (long)total;
 }
 
-void drf_json_str(FILE *f, const char *s)
-{
-	struct printbuf *pb = printbuf_new();
-
-	if (pb && put_string(pb, s) >= 0)
-		fwrite(pb->buf, 1, (size_t)pb->bpos, f);
-	if (pb)
-		printbuf_free(pb);
-}
-
-void drf_json_num(FILE *f, double v)
-{
-	char b[32];
-
-	fputs(isfinite(v) ? drf_format_double(v, b, sizeof(b)) : "null", f);
-}
-
 /* The serializer of every string drf_json makes (json_object_set_serializer). */
 static int string_to_json(json_object *jso, struct printbuf *pb, int level, int flags)
 {
@@ -224,9 +207,9 @@ int drf_json_set_num(json_object *obj, const char *key, double v)
 
 int drf_json_set_fixed(json_object *obj, const char *key, double v, int decimals)
 {
-	char b[352]; /* DBL_MAX in "%.0f" is 309 digits, and the few decimals drfd asks */
+	char b[352]; /* DBL_MAX in "%.0f" is 309 digits, and 40 decimals */
 
-	snprintf(b, sizeof(b), "%.*f", decimals, v);
+	snprintf(b, sizeof(b), "%.*f", decimals < 0 ? 0 : decimals > 40 ? 40 : decimals, v);
 	return add(obj, key, new_number_text(v, b), false);
 }
 

@@ -5,9 +5,10 @@
  *
  * Why json-c and not jansson: both are well kept in Debian, but drfd's numbers
  * are the shortest text that reads back as the same double (integers without
- * a point), and json-c can print a number as given text
- * (json_object_new_double_s), where jansson always prints "%.17g" (0.1 as
- * 0.10000000000000001). json-c also lets one value have its own serializer
+ * a point), and json-c can print a number as the text given
+ * (json_object_new_double_s), where jansson prints every real of a dump with
+ * one precision, 17 digits unless JSON_REAL_PRECISION says fewer for all (0.1
+ * as 0.10000000000000001). json-c also lets one value have its own serializer
  * (json_object_set_serializer), which is how strings keep drfd's escaping.
  *
  * What json-c does not do, and this file does:
@@ -64,7 +65,10 @@ json_object *drf_json_append_object(json_object *arr);
 int drf_json_set_str(json_object *obj, const char *key, const char *s);
 /* The shortest text that reads back as v; null when v is not finite. */
 int drf_json_set_num(json_object *obj, const char *key, double v);
-/* v with that many decimals ("%.*f"), for a time to the millisecond; null when not finite. */
+/*
+ * v with that many decimals ("%.*f", at most 40), for a time to the
+ * millisecond; null when v is not finite.
+ */
 int drf_json_set_fixed(json_object *obj, const char *key, double v, int decimals);
 int drf_json_set_u64(json_object *obj, const char *key, uint64_t v);
 int drf_json_set_int(json_object *obj, const char *key, int64_t v);
@@ -83,9 +87,5 @@ int drf_json_append_u64(json_object *arr, uint64_t v);
  * any error but -EIO, nothing is written.
  */
 int drf_json_print(FILE *f, json_object *o);
-
-/* The writers not yet on the API above: a string escaped as above, a number or null. */
-void drf_json_str(FILE *f, const char *s);
-void drf_json_num(FILE *f, double v);
 
 #endif
