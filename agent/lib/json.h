@@ -4,8 +4,8 @@
  * libjson-c-dev), and the shortest text of a double.
  *
  * Why json-c and not jansson: both are well kept in Debian, but drfd's numbers
- * are the shortest text that reads back as the same double (integers without
- * a point), and json-c can print a number as the text given
+ * have the fewest digits that read back as the same double (drf_format_double:
+ * 0.1, 3, 2e+02), and json-c can print a number as the text given
  * (json_object_new_double_s), where jansson prints every real of a dump with
  * one precision, 17 digits unless JSON_REAL_PRECISION says fewer for all (0.1
  * as 0.10000000000000001). json-c also lets one value have its own serializer
@@ -63,7 +63,7 @@ json_object *drf_json_append_object(json_object *arr);
  */
 /* s as a string (escaped as above); NULL s is null. */
 int drf_json_set_str(json_object *obj, const char *key, const char *s);
-/* The shortest text that reads back as v; null when v is not finite. */
+/* v in drf_format_double()'s text; null when v is not finite. */
 int drf_json_set_num(json_object *obj, const char *key, double v);
 /*
  * v with that many decimals ("%.*f", at most 40), for a time to the
