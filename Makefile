@@ -15,6 +15,9 @@
 #
 # Each compiler/sanitizer variant builds into its own folder under .output/.
 
+# The first goal of this file is `all`, whatever rules the layers below make.
+.DEFAULT_GOAL := all
+
 CC ?= cc
 SANITIZER ?=
 PREFIX ?= /usr/local
@@ -45,7 +48,7 @@ VERSION := 0.3.0
 DRF_CFLAGS := -std=c11 -D_GNU_SOURCE -pthread $(WARN) -MMD -MP \
 	-DDRF_VERSION='"$(VERSION)"' -DDRF_SYSCONFDIR='"$(SYSCONFDIR)"'
 LDFLAGS ?=
-LDLIBS := -linih -lcgroup -lsystemd -lbpf -lnl-route-3 -lnl-3 -lm -pthread
+LDLIBS := -linih -lcgroup -lsystemd -lbpf -lnl-route-3 -lnl-3 -ljson-c -lm -pthread
 NL_CFLAGS := $(shell pkg-config --cflags libnl-route-3.0)
 # drfctl top draws with ncurses (libncurses-dev); only top.c includes it.
 NCURSES_CFLAGS := $(shell pkg-config --cflags ncursesw 2>/dev/null)

@@ -176,40 +176,37 @@ out:
 	return err;
 }
 
-static void json_res_object(FILE *out, const struct drf_problem *p, const double *v,
-			    const bool *is_null)
+/* {RES: number} of the resources with a capacity; null where is_null says so. */
+static void json_res_object(json_object *o, const char *key, const struct drf_problem *p,
+			    const double *v, const bool *is_null)
 {
-	bool first = true;
-	char b[32];
+	json_object *x = drf_json_set_object(o, key);
 
-	fputc('{', out);
 	for (int r = 0; r < DRF_NRES; r++) {
 		if (!(p->capacity[r] > 0))
 			continue;
-		fprintf(out, "%s\"%s\": ", first ? "" : ", ", drf_res_name(r));
 		if (is_null && is_null[r])
-			fputs("null", out);
+			drf_json_set_null(x, drf_res_name(r));
 		else
-			fputs(drf_format_double(v[r], b, sizeof(b)), out);
-		first = false;
+			drf_json_set_num(x, drf_res_name(r), v[r]);
 	}
-	fputc('}', out);
 }
 
 int drf_plan_print_json(FILE *out, const struct drf_plan *pl)
 {
 	const struct drf_problem *p = pl->problem;
-	char b[32];
+	json_object *o = drf_json_object(), *tenants;
+	int err;
 
-	fprintf(out, "{\"policy\": \"%s\", \"capacity\": ", drf_policy_name(pl->policy));
-	json_res_object(out, p, p->capacity, NULL);
-	fputs(", \"unallocated\": ", out);
-	json_res_object(out, p, pl->result->unallocated, NULL);
-	fputs(", \"tenants\": [", out);
+	drf_json_set_str(o, "policy", drf_policy_name(pl->policy));
+	json_res_object(o, "capacity", p, p->capacity, NULL);
+	json_res_object(o, "unallocated", p, pl->result->unallocated, NULL);
+	tenants = drf_json_set_array(o, "tenants");
 	for (size_t i = 0; i < p->n; i++) {
 		const struct drf_demand *d = &p->demands[i];
 		const struct drf_share *s = &pl->result->shares[i];
 		const struct drf_tenant *t = &pl->cfg->tenants[i];
+		json_object *to = drf_json_append_object(tenants), *decl;
 		double demand[DRF_NRES];
 		bool unbounded[DRF_NRES];
 
@@ -217,28 +214,25 @@ int drf_plan_print_json(FILE *out, const struct drf_plan *pl)
 			unbounded[r] = isinf(d->max_units) && d->shape[r] > 0;
 			demand[r] = d->shape[r] > 0 ? d->shape[r] * d->max_units : 0;
 		}
-		fputs(i ? ", {\"name\": " : "{\"name\": ", out);
-		drf_json_str(out, t->name);
-		fprintf(out, ", \"weight\": %s, \"demand\": ", drf_format_double(t->weight, b, 32));
-		json_res_object(out, p, demand, unbounded);
-		fputs(", \"alloc\": ", out);
-		json_res_object(out, p, s->alloc, NULL);
+		drf_json_set_str(to, "name", t->name);
+		drf_json_set_num(to, "weight", t->weight);
+		json_res_object(to, "demand", p, demand, unbounded);
+		json_res_object(to, "alloc", p, s->alloc, NULL);
 		if (t->task_model)
-			fprintf(out, ", \"tasks\": %s", drf_format_double(s->units, b, 32));
-		fprintf(out, ", \"dominant_resource\": \"%s\", \"dominant_share\": %s",
-			drf_res_name(s->dominant_res), drf_format_double(s->dominant_share, b, 32));
-		fputs(", \"declared\": {", out);
-		for (int r = 0, first = 1; r < DRF_NRES; r++) {
-			if (!(p->capacity[r] > 0))
-				continue;
-			fprintf(out, "%s\"%s\": %s", first ? "" : ", ", drf_res_name(r),
-				undeclared(t, r) ? "false" : "true");
-			first = 0;
-		}
-		fprintf(out, "}, \"limited_by\": \"%s\"}", limit_name(s->limited_by));
+			drf_json_set_num(to, "tasks", s->units);
+		drf_json_set_str(to, "dominant_resource", drf_res_name(s->dominant_res));
+		drf_json_set_num(to, "dominant_share", s->dominant_share);
+		decl = drf_json_set_object(to, "declared");
+		for (int r = 0; r < DRF_NRES; r++)
+			if (p->capacity[r] > 0)
+				drf_json_set_bool(decl, drf_res_name(r), !undeclared(t, r));
+		drf_json_set_str(to, "limited_by", limit_name(s->limited_by));
 	}
-	fputs("]}\n", out);
-	return ferror(out) ? -EIO : 0;
+	err = drf_json_print(out, o);
+	json_object_put(o);
+	if (err == 0 && ferror(out))
+		err = -EIO;
+	return err;
 }
 
 int drf_plan_print_compare(FILE *out, const struct drf_config *cfg,

@@ -260,38 +260,35 @@ static void print_text(FILE *out, const struct drf_config *c, const struct tenan
 	fputc('\n', out);
 }
 
-static void print_json_tenant(FILE *out, const struct drf_config *c, const struct tenant_reco *tr)
+/* One tenant's figures in tenants; -ENOMEM when its snippet cannot be made. */
+static int json_tenant(json_object *tenants, const struct drf_config *c,
+		       const struct tenant_reco *tr)
 {
-	bool first = true;
+	json_object *o = drf_json_append_object(tenants), *res;
 
-	fputs("{\"name\":", out);
-	drf_json_str(out, tr->t->name);
-	fprintf(out, ",\"model\":\"%s\",\"samples\":%zu,\"advice\":%s,\"resources\":{",
-		tr->t->task_model ? "tasks" : "demand", tr->samples, tr->advice ? "true" : "false");
+	drf_json_set_str(o, "name", tr->t->name);
+	drf_json_set_str(o, "model", tr->t->task_model ? "tasks" : "demand");
+	drf_json_set_u64(o, "samples", tr->samples);
+	drf_json_set_bool(o, "advice", tr->advice);
+	res = drf_json_set_object(o, "resources");
 	for (int r = 0; r < DRF_NRES; r++) {
 		const struct drf_reco *x = &tr->res[r];
+		json_object *ro;
 
 		if (c->capacity[r] <= 0)
 			continue;
-		fprintf(out, "%s\"%s\":{\"declared\":", first ? "" : ",", drf_res_name(r));
-		drf_json_num(out, x->declared);
-		fprintf(out, ",\"declared_explicitly\":%s,\"samples\":%zu,\"p50\":",
-			tr->t->task_model || tr->t->declared[r] ? "true" : "false", x->n);
-		drf_json_num(out, x->p50);
-		fputs(",\"p95\":", out);
-		drf_json_num(out, x->p95);
-		fputs(",\"peak\":", out);
-		drf_json_num(out, x->peak);
-		fputs(",\"over\":", out);
-		drf_json_num(out, x->over);
-		fputs(",\"suggested\":", out);
-		drf_json_num(out, x->suggested);
-		fputc('}', out);
-		first = false;
+		ro = drf_json_set_object(res, drf_res_name(r));
+		drf_json_set_num(ro, "declared", x->declared);
+		drf_json_set_bool(ro, "declared_explicitly",
+				  tr->t->task_model || tr->t->declared[r]);
+		drf_json_set_u64(ro, "samples", x->n);
+		drf_json_set_num(ro, "p50", x->p50);
+		drf_json_set_num(ro, "p95", x->p95);
+		drf_json_set_num(ro, "peak", x->peak);
+		drf_json_set_num(ro, "over", x->over);
+		drf_json_set_num(ro, "suggested", x->suggested);
 	}
-	fputs("},\"tasks\":", out);
-	drf_json_num(out, tr->tasks);
-	fputs(",\"snippet\":", out);
+	drf_json_set_num(o, "tasks", tr->tasks);
 	if (tr->advice) {
 		char *s = NULL;
 		size_t n = 0;
@@ -299,17 +296,19 @@ static void print_json_tenant(FILE *out, const struct drf_config *c, const struc
 
 		if (m) {
 			print_snippet(m, c, tr);
-			fclose(m);
+			if (fclose(m) != 0) {
+				free(s);
+				s = NULL;
+			}
 		}
-		if (s)
-			drf_json_str(out, s);
-		else
-			fputs("null", out);
+		if (!s)
+			return -ENOMEM;
+		drf_json_set_str(o, "snippet", s);
 		free(s);
 	} else {
-		fputs("null", out);
+		drf_json_set_null(o, "snippet");
 	}
-	fputc('}', out);
+	return 0;
 }
 
 /* "7d up to the newest record": the largest unit that divides the window. */
@@ -352,8 +351,9 @@ int drfctl_recommend(int argc, char **argv)
 	char errbuf[1024], hp[4096], old[4104], root[4096], t0[40], t1[40], wbuf[64];
 	int64_t window = 7 * 86400, from;
 	struct tenant_reco *tr = NULL;
+	json_object *doc = NULL, *tenants, *extras = NULL;
 	bool json = false, all = false;
-	int opt, ret = EXIT_FAILURE, a, b;
+	int opt, ret = EXIT_FAILURE, a, b, r = 0;
 	struct drf_config cfg;
 	struct drf_hist h;
 	size_t nt = 0, extra = 0;
@@ -457,26 +457,28 @@ int drfctl_recommend(int argc, char **argv)
 		snprintf(t1, sizeof(t1), "-");
 	}
 	if (json) {
-		fputs("{\"history\":", stdout);
-		drf_json_str(stdout, hp);
-		printf(",\"step_s\":%u,\"window_s\":", h.step_s);
+		doc = drf_json_object();
+		drf_json_set_str(doc, "history", hp);
+		drf_json_set_u64(doc, "step_s", h.step_s);
 		if (all)
-			fputs("null", stdout);
+			drf_json_set_null(doc, "window_s");
 		else
-			printf("%lld", (long long)window);
-		printf(",\"from\":");
-		drf_json_num(stdout, h.records ? (double)(from == INT64_MIN || from < h.t_min
-							      ? h.t_min : from) : NAN);
-		printf(",\"to\":");
-		drf_json_num(stdout, h.records ? (double)h.t_max : NAN);
-		printf(",\"records\":%zu,\"skipped_lines\":%zu,\"torn_lines\":%zu,\"tenants\":[",
-		       h.records, h.skipped, h.torn);
+			drf_json_set_int(doc, "window_s", window);
+		drf_json_set_num(doc, "from", h.records ? (double)(from == INT64_MIN ||
+								   from < h.t_min ? h.t_min : from)
+							: NAN);
+		drf_json_set_num(doc, "to", h.records ? (double)h.t_max : NAN);
+		drf_json_set_u64(doc, "records", h.records);
+		drf_json_set_u64(doc, "skipped_lines", h.skipped);
+		drf_json_set_u64(doc, "torn_lines", h.torn);
+		tenants = drf_json_set_array(doc, "tenants");
 		for (size_t i = 0; i < nt; i++) {
-			if (i)
-				fputc(',', stdout);
-			print_json_tenant(stdout, &cfg, &tr[i]);
+			if (json_tenant(tenants, &cfg, &tr[i]) < 0) {
+				fputs("drfctl: out of memory\n", stderr);
+				goto out;
+			}
 		}
-		fputs("],\"not_in_config\":[", stdout);
+		extras = drf_json_set_array(doc, "not_in_config");
 	} else {
 		printf("history: %s, %zu records, %s to %s\n", hp, h.records, t0, t1);
 		if (all)
@@ -505,9 +507,10 @@ int drfctl_recommend(int argc, char **argv)
 		if (n == 0)
 			continue;
 		if (json) {
-			fputs(extra ? ",{\"name\":" : "{\"name\":", stdout);
-			drf_json_str(stdout, h.s[i].name);
-			printf(",\"samples\":%zu}", n);
+			json_object *x = drf_json_append_object(extras);
+
+			drf_json_set_str(x, "name", h.s[i].name);
+			drf_json_set_u64(x, "samples", n);
 		} else {
 			printf("%s%s (%zu samples)", extra ? ", " : "in the history, not in the config: ",
 			       h.s[i].name, n);
@@ -515,15 +518,18 @@ int drfctl_recommend(int argc, char **argv)
 		extra++;
 	}
 	if (json)
-		fputs("]}\n", stdout);
+		r = drf_json_print(stdout, doc);
 	else if (extra)
 		fputc('\n', stdout);
-	if (fflush(stdout) != 0) {
-		fprintf(stderr, "drfctl: cannot print: %s\n", strerror(errno));
+	if (r == 0 && fflush(stdout) != 0)
+		r = -errno;
+	if (r < 0) {
+		fprintf(stderr, "drfctl: cannot print: %s\n", strerror(-r));
 		goto out;
 	}
 	ret = EXIT_SUCCESS;
 out:
+	json_object_put(doc);
 	free(tr);
 	drf_hist_free(&h);
 	drf_config_free(&cfg);

@@ -95,6 +95,7 @@ static int fallback(const char *path, const char *sock, bool json)
 	struct drf_engine eng;
 	struct drf_plan e;
 	struct cgfs fs;
+	json_object *doc = NULL, *tenants = NULL;
 	char err[2048], mount[4096] = "", root[4096];
 	int r, drift = 0;
 
@@ -135,32 +136,32 @@ static int fallback(const char *path, const char *sock, bool json)
 		drf_declared_free(&decl);
 		return EXIT_FAILURE;
 	}
-	if (json)
-		printf("{\"source\": \"cgroupfs\", \"config\": ");
-	else
+	if (json) {
+		doc = drf_json_object();
+		drf_json_set_str(doc, "source", "cgroupfs");
+		drf_json_set_str(doc, "config", path);
+		drf_json_set_str(doc, "cgroup_root", root);
+		drf_json_set_str(doc, "policy", drf_policy_name(decl.cfg.policy));
+		drf_json_set_str(doc, "mode", drf_mode_name(decl.cfg.mode));
+		tenants = drf_json_set_array(doc, "tenants");
+	} else {
 		printf("source: cgroupfs; no drfd answers on %s, so this is cgroupfs against the "
 		       "plan computed from the config\n%s: policy %s, mode %s, root %s\n", sock, path,
 		       drf_policy_name(decl.cfg.policy), drf_mode_name(decl.cfg.mode), root);
-	if (json) {
-		drf_json_str(stdout, path);
-		printf(", \"cgroup_root\": ");
-		drf_json_str(stdout, root);
-		printf(", \"policy\": \"%s\", \"mode\": \"%s\", \"tenants\": [",
-		       drf_policy_name(decl.cfg.policy), drf_mode_name(decl.cfg.mode));
 	}
 	for (size_t i = 0; i < decl.cfg.n_tenants; i++) {
 		const struct drf_tenant *t = &decl.cfg.tenants[i];
 		const struct drf_share *sh = &e.result.shares[i];
 		const struct drf_knobs *k = &e.knobs[i];
 		char q[64], buf[512], hv[128], hw[128];
-		bool first = true;
+		json_object *knobs = NULL;
 
 		if (json) {
-			printf("%s{\"name\": ", i ? ", " : "");
-			drf_json_str(stdout, t->name);
-			printf(", \"cgroup\": ");
-			drf_json_str(stdout, t->cgroup);
-			printf(", \"knobs\": [");
+			json_object *to = drf_json_append_object(tenants);
+
+			drf_json_set_str(to, "name", t->name);
+			drf_json_set_str(to, "cgroup", t->cgroup);
+			knobs = drf_json_set_array(to, "knobs");
 		} else {
 			printf("\ntenant %s (cgroup %s/%s)\n  allocation:", t->name, root, t->cgroup);
 			for (int res = 0; res < DRF_NRES; res++) {
@@ -186,12 +187,12 @@ static int fallback(const char *path, const char *sock, bool json)
 			      : drf_knob_matches(j, k->val[j], buf, &io, page) ? "ok" : "mismatch";
 			drift += strcmp(state, "ok") != 0;
 			if (json) {
-				printf("%s{\"file\": \"%s\", \"desired\": ", first ? "" : ", ", file);
-				drf_json_str(stdout, k->val[j]);
-				printf(", \"actual\": ");
-				drf_json_str(stdout, buf);
-				printf(", \"state\": \"%s\"}", state);
-				first = false;
+				json_object *kn = drf_json_append_object(knobs);
+
+				drf_json_set_str(kn, "file", file);
+				drf_json_set_str(kn, "desired", k->val[j]);
+				drf_json_set_str(kn, "actual", buf);
+				drf_json_set_str(kn, "state", state);
 				continue;
 			}
 			human(j, k->val[j], hw, sizeof(hw));
@@ -202,18 +203,19 @@ static int fallback(const char *path, const char *sock, bool json)
 				printf("  %-14s %-28s %s: the plan says %s\n", file, hv,
 				       n < 0 ? "MISSING" : "MISMATCH", hw);
 		}
-		if (json)
-			printf("]}");
 	}
 	if (json)
-		printf("]}\n");
+		r = drf_json_print(stdout, doc);
 	else if (drift)
 		printf("\n%d knob%s differ%s from the plan\n", drift, drift == 1 ? "" : "s",
 		       drift == 1 ? "s" : "");
+	json_object_put(doc);
+	if (r < 0)
+		fprintf(stderr, "drfctl: cannot print the status: %s\n", strerror(-r));
 	cgfs_close(&fs);
 	drf_plan_free(&e);
 	drf_declared_free(&decl);
-	if (fflush(stdout) != 0)
+	if (r < 0 || fflush(stdout) != 0)
 		return EXIT_FAILURE;
 	return drift ? DRFCTL_EXIT_DRIFT : EXIT_SUCCESS;
 }

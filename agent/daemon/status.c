@@ -152,201 +152,178 @@ static void usage_now(const struct drfd *d, const char *cg, struct usage *u)
 }
 
 /* "knobs": [...] of one tenant or inner node. */
-static void json_knobs(const struct drfd *d, const struct drf_tenant_rt *t, FILE *f, int *problems)
+static void json_knobs(const struct drfd *d, const struct drf_tenant_rt *t, json_object *o,
+		       int *problems)
 {
 	const struct drf_reconciler *rc = &d->rc;
+	json_object *knobs = drf_json_set_array(o, "knobs");
 
-	fputs(", \"knobs\": [", f);
-	for (int k = 0, first = 1; k < DRF_NKNOBS; k++) {
+	for (int k = 0; k < DRF_NKNOBS; k++) {
 		char have[512];
 		enum knob_state ks;
+		json_object *kn;
 
 		if (!t->want.set[k])
 			continue;
 		ks = knob_now(d, t, k, have, sizeof(have));
 		if (ks != KS_OK)
 			(*problems)++;
-		fputs(first ? "{\"file\": " : ", {\"file\": ", f);
-		drf_json_str(f, drf_knob_file(k, rc->io));
-		fputs(", \"desired\": ", f);
-		drf_json_str(f, t->want.val[k]);
-		fputs(", \"actual\": ", f);
-		drf_json_str(f, have);
-		fprintf(f, ", \"state\": \"%s\", \"error\": ", ks_names[ks]);
-		if (t->err[k])
-			drf_json_str(f, strerror(t->err[k]));
-		else
-			fputs("null", f);
-		fputc('}', f);
-		first = 0;
+		kn = drf_json_append_object(knobs);
+		drf_json_set_str(kn, "file", drf_knob_file(k, rc->io));
+		drf_json_set_str(kn, "desired", t->want.val[k]);
+		drf_json_set_str(kn, "actual", have);
+		drf_json_set_str(kn, "state", ks_names[ks]);
+		drf_json_set_str(kn, "error", t->err[k] ? strerror(t->err[k]) : NULL);
 	}
 }
 
 /* A tenant's network: what it is allocated, what tc and the map hold, what it used. */
-static void json_net_tenant(const struct drfd *d, size_t i, FILE *f, int *problems)
+static void json_net_tenant(const struct drfd *d, size_t i, json_object *o, int *problems)
 {
 	const struct drf_shaper *s = &d->net;
 	const struct drf_shaper_tenant *t = &s->t[i];
 	const struct drf_share *sh = &d->plan.result.shares[i];
 	bool eg_ok = !s->egress || (t->class_ok && t->leaf_ok && s->qdisc_ok);
+	json_object *net = drf_json_set_object(o, "net");
 	char id[16];
 
-	fputs(", \"net\": {\"class\": ", f);
-	drf_json_str(f, drf_tc_handle_str(t->want.classid, false, id, sizeof(id)));
-	fprintf(f, ", \"cgroup_id\": %llu, \"state\": \"%s\", \"error\": ",
-		(unsigned long long)t->cgid, eg_ok && t->map_ok ? "ok" : "retrying");
-	if (t->err_class || t->err_leaf || t->err_map)
-		drf_json_str(f, strerror(t->err_class ? t->err_class : t->err_leaf ? t->err_leaf
-										: t->err_map));
-	else
-		fputs("null", f);
+	drf_json_set_str(net, "class", drf_tc_handle_str(t->want.classid, false, id, sizeof(id)));
+	drf_json_set_u64(net, "cgroup_id", t->cgid);
+	drf_json_set_str(net, "state", eg_ok && t->map_ok ? "ok" : "retrying");
+	drf_json_set_str(net, "error", t->err_class || t->err_leaf || t->err_map
+		? strerror(t->err_class ? t->err_class : t->err_leaf ? t->err_leaf : t->err_map)
+		: NULL);
 	if (!eg_ok || !t->map_ok)
 		(*problems)++;
 	if (s->egress) {
-		fputs(", \"egress\": {\"alloc_bps\": ", f);
-		drf_json_num(f, sh->alloc[DRF_RES_NET]);
-		fprintf(f, ", \"rate_bps\": %llu, \"ceil_bps\": %llu, \"burst_bytes\": %u, "
-			   "\"cburst_bytes\": %u, \"installed\": ",
-			(unsigned long long)t->want.rate * 8, (unsigned long long)t->want.ceil * 8,
-			t->want.burst, t->want.cburst);
-		if (t->seen_valid)
-			fprintf(f, "{\"rate_bps\": %llu, \"ceil_bps\": %llu, \"burst_bytes\": %u, "
-				   "\"cburst_bytes\": %u, \"quantum\": %u}",
-				(unsigned long long)t->seen.rate * 8, (unsigned long long)t->seen.ceil * 8,
-				t->seen.burst, t->seen.cburst, t->seen.quantum);
-		else
-			fputs("null", f);
-		fprintf(f, ", \"class_bytes\": %llu, \"class_packets\": %llu, \"class_drops\": "
-			   "%llu, \"class_overlimits\": %llu, \"class_bps\": ",
-			(unsigned long long)t->seen.bytes, (unsigned long long)t->seen.packets,
-			(unsigned long long)t->seen.drops, (unsigned long long)t->seen.overlimits);
-		drf_json_num(f, t->class_bps);
-		fprintf(f, ", \"bytes\": %llu, \"packets\": %llu, \"bps\": ",
-			(unsigned long long)t->cnt.eg_bytes, (unsigned long long)t->cnt.eg_packets);
-		drf_json_num(f, t->eg_bps);
-		fputc('}', f);
+		json_object *eg = drf_json_set_object(net, "egress");
+
+		drf_json_set_num(eg, "alloc_bps", sh->alloc[DRF_RES_NET]);
+		drf_json_set_u64(eg, "rate_bps", (uint64_t)t->want.rate * 8);
+		drf_json_set_u64(eg, "ceil_bps", (uint64_t)t->want.ceil * 8);
+		drf_json_set_u64(eg, "burst_bytes", t->want.burst);
+		drf_json_set_u64(eg, "cburst_bytes", t->want.cburst);
+		if (t->seen_valid) {
+			json_object *in = drf_json_set_object(eg, "installed");
+
+			drf_json_set_u64(in, "rate_bps", (uint64_t)t->seen.rate * 8);
+			drf_json_set_u64(in, "ceil_bps", (uint64_t)t->seen.ceil * 8);
+			drf_json_set_u64(in, "burst_bytes", t->seen.burst);
+			drf_json_set_u64(in, "cburst_bytes", t->seen.cburst);
+			drf_json_set_u64(in, "quantum", t->seen.quantum);
+		} else {
+			drf_json_set_null(eg, "installed");
+		}
+		drf_json_set_u64(eg, "class_bytes", t->seen.bytes);
+		drf_json_set_u64(eg, "class_packets", t->seen.packets);
+		drf_json_set_u64(eg, "class_drops", t->seen.drops);
+		drf_json_set_u64(eg, "class_overlimits", t->seen.overlimits);
+		drf_json_set_num(eg, "class_bps", t->class_bps);
+		drf_json_set_u64(eg, "bytes", t->cnt.eg_bytes);
+		drf_json_set_u64(eg, "packets", t->cnt.eg_packets);
+		drf_json_set_num(eg, "bps", t->eg_bps);
 	}
 	if (s->ingress) {
-		fputs(", \"ingress\": {\"alloc_bps\": ", f);
-		drf_json_num(f, sh->alloc[DRF_RES_NET_IN]);
-		fprintf(f, ", \"policer_bps\": %llu, \"burst_bytes\": %llu, \"bytes\": %llu, "
-			   "\"packets\": %llu, \"dropped\": %llu, \"marked\": %llu, \"bps\": ",
-			(unsigned long long)t->want_map.in_rate * 8,
-			(unsigned long long)t->want_map.in_burst, (unsigned long long)t->cnt.in_bytes,
-			(unsigned long long)t->cnt.in_packets, (unsigned long long)t->cnt.in_dropped,
-			(unsigned long long)t->cnt.in_marked);
-		drf_json_num(f, t->in_bps);
-		fputc('}', f);
+		json_object *in = drf_json_set_object(net, "ingress");
+
+		drf_json_set_num(in, "alloc_bps", sh->alloc[DRF_RES_NET_IN]);
+		drf_json_set_u64(in, "policer_bps", (uint64_t)t->want_map.in_rate * 8);
+		drf_json_set_u64(in, "burst_bytes", t->want_map.in_burst);
+		drf_json_set_u64(in, "bytes", t->cnt.in_bytes);
+		drf_json_set_u64(in, "packets", t->cnt.in_packets);
+		drf_json_set_u64(in, "dropped", t->cnt.in_dropped);
+		drf_json_set_u64(in, "marked", t->cnt.in_marked);
+		drf_json_set_num(in, "bps", t->in_bps);
 	}
-	fputc('}', f);
 }
 
-static void json_net(const struct drfd *d, FILE *f, int *problems)
+static void json_net(const struct drfd *d, json_object *o, int *problems)
 {
 	const struct drf_shaper *s = &d->net;
+	json_object *net;
 	char h[16];
 
 	if (!d->has_net) {
-		fputs(", \"net\": null", f);
+		drf_json_set_null(o, "net");
 		return;
 	}
-	fputs(", \"net\": {\"device\": ", f);
-	drf_json_str(f, s->ifname);
-	fprintf(f, ", \"ifindex\": %d, \"link_bps\": %llu, \"mtu\": %u, \"egress\": %s, "
-		   "\"ingress\": %s, \"qdisc\": \"%s\", \"foreign_qdisc\": ", s->link.ifindex,
-		/* the link as HTB's tree has it: net-link-rate, the speed, or net-rate */
-		(unsigned long long)(s->egress ? s->base[0].rate * 8
-					       : s->link_rate ? s->link_rate : s->link.speed),
-		s->link.mtu,
-		s->egress ? "true" : "false",
-		s->ingress ? "true" : "false",
-		!s->egress ? "none" : s->qdisc_ok ? "ok" : s->foreign ? "foreign" : "failing");
+	net = drf_json_set_object(o, "net");
+	drf_json_set_str(net, "device", s->ifname);
+	drf_json_set_int(net, "ifindex", s->link.ifindex);
+	/* the link as HTB's tree has it: net-link-rate, the speed, or net-rate */
+	drf_json_set_u64(net, "link_bps", s->egress ? (uint64_t)s->base[0].rate * 8
+					  : s->link_rate ? (uint64_t)s->link_rate
+							 : (uint64_t)s->link.speed);
+	drf_json_set_u64(net, "mtu", s->link.mtu);
+	drf_json_set_bool(net, "egress", s->egress);
+	drf_json_set_bool(net, "ingress", s->ingress);
+	drf_json_set_str(net, "qdisc", !s->egress ? "none" : s->qdisc_ok ? "ok"
+					: s->foreign ? "foreign" : "failing");
 	if (s->foreign) {
 		char what[64];
 
 		snprintf(what, sizeof(what), "%s %s", s->foreign_kind,
 			 drf_tc_handle_str(s->foreign_handle, true, h, sizeof(h)));
-		drf_json_str(f, what);
+		drf_json_set_str(net, "foreign_qdisc", what);
 	} else {
-		fputs("null", f);
+		drf_json_set_null(net, "foreign_qdisc");
 	}
-	fprintf(f, ", \"fq_codel\": %s, \"programs\": \"%s\", \"pin_dir\": ",
-		s->leaf_fq_codel ? "true" : "false", s->attached ? "attached" : "failing");
-	drf_json_str(f, s->pin_dir);
-	fprintf(f, ", \"writes_total\": %llu, \"errors_total\": %llu}",
-		(unsigned long long)s->total_writes, (unsigned long long)s->total_errors);
+	drf_json_set_bool(net, "fq_codel", s->leaf_fq_codel);
+	drf_json_set_str(net, "programs", s->attached ? "attached" : "failing");
+	drf_json_set_str(net, "pin_dir", s->pin_dir);
+	drf_json_set_u64(net, "writes_total", s->total_writes);
+	drf_json_set_u64(net, "errors_total", s->total_errors);
 	if (!s->link_ok || (s->egress && !s->qdisc_ok) || !s->attached)
 		(*problems)++;
 }
 
 /* Usage against allocation of tenant i (the daemon's last sample), JSON. */
-static void json_use(const struct drfd *d, size_t i, FILE *f, int *problems)
+static void json_use(const struct drfd *d, size_t i, json_object *o, int *problems)
 {
 	const struct drf_usage *u = &d->use;
 	const struct drf_tenant_use *t = &u->t[i];
 	const double *cap = d->decl.problem.capacity;
+	json_object *use = drf_json_set_object(o, "use"), *res, *x;
 
-	fputs(", \"use\": {\"window_tick_s\": ", f);
-	drf_json_num(f, t->prev.t_us ? (double)(t->now.t_us - t->prev.t_us) / 1e6 : NAN);
-	fputs(", \"window_minute_s\": ", f);
-	drf_json_num(f, t->window_min_s);
-	fputs(", \"resources\": {", f);
-	for (int r = 0, first = 1; r < DRF_NRES; r++) {
+	drf_json_set_num(use, "window_tick_s",
+			 t->prev.t_us ? (double)(t->now.t_us - t->prev.t_us) / 1e6 : NAN);
+	drf_json_set_num(use, "window_minute_s", t->window_min_s);
+	res = drf_json_set_object(use, "resources");
+	for (int r = 0; r < DRF_NRES; r++) {
 		if (!(cap[r] > 0))
 			continue;
-		fprintf(f, "%s\"%s\": {\"declared\": ", first ? "" : ", ", drf_res_name(r));
-		drf_json_num(f, t->declared[r]);
-		fputs(", \"allocation\": ", f);
-		drf_json_num(f, t->alloc[r]);
-		fputs(", \"limit\": ", f);
-		drf_json_num(f, t->limit[r]);
-		fputs(", \"use_tick\": ", f);
-		drf_json_num(f, t->use_tick[r]);
-		fputs(", \"use_minute\": ", f);
-		drf_json_num(f, t->use_min[r]);
-		fputs(", \"gap\": ", f);
-		drf_json_num(f, t->gap[r]);
-		fprintf(f, ", \"not_holding\": %s, \"no_effect\": ",
-			t->not_holding & (1u << r) ? "true" : "false");
-		if (u->no_effect & (1u << r))
-			drf_json_str(f, u->no_effect_why[r]);
-		else
-			fputs("null", f);
-		fputc('}', f);
+		x = drf_json_set_object(res, drf_res_name(r));
+		drf_json_set_num(x, "declared", t->declared[r]);
+		drf_json_set_num(x, "allocation", t->alloc[r]);
+		drf_json_set_num(x, "limit", t->limit[r]);
+		drf_json_set_num(x, "use_tick", t->use_tick[r]);
+		drf_json_set_num(x, "use_minute", t->use_min[r]);
+		drf_json_set_num(x, "gap", t->gap[r]);
+		drf_json_set_bool(x, "not_holding", t->not_holding & (1u << r));
+		drf_json_set_str(x, "no_effect",
+				 u->no_effect & (1u << r) ? u->no_effect_why[r] : NULL);
 		if (t->not_holding & (1u << r))
 			(*problems)++;
-		first = 0;
 	}
-	fputs("}, \"dominant_allocation\": ", f);
-	drf_json_num(f, t->dominant_alloc);
-	fputs(", \"dominant_use\": ", f);
-	drf_json_num(f, t->dominant_use);
-	fputs(", \"dominant_use_resource\": ", f);
-	if (t->dominant_use_res >= 0)
-		drf_json_str(f, drf_res_name(t->dominant_use_res));
-	else
-		fputs("null", f);
-	fputs(", \"memory\": {\"current\": ", f);
-	drf_json_num(f, t->gauge[DRF_GAUGE_MEM_CURRENT]);
-	fputs(", \"working_set\": ", f);
-	drf_json_num(f, t->gauge[DRF_GAUGE_MEM_WORKING_SET]);
-	fputs("}, \"pressure\": {", f);
-	for (int p = 0; p < DRF_NPRESSURE; p++) {
-		fprintf(f, "%s\"%s\": ", p ? ", " : "", drf_pressure_name(p));
-		drf_json_num(f, t->pressure[p]);
-	}
-	fputs("}, \"counters\": {", f);
-	for (int c = 0; c < DRF_NCTR; c++) {
-		fprintf(f, "%s\"%s\": ", c ? ", " : "", drf_ctr_name(c));
-		drf_json_num(f, t->now.c[c]);
-	}
-	fputs("}, \"runq_wait_hist\": [", f);
+	drf_json_set_num(use, "dominant_allocation", t->dominant_alloc);
+	drf_json_set_num(use, "dominant_use", t->dominant_use);
+	drf_json_set_str(use, "dominant_use_resource",
+			 t->dominant_use_res >= 0 ? drf_res_name(t->dominant_use_res) : NULL);
+	x = drf_json_set_object(use, "memory");
+	drf_json_set_num(x, "current", t->gauge[DRF_GAUGE_MEM_CURRENT]);
+	drf_json_set_num(x, "working_set", t->gauge[DRF_GAUGE_MEM_WORKING_SET]);
+	x = drf_json_set_object(use, "pressure");
+	for (int p = 0; p < DRF_NPRESSURE; p++)
+		drf_json_set_num(x, drf_pressure_name(p), t->pressure[p]);
+	x = drf_json_set_object(use, "counters");
+	for (int c = 0; c < DRF_NCTR; c++)
+		drf_json_set_num(x, drf_ctr_name(c), t->now.c[c]);
+	x = drf_json_set_array(use, "runq_wait_hist");
 	for (int b = 0; b < DRF_HIST_BUCKETS; b++)
-		fprintf(f, "%s%llu", b ? ", " : "", (unsigned long long)t->runq_hist[b]);
-	fputs("], \"io_latency_hist\": [", f);
+		drf_json_append_u64(x, t->runq_hist[b]);
+	x = drf_json_set_array(use, "io_latency_hist");
 	for (int b = 0; b < DRF_HIST_BUCKETS; b++)
-		fprintf(f, "%s%llu", b ? ", " : "", (unsigned long long)t->io_lat_hist[b]);
-	fputs("]}", f);
+		drf_json_append_u64(x, t->io_lat_hist[b]);
 }
 
 /* The same for people: one line per resource with a capacity. */
@@ -385,31 +362,30 @@ static void text_use(const struct drfd *d, size_t i, FILE *f, int *problems)
 }
 
 /* Observed demand of tenant i: declared against effective, and why. */
-static void json_demand(const struct drfd *d, size_t i, FILE *f)
+static void json_demand(const struct drfd *d, size_t i, json_object *o)
 {
 	const struct drf_tenant_use *t = &d->use.t[i];
 	const struct drf_declared *p = &d->decl;
 	const struct drf_plan *e = &d->plan;
+	json_object *dem = drf_json_set_object(o, "demand");
 
-	fputs(", \"demand\": {", f);
-	for (int r = 0, first = 1; r < DRF_NRES; r++) {
+	for (int r = 0; r < DRF_NRES; r++) {
+		json_object *x;
+
 		if (!(p->problem.capacity[r] > 0))
 			continue;
-		fprintf(f, "%s\"%s\": {\"declared\": ", first ? "" : ", ", drf_res_name(r));
-		drf_json_num(f, p->demands[i].shape[r] > 0 ? p->demands[i].shape[r] *
-							 p->demands[i].max_units : 0);
-		fputs(", \"effective\": ", f);
-		drf_json_num(f, e->problem.demands[i].shape[r] * e->problem.demands[i].max_units);
-		fputs(", \"declared_allocation\": ", f);
-		drf_json_num(f, p->result.shares[i].alloc[r]);
-		fprintf(f, ", \"why\": \"%s\", \"now\": \"%s\", \"changed_ticks_ago\": %llu, "
-			   "\"pressure\": %s}", drf_dem_why_name(t->dem.changed_why[r]),
-			drf_dem_why_name(t->dem.why[r]),
-			(unsigned long long)(d->online.steps - t->dem.changed_tick[r]),
-			t->dem_pressured & (1u << r) ? "true" : "false");
-		first = 0;
+		x = drf_json_set_object(dem, drf_res_name(r));
+		drf_json_set_num(x, "declared", p->demands[i].shape[r] > 0
+				 ? p->demands[i].shape[r] * p->demands[i].max_units : 0);
+		drf_json_set_num(x, "effective",
+				 e->problem.demands[i].shape[r] * e->problem.demands[i].max_units);
+		drf_json_set_num(x, "declared_allocation", p->result.shares[i].alloc[r]);
+		drf_json_set_str(x, "why", drf_dem_why_name(t->dem.changed_why[r]));
+		drf_json_set_str(x, "now", drf_dem_why_name(t->dem.why[r]));
+		drf_json_set_u64(x, "changed_ticks_ago", d->online.steps - t->dem.changed_tick[r]);
+		drf_json_set_bool(x, "pressure", t->dem_pressured & (1u << r));
 	}
-	fprintf(f, ", \"changes\": %llu}", (unsigned long long)t->dem.changes);
+	drf_json_set_u64(dem, "changes", t->dem.changes);
 }
 
 /* The same for people. */
@@ -436,168 +412,152 @@ static void text_demand(const struct drfd *d, size_t i, FILE *f)
 }
 
 /* The status socket's connections and what its limits turned away. */
-static void json_socket(const struct drfd *d, FILE *f)
+static void json_socket(const struct drfd *d, json_object *o)
 {
 	struct drf_sock_stats st;
+	json_object *so = drf_json_set_object(o, "socket");
 
 	drfd_sock_stats(d, &st);
-	fprintf(f, ", \"socket\": {\"connections\": %u, \"root_connections\": %u, "
-		   "\"accepted_total\": %llu, \"refused_total\": %llu, \"dropped_total\": %llu, "
-		   "\"refusal_pauses_total\": %llu, \"too_long_total\": %llu, "
-		   "\"accept_backoffs_total\": %llu, \"accepting\": %s}",
-		st.conns, st.root_conns, (unsigned long long)st.accepted,
-		(unsigned long long)st.refused, (unsigned long long)st.dropped,
-		(unsigned long long)st.refuse_pauses, (unsigned long long)st.too_long,
-		(unsigned long long)st.backoffs,
-		st.listening ? "true" : "false");
+	drf_json_set_u64(so, "connections", st.conns);
+	drf_json_set_u64(so, "root_connections", st.root_conns);
+	drf_json_set_u64(so, "accepted_total", st.accepted);
+	drf_json_set_u64(so, "refused_total", st.refused);
+	drf_json_set_u64(so, "dropped_total", st.dropped);
+	drf_json_set_u64(so, "refusal_pauses_total", st.refuse_pauses);
+	drf_json_set_u64(so, "too_long_total", st.too_long);
+	drf_json_set_u64(so, "accept_backoffs_total", st.backoffs);
+	drf_json_set_bool(so, "accepting", st.listening);
+}
+
+/* {RES: number} of the resources with a capacity. */
+static void json_res(json_object *o, const char *key, const double *cap, const double *v)
+{
+	json_object *x = drf_json_set_object(o, key);
+
+	for (int r = 0; r < DRF_NRES; r++)
+		if (cap[r] > 0)
+			drf_json_set_num(x, drf_res_name(r), v[r]);
 }
 
 static void render_json(const struct drfd *d, FILE *f, int *problems)
 {
 	const struct drf_plan *e = &d->plan;
 	const struct drf_reconciler *rc = &d->rc;
+	json_object *o = drf_json_object(), *x, *a;
+	int r;
 
-	fprintf(f, "{\"source\": \"daemon\", \"pid\": %d, \"config\": ", (int)getpid());
-	drf_json_str(f, d->config_path);
-	fputs(", \"cgroup_root\": ", f);
-	drf_json_str(f, d->root);
-	fprintf(f, ", \"policy\": \"%s\", \"mode\": \"%s\", \"demand\": \"%s\", \"online\": "
-		   "{\"active\": %s, \"steps\": %llu, \"replans\": %llu}, \"interval_ms\": ",
-		drf_policy_name(e->decl->cfg.policy), drf_mode_name(e->decl->cfg.mode),
-		d->decl.cfg.observed ? "observed" : "declared", d->plan.effective ? "true" : "false",
-		(unsigned long long)d->online.steps, (unsigned long long)d->online.replans);
-	drf_json_num(f, (double)e->decl->cfg.interval_us / 1000);
-	fputs(", \"verify_period_ms\": ", f);
-	drf_json_num(f, (double)e->decl->cfg.verify_period_us / 1000);
-	fprintf(f, ", \"started\": %.3f, \"last_tick\": %.3f, \"ticks\": %llu, \"reloads\": %llu, "
-		   "\"reloads_refused\": %llu", (double)d->started / 1e6, (double)d->last_tick / 1e6,
-		(unsigned long long)d->ticks, (unsigned long long)d->reloads,
-		(unsigned long long)d->reloads_refused);
-	fprintf(f, ", \"errors\": {\"total\": %llu, \"retrying\": %u, \"memory_worker_failures\": "
-		   "%llu}, \"writes_total\": %llu, \"foreign_total\": %llu",
-		(unsigned long long)rc->total_errors, d->last.retrying,
-		(unsigned long long)rc->worker_failures, (unsigned long long)rc->total_writes,
-		(unsigned long long)rc->total_foreign);
-	json_socket(d, f);
-	fputs(", \"root_errors\": [", f);
-	for (int i = 0, first = 1; i < CGFS_NCTRL; i++) {
+	drf_json_set_str(o, "source", "daemon");
+	drf_json_set_int(o, "pid", getpid());
+	drf_json_set_str(o, "config", d->config_path);
+	drf_json_set_str(o, "cgroup_root", d->root);
+	drf_json_set_str(o, "policy", drf_policy_name(e->decl->cfg.policy));
+	drf_json_set_str(o, "mode", drf_mode_name(e->decl->cfg.mode));
+	drf_json_set_str(o, "demand", d->decl.cfg.observed ? "observed" : "declared");
+	x = drf_json_set_object(o, "online");
+	drf_json_set_bool(x, "active", d->plan.effective);
+	drf_json_set_u64(x, "steps", d->online.steps);
+	drf_json_set_u64(x, "replans", d->online.replans);
+	drf_json_set_num(o, "interval_ms", (double)e->decl->cfg.interval_us / 1000);
+	drf_json_set_num(o, "verify_period_ms", (double)e->decl->cfg.verify_period_us / 1000);
+	/* unix seconds to the millisecond, as the text has them */
+	drf_json_set_fixed(o, "started", (double)d->started / 1e6, 3);
+	drf_json_set_fixed(o, "last_tick", (double)d->last_tick / 1e6, 3);
+	drf_json_set_u64(o, "ticks", d->ticks);
+	drf_json_set_u64(o, "reloads", d->reloads);
+	drf_json_set_u64(o, "reloads_refused", d->reloads_refused);
+	x = drf_json_set_object(o, "errors");
+	drf_json_set_u64(x, "total", rc->total_errors);
+	drf_json_set_u64(x, "retrying", d->last.retrying);
+	drf_json_set_u64(x, "memory_worker_failures", rc->worker_failures);
+	drf_json_set_u64(o, "writes_total", rc->total_writes);
+	drf_json_set_u64(o, "foreign_total", rc->total_foreign);
+	json_socket(d, o);
+	a = drf_json_set_array(o, "root_errors");
+	for (int i = 0; i < CGFS_NCTRL; i++) {
 		if (!(rc->root_failed & (1u << i)))
 			continue;
 		(*problems)++;
-		fprintf(f, "%s{\"controller\": \"%s\", \"error\": ", first ? "" : ", ",
-			cgfs_ctrl_name(1u << i));
-		drf_json_str(f, strerror(-rc->root_err[i]));
-		fputc('}', f);
-		first = 0;
+		x = drf_json_append_object(a);
+		drf_json_set_str(x, "controller", cgfs_ctrl_name(1u << i));
+		drf_json_set_str(x, "error", strerror(-rc->root_err[i]));
 	}
-	fputs("], \"state_file\": ", f);
 	if (d->state_path[0]) {
-		fputs("{\"path\": ", f);
-		drf_json_str(f, d->state_path);
-		fprintf(f, ", \"saved\": %s, \"error\": ", d->state_err ? "false" : "true");
-		if (d->state_err)
-			drf_json_str(f, strerror(-d->state_err));
-		else
-			fputs("null", f);
-		fputc('}', f);
+		x = drf_json_set_object(o, "state_file");
+		drf_json_set_str(x, "path", d->state_path);
+		drf_json_set_bool(x, "saved", !d->state_err);
+		drf_json_set_str(x, "error", d->state_err ? strerror(-d->state_err) : NULL);
 	} else {
-		fputs("null", f);
+		drf_json_set_null(o, "state_file");
 	}
 	if (d->state_err)
 		(*problems)++;
-	fputs(", \"capacity\": {", f);
-	for (int r = 0, first = 1; r < DRF_NRES; r++) {
-		if (!(e->problem.capacity[r] > 0))
-			continue;
-		fprintf(f, "%s\"%s\": ", first ? "" : ", ", drf_res_name(r));
-		drf_json_num(f, e->problem.capacity[r]);
-		first = 0;
-	}
-	fprintf(f, "}, \"usage\": {\"probes\": %s, \"probes_adopted\": %s, \"probes_why\": ",
-		d->use.probes ? "true" : "false", d->use.probes_adopted ? "true" : "false");
-	if (d->use.probes)
-		fputs("null", f);
-	else
-		drf_json_str(f, d->use.probes_why);
-	fputs(", \"jain_allocation\": ", f);
-	drf_json_num(f, d->use.jain_alloc);
-	fputs(", \"jain_use\": ", f);
-	drf_json_num(f, d->use.jain_use);
-	fputs("}, \"tenants\": [", f);
+	json_res(o, "capacity", e->problem.capacity, e->problem.capacity);
+	x = drf_json_set_object(o, "usage");
+	drf_json_set_bool(x, "probes", d->use.probes);
+	drf_json_set_bool(x, "probes_adopted", d->use.probes_adopted);
+	drf_json_set_str(x, "probes_why", d->use.probes ? NULL : d->use.probes_why);
+	drf_json_set_num(x, "jain_allocation", d->use.jain_alloc);
+	drf_json_set_num(x, "jain_use", d->use.jain_use);
+	a = drf_json_set_array(o, "tenants");
 	for (size_t i = 0; i < rc->n; i++) {
 		const struct drf_tenant_rt *t = &rc->t[i];
 		const struct drf_share *sh = &e->result.shares[i];
+		json_object *te = drf_json_append_object(a), *us;
 		struct usage u;
 
 		usage_now(d, t->cgroup, &u);
-		fputs(i ? ", {\"name\": " : "{\"name\": ", f);
-		drf_json_str(f, t->name);
-		fputs(", \"cgroup\": ", f);
-		drf_json_str(f, t->cgroup);
-		fputs(", \"weight\": ", f);
-		drf_json_num(f, e->decl->cfg.tenants[i].weight);
-		fputs(", \"alloc\": {", f);
-		for (int r = 0, first = 1; r < DRF_NRES; r++) {
-			if (!(e->problem.capacity[r] > 0))
-				continue;
-			fprintf(f, "%s\"%s\": ", first ? "" : ", ", drf_res_name(r));
-			drf_json_num(f, sh->alloc[r]);
-			first = 0;
-		}
-		fprintf(f, "}, \"dominant_resource\": \"%s\", \"dominant_share\": ",
-			drf_res_name(sh->dominant_res));
-		drf_json_num(f, sh->dominant_share);
-		fprintf(f, ", \"limited_by\": \"%s\", \"usage\": {\"memory_bytes\": ",
-			sh->limited_by == DRF_LIMIT_DEMAND ? "demand" : drf_res_name(sh->limited_by));
-		drf_json_num(f, u.memory);
-		fputs(", \"cpu_usec\": ", f);
-		drf_json_num(f, u.cpu_usec);
-		fprintf(f, ", \"processes\": %d}, \"cgroup_error\": ", u.procs < 0 ? 0 : u.procs);
-		if (t->cg_err)
-			drf_json_str(f, strerror(t->cg_err));
-		else
-			fputs("null", f);
+		drf_json_set_str(te, "name", t->name);
+		drf_json_set_str(te, "cgroup", t->cgroup);
+		drf_json_set_num(te, "weight", e->decl->cfg.tenants[i].weight);
+		json_res(te, "alloc", e->problem.capacity, sh->alloc);
+		drf_json_set_str(te, "dominant_resource", drf_res_name(sh->dominant_res));
+		drf_json_set_num(te, "dominant_share", sh->dominant_share);
+		drf_json_set_str(te, "limited_by", sh->limited_by == DRF_LIMIT_DEMAND
+				 ? "demand" : drf_res_name(sh->limited_by));
+		us = drf_json_set_object(te, "usage");
+		drf_json_set_num(us, "memory_bytes", u.memory);
+		drf_json_set_num(us, "cpu_usec", u.cpu_usec);
+		drf_json_set_int(us, "processes", u.procs < 0 ? 0 : u.procs);
+		drf_json_set_str(te, "cgroup_error", t->cg_err ? strerror(t->cg_err) : NULL);
 		if (t->cg_err)
 			(*problems)++;
-		json_knobs(d, t, f, problems);
-		fputc(']', f);
+		json_knobs(d, t, te, problems);
 		if (d->has_net && i < d->net.n)
-			json_net_tenant(d, i, f, problems);
+			json_net_tenant(d, i, te, problems);
 		if (i < d->use.n && d->use.samples)
-			json_use(d, i, f, problems);
+			json_use(d, i, te, problems);
 		if (d->plan.effective && i < d->use.n)
-			json_demand(d, i, f);
-		fputc('}', f);
+			json_demand(d, i, te);
 	}
-	fputs("], \"inner\": [", f);
+	a = drf_json_set_array(o, "inner");
 	for (size_t i = rc->n; i < rc->n + rc->n_inner; i++) {
 		const struct drf_tenant_rt *t = &rc->t[i];
 
-		fputs(i > rc->n ? ", {\"cgroup\": " : "{\"cgroup\": ", f);
-		drf_json_str(f, t->cgroup);
-		fputs(", \"cgroup_error\": ", f);
-		if (t->cg_err)
-			drf_json_str(f, strerror(t->cg_err));
-		else
-			fputs("null", f);
+		x = drf_json_append_object(a);
+		drf_json_set_str(x, "cgroup", t->cgroup);
+		drf_json_set_str(x, "cgroup_error", t->cg_err ? strerror(t->cg_err) : NULL);
 		if (t->cg_err)
 			(*problems)++;
-		json_knobs(d, t, f, problems);
-		fputs("]}", f);
+		json_knobs(d, t, x, problems);
 	}
-	fputc(']', f);
-	json_net(d, f, problems);
-	fputs(", \"orphans\": [", f);
+	json_net(d, o, problems);
+	a = drf_json_set_array(o, "orphans");
 	for (size_t i = 0; i < rc->n_orphans; i++) {
 		int np = cgfs_nprocs(d->fs, rc->orphans[i].cgroup);
 
-		fputs(i ? ", {\"name\": " : "{\"name\": ", f);
-		drf_json_str(f, rc->orphans[i].name);
-		fputs(", \"cgroup\": ", f);
-		drf_json_str(f, rc->orphans[i].cgroup);
-		fprintf(f, ", \"processes\": %d}", np < 0 ? 0 : np);
+		x = drf_json_append_object(a);
+		drf_json_set_str(x, "name", rc->orphans[i].name);
+		drf_json_set_str(x, "cgroup", rc->orphans[i].cgroup);
+		drf_json_set_int(x, "processes", np < 0 ? 0 : np);
 	}
-	fputs("]}\n", f);
+	/*
+	 * Out of memory, the body is empty: drfctl status --json prints nothing a
+	 * parser takes, never a document with parts missing.
+	 */
+	r = drf_json_print(f, o);
+	if (r < 0)
+		drf_log(d->log, LOG_ERR, "cannot write the status as JSON: %s", strerror(-r));
+	json_object_put(o);
 }
 
 static void human_duration(double s, char *buf, size_t len)

@@ -17,7 +17,9 @@
  *   each tick until it succeeds; a reload that added a tenant while it failed
  *   is in the file once it is saved.
  *
- * And the log escapes control characters, and JSON strings hold none.
+ * And the log escapes control characters, and JSON strings hold none; JSON numbers
+ * are the shortest text that reads back the same; a JSON document is printed
+ * whole or not at all.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,8 +27,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <json-c/json_tokener.h>
 
 #include "daemon.h"
 #include "fakedrfd.h"
@@ -36,6 +42,7 @@
 #include "statedir.h"
 #include "statefile.h"
 #include "testlib.h"
+#include "text.h"
 
 static struct fakedrfd fx;
 #define d (fx.d)
@@ -71,6 +78,56 @@ static const char *slurp(const char *path)
 	}
 	buf[n] = '\0';
 	return buf;
+}
+
+/*
+ * text as drf_json_print() writes it: one JSON document, strictly parsed (its
+ * bytes UTF-8), then a newline and nothing else. Fails the test otherwise.
+ */
+static json_object *parse_doc(const char *text)
+{
+	size_t n = strlen(text);
+	struct json_tokener *tok = json_tokener_new();
+	json_object *o;
+
+	assert_non_null(tok);
+	assert_true(n > 0 && text[n - 1] == '\n');
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+	o = json_tokener_parse_ex(tok, text, (int)(n - 1));
+	if (json_tokener_get_error(tok) != json_tokener_success)
+		fail_msg("not JSON (%s): %s", json_tokener_error_desc(json_tokener_get_error(tok)),
+			 text);
+	assert_int_equal(json_tokener_get_parse_end(tok), n - 1);
+	json_tokener_free(tok);
+	assert_non_null(o);
+	return o;
+}
+
+/* The member key of o, which must be there (it may be null). */
+static json_object *member(json_object *o, const char *key)
+{
+	json_object *v = NULL;
+
+	if (!json_object_object_get_ex(o, key, &v))
+		fail_msg("no \"%s\" in %s", key, json_object_to_json_string(o));
+	return v;
+}
+
+/* Every byte printable or UTF-8 that is not a control character, but the newline at the end. */
+static void assert_terminal_safe(const char *text)
+{
+	const char *end = text + strlen(text) - 1;
+
+	assert_true(*end == '\n');
+	for (const char *p = text; p < end;) {
+		unsigned int cp;
+		size_t n = drf_utf8_next(p, &cp);
+
+		if (n == 0 || drf_is_control(cp))
+			fail_msg("byte 0x%02x at %zu is not safe on a terminal", (unsigned char)*p,
+				 (size_t)(p - text));
+		p += n;
+	}
 }
 
 /* The status (JSON) and its problem count. */
@@ -122,6 +179,7 @@ static void block(bool on)
 static void test_state_save_retried(void **state)
 {
 	char *js = NULL;
+	json_object *doc, *sf;
 	struct stat st;
 
 	(void)state;
@@ -134,8 +192,15 @@ static void test_state_save_retried(void **state)
 	assert_true(d.state_path[0] != '\0');
 	assert_int_not_equal(d.state_err, 0);
 	assert_true(status_json(&js) >= 1);
-	assert_non_null(strstr(js, "\"state_file\": {\"path\": "));
-	assert_non_null(strstr(js, "\"saved\": false, \"error\": \""));
+	assert_terminal_safe(js);
+	doc = parse_doc(js);
+	sf = member(doc, "state_file");
+	assert_string_equal(json_object_get_string(member(sf, "path")), d.state_path);
+	assert_true(json_object_is_type(member(sf, "saved"), json_type_boolean));
+	assert_false(json_object_get_boolean(member(sf, "saved")));
+	assert_true(json_object_is_type(member(sf, "error"), json_type_string));
+	assert_string_equal(json_object_get_string(member(sf, "error")), strerror(-d.state_err));
+	json_object_put(doc);
 	free(js);
 	assert_true(metrics_have("\ndrfd_state_saved 0\n"));
 	/* Still failing: still said. */
@@ -149,7 +214,13 @@ static void test_state_save_retried(void **state)
 	assert_true(S_ISREG(st.st_mode));
 	assert_non_null(strstr(slurp(d.state_path), "\ntenant a a\n"));
 	assert_int_equal(status_json(&js), 0);
-	assert_non_null(strstr(js, "\"saved\": true, \"error\": null"));
+	doc = parse_doc(js);
+	sf = member(doc, "state_file");
+	assert_string_equal(json_object_get_string(member(sf, "path")), d.state_path);
+	assert_true(json_object_is_type(member(sf, "saved"), json_type_boolean));
+	assert_true(json_object_get_boolean(member(sf, "saved")));
+	assert_null(member(sf, "error"));
+	json_object_put(doc);
 	free(js);
 	assert_true(metrics_have("\ndrfd_state_saved 1\n"));
 
@@ -172,7 +243,10 @@ static void test_state_save_retried(void **state)
 	/* The ticks counted are drfd_tick()s: the one at start, the reload's and these 5. */
 	assert_int_equal(d.ticks, 7);
 	status_json(&js);
-	assert_non_null(strstr(js, "\"ticks\": 7,"));
+	doc = parse_doc(js);
+	assert_true(json_object_is_type(member(doc, "ticks"), json_type_int));
+	assert_int_equal(json_object_get_int64(member(doc, "ticks")), 7);
+	json_object_put(doc);
 	free(js);
 	assert_true(metrics_have("\ndrfd_ticks_total 7\n"));
 }
@@ -504,22 +578,302 @@ static void test_log_escapes(void **state)
 	assert_non_null(strstr(buf, "x\\x1b]0;owned\\x07\\x0ay\\xc2\\x9b2J"));
 }
 
-/* JSON strings: valid, and safe on a terminal whatever bytes a task's words hold. */
-static void test_json_str(void **state)
+/* A document as drf_json_print() writes it, in a buffer to free; its return in *ret. */
+static char *print_doc(json_object *o, int *ret)
 {
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
 
-	(void)state;
 	assert_non_null(f);
-	drf_json_str(f, "q\"b\\ caf\xc3\xa9 \xe2\x82\xac");
-	fputc(' ', f);
-	drf_json_str(f, "\x1b]0;x\x07 \x7f \xc2\x9b" "2J \x9b \xff\xc0\xaf");
+	*ret = drf_json_print(f, o);
 	assert_int_equal(fclose(f), 0);
-	assert_string_equal(buf, "\"q\\\"b\\\\ caf\xc3\xa9 \xe2\x82\xac\" "
-				 "\"\\u001b]0;x\\u0007 \\u007f \\u009b2J \\ufffd \\ufffd\\ufffd\\ufffd\"");
-	free(buf);
+	return buf;
+}
+
+/*
+ * JSON strings: valid, and safe on a terminal whatever bytes a task's words
+ * hold: every control character (C0, DEL, C1) as \uXXXX, a byte that is not
+ * UTF-8 as \ufffd; the rest of UTF-8 as it is. Read back, a string is the
+ * same characters, with U+FFFD for each byte that was not UTF-8.
+ */
+static void test_json_str(void **state)
+{
+	static const char plain[] = "q\"b\\ caf\xc3\xa9 \xe2\x82\xac /";
+	static const char ctl[] = "\x1b]0;x\x07 \x7f \xc2\x9b" "2J \x9b \xff\xc0\xaf \n\t";
+	static const char ctl_back[] = "\x1b]0;x\x07 \x7f \xc2\x9b" "2J \xef\xbf\xbd "
+				       "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd \n\t";
+	json_object *o = drf_json_object(), *a, *back;
+	char *text;
+	int r;
+
+	(void)state;
+	assert_int_equal(drf_json_set_str(o, "plain", plain), 0);
+	a = drf_json_set_array(o, "words");
+	assert_int_equal(drf_json_append_str(a, ctl), 0);
+	assert_int_equal(drf_json_append_str(a, ""), 0);
+	assert_int_equal(drf_json_append_str(a, NULL), 0);
+	assert_int_equal(drf_json_set_str(o, "none", NULL), 0);
+	text = print_doc(o, &r);
+	assert_int_equal(r, 0);
+	assert_string_equal(text, "{\"plain\":\"q\\\"b\\\\ caf\xc3\xa9 \xe2\x82\xac /\","
+				  "\"words\":[\"\\u001b]0;x\\u0007 \\u007f \\u009b2J \\ufffd "
+				  "\\ufffd\\ufffd\\ufffd \\u000a\\u0009\",\"\",null],"
+				  "\"none\":null}\n");
+	assert_terminal_safe(text);
+	back = parse_doc(text);
+	assert_string_equal(json_object_get_string(member(back, "plain")), plain);
+	a = member(back, "words");
+	assert_int_equal(json_object_array_length(a), 3);
+	assert_string_equal(json_object_get_string(json_object_array_get_idx(a, 0)), ctl_back);
+	assert_string_equal(json_object_get_string(json_object_array_get_idx(a, 1)), "");
+	assert_null(json_object_array_get_idx(a, 2));
+	assert_null(member(back, "none"));
+	json_object_put(back);
+	json_object_put(o);
+	free(text);
+}
+
+/*
+ * Keys are json-c's to write: one it would write as drfd would (C0 escaped,
+ * UTF-8 as it is) is taken; one with DEL, C1 or bytes that are not UTF-8 is
+ * refused, and the document with it is not printed.
+ */
+static void test_json_keys(void **state)
+{
+	json_object *o = drf_json_object(), *back;
+	char *text;
+	int r;
+
+	(void)state;
+	assert_int_equal(drf_json_set_u64(o, "caf\xc3\xa9", 1), 0);
+	assert_int_equal(drf_json_set_u64(o, "a\nb\x1b", 2), 0);
+	text = print_doc(o, &r);
+	assert_int_equal(r, 0);
+	assert_string_equal(text, "{\"caf\xc3\xa9\":1,\"a\\nb\\u001b\":2}\n");
+	assert_terminal_safe(text);
+	back = parse_doc(text);
+	assert_int_equal(json_object_get_int64(member(back, "a\nb\x1b")), 2);
+	json_object_put(back);
+	free(text);
+
+	static const char *const bad[] = { "a\x7f", "\xc2\x9b", "\xff", "\xc0\xaf" };
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		json_object *p = drf_json_object(), *x = drf_json_set_object(p, "x");
+
+		assert_int_equal(drf_json_set_str(x, bad[i], "v"), -EINVAL);
+		assert_int_equal(drf_json_set_u64(p, "after", 1), 0);
+		text = print_doc(p, &r);
+		assert_int_equal(r, -EINVAL);
+		assert_string_equal(text, "");
+		free(text);
+		json_object_put(p);
+	}
+	json_object_put(o);
+}
+
+/*
+ * Numbers: the shortest text that reads back as the same double, integers
+ * without a point, null when not finite; fixed decimals where asked; 64-bit
+ * integers exact.
+ */
+static void test_json_numbers(void **state)
+{
+	static const struct {
+		double v;
+		const char *text;
+	} nums[] = {
+		{ 0, "0" }, { 5, "5" }, { -3, "-3" }, { 0.1, "0.1" },
+		{ 1.0 / 3, "0.3333333333333333" },
+		{ 2.5e-7, "2.5e-07" }, { 1e21, "1e+21" }, { 19327352832.0, "19327352832" },
+		{ 0.6666666666666666, "0.6666666666666666" }, { -0.0, "-0" },
+		{ 1.7976931348623157e308, "1.7976931348623157e+308" }, { 5e-324, "5e-324" },
+		{ NAN, "null" }, { INFINITY, "null" }, { -INFINITY, "null" },
+	};
+	json_object *o = drf_json_object(), *a = drf_json_set_array(o, "n"), *back, *v;
+	char *text, want[1024] = "{\"n\":[", b[64];
+	int r;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
+		json_object *x = drf_json_append_object(a);
+
+		assert_int_equal(drf_json_set_num(x, "v", nums[i].v), 0);
+		snprintf(b, sizeof(b), "%s{\"v\":%s}", i ? "," : "", nums[i].text);
+		strcat(want, b);
+	}
+	strcat(want, "],\"ms\":1700000000.123,\"ms0\":12.000,\"nan\":null,"
+		     "\"u\":18446744073709551615,\"i\":-9223372036854775808,\"t\":true,"
+		     "\"f\":false,\"z\":null,\"h\":[0,42]}\n");
+	assert_int_equal(drf_json_set_fixed(o, "ms", 1700000000.1234567, 3), 0);
+	assert_int_equal(drf_json_set_fixed(o, "ms0", 12, 3), 0);
+	assert_int_equal(drf_json_set_fixed(o, "nan", NAN, 3), 0);
+	assert_int_equal(drf_json_set_u64(o, "u", UINT64_MAX), 0);
+	assert_int_equal(drf_json_set_int(o, "i", INT64_MIN), 0);
+	assert_int_equal(drf_json_set_bool(o, "t", true), 0);
+	assert_int_equal(drf_json_set_bool(o, "f", false), 0);
+	assert_int_equal(drf_json_set_null(o, "z"), 0);
+	v = drf_json_set_array(o, "h");
+	assert_int_equal(drf_json_append_u64(v, 0), 0);
+	assert_int_equal(drf_json_append_u64(v, 42), 0);
+	text = print_doc(o, &r);
+	assert_int_equal(r, 0);
+	assert_string_equal(text, want);
+	/* Read back: the same doubles, bit for bit (-0 included), and the same integers. */
+	back = parse_doc(text);
+	a = member(back, "n");
+	for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
+		double got;
+
+		v = member(json_object_array_get_idx(a, i), "v");
+		if (!isfinite(nums[i].v)) {
+			assert_null(v);
+			continue;
+		}
+		assert_true(json_object_is_type(v, json_type_double) ||
+			    json_object_is_type(v, json_type_int));
+		got = json_object_get_double(v);
+		if (json_object_is_type(v, json_type_double))
+			assert_memory_equal(&got, &nums[i].v, sizeof(got));
+		else
+			assert_true(got == nums[i].v);
+	}
+	assert_true(json_object_get_uint64(member(back, "u")) == UINT64_MAX);
+	assert_true(json_object_get_int64(member(back, "i")) == INT64_MIN);
+	json_object_put(back);
+	json_object_put(o);
+	free(text);
+}
+
+/*
+ * Out of memory a document is not printed, rather than printed with parts
+ * missing or as null: a container that could not be made takes nothing, a
+ * part that could not be added marks its container, drf_json_print() then
+ * returns -ENOMEM and writes nothing.
+ */
+static void test_json_whole_or_nothing(void **state)
+{
+	json_object *o = drf_json_object(), *x;
+	char *text;
+	int r;
+
+	(void)state;
+	/* A NULL container: the fill does nothing and says so. */
+	assert_int_equal(drf_json_set_str(NULL, "k", "v"), -ENOMEM);
+	assert_int_equal(drf_json_set_num(NULL, "k", 1), -ENOMEM);
+	assert_int_equal(drf_json_append_u64(NULL, 1), -ENOMEM);
+	assert_null(drf_json_set_object(NULL, "k"));
+	assert_null(drf_json_append_object(NULL));
+	text = print_doc(NULL, &r);
+	assert_int_equal(r, -ENOMEM);
+	assert_string_equal(text, "");
+	free(text);
+	/* Only objects and arrays are documents. */
+	x = drf_json_set_array(o, "a");
+	assert_int_equal(drf_json_append_u64(x, 1), 0);
+	text = print_doc(x, &r);
+	assert_int_equal(r, 0);
+	assert_string_equal(text, "[1]\n");
+	free(text);
+	json_object_put(o);
+}
+
+#ifndef UNDER_ASAN
+/* Fills arr with 64 KiB strings until an append fails: the return of that append. */
+static int fill_until_full(json_object *arr, const char *word)
+{
+	for (int i = 0; i < 1 << 20; i++) {
+		int r = drf_json_append_str(arr, word);
+
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+#define KEY_LEN (20 << 20)
+
+/* The child: what it found, as an exit code (0: as it should be). */
+static int oom_child(int fd)
+{
+	static char word[64 * 1024];
+	struct rlimit rl;
+	unsigned long vm_kib = 0;
+	json_object *o = drf_json_object(), *a = drf_json_set_array(o, "words"), *big;
+	char line[256], *long_key;
+	FILE *st = fopen("/proc/self/status", "r"), *out = fdopen(fd, "w");
+	int r;
+
+	if (!st || !out || !o)
+		return 10;
+	memset(word, 'w', sizeof(word) - 1);
+	/*
+	 * A document built whole before the limit: one member whose key is 20
+	 * MiB. json-c writes keys itself without checking that each append
+	 * found room: if its buffer could not grow for the key, the "\":1}" after
+	 * it would still fit, and {"":1} would be printed.
+	 */
+	big = drf_json_object();
+	long_key = malloc(KEY_LEN + 1);
+	if (!big || !long_key)
+		return 11;
+	memset(long_key, 'k', KEY_LEN);
+	long_key[KEY_LEN] = '\0';
+	if (drf_json_set_u64(big, long_key, 1) < 0)
+		return 11;
+	free(long_key);
+	while (fgets(line, sizeof(line), st))
+		sscanf(line, "VmSize: %lu kB", &vm_kib);
+	fclose(st);
+	/* Then 16 MiB of room: short of what its text takes. */
+	rl.rlim_cur = rl.rlim_max = (vm_kib + 16 * 1024) * 1024;
+	if (vm_kib == 0 || setrlimit(RLIMIT_AS, &rl) < 0)
+		return 12;
+	r = drf_json_print(out, big);
+	if (r != -ENOMEM)
+		return r == 0 ? 13 : 17;
+	/* A document that runs out while it is built. */
+	if (fill_until_full(a, word) != -ENOMEM)
+		return 14;
+	/* The setters go on without crashing; with room again, it is still refused whole. */
+	drf_json_set_str(o, "after", "x");
+	json_object_put(big);
+	r = drf_json_print(out, o);
+	if (r != -ENOMEM)
+		return r == 0 ? 15 : 18;
+	if (fflush(out) != 0 || ftell(out) != 0)
+		return 16;
+	return 0;
+}
+#endif
+
+/* The same with memory really running out (RLIMIT_AS, in a child; not under ASan). */
+static void test_json_out_of_memory(void **state)
+{
+#ifdef UNDER_ASAN
+	(void)state;
+	skip();
+#else
+	char path[128];
+	int fd, status;
+	pid_t pid;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/oom.json", fx.dir);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(oom_child(fd));
+	close(fd);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		fail_msg("the child: %s %d (see oom_child)", WIFEXITED(status) ? "exit" : "signal",
+			 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+	assert_string_equal(slurp(path), "");
+#endif
 }
 
 int main(void)
@@ -536,6 +890,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_dry_run_writes_no_metrics, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_log_escapes, setup, teardown),
 		cmocka_unit_test(test_json_str),
+		cmocka_unit_test(test_json_keys),
+		cmocka_unit_test(test_json_numbers),
+		cmocka_unit_test(test_json_whole_or_nothing),
+		cmocka_unit_test_setup_teardown(test_json_out_of_memory, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

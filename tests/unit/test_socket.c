@@ -33,12 +33,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <json-c/json_tokener.h>
+
 #include "daemon.h"
 #include "fakecg.h"
 #include "status.h"
 #include "taskd.h"
 #include "tasks.h"
 #include "testlib.h"
+#include "text.h"
 
 #define ROOT_ANSWER "/sys/fs/cgroup/test.slice"
 #define GROUP "nogroup"
@@ -948,6 +951,69 @@ static void submit_ok(uid_t euid, const gid_t *groups, size_t ngroups, const cha
 }
 
 /*
+ * text as drf_json_print() writes it: one JSON document, strictly parsed (its
+ * bytes UTF-8), then a newline and nothing else. Fails the test otherwise.
+ */
+static json_object *parse_doc(const char *text)
+{
+	size_t n = strlen(text);
+	struct json_tokener *tok = json_tokener_new();
+	json_object *o;
+
+	assert_non_null(tok);
+	assert_true(n > 0 && text[n - 1] == '\n');
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+	o = json_tokener_parse_ex(tok, text, (int)(n - 1));
+	if (json_tokener_get_error(tok) != json_tokener_success)
+		fail_msg("not JSON (%s): %s", json_tokener_error_desc(json_tokener_get_error(tok)),
+			 text);
+	assert_int_equal(json_tokener_get_parse_end(tok), n - 1);
+	json_tokener_free(tok);
+	assert_non_null(o);
+	return o;
+}
+
+/* The member key of o, which must be there (it may be null). */
+static json_object *member(json_object *o, const char *key)
+{
+	json_object *v = NULL;
+
+	if (!json_object_object_get_ex(o, key, &v))
+		fail_msg("no \"%s\" in %s", key, json_object_to_json_string(o));
+	return v;
+}
+
+/* The task of id in a listing ("tasks json" after its first line), which must be there. */
+static json_object *task_of(json_object *doc, uint64_t id)
+{
+	json_object *tasks = member(doc, "tasks");
+
+	for (size_t i = 0; i < json_object_array_length(tasks); i++) {
+		json_object *t = json_object_array_get_idx(tasks, i);
+
+		if (json_object_get_uint64(member(t, "id")) == id)
+			return t;
+	}
+	fail_msg("no task %" PRIu64 " in the listing", id);
+	return NULL;
+}
+
+/* Whether a is a JSON array of exactly the n strings of want. */
+static bool is_words(json_object *a, const char *const *want, size_t n)
+{
+	if (!json_object_is_type(a, json_type_array) || json_object_array_length(a) != n)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		json_object *w = json_object_array_get_idx(a, i);
+
+		if (!json_object_is_type(w, json_type_string) ||
+		    strcmp(json_object_get_string(w), want[i]) != 0)
+			return false;
+	}
+	return true;
+}
+
+/*
  * A user other than root sees another user's task without its command, key,
  * groups and error (which names the cwd); its own whole. Root sees all.
  */
@@ -975,11 +1041,25 @@ static void test_tasks_view_per_user(void **state)
 		assert_null(strstr(a, "4242"));
 		assert_non_null(strstr(a, "MINE-ARG"));
 		if (json) {
-			assert_non_null(strstr(a, "\"id\": 1, \"tenant\": \"A\", \"state\": "
-						  "\"running\", \"uid\": 0, \"gid\": 0, \"groups\": "
-						  "null, \"key\": null"));
-			assert_non_null(strstr(a, "\"command\": null"));
-			assert_non_null(strstr(a, "\"vector\": {\"cpu\": 0.5"));
+			json_object *doc = parse_doc(strchr(a, '\n') + 1), *t = task_of(doc, 1), *v;
+
+			assert_string_equal(json_object_get_string(member(t, "tenant")), "A");
+			assert_string_equal(json_object_get_string(member(t, "state")), "running");
+			assert_true(json_object_is_type(member(t, "uid"), json_type_int));
+			assert_int_equal(json_object_get_int64(member(t, "uid")), 0);
+			assert_int_equal(json_object_get_int64(member(t, "gid")), 0);
+			assert_null(member(t, "groups"));
+			assert_null(member(t, "key"));
+			assert_null(member(t, "command"));
+			assert_null(member(t, "command_cut"));
+			assert_null(member(t, "error"));
+			v = member(member(t, "vector"), "cpu");
+			assert_true(json_object_is_type(v, json_type_double));
+			assert_true(json_object_get_double(v) == 0.5);
+			/* Its own task, whole. */
+			t = task_of(doc, 2);
+			assert_true(is_words(member(t, "command"), (const char *const *)mine, 2));
+			json_object_put(doc);
 		}
 		free(a);
 		a = answer_as(0, NULL, 0, req);
@@ -987,11 +1067,79 @@ static void test_tasks_view_per_user(void **state)
 		assert_non_null(strstr(a, "SECRET-CWD"));
 		assert_non_null(strstr(a, "MINE-ARG"));
 		if (json) {
-			assert_non_null(strstr(a, "\"key\": \"key-of-root\""));
-			assert_non_null(strstr(a, "\"groups\": [4242]"));
+			json_object *doc = parse_doc(strchr(a, '\n') + 1), *t = task_of(doc, 1), *g;
+
+			assert_true(json_object_is_type(member(t, "key"), json_type_string));
+			assert_string_equal(json_object_get_string(member(t, "key")),
+					    "key-of-root");
+			g = member(t, "groups");
+			assert_true(json_object_is_type(g, json_type_array));
+			assert_int_equal(json_object_array_length(g), 1);
+			g = json_object_array_get_idx(g, 0);
+			assert_true(json_object_is_type(g, json_type_int));
+			assert_int_equal(json_object_get_int64(g), 4242);
+			assert_true(is_words(member(t, "command"), (const char *const *)secret, 3));
+			assert_string_equal(json_object_get_string(member(t, "error")),
+					    d.tasks->t[0].error);
+			json_object_put(doc);
 		}
 		free(a);
 	}
+	daemon_with_tasks_free();
+}
+
+/* Every byte printable or UTF-8 that is not a control character, but the newline at the end. */
+static void assert_terminal_safe(const char *text)
+{
+	const char *end = text + strlen(text) - 1;
+
+	assert_true(*end == '\n');
+	for (const char *p = text; p < end;) {
+		unsigned int cp;
+		size_t n = drf_utf8_next(p, &cp);
+
+		if (n == 0 || drf_is_control(cp))
+			fail_msg("byte 0x%02x at %zu is not safe on a terminal", (unsigned char)*p,
+				 (size_t)(p - text));
+		p += n;
+	}
+}
+
+/*
+ * drfd's task listing in JSON, through the socket: whatever bytes a task's
+ * words and error hold, valid JSON safe on a terminal (controls as \uXXXX),
+ * which reads back as the same words (a byte that is not UTF-8 as U+FFFD).
+ */
+static void test_tasks_json_round_trip(void **state)
+{
+	static const char *const words[] = {
+		"printf", "x\n\"y\"\\z", "\033]0;title\007", "c\302\2332J\177",
+		"caf\303\251 \342\202\254", "bad\377\300\257", NULL };
+	static const char *const back[] = {
+		"printf", "x\n\"y\"\\z", "\033]0;title\007", "c\302\2332J\177",
+		"caf\303\251 \342\202\254", "bad\357\277\275\357\277\275\357\277\275" };
+	json_object *doc, *t;
+	char *a, *body;
+
+	(void)state;
+	daemon_with_tasks();
+	submit_ok(0, NULL, 0, NULL, words);
+	d.tasks->t[0].error = strdup("an error\nwith\ttwo lines\033[2J");
+	assert_non_null(d.tasks->t[0].error);
+	a = answer_as(0, NULL, 0, "tasks json");
+	assert_true(strncmp(a, "drfd-task 1 ok\n", 15) == 0);
+	body = a + 15;
+	assert_terminal_safe(body);
+	assert_non_null(strstr(body, "\"\\u001b]0;title\\u0007\""));
+	assert_non_null(strstr(body, "\"c\\u009b2J\\u007f\""));
+	assert_non_null(strstr(body, "\"bad\\ufffd\\ufffd\\ufffd\""));
+	doc = parse_doc(body);
+	t = task_of(doc, 1);
+	assert_true(is_words(member(t, "command"), back, 6));
+	assert_string_equal(json_object_get_string(member(t, "error")),
+			    "an error\nwith\ttwo lines\033[2J");
+	json_object_put(doc);
+	free(a);
 	daemon_with_tasks_free();
 }
 
@@ -1055,6 +1203,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_path_stale_live_and_exit, test_teardown),
 		cmocka_unit_test_teardown(test_tasks_view_per_user, test_teardown),
 		cmocka_unit_test_teardown(test_tasks_text_escaped, test_teardown),
+		cmocka_unit_test_teardown(test_tasks_json_round_trip, test_teardown),
 		cmocka_unit_test_teardown(test_submit_many_words, test_teardown),
 	};
 
