@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* drfctl's side of drfd's status socket (see agent/daemon/status.c). */
+/* drfctl's side of drfd's status socket (see agent/daemon/listener.c). */
 #ifndef DRF_CLIENT_H
 #define DRF_CLIENT_H
 

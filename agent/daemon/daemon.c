@@ -15,7 +15,7 @@
 #include "pins.h"
 #include "statedir.h"
 #include "statefile.h"
-#include "status.h"
+#include "listener.h"
 #include "taskd.h"
 
 /* One line per tenant: what it gets. */

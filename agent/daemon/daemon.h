@@ -84,7 +84,7 @@ struct drfd {
 	sd_event_source *listen_src;
 	int listen_fd;
 	char *socket_path;              /* the socket drfd bound, to unlink at exit */
-	struct drfd_listener *listener; /* its connections and limits (status.c) */
+	struct drfd_listener *listener; /* its connections and limits (listener.c) */
 	uint64_t started;               /* CLOCK_REALTIME, usec */
 	uint64_t last_tick;             /* CLOCK_REALTIME, usec; 0 before the first */
 	uint64_t ticks;                 /* drfd_tick()s since start (one per interval, at
@@ -140,7 +140,7 @@ int drfd_run(struct drfd *d);
 void drfd_free(struct drfd *d);
 
 /*
- * Serves the status socket at path (see status.c); 0 or -errno with why:
+ * Serves the status socket at path (see listener.c); 0 or -errno with why:
  * -EADDRINUSE when another drfd serves it, -EEXIST when something other than a
  * socket is there (left untouched).
  */
@@ -151,9 +151,6 @@ void drfd_unlisten(struct drfd *d);
 
 /* What the reports (status, metrics) see of d: filled in when one is asked for. */
 void drfd_view(const struct drfd *d, struct drf_view *ret);
-
-/* Renders the status: text for people or JSON; returns the count of problems. */
-int drfd_status_render(const struct drfd *d, bool json, FILE *out);
 
 /* What the daemon logs of a plan when it starts or reloads. */
 void drfd_log_plan(const struct drf_logger *log, const struct drf_plan *p,

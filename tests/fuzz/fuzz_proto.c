@@ -27,7 +27,7 @@
 #include "daemon.h"
 #include "fakecg.h"
 #include "log.h"
-#include "status.h"
+#include "listener.h"
 #include "tasks.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -41,6 +41,7 @@
 #include "metrics.h"
 #include "statedir.h"
 #include "statefile.h"
+#include "status.h"
 #include "testlib.h"
 #include "text.h"
 
@@ -133,12 +134,14 @@ static void assert_terminal_safe(const char *text)
 /* The status (JSON) and its problem count. */
 static int status_json(char **ret)
 {
+	struct drf_view v;
 	size_t len = 0;
 	FILE *f = open_memstream(ret, &len);
 	int problems;
 
 	assert_non_null(f);
-	problems = drfd_status_render(&d, true, f);
+	drfd_view(&d, &v);
+	assert_int_equal(drf_status_render(&v, true, f, &problems), 0);
 	assert_int_equal(fclose(f), 0);
 	return problems;
 }

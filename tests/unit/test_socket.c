@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The status socket (agent/daemon/status.c) on a real unix socket in a
+ * The status socket (agent/daemon/listener.c) on a real unix socket in a
  * temporary directory, served by an sd-event loop that the test runs while its
  * clients act: children that drop to uids 65534..65530 and hold connections
  * (the caps per user and overall; root still served), one that reconnects in a
@@ -37,7 +37,7 @@
 
 #include "daemon.h"
 #include "fakecg.h"
-#include "status.h"
+#include "listener.h"
 #include "taskd.h"
 #include "tasks.h"
 #include "testlib.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The status socket's limits and its request framing (status.c), shared with
+ * The status socket's limits and its request framing (listener.c), shared with
  * drfctl (which refuses a request over the limit before sending it), the unit
  * tests and the protocol's fuzz target.
  *
@@ -11,8 +11,8 @@
  * (cgroupfs, metrics, state and task files, netlink, BPF); a connection costs
  * its buffers only as its request and answer need them.
  */
-#ifndef DRF_STATUS_H
-#define DRF_STATUS_H
+#ifndef DRF_LISTENER_H
+#define DRF_LISTENER_H
 
 #include <stdbool.h>
 #include <stddef.h>

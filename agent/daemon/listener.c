@@ -1,0 +1,734 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The status socket. A client connects, sends one request line and reads the
+ * answer until the daemon closes the connection:
+ *
+ *   "status text\n" or "status json\n"  ->  "drfd-status 1 problems=N\n" BODY
+ *   "root\n"                             ->  the cgroup-root in force, one line
+ *   "metrics\n"                          ->  "drfd-metrics 1\n" and the metrics
+ *   "task-..." and "tasks ..."           ->  taskd.c
+ *
+ * Connections are non-blocking and served from the event loop below the tick's
+ * priority, so clients cannot stall the ticks. The limits are in listener.h:
+ * connections per user and overall (root always gets in), deadlines for the
+ * request and the answer, the request's length (a longer one is refused whole),
+ * and a back-off when accept runs out of file descriptors. The socket is 0600
+ * (root), or 0660 with status-group; drfd replaces only a socket nobody
+ * serves, and removes at exit only the socket it bound.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "json.h"
+#include "metrics.h"
+#include "log.h"
+#include "listener.h"
+#include "status.h"
+#include "taskd.h"
+#include "tasks.h"
+
+/* Connections taken per wakeup of the listener; the loop's other sources run in between. */
+#define ACCEPT_BATCH 64
+/*
+ * Short: while refusals are paced (listener.h), a client that connects waits
+ * behind at most this many others, so root gets in within a pause or two.
+ * Others wait in connect() for room, which costs drfd nothing.
+ */
+#define LISTEN_BACKLOG 16
+/* Below the tick and the signals: when both are ready, those go first. */
+#define SOCK_PRIORITY (SD_EVENT_PRIORITY_NORMAL + 10)
+/* Refusals over the caps are logged at most this often, counted. */
+#define REFUSED_LOG_USEC (10 * 1000000ULL)
+
+struct conn;
+
+struct drfd_listener {
+	struct drfd *d;
+	int fd;
+	sd_event_source *retry;         /* turns the listener back on after a back-off */
+	uint64_t backoff_usec;          /* the next back-off */
+	bool backing_off;               /* since accept last failed */
+	dev_t dev;                      /* the socket file drfd bound */
+	ino_t ino;
+	struct conn *conns;
+	struct drf_sock_stats st;
+	uint64_t refused_logged, refused_log_at;
+	uint64_t refuse_window_at;      /* CLOCK_MONOTONIC usec */
+	unsigned refuse_in_window;
+};
+
+struct conn {
+	struct drfd_listener *l;
+	struct conn *prev, *next;
+	int fd;
+	uid_t uid;
+	sd_event_source *io, *timeout;
+	struct drfd_req req;
+	char *out;
+	size_t out_len, out_off;
+};
+
+static void conn_free(struct conn *c)
+{
+	struct drfd_listener *l = c->l;
+
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		l->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	l->st.conns--;
+	if (c->uid == 0)
+		l->st.root_conns--;
+	sd_event_source_disable_unref(c->io);
+	sd_event_source_disable_unref(c->timeout);
+	close(c->fd);
+	drfd_req_free(&c->req);
+	free(c->out);
+	free(c);
+}
+
+int drfd_req_feed(struct drfd_req *r, const char *data, size_t n)
+{
+	const char *nl;
+	size_t take, keep;
+
+	if (r->done)
+		return 1;
+	if (n == 0) {
+		r->done = true;
+		return 1;
+	}
+	nl = memchr(data, '\n', n);
+	take = nl ? (size_t)(nl - data) : n;
+	/* Past the limit only counted, for the refusal: never kept, never run. */
+	r->seen = r->seen > SIZE_MAX - take ? SIZE_MAX : r->seen + take;
+	keep = DRF_REQ_MAX - r->len < take ? DRF_REQ_MAX - r->len : take;
+	if (keep && r->len + keep + 1 > r->cap) {
+		size_t nc = r->cap ? r->cap : 256;
+		char *nb;
+
+		while (nc < r->len + keep + 1)
+			nc *= 2;
+		if (nc > DRF_REQ_MAX + 1)
+			nc = DRF_REQ_MAX + 1;
+		nb = realloc(r->buf, nc);
+		if (!nb)
+			return -ENOMEM;
+		r->buf = nb;
+		r->cap = nc;
+	}
+	if (keep) {
+		memcpy(r->buf + r->len, data, keep);
+		r->len += keep;
+		r->buf[r->len] = '\0';
+	}
+	r->done = nl != NULL;
+	return r->done;
+}
+
+void drfd_req_free(struct drfd_req *r)
+{
+	free(r->buf);
+	*r = (struct drfd_req){ 0 };
+}
+
+static int reply(char **out, size_t *out_len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int reply(char **out, size_t *out_len, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(out, fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		*out = NULL;
+		return -ENOMEM;
+	}
+	*out_len = (size_t)n;
+	return 0;
+}
+
+/* The answer to one request line (NUL-terminated, without its newline). */
+static int dispatch(struct drfd *d, int fd, const char *req, char **out, size_t *out_len)
+{
+	struct drf_view v;
+	char *body = NULL;
+	size_t blen = 0;
+	FILE *f;
+	int problems = 0, n, r;
+
+	n = drfd_tasks_answer(d, fd, req, out, out_len);
+	if (n != 0)
+		return n < 0 ? n : 0;
+	if (strcmp(req, "root") == 0)
+		return reply(out, out_len, "%s\n", d->root);
+	if (strcmp(req, "metrics") == 0) {
+		f = open_memstream(&body, &blen);
+		if (!f)
+			return -ENOMEM;
+		fputs("drfd-metrics 1\n", f);
+		drfd_view(d, &v);
+		drf_metrics_render(&v, f);
+		if (fclose(f) != 0) {
+			free(body);
+			return -ENOMEM;
+		}
+		*out = body;
+		*out_len = blen;
+		return 0;
+	}
+	if (strcmp(req, "status text") != 0 && strcmp(req, "status json") != 0)
+		return reply(out, out_len, "drfd-status 1 error=unknown-request\n");
+	f = open_memstream(&body, &blen);
+	if (!f)
+		return -ENOMEM;
+	drfd_view(d, &v);
+	r = drf_status_render(&v, strcmp(req, "status json") == 0, f, &problems);
+	if (fclose(f) != 0 && r == 0)
+		r = -ENOMEM;
+	if (r < 0) {
+		/* Never part of a status: the client is told, and so is the log. */
+		drf_log(d->log, LOG_ERR, "cannot render the status: %s", strerror(-r));
+		free(body);
+		return reply(out, out_len, "drfd-status 1 error=%s\n", strerror(-r));
+	}
+	n = reply(out, out_len, "drfd-status 1 problems=%d\n%s", problems, body);
+	free(body);
+	return n;
+}
+
+int drfd_req_answer(struct drfd *d, int fd, const struct drfd_req *r, char **out,
+		    size_t *out_len)
+{
+	const char *line = r->buf ? r->buf : "";
+	/* Task requests are answered in their own format, refusals included. */
+	bool task = strncmp(line, "task", 4) == 0;
+	char *req;
+	int n;
+
+	*out = NULL;
+	*out_len = 0;
+	if (r->seen > DRF_REQ_MAX && task)
+		return reply(out, out_len, "drfd-task 1 refused\nrequest too long: %zu bytes, the "
+			     "limit is %d\n", r->seen, DRF_REQ_MAX);
+	if (r->seen > DRF_REQ_MAX)
+		return reply(out, out_len, "drfd-status 1 error=request-too-long\n");
+	/* A NUL would end the request early: what follows it would be dropped, not run. */
+	if (memchr(line, '\0', r->len) && task)
+		return reply(out, out_len, "drfd-task 1 refused\nmalformed request: it holds a "
+			     "NUL byte\n");
+	if (memchr(line, '\0', r->len))
+		return reply(out, out_len, "drfd-status 1 error=malformed-request\n");
+	req = strndup(line, r->len);
+	if (!req)
+		return -ENOMEM;
+	/* "\r\n" from a terminal or socat ends the line too. */
+	if (r->len && req[r->len - 1] == '\r')
+		req[r->len - 1] = '\0';
+	n = dispatch(d, fd, req, out, out_len);
+	free(req);
+	return n;
+}
+
+/* Sends what the socket takes now; done or failed: closed. */
+static void conn_send(struct conn *c)
+{
+	while (c->out_off < c->out_len) {
+		ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN) {
+			if (sd_event_source_set_io_events(c->io, EPOLLOUT) < 0)
+				break;
+			return;
+		}
+		if (n <= 0)
+			break;
+		c->out_off += (size_t)n;
+	}
+	conn_free(c);
+}
+
+/* The request is complete: the answer, and the deadline to send it. */
+static void conn_answer(struct conn *c)
+{
+	struct drfd_listener *l = c->l;
+	int r = drfd_req_answer(l->d, c->fd, &c->req, &c->out, &c->out_len);
+
+	if (c->req.seen > DRF_REQ_MAX)
+		l->st.too_long++;
+	drfd_req_free(&c->req);
+	if (r < 0 || !c->out ||
+	    sd_event_source_set_time_relative(c->timeout, DRFD_SEND_TIMEOUT_USEC) < 0 ||
+	    sd_event_source_set_enabled(c->timeout, SD_EVENT_ONESHOT) < 0) {
+		conn_free(c);
+		return;
+	}
+	conn_send(c);
+}
+
+static int on_conn_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct conn *c = userdata;
+	char chunk[8192];
+	ssize_t n;
+	int r;
+
+	(void)s;
+	if (c->out) {
+		if (revents & (EPOLLOUT | EPOLLERR | EPOLLHUP))
+			conn_send(c);
+		return 0;
+	}
+	if (!(revents & (EPOLLIN | EPOLLERR | EPOLLHUP)))
+		return 0;
+	/* One read per wakeup: a client that streams cannot keep the loop to itself. */
+	n = read(fd, chunk, sizeof(chunk));
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return 0;
+	/* A client that hangs up without asking gets nothing. */
+	if (n < 0 || (n == 0 && c->req.seen == 0)) {
+		conn_free(c);
+		return 0;
+	}
+	r = drfd_req_feed(&c->req, chunk, (size_t)n);
+	if (r < 0)
+		conn_free(c);
+	else if (r > 0)
+		conn_answer(c);
+	return 0;
+}
+
+static int on_conn_timeout(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct conn *c = userdata;
+
+	(void)s;
+	(void)usec;
+	c->l->st.dropped++;
+	conn_free(c);
+	return 0;
+}
+
+/* Under the caps (listener.h)? Root may go past the overall one, by its own slots. */
+static bool admit(const struct drfd_listener *l, uid_t uid)
+{
+	unsigned mine = 0;
+
+	if (uid == 0)
+		return l->st.conns < DRFD_CONN_MAX + DRFD_CONN_ROOT;
+	if (l->st.conns - l->st.root_conns >= DRFD_CONN_MAX)
+		return false;
+	for (const struct conn *c = l->conns; c; c = c->next)
+		mine += c->uid == uid;
+	return mine < DRFD_CONN_MAX_UID;
+}
+
+/*
+ * Closes a connection over a cap. Returns how long accepting should pause,
+ * in usec: 0 unless that was too many refusals for now.
+ */
+static uint64_t refuse(struct drfd_listener *l, int cfd, uid_t uid)
+{
+	static const char busy[] = "drfd-status 1 error=busy\n";
+	uint64_t now = 0;
+
+	/* Best effort: the socket is new, so its buffer has room for one line. */
+	if (send(cfd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+		/* closed below either way */
+	}
+	close(cfd);
+	l->st.refused++;
+	sd_event_now(l->d->event, CLOCK_MONOTONIC, &now);
+	if (!l->refused_log_at || now - l->refused_log_at >= REFUSED_LOG_USEC) {
+		drf_log(l->d->log, LOG_WARNING, "status socket: refused %llu connections over the "
+						"limits (%d per user, %d in all; root always gets "
+						"in), the last of uid %d",
+			(unsigned long long)(l->st.refused - l->refused_logged), DRFD_CONN_MAX_UID,
+			DRFD_CONN_MAX, (int)uid);
+		l->refused_logged = l->st.refused;
+		l->refused_log_at = now;
+	}
+	if (now - l->refuse_window_at >= DRFD_REFUSE_WINDOW_USEC) {
+		l->refuse_window_at = now;
+		l->refuse_in_window = 0;
+	}
+	if (++l->refuse_in_window < DRFD_REFUSE_MAX)
+		return 0;
+	l->st.refuse_pauses++;
+	return l->refuse_window_at + DRFD_REFUSE_WINDOW_USEC - now;
+}
+
+static void conn_new(struct drfd_listener *l, int cfd, uid_t uid)
+{
+	struct conn *c = calloc(1, sizeof(*c));
+
+	if (!c) {
+		close(cfd);
+		return;
+	}
+	c->l = l;
+	c->fd = cfd;
+	c->uid = uid;
+	c->next = l->conns;
+	if (l->conns)
+		l->conns->prev = c;
+	l->conns = c;
+	l->st.conns++;
+	l->st.accepted++;
+	if (uid == 0)
+		l->st.root_conns++;
+	if (sd_event_add_io(l->d->event, &c->io, cfd, EPOLLIN, on_conn_io, c) < 0 ||
+	    sd_event_source_set_priority(c->io, SOCK_PRIORITY) < 0 ||
+	    sd_event_add_time_relative(l->d->event, &c->timeout, CLOCK_MONOTONIC,
+				       DRFD_REQ_TIMEOUT_USEC, 0, on_conn_timeout, c) < 0 ||
+	    sd_event_source_set_priority(c->timeout, SOCK_PRIORITY) < 0)
+		conn_free(c);
+}
+
+/* The listener off for usec; the retry timer turns it back on. */
+static void pause_accepting(struct drfd_listener *l, uint64_t usec)
+{
+	sd_event_source_set_enabled(l->d->listen_src, SD_EVENT_OFF);
+	/* The timer was made with the listener: arming it cannot run out of memory. */
+	if (sd_event_source_set_time_relative(l->retry, usec) < 0 ||
+	    sd_event_source_set_enabled(l->retry, SD_EVENT_ONESHOT) < 0)
+		sd_event_source_set_enabled(l->d->listen_src, SD_EVENT_ON);
+}
+
+/*
+ * accept failed for want of file descriptors (or memory): the pending
+ * connection stays in the backlog, so a listener left on would wake the loop at
+ * once, again and again. Off for a while instead, twice as long each time.
+ */
+static void back_off(struct drfd_listener *l, int err)
+{
+	uint64_t delay = l->backoff_usec;
+
+	l->st.backoffs++;
+	if (!l->backing_off)
+		drf_log(l->d->log, LOG_WARNING, "status socket: cannot accept a connection: %s; "
+						"retrying in %llu ms, then less often (up to once "
+						"a second) while it fails",
+			strerror(-err), (unsigned long long)(delay / 1000));
+	l->backing_off = true;
+	l->backoff_usec = delay * 2 > DRFD_BACKOFF_MAX_USEC ? DRFD_BACKOFF_MAX_USEC : delay * 2;
+	pause_accepting(l, delay);
+}
+
+static int on_retry(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct drfd_listener *l = userdata;
+
+	(void)s;
+	(void)usec;
+	sd_event_source_set_enabled(l->d->listen_src, SD_EVENT_ON);
+	return 0;
+}
+
+static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct drfd_listener *l = userdata;
+
+	(void)s;
+	(void)revents;
+	for (int i = 0; i < ACCEPT_BATCH; i++) {
+		int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct ucred cr;
+		socklen_t cl = sizeof(cr);
+		uid_t uid;
+
+		if (cfd < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 0;
+		if (cfd < 0 && (errno == EINTR || errno == ECONNABORTED))
+			continue;
+		if (cfd < 0) {
+			/* EMFILE, ENFILE, ENOBUFS, ENOMEM, or one that would repeat as well */
+			back_off(l, -errno);
+			return 0;
+		}
+		if (l->backing_off)
+			drf_log(l->d->log, LOG_NOTICE, "status socket: accepting connections "
+						       "again");
+		l->backing_off = false;
+		l->backoff_usec = DRFD_BACKOFF_MIN_USEC;
+		/* Who connects, now: the caps are per user. Unknown is a user, never root. */
+		uid = getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) == 0 ? cr.uid : (uid_t)-1;
+		if (admit(l, uid)) {
+			conn_new(l, cfd, uid);
+		} else {
+			uint64_t pause = refuse(l, cfd, uid);
+
+			if (pause) {
+				pause_accepting(l, pause);
+				return 0;
+			}
+		}
+	}
+	return 0;
+}
+
+static const char *file_kind(mode_t m)
+{
+	switch (m & S_IFMT) {
+	case S_IFREG:
+		return "a regular file";
+	case S_IFDIR:
+		return "a directory";
+	case S_IFLNK:
+		return "a symbolic link";
+	case S_IFIFO:
+		return "a FIFO";
+	case S_IFCHR:
+		return "a character device";
+	case S_IFBLK:
+		return "a block device";
+	}
+	return "not a socket";
+}
+
+static int not_a_socket(const char *path, const struct stat *st, char *why, size_t len)
+{
+	snprintf(why, len, "status-socket '%s' is %s, not a socket: drfd replaces only a socket "
+		 "that nobody serves, and leaves this alone; remove it or set another "
+		 "status-socket", path, file_kind(st->st_mode));
+	return -EEXIST;
+}
+
+/*
+ * bind found path taken. A socket that nobody serves (its drfd died) is removed,
+ * if it is still the one looked at; anything else is left as it is.
+ */
+static int take_stale(const char *path, const struct sockaddr_un *sa, char *why, size_t len)
+{
+	struct stat st, again;
+	int probe, r;
+
+	if (lstat(path, &st) < 0) {
+		if (errno == ENOENT)
+			return 0; /* gone meanwhile */
+		r = -errno;
+		snprintf(why, len, "cannot look at status-socket '%s': %s", path, strerror(-r));
+		return r;
+	}
+	if (!S_ISSOCK(st.st_mode))
+		return not_a_socket(path, &st, why, len);
+	/* Non-blocking: a live drfd with a full backlog says EAGAIN instead of making us wait. */
+	probe = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (probe < 0) {
+		r = -errno;
+		snprintf(why, len, "cannot create a socket: %s", strerror(-r));
+		return r;
+	}
+	r = connect(probe, (const struct sockaddr *)sa, sizeof(*sa)) == 0 ? 0 : -errno;
+	close(probe);
+	if (r == 0 || r == -EAGAIN) {
+		snprintf(why, len, "status-socket '%s' is served by another drfd; give each drfd "
+			 "its own status-socket", path);
+		return -EADDRINUSE;
+	}
+	if (r != -ECONNREFUSED) {
+		snprintf(why, len, "cannot tell whether status-socket '%s' is in use: %s; left as "
+			 "it is", path, strerror(-r));
+		return r;
+	}
+	if (lstat(path, &again) < 0 || again.st_dev != st.st_dev || again.st_ino != st.st_ino) {
+		snprintf(why, len, "status-socket '%s' changed while drfd looked at it; left as "
+			 "it is", path);
+		return -EAGAIN;
+	}
+	if (unlink(path) < 0 && errno != ENOENT) {
+		r = -errno;
+		snprintf(why, len, "cannot remove the stale status-socket '%s': %s", path,
+			 strerror(-r));
+		return r;
+	}
+	return 0;
+}
+
+static int mkdir_parent(const char *path)
+{
+	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	const char *slash = strrchr(path, '/');
+
+	if (!slash || slash == path)
+		return 0;
+	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	for (char *p = dir + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	return mkdir(dir, 0755) < 0 && errno != EEXIST ? -errno : 0;
+}
+
+/* Is path still the socket l bound? */
+static bool still_ours(const struct drfd_listener *l, const char *path)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_dev == l->dev &&
+	       st.st_ino == l->ino;
+}
+
+int drfd_listen(struct drfd *d, const char *path, const char *group, char *why, size_t len)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct drfd_listener *l;
+	struct stat st;
+	mode_t mode = 0600;
+	gid_t gid = 0;
+	int r;
+
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		snprintf(why, len, "status-socket '%s' is too long for a socket path", path);
+		return -ENAMETOOLONG;
+	}
+	if (group) {
+		struct group *g = getgrnam(group);
+
+		if (!g) {
+			snprintf(why, len, "status-group '%s': no such group", group);
+			return -ENOENT;
+		}
+		gid = g->gr_gid;
+		mode = 0660;
+	}
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	/* Anything but a socket at the path is someone's file: refused, untouched. */
+	if (lstat(path, &st) == 0 && !S_ISSOCK(st.st_mode))
+		return not_a_socket(path, &st, why, len);
+	r = mkdir_parent(path);
+	if (r < 0) {
+		snprintf(why, len, "cannot create the directory of status-socket '%s': %s", path,
+			 strerror(-r));
+		return r;
+	}
+	l = calloc(1, sizeof(*l));
+	if (!l) {
+		snprintf(why, len, "out of memory");
+		return -ENOMEM;
+	}
+	l->d = d;
+	l->backoff_usec = DRFD_BACKOFF_MIN_USEC;
+	l->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (l->fd < 0) {
+		r = -errno;
+		snprintf(why, len, "cannot create a socket: %s", strerror(-r));
+		free(l);
+		return r;
+	}
+	if (bind(l->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		if (errno != EADDRINUSE)
+			goto fail;
+		r = take_stale(path, &sa, why, len);
+		if (r < 0) {
+			close(l->fd);
+			free(l);
+			return r;
+		}
+		if (bind(l->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+			goto fail;
+	}
+	/* What drfd made, so that it removes that and nothing else. */
+	if (lstat(path, &st) < 0)
+		goto fail;
+	l->dev = st.st_dev;
+	l->ino = st.st_ino;
+	if (chmod(path, mode) < 0 || (group && lchown(path, (uid_t)-1, gid) < 0) ||
+	    listen(l->fd, LISTEN_BACKLOG) < 0)
+		goto fail_bound;
+	r = sd_event_add_io(d->event, &d->listen_src, l->fd, EPOLLIN, on_accept, l);
+	if (r >= 0)
+		r = sd_event_source_set_priority(d->listen_src, SOCK_PRIORITY);
+	if (r >= 0)
+		r = sd_event_add_time_relative(d->event, &l->retry, CLOCK_MONOTONIC,
+					       DRFD_BACKOFF_MIN_USEC, 0, on_retry, l);
+	if (r >= 0)
+		r = sd_event_source_set_enabled(l->retry, SD_EVENT_OFF);
+	if (r < 0) {
+		snprintf(why, len, "cannot watch status-socket '%s': %s", path, strerror(-r));
+		d->listen_src = sd_event_source_disable_unref(d->listen_src);
+		sd_event_source_disable_unref(l->retry);
+		if (still_ours(l, path))
+			unlink(path);
+		close(l->fd);
+		free(l);
+		return r;
+	}
+	d->listener = l;
+	d->listen_fd = l->fd;
+	d->socket_path = strdup(path);
+	return 0;
+fail_bound:
+	r = -errno;
+	if (still_ours(l, path))
+		unlink(path);
+	errno = -r;
+fail:
+	r = -errno;
+	close(l->fd);
+	free(l);
+	snprintf(why, len, "cannot serve status-socket '%s': %s", path, strerror(-r));
+	return r;
+}
+
+void drfd_unlisten(struct drfd *d)
+{
+	struct drfd_listener *l = d->listener;
+	struct stat st;
+
+	d->listen_src = sd_event_source_disable_unref(d->listen_src);
+	if (!l)
+		return;
+	while (l->conns)
+		conn_free(l->conns);
+	sd_event_source_disable_unref(l->retry);
+	close(l->fd);
+	d->listen_fd = -1;
+	/* Only the socket drfd bound: whatever someone put there since is theirs. */
+	if (d->socket_path && still_ours(l, d->socket_path))
+		unlink(d->socket_path);
+	else if (d->socket_path && lstat(d->socket_path, &st) == 0)
+		drf_log(d->log, LOG_NOTICE, "status-socket '%s' is no longer the socket drfd made: "
+					    "left in place", d->socket_path);
+	free(d->socket_path);
+	d->socket_path = NULL;
+	free(l);
+	d->listener = NULL;
+}
+
+void drfd_sock_stats(const struct drfd *d, struct drf_sock_stats *ret)
+{
+	const struct drfd_listener *l = d->listener;
+	int on = SD_EVENT_OFF;
+
+	*ret = (struct drf_sock_stats){ 0 };
+	if (!l)
+		return;
+	*ret = l->st;
+	ret->listening = d->listen_src && sd_event_source_get_enabled(d->listen_src, &on) >= 0 &&
+			 on != SD_EVENT_OFF;
+}

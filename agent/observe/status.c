@@ -1,0 +1,687 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The status (see status.h): for people, one paragraph per tenant with every
+ * knob read back live; for programs, one JSON document with the same and the
+ * measurements. Problems counted: a knob that differs from the plan or whose
+ * write fails, a cgroup that cannot be made, a limit that does not hold, the
+ * state file unsaved, the network's qdisc or programs failing.
+ */
+#include "status.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+
+enum knob_state { KS_OK, KS_DRIFT, KS_RETRYING, KS_WAITING, KS_UNREAD };
+
+static const char *const ks_names[] = {
+	[KS_OK] = "ok",
+	[KS_DRIFT] = "drift",
+	[KS_RETRYING] = "retrying",
+	[KS_WAITING] = "waiting",
+	[KS_UNREAD] = "unread",
+};
+
+/* The knob's value now, and how it stands against what drfd wants. */
+static enum knob_state knob_now(const struct drf_view *v, const struct drf_tenant_rt *t,
+				enum drf_knob k, char *have, size_t len)
+{
+	ssize_t n = cgfs_read(v->fs, t->cgroup, drf_knob_file(k, v->rc->io), have, len);
+
+	for (char *p = have; n >= 0 && *p; p++)
+		if (*p == '\n')
+			*p = ' ';
+	if (t->failed & (1u << k))
+		return KS_RETRYING;
+	if ((k == DRF_KNOB_MEMORY_MAX || k == DRF_KNOB_MEMORY_HIGH) && t->tightening)
+		return KS_WAITING;
+	if (n < 0) {
+		snprintf(have, len, "(%s)", strerror((int)-n));
+		return KS_UNREAD;
+	}
+	return drf_knob_matches(k, t->want.val[k], have, v->rc->io, v->rc->page_size) ? KS_OK
+										      : KS_DRIFT;
+}
+
+struct usage {
+	double memory, cpu_usec;
+	int procs;
+};
+
+static void usage_now(const struct drf_view *v, const char *cg, struct usage *u)
+{
+	char buf[1024];
+	const char *p;
+
+	u->memory = NAN;
+	u->cpu_usec = NAN;
+	if (cgfs_read(v->fs, cg, "memory.current", buf, sizeof(buf)) > 0)
+		u->memory = strtod(buf, NULL);
+	if (cgfs_read(v->fs, cg, "cpu.stat", buf, sizeof(buf)) > 0 &&
+	    (p = strstr(buf, "usage_usec ")))
+		u->cpu_usec = strtod(p + 11, NULL);
+	u->procs = cgfs_nprocs(v->fs, cg);
+}
+
+/* "knobs": [...] of one tenant or inner node. */
+static void json_knobs(const struct drf_view *v, const struct drf_tenant_rt *t, json_object *o,
+		       int *problems)
+{
+	const struct drf_reconciler *rc = v->rc;
+	json_object *knobs = drf_json_set_array(o, "knobs");
+
+	for (int k = 0; k < DRF_NKNOBS; k++) {
+		char have[512];
+		enum knob_state ks;
+		json_object *kn;
+
+		if (!t->want.set[k])
+			continue;
+		ks = knob_now(v, t, k, have, sizeof(have));
+		if (ks != KS_OK)
+			(*problems)++;
+		kn = drf_json_append_object(knobs);
+		drf_json_set_str(kn, "file", drf_knob_file(k, rc->io));
+		drf_json_set_str(kn, "desired", t->want.val[k]);
+		drf_json_set_str(kn, "actual", have);
+		drf_json_set_str(kn, "state", ks_names[ks]);
+		drf_json_set_str(kn, "error", t->err[k] ? strerror(t->err[k]) : NULL);
+	}
+}
+
+/* A tenant's network: what it is allocated, what tc and the map hold, what it used. */
+static void json_net_tenant(const struct drf_view *v, size_t i, json_object *o, int *problems)
+{
+	const struct drf_shaper *s = v->net;
+	const struct drf_shaper_tenant *t = &s->t[i];
+	const struct drf_share *sh = &v->plan->result.shares[i];
+	bool eg_ok = !s->egress || (t->class_ok && t->leaf_ok && s->qdisc_ok);
+	json_object *net = drf_json_set_object(o, "net");
+	char id[16];
+
+	drf_json_set_str(net, "class", drf_tc_handle_str(t->want.classid, false, id, sizeof(id)));
+	drf_json_set_u64(net, "cgroup_id", t->cgid);
+	drf_json_set_str(net, "state", eg_ok && t->map_ok ? "ok" : "retrying");
+	drf_json_set_str(net, "error", t->err_class || t->err_leaf || t->err_map
+		? strerror(t->err_class ? t->err_class : t->err_leaf ? t->err_leaf : t->err_map)
+		: NULL);
+	if (!eg_ok || !t->map_ok)
+		(*problems)++;
+	if (s->egress) {
+		json_object *eg = drf_json_set_object(net, "egress");
+
+		drf_json_set_num(eg, "alloc_bps", sh->alloc[DRF_RES_NET]);
+		drf_json_set_u64(eg, "rate_bps", (uint64_t)t->want.rate * 8);
+		drf_json_set_u64(eg, "ceil_bps", (uint64_t)t->want.ceil * 8);
+		drf_json_set_u64(eg, "burst_bytes", t->want.burst);
+		drf_json_set_u64(eg, "cburst_bytes", t->want.cburst);
+		if (t->seen_valid) {
+			json_object *in = drf_json_set_object(eg, "installed");
+
+			drf_json_set_u64(in, "rate_bps", (uint64_t)t->seen.rate * 8);
+			drf_json_set_u64(in, "ceil_bps", (uint64_t)t->seen.ceil * 8);
+			drf_json_set_u64(in, "burst_bytes", t->seen.burst);
+			drf_json_set_u64(in, "cburst_bytes", t->seen.cburst);
+			drf_json_set_u64(in, "quantum", t->seen.quantum);
+		} else {
+			drf_json_set_null(eg, "installed");
+		}
+		drf_json_set_u64(eg, "class_bytes", t->seen.bytes);
+		drf_json_set_u64(eg, "class_packets", t->seen.packets);
+		drf_json_set_u64(eg, "class_drops", t->seen.drops);
+		drf_json_set_u64(eg, "class_overlimits", t->seen.overlimits);
+		drf_json_set_num(eg, "class_bps", t->class_bps);
+		drf_json_set_u64(eg, "bytes", t->cnt.eg_bytes);
+		drf_json_set_u64(eg, "packets", t->cnt.eg_packets);
+		drf_json_set_num(eg, "bps", t->eg_bps);
+	}
+	if (s->ingress) {
+		json_object *in = drf_json_set_object(net, "ingress");
+
+		drf_json_set_num(in, "alloc_bps", sh->alloc[DRF_RES_NET_IN]);
+		drf_json_set_u64(in, "policer_bps", (uint64_t)t->want_map.in_rate * 8);
+		drf_json_set_u64(in, "burst_bytes", t->want_map.in_burst);
+		drf_json_set_u64(in, "bytes", t->cnt.in_bytes);
+		drf_json_set_u64(in, "packets", t->cnt.in_packets);
+		drf_json_set_u64(in, "dropped", t->cnt.in_dropped);
+		drf_json_set_u64(in, "marked", t->cnt.in_marked);
+		drf_json_set_num(in, "bps", t->in_bps);
+	}
+}
+
+static void json_net(const struct drf_view *v, json_object *o, int *problems)
+{
+	const struct drf_shaper *s = v->net;
+	json_object *net;
+	char h[16];
+
+	if (!v->net) {
+		drf_json_set_null(o, "net");
+		return;
+	}
+	net = drf_json_set_object(o, "net");
+	drf_json_set_str(net, "device", s->ifname);
+	drf_json_set_int(net, "ifindex", s->link.ifindex);
+	/* the link as HTB's tree has it: net-link-rate, the speed, or net-rate */
+	drf_json_set_u64(net, "link_bps", s->egress ? (uint64_t)s->base[0].rate * 8
+					  : s->link_rate ? (uint64_t)s->link_rate
+							 : (uint64_t)s->link.speed);
+	drf_json_set_u64(net, "mtu", s->link.mtu);
+	drf_json_set_bool(net, "egress", s->egress);
+	drf_json_set_bool(net, "ingress", s->ingress);
+	drf_json_set_str(net, "qdisc", !s->egress ? "none" : s->qdisc_ok ? "ok"
+					: s->foreign ? "foreign" : "failing");
+	if (s->foreign) {
+		char what[64];
+
+		snprintf(what, sizeof(what), "%s %s", s->foreign_kind,
+			 drf_tc_handle_str(s->foreign_handle, true, h, sizeof(h)));
+		drf_json_set_str(net, "foreign_qdisc", what);
+	} else {
+		drf_json_set_null(net, "foreign_qdisc");
+	}
+	drf_json_set_bool(net, "fq_codel", s->leaf_fq_codel);
+	drf_json_set_str(net, "programs", s->attached ? "attached" : "failing");
+	drf_json_set_str(net, "pin_dir", s->pin_dir);
+	drf_json_set_u64(net, "writes_total", s->total_writes);
+	drf_json_set_u64(net, "errors_total", s->total_errors);
+	if (!s->link_ok || (s->egress && !s->qdisc_ok) || !s->attached)
+		(*problems)++;
+}
+
+/* Usage against allocation of tenant i (the daemon's last sample), JSON. */
+static void json_use(const struct drf_view *v, size_t i, json_object *o, int *problems)
+{
+	const struct drf_usage *u = v->use;
+	const struct drf_tenant_use *t = &u->t[i];
+	const double *cap = v->decl->problem.capacity;
+	json_object *use = drf_json_set_object(o, "use"), *res, *x;
+
+	drf_json_set_num(use, "window_tick_s",
+			 t->prev.t_us ? (double)(t->now.t_us - t->prev.t_us) / 1e6 : NAN);
+	drf_json_set_num(use, "window_minute_s", t->window_min_s);
+	res = drf_json_set_object(use, "resources");
+	for (int r = 0; r < DRF_NRES; r++) {
+		if (!(cap[r] > 0))
+			continue;
+		x = drf_json_set_object(res, drf_res_name(r));
+		drf_json_set_num(x, "declared", t->declared[r]);
+		drf_json_set_num(x, "allocation", t->alloc[r]);
+		drf_json_set_num(x, "limit", t->limit[r]);
+		drf_json_set_num(x, "use_tick", t->use_tick[r]);
+		drf_json_set_num(x, "use_minute", t->use_min[r]);
+		drf_json_set_num(x, "gap", t->gap[r]);
+		drf_json_set_bool(x, "not_holding", t->not_holding & (1u << r));
+		drf_json_set_str(x, "no_effect",
+				 u->no_effect & (1u << r) ? u->no_effect_why[r] : NULL);
+		if (t->not_holding & (1u << r))
+			(*problems)++;
+	}
+	drf_json_set_num(use, "dominant_allocation", t->dominant_alloc);
+	drf_json_set_num(use, "dominant_use", t->dominant_use);
+	drf_json_set_str(use, "dominant_use_resource",
+			 t->dominant_use_res >= 0 ? drf_res_name(t->dominant_use_res) : NULL);
+	x = drf_json_set_object(use, "memory");
+	drf_json_set_num(x, "current", t->gauge[DRF_GAUGE_MEM_CURRENT]);
+	drf_json_set_num(x, "working_set", t->gauge[DRF_GAUGE_MEM_WORKING_SET]);
+	x = drf_json_set_object(use, "pressure");
+	for (int p = 0; p < DRF_NPRESSURE; p++)
+		drf_json_set_num(x, drf_pressure_name(p), t->pressure[p]);
+	x = drf_json_set_object(use, "counters");
+	for (int c = 0; c < DRF_NCTR; c++)
+		drf_json_set_num(x, drf_ctr_name(c), t->now.c[c]);
+	x = drf_json_set_array(use, "runq_wait_hist");
+	for (int b = 0; b < DRF_HIST_BUCKETS; b++)
+		drf_json_append_u64(x, t->runq_hist[b]);
+	x = drf_json_set_array(use, "io_latency_hist");
+	for (int b = 0; b < DRF_HIST_BUCKETS; b++)
+		drf_json_append_u64(x, t->io_lat_hist[b]);
+}
+
+/* The same for people: one line per resource with a capacity. */
+static void text_use(const struct drf_view *v, size_t i, FILE *f, int *problems)
+{
+	const struct drf_usage *u = v->use;
+	const struct drf_tenant_use *t = &u->t[i];
+	const double *cap = v->decl->problem.capacity;
+	char a[32], b[32], c[32], l[32];
+
+	fprintf(f, "  use against allocation (last tick / last %.0f s):\n", t->window_min_s);
+	for (int r = 0; r < DRF_NRES; r++) {
+		if (!(cap[r] > 0))
+			continue;
+		drf_format_quantity(t->use_tick[r], drf_res_unit(r), a, sizeof(a));
+		drf_format_quantity(t->use_min[r], drf_res_unit(r), b, sizeof(b));
+		drf_format_quantity(t->alloc[r], drf_res_unit(r), c, sizeof(c));
+		drf_format_quantity(t->limit[r], drf_res_unit(r), l, sizeof(l));
+		fprintf(f, "    %-16s %s / %s of %s allocated, limit %s%s\n", drf_res_name(r),
+			isnan(t->use_tick[r]) ? "?" : a, isnan(t->use_min[r]) ? "?" : b, c, l,
+			t->not_holding & (1u << r) ? "  NOT HOLDING: use above the limit" : "");
+		if (t->not_holding & (1u << r))
+			(*problems)++;
+		if (u->no_effect & (1u << r))
+			fprintf(f, "    %-16s note: %s\n", "", u->no_effect_why[r]);
+	}
+	fprintf(f, "    dominant share: allocation %.3f, use %.3f", t->dominant_alloc,
+		isnan(t->dominant_use) ? 0 : t->dominant_use);
+	if (!isnan(t->pressure[DRF_PRESSURE_RUNQ]))
+		fprintf(f, "; run-queue wait %.3f s/s", t->pressure[DRF_PRESSURE_RUNQ]);
+	if (!isnan(t->pressure[DRF_PRESSURE_CPU_SOME]))
+		fprintf(f, "; pressure cpu %.1f%% memory %.1f%% io %.1f%%",
+			100 * t->pressure[DRF_PRESSURE_CPU_SOME],
+			100 * t->pressure[DRF_PRESSURE_MEMORY_SOME], 100 * t->pressure[DRF_PRESSURE_IO_SOME]);
+	fputc('\n', f);
+}
+
+/* Observed demand of tenant i: declared against effective, and why. */
+static void json_demand(const struct drf_view *v, size_t i, json_object *o)
+{
+	const struct drf_tenant_use *t = &v->use->t[i];
+	const struct drf_declared *p = v->decl;
+	const struct drf_plan *e = v->plan;
+	json_object *dem = drf_json_set_object(o, "demand");
+
+	for (int r = 0; r < DRF_NRES; r++) {
+		json_object *x;
+
+		if (!(p->problem.capacity[r] > 0))
+			continue;
+		x = drf_json_set_object(dem, drf_res_name(r));
+		drf_json_set_num(x, "declared", p->demands[i].shape[r] > 0
+				 ? p->demands[i].shape[r] * p->demands[i].max_units : 0);
+		drf_json_set_num(x, "effective",
+				 e->problem.demands[i].shape[r] * e->problem.demands[i].max_units);
+		drf_json_set_num(x, "declared_allocation", p->result.shares[i].alloc[r]);
+		drf_json_set_str(x, "why", drf_dem_why_name(t->dem.changed_why[r]));
+		drf_json_set_str(x, "now", drf_dem_why_name(t->dem.why[r]));
+		drf_json_set_u64(x, "changed_ticks_ago", v->online->steps - t->dem.changed_tick[r]);
+		drf_json_set_bool(x, "pressure", t->dem_pressured & (1u << r));
+	}
+	drf_json_set_u64(dem, "changes", t->dem.changes);
+}
+
+/* The same for people. */
+static void text_demand(const struct drf_view *v, size_t i, FILE *f)
+{
+	const struct drf_tenant_use *t = &v->use->t[i];
+	const struct drf_declared *p = v->decl;
+	const struct drf_plan *e = v->plan;
+	char a[32], b[32];
+
+	fprintf(f, "  demand (observed; %llu changes):", (unsigned long long)t->dem.changes);
+	for (int r = 0; r < DRF_NRES; r++) {
+		if (!(p->problem.capacity[r] > 0))
+			continue;
+		drf_format_quantity(p->demands[i].shape[r] > 0 ? p->demands[i].shape[r] *
+								 p->demands[i].max_units : 0,
+				    drf_res_unit(r), a, sizeof(a));
+		drf_format_quantity(e->problem.demands[i].shape[r] * e->problem.demands[i].max_units,
+				    drf_res_unit(r), b, sizeof(b));
+		fprintf(f, " %s %s of %s (%s)", drf_res_name(r), b, a,
+			drf_dem_why_name(t->dem.changed_why[r]));
+	}
+	fputc('\n', f);
+}
+
+/* The status socket's connections and what its limits turned away. */
+static void json_socket(const struct drf_view *v, json_object *o)
+{
+	const struct drf_sock_stats st = v->sock;
+	json_object *so = drf_json_set_object(o, "socket");
+
+	drf_json_set_u64(so, "connections", st.conns);
+	drf_json_set_u64(so, "root_connections", st.root_conns);
+	drf_json_set_u64(so, "accepted_total", st.accepted);
+	drf_json_set_u64(so, "refused_total", st.refused);
+	drf_json_set_u64(so, "dropped_total", st.dropped);
+	drf_json_set_u64(so, "refusal_pauses_total", st.refuse_pauses);
+	drf_json_set_u64(so, "too_long_total", st.too_long);
+	drf_json_set_u64(so, "accept_backoffs_total", st.backoffs);
+	drf_json_set_bool(so, "accepting", st.listening);
+}
+
+/* {RES: number} of the resources with a capacity. */
+static void json_res(json_object *o, const char *key, const double *cap, const double *v)
+{
+	json_object *x = drf_json_set_object(o, key);
+
+	for (int r = 0; r < DRF_NRES; r++)
+		if (cap[r] > 0)
+			drf_json_set_num(x, drf_res_name(r), v[r]);
+}
+
+static int render_json(const struct drf_view *v, FILE *f, int *problems)
+{
+	const struct drf_plan *e = v->plan;
+	const struct drf_reconciler *rc = v->rc;
+	json_object *o = drf_json_object(), *x, *a;
+	int r;
+
+	drf_json_set_str(o, "source", "daemon");
+	drf_json_set_int(o, "pid", v->pid);
+	drf_json_set_str(o, "config", v->config_path);
+	drf_json_set_str(o, "cgroup_root", v->root);
+	drf_json_set_str(o, "policy", drf_policy_name(e->decl->cfg.policy));
+	drf_json_set_str(o, "mode", drf_mode_name(e->decl->cfg.mode));
+	drf_json_set_str(o, "demand", v->decl->cfg.observed ? "observed" : "declared");
+	x = drf_json_set_object(o, "online");
+	drf_json_set_bool(x, "active", v->plan->effective);
+	drf_json_set_u64(x, "steps", v->online->steps);
+	drf_json_set_u64(x, "replans", v->online->replans);
+	drf_json_set_num(o, "interval_ms", (double)e->decl->cfg.interval_us / 1000);
+	drf_json_set_num(o, "verify_period_ms", (double)e->decl->cfg.verify_period_us / 1000);
+	/* unix seconds to the millisecond, as the text has them */
+	drf_json_set_fixed(o, "started", (double)v->started / 1e6, 3);
+	drf_json_set_fixed(o, "last_tick", (double)v->last_tick / 1e6, 3);
+	drf_json_set_u64(o, "ticks", v->ticks);
+	drf_json_set_u64(o, "reloads", v->reloads);
+	drf_json_set_u64(o, "reloads_refused", v->reloads_refused);
+	x = drf_json_set_object(o, "errors");
+	drf_json_set_u64(x, "total", rc->total_errors);
+	drf_json_set_u64(x, "retrying", v->last->retrying);
+	drf_json_set_u64(x, "memory_worker_failures", rc->worker_failures);
+	drf_json_set_u64(o, "writes_total", rc->total_writes);
+	drf_json_set_u64(o, "foreign_total", rc->total_foreign);
+	json_socket(v, o);
+	a = drf_json_set_array(o, "root_errors");
+	for (int i = 0; i < CGFS_NCTRL; i++) {
+		if (!(rc->root_failed & (1u << i)))
+			continue;
+		(*problems)++;
+		x = drf_json_append_object(a);
+		drf_json_set_str(x, "controller", cgfs_ctrl_name(1u << i));
+		drf_json_set_str(x, "error", strerror(-rc->root_err[i]));
+	}
+	if (v->state_path[0]) {
+		x = drf_json_set_object(o, "state_file");
+		drf_json_set_str(x, "path", v->state_path);
+		drf_json_set_bool(x, "saved", !v->state_err);
+		drf_json_set_str(x, "error", v->state_err ? strerror(-v->state_err) : NULL);
+	} else {
+		drf_json_set_null(o, "state_file");
+	}
+	if (v->state_err)
+		(*problems)++;
+	json_res(o, "capacity", e->problem.capacity, e->problem.capacity);
+	x = drf_json_set_object(o, "usage");
+	drf_json_set_bool(x, "probes", v->use->probes);
+	drf_json_set_bool(x, "probes_adopted", v->use->probes_adopted);
+	drf_json_set_str(x, "probes_why", v->use->probes ? NULL : v->use->probes_why);
+	drf_json_set_num(x, "jain_allocation", v->use->jain_alloc);
+	drf_json_set_num(x, "jain_use", v->use->jain_use);
+	a = drf_json_set_array(o, "tenants");
+	for (size_t i = 0; i < rc->n; i++) {
+		const struct drf_tenant_rt *t = &rc->t[i];
+		const struct drf_share *sh = &e->result.shares[i];
+		json_object *te = drf_json_append_object(a), *us;
+		struct usage u;
+
+		usage_now(v, t->cgroup, &u);
+		drf_json_set_str(te, "name", t->name);
+		drf_json_set_str(te, "cgroup", t->cgroup);
+		drf_json_set_num(te, "weight", e->decl->cfg.tenants[i].weight);
+		json_res(te, "alloc", e->problem.capacity, sh->alloc);
+		drf_json_set_str(te, "dominant_resource", drf_res_name(sh->dominant_res));
+		drf_json_set_num(te, "dominant_share", sh->dominant_share);
+		drf_json_set_str(te, "limited_by", sh->limited_by == DRF_LIMIT_DEMAND
+				 ? "demand" : drf_res_name(sh->limited_by));
+		us = drf_json_set_object(te, "usage");
+		drf_json_set_num(us, "memory_bytes", u.memory);
+		drf_json_set_num(us, "cpu_usec", u.cpu_usec);
+		drf_json_set_int(us, "processes", u.procs < 0 ? 0 : u.procs);
+		drf_json_set_str(te, "cgroup_error", t->cg_err ? strerror(t->cg_err) : NULL);
+		if (t->cg_err)
+			(*problems)++;
+		json_knobs(v, t, te, problems);
+		if (v->net && i < v->net->n)
+			json_net_tenant(v, i, te, problems);
+		if (i < v->use->n && v->use->samples)
+			json_use(v, i, te, problems);
+		if (v->plan->effective && i < v->use->n)
+			json_demand(v, i, te);
+	}
+	a = drf_json_set_array(o, "inner");
+	for (size_t i = rc->n; i < rc->n + rc->n_inner; i++) {
+		const struct drf_tenant_rt *t = &rc->t[i];
+
+		x = drf_json_append_object(a);
+		drf_json_set_str(x, "cgroup", t->cgroup);
+		drf_json_set_str(x, "cgroup_error", t->cg_err ? strerror(t->cg_err) : NULL);
+		if (t->cg_err)
+			(*problems)++;
+		json_knobs(v, t, x, problems);
+	}
+	json_net(v, o, problems);
+	a = drf_json_set_array(o, "orphans");
+	for (size_t i = 0; i < rc->n_orphans; i++) {
+		int np = cgfs_nprocs(v->fs, rc->orphans[i].cgroup);
+
+		x = drf_json_append_object(a);
+		drf_json_set_str(x, "name", rc->orphans[i].name);
+		drf_json_set_str(x, "cgroup", rc->orphans[i].cgroup);
+		drf_json_set_int(x, "processes", np < 0 ? 0 : np);
+	}
+	/* Out of memory, nothing is printed: never a document with parts missing. */
+	r = drf_json_print(f, o);
+	json_object_put(o);
+	return r;
+}
+
+static void human_duration(double s, char *buf, size_t len)
+{
+	if (s < 120)
+		snprintf(buf, len, "%.1fs", s);
+	else if (s < 7200)
+		snprintf(buf, len, "%.0fm%02.0fs", floor(s / 60), fmod(s, 60));
+	else
+		snprintf(buf, len, "%.0fh%02.0fm", floor(s / 3600), fmod(floor(s / 60), 60));
+}
+
+static void text_net_tenant(const struct drf_view *v, size_t i, FILE *f, int *problems)
+{
+	const struct drf_shaper *s = v->net;
+	const struct drf_shaper_tenant *t = &s->t[i];
+	char q1[32], q2[32], q3[32], id[16];
+
+	if (s->egress) {
+		bool ok = t->class_ok && t->leaf_ok && s->qdisc_ok;
+
+		drf_format_quantity((double)t->want.rate * 8, DRF_UNIT_BITS, q1, sizeof(q1));
+		drf_format_quantity((double)t->want.ceil * 8, DRF_UNIT_BITS, q2, sizeof(q2));
+		drf_format_quantity(t->eg_bps, DRF_UNIT_BITS, q3, sizeof(q3));
+		fprintf(f, "  net egress     class %s rate %s ceil %s; sent %llu bytes, %llu packets, "
+			   "%s/s over the last tick; %llu dropped: %s\n",
+			drf_tc_handle_str(t->want.classid, false, id, sizeof(id)), q1, q2,
+			(unsigned long long)t->cnt.eg_bytes, (unsigned long long)t->cnt.eg_packets, q3,
+			(unsigned long long)t->seen.drops,
+			ok ? "ok" : t->err_class || t->err_leaf ? strerror(t->err_class ? t->err_class
+									  : t->err_leaf)
+								: "RETRYING");
+		if (!ok)
+			(*problems)++;
+	}
+	if (s->ingress) {
+		drf_format_quantity((double)t->want_map.in_rate * 8, DRF_UNIT_BITS, q1, sizeof(q1));
+		drf_format_quantity(t->in_bps, DRF_UNIT_BITS, q3, sizeof(q3));
+		fprintf(f, "  net ingress    policer %s; received %llu bytes, %llu packets, %s/s; "
+			   "%llu dropped, %llu ECN-marked: %s\n",
+			t->want_map.in_rate ? q1 : "none", (unsigned long long)t->cnt.in_bytes,
+			(unsigned long long)t->cnt.in_packets, q3, (unsigned long long)t->cnt.in_dropped,
+			(unsigned long long)t->cnt.in_marked, t->map_ok ? "ok" : "RETRYING");
+	}
+	if (!t->map_ok)
+		(*problems)++;
+}
+
+/* One line per knob of a tenant or inner node: its value and how it stands. */
+static void text_knobs(const struct drf_view *v, const struct drf_tenant_rt *t, FILE *f, int *problems)
+{
+	const struct drf_plan *e = v->plan;
+	const struct drf_reconciler *rc = v->rc;
+
+	for (int k = 0; k < DRF_NKNOBS; k++) {
+		char have[512];
+		enum knob_state ks;
+
+		if (!t->want.set[k])
+			continue;
+		ks = knob_now(v, t, k, have, sizeof(have));
+		fprintf(f, "  %-14s %-28s ", drf_knob_file(k, rc->io), have);
+		switch (ks) {
+		case KS_OK:
+			fputs("ok\n", f);
+			continue;
+		case KS_DRIFT:
+			fprintf(f, "DRIFT: drfd wants %s; restored within %.0fs\n",
+				t->want.val[k], (double)e->decl->cfg.verify_period_us / 1e6);
+			break;
+		case KS_RETRYING:
+			fprintf(f, "RETRYING: writing %s failed: %s\n", t->want.val[k],
+				strerror(t->err[k]));
+			break;
+		case KS_WAITING:
+			fprintf(f, "WAITING: memory usage is above %s; memory.high holds it "
+				   "until usage drops\n", t->target);
+			break;
+		case KS_UNREAD:
+			fprintf(f, "UNREADABLE: drfd wants %s\n", t->want.val[k]);
+			break;
+		}
+		(*problems)++;
+	}
+}
+
+static int render_text(const struct drf_view *v, FILE *f, int *problems)
+{
+	const struct drf_plan *e = v->plan;
+	const struct drf_reconciler *rc = v->rc;
+	/* In the same clock and precision as started and last_tick. */
+	double now = (double)v->now / 1e6;
+	char up[32], ago[32], q[64];
+
+	human_duration(now - (double)v->started / 1e6, up, sizeof(up));
+	human_duration(now - (double)v->last_tick / 1e6, ago, sizeof(ago));
+	fprintf(f, "drfd (pid %d): %s: policy %s, mode %s, demand %s, root %s\n", v->pid,
+		v->config_path, drf_policy_name(e->decl->cfg.policy), drf_mode_name(e->decl->cfg.mode),
+		v->decl->cfg.observed ? "observed" : "declared", v->root);
+	if (v->plan->effective)
+		fprintf(f, "observed demand: %llu steps, the effective plan changed %llu times\n",
+			(unsigned long long)v->online->steps, (unsigned long long)v->online->replans);
+	fprintf(f, "up %s, %llu ticks, the last %s ago; every knob is read back at least every "
+		   "%.0fs\n", up, (unsigned long long)v->ticks, ago,
+		(double)e->decl->cfg.verify_period_us / 1e6);
+	fprintf(f, "errors: %llu since start, %u writes failing and retried each tick, %llu "
+		   "memory-worker failures; reloads: %llu, %llu refused\n",
+		(unsigned long long)rc->total_errors, v->last->retrying,
+		(unsigned long long)rc->worker_failures, (unsigned long long)v->reloads,
+		(unsigned long long)v->reloads_refused);
+	for (int i = 0; i < CGFS_NCTRL; i++) {
+		bool on = rc->ctrls & (1u << i);
+
+		if (!(rc->root_failed & (1u << i)))
+			continue;
+		(*problems)++;
+		fprintf(f, "ROOT: cannot make %s %s '%s' down: %s; retried each tick\n", v->root,
+			on ? "pass" : "stop passing", cgfs_ctrl_name(1u << i),
+			strerror(-rc->root_err[i]));
+	}
+	if (v->state_err) {
+		(*problems)++;
+		fprintf(f, "STATE UNSAVED: cannot write the state file '%s': %s; retried each tick "
+			   "(until it is saved, a restart would not clean up tenants removed "
+			   "meanwhile)\n", v->state_path, strerror(-v->state_err));
+	}
+	if (v->net) {
+		const struct drf_shaper *s = v->net;
+		char l[32], h[16];
+
+		uint64_t link = s->link_rate ? s->link_rate : s->link.speed;
+
+		drf_format_quantity((double)link, DRF_UNIT_BITS, l, sizeof(l));
+		fprintf(f, "network: %s (link %s), egress %s, programs %s (pinned in %s)\n", s->ifname,
+			link ? l : "speed unknown",
+			!s->egress ? "not shaped" : s->qdisc_ok ? "shaped by htb d7f:" : "NOT SHAPED",
+			s->attached ? "attached" : "FAILING", s->pin_dir);
+		if (s->foreign)
+			fprintf(f, "FOREIGN QDISC: %s has root qdisc %s %s, which drfd did not install; "
+				   "it shapes no egress until that is removed (or net-replace-qdisc = "
+				   "yes)\n", s->ifname, s->foreign_kind,
+				drf_tc_handle_str(s->foreign_handle, true, h, sizeof(h)));
+		if (!s->link_ok || (s->egress && !s->qdisc_ok) || !s->attached)
+			(*problems)++;
+	}
+	if (rc->n == 0)
+		fprintf(f, "\nno tenants: %s defines none\n", v->config_path);
+	for (size_t i = 0; i < rc->n; i++) {
+		const struct drf_tenant_rt *t = &rc->t[i];
+		const struct drf_share *sh = &e->result.shares[i];
+		struct usage u;
+
+		fprintf(f, "\ntenant %s (cgroup %s/%s)\n  allocation:", t->name, v->root, t->cgroup);
+		for (int r = 0; r < DRF_NRES; r++) {
+			if (!(e->problem.capacity[r] > 0))
+				continue;
+			drf_format_quantity(sh->alloc[r], drf_res_unit(r), q, sizeof(q));
+			fprintf(f, " %s %s", drf_res_name(r), q);
+		}
+		fprintf(f, "; dominant %s %.3f, limited by %s\n  usage:",
+			drf_res_name(sh->dominant_res), sh->dominant_share,
+			sh->limited_by == DRF_LIMIT_DEMAND ? "demand" : drf_res_name(sh->limited_by));
+		usage_now(v, t->cgroup, &u);
+		if (!isnan(u.memory)) {
+			drf_format_quantity(u.memory, DRF_UNIT_BYTES, q, sizeof(q));
+			fprintf(f, " memory %s", q);
+		}
+		if (!isnan(u.cpu_usec))
+			fprintf(f, " cpu %.1fs", u.cpu_usec / 1e6);
+		fprintf(f, " processes %d\n", u.procs < 0 ? 0 : u.procs);
+		if (t->cg_err) {
+			(*problems)++;
+			fprintf(f, "  cgroup cannot be created: %s; retried each tick\n",
+				strerror(t->cg_err));
+		}
+		text_knobs(v, t, f, problems);
+		if (v->net && i < v->net->n)
+			text_net_tenant(v, i, f, problems);
+		if (v->plan->effective && i < v->use->n)
+			text_demand(v, i, f);
+		if (i < v->use->n && v->use->samples)
+			text_use(v, i, f, problems);
+	}
+	for (size_t i = rc->n; i < rc->n + rc->n_inner; i++) {
+		const struct drf_tenant_rt *t = &rc->t[i];
+
+		fprintf(f, "\ninner cgroup %s/%s (above tenants: weights from their sum)\n", v->root,
+			t->cgroup);
+		if (t->cg_err) {
+			(*problems)++;
+			fprintf(f, "  cgroup cannot be created: %s; retried each tick\n",
+				strerror(t->cg_err));
+		}
+		text_knobs(v, t, f, problems);
+	}
+	if (rc->n_orphans)
+		fputs("\norphans (departed tenants whose cgroups still hold processes; kept with "
+		      "their limits and removed once empty):\n", f);
+	for (size_t i = 0; i < rc->n_orphans; i++) {
+		int np = cgfs_nprocs(v->fs, rc->orphans[i].cgroup);
+
+		fprintf(f, "  %s (cgroup %s/%s): %d processes\n", rc->orphans[i].name, v->root,
+			rc->orphans[i].cgroup, np < 0 ? 0 : np);
+	}
+	return ferror(f) ? -EIO : 0;
+}
+
+int drf_status_render(const struct drf_view *v, bool json, FILE *out, int *ret_problems)
+{
+	int problems = 0, r = json ? render_json(v, out, &problems) : render_text(v, out, &problems);
+
+	if (r == 0)
+		*ret_problems = problems;
+	return r;
+}
+
