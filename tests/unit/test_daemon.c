@@ -45,6 +45,15 @@
 #include "testlib.h"
 #include "text.h"
 
+/* ASan reserves terabytes of address space: RLIMIT_AS cannot stand for a full memory there. */
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+
 static struct fakedrfd fx;
 #define d (fx.d)
 
