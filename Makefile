@@ -345,9 +345,10 @@ shellcheck:
 bench: $(BENCH_BIN) $(BENCH_TICK_BIN) $(BENCH_PROBE_BIN)
 	@echo "command: make bench ($(BENCH_BIN), CC=$(CC) CFLAGS='$(DRF_CFLAGS) $(CFLAGS)')"
 	$(BENCH_BIN)
-	@echo "command: make bench ($(BENCH_TICK_BIN) 1000; tests/bench/tick_syscalls.sh)"
-	$(BENCH_TICK_BIN) 1000
-	tests/bench/tick_syscalls.sh $(BENCH_TICK_BIN) 1000 20
+	@echo "command: make bench ($(BENCH_TICK_BIN) 1000 declared|observed; tests/bench/tick_syscalls.sh)"
+	$(BENCH_TICK_BIN) 1000 declared
+	$(BENCH_TICK_BIN) 1000 observed
+	tests/bench/tick_syscalls.sh $(BENCH_TICK_BIN) 1000 10
 	$(BENCH_TICK_BIN) 1000 reload 101
 	$(BENCH_TICK_BIN) 10000 reload 21
 	@DRFD=$(abspath $(BUILD)/drfd) DRFCTL=$(abspath $(BUILD)/drfctl) tests/bench/net_bench.sh 5 4

@@ -1,32 +1,39 @@
 // SPDX-License-Identifier: MIT
 /*
- * The cost of drfd's steady state: one tick over N tenants whose knobs already
- * hold their values (nothing to write), at the defaults (interval 1s,
- * verify-period 30s: each tick reads back ceil(N / 30) tenants), against a bare
- * loop that reads every knob of every tenant once through the same cgroupfs
- * layer, on a fake cgroup tree in tmpfs. Interleaved in one process, one of each per round, so both
- * see the same machine. Prints median microseconds and their ratio.
+ * The cost of drfd's steady state and of a reload, measured on the daemon
+ * itself (drfd_tick(), drfd_reload(): tests/lib/fakedrfd.h) over a fake
+ * cgroup tree in tmpfs that has every file the kernel shows a tenant (so that
+ * the usage sampling reads what it reads on a real host).
  *
- *   bench_tick [N]                 both, interleaved (default N = 1000)
- *   bench_tick N tick|bare ROUNDS  one kind only, for counting its system calls
- *                                  under strace -c (see the Makefile's bench)
- *   bench_tick N reload [ROUNDS]   reload latency and cost against parsing alone
+ *   bench_tick N [MODE]              one steady tick (nothing to write: the
+ *                                    knobs hold, the use does not change),
+ *                                    usage sampling included, against a bare
+ *                                    read of every knob once, interleaved;
+ *                                    and the bytes of one metrics render
+ *   bench_tick N MODE tick ROUNDS    ROUNDS steady ticks only (strace -c)
+ *   bench_tick N MODE none ROUNDS    the setup only (what strace subtracts)
+ *   bench_tick N reload ROUNDS       reload latency against the config load
+ *                                    and libinih's bare parse, interleaved
+ *
+ * MODE: declared (the default: demand = declared, no metrics-file) or
+ * observed (demand = observed, an io device, a metrics-file: every file the
+ * sampling reads each tick). Medians of interleaved rounds; no target is
+ * asserted: the targets are printed beside the figures.
  */
 #include <errno.h>
-#include <stdint.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#include "cgroupfs.h"
-#include "config.h"
-#include "fakedrfd.h"
-#include "fakecg.h"
-#include "reconcile.h"
+#include <unistd.h>
 
 #include <ini.h>
+
+#include "fakecg.h"
+#include "fakedrfd.h"
+#include "metrics.h"
 
 static double now_us(void)
 {
@@ -50,47 +57,141 @@ static double median(double *v, int n)
 }
 
 /* N tenants with demands of different sizes, limit mode (every knob a number). */
-static int write_config(const char *dir, const char *root, int n, char *path, size_t len)
+static char *tenants(int n, int changed, bool io)
 {
-	FILE *f;
+	size_t len = (size_t)n * 96 + 512, off = 0;
+	char *t = malloc(len);
 
-	snprintf(path, len, "%s/drfd.conf", dir);
-	f = fopen(path, "w");
-	if (!f)
-		return -errno;
-	fprintf(f, "[agent]\ncgroup-root = %s\nmode = limit\n[capacity]\ncpu = 64\nmemory = 256G\n",
-		root);
+	if (!t)
+		return NULL;
+	off += (size_t)snprintf(t, len, "[capacity]\ncpu = 100000\nmemory = 100T\n%s",
+				io ? "io-device = 8:0\nio-read-bps = 100G\n" : "");
 	for (int i = 0; i < n; i++)
-		fprintf(f, "[tenant t%d]\ncpu = %d\nmemory = %dG\n", i, 1 + i % 7, 1 + i % 13);
-	return fclose(f) == 0 ? 0 : -errno;
+		off += (size_t)snprintf(t + off, len - off, "[tenant t%d]\nweight = %d\ncpu = %d\n"
+					"memory = %dG\n", i, 1 + i % 5,
+					i == changed ? 9 : 1 + i % 7, 1 + i % 13);
+	return t;
 }
 
-/* Reads every knob the plan sets, once: the yardstick. */
-static unsigned bare_loop(const struct cgfs *fs, const struct fakeplan *e)
+/*
+ * What the kernel shows each tenant that the fake tree's mkdir does not make:
+ * counters that do not move from tick to tick (a steady state).
+ */
+static int kernel_files(struct fakedrfd *f)
 {
+	static const char *const files[][2] = {
+		{ "cpu.stat", "usage_usec 1000\nuser_usec 600\nsystem_usec 400\n"
+			      "nr_periods 0\nnr_throttled 0\nthrottled_usec 0\n" },
+		{ "memory.current", "1048576\n" },
+		{ "memory.stat", "anon 524288\nfile 524288\nkernel 0\nsock 0\nshmem 0\n"
+				 "active_anon 524288\ninactive_anon 0\nactive_file 0\n"
+				 "inactive_file 524288\n" },
+		{ "memory.events", "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\n" },
+		{ "io.stat", "8:0 rbytes=4096 wbytes=0 rios=1 wios=0 dbytes=0 dios=0\n" },
+		{ "cpu.pressure", "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
+				  "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n" },
+		{ "memory.pressure", "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
+				     "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n" },
+		{ "io.pressure", "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
+				 "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n" },
+	};
+
+	for (size_t i = 0; i < f->d.decl.cfg.n_tenants; i++)
+		for (size_t k = 0; k < sizeof(files) / sizeof(files[0]); k++)
+			if (fakedrfd_put(f, f->d.decl.cfg.tenants[i].cgroup, files[k][0],
+					 files[k][1]) < 0)
+				return -1;
+	return 0;
+}
+
+/* Reads every knob the plan in force sets, once: the yardstick. */
+static unsigned bare_loop(struct fakedrfd *f)
+{
+	const struct drf_plan *p = &f->d.plan;
 	unsigned reads = 0;
 	char buf[512];
 
-	for (size_t i = 0; i < e->decl.cfg.n_tenants; i++)
+	for (size_t i = 0; i < f->d.decl.cfg.n_tenants; i++)
 		for (int k = 0; k < DRF_NKNOBS; k++)
-			if (e->plan.knobs[i].set[k] &&
-			    cgfs_read(fs, e->decl.cfg.tenants[i].cgroup, drf_knob_file(k, NULL), buf,
+			if (p->knobs[i].set[k] &&
+			    cgfs_read(&f->fs, f->d.decl.cfg.tenants[i].cgroup,
+				      drf_knob_file(k, f->d.has_io ? &f->d.io : NULL), buf,
 				      sizeof(buf)) >= 0)
 				reads++;
 	return reads;
 }
 
-/* Tenants read back per tick at the defaults: interval 1s, verify-period 30s. */
-static size_t verify;
-
-static int tick(struct drf_reconciler *rc, const struct fakeplan *e)
+/* A steady tick: one interval later, the verifying round of the config. */
+static int tick(struct fakedrfd *f)
 {
-	struct drf_reconcile_stats st;
+	size_t before = f->rec.changes;
+
+	fakedrfd_advance(f, f->d.decl.cfg.interval_us);
+	if (getenv("BENCH_DEBUG"))
+		f->rec.out = stderr;
+	drfd_tick(&f->d, f->d.verify);
+	if (getenv("BENCH_DEBUG") && (f->d.last.errors || f->rec.changes != before))
+		fprintf(stderr, "tick: errors %zu, changes %zu\n", (size_t)f->d.last.errors,
+			f->rec.changes - before);
+	return f->d.last.errors || f->rec.changes != before ? -1 : 0;
+}
+
+/* The daemon over n tenants, started and settled. */
+static int daemon_up(struct fakedrfd *f, int n, bool observed)
+{
+	char agent[512], *t = tenants(n, -1, observed);
 	int r;
 
-	(void)e;
-	r = drf_reconcile_tick(rc, verify, &st);
-	return r < 0 ? r : (int)(st.errors + st.writes);
+	if (!t)
+		return -ENOMEM;
+	if (observed)
+		snprintf(agent, sizeof(agent), "mode = limit\ndemand = observed\n"
+						"metrics-file = /dev/shm/drf-bench-tick-%d.prom\n",
+			 (int)getpid());
+	else
+		snprintf(agent, sizeof(agent), "mode = limit\n");
+	r = fakedrfd_setup(f, agent, t);
+	free(t);
+	if (r == 0 && observed) {
+		/* An io device, as its io.stat lines name it: 8:0, weights through BFQ. */
+		f->d.has_io = true;
+		f->d.io = (struct drf_io_target){ .major = 8, .minor = 0,
+						  .weights = DRF_IO_WEIGHTS_BFQ };
+	}
+	if (r == 0)
+		r = fakedrfd_start(f);
+	if (r == 0)
+		r = kernel_files(f);
+	/*
+	 * The first samples take the counters in and observed demand moves to
+	 * the use in its steps; then nothing changes: up to 100 intervals.
+	 */
+	for (int k = 0, quiet = 0; r == 0 && quiet < 3; k++) {
+		size_t before = f->rec.changes;
+
+		if (k == 100)
+			return -EAGAIN;
+		fakedrfd_advance(f, f->d.decl.cfg.interval_us);
+		drfd_tick(&f->d, SIZE_MAX);
+		quiet = f->rec.changes == before && !f->d.last.errors ? quiet + 1 : 0;
+	}
+	return r;
+}
+
+static size_t metrics_bytes(struct fakedrfd *f)
+{
+	struct drf_view v;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+
+	if (!m)
+		return 0;
+	drfd_view(&f->d, &v);
+	drf_metrics_render(&v, m);
+	fclose(m);
+	free(buf);
+	return len;
 }
 
 static int noop_handler(void *user, const char *section, const char *name, const char *value)
@@ -103,74 +204,47 @@ static int noop_handler(void *user, const char *section, const char *name, const
 }
 
 /*
- * A reload as the daemon does it (load, allocate, map to knobs, diff against
- * the plan in force, write what changed) against parsing the same file alone,
- * alternating two configs that differ in one tenant's cpu demand, in limit mode
- * with room for every demand, so that one knob changes: the reload's p50
- * and p99, and the ratio of the medians. For N tenants on the same fake tree.
+ * A reload as the daemon does it (load, allocate, plan, diff against the plan
+ * in force, write what changed) against loading the same config alone and
+ * against libinih's bare parse, alternating two configs that differ in one
+ * tenant's cpu demand, in limit mode with room for every demand, so that one
+ * knob changes: the reload's p50 and p99, and the ratios of the medians.
  */
 static int reload_bench(int n, int rounds)
 {
-	char dir[64], root[128], a[256], b[256], err[512];
+	char *a = tenants(n, -1, false), *b = tenants(n, n / 2, false), err[512];
 	double *t_reload = calloc((size_t)rounds, sizeof(double));
 	double *t_parse = calloc((size_t)rounds, sizeof(double));
 	double *t_load = calloc((size_t)rounds, sizeof(double));
-	struct fakeplan e;
-	struct drf_reconciler rc;
-	struct drf_reconcile_stats st;
-	struct cgfs fs;
-	FILE *f;
+	struct fakedrfd f;
 
-	if (!t_reload || !t_parse || !t_load || fakecg_setup(dir, sizeof(dir), root, sizeof(root)) < 0)
-		return 1;
-	snprintf(a, sizeof(a), "%s/a.conf", dir);
-	snprintf(b, sizeof(b), "%s/b.conf", dir);
-	for (int k = 0; k < 2; k++) {
-		f = fopen(k ? b : a, "w");
-		if (!f)
-			return 1;
-		/* Room for every demand: one tenant's change moves only its own knobs. */
-		fprintf(f, "[agent]\ncgroup-root = %s\nmode = limit\n[capacity]\ncpu = 100000\n"
-			   "memory = 100T\n", root);
-		for (int i = 0; i < n; i++)
-			fprintf(f, "[tenant t%d]\nweight = %d\ncpu = %d\nmemory = %dG\n", i,
-				1 + i % 5, i == n / 2 && k ? 9 : 1 + i % 7, 1 + i % 13);
-		fclose(f);
-	}
-	if (fakeplan_load(&e, a, NULL, err, sizeof(err)) < 0 ||
-	    cgfs_open(&fs, root, false, &fakecg_ops, NULL) < 0 ||
-	    drf_reconciler_init(&rc, &fs, NULL, NULL, false, FAKECG_PAGE) < 0 ||
-	    drf_reconciler_set(&rc, &e.plan) < 0 ||
-	    drf_reconcile_tick(&rc, SIZE_MAX, &st) < 0) {
-		fprintf(stderr, "bench_tick: reload setup: %s\n", err);
+	if (!a || !b || !t_reload || !t_parse || !t_load ||
+	    fakedrfd_setup(&f, "mode = limit\n", a) < 0 || fakedrfd_start(&f) < 0) {
+		fprintf(stderr, "bench_tick: reload setup failed\n");
 		return 1;
 	}
 	for (int i = 0; i < rounds; i++) {
-		struct fakeplan next;
-		double t0 = now_us();
+		struct drf_config c;
+		size_t before = f.rec.changes;
+		double t0;
 
-		if (fakeplan_load(&next, i % 2 ? a : b, NULL, err, sizeof(err)) < 0 ||
-		    drf_reconciler_set(&rc, &next.plan) < 0 ||
-		    drf_reconcile_tick(&rc, 0, &st) < 0 || st.errors) {
-			fprintf(stderr, "bench_tick: reload failed: %s\n", err);
+		if (fakedrfd_write(&f, "mode = limit\n", i % 2 ? a : b) < 0)
+			return 1;
+		t0 = now_us();
+		if (drfd_reload(&f.d) < 0 || f.rec.changes == before) {
+			fprintf(stderr, "bench_tick: reload failed: %s\n", f.d.reload_error);
 			return 1;
 		}
 		t_reload[i] = now_us() - t0;
-		fakeplan_free(&e);
-		e = next;
 		t0 = now_us();
-		if (ini_parse(i % 2 ? a : b, noop_handler, NULL) != 0)
+		if (ini_parse(f.conf, noop_handler, NULL) != 0)
 			return 1;
 		t_parse[i] = now_us() - t0;
-		{
-			struct drf_config c;
-
-			t0 = now_us();
-			if (drf_config_load(i % 2 ? a : b, &drf_host_real, &c, err, sizeof(err)) < 0)
-				return 1;
-			t_load[i] = now_us() - t0;
-			drf_config_free(&c);
-		}
+		t0 = now_us();
+		if (drf_config_load(f.conf, &drf_host_real, &c, err, sizeof(err)) < 0)
+			return 1;
+		t_load[i] = now_us() - t0;
+		drf_config_free(&c);
 	}
 	{
 		double p99, p50, mp, ml;
@@ -180,15 +254,14 @@ static int reload_bench(int n, int rounds)
 		p99 = t_reload[(int)((rounds - 1) * 0.99)];
 		mp = median(t_parse, rounds);
 		ml = median(t_load, rounds);
-		printf("tenants %d, %d reloads: reload to the changed knobs p50 %.1f ms, p99 %.1f ms "
-		       "(target p99 < 100 ms at 1,000); inih alone %.1f ms, config load %.1f ms; "
-		       "reload/inih %.2f, reload/load %.2f (target <= 2 at 10,000)\n", n, rounds,
-		       p50 / 1000, p99 / 1000, mp / 1000, ml / 1000, p50 / mp, p50 / ml);
+		printf("tenants %d, %d reloads: drfd_reload() to the changed knobs p50 %.1f ms, p99 "
+		       "%.1f ms (target p99 < 100 ms at 1,000); inih alone %.1f ms, config load "
+		       "%.1f ms; reload/inih %.2f, reload/load %.2f (target <= 2 at 10,000)\n", n,
+		       rounds, p50 / 1000, p99 / 1000, mp / 1000, ml / 1000, p50 / mp, p50 / ml);
 	}
-	drf_reconciler_free(&rc);
-	cgfs_close(&fs);
-	fakeplan_free(&e);
-	fakecg_teardown(dir);
+	fakedrfd_teardown(&f);
+	free(a);
+	free(b);
 	free(t_reload);
 	free(t_parse);
 	free(t_load);
@@ -198,76 +271,59 @@ static int reload_bench(int n, int rounds)
 int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 1000, rounds = 31;
-	const char *only = argc > 2 ? argv[2] : NULL;
-	char dir[64], root[128], path[256], err[512];
-	struct drf_reconciler rc;
-	struct fakeplan e;
-	struct cgfs fs;
+	const char *mode = argc > 2 ? argv[2] : "declared", *only = argc > 3 ? argv[3] : NULL;
+	bool observed = strcmp(mode, "observed") == 0;
 	double *t_tick, *t_bare;
-	int r;
+	struct fakedrfd f;
 
-	if (only && strcmp(only, "reload") == 0)
+	if (strcmp(mode, "reload") == 0)
 		return reload_bench(n, argc > 3 ? atoi(argv[3]) : 21);
-	if (argc > 3)
-		rounds = atoi(argv[3]);
-	if (n < 1 || rounds < 1) {
-		fprintf(stderr, "usage: bench_tick [N [tick|bare ROUNDS]]\n");
+	if (argc > 4)
+		rounds = atoi(argv[4]);
+	if (n < 1 || rounds < 1 || (!observed && strcmp(mode, "declared") != 0)) {
+		fprintf(stderr, "usage: bench_tick N [declared|observed [tick|none ROUNDS]]\n"
+				"       bench_tick N reload [ROUNDS]\n");
 		return 64;
 	}
-	if (fakecg_setup(dir, sizeof(dir), root, sizeof(root)) < 0 ||
-	    write_config(dir, root, n, path, sizeof(path)) < 0) {
-		perror("bench_tick: setup");
-		return 1;
-	}
-	if (fakeplan_load(&e, path, NULL, err, sizeof(err)) < 0) {
-		fprintf(stderr, "bench_tick: %s\n", err);
-		return 1;
-	}
-	verify = drf_verify_per_tick((size_t)n, 1000000, 30000000);
-	if (cgfs_open(&fs, root, false, &fakecg_ops, NULL) < 0 ||
-	    drf_reconciler_init(&rc, &fs, NULL, NULL, false, FAKECG_PAGE) < 0 ||
-	    drf_reconciler_set(&rc, &e.plan) < 0) {
-		fprintf(stderr, "bench_tick: cannot open the fake tree\n");
-		return 1;
-	}
-	/* The first pass creates the tree and writes every knob; then it is steady. */
-	verify = SIZE_MAX;
-	r = tick(&rc, &e);
-	verify = drf_verify_per_tick((size_t)n, 1000000, 30000000);
-	if (r < 0 || (r = tick(&rc, &e)) != 0) {
-		fprintf(stderr, "bench_tick: the tree did not settle (%d)\n", r);
+	if (daemon_up(&f, n, observed) < 0 || tick(&f) < 0) {
+		fprintf(stderr, "bench_tick: the daemon did not settle\n");
 		return 1;
 	}
 	t_tick = calloc((size_t)rounds, sizeof(double));
 	t_bare = calloc((size_t)rounds, sizeof(double));
-	for (int i = 0; i < rounds; i++) {
-		double t0;
+	for (int i = 0; only && strcmp(only, "none") != 0 && i < rounds; i++)
+		if (tick(&f) < 0) {
+			fprintf(stderr, "bench_tick: a steady tick wrote or failed\n");
+			return 1;
+		}
+	for (int i = 0; !only && i < rounds; i++) {
+		double t0 = now_us();
 
-		if (!only || strcmp(only, "tick") == 0) {
-			t0 = now_us();
-			r = tick(&rc, &e);
-			t_tick[i] = now_us() - t0;
-			if (r != 0) {
-				fprintf(stderr, "bench_tick: a steady tick wrote or failed (%d)\n", r);
-				return 1;
-			}
+		if (tick(&f) < 0) {
+			fprintf(stderr, "bench_tick: a steady tick wrote or failed\n");
+			return 1;
 		}
-		if (!only || strcmp(only, "bare") == 0) {
-			t0 = now_us();
-			bare_loop(&fs, &e);
-			t_bare[i] = now_us() - t0;
-		}
+		t_tick[i] = now_us() - t0;
+		t0 = now_us();
+		bare_loop(&f);
+		t_bare[i] = now_us() - t0;
 	}
 	if (!only) {
 		double mt = median(t_tick, rounds), mb = median(t_bare, rounds);
+		size_t mbytes = metrics_bytes(&f);
 
-		printf("tenants %d, %d rounds: steady tick (%zu tenants read back) %.0f us, bare read "
-		       "of every knob %.0f us, tick/bare %.3f\n", n, rounds, verify, mt, mb, mt / mb);
+		printf("tenants %d (%s), %d rounds: steady tick (%zu read back) %.0f us, bare read "
+		       "of every knob %.0f us, tick/bare %.3f; one metrics render %zu bytes, %.0f "
+		       "per tenant (target < 1 MB at 1,000)\n", n, mode, rounds, f.d.verify, mt, mb,
+		       mt / mb, mbytes, (double)mbytes / n);
 	}
-	drf_reconciler_free(&rc);
-	cgfs_close(&fs);
-	fakeplan_free(&e);
-	fakecg_teardown(dir);
+	if (observed) {
+		char p[128];
+
+		snprintf(p, sizeof(p), "/dev/shm/drf-bench-tick-%d.prom", (int)getpid());
+		unlink(p);
+	}
+	fakedrfd_teardown(&f);
 	free(t_tick);
 	free(t_bare);
 	return 0;
