@@ -335,8 +335,8 @@ static void test_sample_probe_failures(void **state)
 {
 	(void)state;
 	/* Attaching fails: the daemon measures from cgroup files, and says why. */
-	rec->fail_errno = EPERM;
-	rec->fail_ops = DRF_PROBE_OP_ATTACH;
+	rec->fault.err = EPERM;
+	rec->fault.ops = DRF_PROBE_OP_ATTACH;
 	drfd_usage_start(&d, &drf_probe_recording_ops, rec, "/sys/fs/bpf/drfd-probes/x", 1);
 	assert_false(d.use.probes);
 	assert_true(strstr(d.use.probes_why, strerror(EPERM)) != NULL);
@@ -349,17 +349,17 @@ static void test_sample_probe_failures(void **state)
 	assert_int_equal(rec->changes, 0);
 
 	/* Attached, but adding entries and reading fail: retried each tick. */
-	rec->fail_errno = 0;
+	rec->fault.err = 0;
 	drfd_usage_start(&d, &drf_probe_recording_ops, rec, "/sys/fs/bpf/drfd-probes/x", 1);
 	assert_true(d.use.probes);
-	rec->fail_errno = ENOMEM;
-	rec->fail_ops = DRF_PROBE_OP_ADD | DRF_PROBE_OP_READ;
+	rec->fault.err = ENOMEM;
+	rec->fault.ops = DRF_PROBE_OP_ADD | DRF_PROBE_OP_READ;
 	put("a", "cpu.stat", "usage_usec 1500000\nnr_throttled 0\nthrottled_usec 0\n");
 	drfd_usage_sample(&d, 12 * SEC);
 	assert_int_equal(rec->n, 0);
 	/* cpu.stat still measures. */
 	assert_true(fabs(d.use.t[0].use_tick[DRF_RES_CPU] - 1.0) < 1e-9);
-	rec->fail_errno = 0;
+	rec->fault.err = 0;
 	drfd_usage_sample(&d, 13 * SEC);
 	assert_int_equal(rec->n, 2);
 }
