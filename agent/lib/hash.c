@@ -2,6 +2,8 @@
 /* FNV-1a (see hash.h). */
 #include "hash.h"
 
+#include <string.h>
+
 /* The offset bases (the hash of nothing) and the primes of FNV. */
 #define BASIS64 0xcbf29ce484222325ULL
 #define PRIME64 0x100000001b3ULL
@@ -20,11 +22,7 @@ uint64_t drf_hash_bytes(const void *p, size_t n)
 
 uint64_t drf_hash_str(const char *s)
 {
-	uint64_t h = BASIS64;
-
-	for (const unsigned char *b = (const unsigned char *)s; *b; b++)
-		h = (h ^ *b) * PRIME64;
-	return h;
+	return drf_hash_bytes(s, strlen(s));
 }
 
 uint32_t drf_hash32_bytes(const void *p, size_t n)
@@ -39,9 +37,5 @@ uint32_t drf_hash32_bytes(const void *p, size_t n)
 
 uint32_t drf_hash32_str(const char *s)
 {
-	uint32_t h = BASIS32;
-
-	for (const unsigned char *b = (const unsigned char *)s; *b; b++)
-		h = (h ^ *b) * PRIME32;
-	return h;
+	return drf_hash32_bytes(s, strlen(s));
 }
