@@ -135,7 +135,7 @@ double drf_kv_field_double(const char *line, size_t len, const char *key)
 
 /*
  * Gives the word (len bytes at w, split at sep) to the first wanted key it
- * matches whose value is not set yet (found[k]); 1 if it took one.
+ * matches, unless an earlier word gave it its value (found[k]): 1 if it took it.
  */
 static size_t take(const char *w, size_t len, char sep, const struct drf_kv_want *want,
 		   size_t n, bool *found)
@@ -143,8 +143,10 @@ static size_t take(const char *w, size_t len, char sep, const struct drf_kv_want
 	for (size_t k = 0; k < n; k++) {
 		size_t klen = strlen(want[k].key);
 
-		if (found[k] || !klen || !keyed(w, len, want[k].key, klen, sep))
+		if (!klen || !keyed(w, len, want[k].key, klen, sep))
 			continue;
+		if (found[k])
+			return 0;
 		*want[k].ret = parse_double(w + klen + 1, len - klen - 1);
 		found[k] = true;
 		return 1;

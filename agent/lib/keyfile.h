@@ -52,7 +52,8 @@ struct drf_kv_want {
 
 /*
  * One pass over buf (flat) for n keys at once: each *want[k].ret is set, to the
- * value of the first line with its key, or NAN. How many were found.
+ * value of the first line with its key, or NAN (a key wanted twice: the second
+ * is NAN). How many were found.
  */
 size_t drf_kv_scan(const char *buf, const struct drf_kv_want *want, size_t n);
 

@@ -284,6 +284,44 @@ static void test_index_collisions(void **state)
 	drf_index_free(&ix);
 }
 
+/*
+ * A key that is a prefix of another in the same run of slots: the index tells
+ * them apart by length, both ways, whichever came first.
+ */
+static void test_index_prefix_collision(void **state)
+{
+	char shorter[16], longer[24];
+	struct named v[2];
+	struct drf_index ix;
+	bool made = false;
+
+	(void)state;
+	for (unsigned k = 0; !made && k < 100000; k++) {
+		snprintf(shorter, sizeof(shorter), "p%u", k);
+		for (char x = 'a'; !made && x <= 'z'; x++) {
+			snprintf(longer, sizeof(longer), "%s%c", shorter, x);
+			made = (drf_hash_str(shorter) & 15) == (drf_hash_str(longer) & 15);
+		}
+	}
+	assert_true(made);
+	for (int order = 0; order < 2; order++) {
+		v[order] = (struct named){ longer, 0 };
+		v[1 - order] = (struct named){ shorter, 0 };
+		drf_index_init(&ix, key_name, v);
+		assert_int_equal(drf_index_build(&ix, 2), 0);
+		assert_int_equal(ix.cap, 16);
+		assert_int_equal(drf_index_find_str(&ix, longer), order);
+		assert_int_equal(drf_index_find_str(&ix, shorter), 1 - order);
+		drf_index_free(&ix);
+		drf_index_init(&ix, key_name, v);
+		assert_int_equal(drf_index_add(&ix, 0, NULL), 0);
+		assert_int_equal(drf_index_add(&ix, 1, NULL), 0);
+		assert_int_equal(drf_index_find_str(&ix, longer), order);
+		assert_int_equal(drf_index_find_str(&ix, shorter), 1 - order);
+		drf_index_free(&ix);
+	}
+}
+
 /* A growing array indexed as it grows: positions added in any order, and duplicates refused. */
 struct grow {
 	struct named *v;
@@ -540,6 +578,11 @@ static void test_kv_scan(void **state)
 	assert_true(isnan(bursts) && isnan(dup));
 	assert_int_equal(drf_kv_scan("", want, 2), 0);
 	assert_true(isnan(use) && isnan(thr));
+	/* A key on two lines: the first line's value, as drf_kv_find() has it. */
+	assert_int_equal(drf_kv_scan("usage_usec 1\nusage_usec 2", want, 4), 1);
+	assert_true(use == 1 && isnan(thr));
+	assert_int_equal(drf_kv_scan_fields("rbytes=5 rbytes=6", 17, io_want, 4), 1);
+	assert_true(rb == 5 && isnan(wb));
 	assert_int_equal(drf_kv_scan_fields(io, strlen(io), io_want, 4), 4);
 	assert_true(rb == 100 && wb == 200 && ri == 30 && wi == 40);
 	assert_int_equal(drf_kv_scan_fields(io, 14, io_want, 4), 1);
@@ -1013,6 +1056,7 @@ int main(void)
 		cmocka_unit_test(test_index_empty),
 		cmocka_unit_test(test_index_build_find),
 		cmocka_unit_test(test_index_collisions),
+		cmocka_unit_test(test_index_prefix_collision),
 		cmocka_unit_test(test_index_add_grows),
 		cmocka_unit_test(test_index_add_any_order),
 		cmocka_unit_test(test_index_u64_keys),
