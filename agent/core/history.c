@@ -154,7 +154,8 @@ static int series_push(struct drf_hist_series *s, int64_t t, const double v[DRF_
 		/* Two arrays of one capacity: it counts once both have grown. */
 		size_t tcap = s->cap, vcap = s->cap;
 
-		if (DRF_VEC_GROW(s->t, &tcap, s->n + 1) < 0 || DRF_VEC_GROW(s->v, &vcap, s->n + 1) < 0)
+		if (DRF_VEC_GROW(s->t, &tcap, s->n + 1) < 0 ||
+		    DRF_VEC_GROW(s->v, &vcap, s->n + 1) < 0)
 			return -ENOMEM;
 		s->cap = tcap;
 	}

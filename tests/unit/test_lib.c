@@ -2,10 +2,12 @@
 /*
  * The primitives of agent/lib: FNV-1a (against its published values and the
  * HTB class minors drfd keeps across restarts), the growable array, the hash
- * index, the keyed cgroup files, fault injection, and the file helpers (whole
- * writes and reads, the atomic replace with its failures injected, mkdir -p).
+ * index, the keyed cgroup files, fault injection and the recorders' lines, and
+ * the file helpers (whole writes and reads, the atomic replace with its
+ * failures injected, mkdir -p); and the BPF loaders' drf_map_keys().
  * fsync(2) is this program's own (below): it fails when a test says so.
  */
+#include <bpf/bpf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -27,6 +29,8 @@
 #include "htb.h"
 #include "index.h"
 #include "keyfile.h"
+#include "pins.h"
+#include "record.h"
 #include "testlib.h"
 #include "vec.h"
 
@@ -652,6 +656,71 @@ static void test_fault_rules(void **state)
 	assert_int_equal(f.hits, 2);
 }
 
+/* ---- a recorder's line ---- */
+
+static void test_record_lines(void **state)
+{
+	char *text = NULL;
+	size_t len = 0, changes = 0;
+	FILE *out;
+
+	(void)state;
+	/* Without a stream: counted only. */
+	drf_record(NULL, &changes, "mkdir %s", "a");
+	assert_int_equal(changes, 1);
+	out = open_memstream(&text, &len);
+	assert_non_null(out);
+	drf_record(out, &changes, "write %s/%s %d", "r", "cpu.weight", 100);
+	drf_record(out, &changes, "%s", "");
+	assert_int_equal(fclose(out), 0);
+	assert_int_equal(changes, 3);
+	assert_string_equal(text, "write r/cpu.weight 100\n\n");
+	free(text);
+}
+
+/* ---- a BPF map's keys (bpf/pins.c, for both loaders) ---- */
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void test_map_keys(void **state)
+{
+	uint64_t *keys = NULL, one = 1;
+	size_t n = 99;
+	int fd = bpf_map_create(BPF_MAP_TYPE_HASH, "drf_test_keys", sizeof(uint64_t),
+				sizeof(uint64_t), 4096, NULL);
+
+	(void)state;
+	if (fd < 0) {
+		print_message("no BPF map here (%s): skipped\n", strerror(errno));
+		skip();
+	}
+	/* Empty. */
+	assert_int_equal(drf_map_keys(fd, &keys, &n), 0);
+	assert_int_equal(n, 0);
+	free(keys);
+	/* Many more than one growth of the array holds. */
+	for (uint64_t k = 1; k <= 3000; k++) {
+		uint64_t key = k * 0x10001;
+
+		assert_int_equal(bpf_map_update_elem(fd, &key, &one, BPF_NOEXIST), 0);
+	}
+	assert_int_equal(drf_map_keys(fd, &keys, &n), 0);
+	assert_int_equal(n, 3000);
+	qsort(keys, n, sizeof(*keys), cmp_u64);
+	for (size_t i = 0; i < n; i++)
+		assert_true(keys[i] == (i + 1) * 0x10001);
+	free(keys);
+	close(fd);
+	keys = NULL;
+	assert_true(drf_map_keys(fd, &keys, &n) < 0);
+	assert_null(keys);
+}
+
 /* ---- files ---- */
 
 struct tmp {
@@ -815,7 +884,7 @@ static void test_replace_at(void **state)
 	assert_int_equal(mkdirat(t->fd, "d", 0700), 0);
 	assert_int_equal(drf_replace_at(t->fd, "d/x", "x", 1, 0600), 0);
 	assert_int_equal(slurp(t, "d/x", buf, sizeof(buf)), 1);
-	/* A temporary file a crash left, or a symlink planted there: removed, not written through. */
+	/* A temporary file a crash left, or a symlink planted there: removed, never followed. */
 	assert_int_equal(symlinkat("d/x", t->fd, ".state.tmp"), 0);
 	assert_int_equal(drf_replace_at(t->fd, "state", "three", 5, 0600), 0);
 	assert_int_equal(slurp(t, "state", buf, sizeof(buf)), 5);
@@ -1067,6 +1136,8 @@ int main(void)
 		cmocka_unit_test(test_kv_scan),
 		cmocka_unit_test(test_kv_scan_many),
 		cmocka_unit_test(test_fault_rules),
+		cmocka_unit_test(test_record_lines),
+		cmocka_unit_test(test_map_keys),
 		cmocka_unit_test_setup_teardown(test_write_read_full, setup_tmp, teardown_tmp),
 		cmocka_unit_test_setup_teardown(test_write_all_short, setup_tmp, teardown_tmp),
 		cmocka_unit_test_setup_teardown(test_replace_at, setup_tmp, teardown_tmp),
