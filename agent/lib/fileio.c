@@ -176,6 +176,7 @@ static int replace_in(int pfd, const char *name, const void *buf, size_t len, mo
 		      struct stat *ret_st)
 {
 	char tmp[NAME_MAX + 1];
+	struct stat st;
 	int fd, r;
 
 	if ((size_t)snprintf(tmp, sizeof(tmp), ".%s.tmp", name) >= sizeof(tmp))
@@ -191,17 +192,21 @@ static int replace_in(int pfd, const char *name, const void *buf, size_t len, mo
 		r = drf_write_all(fd, buf, len);
 	if (r == 0 && fsync(fd) < 0)
 		r = -errno;
-	if (r == 0 && ret_st && fstat(fd, ret_st) < 0)
+	if (r == 0 && ret_st && fstat(fd, &st) < 0)
 		r = -errno;
 	if (close(fd) < 0 && r == 0)
 		r = -errno;
 	if (r == 0 && renameat(pfd, tmp, pfd, name) < 0)
 		r = -errno;
-	if (r < 0)
+	if (r < 0) {
 		unlinkat(pfd, tmp, 0);
-	else if (fsync(pfd) < 0)
-		r = -errno;
-	return r;
+		return r;
+	}
+	if (fsync(pfd) < 0)
+		return -errno;
+	if (ret_st)
+		*ret_st = st;
+	return 0;
 }
 
 int drf_replace_at(int dirfd, const char *path, const void *buf, size_t len, mode_t mode)

@@ -54,8 +54,9 @@ int drf_replace_at(int dirfd, const char *path, const void *buf, size_t len, mod
  * The same for a path of the filesystem (absolute, or relative to the working
  * directory), such as a file in a directory an administrator named: its
  * directory is opened as open(2) resolves it (symlinks followed), the file
- * itself as drf_replace_at() does. ret_st (if not NULL): the file written, as
- * fstat(2) had it before the rename, to tell later whether it is still drfd's.
+ * itself as drf_replace_at() does. ret_st (if not NULL, set on success only):
+ * the file written, as fstat(2) had it before the rename, to tell later
+ * whether it is still drfd's.
  */
 int drf_replace(const char *path, const void *buf, size_t len, mode_t mode, struct stat *ret_st);
 

@@ -998,11 +998,16 @@ static void test_replace_path(void **state)
 	assert_int_equal(drf_replace(path, "x", 1, 0600, NULL), -EINVAL);
 	snprintf(path, sizeof(path), "%s/none/f", t->dir);
 	assert_int_equal(drf_replace(path, "x", 1, 0600, NULL), -ENOENT);
-	/* A failed fsync leaves the file as it was. */
+	/* A failed fsync leaves the file as it was, and ret_st as it was. */
 	snprintf(path, sizeof(path), "%s/m.prom", t->dir);
+	memset(&st, 0x5a, sizeof(st));
 	fsync_fails(1, EIO);
 	assert_int_equal(drf_replace(path, "up 2\n", 5, 0644, &st), -EIO);
+	fsync_fails(2, EIO);
+	assert_int_equal(drf_replace(path, "up 3\n", 5, 0644, &st), -EIO);
 	fsync_fails(0, 0);
+	assert_true(st.st_ino == (ino_t)0x5a5a5a5a5a5a5a5aULL);
+	assert_int_equal(drf_replace(path, "up 0\n", 5, 0644, NULL), 0);
 	assert_int_equal(slurp(t, "m.prom", buf, sizeof(buf)), 5);
 	assert_string_equal(buf, "up 0\n");
 }
