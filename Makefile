@@ -137,7 +137,7 @@ $(BUILD)/tests/%.o: LAYER_INC := $(ALL_INC)
 DAEMON_LIBS := $(call libs_of,daemon $(uses_daemon))
 CLI_LIBS := $(call libs_of,$(uses_cli))
 # The primitives that do no I/O (the pure core may use these and no others).
-LIB_PURE := text
+LIB_PURE := text hash vec index keyfile fault
 
 BINS := $(BUILD)/drfctl $(BUILD)/drfd
 # Man pages, written in scdoc (deploy/man/), the same for every variant.
@@ -146,7 +146,7 @@ DEB_DIR := .output/deb
 
 UNIT_TESTS := test_units test_alloc test_props test_config test_fuzz_config test_cgroupfs \
 	test_reload_mem test_shaper test_expo test_metrics test_use \
-	test_demand test_history test_taskq test_tasks test_daemon test_statedir test_socket
+	test_demand test_history test_taskq test_tasks test_daemon test_statedir test_socket test_lib
 UNIT_BINS := $(UNIT_TESTS:%=$(BUILD)/tests/%)
 BENCH_BIN := $(BUILD)/tests/bench_alloc
 BENCH_TICK_BIN := $(BUILD)/tests/bench_tick

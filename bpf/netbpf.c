@@ -5,15 +5,19 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fault.h"
+#include "fileio.h"
 #include "net.skel.h"
 #include "pins.h"
+#include "record.h"
+#include "vec.h"
 
 static int load(struct drf_netbpf *b, const char *pin_dir, uint32_t root_level, const int *devs,
 		size_t n_devs)
@@ -130,7 +134,7 @@ static int real_attach(void *ctx, const char *pin_dir, int cgroup_fd, uint32_t r
 	int r;
 
 	real_close(b);
-	r = drf_pin_mkdir(pin_dir);
+	r = drf_mkdir_p_at(AT_FDCWD, pin_dir, 0700);
 	if (r < 0)
 		return r;
 	r = load(b, pin_dir, root_level, devs, n_devs);
@@ -189,33 +193,8 @@ static int real_del(void *ctx, uint64_t cgid)
 static int real_keys(void *ctx, uint64_t **ret, size_t *ret_n)
 {
 	int fd = tenants_fd(ctx);
-	uint64_t *v = NULL, key, *prev = NULL;
-	size_t n = 0, cap = 0;
 
-	if (fd < 0)
-		return fd;
-	while (bpf_map_get_next_key(fd, prev, &key) == 0) {
-		if (n == cap) {
-			uint64_t *nv;
-
-			cap = cap ? 2 * cap : 64;
-			nv = realloc(v, cap * sizeof(*v));
-			if (!nv) {
-				free(v);
-				return -ENOMEM;
-			}
-			v = nv;
-		}
-		v[n++] = key;
-		prev = &v[n - 1];
-	}
-	if (errno != ENOENT) {
-		free(v);
-		return -errno;
-	}
-	*ret = v;
-	*ret_n = n;
-	return 0;
+	return fd < 0 ? fd : drf_map_keys(fd, ret, ret_n);
 }
 
 /* Keys per batch lookup. */
@@ -228,7 +207,7 @@ static int real_counters(void *ctx, uint64_t **ret_keys, struct drf_net_counters
 	int ncpu = libbpf_num_possible_cpus(), fd, r = 0;
 	uint64_t *keys = NULL, batch = 0;
 	struct drf_net_counters *per = NULL, *vals = NULL;
-	size_t n = 0, cap = 0;
+	size_t n = 0, kcap = 0, vcap = 0;
 	bool first = true, done = false;
 
 	if (!b->skel)
@@ -242,21 +221,10 @@ static int real_counters(void *ctx, uint64_t **ret_keys, struct drf_net_counters
 	while (!done) {
 		uint32_t count = BATCH;
 
-		if (n + BATCH > cap) {
-			uint64_t *nk;
-			struct drf_net_counters *nv;
-
-			cap = cap ? 2 * cap : 4 * BATCH;
-			nk = realloc(keys, cap * sizeof(*keys));
-			if (nk)
-				keys = nk;
-			nv = realloc(vals, cap * sizeof(*vals));
-			if (nv)
-				vals = nv;
-			if (!nk || !nv) {
-				r = -ENOMEM;
-				break;
-			}
+		if (DRF_VEC_GROW(keys, &kcap, n + BATCH) < 0 ||
+		    DRF_VEC_GROW(vals, &vcap, n + BATCH) < 0) {
+			r = -ENOMEM;
+			break;
 		}
 		/* A per-CPU map gives every CPU's value of a key, one after the other. */
 		if (bpf_map_lookup_batch(fd, first ? NULL : &batch, &batch, keys + n, per, &count,
@@ -334,30 +302,6 @@ const struct drf_netbpf_ops drf_netbpf_real_ops = {
 
 /* The recorder. */
 
-static void rec_line(struct drf_netbpf_recorder *r, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void rec_line(struct drf_netbpf_recorder *r, const char *fmt, ...)
-{
-	va_list ap;
-
-	r->changes++;
-	if (!r->out)
-		return;
-	va_start(ap, fmt);
-	vfprintf(r->out, fmt, ap);
-	va_end(ap);
-	fputc('\n', r->out);
-}
-
-static bool rec_inject(struct drf_netbpf_recorder *r, enum drf_netbpf_op op, uint64_t id)
-{
-	if (!r->fail_errno || (r->fail_ops && !(r->fail_ops & op)) || (r->fail_id && r->fail_id != id))
-		return false;
-	r->faults++;
-	return true;
-}
-
 static ssize_t rec_find(const struct drf_netbpf_recorder *r, uint64_t cgid)
 {
 	for (size_t i = 0; i < r->n; i++)
@@ -374,9 +318,9 @@ static int rec_attach(void *ctx, const char *pin_dir, int cgroup_fd, uint32_t ro
 	(void)cgroup_fd;
 	(void)devs;
 	(void)n_devs;
-	if (rec_inject(r, DRF_NETBPF_OP_ATTACH, 0))
-		return -r->fail_errno;
-	rec_line(r, "bpf attach %s level %" PRIu32, pin_dir, root_level);
+	if (drf_fault_inject(&r->fault, DRF_NETBPF_OP_ATTACH, 0, NULL))
+		return -r->fault.err;
+	drf_record(r->out, &r->changes, "bpf attach %s level %" PRIu32, pin_dir, root_level);
 	*ret_adopted = r->attached;
 	r->attached = true;
 	return 0;
@@ -387,8 +331,8 @@ static int rec_set(void *ctx, uint64_t cgid, const struct drf_net_tenant *v)
 	struct drf_netbpf_recorder *r = ctx;
 	ssize_t i = rec_find(r, cgid);
 
-	if (rec_inject(r, DRF_NETBPF_OP_SET, cgid))
-		return -r->fail_errno;
+	if (drf_fault_inject(&r->fault, DRF_NETBPF_OP_SET, cgid, NULL))
+		return -r->fault.err;
 	if (i < 0) {
 		if (r->n == DRF_NETBPF_REC_MAX)
 			return -E2BIG;
@@ -397,9 +341,10 @@ static int rec_set(void *ctx, uint64_t cgid, const struct drf_net_tenant *v)
 		r->cnt[i] = (struct drf_net_counters){ 0 };
 	}
 	r->val[i] = *v;
-	rec_line(r, "bpf map set %" PRIu64 " class %x:%x in-rate %llu in-burst %llu", cgid,
-		 v->classid >> 16, v->classid & 0xffff, (unsigned long long)v->in_rate,
-		 (unsigned long long)v->in_burst);
+	drf_record(r->out, &r->changes,
+		   "bpf map set %" PRIu64 " class %x:%x in-rate %llu in-burst %llu", cgid,
+		   v->classid >> 16, v->classid & 0xffff, (unsigned long long)v->in_rate,
+		   (unsigned long long)v->in_burst);
 	return 0;
 }
 
@@ -408,8 +353,8 @@ static int rec_get(void *ctx, uint64_t cgid, struct drf_net_tenant *ret)
 	struct drf_netbpf_recorder *r = ctx;
 	ssize_t i = rec_find(r, cgid);
 
-	if (rec_inject(r, DRF_NETBPF_OP_GET, cgid))
-		return -r->fail_errno;
+	if (drf_fault_inject(&r->fault, DRF_NETBPF_OP_GET, cgid, NULL))
+		return -r->fault.err;
 	if (i < 0)
 		return -ENOENT;
 	*ret = r->val[i];
@@ -421,9 +366,9 @@ static int rec_del(void *ctx, uint64_t cgid)
 	struct drf_netbpf_recorder *r = ctx;
 	ssize_t i = rec_find(r, cgid);
 
-	if (rec_inject(r, DRF_NETBPF_OP_DEL, cgid))
-		return -r->fail_errno;
-	rec_line(r, "bpf map del %" PRIu64, cgid);
+	if (drf_fault_inject(&r->fault, DRF_NETBPF_OP_DEL, cgid, NULL))
+		return -r->fault.err;
+	drf_record(r->out, &r->changes, "bpf map del %" PRIu64, cgid);
 	if (i >= 0) {
 		r->n--;
 		r->key[i] = r->key[r->n];
@@ -438,8 +383,8 @@ static int rec_keys(void *ctx, uint64_t **ret, size_t *ret_n)
 	struct drf_netbpf_recorder *r = ctx;
 	uint64_t *v;
 
-	if (rec_inject(r, DRF_NETBPF_OP_KEYS, 0))
-		return -r->fail_errno;
+	if (drf_fault_inject(&r->fault, DRF_NETBPF_OP_KEYS, 0, NULL))
+		return -r->fault.err;
 	v = malloc((r->n + 1) * sizeof(*v));
 	if (!v)
 		return -ENOMEM;
@@ -456,8 +401,8 @@ static int rec_counters(void *ctx, uint64_t **ret_keys, struct drf_net_counters 
 	uint64_t *k;
 	struct drf_net_counters *v;
 
-	if (rec_inject(r, DRF_NETBPF_OP_COUNTERS, 0))
-		return -r->fail_errno;
+	if (drf_fault_inject(&r->fault, DRF_NETBPF_OP_COUNTERS, 0, NULL))
+		return -r->fault.err;
 	k = malloc((r->n + 1) * sizeof(*k));
 	v = malloc((r->n + 1) * sizeof(*v));
 	if (!k || !v) {
@@ -477,9 +422,9 @@ static int rec_reset(void *ctx, const char *pin_dir)
 {
 	struct drf_netbpf_recorder *r = ctx;
 
-	if (rec_inject(r, DRF_NETBPF_OP_RESET, 0))
-		return -r->fail_errno;
-	rec_line(r, "bpf reset %s", pin_dir);
+	if (drf_fault_inject(&r->fault, DRF_NETBPF_OP_RESET, 0, NULL))
+		return -r->fault.err;
+	drf_record(r->out, &r->changes, "bpf reset %s", pin_dir);
 	r->attached = false;
 	r->n = 0;
 	return 0;

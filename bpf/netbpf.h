@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "fault.h"
 #include "net.h"
 
 struct drf_netbpf_ops {
@@ -82,8 +83,8 @@ enum drf_netbpf_op {
  * CGID class C in-rate R in-burst B", "bpf map del CGID", "bpf reset
  * PIN_DIR") and keeps the tenant map in memory (up to DRF_NETBPF_REC_MAX
  * entries), so that reads see what was written; counters are zero unless a
- * test sets them. Fault injection as in the cgroupfs recorder: the operations
- * in fail_ops (0: all) fail with fail_errno, on key fail_id only if not 0.
+ * test sets them. Fault injection (fault.h): the operations in
+ * fault.ops (0: all) fail with fault.err, on key fault.id only if not 0.
  */
 #define DRF_NETBPF_REC_MAX 1024
 struct drf_netbpf_recorder {
@@ -94,10 +95,7 @@ struct drf_netbpf_recorder {
 	uint64_t key[DRF_NETBPF_REC_MAX];
 	struct drf_net_tenant val[DRF_NETBPF_REC_MAX];
 	struct drf_net_counters cnt[DRF_NETBPF_REC_MAX];
-	unsigned fail_ops;
-	uint64_t fail_id;
-	int fail_errno;
-	size_t faults;
+	struct drf_fault fault; /* ops: DRF_NETBPF_OP_* bits; id: a key */
 };
 extern const struct drf_netbpf_ops drf_netbpf_recording_ops;
 

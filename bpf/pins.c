@@ -7,32 +7,15 @@
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
+
+#include "vec.h"
 
 int drf_pin_path(char *buf, size_t len, const char *dir, const char *name)
 {
 	return (size_t)snprintf(buf, len, "%s/%s", dir, name) < len ? 0 : -ENAMETOOLONG;
-}
-
-int drf_pin_mkdir(const char *dir)
-{
-	char p[512];
-	size_t n = strlen(dir);
-
-	if (n >= sizeof(p))
-		return -ENAMETOOLONG;
-	memcpy(p, dir, n + 1);
-	for (size_t i = 1; i <= n; i++) {
-		if (p[i] != '/' && p[i] != '\0')
-			continue;
-		p[i] = '\0';
-		if (mkdir(p, 0700) < 0 && errno != EEXIST)
-			return -errno;
-		p[i] = i < n ? '/' : '\0';
-	}
-	return 0;
 }
 
 bool drf_pin_fits(const struct bpf_map *m, const char *path)
@@ -71,6 +54,30 @@ int drf_pin_clear(const char *dir)
 	if (rmdir(dir) < 0 && r == 0 && errno != ENOENT)
 		r = -errno;
 	return r;
+}
+
+int drf_map_keys(int fd, uint64_t **ret, size_t *ret_n)
+{
+	uint64_t *v = NULL, key, *prev = NULL;
+	size_t n = 0, cap = 0;
+
+	while (bpf_map_get_next_key(fd, prev, &key) == 0) {
+		if (DRF_VEC_GROW(v, &cap, n + 1) < 0) {
+			free(v);
+			return -ENOMEM;
+		}
+		v[n++] = key;
+		prev = &v[n - 1];
+	}
+	if (errno != ENOENT) {
+		int r = -errno;
+
+		free(v);
+		return r;
+	}
+	*ret = v;
+	*ret_n = n;
+	return 0;
 }
 
 int drf_pin_paths(const char *root, const char *mount, uint32_t *ret_level, char *pin_dir,

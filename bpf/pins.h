@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* What the loaders share about pinning in bpffs. 0 or -errno. */
+/* What the loaders share: pinning in bpffs, and reading their maps. 0 or -errno. */
 #ifndef DRF_PINS_H
 #define DRF_PINS_H
 
@@ -11,8 +11,6 @@ struct bpf_map;
 
 /* dir/name into buf. */
 int drf_pin_path(char *buf, size_t len, const char *dir, const char *name);
-/* mkdir -p on bpffs. */
-int drf_pin_mkdir(const char *dir);
 /*
  * Whether the map pinned at path has m's layout (type, key and value sizes,
  * entries, flags); true if nothing is pinned there.
@@ -23,6 +21,12 @@ bool drf_pin_fits(const struct bpf_map *m, const char *path);
  * destroyed, and detached, when unpinned. 0 if dir does not exist.
  */
 int drf_pin_clear(const char *dir);
+
+/*
+ * Every key of the map fd (uint64_t keys, a tenant's cgroup id), in *ret
+ * (malloc'ed), how many in *ret_n.
+ */
+int drf_map_keys(int fd, uint64_t **ret, size_t *ret_n);
 
 /* Where bpffs is mounted, and drfd pins its network programs below it. */
 #define DRF_BPFFS "/sys/fs/bpf"

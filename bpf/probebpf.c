@@ -7,13 +7,17 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "fault.h"
+#include "fileio.h"
+#include "hash.h"
 #include "pins.h"
 #include "probe.skel.h"
+#include "record.h"
+#include "vec.h"
 
 /* The programs and the names their links are pinned under. */
 #define NPROGS 7
@@ -22,16 +26,13 @@ static const char *const link_names[NPROGS] = {
 	"rq_issue_link", "rq_complete_link",
 };
 
-/* FNV-1a of the programs' object, as built into this drfd. */
+/* FNV-1a (32 bits: kept in the pinned config) of the programs' object, as built into this drfd. */
 static uint32_t code_hash(void)
 {
 	size_t n = 0;
-	const unsigned char *p = probe_bpf__elf_bytes(&n);
-	uint32_t h = 2166136261u;
+	const void *p = probe_bpf__elf_bytes(&n);
 
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ p[i]) * 16777619u;
-	return h;
+	return drf_hash32_bytes(p, n);
 }
 
 static struct bpf_program *prog_of(struct probe_bpf *s, int i)
@@ -187,7 +188,7 @@ static int real_attach(void *ctx, const char *pin_dir, bool *ret_adopted)
 	/* Another version's, or a partial set: replaced (its counts go). */
 	r = drf_pin_clear(pin_dir);
 	if (r == 0)
-		r = drf_pin_mkdir(pin_dir);
+		r = drf_mkdir_p_at(AT_FDCWD, pin_dir, 0700);
 	if (r == 0)
 		r = load(b, pin_dir);
 	if (r < 0) {
@@ -257,33 +258,8 @@ static int real_del(void *ctx, uint64_t cgid)
 static int real_keys(void *ctx, uint64_t **ret, size_t *ret_n)
 {
 	struct drf_probebpf *b = ctx;
-	uint64_t *v = NULL, key, *prev = NULL;
-	size_t n = 0, cap = 0;
 
-	if (!b->ready)
-		return -EBADF;
-	while (bpf_map_get_next_key(b->cpu_fd, prev, &key) == 0) {
-		if (n == cap) {
-			uint64_t *nv = realloc(v, (cap = cap ? 2 * cap : 64) * sizeof(*v));
-
-			if (!nv) {
-				free(v);
-				return -ENOMEM;
-			}
-			v = nv;
-		}
-		v[n++] = key;
-		prev = &v[n - 1];
-	}
-	if (errno != ENOENT) {
-		int r = -errno;
-
-		free(v);
-		return r;
-	}
-	*ret = v;
-	*ret_n = n;
-	return 0;
+	return b->ready ? drf_map_keys(b->cpu_fd, ret, ret_n) : -EBADF;
 }
 
 /* Keys per batch lookup. */
@@ -298,28 +274,17 @@ static int read_all(int fd, size_t vsize, int per, uint64_t **ret_keys, void **r
 {
 	uint64_t *keys = NULL, batch = 0;
 	char *vals = NULL;
-	size_t n = 0, cap = 0, one = vsize * (size_t)per;
+	size_t n = 0, kcap = 0, vcap = 0, one = vsize * (size_t)per;
 	bool first = true, done = false;
 	int r = 0;
 
 	while (!done) {
 		uint32_t count = BATCH;
 
-		if (n + BATCH > cap) {
-			uint64_t *nk;
-			char *nv;
-
-			cap = cap ? 2 * cap : BATCH;
-			nk = realloc(keys, cap * sizeof(*keys));
-			if (nk)
-				keys = nk;
-			nv = realloc(vals, cap * one);
-			if (nv)
-				vals = nv;
-			if (!nk || !nv) {
-				r = -ENOMEM;
-				break;
-			}
+		if (DRF_VEC_GROW(keys, &kcap, n + BATCH) < 0 ||
+		    drf_vec_grow(&vals, &vcap, n + BATCH, one) < 0) {
+			r = -ENOMEM;
+			break;
 		}
 		if (bpf_map_lookup_batch(fd, first ? NULL : &batch, &batch, keys + n, vals + n * one,
 					 &count, NULL) < 0) {
@@ -444,30 +409,6 @@ const struct drf_probe_ops drf_probe_real_ops = {
 
 /* The recorder. */
 
-static void rec_line(struct drf_probe_recorder *r, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void rec_line(struct drf_probe_recorder *r, const char *fmt, ...)
-{
-	va_list ap;
-
-	r->changes++;
-	if (!r->out)
-		return;
-	va_start(ap, fmt);
-	vfprintf(r->out, fmt, ap);
-	va_end(ap);
-	fputc('\n', r->out);
-}
-
-static bool rec_inject(struct drf_probe_recorder *r, enum drf_probe_op op, uint64_t id)
-{
-	if (!r->fail_errno || (r->fail_ops && !(r->fail_ops & op)) || (r->fail_id && r->fail_id != id))
-		return false;
-	r->faults++;
-	return true;
-}
-
 static ssize_t rec_find(const struct drf_probe_recorder *r, uint64_t cgid)
 {
 	for (size_t i = 0; i < r->n; i++)
@@ -480,9 +421,9 @@ static int rec_attach(void *ctx, const char *pin_dir, bool *ret_adopted)
 {
 	struct drf_probe_recorder *r = ctx;
 
-	if (rec_inject(r, DRF_PROBE_OP_ATTACH, 0))
-		return -r->fail_errno;
-	rec_line(r, "probe attach %s", pin_dir);
+	if (drf_fault_inject(&r->fault, DRF_PROBE_OP_ATTACH, 0, NULL))
+		return -r->fault.err;
+	drf_record(r->out, &r->changes, "probe attach %s", pin_dir);
 	*ret_adopted = r->attached;
 	r->attached = true;
 	return 0;
@@ -492,14 +433,15 @@ static int rec_configure(void *ctx, const struct drf_probe_cfg *cfg)
 {
 	struct drf_probe_recorder *r = ctx;
 
-	if (rec_inject(r, DRF_PROBE_OP_CONFIGURE, 0))
-		return -r->fail_errno;
+	if (drf_fault_inject(&r->fault, DRF_PROBE_OP_CONFIGURE, 0, NULL))
+		return -r->fault.err;
 	if (memcmp(&r->cfg, cfg, sizeof(*cfg)) == 0)
 		return 0;
 	r->cfg = *cfg;
-	rec_line(r, "probe configure root-level %" PRIu32 " root-id %llu io-dev %u:%u gen %" PRIu32,
-		 cfg->root_level, (unsigned long long)cfg->root_id, cfg->io_dev >> 20,
-		 cfg->io_dev & 0xfffff, cfg->gen);
+	drf_record(r->out, &r->changes,
+		   "probe configure root-level %" PRIu32 " root-id %llu io-dev %u:%u gen %" PRIu32,
+		   cfg->root_level, (unsigned long long)cfg->root_id, cfg->io_dev >> 20,
+		   cfg->io_dev & 0xfffff, cfg->gen);
 	return 0;
 }
 
@@ -507,8 +449,8 @@ static int rec_add(void *ctx, uint64_t cgid)
 {
 	struct drf_probe_recorder *r = ctx;
 
-	if (rec_inject(r, DRF_PROBE_OP_ADD, cgid))
-		return -r->fail_errno;
+	if (drf_fault_inject(&r->fault, DRF_PROBE_OP_ADD, cgid, NULL))
+		return -r->fault.err;
 	if (rec_find(r, cgid) >= 0)
 		return -EEXIST;
 	if (r->n == DRF_PROBE_REC_MAX)
@@ -517,7 +459,7 @@ static int rec_add(void *ctx, uint64_t cgid)
 	r->cpu[r->n] = (struct drf_probe_cpu){ 0 };
 	r->io[r->n] = (struct drf_probe_io){ 0 };
 	r->n++;
-	rec_line(r, "probe add %" PRIu64, cgid);
+	drf_record(r->out, &r->changes, "probe add %" PRIu64, cgid);
 	return 0;
 }
 
@@ -526,9 +468,9 @@ static int rec_del(void *ctx, uint64_t cgid)
 	struct drf_probe_recorder *r = ctx;
 	ssize_t i = rec_find(r, cgid);
 
-	if (rec_inject(r, DRF_PROBE_OP_DEL, cgid))
-		return -r->fail_errno;
-	rec_line(r, "probe del %" PRIu64, cgid);
+	if (drf_fault_inject(&r->fault, DRF_PROBE_OP_DEL, cgid, NULL))
+		return -r->fault.err;
+	drf_record(r->out, &r->changes, "probe del %" PRIu64, cgid);
 	if (i >= 0) {
 		r->n--;
 		r->key[i] = r->key[r->n];
@@ -543,8 +485,8 @@ static int rec_keys(void *ctx, uint64_t **ret, size_t *ret_n)
 	struct drf_probe_recorder *r = ctx;
 	uint64_t *v;
 
-	if (rec_inject(r, DRF_PROBE_OP_KEYS, 0))
-		return -r->fail_errno;
+	if (drf_fault_inject(&r->fault, DRF_PROBE_OP_KEYS, 0, NULL))
+		return -r->fault.err;
 	v = malloc((r->n + 1) * sizeof(*v));
 	if (!v)
 		return -ENOMEM;
@@ -562,8 +504,8 @@ static int rec_read(void *ctx, uint64_t **ret_keys, struct drf_probe_cpu **ret_c
 	struct drf_probe_cpu *c;
 	struct drf_probe_io *io;
 
-	if (rec_inject(r, DRF_PROBE_OP_READ, 0))
-		return -r->fail_errno;
+	if (drf_fault_inject(&r->fault, DRF_PROBE_OP_READ, 0, NULL))
+		return -r->fault.err;
 	k = malloc((r->n + 1) * sizeof(*k));
 	c = malloc((r->n + 1) * sizeof(*c));
 	io = malloc((r->n + 1) * sizeof(*io));
@@ -587,9 +529,9 @@ static int rec_reset(void *ctx, const char *pin_dir)
 {
 	struct drf_probe_recorder *r = ctx;
 
-	if (rec_inject(r, DRF_PROBE_OP_RESET, 0))
-		return -r->fail_errno;
-	rec_line(r, "probe reset %s", pin_dir);
+	if (drf_fault_inject(&r->fault, DRF_PROBE_OP_RESET, 0, NULL))
+		return -r->fault.err;
+	drf_record(r->out, &r->changes, "probe reset %s", pin_dir);
 	r->attached = false;
 	r->n = 0;
 	return 0;

@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "fault.h"
 #include "probe.h"
 
 struct drf_probe_ops {
@@ -68,8 +69,8 @@ enum drf_probe_op {
  * root-level L root-id I io-dev D gen G", "probe add CGID", "probe del CGID",
  * "probe reset PIN_DIR") and keeps the counter maps in memory, so that reads
  * see what was written and what a test put in cpu[] and io[]. Fault injection
- * as in the other recorders: the operations in fail_ops (0: all) fail with
- * fail_errno, on key fail_id only if not 0.
+ * (fault.h): the operations in fault.ops (0: all) fail with fault.err, on key
+ * fault.id only if not 0.
  */
 #define DRF_PROBE_REC_MAX 1024
 struct drf_probe_recorder {
@@ -81,10 +82,7 @@ struct drf_probe_recorder {
 	uint64_t key[DRF_PROBE_REC_MAX];
 	struct drf_probe_cpu cpu[DRF_PROBE_REC_MAX];
 	struct drf_probe_io io[DRF_PROBE_REC_MAX];
-	unsigned fail_ops;
-	uint64_t fail_id;
-	int fail_errno;
-	size_t faults;
+	struct drf_fault fault; /* ops: DRF_PROBE_OP_* bits; id: a key */
 };
 extern const struct drf_probe_ops drf_probe_recording_ops;
 

@@ -11,7 +11,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fault.h"
 #include "fileio.h"
+#include "keyfile.h"
+#include "record.h"
 
 static const char *const ctrl_names[CGFS_NCTRL] = { "cpu", "memory", "io", "pids" };
 
@@ -70,7 +73,7 @@ static int open_beneath(int dirfd, const char *path, int flags)
 
 static ssize_t real_read(void *ctx, int dirfd, const char *path, char *buf, size_t len)
 {
-	size_t got = 0;
+	ssize_t n;
 	int fd;
 
 	(void)ctx;
@@ -79,24 +82,11 @@ static ssize_t real_read(void *ctx, int dirfd, const char *path, char *buf, size
 	fd = open_beneath(dirfd, path, O_RDONLY);
 	if (fd < 0)
 		return fd;
-	while (got < len - 1) {
-		ssize_t r = read(fd, buf + got, len - 1 - got);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			int err = -errno;
-
-			close(fd);
-			return err;
-		}
-		if (r == 0)
-			break;
-		got += (size_t)r;
-	}
-	buf[got] = '\0';
+	n = drf_read_full(fd, buf, len - 1);
 	close(fd);
-	return (ssize_t)got;
+	if (n >= 0)
+		buf[n] = '\0';
+	return n;
 }
 
 static int real_write(void *ctx, int dirfd, const char *path, const char *val)
@@ -122,33 +112,14 @@ static int real_write(void *ctx, int dirfd, const char *path, const char *val)
 	return err;
 }
 
-/* mkdirat/unlinkat have no RESOLVE_BENEATH: open the parent beneath, then act. */
-static int parent_of(int dirfd, const char *path, const char **ret_name)
-{
-	const char *slash = strrchr(path, '/');
-	char parent[4096];
-
-	if (!slash) {
-		int fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
-
-		*ret_name = path;
-		return fd < 0 ? -errno : fd;
-	}
-	if ((size_t)(slash - path) >= sizeof(parent))
-		return -ENAMETOOLONG;
-	memcpy(parent, path, (size_t)(slash - path));
-	parent[slash - path] = '\0';
-	*ret_name = slash + 1;
-	return open_beneath(dirfd, parent, O_RDONLY | O_DIRECTORY);
-}
-
 /* mkdir (or rmdir) of the last component of path, in its parent opened beneath dirfd. */
 static int at_parent(int dirfd, const char *path, bool remove)
 {
 	const char *name;
 	int pfd, r;
 
-	pfd = parent_of(dirfd, path, &name);
+	/* mkdirat/unlinkat have no RESOLVE_BENEATH: the parent opened beneath, then the act. */
+	pfd = drf_open_parent_beneath(dirfd, path, &name);
 	if (pfd < 0)
 		return pfd;
 	r = (remove ? unlinkat(pfd, name, AT_REMOVEDIR) : mkdirat(pfd, name, 0755)) < 0 ? -errno : 0;
@@ -194,27 +165,18 @@ const struct cgfs_ops cgfs_real_ops = {
 	.id = real_id,
 };
 
+/* A fault injected on op at path: its -errno (-EIO for a short write), else 0. */
 static int rec_fault(struct cgfs_recorder *r, unsigned op, const char *path)
 {
-	size_t n, m;
+	int f = drf_fault_inject(&r->fault, op, 0, path);
 
-	if (!r->fail_path || (r->fail_ops && !(r->fail_ops & op)))
-		return 0;
-	n = strlen(path);
-	m = strlen(r->fail_path);
-	if (n < m || strcmp(path + n - m, r->fail_path) != 0)
-		return 0;
-	r->faults++;
-	return r->fail_short && op == CGFS_OP_WRITE ? -EIO : -r->fail_errno;
+	return f < 0 && r->fail_short && op == CGFS_OP_WRITE ? -EIO : f;
 }
 
 static void rec_line(struct cgfs_recorder *r, const char *what, const char *path, const char *val)
 {
-	r->changes++;
-	if (!r->out)
-		return;
-	fprintf(r->out, "%s %s/%s%s%s\n", what, r->root ? r->root : ".", path, val ? " " : "",
-		val ? val : "");
+	drf_record(r->out, &r->changes, "%s %s/%s%s%s", what, r->root ? r->root : ".", path,
+		   val ? " " : "", val ? val : "");
 }
 
 static ssize_t rec_read(void *ctx, int dirfd, const char *path, char *buf, size_t len)
@@ -388,28 +350,20 @@ int cgfs_write(const struct cgfs *c, const char *cg, const char *file, const cha
 	return r < 0 ? r : c->ops->write(c->ctx, c->rootfd, path, val);
 }
 
+/* mkdir of one prefix of cgfs_mkdir_p()'s path, through the ops (fault injection, dry runs). */
+static int mkdir_prefix(void *ctx, const char *prefix)
+{
+	const struct cgfs *c = ctx;
+	int r = c->ops->mkdir(c->ctx, c->rootfd, prefix);
+
+	return r == -EEXIST ? 0 : r;
+}
+
 int cgfs_mkdir_p(const struct cgfs *c, const char *cg)
 {
-	char path[4096];
-	size_t n = strlen(cg);
-
 	if (cgfs_path_problem(cg))
 		return -EINVAL;
-	if (n >= sizeof(path))
-		return -ENAMETOOLONG;
-	memcpy(path, cg, n + 1);
-	for (size_t i = 0; i <= n; i++) {
-		int r;
-
-		if (path[i] != '/' && path[i] != '\0')
-			continue;
-		path[i] = '\0';
-		r = c->ops->mkdir(c->ctx, c->rootfd, path);
-		if (r < 0 && r != -EEXIST)
-			return r;
-		path[i] = i < n ? '/' : '\0';
-	}
-	return 0;
+	return drf_path_prefixes(cg, mkdir_prefix, (void *)c);
 }
 
 int cgfs_nprocs(const struct cgfs *c, const char *cg)
@@ -427,13 +381,14 @@ int cgfs_nprocs(const struct cgfs *c, const char *cg)
 
 int cgfs_remove(const struct cgfs *c, const char *cg)
 {
+	uint64_t populated;
 	char buf[256];
 	ssize_t n = cgfs_read(c, cg, "cgroup.events", buf, sizeof(buf));
 
 	if (n < 0)
 		return (int)n;
 	/* "populated 1": processes here or below; never remove such a cgroup. */
-	if (strstr(buf, "populated 1"))
+	if (drf_kv_u64(buf, "populated", &populated) == 0 && populated)
 		return -EBUSY;
 	return c->ops->rmdir(c->ctx, c->rootfd, cg);
 }

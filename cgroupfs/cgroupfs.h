@@ -17,6 +17,8 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "fault.h"
+
 /* Controllers drfd may enable, as bits. */
 enum cgfs_ctrl {
 	CGFS_CPU = 1 << 0,
@@ -56,11 +58,12 @@ enum cgfs_op {
 /*
  * Records every change (write, mkdir, rmdir) as a line "write PATH VALUE",
  * "mkdir PATH", "rmdir PATH", with PATH absolute; passes reads, and changes too
- * if pass_changes, to the inner ops. Fault injection: the operations in
- * fail_ops (0: all) on paths ending in fail_path fail with fail_errno; with
- * fail_short, such a write first passes half of its value on and then fails
- * with -EIO, as a short write(2) would leave it. faults counts the failures
- * injected, so a test can tell that its fault was reached.
+ * if pass_changes, to the inner ops. Fault injection (fault.h): the
+ * operations in fault.ops (0: all) on paths ending in fault.path (NULL: any)
+ * fail with fault.err; with fail_short, such a write first passes half of its
+ * value on and then fails with -EIO, as a short write(2) would leave it.
+ * fault.hits counts the failures injected, so a test can tell that its fault
+ * was reached.
  */
 struct cgfs_recorder {
 	const struct cgfs_ops *inner;
@@ -69,11 +72,8 @@ struct cgfs_recorder {
 	const char *root;  /* printed before each relative path */
 	FILE *out;         /* where lines go; NULL: only counted */
 	size_t changes;    /* lines recorded */
-	const char *fail_path;
-	int fail_errno;
-	unsigned fail_ops;
+	struct drf_fault fault; /* ops: CGFS_OP_* bits; path: a suffix of the path */
 	bool fail_short;
-	size_t faults;
 };
 
 extern const struct cgfs_ops cgfs_recording_ops;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "vec.h"
 
 static long long now_ms(void)
 {
@@ -73,16 +74,9 @@ int drf_client_ask(const char *socket_path, const char *request, int timeout_ms,
 			r = -errno;
 			goto out;
 		}
-		if (len + 4096 + 1 > cap) {
-			size_t nc = cap ? cap * 2 : 16384;
-			char *nb = realloc(buf, nc);
-
-			if (!nb) {
-				r = -ENOMEM;
-				goto out;
-			}
-			buf = nb;
-			cap = nc;
+		if (DRF_VEC_GROW(buf, &cap, len + 4096 + 1) < 0) {
+			r = -ENOMEM;
+			goto out;
 		}
 		got = read(fd, buf + len, cap - len - 1);
 		if (got < 0 && errno == EINTR)

@@ -18,6 +18,7 @@
 #include "config.h"
 #include "res.h"
 #include "proto.h"
+#include "vec.h"
 
 #define TASK_TIMEOUT_MS 10000
 
@@ -89,16 +90,9 @@ static int add_word(char **buf, size_t *len, size_t *cap, const char *w)
 	if (!e)
 		return -ENOMEM;
 	n = strlen(e);
-	if (*len + n + 2 > *cap) {
-		size_t nc = (*len + n + 2) * 2;
-		char *nb = realloc(*buf, nc);
-
-		if (!nb) {
-			free(e);
-			return -ENOMEM;
-		}
-		*buf = nb;
-		*cap = nc;
+	if (DRF_VEC_GROW(*buf, cap, *len + n + 2) < 0) {
+		free(e);
+		return -ENOMEM;
 	}
 	if (*len)
 		(*buf)[(*len)++] = ' ';

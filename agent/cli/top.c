@@ -25,6 +25,7 @@
 #include "expo.h"
 #include "res.h"
 #include "use.h"
+#include "vec.h"
 
 #define ASK_TIMEOUT_MS 10000
 #define MIN_DELAY_MS 100.0
@@ -55,7 +56,7 @@ struct top_frame {
 	double up, last_tick, probes, jain_alloc, jain_use;
 	double capacity[DRF_NRES];       /* NAN: takes no part */
 	struct top_tenant *t;
-	size_t n, hint;                  /* hint: the tenant found last */
+	size_t n, cap, hint;             /* hint: the tenant found last */
 };
 
 enum top_sort {
@@ -156,7 +157,7 @@ static int res_of(const struct expo_sample *s)
 /* The tenant named name, added at the end when new; NULL when out of memory. */
 static struct top_tenant *tenant_of(struct top_frame *f, const char *name)
 {
-	struct top_tenant *t, *nt;
+	struct top_tenant *t;
 
 	/* The metrics go family by family, each over the tenants in the same order. */
 	for (size_t k = 0; k < 2 && f->n; k++) {
@@ -173,10 +174,8 @@ static struct top_tenant *tenant_of(struct top_frame *f, const char *name)
 			return &f->t[i];
 		}
 	}
-	nt = realloc(f->t, (f->n + 1) * sizeof(*nt));
-	if (!nt)
+	if (DRF_VEC_GROW(f->t, &f->cap, f->n + 1) < 0)
 		return NULL;
-	f->t = nt;
 	t = &f->t[f->n];
 	*t = (struct top_tenant){ .weight = NAN, .dom_alloc = NAN, .dom_use = NAN, .runq = NAN };
 	for (int r = 0; r < DRF_NRES; r++)
@@ -425,16 +424,9 @@ static void screen_add(struct screen *s, enum line_kind kind, const char *fmt, .
 
 	if (s->oom)
 		return;
-	if (s->n == s->cap) {
-		size_t nc = s->cap ? s->cap * 2 : 32;
-		void *nl = realloc(s->l, nc * sizeof(*s->l));
-
-		if (!nl) {
-			s->oom = true;
-			return;
-		}
-		s->l = nl;
-		s->cap = nc;
+	if (DRF_VEC_GROW(s->l, &s->cap, s->n + 1) < 0) {
+		s->oom = true;
+		return;
 	}
 	va_start(ap, fmt);
 	n = vasprintf(&text, fmt, ap);

@@ -17,7 +17,10 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "fileio.h"
+#include "index.h"
 #include "text.h"
+#include "vec.h"
 
 #define DEFAULT_CGROUP_ROOT "/sys/fs/cgroup/drf.slice"
 #define DEFAULT_TENANTS_DIR "tenants.d"
@@ -75,9 +78,8 @@ struct parser {
 	const char *cap_file;
 	int agent_sec_line, cap_sec_line;
 	int *tenant_lines;       /* TK_N per tenant */
-	size_t tenants_cap;
-	size_t *names;           /* open-addressing set: 1 + tenant index, 0 empty */
-	size_t names_cap;
+	size_t tenants_cap, lines_cap, files_cap;
+	struct drf_index names;  /* tenant name -> index into cfg->tenants */
 	bool auto_cpu, auto_memory, auto_net, auto_net_in;
 };
 
@@ -652,88 +654,43 @@ static int handler(void *user, const char *section, const char *name, const char
 	return ps->failed ? 0 : 1;
 }
 
-static uint64_t hash_name(const char *s)
+/* The key of the index of tenant names: loading n tenants is O(n), not O(n^2). */
+static const void *tenant_name(const void *ctx, size_t i, size_t *ret_len)
 {
-	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
+	const struct drf_config *c = ctx;
 
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
-	return h;
-}
-
-/*
- * The tenant named name, through an open-addressing set of tenant indexes kept
- * at most half full, so that loading n tenants is O(n) and not O(n^2); -1 if
- * none. With add, a miss inserts index c->n_tenants (the caller then adds it).
- */
-static ssize_t name_lookup(struct parser *ps, const char *name, bool add)
-{
-	struct drf_config *c = ps->cfg;
-	size_t h;
-
-	if (2 * (c->n_tenants + 1) > ps->names_cap) {
-		size_t cap = ps->names_cap ? 2 * ps->names_cap : 64;
-		size_t *ns = calloc(cap, sizeof(*ns));
-
-		if (!ns)
-			return -2;
-		for (size_t i = 0; i < c->n_tenants; i++) {
-			h = (size_t)hash_name(c->tenants[i].name) & (cap - 1);
-			while (ns[h])
-				h = (h + 1) & (cap - 1);
-			ns[h] = i + 1;
-		}
-		free(ps->names);
-		ps->names = ns;
-		ps->names_cap = cap;
-	}
-	for (h = (size_t)hash_name(name) & (ps->names_cap - 1); ps->names[h];
-	     h = (h + 1) & (ps->names_cap - 1))
-		if (strcmp(c->tenants[ps->names[h] - 1].name, name) == 0)
-			return (ssize_t)(ps->names[h] - 1);
-	if (add)
-		ps->names[h] = c->n_tenants + 1;
-	return -1;
+	*ret_len = strlen(c->tenants[i].name);
+	return c->tenants[i].name;
 }
 
 static void add_tenant(struct parser *ps, const char *name)
 {
 	struct drf_config *c = ps->cfg;
 	struct drf_tenant *t;
-	ssize_t dup = name_lookup(ps, name, false);
+	size_t dup;
+	int r;
 
-	if (dup == -2) {
+	if (DRF_VEC_GROW(c->tenants, &ps->tenants_cap, c->n_tenants + 1) < 0 ||
+	    drf_vec_grow(&ps->tenant_lines, &ps->lines_cap, c->n_tenants + 1,
+			 TK_N * sizeof(*ps->tenant_lines)) < 0) {
 		fail(ps, "out of memory");
 		return;
 	}
-	if (dup >= 0) {
+	/* Made in the free slot, counted once the index takes it. */
+	t = &c->tenants[c->n_tenants];
+	memset(t, 0, sizeof(*t));
+	snprintf(t->name, sizeof(t->name), "%s", name);
+	r = drf_index_add(&ps->names, c->n_tenants, &dup);
+	if (r == -EEXIST) {
 		fail(ps, "duplicate tenant '%s' (first defined at %s:%d)", name, c->tenants[dup].file,
 		     c->tenants[dup].line);
 		return;
 	}
-	if (c->n_tenants == ps->tenants_cap) {
-		size_t cap = ps->tenants_cap ? ps->tenants_cap * 2 : 16;
-		struct drf_tenant *nt = realloc(c->tenants, cap * sizeof(*nt));
-		int *nl;
-
-		if (!nt) {
-			fail(ps, "out of memory");
-			return;
-		}
-		c->tenants = nt;
-		nl = realloc(ps->tenant_lines, cap * TK_N * sizeof(*nl));
-		if (!nl) {
-			fail(ps, "out of memory");
-			return;
-		}
-		ps->tenant_lines = nl;
-		ps->tenants_cap = cap;
+	if (r < 0) {
+		fail(ps, "out of memory");
+		return;
 	}
-	name_lookup(ps, name, true);
-	t = &c->tenants[c->n_tenants];
-	memset(t, 0, sizeof(*t));
 	memset(&ps->tenant_lines[c->n_tenants * TK_N], 0, TK_N * sizeof(int));
-	snprintf(t->name, sizeof(t->name), "%s", name);
 	t->weight = 1;
 	t->tasks = INFINITY;
 	t->file = ps->file;
@@ -859,6 +816,7 @@ static int read_file(struct parser *ps, const char *path, char **ret_buf, size_t
 	struct stat st;
 	char *buf = NULL;
 	size_t len = 0;
+	ssize_t n;
 	int fd, err;
 
 	/*
@@ -897,20 +855,13 @@ static int read_file(struct parser *ps, const char *path, char **ret_buf, size_t
 		fail_at(ps, 0, "out of memory");
 		goto out_close;
 	}
-	while (len < (size_t)st.st_size) {
-		ssize_t r = read(fd, buf + len, (size_t)st.st_size - len);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			err = -errno;
-			fail_at(ps, 0, "cannot read: %s", strerror(-err));
-			goto out_free;
-		}
-		if (r == 0)
-			break;
-		len += (size_t)r;
+	n = drf_read_full(fd, buf, (size_t)st.st_size);
+	if (n < 0) {
+		err = (int)n;
+		fail_at(ps, 0, "cannot read: %s", strerror(-err));
+		goto out_free;
 	}
+	len = (size_t)n;
 	*ret_buf = buf;
 	*ret_len = len;
 	close(fd);
@@ -925,19 +876,17 @@ out_close:
 static int parse_file(struct parser *ps, const char *path, bool main_file)
 {
 	struct drf_config *c = ps->cfg;
-	char **nf, *name, *buf = NULL;
+	char *name, *buf = NULL;
 	size_t len = 0;
 	int r;
 
 	name = strdup(path);
-	nf = name ? realloc(c->files, (c->n_files + 1) * sizeof(*nf)) : NULL;
-	if (!nf) {
+	if (!name || DRF_VEC_GROW(c->files, &ps->files_cap, c->n_files + 1) < 0) {
 		free(name);
 		snprintf(ps->err, ps->errlen, "%s: out of memory", path);
 		ps->failed = true;
 		return -ENOMEM;
 	}
-	c->files = nf;
 	c->files[c->n_files++] = name;
 	ps->file = name;
 	ps->main_file = main_file;
@@ -1215,6 +1164,7 @@ int drf_config_load(const char *path, const struct drf_host_ops *host, struct dr
 		err[0] = '\0';
 	if (!c)
 		goto out_oom;
+	drf_index_init(&ps.names, tenant_name, c);
 	c->path = strdup(path);
 	c->cgroup_root = strdup(DEFAULT_CGROUP_ROOT);
 	if (!c->path || !c->cgroup_root)
@@ -1261,7 +1211,7 @@ int drf_config_load(const char *path, const struct drf_host_ops *host, struct dr
 	if (r < 0)
 		goto out_free;
 	free(ps.tenant_lines);
-	free(ps.names);
+	drf_index_free(&ps.names);
 	*ret = *c;
 	free(c);
 	return 0;
@@ -1270,7 +1220,7 @@ out_oom:
 		snprintf(err, errlen, "%s: out of memory", path);
 out_free:
 	free(ps.tenant_lines);
-	free(ps.names);
+	drf_index_free(&ps.names);
 	drf_config_free(c);
 	free(c);
 	return r;

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "vec.h"
+
 static const char *const peak_names[] = { "memory-peak", "working-set-peak" };
 
 int drf_hist_format_header(char *buf, size_t len, unsigned step_s)
@@ -135,15 +137,8 @@ static struct drf_hist_series *series_of(struct drf_hist *h, const char *name, s
 	for (size_t i = 0; i < h->n; i++)
 		if (strncmp(h->s[i].name, name, n) == 0 && h->s[i].name[n] == '\0')
 			return &h->s[i];
-	if (h->n == h->cap) {
-		size_t nc = h->cap ? 2 * h->cap : 16;
-		struct drf_hist_series *ns = realloc(h->s, nc * sizeof(*ns));
-
-		if (!ns)
-			return NULL;
-		h->s = ns;
-		h->cap = nc;
-	}
+	if (DRF_VEC_GROW(h->s, &h->cap, h->n + 1) < 0)
+		return NULL;
 	s = &h->s[h->n];
 	memset(s, 0, sizeof(*s));
 	s->name = strndup(name, n);
@@ -156,18 +151,13 @@ static struct drf_hist_series *series_of(struct drf_hist *h, const char *name, s
 static int series_push(struct drf_hist_series *s, int64_t t, const double v[DRF_HIST_NVAL])
 {
 	if (s->n == s->cap) {
-		size_t nc = s->cap ? 2 * s->cap : 64;
-		int64_t *nt = realloc(s->t, nc * sizeof(*nt));
-		double(*nv)[DRF_HIST_NVAL];
+		/* Two arrays of one capacity: it counts once both have grown. */
+		size_t tcap = s->cap, vcap = s->cap;
 
-		if (!nt)
+		if (DRF_VEC_GROW(s->t, &tcap, s->n + 1) < 0 ||
+		    DRF_VEC_GROW(s->v, &vcap, s->n + 1) < 0)
 			return -ENOMEM;
-		s->t = nt;
-		nv = realloc(s->v, nc * sizeof(*nv));
-		if (!nv)
-			return -ENOMEM;
-		s->v = nv;
-		s->cap = nc;
+		s->cap = tcap;
 	}
 	s->t[s->n] = t;
 	memcpy(s->v[s->n], v, sizeof(s->v[0]));

@@ -205,26 +205,6 @@ int drf_at_open(int dfd, const char *path, int flags, mode_t mode)
 	return drf_open_beneath(dfd, path, flags, mode);
 }
 
-/* The directory of path under dfd (a real fd, for *at() and fsync), and its last component. */
-static int parent_at(int dfd, const char *path, const char **ret_name)
-{
-	const char *slash = strrchr(path, '/');
-	char dir[PATH_MAX];
-	int fd;
-
-	if (!slash) {
-		*ret_name = path;
-		fd = fcntl(dfd, F_DUPFD_CLOEXEC, 0);
-		return fd < 0 ? -errno : fd;
-	}
-	if ((size_t)(slash - path) >= sizeof(dir) || !slash[1])
-		return -EINVAL;
-	memcpy(dir, path, (size_t)(slash - path));
-	dir[slash - path] = '\0';
-	*ret_name = slash + 1;
-	return drf_at_open(dfd, dir, O_RDONLY | O_DIRECTORY, 0);
-}
-
 int drf_at_owned(int fd, bool dir)
 {
 	struct stat st;
@@ -246,7 +226,7 @@ int drf_at_dir(int dfd, const char *path, mode_t mode, bool create)
 	fd = drf_at_open(dfd, path, O_RDONLY | O_DIRECTORY, 0);
 	if (fd == -ENOENT && create) {
 		const char *name;
-		int pfd = parent_at(dfd, path, &name);
+		int pfd = drf_open_parent_beneath(dfd, path, &name);
 
 		if (pfd < 0)
 			return pfd;
@@ -269,61 +249,9 @@ int drf_at_dir(int dfd, const char *path, mode_t mode, bool create)
 	return fd;
 }
 
-int drf_write_all(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-
-	while (len) {
-		ssize_t w = write(fd, p, len);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -errno;
-		if (w == 0)
-			return -EIO;
-		p += w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
 int drf_at_replace(int dfd, const char *path, const void *buf, size_t len, mode_t mode)
 {
-	char tmp[NAME_MAX + 1];
-	const char *name;
-	int pfd, fd, r;
-
-	pfd = parent_at(dfd, path, &name);
-	if (pfd < 0)
-		return pfd;
-	if ((size_t)snprintf(tmp, sizeof(tmp), ".%s.tmp", name) >= sizeof(tmp)) {
-		close(pfd);
-		return -ENAMETOOLONG;
-	}
-	/* A temporary file left by a crash (or planted): removed, never written through. */
-	unlinkat(pfd, tmp, 0);
-	fd = drf_at_open(pfd, tmp, O_WRONLY | O_CREAT | O_EXCL, mode);
-	if (fd < 0) {
-		close(pfd);
-		return fd;
-	}
-	/* Exactly mode: the umask narrowed it (a 0644 state file read by any user). */
-	r = fchmod(fd, mode) < 0 ? -errno : 0;
-	if (r == 0)
-		r = drf_write_all(fd, buf, len);
-	if (r == 0 && fsync(fd) < 0)
-		r = -errno;
-	if (close(fd) < 0 && r == 0)
-		r = -errno;
-	if (r == 0 && renameat(pfd, tmp, pfd, name) < 0)
-		r = -errno;
-	if (r < 0)
-		unlinkat(pfd, tmp, 0);
-	else if (fsync(pfd) < 0)
-		r = -errno;
-	close(pfd);
-	return r;
+	return drf_replace_at(dfd, path, buf, len, mode);
 }
 
 int drf_at_remove(int dfd, const char *path)
@@ -333,7 +261,7 @@ int drf_at_remove(int dfd, const char *path)
 	DIR *d;
 	int pfd, fd, r;
 
-	pfd = parent_at(dfd, path, &name);
+	pfd = drf_open_parent_beneath(dfd, path, &name);
 	if (pfd < 0)
 		return pfd;
 	fd = drf_at_open(pfd, name, O_RDONLY | O_DIRECTORY, 0);
@@ -381,16 +309,13 @@ ssize_t drf_at_read(int dfd, const char *path, size_t max, bool owned, char **re
 	buf = r == 0 ? malloc(max + 1) : NULL;
 	if (r == 0 && !buf)
 		r = -ENOMEM;
-	while (r == 0 && got < max) {
-		ssize_t n = read(fd, buf + got, max - got);
+	if (r == 0) {
+		ssize_t n = drf_read_full(fd, buf, max);
 
-		if (n < 0 && errno == EINTR)
-			continue;
 		if (n < 0)
-			r = -errno;
-		if (n <= 0)
-			break;
-		got += (size_t)n;
+			r = (int)n;
+		else
+			got = (size_t)n;
 	}
 	close(fd);
 	if (r < 0) {

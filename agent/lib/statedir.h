@@ -28,6 +28,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "fileio.h"
+
 /*
  * The modes drfd gives what it creates, whatever its umask (systemd's is 0077):
  * drf_at_dir() and drf_at_replace() set them with fchmod, as histfile.c does.
@@ -87,16 +89,8 @@ int drf_at_dir(int dfd, const char *path, mode_t mode, bool create);
  */
 int drf_at_owned(int fd, bool dir);
 
-/*
- * Replaces path with len bytes of buf atomically: a temporary file beside it
- * (created with exactly mode, whatever the umask), written whole, fsync'ed,
- * renamed over path, and the directory fsync'ed so that the rename survives a
- * crash. On failure the temporary file is removed and path is as it was.
- */
+/* drf_replace_at() (fileio.h) by its first name, which the daemon's callers still use. */
 int drf_at_replace(int dfd, const char *path, const void *buf, size_t len, mode_t mode);
-
-/* Writes all len bytes of buf to fd (retrying short writes and EINTR): 0 or -errno. */
-int drf_write_all(int fd, const void *buf, size_t len);
 
 /* Removes path: a file, or a directory with the files in it (one level). */
 int drf_at_remove(int dfd, const char *path);

@@ -4,9 +4,10 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+#include "record.h"
 
 char *drf_tc_handle_str(uint32_t h, bool qdisc, char *buf, size_t len)
 {
@@ -19,36 +20,12 @@ char *drf_tc_handle_str(uint32_t h, bool qdisc, char *buf, size_t len)
 	return buf;
 }
 
-/* Whether this call fails by injection; counts it. */
-static bool inject(struct drf_tc_recorder *r, enum drf_tc_op op, uint32_t id)
-{
-	if (!r->fail_errno || (r->fail_ops && !(r->fail_ops & op)) || (r->fail_id && r->fail_id != id))
-		return false;
-	r->faults++;
-	return true;
-}
-
-static void line(struct drf_tc_recorder *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void line(struct drf_tc_recorder *r, const char *fmt, ...)
-{
-	va_list ap;
-
-	r->changes++;
-	if (!r->out)
-		return;
-	va_start(ap, fmt);
-	vfprintf(r->out, fmt, ap);
-	va_end(ap);
-	fputc('\n', r->out);
-}
-
 static int rec_link(void *ctx, const char *ifname, struct drf_tc_link *ret)
 {
 	struct drf_tc_recorder *r = ctx;
 
-	if (inject(r, DRF_TC_OP_LINK, 0))
-		return -r->fail_errno;
+	if (drf_fault_inject(&r->fault, DRF_TC_OP_LINK, 0, NULL))
+		return -r->fault.err;
 	if (!r->inner)
 		return -ENODEV;
 	return r->inner->link(r->inner_ctx, ifname, ret);
@@ -58,8 +35,8 @@ static int rec_qdiscs(void *ctx, int ifindex, struct drf_tc_qdisc **ret, size_t 
 {
 	struct drf_tc_recorder *r = ctx;
 
-	if (inject(r, DRF_TC_OP_QDISCS, 0))
-		return -r->fail_errno;
+	if (drf_fault_inject(&r->fault, DRF_TC_OP_QDISCS, 0, NULL))
+		return -r->fault.err;
 	if (!r->inner) {
 		*ret = NULL;
 		*ret_n = 0;
@@ -73,10 +50,11 @@ static int rec_add_htb(void *ctx, int ifindex, uint32_t handle, uint32_t defcls,
 	struct drf_tc_recorder *r = ctx;
 	char h[16];
 
-	if (inject(r, DRF_TC_OP_ADD_HTB, handle))
-		return -r->fail_errno;
-	line(r, "tc qdisc %s dev %s root handle %s htb default %x", replace ? "replace" : "add",
-	     r->ifname, drf_tc_handle_str(handle, true, h, sizeof(h)), defcls);
+	if (drf_fault_inject(&r->fault, DRF_TC_OP_ADD_HTB, handle, NULL))
+		return -r->fault.err;
+	drf_record(r->out, &r->changes, "tc qdisc %s dev %s root handle %s htb default %x",
+		   replace ? "replace" : "add", r->ifname,
+		   drf_tc_handle_str(handle, true, h, sizeof(h)), defcls);
 	if (r->inner && r->pass_changes)
 		return r->inner->add_htb(r->inner_ctx, ifindex, handle, defcls, replace);
 	return 0;
@@ -88,11 +66,12 @@ static int rec_add_leaf(void *ctx, int ifindex, uint32_t parent, uint32_t target
 	struct drf_tc_recorder *r = ctx;
 	char p[16];
 
-	if (inject(r, DRF_TC_OP_ADD_LEAF, parent))
-		return -r->fail_errno;
-	line(r, "tc qdisc add dev %s parent %s fq_codel target %" PRIu32 "us interval %" PRIu32
-		"us", r->ifname, drf_tc_handle_str(parent, false, p, sizeof(p)), target_us,
-	     interval_us);
+	if (drf_fault_inject(&r->fault, DRF_TC_OP_ADD_LEAF, parent, NULL))
+		return -r->fault.err;
+	drf_record(r->out, &r->changes,
+		   "tc qdisc add dev %s parent %s fq_codel target %" PRIu32 "us interval %" PRIu32
+		   "us", r->ifname, drf_tc_handle_str(parent, false, p, sizeof(p)), target_us,
+		   interval_us);
 	if (r->inner && r->pass_changes)
 		return r->inner->add_leaf(r->inner_ctx, ifindex, parent, target_us, interval_us);
 	return 0;
@@ -103,11 +82,12 @@ static int rec_del_qdisc(void *ctx, int ifindex, uint32_t parent, uint32_t handl
 	struct drf_tc_recorder *r = ctx;
 	char p[16], h[16];
 
-	if (inject(r, DRF_TC_OP_DEL_QDISC, handle))
-		return -r->fail_errno;
-	line(r, "tc qdisc del dev %s %s%s handle %s", r->ifname, parent == DRF_TC_ROOT ? "" : "parent ",
-	     drf_tc_handle_str(parent, false, p, sizeof(p)),
-	     drf_tc_handle_str(handle, true, h, sizeof(h)));
+	if (drf_fault_inject(&r->fault, DRF_TC_OP_DEL_QDISC, handle, NULL))
+		return -r->fault.err;
+	drf_record(r->out, &r->changes, "tc qdisc del dev %s %s%s handle %s", r->ifname,
+		   parent == DRF_TC_ROOT ? "" : "parent ",
+		   drf_tc_handle_str(parent, false, p, sizeof(p)),
+		   drf_tc_handle_str(handle, true, h, sizeof(h)));
 	if (r->inner && r->pass_changes)
 		return r->inner->del_qdisc(r->inner_ctx, ifindex, parent, handle);
 	return 0;
@@ -118,8 +98,8 @@ static int rec_classes(void *ctx, int ifindex, uint32_t qdisc, struct drf_tc_cla
 {
 	struct drf_tc_recorder *r = ctx;
 
-	if (inject(r, DRF_TC_OP_CLASSES, 0))
-		return -r->fail_errno;
+	if (drf_fault_inject(&r->fault, DRF_TC_OP_CLASSES, 0, NULL))
+		return -r->fault.err;
 	if (!r->inner) {
 		*ret = NULL;
 		*ret_n = 0;
@@ -133,13 +113,14 @@ static int rec_set_class(void *ctx, int ifindex, const struct drf_tc_class *c)
 	struct drf_tc_recorder *r = ctx;
 	char id[16], p[16];
 
-	if (inject(r, DRF_TC_OP_SET_CLASS, c->classid))
-		return -r->fail_errno;
-	line(r, "tc class set dev %s classid %s parent %s rate %" PRIu64 " ceil %" PRIu64
-		" burst %" PRIu32 " cburst %" PRIu32 " quantum %" PRIu32, r->ifname,
-	     drf_tc_handle_str(c->classid, false, id, sizeof(id)),
-	     drf_tc_handle_str(c->parent, false, p, sizeof(p)), c->rate, c->ceil, c->burst,
-	     c->cburst, c->quantum);
+	if (drf_fault_inject(&r->fault, DRF_TC_OP_SET_CLASS, c->classid, NULL))
+		return -r->fault.err;
+	drf_record(r->out, &r->changes,
+		   "tc class set dev %s classid %s parent %s rate %" PRIu64 " ceil %" PRIu64
+		   " burst %" PRIu32 " cburst %" PRIu32 " quantum %" PRIu32, r->ifname,
+		   drf_tc_handle_str(c->classid, false, id, sizeof(id)),
+		   drf_tc_handle_str(c->parent, false, p, sizeof(p)), c->rate, c->ceil, c->burst,
+		   c->cburst, c->quantum);
 	if (r->inner && r->pass_changes)
 		return r->inner->set_class(r->inner_ctx, ifindex, c);
 	return 0;
@@ -150,10 +131,10 @@ static int rec_del_class(void *ctx, int ifindex, uint32_t classid)
 	struct drf_tc_recorder *r = ctx;
 	char id[16];
 
-	if (inject(r, DRF_TC_OP_DEL_CLASS, classid))
-		return -r->fail_errno;
-	line(r, "tc class del dev %s classid %s", r->ifname,
-	     drf_tc_handle_str(classid, false, id, sizeof(id)));
+	if (drf_fault_inject(&r->fault, DRF_TC_OP_DEL_CLASS, classid, NULL))
+		return -r->fault.err;
+	drf_record(r->out, &r->changes, "tc class del dev %s classid %s", r->ifname,
+		   drf_tc_handle_str(classid, false, id, sizeof(id)));
 	if (r->inner && r->pass_changes)
 		return r->inner->del_class(r->inner_ctx, ifindex, classid);
 	return 0;

@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "fault.h"
 #include "htb.h"
 
 #define DRF_TC_KIND_LEN 16
@@ -84,9 +85,9 @@ enum drf_tc_op {
  * default D", "tc class set dev IF classid C parent P rate R ceil C burst B
  * cburst B quantum Q" (rates in bytes/s), "tc qdisc add dev IF parent C
  * fq_codel target Tus interval Ius", "tc qdisc del ...", "tc class del ...". Reads go to inner (none:
- * nothing exists); changes too if pass_changes. Fault injection: the
- * operations in fail_ops (0: all) fail with fail_errno, on classid fail_id
- * only if it is not 0; faults counts those injected.
+ * nothing exists); changes too if pass_changes. Fault injection
+ * (fault.h): the operations in fault.ops (0: all) fail with fault.err, on
+ * class id fault.id only if it is not 0; fault.hits counts those injected.
  */
 struct drf_tc_recorder {
 	const struct drf_tc_ops *inner;
@@ -95,10 +96,7 @@ struct drf_tc_recorder {
 	const char *ifname; /* printed as the device */
 	FILE *out;          /* NULL: only counted */
 	size_t changes;
-	unsigned fail_ops;
-	uint32_t fail_id;
-	int fail_errno;
-	size_t faults;
+	struct drf_fault fault; /* ops: DRF_TC_OP_* bits; id: a class id */
 };
 
 extern const struct drf_tc_ops drf_tc_recording_ops;

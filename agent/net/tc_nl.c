@@ -26,6 +26,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "vec.h"
+
 static int to_errno(int nle)
 {
 	switch (nle < 0 ? -nle : nle) {
@@ -169,17 +171,10 @@ static int nl_qdiscs(void *ctx, int ifindex, struct drf_tc_qdisc **ret, size_t *
 
 		if (rtnl_tc_get_ifindex(tc) != ifindex)
 			continue;
-		if (n == cap) {
-			struct drf_tc_qdisc *nv;
-
-			cap = cap ? 2 * cap : 8;
-			nv = realloc(v, cap * sizeof(*v));
-			if (!nv) {
-				free(v);
-				nl_cache_free(cache);
-				return -ENOMEM;
-			}
-			v = nv;
+		if (DRF_VEC_GROW(v, &cap, n + 1) < 0) {
+			free(v);
+			nl_cache_free(cache);
+			return -ENOMEM;
 		}
 		v[n] = (struct drf_tc_qdisc){ .handle = rtnl_tc_get_handle(tc),
 					      .parent = rtnl_tc_get_parent(tc) };
@@ -276,17 +271,10 @@ static int nl_classes(void *ctx, int ifindex, uint32_t qdisc, struct drf_tc_clas
 		if (DRF_TC_MAJ(rtnl_tc_get_handle(tc)) != DRF_TC_MAJ(qdisc) || !kind ||
 		    strcmp(kind, "htb") != 0)
 			continue;
-		if (n == cap) {
-			struct drf_tc_class *nv;
-
-			cap = cap ? 2 * cap : 16;
-			nv = realloc(v, cap * sizeof(*v));
-			if (!nv) {
-				free(v);
-				nl_cache_free(cache);
-				return -ENOMEM;
-			}
-			v = nv;
+		if (DRF_VEC_GROW(v, &cap, n + 1) < 0) {
+			free(v);
+			nl_cache_free(cache);
+			return -ENOMEM;
 		}
 		rtnl_htb_get_rate64(c, &rate);
 		rtnl_htb_get_ceil64(c, &ceil);

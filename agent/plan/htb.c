@@ -4,18 +4,16 @@
 #include <math.h>
 #include <string.h>
 
+#include "hash.h"
 #include "knobs.h"
 
 /* A frame on the wire beyond the MTU: the Ethernet header. */
 #define FRAME_OVERHEAD 14
 
+/* The 32-bit hash: minors are kept across restarts, so its values never change (test_lib). */
 uint16_t drf_htb_minor_hint(const char *name)
 {
-	uint32_t h = 2166136261u; /* FNV-1a */
-
-	for (const unsigned char *s = (const unsigned char *)name; *s; s++)
-		h = (h ^ *s) * 16777619u;
-	return (uint16_t)(DRF_HTB_FIRST_TENANT + h % DRF_HTB_MAX_TENANTS);
+	return (uint16_t)(DRF_HTB_FIRST_TENANT + drf_hash32_str(name) % DRF_HTB_MAX_TENANTS);
 }
 
 static uint64_t bytes_of_bits(double bits)

@@ -281,12 +281,12 @@ static void test_steady_tick_touches_nothing(void **state)
 	fixture_open(&f, NULL, false);
 	tick(&f, ALL);
 	assert_int_equal(put(f.fs.rootfd, "a/cpu.weight", "42\n"), 0);
-	f.rec.fail_path = "cpu.weight"; /* any read of it would now fail */
-	f.rec.fail_errno = EIO;
-	f.rec.fail_ops = CGFS_OP_READ;
+	f.rec.fault.path = "cpu.weight"; /* any read of it would now fail */
+	f.rec.fault.err = EIO;
+	f.rec.fault.ops = CGFS_OP_READ;
 	f.rec.changes = 0;
 	tick(&f, 0);
-	assert_int_equal(f.rec.faults, 0);
+	assert_int_equal(f.rec.fault.hits, 0);
 	assert_int_equal(f.rec.changes, 0);
 	/* the foreign value is still there: found only when a's turn comes */
 	assert_string_equal(slurp("a/cpu.weight"), "42");
@@ -341,11 +341,11 @@ static void test_reload_writes_at_once(void **state)
 	assert_int_equal(drf_reconciler_set(&f.rc, &e2.plan), 0);
 	fakeplan_free(&f.e);
 	f.e = e2;
-	f.rec.fail_path = "a/cpu.weight"; /* a is unchanged: not even read */
-	f.rec.fail_errno = EIO;
-	f.rec.fail_ops = CGFS_OP_READ | CGFS_OP_WRITE;
+	f.rec.fault.path = "a/cpu.weight"; /* a is unchanged: not even read */
+	f.rec.fault.err = EIO;
+	f.rec.fault.ops = CGFS_OP_READ | CGFS_OP_WRITE;
 	tick(&f, 0);
-	assert_int_equal(f.rec.faults, 0);
+	assert_int_equal(f.rec.fault.hits, 0);
 	assert_true(f.st.writes > 0);
 	assert_int_equal(f.st.errors, 0);
 	assert_true(converged(&f.e, NULL));
@@ -428,22 +428,22 @@ static void test_fault_matrix(void **state)
 			if (strstr(faults[i].path, ".") && !strstr(faults[i].path, "cgroup.") &&
 			    slurp(faults[i].path))
 				put(f.fs.rootfd, faults[i].path, "1\n");
-			f.rec.fail_path = faults[i].path;
-			f.rec.fail_ops = faults[i].ops;
-			f.rec.fail_errno = errs[j];
+			f.rec.fault.path = faults[i].path;
+			f.rec.fault.ops = faults[i].ops;
+			f.rec.fault.err = errs[j];
 			f.rec.fail_short = faults[i].short_write;
 			tick(&f, ALL);
 			/* ENOENT on cgroup.type is how absence reads: mkdir is tried, no error. */
 			if (errs[j] == ENOENT && strstr(faults[i].path, "cgroup.type"))
-				f.st.errors = f.rec.faults > 0;
-			if (f.rec.faults == 0 || f.st.errors == 0) {
+				f.st.errors = f.rec.fault.hits > 0;
+			if (f.rec.fault.hits == 0 || f.st.errors == 0) {
 				print_error("%s, %s: fault reached %zu times, %u errors reported\n",
-					    faults[i].what, strerror(errs[j]), f.rec.faults,
+					    faults[i].what, strerror(errs[j]), f.rec.fault.hits,
 					    f.st.errors);
 				fail();
 			}
 			/* The fault clears: retried without waiting for a verify round. */
-			f.rec.fail_path = NULL;
+			f.rec.fault = (struct drf_fault){ 0 };
 			tick(&f, 0);
 			tick(&f, 0);
 			if (!converged(&f.e, NULL) || f.st.errors || f.st.retrying) {
@@ -486,17 +486,17 @@ static void test_fault_on_removal(void **state)
 			tick(&f, ALL);
 			write_conf("", "cpu = 4\nmemory = 1G\n", "[tenant a]\ncpu = 3\n");
 			load(&e2, NULL);
-			f.rec.fail_path = faults[i].path;
-			f.rec.fail_ops = faults[i].ops;
-			f.rec.fail_errno = errs[j];
+			f.rec.fault.path = faults[i].path;
+			f.rec.fault.ops = faults[i].ops;
+			f.rec.fault.err = errs[j];
 			assert_int_equal(drf_reconciler_set(&f.rc, &e2.plan), 0);
 			fakeplan_free(&f.e);
 			f.e = e2;
-			assert_true(f.rec.faults > 0);
+			assert_true(f.rec.fault.hits > 0);
 			/* kept, reported: b, and the inner node team that holds it */
 			assert_int_equal(f.rc.n_orphans, 2);
 			assert_non_null(slurp("team/b/cgroup.type"));
-			f.rec.fail_path = NULL;
+			f.rec.fault = (struct drf_fault){ 0 };
 			tick(&f, 0);
 			assert_int_equal(f.st.removed, 2);
 			assert_int_equal(f.rc.n_orphans, 0);
@@ -518,16 +518,15 @@ static void test_subtree_failure_pass_goes_on(void **state)
 	/* the root stops passing memory (someone wrote -memory) and cannot be fixed */
 	assert_int_equal(put(f.fs.rootfd, "cgroup.subtree_control", "cpu\n"), 0);
 	assert_int_equal(put(f.fs.rootfd, "a/cpu.weight", "42\n"), 0);
-	f.rec.fail_path = "drf.slice/cgroup.subtree_control";
-	f.rec.fail_path = "cgroup.subtree_control";
-	f.rec.fail_ops = CGFS_OP_WRITE;
-	f.rec.fail_errno = EBUSY;
+	f.rec.fault.path = "cgroup.subtree_control";
+	f.rec.fault.ops = CGFS_OP_WRITE;
+	f.rec.fault.err = EBUSY;
 	tick(&f, ALL);
 	assert_true(f.st.errors >= 1);
 	assert_true(f.rc.root_failed & CGFS_MEMORY);
 	/* a's foreign cpu.weight was repaired all the same */
 	assert_string_equal(slurp("a/cpu.weight"), f.e.plan.knobs[0].val[DRF_KNOB_CPU_WEIGHT]);
-	f.rec.fail_path = NULL;
+	f.rec.fault = (struct drf_fault){ 0 };
 	tick(&f, 0);
 	assert_string_equal(slurp("cgroup.subtree_control"), "cpu memory");
 	assert_int_equal(f.rc.root_failed, 0);
@@ -600,9 +599,9 @@ static void memory_tightening(bool async)
 	assert_int_equal(put(f.fs.rootfd, "team/b/memory.high", "max\n"), 0);
 	assert_int_equal(put(f.fs.rootfd, "team/b/memory.current", "314572800\n"), 0);
 	if (async) {
-		f.rec.fail_path = "team/b/memory.high";
-		f.rec.fail_ops = CGFS_OP_WRITE;
-		f.rec.fail_errno = EBUSY;
+		f.rec.fault.path = "team/b/memory.high";
+		f.rec.fault.ops = CGFS_OP_WRITE;
+		f.rec.fault.err = EBUSY;
 	}
 	tick(&f, ALL);
 	assert_int_equal(f.st.pending, 1);
@@ -610,9 +609,9 @@ static void memory_tightening(bool async)
 		/* the worker's failure reaches the next tick: counted, and posted again */
 		drf_reconciler_drain(&f.rc);
 		assert_int_equal(f.rc.worker_failures, 1);
-		assert_true(f.rec.faults > 0);
+		assert_true(f.rec.fault.hits > 0);
 		assert_string_equal(slurp("team/b/memory.high"), "max");
-		f.rec.fail_path = NULL;
+		f.rec.fault = (struct drf_fault){ 0 };
 		tick(&f, 0);
 		assert_int_equal(f.st.pending, 1);
 		drf_reconciler_drain(&f.rc);

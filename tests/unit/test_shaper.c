@@ -606,9 +606,9 @@ static void test_leaf_update_retried(void **state)
 	assert_codel(f, CL(M_A), 39322, 157286);
 	/* a: 20mbit -> 30mbit (see test_reload_change_demand); its leaf's update fails. */
 	plan(f, "limit", false, CAP, TA30 TB TC);
-	f->rec.fail_ops = DRF_TC_OP_ADD_LEAF;
-	f->rec.fail_id = CL(M_A);
-	f->rec.fail_errno = EBUSY;
+	f->rec.fault.ops = DRF_TC_OP_ADD_LEAF;
+	f->rec.fault.id = CL(M_A);
+	f->rec.fault.err = EBUSY;
 	tick(f, 0);
 	assert_int_equal(f->st.errors, 1);
 	assert_int_equal(f->st.retrying, 1);
@@ -1060,27 +1060,27 @@ struct fault {
 static void arm(struct fx *f, const struct fault *ft, int err)
 {
 	if (ft->bpf) {
-		f->bpf->fail_ops = ft->op;
-		f->bpf->fail_errno = err;
+		f->bpf->fault.ops = ft->op;
+		f->bpf->fault.err = err;
 	} else {
-		f->rec.fail_ops = ft->op;
-		f->rec.fail_errno = err;
+		f->rec.fault.ops = ft->op;
+		f->rec.fault.err = err;
 	}
 }
 
 static void disarm(struct fx *f)
 {
-	f->bpf->fail_errno = 0;
-	f->bpf->fail_ops = 0;
-	f->bpf->fail_id = 0;
-	f->rec.fail_errno = 0;
-	f->rec.fail_ops = 0;
-	f->rec.fail_id = 0;
+	f->bpf->fault.err = 0;
+	f->bpf->fault.ops = 0;
+	f->bpf->fault.id = 0;
+	f->rec.fault.err = 0;
+	f->rec.fault.ops = 0;
+	f->rec.fault.id = 0;
 }
 
 static size_t faults(const struct fx *f)
 {
-	return f->rec.faults + f->bpf->faults;
+	return f->rec.fault.hits + f->bpf->fault.hits;
 }
 
 /* Three ticks with the fault: each it reaches reports errors. Returns how many it reached. */
@@ -1212,12 +1212,12 @@ static void test_fault_on_one_tenant(void **state)
 	struct fx *f = *state;
 
 	plan(f, "limit", false, CAP, R1);
-	f->rec.fail_ops = DRF_TC_OP_SET_CLASS;
-	f->rec.fail_id = CL(M_B);
-	f->rec.fail_errno = EBUSY;
-	f->bpf->fail_ops = DRF_NETBPF_OP_SET;
-	f->bpf->fail_id = cg(f, "team/c");
-	f->bpf->fail_errno = EPERM;
+	f->rec.fault.ops = DRF_TC_OP_SET_CLASS;
+	f->rec.fault.id = CL(M_B);
+	f->rec.fault.err = EBUSY;
+	f->bpf->fault.ops = DRF_NETBPF_OP_SET;
+	f->bpf->fault.id = cg(f, "team/c");
+	f->bpf->fault.err = EPERM;
 	tick(f, ALL);
 	assert_int_equal(f->st.errors, 2);
 	assert_int_equal(f->st.retrying, 2);
@@ -1248,8 +1248,8 @@ static void test_fault_on_one_tenant(void **state)
 
 	/* A leaf that cannot be added, and a departed class that cannot be deleted. */
 	plan(f, "limit", false, CAP, R2);
-	f->rec.fail_ops = DRF_TC_OP_ADD_LEAF | DRF_TC_OP_DEL_CLASS;
-	f->rec.fail_errno = ENOMEM;
+	f->rec.fault.ops = DRF_TC_OP_ADD_LEAF | DRF_TC_OP_DEL_CLASS;
+	f->rec.fault.err = ENOMEM;
 	tick(f, 0);
 	assert_int_equal(f->st.errors, 2);
 	assert_int_equal(f->st.retrying, 1);
@@ -1337,8 +1337,8 @@ static void test_reset(void **state)
 	/* A failing tc delete is returned; the BPF reset happens regardless. */
 	faketc_set_root(&f->kt, 0, "noqueue");
 	tick(f, ALL);
-	f->rec.fail_ops = DRF_TC_OP_DEL_QDISC;
-	f->rec.fail_errno = EBUSY;
+	f->rec.fault.ops = DRF_TC_OP_DEL_QDISC;
+	f->rec.fault.err = EBUSY;
 	mark(f);
 	assert_int_equal(drf_shaper_reset(&f->s), -EBUSY);
 	assert_string_equal(since(f), "bpf reset " PIN "\n");

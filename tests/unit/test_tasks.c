@@ -504,24 +504,24 @@ static void test_failures_injected(void **state)
 	(void)state;
 	/* mkdir of the task cgroup fails: the task fails, nothing is held. */
 	assert_int_equal(submit(f, "B", -1, -1, &id), 0);
-	f->rec.fail_path = "task-1";
-	f->rec.fail_errno = ENOSPC;
-	f->rec.fail_ops = CGFS_OP_MKDIR;
+	f->rec.fault.path = "task-1";
+	f->rec.fault.err = ENOSPC;
+	f->rec.fault.ops = CGFS_OP_MKDIR;
 	assert_int_equal(tick(f), 0);
-	assert_true(f->rec.faults > 0);
+	assert_true(f->rec.fault.hits > 0);
 	assert_string_equal(task(f, id)->result, "failed");
 	assert_non_null(strstr(task(f, id)->error, "No space left"));
 	/* memory.max cannot be written: failed, its cgroup removed. */
 	assert_int_equal(submit(f, "B", -1, -1, &id), 0);
-	f->rec.fail_path = "memory.max";
-	f->rec.fail_errno = EINVAL;
-	f->rec.fail_ops = CGFS_OP_WRITE;
-	f->rec.faults = 0;
+	f->rec.fault.path = "memory.max";
+	f->rec.fault.err = EINVAL;
+	f->rec.fault.ops = CGFS_OP_WRITE;
+	f->rec.fault.hits = 0;
 	tick(f);
-	assert_true(f->rec.faults > 0);
+	assert_true(f->rec.fault.hits > 0);
 	assert_string_equal(task(f, id)->result, "failed");
 	assert_non_null(strstr(task(f, id)->error, "memory.max"));
-	f->rec.fail_path = NULL;
+	f->rec.fault = (struct drf_fault){ 0 };
 	/* The spawn fails. */
 	assert_int_equal(submit(f, "B", -1, -1, &id), 0);
 	f->sp.fail = -EAGAIN;

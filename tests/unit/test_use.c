@@ -352,8 +352,8 @@ static void test_sample_probe_failures(void **state)
 {
 	(void)state;
 	/* Attaching fails: the daemon measures from cgroup files, and says why. */
-	rec->fail_errno = EPERM;
-	rec->fail_ops = DRF_PROBE_OP_ATTACH;
+	rec->fault.err = EPERM;
+	rec->fault.ops = DRF_PROBE_OP_ATTACH;
 	drf_usage_start_probes(&use, &drf_probe_recording_ops, rec, "/sys/fs/bpf/drfd-probes/x", 1, 1);
 	assert_false(use.probes);
 	assert_true(strstr(use.probes_why, strerror(EPERM)) != NULL);
@@ -366,17 +366,17 @@ static void test_sample_probe_failures(void **state)
 	assert_int_equal(rec->changes, 0);
 
 	/* Attached, but adding entries and reading fail: retried each tick. */
-	rec->fail_errno = 0;
+	rec->fault.err = 0;
 	drf_usage_start_probes(&use, &drf_probe_recording_ops, rec, "/sys/fs/bpf/drfd-probes/x", 1, 1);
 	assert_true(use.probes);
-	rec->fail_errno = ENOMEM;
-	rec->fail_ops = DRF_PROBE_OP_ADD | DRF_PROBE_OP_READ;
+	rec->fault.err = ENOMEM;
+	rec->fault.ops = DRF_PROBE_OP_ADD | DRF_PROBE_OP_READ;
 	put("a", "cpu.stat", "usage_usec 1500000\nnr_throttled 0\nthrottled_usec 0\n");
 	sample(12 * SEC);
 	assert_int_equal(rec->n, 0);
 	/* cpu.stat still measures. */
 	assert_true(fabs(use.t[0].use_tick[DRF_RES_CPU] - 1.0) < 1e-9);
-	rec->fail_errno = 0;
+	rec->fault.err = 0;
 	sample(13 * SEC);
 	assert_int_equal(rec->n, 2);
 }
