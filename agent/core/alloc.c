@@ -4,19 +4,24 @@
  *
  * Progressive filling is done exactly, by jumping from event to event instead of
  * raising the level in small steps. At level s an active tenant i holds
- * units_i = w_i * s / delta_i, so it uses coef_ir * s of resource r, normalized to
- * capacity 1, with coef_ir = w_i * u_ir / delta_i <= w_i. Per resource we keep
- * F_r (use by frozen tenants) and K_r (sum of coef_ir over active tenants); r runs
- * out at s = (1 - F_r) / K_r. The other events are the tenants' own caps, at
- * s = max_units_i * delta_i / w_i, visited in sorted order. Each event freezes at
- * least one tenant or one resource, so there are at most n + m of them, and each
- * costs O(m) plus the tenants it freezes.
+ * units_i = a_i * s copies of its shape, a_i = w_i / delta_i, so it uses
+ * a_i * u_ir * s of resource r, normalized to capacity 1 (u_ir = shape_ir /
+ * capacity_r). Per resource we keep F_r (use by tenants no longer growing) and
+ * K_r (sum of a_i * u_ir over active tenants); r runs out at s = (1 - F_r) / K_r,
+ * and stops every active tenant that needs it. The other events are the tenants'
+ * own caps, at t_i = max_units_i / a_i. There are at most m events of the first
+ * kind, and fill() below takes those of the second kind by the bucket of cap
+ * levels, not one by one: O(n m) in all, plus O(m) passes over the capped tenants
+ * still active when a resource runs out, plus a sort of the few buckets in which
+ * one does.
  */
 #include "alloc.h"
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,7 +121,8 @@ struct resset {
 	int res[DRF_NRES];
 };
 
-static int validate(const struct drf_problem *p, struct resset *rs)
+/* The capacities, and the participating resources. */
+static int validate_caps(const struct drf_problem *p, struct resset *rs)
 {
 	rs->m = 0;
 	for (int r = 0; r < DRF_NRES; r++) {
@@ -131,6 +137,12 @@ static int validate(const struct drf_problem *p, struct resset *rs)
 		return -EINVAL;
 	if (p->n > UINT32_MAX)
 		return -EINVAL;
+	return 0;
+}
+
+/* The demands; fill() makes the same checks in its first pass. */
+static int validate_demands(const struct drf_problem *p, const struct resset *rs)
+{
 	for (size_t i = 0; i < p->n; i++) {
 		const struct drf_demand *d = &p->demands[i];
 		bool needs = false;
@@ -152,6 +164,13 @@ static int validate(const struct drf_problem *p, struct resset *rs)
 			return -EINVAL;
 	}
 	return 0;
+}
+
+static int validate(const struct drf_problem *p, struct resset *rs)
+{
+	int err = validate_caps(p, rs);
+
+	return err < 0 ? err : validate_demands(p, rs);
 }
 
 double drf_shape_dominant(const struct drf_problem *p, const struct drf_demand *d, int *ret_res)
@@ -263,188 +282,660 @@ static uint64_t key_bits(double v)
 	return b;
 }
 
-struct filler {
-	const struct drf_problem *p;
-	struct drf_share *shares;
-	struct resset rs;
-	size_t n, active;
-	double *delta;    /* per tenant: the metric equalized (dominant or summed share) */
-	double *coef;     /* n x m, row-major: w_i * u_ir / delta_i */
-	bool *frozen;
-	uint32_t *list;   /* per resource (CSR): tenants with u_ir > 0 */
-	uint32_t list_start[DRF_NRES + 1];
-	double used[DRF_NRES];    /* F_r: use by frozen tenants */
-	double slope[DRF_NRES];   /* K_r: sum of coef over active tenants */
-	double removed[DRF_NRES]; /* coef taken out of K_r since it was last summed */
-	size_t nactive[DRF_NRES];      /* active tenants needing r */
-	bool saturated[DRF_NRES];
+/*
+ * The filling tracks unlimited tenants by class only: the set of resources a
+ * tenant needs (bit r: u_ir > 0). A class's unlimited tenants grow together until
+ * the first resource in the class runs out, so their sums of a_i * u_ir are all
+ * the filling needs of them, and a resource running out stops whole classes at
+ * once. Tenants with a cap are put in buckets by t_i, and a bucket in which no
+ * resource runs out, even at its largest t_i, is met whole from its sums; only a
+ * bucket in which one does is taken tenant by tenant, in order. Each tenant's
+ * outcome follows from its class, its t_i and the levels at which resources ran
+ * out (it stops at the first of its class's resources to run out, unless its cap
+ * comes first), and is written in a last pass.
+ *
+ * Until that pass, a tenant's share holds what the filling needs of it, so that
+ * the demands are read once and the only other array of n entries written is the
+ * classes (a byte each): alloc[] the masked shape, units max_units,
+ * dominant_share t_i (+inf if none), and the 8 bytes of dominant_res and
+ * limited_by a_i.
+ */
+#define NCLASS (1 << DRF_NRES)
+/* State of a capped tenant taken one by one; one in a bucket met whole stays ACTIVE. */
+#define LIM_ACTIVE (-2)
+/* Key (bits of its cap level) of a tenant without one: those of +inf. */
+#define KEY_NONE 0x7ff0000000000000ULL
+/* Bits of DBL_MAX: a non-negative double is finite iff its bits are at most these. */
+#define BITS_DBL_MAX 0x7fefffffffffffffULL
+#define NO_TENANT UINT32_MAX
+/* At most this many buckets, and about 8 tenants to a bucket: their sums stay in L2. */
+#define MAX_BUCKETS 4096
+#define PER_BUCKET 8
+
+/* Capped tenants whose cap levels fall in one bucket, and their sums. */
+struct bucket {
+	uint64_t hi;              /* largest key */
+	uint32_t cnt;             /* tenants still active */
+	uint32_t head;            /* a list of them all (linked by next[]), last first */
+	double use[DRF_NRES];     /* sum of max_units * u_ir: their use once met */
+	double slope[DRF_NRES];   /* sum of a_i * u_ir */
 };
 
-static void resum_slope(struct filler *f, int k)
-{
-	double s = 0;
+/*
+ * Every loop over resources runs over all DRF_NRES of them, for code without
+ * branches that the compiler unrolls: a resource that takes no part has inv 0 and
+ * its shape entries, whatever they hold, masked to 0.
+ */
+struct filler {
+	const struct drf_problem *p;
+	double inv[DRF_NRES];     /* 1 / capacity, 0 if not participating */
+	uint64_t mask[DRF_NRES];  /* all ones if participating, 0 if not */
+	struct drf_share *sh;     /* per tenant: its share, holding the above */
+	uint8_t *cls;             /* per tenant: its class */
+	int8_t *lim;              /* per capped tenant: LIM_ACTIVE, DRF_LIMIT_DEMAND or r */
+	uint32_t *next;           /* per capped tenant: the next in its bucket's list */
+	uint32_t *bucket;         /* per capped tenant: its bucket */
+	uint32_t *list;           /* capped tenants that may still be active, in index order */
+	size_t nlist;
+	struct sortkey *keys, *tmp;
+	struct bucket *buckets;   /* nb of them, and a spare */
+	size_t nb, cur;           /* buckets, and the one being taken */
+	uint64_t minb;            /* key at bucket 0's start */
+	size_t done;              /* buckets before this one are met whole or taken */
+	unsigned shift;           /* bucket of a key: (key - minb) >> shift */
+	unsigned sat;             /* bit r: resource r has run out */
+	int nsat;
+	double level;
+	double used[DRF_NRES];    /* F_r: use by met and stopped tenants, capacity 1 */
+	double capped[DRF_NRES];  /* sum of a_i * u_ir over active capped tenants */
+	double removed[DRF_NRES]; /* taken out of capped[] since it was last summed */
+	double unl[DRF_NRES];     /* sum of a_i * u_ir over active unlimited tenants */
+	double sat_level[DRF_NRES];
+	int sat_order[DRF_NRES];
+	size_t cls_n[NCLASS];     /* unlimited tenants per class */
+	double cls_sum[NCLASS + 1][DRF_NRES]; /* their sums of a_i * u_ir; [NCLASS]: capped ones' */
+};
 
-	for (uint32_t j = f->list_start[k]; j < f->list_start[k + 1]; j++)
-		if (!f->frozen[f->list[j]])
-			s += f->coef[(size_t)f->list[j] * f->rs.m + k];
-	f->slope[k] = s;
-	f->removed[k] = 0;
+/* The 8 bytes of dominant_res and limited_by, which hold a_i until the last pass. */
+#define A_OFFSET offsetof(struct drf_share, dominant_res)
+_Static_assert(offsetof(struct drf_share, limited_by) == A_OFFSET + sizeof(int) &&
+	       sizeof(int) == 4, "two ints hold a double");
+
+static inline double share_a(const struct drf_share *s)
+{
+	double a;
+
+	memcpy(&a, (const unsigned char *)s + A_OFFSET, sizeof(a));
+	return a;
 }
 
-static void freeze(struct filler *f, size_t i, double level, int limited_by)
+static inline void share_set_a(struct drf_share *s, double a)
 {
-	const struct drf_demand *d = &f->p->demands[i];
-	struct drf_share *s = &f->shares[i];
-	int m = f->rs.m;
+	memcpy((unsigned char *)s + A_OFFSET, &a, sizeof(a));
+}
 
-	f->frozen[i] = true;
-	f->active--;
-	if (limited_by == DRF_LIMIT_DEMAND)
-		s->units = d->max_units;
-	else
-		s->units = min2(d->max_units, d->weight * level / f->delta[i]);
-	s->limited_by = limited_by;
-	for (int k = 0; k < m; k++) {
-		int r = f->rs.res[k];
-		double c = f->coef[i * m + k];
+static inline uint64_t share_key(const struct drf_share *s)
+{
+	return key_bits(s->dominant_share);
+}
 
-		s->alloc[r] = s->units * d->shape[r];
-		if (c <= 0)
-			continue;
-		f->used[k] += c * level;
-		if (--f->nactive[k] == 0) {
-			f->slope[k] = 0;
-			f->removed[k] = 0;
-			continue;
-		}
-		f->slope[k] -= c;
-		f->removed[k] += c;
-		/*
-		 * Taking large terms out of a sum leaves their rounding error (2^-53 of
-		 * them) behind; once the remainder is 2^-16 of what was removed, that error
-		 * could reach 2^-37 of it, so add the remainder up afresh.
-		 */
-		if (f->slope[k] < f->removed[k] * 0x1p-16)
-			resum_slope(f, k);
+/*
+ * c ? x : y without a branch. The passes over every tenant take these rather
+ * than branches on the kind of each demand: the kinds come in any order, and a
+ * branch mispredicted on every other tenant costs more than the pass's work.
+ */
+static inline uint64_t select_bits(bool c, uint64_t x, uint64_t y)
+{
+	uint64_t m = -(uint64_t)c;
+
+	return (x & m) | (y & ~m);
+}
+
+static inline double select_double(bool c, double x, double y)
+{
+	uint64_t xb, yb;
+
+	memcpy(&xb, &x, sizeof(xb));
+	memcpy(&yb, &y, sizeof(yb));
+	xb = select_bits(c, xb, yb);
+	memcpy(&x, &xb, sizeof(x));
+	return x;
+}
+
+static double key_level(uint64_t bits)
+{
+	double v;
+
+	memcpy(&v, &bits, sizeof(v));
+	return v;
+}
+
+/*
+ * The capped tenants still active, first in the list: those met since drop out,
+ * one by one or with their bucket.
+ */
+static size_t active_capped(struct filler *f)
+{
+	size_t n = 0;
+
+	/* Without a branch on each: met and active ones come in any order. */
+	for (size_t j = 0; j < f->nlist; j++) {
+		uint32_t i = f->list[j];
+
+		f->list[n] = i;
+		n += f->lim[i] == LIM_ACTIVE && f->bucket[i] >= f->done;
+	}
+	return f->nlist = n;
+}
+
+/*
+ * The shares of the capped tenants still active are far apart in memory, and a
+ * pass over them waits on each one's cache lines unless they are asked for ahead.
+ */
+#define PREFETCH_AHEAD 8
+
+static void prefetch_share(const struct filler *f, size_t j, size_t n)
+{
+	if (j + PREFETCH_AHEAD < n) {
+		const char *s = (const char *)&f->sh[f->list[j + PREFETCH_AHEAD]];
+
+		__builtin_prefetch(s);
+		__builtin_prefetch(s + sizeof(struct drf_share) - 1);
 	}
 }
 
+/* capped[] summed afresh. */
+static void resum(struct filler *f)
+{
+	double sum[DRF_NRES] = { 0 };
+	size_t n = active_capped(f);
+
+	for (size_t j = 0; j < n; j++) {
+		const struct drf_share *s = &f->sh[f->list[j]];
+		double a = share_a(s);
+
+		prefetch_share(f, j, n);
+#pragma GCC unroll 8
+		for (int r = 0; r < DRF_NRES; r++)
+			sum[r] += a * (s->alloc[r] * f->inv[r]);
+	}
+	memcpy(f->capped, sum, sizeof(sum));
+	memset(f->removed, 0, sizeof(f->removed));
+}
+
+/*
+ * Resource rf has run out: the capped tenants that need it stop at the level.
+ * The sums of the others, capped[] and those of the buckets after the current
+ * one, are made afresh from them: sums of positive terms, with no rounding left
+ * behind by what was taken out. Most tenants stop, the others stay; both do the
+ * same work, with what does not apply to one made 0, as which is which follows
+ * no pattern.
+ */
+static void stop_capped(struct filler *f, int rf)
+{
+	double capped[DRF_NRES] = { 0 };
+	size_t n = active_capped(f), keep = 0;
+
+	for (size_t b = f->cur + 1; b <= f->nb; b++) {
+		struct bucket *bk = &f->buckets[b];
+
+		bk->hi = 0;
+		bk->cnt = 0;
+		memset(bk->use, 0, sizeof(bk->use));
+		memset(bk->slope, 0, sizeof(bk->slope));
+	}
+	for (size_t j = 0; j < n; j++) {
+		uint32_t i = f->list[j];
+		const struct drf_share *s = &f->sh[i];
+		bool stop = f->cls[i] >> rf & 1;
+		uint64_t key = share_key(s);
+		size_t b = f->bucket[i];
+
+		prefetch_share(f, j, n);
+		/* One that stops, or is in the current bucket, goes to the spare bucket. */
+		size_t to = b + ((f->nb - b) & -(size_t)(stop | (b <= f->cur)));
+		struct bucket *bk = &f->buckets[to];
+		double a = share_a(s), x = select_double(stop, min2(s->units, a * f->level), 0);
+		double ak = select_double(stop, 0, a);
+
+		f->list[keep] = i;
+		keep += !stop;
+		f->lim[i] = (int8_t)(LIM_ACTIVE + ((rf - LIM_ACTIVE) & -(int)stop));
+		bk->cnt++;
+		bk->hi = key > bk->hi ? key : bk->hi;
+#pragma GCC unroll 8
+		for (int r = 0; r < DRF_NRES; r++) {
+			double u = s->alloc[r] * f->inv[r];
+
+			f->used[r] += x * u;
+			capped[r] += ak * u;
+			bk->use[r] += s->units * u;
+			bk->slope[r] += a * u;
+		}
+	}
+	f->nlist = keep;
+	memcpy(f->capped, capped, sizeof(capped));
+	memset(f->removed, 0, sizeof(f->removed));
+}
+
+/*
+ * Taking large terms out of a sum leaves their rounding error (2^-53 of them)
+ * behind; once the remainder is 2^-16 of what was removed, that error could reach
+ * 2^-37 of it, so add the remainder up afresh. A resource no active capped tenant
+ * needs ends here too, with capped[] exactly 0.
+ */
+static void check_slopes(struct filler *f)
+{
+	for (int r = 0; r < DRF_NRES; r++) {
+		if (f->removed[r] > 0 && f->capped[r] < f->removed[r] * 0x1p-16) {
+			resum(f);
+			return;
+		}
+	}
+}
+
+/* Unlimited tenants still active: those in classes with no resource run out. */
+static size_t unlimited_active(const struct filler *f)
+{
+	size_t n = 0;
+
+	for (unsigned c = 0; c < NCLASS; c++)
+		if (!(c & f->sat))
+			n += f->cls_n[c];
+	return n;
+}
+
+/* Resource r runs out at the level: every active tenant that needs it stops. */
+static void saturate(struct filler *f, int r, double level)
+{
+	f->level = level;
+	f->sat_level[r] = level;
+	f->sat_order[r] = f->nsat++;
+	for (unsigned c = 0; c < NCLASS; c++) {
+		if (!(c >> r & 1) || (c & f->sat) || !f->cls_n[c])
+			continue;
+		for (int q = 0; q < DRF_NRES; q++)
+			f->used[q] += level * f->cls_sum[c][q];
+	}
+	f->sat |= 1u << r;
+	memset(f->unl, 0, sizeof(f->unl));
+	for (unsigned c = 0; c < NCLASS; c++) {
+		if (c & f->sat)
+			continue;
+		for (int q = 0; q < DRF_NRES; q++)
+			f->unl[q] += f->cls_sum[c][q];
+	}
+	stop_capped(f, r);
+}
+
+/* The first resource to run out from the level on, and when; -1 if none will. */
+static int next_saturation(const struct filler *f, double *ret_level)
+{
+	double best = INFINITY;
+	int best_r = -1;
+
+	for (int r = 0; r < DRF_NRES; r++) {
+		double l, k = f->unl[r] + f->capped[r];
+
+		if ((f->sat >> r & 1) || !(k > 0))
+			continue;
+		l = (1.0 - f->used[r]) / k;
+		if (l < f->level)
+			l = f->level; /* already full, up to rounding */
+		if (l < best) {
+			best = l;
+			best_r = r;
+		}
+	}
+	*ret_level = best;
+	return best_r;
+}
+
+/* Capped tenant i's demand is met at its cap level t. */
+static void meet(struct filler *f, uint32_t i, double t)
+{
+	const struct drf_share *s = &f->sh[i];
+	double a = share_a(s);
+
+#pragma GCC unroll 8
+	for (int r = 0; r < DRF_NRES; r++) {
+		double u = s->alloc[r] * f->inv[r];
+
+		f->used[r] += s->units * u;
+		f->capped[r] -= a * u;
+		f->removed[r] += a * u;
+	}
+	f->lim[i] = DRF_LIMIT_DEMAND;
+	f->level = t;
+	check_slopes(f);
+}
+
+/*
+ * A bucket in which a resource runs out: its tenants one by one in the order of
+ * their cap levels (ties in index order), each after any resource that runs out
+ * before it, as in plain event-driven filling.
+ */
+static void take_bucket_in_order(struct filler *f)
+{
+	struct sortkey *sorted;
+	size_t cnt = 0;
+
+	for (uint32_t i = f->buckets[f->cur].head; i != NO_TENANT; i = f->next[i]) {
+		if (f->lim[i] == LIM_ACTIVE) {
+			f->keys[cnt].bits = share_key(&f->sh[i]);
+			f->keys[cnt].idx = i;
+			cnt++;
+		}
+	}
+	/* The list runs from the last tenant to the first: back to index order. */
+	for (size_t j = 0; j < cnt / 2; j++) {
+		struct sortkey x = f->keys[j];
+
+		f->keys[j] = f->keys[cnt - 1 - j];
+		f->keys[cnt - 1 - j] = x;
+	}
+	if (cnt > 32) {
+		sorted = radix_sort(f->keys, f->tmp, cnt);
+	} else {
+		/* Insertion sort: stable, so ties stay in index order. */
+		for (size_t j = 1; j < cnt; j++) {
+			struct sortkey x = f->keys[j];
+			size_t q = j;
+
+			for (; q > 0 && f->keys[q - 1].bits > x.bits; q--)
+				f->keys[q] = f->keys[q - 1];
+			f->keys[q] = x;
+		}
+		sorted = f->keys;
+	}
+	for (size_t j = 0; j < cnt; j++) {
+		uint32_t i = sorted[j].idx;
+		double t = key_level(sorted[j].bits), l;
+		int r;
+
+		/* Ties go to the cap: that tenant is served in full. */
+		while (f->lim[i] == LIM_ACTIVE && (r = next_saturation(f, &l)) >= 0 && l < t)
+			saturate(f, r, l);
+		if (f->lim[i] == LIM_ACTIVE)
+			meet(f, i, t);
+	}
+}
+
+/*
+ * First pass: checks each demand (as validate_demands() does) and works out its
+ * growth a_i = w_i / delta_i, its class, its cap level t_i = max_units_i / a_i,
+ * and the sums of the classes. Branch-free but for the rare cases, as the kinds
+ * of demands come in any order. A shape entry is checked by its bits: those of
+ * non-negative finite doubles are at most BITS_DBL_MAX; anything else, -0
+ * included, goes to validate_demands().
+ */
+static int fill_setup(struct filler *f, const struct resset *rs, size_t n, bool asset,
+		      uint32_t *capped, size_t *ret_ncap, uint64_t *ret_maxb)
+{
+	const struct drf_demand *dem = f->p->demands;
+	uint64_t minb = KEY_NONE, maxb = 0;
+	size_t ncap = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct drf_demand *d = &dem[i];
+		struct drf_share *s = &f->sh[i];
+		double w = d->weight, mu = d->max_units, dmax = 0, dsum = 0, delta, a, t;
+		double u[DRF_NRES], *sum;
+		uint64_t bor = 0, b, wb, mb;
+		unsigned c = 0;
+		bool fin;
+
+#pragma GCC unroll 8
+		for (int r = 0; r < DRF_NRES; r++) {
+			double v;
+
+			memcpy(&b, &d->shape[r], sizeof(b));
+			b &= f->mask[r];
+			bor |= b;
+			memcpy(&v, &b, sizeof(v));
+			s->alloc[r] = v;
+			u[r] = v * f->inv[r];
+			c |= (unsigned)(u[r] > 0) << r;
+			dsum += u[r];
+			dmax = max2(dmax, u[r]);
+		}
+		delta = asset ? dsum : dmax;
+		memcpy(&wb, &w, sizeof(wb));
+		memcpy(&mb, &mu, sizeof(mb));
+		/*
+		 * The common case in few instructions: weight in (0, DBL_MAX], max_units in
+		 * (0, inf], no shape entry with its sign bit set, and a finite sum of the
+		 * entries' shares (no entry inf or NaN).
+		 */
+		if (wb - 1 >= BITS_DBL_MAX || mb - 1 >= KEY_NONE || bor >> 63 ||
+		    !(dsum <= DBL_MAX) || delta == 0) {
+			struct drf_problem one = { .n = 1, .demands = d };
+
+			/* Also refuses an unlimited demand that needs nothing. */
+			if (validate_demands(&one, rs) < 0)
+				return -EINVAL;
+			if (delta == 0) {
+				/* Needs nothing that is shared: fully served at once. */
+				s->units = mu;
+				s->dominant_share = INFINITY;
+				share_set_a(s, 0);
+				f->cls[i] = 0;
+				continue;
+			}
+		}
+		a = w / delta;
+		t = mu * delta / w;
+		fin = t <= DBL_MAX;
+		b = select_bits(fin, key_bits(t), KEY_NONE);
+		s->units = mu;
+		s->dominant_share = key_level(b);
+		share_set_a(s, a);
+		f->cls[i] = (uint8_t)c;
+		sum = f->cls_sum[c + ((NCLASS - c) & -(unsigned)fin)];
+#pragma GCC unroll 8
+		for (int r = 0; r < DRF_NRES; r++)
+			sum[r] += a * u[r];
+		f->cls_n[c] += !fin;
+		capped[ncap] = (uint32_t)i;
+		ncap += fin;
+		minb = b < minb ? b : minb;
+		maxb = (b & -(uint64_t)fin) > maxb ? b & -(uint64_t)fin : maxb;
+	}
+	f->minb = minb;
+	*ret_ncap = ncap;
+	*ret_maxb = maxb;
+	return 0;
+}
+
+/* Last pass: every share written whole, in index order, from its tenant's outcome. */
+static void fill_output(const struct filler *f, size_t n, struct drf_result *out)
+{
+	double used[DRF_NRES] = { 0 }, stop[NCLASS];
+	int8_t stop_by[NCLASS];
+
+	/* Per class: the first of its resources to run out, and when (none: +inf). */
+	for (unsigned c = 0; c < NCLASS; c++) {
+		int first = -1;
+
+		for (int r = 0; r < DRF_NRES; r++)
+			if ((c & f->sat) >> r & 1 &&
+			    (first < 0 || f->sat_order[r] < f->sat_order[first]))
+				first = r;
+		stop_by[c] = (int8_t)first;
+		stop[c] = first >= 0 ? f->sat_level[first] : INFINITY;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct drf_share *s = &out->shares[i];
+		unsigned c = f->cls[i];
+		double mu = s->units, a = share_a(s), l, y, x, best = 0;
+		bool met;
+		int best_r = -1;
+
+		l = stop[c];
+		y = a * l;
+		/* Met if its cap comes first; ties go to the cap. */
+		met = s->dominant_share <= l;
+		x = select_double(met | !(y < mu), mu, y);
+#pragma GCC unroll 8
+		for (int r = 0; r < DRF_NRES; r++) {
+			double al = x * s->alloc[r];
+			int gt;
+
+			s->alloc[r] = al;
+			used[r] += al;
+			al *= f->inv[r];
+			gt = al > best;
+			best_r += (r - best_r) & -gt;
+			best = max2(best, al);
+		}
+		if (a == 0) {
+			/* Needs nothing shared: takes nothing, even with max_units inf. */
+			memset(s->alloc, 0, sizeof(s->alloc));
+			best = 0;
+			best_r = -1;
+		}
+		if (best_r < 0)
+			drf_shape_dominant(f->p, &f->p->demands[i], &best_r);
+		s->units = x;
+		s->dominant_share = best;
+		s->dominant_res = best_r;
+		_Static_assert(DRF_LIMIT_DEMAND == -1, "all bits set");
+		s->limited_by = stop_by[c] | -(int)met; /* DRF_LIMIT_DEMAND if met */
+	}
+	for (int r = 0; r < DRF_NRES; r++)
+		out->unallocated[r] = f->mask[r] ? max2(0, f->p->capacity[r] - used[r]) : 0;
+}
+
+/*
+ * Progressive filling of weighted DRF (delta = dominant share) or asset fairness
+ * (delta = summed share), event to event. See the comment at the top.
+ */
 static int fill(const struct drf_problem *p, const struct resset *rs, enum drf_policy policy,
 		struct drf_result *out, struct drf_engine *e)
 {
-	struct filler f = { .p = p, .shares = out->shares, .n = p->n, .rs = *rs };
-	struct sortkey *keys, *tmp, *sorted;
-	size_t ncap = 0, next = 0, nnz = 0, um = (size_t)rs->m;
-	int m = rs->m;
-	double level = 0;
+	struct filler f = { .p = p };
+	size_t n = p->n, ncap, nb_max;
+	uint64_t maxb;
+	uint32_t *capped;
 	void *own;
-	char *at = scratch_get(e, 16 * 6 + f.n * (sizeof(*f.delta) + um * sizeof(*f.coef) +
-					       sizeof(*f.frozen) + 2 * sizeof(*keys) +
-					       um * sizeof(*f.list)), &own);
+	char *at;
+	int err;
 
+	nb_max = n / PER_BUCKET < MAX_BUCKETS ? n / PER_BUCKET + 1 : MAX_BUCKETS;
+	for (int k = 0; k < rs->m; k++) {
+		f.inv[rs->res[k]] = 1 / p->capacity[rs->res[k]];
+		f.mask[rs->res[k]] = UINT64_MAX;
+	}
+	f.sh = out->shares;
+	at = scratch_get(e, 16 * 9 + n * (sizeof(*f.cls) + sizeof(*f.lim) + 3 * sizeof(*f.next) +
+					  2 * sizeof(*f.keys)) +
+				    (nb_max + 1) * sizeof(*f.buckets), &own);
 	if (!at)
 		return -ENOMEM;
-	f.delta = carve(&at, f.n * sizeof(*f.delta));
-	f.coef = carve(&at, f.n * um * sizeof(*f.coef));
-	f.frozen = carve(&at, f.n * sizeof(*f.frozen));
-	keys = carve(&at, f.n * sizeof(*keys));
-	tmp = carve(&at, f.n * sizeof(*tmp));
-	f.list = carve(&at, f.n * um * sizeof(*f.list));
-	memset(f.frozen, 0, f.n * sizeof(*f.frozen));
+	f.keys = carve(&at, n * sizeof(*f.keys));
+	f.tmp = carve(&at, n * sizeof(*f.tmp));
+	f.next = carve(&at, n * sizeof(*f.next));
+	f.bucket = carve(&at, n * sizeof(*f.bucket));
+	capped = carve(&at, n * sizeof(*capped));
+	f.cls = carve(&at, n * sizeof(*f.cls));
+	f.lim = carve(&at, n * sizeof(*f.lim));
+	f.buckets = carve(&at, (nb_max + 1) * sizeof(*f.buckets));
 
-	for (size_t i = 0; i < f.n; i++) {
-		const struct drf_demand *d = &p->demands[i];
-		double delta = 0;
+	err = fill_setup(&f, rs, n, policy == DRF_POLICY_ASSET, capped, &ncap, &maxb);
+	if (err < 0) {
+		free(own);
+		return err;
+	}
+	memcpy(f.capped, f.cls_sum[NCLASS], sizeof(f.capped));
+	for (unsigned c = 0; c < NCLASS; c++)
+		for (int r = 0; r < DRF_NRES; r++)
+			f.unl[r] += f.cls_sum[c][r];
+	/* Cap levels into buckets by their bits, which order like the levels. */
+	if (ncap > 0) {
+		size_t want = ncap / PER_BUCKET < nb_max ? ncap / PER_BUCKET + 1 : nb_max;
 
-		for (int k = 0; k < m; k++) {
-			int r = f.rs.res[k];
-			double u = d->shape[r] / p->capacity[r];
+		while (((maxb - f.minb) >> f.shift) >= want)
+			f.shift++;
+		f.nb = (size_t)((maxb - f.minb) >> f.shift) + 1;
+		memset(f.buckets, 0, (f.nb + 1) * sizeof(*f.buckets));
+		for (size_t b = 0; b < f.nb; b++)
+			f.buckets[b].head = NO_TENANT;
+		for (size_t j = 0; j < ncap; j++) {
+			uint32_t i = capped[j];
+			const struct drf_share *s = &f.sh[i];
+			uint64_t key = share_key(s);
+			size_t b = (size_t)((key - f.minb) >> f.shift);
+			struct bucket *bk = &f.buckets[b];
+			double a = share_a(s);
 
-			f.coef[i * m + k] = u; /* scaled below, once delta is known */
-			if (policy == DRF_POLICY_ASSET)
-				delta += u;
-			else
-				delta = max2(delta, u);
-		}
-		f.delta[i] = delta;
-		if (delta == 0) {
-			/* Needs nothing that is shared: fully served at once. */
-			memset(&out->shares[i], 0, sizeof(out->shares[i]));
-			out->shares[i].units = d->max_units;
-			out->shares[i].limited_by = DRF_LIMIT_DEMAND;
-			f.frozen[i] = true;
-			for (int k = 0; k < m; k++)
-				f.coef[i * m + k] = 0;
-			continue;
-		}
-		f.active++;
-		for (int k = 0; k < m; k++) {
-			double c = d->weight * (f.coef[i * m + k] / delta);
+			f.lim[i] = LIM_ACTIVE;
+			f.bucket[i] = (uint32_t)b;
+			bk->cnt++;
+			bk->hi = key > bk->hi ? key : bk->hi;
+			f.next[i] = bk->head;
+			bk->head = i;
+#pragma GCC unroll 8
+			for (int r = 0; r < DRF_NRES; r++) {
+				double u = s->alloc[r] * f.inv[r];
 
-			f.coef[i * m + k] = c;
-			if (c > 0) {
-				f.slope[k] += c;
-				f.nactive[k]++;
+				bk->use[r] += s->units * u;
+				bk->slope[r] += a * u;
 			}
 		}
-		if (isfinite(d->max_units)) {
-			keys[ncap].bits = key_bits(d->max_units * delta / d->weight);
-			keys[ncap].idx = (uint32_t)i;
-			ncap++;
-		}
 	}
-	/* Per-resource lists of the tenants that need each resource (CSR). */
-	for (int k = 0; k < m; k++) {
-		f.list_start[k] = (uint32_t)nnz;
-		nnz += f.nactive[k];
-	}
-	f.list_start[m] = (uint32_t)nnz;
-	{
-		uint32_t fillpos[DRF_NRES];
+	f.list = capped;
+	f.nlist = ncap;
+	for (f.cur = 0; f.cur < f.nb; f.cur++) {
+		struct bucket *bk = &f.buckets[f.cur];
+		double hi = key_level(bk->hi);
+		bool whole = true;
 
-		memcpy(fillpos, f.list_start, sizeof(fillpos));
-		for (size_t i = 0; i < f.n; i++)
-			for (int k = 0; k < m; k++)
-				if (f.coef[i * m + k] > 0)
-					f.list[fillpos[k]++] = (uint32_t)i;
-	}
-	sorted = radix_sort(keys, tmp, ncap);
-
-	while (f.active > 0) {
-		double cap_level = INFINITY, sat_level = INFINITY;
-		int sat_k = -1;
-
-		while (next < ncap && f.frozen[sorted[next].idx])
-			next++;
-		if (next < ncap)
-			memcpy(&cap_level, &sorted[next].bits, sizeof(cap_level));
-		for (int k = 0; k < m; k++) {
-			double l;
-
-			if (f.saturated[k] || f.nactive[k] == 0)
-				continue;
-			l = (1.0 - f.used[k]) / f.slope[k];
-			if (l < level)
-				l = level; /* already full, up to rounding */
-			if (l < sat_level) {
-				sat_level = l;
-				sat_k = k;
-			}
-		}
-		if (cap_level <= sat_level) {
-			/* Ties go to the cap: that tenant is served in full. */
-			level = cap_level;
-			freeze(&f, sorted[next].idx, level, DRF_LIMIT_DEMAND);
-			next++;
+		if (bk->cnt == 0)
+			continue;
+		f.done = f.cur;
+#pragma GCC unroll 8
+		for (int r = 0; r < DRF_NRES; r++)
+			whole &= (f.sat >> r & 1) ||
+				 f.used[r] + bk->use[r] +
+				 (f.unl[r] + f.capped[r] - bk->slope[r]) * hi <= 1.0;
+		if (!whole) {
+			take_bucket_in_order(&f);
 			continue;
 		}
-		/* Every active tenant has a resource it needs, so sat_k >= 0 here. */
-		level = sat_level;
-		f.saturated[sat_k] = true;
-		for (uint32_t j = f.list_start[sat_k]; j < f.list_start[sat_k + 1]; j++)
-			if (!f.frozen[f.list[j]])
-				freeze(&f, f.list[j], level, f.rs.res[sat_k]);
+#pragma GCC unroll 8
+		for (int r = 0; r < DRF_NRES; r++) {
+			f.used[r] += bk->use[r];
+			f.capped[r] -= bk->slope[r];
+			f.removed[r] += bk->slope[r];
+		}
+		f.level = hi;
+		f.done = f.cur + 1;
+		check_slopes(&f);
 	}
+	/* Every capped tenant is met or stopped: on to the unlimited ones. */
+	f.nlist = 0;
+	memset(f.capped, 0, sizeof(f.capped));
+	memset(f.removed, 0, sizeof(f.removed));
+	while (unlimited_active(&f) > 0) {
+		double l;
+		int r = next_saturation(&f, &l);
+
+		if (r < 0) {
+			/*
+			 * Only when a_i * u_ir underflows to 0: stop an active class where it
+			 * is, on the first resource it needs.
+			 */
+			unsigned c = 0;
+
+			while ((c & f.sat) || !f.cls_n[c])
+				c++;
+			for (r = 0; !(c >> r & 1); r++)
+				;
+			l = f.level;
+		}
+		saturate(&f, r, l);
+	}
+	fill_output(&f, n, out);
 	free(own);
 	return 0;
 }
@@ -547,13 +1038,18 @@ static int allocate(const struct drf_problem *p, enum drf_policy policy, struct 
 
 	if ((unsigned)policy >= DRF_NPOLICY)
 		return -EINVAL;
-	err = validate(p, &rs);
+	err = validate_caps(p, &rs);
 	if (err < 0)
 		return err;
-	if (policy == DRF_POLICY_PER_RESOURCE)
-		err = water_fill(p, &rs, out, e);
-	else
-		err = fill(p, &rs, policy, out, e);
+	/* fill() checks the demands as it reads them, and writes every share whole. */
+	if (policy != DRF_POLICY_PER_RESOURCE)
+		return fill(p, &rs, policy, out, e);
+	err = validate_demands(p, &rs);
+	if (err < 0)
+		return err;
+	if (e) /* Every share starts from zero, as calloc() gives drf_allocate(). */
+		memset(out->shares, 0, p->n * sizeof(*out->shares));
+	err = water_fill(p, &rs, out, e);
 	if (err < 0)
 		return err;
 	finish_result(p, out);
@@ -596,8 +1092,6 @@ int drf_engine_allocate(struct drf_engine *e, const struct drf_problem *p, enum 
 		e->shares = ns;
 		e->shares_cap = cap;
 	}
-	/* Every share starts from zero, as calloc() gives drf_allocate(). */
-	memset(e->shares, 0, p->n * sizeof(*e->shares));
 	e->result.n = p->n;
 	e->result.shares = e->shares;
 	memset(e->result.unallocated, 0, sizeof(e->result.unallocated));
