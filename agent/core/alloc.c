@@ -295,13 +295,22 @@ static uint64_t key_bits(double v)
  * comes first), and is written in a last pass.
  *
  * Until that pass, a tenant's share holds what the filling needs of it, so that
- * the demands are read once and the only other array of n entries written is the
- * classes (a byte each): alloc[] the masked shape, units max_units,
- * dominant_share t_i (+inf if none), and the 8 bytes of dominant_res and
- * limited_by a_i.
+ * the demands are read once and the scratch holds only bytes and indexes per
+ * tenant: alloc[] the masked shape, units max_units, dominant_share t_i (+inf if
+ * none), and the 8 bytes of dominant_res and limited_by a_i.
+ *
+ * The passes over all tenants have no branch on the kind of a demand: integer
+ * selects, and sums into a spare bucket where a tenant has nothing to add.
+ * Kinds come in any order, and a branch mispredicted on every other tenant
+ * costs more than the pass's work; a loop over the same data again and again
+ * hides that, as the predictor learns the data (the benchmark's engine runs
+ * right after drf_allocate_discrete, which leaves nothing of it).
  */
 #define NCLASS (1 << DRF_NRES)
-/* State of a capped tenant taken one by one; one in a bucket met whole stays ACTIVE. */
+/*
+ * State of a capped tenant: met one by one, or not (met with its bucket, stopped
+ * by a resource in its class, or still active).
+ */
 #define LIM_ACTIVE (-2)
 /* Key (bits of its cap level) of a tenant without one: those of +inf. */
 #define KEY_NONE 0x7ff0000000000000ULL
@@ -312,7 +321,11 @@ static uint64_t key_bits(double v)
 #define MAX_BUCKETS 4096
 #define PER_BUCKET 8
 
-/* Capped tenants whose cap levels fall in one bucket, and their sums. */
+/*
+ * Capped tenants whose cap levels fall in one bucket, and their sums. The same
+ * rows, after the spare bucket, sum the unlimited tenants of each class in the
+ * first pass.
+ */
 struct bucket {
 	uint64_t hi;              /* largest key */
 	uint32_t cnt;             /* tenants still active */
@@ -332,17 +345,18 @@ struct filler {
 	uint64_t mask[DRF_NRES];  /* all ones if participating, 0 if not */
 	struct drf_share *sh;     /* per tenant: its share, holding the above */
 	uint8_t *cls;             /* per tenant: its class */
-	int8_t *lim;              /* per capped tenant: LIM_ACTIVE, DRF_LIMIT_DEMAND or r */
+	int8_t *dom;              /* per tenant: the first r of largest u_ir, -1 if none > 0 */
+	int8_t *lim;              /* per capped tenant: LIM_ACTIVE or DRF_LIMIT_DEMAND */
 	uint32_t *next;           /* per capped tenant: the next in its bucket's list */
 	uint32_t *bucket;         /* per capped tenant: its bucket */
 	uint32_t *list;           /* capped tenants that may still be active, in index order */
 	size_t nlist;
 	struct sortkey *keys, *tmp;
-	struct bucket *buckets;   /* nb of them, and a spare */
+	struct bucket *buckets;   /* nb of them, the spare, the rows of the classes */
 	size_t nb, cur;           /* buckets, and the one being taken */
-	uint64_t minb;            /* key at bucket 0's start */
+	uint64_t minb, maxb;      /* keys below minb go to bucket 0, above maxb to the last */
 	size_t done;              /* buckets before this one are met whole or taken */
-	unsigned shift;           /* bucket of a key: (key - minb) >> shift */
+	unsigned shift;           /* bucket of a key k in [minb, maxb]: (k - minb) >> shift */
 	unsigned sat;             /* bit r: resource r has run out */
 	int nsat;
 	double level;
@@ -353,7 +367,7 @@ struct filler {
 	double sat_level[DRF_NRES];
 	int sat_order[DRF_NRES];
 	size_t cls_n[NCLASS];     /* unlimited tenants per class */
-	double cls_sum[NCLASS + 1][DRF_NRES]; /* their sums of a_i * u_ir; [NCLASS]: capped ones' */
+	double cls_sum[NCLASS][DRF_NRES]; /* their sums of a_i * u_ir */
 };
 
 /* The 8 bytes of dominant_res and limited_by, which hold a_i until the last pass. */
@@ -423,7 +437,7 @@ static size_t active_capped(struct filler *f)
 		uint32_t i = f->list[j];
 
 		f->list[n] = i;
-		n += f->lim[i] == LIM_ACTIVE && f->bucket[i] >= f->done;
+		n += (f->lim[i] == LIM_ACTIVE) & (f->bucket[i] >= f->done) & !(f->cls[i] & f->sat);
 	}
 	return f->nlist = n;
 }
@@ -464,17 +478,17 @@ static void resum(struct filler *f)
 }
 
 /*
- * Resource rf has run out: the capped tenants that need it stop at the level.
- * The sums of the others, capped[] and those of the buckets after the current
- * one, are made afresh from them: sums of positive terms, with no rounding left
- * behind by what was taken out. Most tenants stop, the others stay; both do the
- * same work, with what does not apply to one made 0, as which is which follows
- * no pattern.
+ * A resource has run out (and is in sat): the capped tenants that need it stop
+ * at the level. They are not visited: what they held of each resource is the
+ * level times their part of the slope, the slope before less the slope of those
+ * that stay, which (and the sums of the buckets after the current one) is summed
+ * afresh from them: sums of positive terms, with no rounding left behind by what
+ * was taken out.
  */
-static void stop_capped(struct filler *f, int rf)
+static void stop_capped(struct filler *f)
 {
 	double capped[DRF_NRES] = { 0 };
-	size_t n = active_capped(f), keep = 0;
+	size_t n = active_capped(f);
 
 	for (size_t b = f->cur + 1; b <= f->nb; b++) {
 		struct bucket *bk = &f->buckets[b];
@@ -487,33 +501,26 @@ static void stop_capped(struct filler *f, int rf)
 	for (size_t j = 0; j < n; j++) {
 		uint32_t i = f->list[j];
 		const struct drf_share *s = &f->sh[i];
-		bool stop = f->cls[i] >> rf & 1;
 		uint64_t key = share_key(s);
 		size_t b = f->bucket[i];
+		/* One in the current bucket goes to the spare one. */
+		struct bucket *bk = &f->buckets[b + ((f->nb - b) & -(size_t)(b <= f->cur))];
+		double a = share_a(s);
 
 		prefetch_share(f, j, n);
-		/* One that stops, or is in the current bucket, goes to the spare bucket. */
-		size_t to = b + ((f->nb - b) & -(size_t)(stop | (b <= f->cur)));
-		struct bucket *bk = &f->buckets[to];
-		double a = share_a(s), x = select_double(stop, min2(s->units, a * f->level), 0);
-		double ak = select_double(stop, 0, a);
-
-		f->list[keep] = i;
-		keep += !stop;
-		f->lim[i] = (int8_t)(LIM_ACTIVE + ((rf - LIM_ACTIVE) & -(int)stop));
 		bk->cnt++;
 		bk->hi = key > bk->hi ? key : bk->hi;
 #pragma GCC unroll 8
 		for (int r = 0; r < DRF_NRES; r++) {
 			double u = s->alloc[r] * f->inv[r];
 
-			f->used[r] += x * u;
-			capped[r] += ak * u;
+			capped[r] += a * u;
 			bk->use[r] += s->units * u;
 			bk->slope[r] += a * u;
 		}
 	}
-	f->nlist = keep;
+	for (int r = 0; r < DRF_NRES; r++)
+		f->used[r] += f->level * max2(0, f->capped[r] - capped[r]);
 	memcpy(f->capped, capped, sizeof(capped));
 	memset(f->removed, 0, sizeof(f->removed));
 }
@@ -565,7 +572,7 @@ static void saturate(struct filler *f, int r, double level)
 		for (int q = 0; q < DRF_NRES; q++)
 			f->unl[q] += f->cls_sum[c][q];
 	}
-	stop_capped(f, r);
+	stop_capped(f);
 }
 
 /* The first resource to run out from the level on, and when; -1 if none will. */
@@ -610,6 +617,12 @@ static void meet(struct filler *f, uint32_t i, double t)
 	check_slopes(f);
 }
 
+/* Capped tenant i is neither met one by one nor stopped by a resource run out. */
+static bool live(const struct filler *f, uint32_t i)
+{
+	return f->lim[i] == LIM_ACTIVE && !(f->cls[i] & f->sat);
+}
+
 /*
  * A bucket in which a resource runs out: its tenants one by one in the order of
  * their cap levels (ties in index order), each after any resource that runs out
@@ -621,7 +634,7 @@ static void take_bucket_in_order(struct filler *f)
 	size_t cnt = 0;
 
 	for (uint32_t i = f->buckets[f->cur].head; i != NO_TENANT; i = f->next[i]) {
-		if (f->lim[i] == LIM_ACTIVE) {
+		if (live(f, i)) {
 			f->keys[cnt].bits = share_key(&f->sh[i]);
 			f->keys[cnt].idx = i;
 			cnt++;
@@ -654,11 +667,100 @@ static void take_bucket_in_order(struct filler *f)
 		int r;
 
 		/* Ties go to the cap: that tenant is served in full. */
-		while (f->lim[i] == LIM_ACTIVE && (r = next_saturation(f, &l)) >= 0 && l < t)
+		while (live(f, i) && (r = next_saturation(f, &l)) >= 0 && l < t)
 			saturate(f, r, l);
-		if (f->lim[i] == LIM_ACTIVE)
+		if (live(f, i))
 			meet(f, i, t);
 	}
+}
+
+/*
+ * Sets up at most nb buckets for keys from minb to maxb, the spare bucket after
+ * them and, after that, the rows of the classes.
+ */
+static void buckets_init(struct filler *f, uint64_t minb, uint64_t maxb, size_t nb)
+{
+	f->minb = minb;
+	f->maxb = maxb;
+	f->shift = 0;
+	while (((maxb - minb) >> f->shift) >= nb)
+		f->shift++;
+	f->nb = (size_t)((maxb - minb) >> f->shift) + 1;
+	memset(f->buckets, 0, (f->nb + 1 + NCLASS) * sizeof(*f->buckets));
+	for (size_t b = 0; b <= f->nb + NCLASS; b++)
+		f->buckets[b].head = NO_TENANT;
+}
+
+/* The bucket of a key; keys out of [minb, maxb] go to the first or the last. */
+static inline size_t bucket_of(const struct filler *f, uint64_t key)
+{
+	uint64_t k = key < f->minb ? f->minb : key > f->maxb ? f->maxb : key;
+
+	return (size_t)((k - f->minb) >> f->shift);
+}
+
+/* Puts tenant i (a_i, max_units mu, u_ir) in the list and sums of row b. */
+static inline void bucket_put(struct filler *f, uint32_t i, size_t b, uint64_t key, double a,
+			      double mu, const double *u)
+{
+	struct bucket *bk = &f->buckets[b];
+
+	f->lim[i] = LIM_ACTIVE;
+	f->bucket[i] = (uint32_t)b;
+	f->next[i] = bk->head;
+	bk->head = i;
+	bk->cnt++;
+	bk->hi = key > bk->hi ? key : bk->hi;
+#pragma GCC unroll 8
+	for (int r = 0; r < DRF_NRES; r++) {
+		bk->use[r] += mu * u[r];
+		bk->slope[r] += a * u[r];
+	}
+}
+
+/*
+ * Where the cap levels lie, from a sample of the tenants spread over the whole
+ * list, so that the first pass can put tenants in buckets as it goes: twice the
+ * sample's span (at least a factor of 2 either side), in bits. 0 if the sample
+ * has no capped tenant.
+ */
+#define SAMPLE 256
+
+static size_t sample_caps(const struct filler *f, size_t n, bool asset, uint64_t *ret_lo,
+			  uint64_t *ret_hi)
+{
+	uint64_t lo = KEY_NONE, hi = 0, span;
+	size_t s = n < SAMPLE ? n : SAMPLE, ncap = 0;
+
+	for (size_t j = 0; j < s; j++) {
+		const struct drf_demand *d = &f->p->demands[j * n / s];
+		double dmax = 0, dsum = 0, t;
+
+		for (int r = 0; r < DRF_NRES; r++) {
+			uint64_t b;
+			double u;
+
+			memcpy(&b, &d->shape[r], sizeof(b));
+			b &= f->mask[r];
+			memcpy(&u, &b, sizeof(u));
+			u *= f->inv[r];
+			dsum += u;
+			dmax = max2(dmax, u);
+		}
+		t = d->max_units * (asset ? dsum : dmax) / d->weight;
+		/* Anything but a positive finite level (or a malformed demand) tells nothing. */
+		if (!(t > 0 && t <= DBL_MAX))
+			continue;
+		lo = key_bits(t) < lo ? key_bits(t) : lo;
+		hi = key_bits(t) > hi ? key_bits(t) : hi;
+		ncap++;
+	}
+	if (!ncap)
+		return 0;
+	span = hi - lo > 1ULL << 52 ? hi - lo : 1ULL << 52;
+	*ret_lo = lo > span / 2 ? lo - span / 2 : 0;
+	*ret_hi = BITS_DBL_MAX - hi > span / 2 ? hi + span / 2 : BITS_DBL_MAX;
+	return ncap * n / s;
 }
 
 /*
@@ -670,7 +772,7 @@ static void take_bucket_in_order(struct filler *f)
  * included, goes to validate_demands().
  */
 static int fill_setup(struct filler *f, const struct resset *rs, size_t n, bool asset,
-		      uint32_t *capped, size_t *ret_ncap, uint64_t *ret_maxb)
+		      uint32_t *capped, size_t *ret_ncap, uint64_t *ret_minb, uint64_t *ret_maxb)
 {
 	const struct drf_demand *dem = f->p->demands;
 	uint64_t minb = KEY_NONE, maxb = 0;
@@ -680,9 +782,9 @@ static int fill_setup(struct filler *f, const struct resset *rs, size_t n, bool 
 		const struct drf_demand *d = &dem[i];
 		struct drf_share *s = &f->sh[i];
 		double w = d->weight, mu = d->max_units, dmax = 0, dsum = 0, delta, a, t;
-		double u[DRF_NRES], *sum;
+		double u[DRF_NRES];
 		uint64_t bor = 0, b, wb, mb;
-		unsigned c = 0;
+		unsigned c = 0, top = 0;
 		bool fin;
 
 #pragma GCC unroll 8
@@ -699,6 +801,11 @@ static int fill_setup(struct filler *f, const struct resset *rs, size_t n, bool 
 			dsum += u[r];
 			dmax = max2(dmax, u[r]);
 		}
+		/* The first resource of the largest share, as a bit mask of those of it. */
+#pragma GCC unroll 8
+		for (int r = 0; r < DRF_NRES; r++)
+			top |= (unsigned)!(u[r] < dmax) << r;
+		f->dom[i] = (int8_t)(dmax > 0 ? __builtin_ctz(top) : -1);
 		delta = asset ? dsum : dmax;
 		memcpy(&wb, &w, sizeof(wb));
 		memcpy(&mb, &mu, sizeof(mb));
@@ -731,18 +838,19 @@ static int fill_setup(struct filler *f, const struct resset *rs, size_t n, bool 
 		s->dominant_share = key_level(b);
 		share_set_a(s, a);
 		f->cls[i] = (uint8_t)c;
-		sum = f->cls_sum[c + ((NCLASS - c) & -(unsigned)fin)];
-#pragma GCC unroll 8
-		for (int r = 0; r < DRF_NRES; r++)
-			sum[r] += a * u[r];
-		f->cls_n[c] += !fin;
+		/*
+		 * A capped tenant into its bucket, an unlimited one into the row of its
+		 * class after the spare bucket (its use there, 0, is not looked at).
+		 */
+		bucket_put(f, (uint32_t)i, select_bits(fin, bucket_of(f, b), f->nb + 1 + c), b, a,
+			   select_double(fin, mu, 0), u);
 		capped[ncap] = (uint32_t)i;
 		ncap += fin;
 		minb = b < minb ? b : minb;
 		maxb = (b & -(uint64_t)fin) > maxb ? b & -(uint64_t)fin : maxb;
 	}
-	f->minb = minb;
 	*ret_ncap = ncap;
+	*ret_minb = minb;
 	*ret_maxb = maxb;
 	return 0;
 }
@@ -767,35 +875,30 @@ static void fill_output(const struct filler *f, size_t n, struct drf_result *out
 	for (size_t i = 0; i < n; i++) {
 		struct drf_share *s = &out->shares[i];
 		unsigned c = f->cls[i];
-		double mu = s->units, a = share_a(s), l, y, x, best = 0;
+		double mu = s->units, a = share_a(s), l, y, x, xa, best = 0;
+		int best_r, dom = f->dom[i];
 		bool met;
-		int best_r = -1;
 
 		l = stop[c];
 		y = a * l;
 		/* Met if its cap comes first; ties go to the cap. */
 		met = s->dominant_share <= l;
 		x = select_double(met | !(y < mu), mu, y);
+		/* A tenant that needs nothing shared (a = 0) takes nothing, even x = inf. */
+		xa = select_double(a > 0, x, 0);
 #pragma GCC unroll 8
 		for (int r = 0; r < DRF_NRES; r++) {
-			double al = x * s->alloc[r];
-			int gt;
-
-			s->alloc[r] = al;
-			used[r] += al;
-			al *= f->inv[r];
-			gt = al > best;
-			best_r += (r - best_r) & -gt;
-			best = max2(best, al);
+			s->alloc[r] *= xa;
+			used[r] += s->alloc[r];
 		}
-		if (a == 0) {
-			/* Needs nothing shared: takes nothing, even with max_units inf. */
+		/* The dominant resource of x copies of the shape is the shape's. */
+		if (dom >= 0 && a > 0) {
+			best_r = dom;
+			best = s->alloc[dom] * f->inv[dom];
+		} else {
 			memset(s->alloc, 0, sizeof(s->alloc));
-			best = 0;
-			best_r = -1;
-		}
-		if (best_r < 0)
 			drf_shape_dominant(f->p, &f->p->demands[i], &best_r);
+		}
 		s->units = x;
 		s->dominant_share = best;
 		s->dominant_res = best_r;
@@ -814,8 +917,8 @@ static int fill(const struct drf_problem *p, const struct resset *rs, enum drf_p
 		struct drf_result *out, struct drf_engine *e)
 {
 	struct filler f = { .p = p };
-	size_t n = p->n, ncap, nb_max;
-	uint64_t maxb;
+	size_t n = p->n, ncap, nb_max, nb_want, most = 0;
+	uint64_t minb, maxb, sample_lo, sample_hi;
 	uint32_t *capped;
 	void *own;
 	char *at;
@@ -827,9 +930,10 @@ static int fill(const struct drf_problem *p, const struct resset *rs, enum drf_p
 		f.mask[rs->res[k]] = UINT64_MAX;
 	}
 	f.sh = out->shares;
-	at = scratch_get(e, 16 * 9 + n * (sizeof(*f.cls) + sizeof(*f.lim) + 3 * sizeof(*f.next) +
+	at = scratch_get(e, 16 * 10 + n * (sizeof(*f.cls) + sizeof(*f.dom) + sizeof(*f.lim) +
+					   3 * sizeof(*f.next) +
 					  2 * sizeof(*f.keys)) +
-				    (nb_max + 1) * sizeof(*f.buckets), &own);
+				    (nb_max + 1 + NCLASS) * sizeof(*f.buckets), &own);
 	if (!at)
 		return -ENOMEM;
 	f.keys = carve(&at, n * sizeof(*f.keys));
@@ -838,51 +942,56 @@ static int fill(const struct drf_problem *p, const struct resset *rs, enum drf_p
 	f.bucket = carve(&at, n * sizeof(*f.bucket));
 	capped = carve(&at, n * sizeof(*capped));
 	f.cls = carve(&at, n * sizeof(*f.cls));
+	f.dom = carve(&at, n * sizeof(*f.dom));
 	f.lim = carve(&at, n * sizeof(*f.lim));
-	f.buckets = carve(&at, (nb_max + 1) * sizeof(*f.buckets));
+	f.buckets = carve(&at, (nb_max + 1 + NCLASS) * sizeof(*f.buckets));
 
-	err = fill_setup(&f, rs, n, policy == DRF_POLICY_ASSET, capped, &ncap, &maxb);
+	/*
+	 * Buckets over the range of a sample's cap levels, filled by the first pass
+	 * (without a sample, one bucket, done again below).
+	 */
+	if (sample_caps(&f, n, policy == DRF_POLICY_ASSET, &sample_lo, &sample_hi) / PER_BUCKET > 0)
+		buckets_init(&f, sample_lo, sample_hi, nb_max);
+	else
+		buckets_init(&f, 0, 0, 1);
+	err = fill_setup(&f, rs, n, policy == DRF_POLICY_ASSET, capped, &ncap, &minb, &maxb);
 	if (err < 0) {
 		free(own);
 		return err;
 	}
-	memcpy(f.capped, f.cls_sum[NCLASS], sizeof(f.capped));
-	for (unsigned c = 0; c < NCLASS; c++)
-		for (int r = 0; r < DRF_NRES; r++)
-			f.unl[r] += f.cls_sum[c][r];
-	/* Cap levels into buckets by their bits, which order like the levels. */
-	if (ncap > 0) {
-		size_t want = ncap / PER_BUCKET < nb_max ? ncap / PER_BUCKET + 1 : nb_max;
+	for (unsigned c = 0; c < NCLASS; c++) {
+		const struct bucket *row = &f.buckets[f.nb + 1 + c];
 
-		while (((maxb - f.minb) >> f.shift) >= want)
-			f.shift++;
-		f.nb = (size_t)((maxb - f.minb) >> f.shift) + 1;
-		memset(f.buckets, 0, (f.nb + 1) * sizeof(*f.buckets));
-		for (size_t b = 0; b < f.nb; b++)
-			f.buckets[b].head = NO_TENANT;
+		f.cls_n[c] = row->cnt;
+		for (int r = 0; r < DRF_NRES; r++) {
+			f.cls_sum[c][r] = row->slope[r];
+			f.unl[r] += row->slope[r];
+		}
+	}
+	/*
+	 * Cap levels into buckets by their bits, which order like the levels: again,
+	 * over the levels' own range, if the sample left a bucket with many times its
+	 * share of them (a resource running out in it would take them one by one).
+	 */
+	for (size_t b = 0; b < f.nb; b++)
+		most = f.buckets[b].cnt > most ? f.buckets[b].cnt : most;
+	nb_want = ncap / PER_BUCKET < nb_max ? ncap / PER_BUCKET + 1 : nb_max;
+	if (most > 8 * PER_BUCKET + 8 * ncap / nb_want) {
+		buckets_init(&f, minb, maxb, nb_want);
 		for (size_t j = 0; j < ncap; j++) {
 			uint32_t i = capped[j];
 			const struct drf_share *s = &f.sh[i];
-			uint64_t key = share_key(s);
-			size_t b = (size_t)((key - f.minb) >> f.shift);
-			struct bucket *bk = &f.buckets[b];
-			double a = share_a(s);
+			double u[DRF_NRES];
 
-			f.lim[i] = LIM_ACTIVE;
-			f.bucket[i] = (uint32_t)b;
-			bk->cnt++;
-			bk->hi = key > bk->hi ? key : bk->hi;
-			f.next[i] = bk->head;
-			bk->head = i;
-#pragma GCC unroll 8
-			for (int r = 0; r < DRF_NRES; r++) {
-				double u = s->alloc[r] * f.inv[r];
-
-				bk->use[r] += s->units * u;
-				bk->slope[r] += a * u;
-			}
+			for (int r = 0; r < DRF_NRES; r++)
+				u[r] = s->alloc[r] * f.inv[r];
+			bucket_put(&f, i, bucket_of(&f, share_key(s)), share_key(s), share_a(s),
+				   s->units, u);
 		}
 	}
+	for (size_t b = 0; b < f.nb; b++)
+		for (int r = 0; r < DRF_NRES; r++)
+			f.capped[r] += f.buckets[b].slope[r];
 	f.list = capped;
 	f.nlist = ncap;
 	for (f.cur = 0; f.cur < f.nb; f.cur++) {

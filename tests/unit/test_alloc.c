@@ -376,6 +376,26 @@ static void test_tie_goes_to_cap(void **state)
 }
 
 /*
+ * A weight so small that a tenant's growth per resource rounds to 0 (asset: the
+ * smallest double over two equal shares): no resource would ever run out for
+ * it. The engine stops it where it is (the old one read past its list of caps
+ * and crashed); the answer is feasible and the other tenant is unaffected.
+ */
+static void test_weight_underflow(void **state)
+{
+	struct drf_demand d[] = { task(0x1p-1074, 1, 1, INFINITY), task(1, 1, 0, INFINITY) };
+	struct drf_problem p = problem(10, 10, d, 2);
+	struct drf_result r;
+
+	(void)state;
+	assert_int_equal(drf_allocate(&p, DRF_POLICY_ASSET, &r), 0);
+	assert_true(r.shares[0].units >= 0 && isfinite(r.shares[0].units));
+	assert_close(r.shares[1].units, 10, EXACT, "B takes the cpu");
+	assert_true(r.shares[0].alloc[DRF_RES_CPU] + r.shares[1].alloc[DRF_RES_CPU] <= 10);
+	drf_result_free(&r);
+}
+
+/*
  * The engine, reused across problems that grow and shrink in n and m under all
  * three policies, gives bit-identical results to fresh drf_allocate() calls;
  * a malformed problem is refused and leaves it usable.
@@ -1155,6 +1175,7 @@ int main(void)
 		cmocka_unit_test(test_discrete_ties_and_skip),
 		cmocka_unit_test(test_task_count_cap),
 		cmocka_unit_test(test_tie_goes_to_cap),
+		cmocka_unit_test(test_weight_underflow),
 		cmocka_unit_test(test_engine_reuse),
 		cmocka_unit_test(test_matches_reference),
 	};
