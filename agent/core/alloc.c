@@ -720,9 +720,10 @@ static inline void bucket_put(struct filler *f, uint32_t i, size_t b, uint64_t k
 
 /*
  * Where the cap levels lie, from a sample of the tenants spread over the whole
- * list, so that the first pass can put tenants in buckets as it goes: twice the
- * sample's span (at least a factor of 2 either side), in bits. 0 if the sample
- * has no capped tenant.
+ * list, so that the first pass can put tenants in buckets as it goes: the range
+ * of the sample's levels (in bits) widened by half its width on either side, and
+ * a factor of 2 wide at least. Returns the capped tenants that the sample
+ * suggests, 0 if it has none.
  */
 #define SAMPLE 256
 
@@ -764,12 +765,13 @@ static size_t sample_caps(const struct filler *f, size_t n, bool asset, uint64_t
 }
 
 /*
- * First pass: checks each demand (as validate_demands() does) and works out its
- * growth a_i = w_i / delta_i, its class, its cap level t_i = max_units_i / a_i,
- * and the sums of the classes. Branch-free but for the rare cases, as the kinds
- * of demands come in any order. A shape entry is checked by its bits: those of
- * non-negative finite doubles are at most BITS_DBL_MAX; anything else, -0
- * included, goes to validate_demands().
+ * First pass: checks each demand (as validate_demands() does), works out its
+ * growth a_i = w_i / delta_i, its class, its dominant resource and its cap level
+ * t_i = max_units_i / a_i, and puts it in its bucket, or in its class's row if it
+ * has no cap. Branch-free but for the rare cases, as the kinds of demands come in
+ * any order. A shape entry is checked by its bits: those of non-negative finite
+ * doubles are at most BITS_DBL_MAX; anything else, -0 included, goes to
+ * validate_demands().
  */
 static int fill_setup(struct filler *f, const struct resset *rs, size_t n, bool asset,
 		      uint32_t *capped, size_t *ret_ncap, uint64_t *ret_minb, uint64_t *ret_maxb)
