@@ -4,19 +4,24 @@
  *
  * Progressive filling is done exactly, by jumping from event to event instead of
  * raising the level in small steps. At level s an active tenant i holds
- * units_i = w_i * s / delta_i, so it uses coef_ir * s of resource r, normalized to
- * capacity 1, with coef_ir = w_i * u_ir / delta_i <= w_i. Per resource we keep
- * F_r (use by frozen tenants) and K_r (sum of coef_ir over active tenants); r runs
- * out at s = (1 - F_r) / K_r. The other events are the tenants' own caps, at
- * s = max_units_i * delta_i / w_i, visited in sorted order. Each event freezes at
- * least one tenant or one resource, so there are at most n + m of them, and each
- * costs O(m) plus the tenants it freezes.
+ * units_i = a_i * s copies of its shape, a_i = w_i / delta_i, so it uses
+ * a_i * u_ir * s of resource r, normalized to capacity 1 (u_ir = shape_ir /
+ * capacity_r). Per resource we keep F_r (use by tenants no longer growing) and
+ * K_r (sum of a_i * u_ir over active tenants); r runs out at s = (1 - F_r) / K_r,
+ * and stops every active tenant that needs it. The other events are the tenants'
+ * own caps, at t_i = max_units_i / a_i. There are at most m events of the first
+ * kind, and fill() below takes those of the second kind by the bucket of cap
+ * levels, not one by one: O(n m) in all, plus O(m) passes over the capped tenants
+ * still active when a resource runs out, plus a sort of the few buckets in which
+ * one does.
  */
 #include "alloc.h"
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,7 +121,8 @@ struct resset {
 	int res[DRF_NRES];
 };
 
-static int validate(const struct drf_problem *p, struct resset *rs)
+/* The capacities, and the participating resources. */
+static int validate_caps(const struct drf_problem *p, struct resset *rs)
 {
 	rs->m = 0;
 	for (int r = 0; r < DRF_NRES; r++) {
@@ -131,6 +137,12 @@ static int validate(const struct drf_problem *p, struct resset *rs)
 		return -EINVAL;
 	if (p->n > UINT32_MAX)
 		return -EINVAL;
+	return 0;
+}
+
+/* The demands; fill() makes the same checks in its first pass. */
+static int validate_demands(const struct drf_problem *p, const struct resset *rs)
+{
 	for (size_t i = 0; i < p->n; i++) {
 		const struct drf_demand *d = &p->demands[i];
 		bool needs = false;
@@ -152,6 +164,13 @@ static int validate(const struct drf_problem *p, struct resset *rs)
 			return -EINVAL;
 	}
 	return 0;
+}
+
+static int validate(const struct drf_problem *p, struct resset *rs)
+{
+	int err = validate_caps(p, rs);
+
+	return err < 0 ? err : validate_demands(p, rs);
 }
 
 double drf_shape_dominant(const struct drf_problem *p, const struct drf_demand *d, int *ret_res)
@@ -263,188 +282,771 @@ static uint64_t key_bits(double v)
 	return b;
 }
 
-struct filler {
-	const struct drf_problem *p;
-	struct drf_share *shares;
-	struct resset rs;
-	size_t n, active;
-	double *delta;    /* per tenant: the metric equalized (dominant or summed share) */
-	double *coef;     /* n x m, row-major: w_i * u_ir / delta_i */
-	bool *frozen;
-	uint32_t *list;   /* per resource (CSR): tenants with u_ir > 0 */
-	uint32_t list_start[DRF_NRES + 1];
-	double used[DRF_NRES];    /* F_r: use by frozen tenants */
-	double slope[DRF_NRES];   /* K_r: sum of coef over active tenants */
-	double removed[DRF_NRES]; /* coef taken out of K_r since it was last summed */
-	size_t nactive[DRF_NRES];      /* active tenants needing r */
-	bool saturated[DRF_NRES];
+/*
+ * The filling tracks unlimited tenants by class only: the set of resources a
+ * tenant needs (bit r: u_ir > 0). A class's unlimited tenants grow together until
+ * the first resource in the class runs out, so their sums of a_i * u_ir are all
+ * the filling needs of them, and a resource running out stops whole classes at
+ * once. Tenants with a cap are put in buckets by t_i, and a bucket in which no
+ * resource runs out, even at its largest t_i, is met whole from its sums; only a
+ * bucket in which one does is taken tenant by tenant, in order. Each tenant's
+ * outcome follows from its class, its t_i and the levels at which resources ran
+ * out (it stops at the first of its class's resources to run out, unless its cap
+ * comes first), and is written in a last pass.
+ *
+ * Until that pass, a tenant's share holds what the filling needs of it, so that
+ * the demands are read once and the scratch holds only bytes and indexes per
+ * tenant: alloc[] the masked shape, units max_units, dominant_share t_i (+inf if
+ * none), and the 8 bytes of dominant_res and limited_by a_i.
+ *
+ * The passes over all tenants have no branch on the kind of a demand: integer
+ * selects, and sums into a spare bucket where a tenant has nothing to add.
+ * Kinds come in any order, and a branch mispredicted on every other tenant
+ * costs more than the pass's work; a loop over the same data again and again
+ * hides that, as the predictor learns the data (the benchmark's engine runs
+ * right after drf_allocate_discrete, which leaves nothing of it).
+ */
+#define NCLASS (1 << DRF_NRES)
+/*
+ * State of a capped tenant: met one by one, or not (met with its bucket, stopped
+ * by a resource in its class, or still active).
+ */
+#define LIM_ACTIVE (-2)
+/* Key (bits of its cap level) of a tenant without one: those of +inf. */
+#define KEY_NONE 0x7ff0000000000000ULL
+/* Bits of DBL_MAX: a non-negative double is finite iff its bits are at most these. */
+#define BITS_DBL_MAX 0x7fefffffffffffffULL
+#define NO_TENANT UINT32_MAX
+/* At most this many buckets, and about 8 tenants to a bucket: their sums stay in L2. */
+#define MAX_BUCKETS 4096
+#define PER_BUCKET 8
+
+/*
+ * Capped tenants whose cap levels fall in one bucket, and their sums. The same
+ * rows, after the spare bucket, sum the unlimited tenants of each class in the
+ * first pass.
+ */
+struct bucket {
+	uint64_t hi;              /* largest key */
+	uint32_t cnt;             /* tenants still active */
+	uint32_t head;            /* a list of them all (linked by next[]), last first */
+	double use[DRF_NRES];     /* sum of max_units * u_ir: their use once met */
+	double slope[DRF_NRES];   /* sum of a_i * u_ir */
 };
 
-static void resum_slope(struct filler *f, int k)
-{
-	double s = 0;
+/*
+ * Every loop over resources runs over all DRF_NRES of them, for code without
+ * branches that the compiler unrolls: a resource that takes no part has inv 0 and
+ * its shape entries, whatever they hold, masked to 0.
+ */
+struct filler {
+	const struct drf_problem *p;
+	double inv[DRF_NRES];     /* 1 / capacity, 0 if not participating */
+	uint64_t mask[DRF_NRES];  /* all ones if participating, 0 if not */
+	struct drf_share *sh;     /* per tenant: its share, holding the above */
+	uint8_t *cls;             /* per tenant: its class */
+	int8_t *dom;              /* per tenant: the first r of largest u_ir, -1 if none > 0 */
+	int8_t *lim;              /* per capped tenant: LIM_ACTIVE or DRF_LIMIT_DEMAND */
+	uint32_t *next;           /* per capped tenant: the next in its bucket's list */
+	uint32_t *bucket;         /* per capped tenant: its bucket */
+	uint32_t *list;           /* capped tenants that may still be active, in index order */
+	size_t nlist;
+	struct sortkey *keys, *tmp;
+	struct bucket *buckets;   /* nb of them, the spare, the rows of the classes */
+	size_t nb, cur;           /* buckets, and the one being taken */
+	uint64_t minb, maxb;      /* keys below minb go to bucket 0, above maxb to the last */
+	size_t done;              /* buckets before this one are met whole or taken */
+	unsigned shift;           /* bucket of a key k in [minb, maxb]: (k - minb) >> shift */
+	unsigned sat;             /* bit r: resource r has run out */
+	int nsat;
+	double level;
+	double used[DRF_NRES];    /* F_r: use by met and stopped tenants, capacity 1 */
+	double capped[DRF_NRES];  /* sum of a_i * u_ir over active capped tenants */
+	double removed[DRF_NRES]; /* taken out of capped[] since it was last summed */
+	double unl[DRF_NRES];     /* sum of a_i * u_ir over active unlimited tenants */
+	double sat_level[DRF_NRES];
+	int sat_order[DRF_NRES];
+	size_t cls_n[NCLASS];     /* unlimited tenants per class */
+	double cls_sum[NCLASS][DRF_NRES]; /* their sums of a_i * u_ir */
+};
 
-	for (uint32_t j = f->list_start[k]; j < f->list_start[k + 1]; j++)
-		if (!f->frozen[f->list[j]])
-			s += f->coef[(size_t)f->list[j] * f->rs.m + k];
-	f->slope[k] = s;
-	f->removed[k] = 0;
+/* The 8 bytes of dominant_res and limited_by, which hold a_i until the last pass. */
+#define A_OFFSET offsetof(struct drf_share, dominant_res)
+_Static_assert(offsetof(struct drf_share, limited_by) == A_OFFSET + sizeof(int) &&
+	       sizeof(int) == 4, "two ints hold a double");
+
+static inline double share_a(const struct drf_share *s)
+{
+	double a;
+
+	memcpy(&a, (const unsigned char *)s + A_OFFSET, sizeof(a));
+	return a;
 }
 
-static void freeze(struct filler *f, size_t i, double level, int limited_by)
+static inline void share_set_a(struct drf_share *s, double a)
 {
-	const struct drf_demand *d = &f->p->demands[i];
-	struct drf_share *s = &f->shares[i];
-	int m = f->rs.m;
+	memcpy((unsigned char *)s + A_OFFSET, &a, sizeof(a));
+}
 
-	f->frozen[i] = true;
-	f->active--;
-	if (limited_by == DRF_LIMIT_DEMAND)
-		s->units = d->max_units;
-	else
-		s->units = min2(d->max_units, d->weight * level / f->delta[i]);
-	s->limited_by = limited_by;
-	for (int k = 0; k < m; k++) {
-		int r = f->rs.res[k];
-		double c = f->coef[i * m + k];
+static inline uint64_t share_key(const struct drf_share *s)
+{
+	return key_bits(s->dominant_share);
+}
 
-		s->alloc[r] = s->units * d->shape[r];
-		if (c <= 0)
-			continue;
-		f->used[k] += c * level;
-		if (--f->nactive[k] == 0) {
-			f->slope[k] = 0;
-			f->removed[k] = 0;
-			continue;
-		}
-		f->slope[k] -= c;
-		f->removed[k] += c;
-		/*
-		 * Taking large terms out of a sum leaves their rounding error (2^-53 of
-		 * them) behind; once the remainder is 2^-16 of what was removed, that error
-		 * could reach 2^-37 of it, so add the remainder up afresh.
-		 */
-		if (f->slope[k] < f->removed[k] * 0x1p-16)
-			resum_slope(f, k);
+/*
+ * c ? x : y without a branch. The passes over every tenant take these rather
+ * than branches on the kind of each demand: the kinds come in any order, and a
+ * branch mispredicted on every other tenant costs more than the pass's work.
+ */
+static inline uint64_t select_bits(bool c, uint64_t x, uint64_t y)
+{
+	uint64_t m = -(uint64_t)c;
+
+	return (x & m) | (y & ~m);
+}
+
+static inline double select_double(bool c, double x, double y)
+{
+	uint64_t xb, yb;
+
+	memcpy(&xb, &x, sizeof(xb));
+	memcpy(&yb, &y, sizeof(yb));
+	xb = select_bits(c, xb, yb);
+	memcpy(&x, &xb, sizeof(x));
+	return x;
+}
+
+static double key_level(uint64_t bits)
+{
+	double v;
+
+	memcpy(&v, &bits, sizeof(v));
+	return v;
+}
+
+/*
+ * The capped tenants still active, first in the list: those met since drop out,
+ * one by one or with their bucket.
+ */
+static size_t active_capped(struct filler *f)
+{
+	size_t n = 0;
+
+	/* Without a branch on each: met and active ones come in any order. */
+	for (size_t j = 0; j < f->nlist; j++) {
+		uint32_t i = f->list[j];
+
+		f->list[n] = i;
+		n += (f->lim[i] == LIM_ACTIVE) & (f->bucket[i] >= f->done) & !(f->cls[i] & f->sat);
+	}
+	return f->nlist = n;
+}
+
+/*
+ * The shares of the capped tenants still active are far apart in memory, and a
+ * pass over them waits on each one's cache lines unless they are asked for ahead.
+ */
+#define PREFETCH_AHEAD 8
+
+static void prefetch_share(const struct filler *f, size_t j, size_t n)
+{
+	if (j + PREFETCH_AHEAD < n) {
+		const char *s = (const char *)&f->sh[f->list[j + PREFETCH_AHEAD]];
+
+		__builtin_prefetch(s);
+		__builtin_prefetch(s + sizeof(struct drf_share) - 1);
 	}
 }
 
+/* capped[] summed afresh. */
+static void resum(struct filler *f)
+{
+	double sum[DRF_NRES] = { 0 };
+	size_t n = active_capped(f);
+
+	for (size_t j = 0; j < n; j++) {
+		const struct drf_share *s = &f->sh[f->list[j]];
+		double a = share_a(s);
+
+		prefetch_share(f, j, n);
+#pragma GCC unroll 8
+		for (int r = 0; r < DRF_NRES; r++)
+			sum[r] += a * (s->alloc[r] * f->inv[r]);
+	}
+	memcpy(f->capped, sum, sizeof(sum));
+	memset(f->removed, 0, sizeof(f->removed));
+}
+
+/*
+ * A resource has run out (and is in sat): the capped tenants that need it stop
+ * at the level. They are not visited: what they held of each resource is the
+ * level times their part of the slope, the slope before less the slope of those
+ * that stay, which (and the sums of the buckets after the current one) is summed
+ * afresh from them: sums of positive terms, with no rounding left behind by what
+ * was taken out.
+ */
+static void stop_capped(struct filler *f)
+{
+	double capped[DRF_NRES] = { 0 };
+	size_t n = active_capped(f);
+
+	for (size_t b = f->cur + 1; b <= f->nb; b++) {
+		struct bucket *bk = &f->buckets[b];
+
+		bk->hi = 0;
+		bk->cnt = 0;
+		memset(bk->use, 0, sizeof(bk->use));
+		memset(bk->slope, 0, sizeof(bk->slope));
+	}
+	for (size_t j = 0; j < n; j++) {
+		uint32_t i = f->list[j];
+		const struct drf_share *s = &f->sh[i];
+		uint64_t key = share_key(s);
+		size_t b = f->bucket[i];
+		/* One in the current bucket goes to the spare one. */
+		struct bucket *bk = &f->buckets[b + ((f->nb - b) & -(size_t)(b <= f->cur))];
+		double a = share_a(s);
+
+		prefetch_share(f, j, n);
+		bk->cnt++;
+		bk->hi = key > bk->hi ? key : bk->hi;
+#pragma GCC unroll 8
+		for (int r = 0; r < DRF_NRES; r++) {
+			double u = s->alloc[r] * f->inv[r];
+
+			capped[r] += a * u;
+			bk->use[r] += s->units * u;
+			bk->slope[r] += a * u;
+		}
+	}
+	for (int r = 0; r < DRF_NRES; r++)
+		f->used[r] += f->level * max2(0, f->capped[r] - capped[r]);
+	memcpy(f->capped, capped, sizeof(capped));
+	memset(f->removed, 0, sizeof(f->removed));
+}
+
+/*
+ * Taking large terms out of a sum leaves their rounding error (2^-53 of them)
+ * behind; once the remainder is 2^-16 of what was removed, that error could reach
+ * 2^-37 of it, so add the remainder up afresh. A resource no active capped tenant
+ * needs ends here too, with capped[] exactly 0.
+ */
+static void check_slopes(struct filler *f)
+{
+	for (int r = 0; r < DRF_NRES; r++) {
+		if (f->removed[r] > 0 && f->capped[r] < f->removed[r] * 0x1p-16) {
+			resum(f);
+			return;
+		}
+	}
+}
+
+/* Unlimited tenants still active: those in classes with no resource run out. */
+static size_t unlimited_active(const struct filler *f)
+{
+	size_t n = 0;
+
+	for (unsigned c = 0; c < NCLASS; c++)
+		if (!(c & f->sat))
+			n += f->cls_n[c];
+	return n;
+}
+
+/* Resource r runs out at the level: every active tenant that needs it stops. */
+static void saturate(struct filler *f, int r, double level)
+{
+	f->level = level;
+	f->sat_level[r] = level;
+	f->sat_order[r] = f->nsat++;
+	for (unsigned c = 0; c < NCLASS; c++) {
+		if (!(c >> r & 1) || (c & f->sat) || !f->cls_n[c])
+			continue;
+		for (int q = 0; q < DRF_NRES; q++)
+			f->used[q] += level * f->cls_sum[c][q];
+	}
+	f->sat |= 1u << r;
+	memset(f->unl, 0, sizeof(f->unl));
+	for (unsigned c = 0; c < NCLASS; c++) {
+		if (c & f->sat)
+			continue;
+		for (int q = 0; q < DRF_NRES; q++)
+			f->unl[q] += f->cls_sum[c][q];
+	}
+	stop_capped(f);
+}
+
+/* The first resource to run out from the level on, and when; -1 if none will. */
+static int next_saturation(const struct filler *f, double *ret_level)
+{
+	double best = INFINITY;
+	int best_r = -1;
+
+	for (int r = 0; r < DRF_NRES; r++) {
+		double l, k = f->unl[r] + f->capped[r];
+
+		if ((f->sat >> r & 1) || !(k > 0))
+			continue;
+		l = (1.0 - f->used[r]) / k;
+		if (l < f->level)
+			l = f->level; /* already full, up to rounding */
+		if (l < best) {
+			best = l;
+			best_r = r;
+		}
+	}
+	*ret_level = best;
+	return best_r;
+}
+
+/* Capped tenant i's demand is met at its cap level t. */
+static void meet(struct filler *f, uint32_t i, double t)
+{
+	const struct drf_share *s = &f->sh[i];
+	double a = share_a(s);
+
+#pragma GCC unroll 8
+	for (int r = 0; r < DRF_NRES; r++) {
+		double u = s->alloc[r] * f->inv[r];
+
+		f->used[r] += s->units * u;
+		f->capped[r] -= a * u;
+		f->removed[r] += a * u;
+	}
+	f->lim[i] = DRF_LIMIT_DEMAND;
+	f->level = t;
+	check_slopes(f);
+}
+
+/* Capped tenant i is neither met one by one nor stopped by a resource run out. */
+static bool live(const struct filler *f, uint32_t i)
+{
+	return f->lim[i] == LIM_ACTIVE && !(f->cls[i] & f->sat);
+}
+
+/*
+ * A bucket in which a resource runs out: its tenants one by one in the order of
+ * their cap levels (ties in index order), each after any resource that runs out
+ * before it, as in plain event-driven filling.
+ */
+static void take_bucket_in_order(struct filler *f)
+{
+	struct sortkey *sorted;
+	size_t cnt = 0;
+
+	for (uint32_t i = f->buckets[f->cur].head; i != NO_TENANT; i = f->next[i]) {
+		if (live(f, i)) {
+			f->keys[cnt].bits = share_key(&f->sh[i]);
+			f->keys[cnt].idx = i;
+			cnt++;
+		}
+	}
+	/* The list runs from the last tenant to the first: back to index order. */
+	for (size_t j = 0; j < cnt / 2; j++) {
+		struct sortkey x = f->keys[j];
+
+		f->keys[j] = f->keys[cnt - 1 - j];
+		f->keys[cnt - 1 - j] = x;
+	}
+	if (cnt > 32) {
+		sorted = radix_sort(f->keys, f->tmp, cnt);
+	} else {
+		/* Insertion sort: stable, so ties stay in index order. */
+		for (size_t j = 1; j < cnt; j++) {
+			struct sortkey x = f->keys[j];
+			size_t q = j;
+
+			for (; q > 0 && f->keys[q - 1].bits > x.bits; q--)
+				f->keys[q] = f->keys[q - 1];
+			f->keys[q] = x;
+		}
+		sorted = f->keys;
+	}
+	for (size_t j = 0; j < cnt; j++) {
+		uint32_t i = sorted[j].idx;
+		double t = key_level(sorted[j].bits), l;
+		int r;
+
+		/* Ties go to the cap: that tenant is served in full. */
+		while (live(f, i) && (r = next_saturation(f, &l)) >= 0 && l < t)
+			saturate(f, r, l);
+		if (live(f, i))
+			meet(f, i, t);
+	}
+}
+
+/*
+ * Sets up at most nb buckets for keys from minb to maxb, the spare bucket after
+ * them and, after that, the rows of the classes.
+ */
+static void buckets_init(struct filler *f, uint64_t minb, uint64_t maxb, size_t nb)
+{
+	f->minb = minb;
+	f->maxb = maxb;
+	f->shift = 0;
+	while (((maxb - minb) >> f->shift) >= nb)
+		f->shift++;
+	f->nb = (size_t)((maxb - minb) >> f->shift) + 1;
+	memset(f->buckets, 0, (f->nb + 1 + NCLASS) * sizeof(*f->buckets));
+	for (size_t b = 0; b <= f->nb + NCLASS; b++)
+		f->buckets[b].head = NO_TENANT;
+}
+
+/* The bucket of a key; keys out of [minb, maxb] go to the first or the last. */
+static inline size_t bucket_of(const struct filler *f, uint64_t key)
+{
+	uint64_t k = key < f->minb ? f->minb : key > f->maxb ? f->maxb : key;
+
+	return (size_t)((k - f->minb) >> f->shift);
+}
+
+/* Puts tenant i (a_i, max_units mu, u_ir) in the list and sums of row b. */
+static inline void bucket_put(struct filler *f, uint32_t i, size_t b, uint64_t key, double a,
+			      double mu, const double *u)
+{
+	struct bucket *bk = &f->buckets[b];
+
+	f->lim[i] = LIM_ACTIVE;
+	f->bucket[i] = (uint32_t)b;
+	f->next[i] = bk->head;
+	bk->head = i;
+	bk->cnt++;
+	bk->hi = key > bk->hi ? key : bk->hi;
+#pragma GCC unroll 8
+	for (int r = 0; r < DRF_NRES; r++) {
+		bk->use[r] += mu * u[r];
+		bk->slope[r] += a * u[r];
+	}
+}
+
+/*
+ * Where the cap levels lie, from a sample of the tenants spread over the whole
+ * list, so that the first pass can put tenants in buckets as it goes: the range
+ * of the sample's levels (in bits) widened by half its width on either side, and
+ * a factor of 2 wide at least. Returns the capped tenants that the sample
+ * suggests, 0 if it has none.
+ */
+#define SAMPLE 256
+
+static size_t sample_caps(const struct filler *f, size_t n, bool asset, uint64_t *ret_lo,
+			  uint64_t *ret_hi)
+{
+	uint64_t lo = KEY_NONE, hi = 0, span;
+	size_t s = n < SAMPLE ? n : SAMPLE, ncap = 0;
+
+	for (size_t j = 0; j < s; j++) {
+		const struct drf_demand *d = &f->p->demands[j * n / s];
+		double dmax = 0, dsum = 0, t;
+
+		for (int r = 0; r < DRF_NRES; r++) {
+			uint64_t b;
+			double u;
+
+			memcpy(&b, &d->shape[r], sizeof(b));
+			b &= f->mask[r];
+			memcpy(&u, &b, sizeof(u));
+			u *= f->inv[r];
+			dsum += u;
+			dmax = max2(dmax, u);
+		}
+		t = d->max_units * (asset ? dsum : dmax) / d->weight;
+		/* Anything but a positive finite level (or a malformed demand) tells nothing. */
+		if (!(t > 0 && t <= DBL_MAX))
+			continue;
+		lo = key_bits(t) < lo ? key_bits(t) : lo;
+		hi = key_bits(t) > hi ? key_bits(t) : hi;
+		ncap++;
+	}
+	if (!ncap)
+		return 0;
+	span = hi - lo > 1ULL << 52 ? hi - lo : 1ULL << 52;
+	*ret_lo = lo > span / 2 ? lo - span / 2 : 0;
+	*ret_hi = BITS_DBL_MAX - hi > span / 2 ? hi + span / 2 : BITS_DBL_MAX;
+	return ncap * n / s;
+}
+
+/*
+ * First pass: checks each demand (as validate_demands() does), works out its
+ * growth a_i = w_i / delta_i, its class, its dominant resource and its cap level
+ * t_i = max_units_i / a_i, and puts it in its bucket, or in its class's row if it
+ * has no cap. Branch-free but for the rare cases, as the kinds of demands come in
+ * any order. A shape entry is checked by its bits: those of non-negative finite
+ * doubles are at most BITS_DBL_MAX; anything else, -0 included, goes to
+ * validate_demands().
+ */
+static int fill_setup(struct filler *f, const struct resset *rs, size_t n, bool asset,
+		      uint32_t *capped, size_t *ret_ncap, uint64_t *ret_minb, uint64_t *ret_maxb)
+{
+	const struct drf_demand *dem = f->p->demands;
+	uint64_t minb = KEY_NONE, maxb = 0;
+	size_t ncap = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct drf_demand *d = &dem[i];
+		struct drf_share *s = &f->sh[i];
+		double w = d->weight, mu = d->max_units, dmax = 0, dsum = 0, delta, a, t;
+		double u[DRF_NRES];
+		uint64_t bor = 0, b, wb, mb;
+		unsigned c = 0, top = 0;
+		bool fin;
+
+#pragma GCC unroll 8
+		for (int r = 0; r < DRF_NRES; r++) {
+			double v;
+
+			memcpy(&b, &d->shape[r], sizeof(b));
+			b &= f->mask[r];
+			bor |= b;
+			memcpy(&v, &b, sizeof(v));
+			s->alloc[r] = v;
+			u[r] = v * f->inv[r];
+			c |= (unsigned)(u[r] > 0) << r;
+			dsum += u[r];
+			dmax = max2(dmax, u[r]);
+		}
+		/* The first resource of the largest share, as a bit mask of those of it. */
+#pragma GCC unroll 8
+		for (int r = 0; r < DRF_NRES; r++)
+			top |= (unsigned)!(u[r] < dmax) << r;
+		f->dom[i] = (int8_t)(dmax > 0 ? __builtin_ctz(top) : -1);
+		delta = asset ? dsum : dmax;
+		memcpy(&wb, &w, sizeof(wb));
+		memcpy(&mb, &mu, sizeof(mb));
+		/*
+		 * The common case in few instructions: weight in (0, DBL_MAX], max_units in
+		 * (0, inf], no shape entry with its sign bit set, and a finite sum of the
+		 * entries' shares (no entry inf or NaN).
+		 */
+		if (wb - 1 >= BITS_DBL_MAX || mb - 1 >= KEY_NONE || bor >> 63 ||
+		    !(dsum <= DBL_MAX) || delta == 0) {
+			struct drf_problem one = { .n = 1, .demands = d };
+
+			/* Also refuses an unlimited demand that needs nothing. */
+			if (validate_demands(&one, rs) < 0)
+				return -EINVAL;
+			if (delta == 0) {
+				/* Needs nothing that is shared: fully served at once. */
+				s->units = mu;
+				s->dominant_share = INFINITY;
+				share_set_a(s, 0);
+				f->cls[i] = 0;
+				continue;
+			}
+		}
+		a = w / delta;
+		t = mu * delta / w;
+		fin = t <= DBL_MAX;
+		b = select_bits(fin, key_bits(t), KEY_NONE);
+		s->units = mu;
+		s->dominant_share = key_level(b);
+		share_set_a(s, a);
+		f->cls[i] = (uint8_t)c;
+		/*
+		 * A capped tenant into its bucket, an unlimited one into the row of its
+		 * class after the spare bucket (its use there, 0, is not looked at).
+		 */
+		bucket_put(f, (uint32_t)i, select_bits(fin, bucket_of(f, b), f->nb + 1 + c), b, a,
+			   select_double(fin, mu, 0), u);
+		capped[ncap] = (uint32_t)i;
+		ncap += fin;
+		minb = b < minb ? b : minb;
+		maxb = (b & -(uint64_t)fin) > maxb ? b & -(uint64_t)fin : maxb;
+	}
+	*ret_ncap = ncap;
+	*ret_minb = minb;
+	*ret_maxb = maxb;
+	return 0;
+}
+
+/* Last pass: every share written whole, in index order, from its tenant's outcome. */
+static void fill_output(const struct filler *f, size_t n, struct drf_result *out)
+{
+	double used[DRF_NRES] = { 0 }, stop[NCLASS];
+	int8_t stop_by[NCLASS];
+
+	/* Per class: the first of its resources to run out, and when (none: +inf). */
+	for (unsigned c = 0; c < NCLASS; c++) {
+		int first = -1;
+
+		for (int r = 0; r < DRF_NRES; r++)
+			if ((c & f->sat) >> r & 1 &&
+			    (first < 0 || f->sat_order[r] < f->sat_order[first]))
+				first = r;
+		stop_by[c] = (int8_t)first;
+		stop[c] = first >= 0 ? f->sat_level[first] : INFINITY;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct drf_share *s = &out->shares[i];
+		unsigned c = f->cls[i];
+		double mu = s->units, a = share_a(s), l, y, x, xa, best = 0;
+		int best_r, dom = f->dom[i];
+		bool met;
+
+		l = stop[c];
+		y = a * l;
+		/* Met if its cap comes first; ties go to the cap. */
+		met = s->dominant_share <= l;
+		x = select_double(met | !(y < mu), mu, y);
+		/* A tenant that needs nothing shared (a = 0) takes nothing, even x = inf. */
+		xa = select_double(a > 0, x, 0);
+#pragma GCC unroll 8
+		for (int r = 0; r < DRF_NRES; r++) {
+			s->alloc[r] *= xa;
+			used[r] += s->alloc[r];
+		}
+		/* The dominant resource of x copies of the shape is the shape's. */
+		if (dom >= 0 && a > 0) {
+			best_r = dom;
+			best = s->alloc[dom] * f->inv[dom];
+		} else {
+			memset(s->alloc, 0, sizeof(s->alloc));
+			drf_shape_dominant(f->p, &f->p->demands[i], &best_r);
+		}
+		s->units = x;
+		s->dominant_share = best;
+		s->dominant_res = best_r;
+		_Static_assert(DRF_LIMIT_DEMAND == -1, "all bits set");
+		s->limited_by = stop_by[c] | -(int)met; /* DRF_LIMIT_DEMAND if met */
+	}
+	for (int r = 0; r < DRF_NRES; r++)
+		out->unallocated[r] = f->mask[r] ? max2(0, f->p->capacity[r] - used[r]) : 0;
+}
+
+/*
+ * Progressive filling of weighted DRF (delta = dominant share) or asset fairness
+ * (delta = summed share), event to event. See the comment at the top.
+ */
 static int fill(const struct drf_problem *p, const struct resset *rs, enum drf_policy policy,
 		struct drf_result *out, struct drf_engine *e)
 {
-	struct filler f = { .p = p, .shares = out->shares, .n = p->n, .rs = *rs };
-	struct sortkey *keys, *tmp, *sorted;
-	size_t ncap = 0, next = 0, nnz = 0, um = (size_t)rs->m;
-	int m = rs->m;
-	double level = 0;
+	struct filler f = { .p = p };
+	size_t n = p->n, ncap, nb_max, nb_want, most = 0;
+	uint64_t minb, maxb, sample_lo, sample_hi;
+	uint32_t *capped;
 	void *own;
-	char *at = scratch_get(e, 16 * 6 + f.n * (sizeof(*f.delta) + um * sizeof(*f.coef) +
-					       sizeof(*f.frozen) + 2 * sizeof(*keys) +
-					       um * sizeof(*f.list)), &own);
+	char *at;
+	int err;
 
+	nb_max = n / PER_BUCKET < MAX_BUCKETS ? n / PER_BUCKET + 1 : MAX_BUCKETS;
+	for (int k = 0; k < rs->m; k++) {
+		f.inv[rs->res[k]] = 1 / p->capacity[rs->res[k]];
+		f.mask[rs->res[k]] = UINT64_MAX;
+	}
+	f.sh = out->shares;
+	at = scratch_get(e, 16 * 10 + n * (sizeof(*f.cls) + sizeof(*f.dom) + sizeof(*f.lim) +
+					   3 * sizeof(*f.next) +
+					  2 * sizeof(*f.keys)) +
+				    (nb_max + 1 + NCLASS) * sizeof(*f.buckets), &own);
 	if (!at)
 		return -ENOMEM;
-	f.delta = carve(&at, f.n * sizeof(*f.delta));
-	f.coef = carve(&at, f.n * um * sizeof(*f.coef));
-	f.frozen = carve(&at, f.n * sizeof(*f.frozen));
-	keys = carve(&at, f.n * sizeof(*keys));
-	tmp = carve(&at, f.n * sizeof(*tmp));
-	f.list = carve(&at, f.n * um * sizeof(*f.list));
-	memset(f.frozen, 0, f.n * sizeof(*f.frozen));
+	f.keys = carve(&at, n * sizeof(*f.keys));
+	f.tmp = carve(&at, n * sizeof(*f.tmp));
+	f.next = carve(&at, n * sizeof(*f.next));
+	f.bucket = carve(&at, n * sizeof(*f.bucket));
+	capped = carve(&at, n * sizeof(*capped));
+	f.cls = carve(&at, n * sizeof(*f.cls));
+	f.dom = carve(&at, n * sizeof(*f.dom));
+	f.lim = carve(&at, n * sizeof(*f.lim));
+	f.buckets = carve(&at, (nb_max + 1 + NCLASS) * sizeof(*f.buckets));
 
-	for (size_t i = 0; i < f.n; i++) {
-		const struct drf_demand *d = &p->demands[i];
-		double delta = 0;
+	/*
+	 * Buckets over the range of a sample's cap levels, filled by the first pass
+	 * (without a sample, one bucket, done again below).
+	 */
+	if (sample_caps(&f, n, policy == DRF_POLICY_ASSET, &sample_lo, &sample_hi) / PER_BUCKET > 0)
+		buckets_init(&f, sample_lo, sample_hi, nb_max);
+	else
+		buckets_init(&f, 0, 0, 1);
+	err = fill_setup(&f, rs, n, policy == DRF_POLICY_ASSET, capped, &ncap, &minb, &maxb);
+	if (err < 0) {
+		free(own);
+		return err;
+	}
+	for (unsigned c = 0; c < NCLASS; c++) {
+		const struct bucket *row = &f.buckets[f.nb + 1 + c];
 
-		for (int k = 0; k < m; k++) {
-			int r = f.rs.res[k];
-			double u = d->shape[r] / p->capacity[r];
-
-			f.coef[i * m + k] = u; /* scaled below, once delta is known */
-			if (policy == DRF_POLICY_ASSET)
-				delta += u;
-			else
-				delta = max2(delta, u);
+		f.cls_n[c] = row->cnt;
+		for (int r = 0; r < DRF_NRES; r++) {
+			f.cls_sum[c][r] = row->slope[r];
+			f.unl[r] += row->slope[r];
 		}
-		f.delta[i] = delta;
-		if (delta == 0) {
-			/* Needs nothing that is shared: fully served at once. */
-			memset(&out->shares[i], 0, sizeof(out->shares[i]));
-			out->shares[i].units = d->max_units;
-			out->shares[i].limited_by = DRF_LIMIT_DEMAND;
-			f.frozen[i] = true;
-			for (int k = 0; k < m; k++)
-				f.coef[i * m + k] = 0;
+	}
+	/*
+	 * Cap levels into buckets by their bits, which order like the levels: again,
+	 * over the levels' own range, if the sample left a bucket with many times its
+	 * share of them (a resource running out in it would take them one by one).
+	 */
+	for (size_t b = 0; b < f.nb; b++)
+		most = f.buckets[b].cnt > most ? f.buckets[b].cnt : most;
+	nb_want = ncap / PER_BUCKET < nb_max ? ncap / PER_BUCKET + 1 : nb_max;
+	if (most > 8 * PER_BUCKET + 8 * ncap / nb_want) {
+		buckets_init(&f, minb, maxb, nb_want);
+		for (size_t j = 0; j < ncap; j++) {
+			uint32_t i = capped[j];
+			const struct drf_share *s = &f.sh[i];
+			double u[DRF_NRES];
+
+			for (int r = 0; r < DRF_NRES; r++)
+				u[r] = s->alloc[r] * f.inv[r];
+			bucket_put(&f, i, bucket_of(&f, share_key(s)), share_key(s), share_a(s),
+				   s->units, u);
+		}
+	}
+	for (size_t b = 0; b < f.nb; b++)
+		for (int r = 0; r < DRF_NRES; r++)
+			f.capped[r] += f.buckets[b].slope[r];
+	f.list = capped;
+	f.nlist = ncap;
+	for (f.cur = 0; f.cur < f.nb; f.cur++) {
+		struct bucket *bk = &f.buckets[f.cur];
+		double hi = key_level(bk->hi);
+		bool whole = true;
+
+		if (bk->cnt == 0)
+			continue;
+		f.done = f.cur;
+#pragma GCC unroll 8
+		for (int r = 0; r < DRF_NRES; r++)
+			whole &= (f.sat >> r & 1) ||
+				 f.used[r] + bk->use[r] +
+				 (f.unl[r] + f.capped[r] - bk->slope[r]) * hi <= 1.0;
+		if (!whole) {
+			take_bucket_in_order(&f);
 			continue;
 		}
-		f.active++;
-		for (int k = 0; k < m; k++) {
-			double c = d->weight * (f.coef[i * m + k] / delta);
-
-			f.coef[i * m + k] = c;
-			if (c > 0) {
-				f.slope[k] += c;
-				f.nactive[k]++;
-			}
+#pragma GCC unroll 8
+		for (int r = 0; r < DRF_NRES; r++) {
+			f.used[r] += bk->use[r];
+			f.capped[r] -= bk->slope[r];
+			f.removed[r] += bk->slope[r];
 		}
-		if (isfinite(d->max_units)) {
-			keys[ncap].bits = key_bits(d->max_units * delta / d->weight);
-			keys[ncap].idx = (uint32_t)i;
-			ncap++;
+		f.level = hi;
+		f.done = f.cur + 1;
+		check_slopes(&f);
+	}
+	/* Every capped tenant is met or stopped: on to the unlimited ones. */
+	f.nlist = 0;
+	memset(f.capped, 0, sizeof(f.capped));
+	memset(f.removed, 0, sizeof(f.removed));
+	while (unlimited_active(&f) > 0) {
+		double l;
+		int r = next_saturation(&f, &l);
+
+		if (r < 0) {
+			/*
+			 * Only when a_i * u_ir underflows to 0: stop an active class where it
+			 * is, on the first resource it needs.
+			 */
+			unsigned c = 0;
+
+			while ((c & f.sat) || !f.cls_n[c])
+				c++;
+			for (r = 0; !(c >> r & 1); r++)
+				;
+			l = f.level;
 		}
+		saturate(&f, r, l);
 	}
-	/* Per-resource lists of the tenants that need each resource (CSR). */
-	for (int k = 0; k < m; k++) {
-		f.list_start[k] = (uint32_t)nnz;
-		nnz += f.nactive[k];
-	}
-	f.list_start[m] = (uint32_t)nnz;
-	{
-		uint32_t fillpos[DRF_NRES];
-
-		memcpy(fillpos, f.list_start, sizeof(fillpos));
-		for (size_t i = 0; i < f.n; i++)
-			for (int k = 0; k < m; k++)
-				if (f.coef[i * m + k] > 0)
-					f.list[fillpos[k]++] = (uint32_t)i;
-	}
-	sorted = radix_sort(keys, tmp, ncap);
-
-	while (f.active > 0) {
-		double cap_level = INFINITY, sat_level = INFINITY;
-		int sat_k = -1;
-
-		while (next < ncap && f.frozen[sorted[next].idx])
-			next++;
-		if (next < ncap)
-			memcpy(&cap_level, &sorted[next].bits, sizeof(cap_level));
-		for (int k = 0; k < m; k++) {
-			double l;
-
-			if (f.saturated[k] || f.nactive[k] == 0)
-				continue;
-			l = (1.0 - f.used[k]) / f.slope[k];
-			if (l < level)
-				l = level; /* already full, up to rounding */
-			if (l < sat_level) {
-				sat_level = l;
-				sat_k = k;
-			}
-		}
-		if (cap_level <= sat_level) {
-			/* Ties go to the cap: that tenant is served in full. */
-			level = cap_level;
-			freeze(&f, sorted[next].idx, level, DRF_LIMIT_DEMAND);
-			next++;
-			continue;
-		}
-		/* Every active tenant has a resource it needs, so sat_k >= 0 here. */
-		level = sat_level;
-		f.saturated[sat_k] = true;
-		for (uint32_t j = f.list_start[sat_k]; j < f.list_start[sat_k + 1]; j++)
-			if (!f.frozen[f.list[j]])
-				freeze(&f, f.list[j], level, f.rs.res[sat_k]);
-	}
+	fill_output(&f, n, out);
 	free(own);
 	return 0;
 }
@@ -547,13 +1149,18 @@ static int allocate(const struct drf_problem *p, enum drf_policy policy, struct 
 
 	if ((unsigned)policy >= DRF_NPOLICY)
 		return -EINVAL;
-	err = validate(p, &rs);
+	err = validate_caps(p, &rs);
 	if (err < 0)
 		return err;
-	if (policy == DRF_POLICY_PER_RESOURCE)
-		err = water_fill(p, &rs, out, e);
-	else
-		err = fill(p, &rs, policy, out, e);
+	/* fill() checks the demands as it reads them, and writes every share whole. */
+	if (policy != DRF_POLICY_PER_RESOURCE)
+		return fill(p, &rs, policy, out, e);
+	err = validate_demands(p, &rs);
+	if (err < 0)
+		return err;
+	if (e) /* Every share starts from zero, as calloc() gives drf_allocate(). */
+		memset(out->shares, 0, p->n * sizeof(*out->shares));
+	err = water_fill(p, &rs, out, e);
 	if (err < 0)
 		return err;
 	finish_result(p, out);
@@ -596,8 +1203,6 @@ int drf_engine_allocate(struct drf_engine *e, const struct drf_problem *p, enum 
 		e->shares = ns;
 		e->shares_cap = cap;
 	}
-	/* Every share starts from zero, as calloc() gives drf_allocate(). */
-	memset(e->shares, 0, p->n * sizeof(*e->shares));
 	e->result.n = p->n;
 	e->result.shares = e->shares;
 	memset(e->result.unallocated, 0, sizeof(e->result.unallocated));

@@ -154,7 +154,7 @@ static void bench(size_t n, int rounds)
 	double m_eng, m_drf, m_dis, m_rx, tasks = 0;
 	long flt_eng = 0, flt_drf = 0;
 	struct drf_engine eng;
-	struct drf_problem p;
+	struct drf_problem p = { 0 }; /* 5 resources: the sixth, net-ingress, capacity 0 */
 
 	if (!d || !keys || !work || !tmp || !t_eng || !t_drf || !t_dis || !t_rx) {
 		fprintf(stderr, "bench: out of memory\n");
