@@ -12,6 +12,7 @@
  *                                    and the bytes of one metrics render
  *   bench_tick N MODE tick ROUNDS    ROUNDS steady ticks only (strace -c)
  *   bench_tick N MODE none ROUNDS    the setup only (what strace subtracts)
+ *   bench_tick N MODE metrics        prints one metrics render
  *   bench_tick N reload ROUNDS       reload latency against the config load
  *                                    and libinih's bare parse, interleaved
  *
@@ -288,6 +289,14 @@ int main(int argc, char **argv)
 	if (daemon_up(&f, n, observed) < 0 || tick(&f) < 0) {
 		fprintf(stderr, "bench_tick: the daemon did not settle\n");
 		return 1;
+	}
+	if (only && strcmp(only, "metrics") == 0) {
+		struct drf_view v;
+
+		drfd_view(&f.d, &v);
+		drf_metrics_render(&v, stdout);
+		fakedrfd_teardown(&f);
+		return 0;
 	}
 	t_tick = calloc((size_t)rounds, sizeof(double));
 	t_bare = calloc((size_t)rounds, sizeof(double));

@@ -19,6 +19,11 @@ for mode in declared observed; do
 	awk -v n="$n" -v r="$rounds" -v z="$none" -v t="$tick" -v m="$mode" 'BEGIN {
 		printf "tenants %d (%s), %d ticks: system calls per tenant of a steady tick %.2f (target <= 8)\n", n, m, r, (t - z) / r / n
 	}'
-	# What they are, for the record: the calls of the ticks, most first.
-	sort -k4 -n -r "$tmp/$mode-tick" | awk 'NR > 2 && $NF != "total" && NF >= 5 {printf "    %s %d", $NF, $4} END {print ""}' | cut -c1-200
+	# What they are, per tenant and tick, most first (the setup's subtracted).
+	awk -v n="$n" -v r="$rounds" 'NF >= 5 && $NF != "total" && $NF != "syscall" {
+			c[$NF] += (FILENAME ~ /-tick$/ ? $4 : -$4)
+		}
+		END {
+			for (k in c) if (c[k] / r / n >= 0.005) printf "%.2f %s\n", c[k] / r / n, k
+		}' "$tmp/$mode-tick" "$tmp/$mode-none" | sort -rn | awk '{printf "    %s %s", $2, $1} END {print ""}'
 done
