@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -71,6 +72,33 @@ static int open_beneath(int dirfd, const char *path, int flags)
 	return drf_open_beneath(dirfd, path, flags, 0);
 }
 
+/*
+ * The whole file open as fd from offset 0 into buf (NUL-terminated). A cgroup
+ * file is a seq_file that gives all it has, up to what is asked, in one read:
+ * a read that does not fill buf has reached the end, and only one that fills
+ * it is followed by more (where drf_read_full() would read again to see 0).
+ */
+static ssize_t read_whole(int fd, char *buf, size_t len)
+{
+	size_t got = 0;
+
+	if (len == 0)
+		return -EINVAL;
+	while (got < len - 1) {
+		ssize_t n = pread(fd, buf + got, len - 1 - got, (off_t)got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		got += (size_t)n;
+		if (n == 0 || got < len - 1)
+			break;
+	}
+	buf[got] = '\0';
+	return (ssize_t)got;
+}
+
 static ssize_t real_read(void *ctx, int dirfd, const char *path, char *buf, size_t len)
 {
 	ssize_t n;
@@ -82,11 +110,97 @@ static ssize_t real_read(void *ctx, int dirfd, const char *path, char *buf, size
 	fd = open_beneath(dirfd, path, O_RDONLY);
 	if (fd < 0)
 		return fd;
-	n = drf_read_full(fd, buf, len - 1);
+	n = read_whole(fd, buf, len);
 	close(fd);
-	if (n >= 0)
-		buf[n] = '\0';
 	return n;
+}
+
+static int real_open(void *ctx, int dirfd, const char *path)
+{
+	(void)ctx;
+	return open_beneath(dirfd, path, O_RDONLY);
+}
+
+static ssize_t real_pread(void *ctx, int fd, const char *path, char *buf, size_t len)
+{
+	(void)ctx;
+	(void)path;
+	return read_whole(fd, buf, len);
+}
+
+static void real_close(void *ctx, int fd)
+{
+	(void)ctx;
+	close(fd);
+}
+
+static int real_watch_init(void *ctx)
+{
+	int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+
+	(void)ctx;
+	return fd < 0 ? -errno : fd;
+}
+
+/*
+ * inotify_add_watch() takes a path, not a directory fd: the file is opened
+ * beneath the root (O_PATH) and watched through /proc/self/fd, so that the
+ * watch too stays within the root.
+ */
+static int real_watch_add(void *ctx, int wfd, int dirfd, const char *path)
+{
+	char proc[64];
+	int fd = open_beneath(dirfd, path, O_PATH), wd;
+
+	(void)ctx;
+	if (fd < 0)
+		return fd;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	wd = inotify_add_watch(wfd, proc, IN_MODIFY);
+	wd = wd < 0 ? -errno : wd;
+	close(fd);
+	return wd;
+}
+
+static void real_watch_rm(void *ctx, int wfd, int wd)
+{
+	(void)ctx;
+	inotify_rm_watch(wfd, wd);
+}
+
+static ssize_t real_watch_read(void *ctx, int wfd, int *wds, size_t n)
+{
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	size_t got = 0;
+	bool lost = false;
+
+	(void)ctx;
+	for (;;) {
+		ssize_t len = read(wfd, buf, sizeof(buf));
+
+		if (len < 0 && errno == EINTR)
+			continue;
+		if (len < 0 && errno == EAGAIN)
+			break;
+		if (len <= 0)
+			return len < 0 ? -errno : (ssize_t)got;
+		for (char *p = buf; p < buf + len;) {
+			const struct inotify_event *ev = (const struct inotify_event *)p;
+
+			if (ev->mask & IN_Q_OVERFLOW)
+				lost = true;
+			else if ((ev->mask & IN_MODIFY) && got < n)
+				wds[got++] = ev->wd;
+			else if (ev->mask & IN_MODIFY)
+				lost = true;
+			p += sizeof(*ev) + ev->len;
+		}
+	}
+	if (lost && n > 0) {
+		wds[0] = -1;
+		got = 1;
+	}
+	return (ssize_t)got;
 }
 
 static int real_write(void *ctx, int dirfd, const char *path, const char *val)
@@ -163,6 +277,13 @@ const struct cgfs_ops cgfs_real_ops = {
 	.mkdir = real_mkdir,
 	.rmdir = real_rmdir,
 	.id = real_id,
+	.open = real_open,
+	.pread = real_pread,
+	.close = real_close,
+	.watch_init = real_watch_init,
+	.watch_add = real_watch_add,
+	.watch_rm = real_watch_rm,
+	.watch_read = real_watch_read,
 };
 
 /* A fault injected on op at path: its -errno (-EIO for a short write), else 0. */
@@ -243,6 +364,78 @@ static int rec_id(void *ctx, int dirfd, const char *path, uint64_t *ret)
 	return r->inner->id(r->inner_ctx, dirfd, path, ret);
 }
 
+static int rec_open(void *ctx, int dirfd, const char *path)
+{
+	struct cgfs_recorder *r = ctx;
+	int f = rec_fault(r, CGFS_OP_READ, path);
+
+	if (f < 0)
+		return f;
+	if (!r->inner)
+		return -ENOENT;
+	return r->inner->open(r->inner_ctx, dirfd, path);
+}
+
+static ssize_t rec_pread(void *ctx, int fd, const char *path, char *buf, size_t len)
+{
+	struct cgfs_recorder *r = ctx;
+	int f = rec_fault(r, CGFS_OP_READ, path);
+
+	if (f < 0)
+		return f;
+	return r->inner->pread(r->inner_ctx, fd, path, buf, len);
+}
+
+static void rec_close(void *ctx, int fd)
+{
+	struct cgfs_recorder *r = ctx;
+
+	if (r->inner)
+		r->inner->close(r->inner_ctx, fd);
+}
+
+static int rec_watch_init(void *ctx)
+{
+	struct cgfs_recorder *r = ctx;
+	int f = rec_fault(r, CGFS_OP_WATCH, NULL);
+
+	if (f < 0)
+		return f;
+	return r->inner ? r->inner->watch_init(r->inner_ctx) : -ENOSYS;
+}
+
+static int rec_watch_add(void *ctx, int wfd, int dirfd, const char *path)
+{
+	struct cgfs_recorder *r = ctx;
+	int f = rec_fault(r, CGFS_OP_WATCH, path);
+
+	if (f < 0)
+		return f;
+	return r->inner->watch_add(r->inner_ctx, wfd, dirfd, path);
+}
+
+static void rec_watch_rm(void *ctx, int wfd, int wd)
+{
+	struct cgfs_recorder *r = ctx;
+
+	r->inner->watch_rm(r->inner_ctx, wfd, wd);
+}
+
+static ssize_t rec_watch_read(void *ctx, int wfd, int *wds, size_t n)
+{
+	struct cgfs_recorder *r = ctx;
+	int f = rec_fault(r, CGFS_OP_WATCH, NULL);
+
+	if (f < 0)
+		return f;
+	return r->inner->watch_read(r->inner_ctx, wfd, wds, n);
+}
+
+/*
+ * Held files and watches exist only where the recorder has inner ops: without
+ * them open and watch_init fail, so that pread, close and the other watch
+ * calls are never reached.
+ */
 const struct cgfs_ops cgfs_recording_ops = {
 	.name = "recording",
 	.read = rec_read,
@@ -250,6 +443,13 @@ const struct cgfs_ops cgfs_recording_ops = {
 	.mkdir = rec_mkdir,
 	.rmdir = rec_rmdir,
 	.id = rec_id,
+	.open = rec_open,
+	.pread = rec_pread,
+	.close = rec_close,
+	.watch_init = rec_watch_init,
+	.watch_add = rec_watch_add,
+	.watch_rm = rec_watch_rm,
+	.watch_read = rec_watch_read,
 };
 
 int cgfs_open(struct cgfs *c, const char *root, bool create, const struct cgfs_ops *ops,
@@ -340,6 +540,75 @@ ssize_t cgfs_read(const struct cgfs *c, const char *cg, const char *file, char *
 	if (n > 0 && buf[n - 1] == '\n')
 		buf[--n] = '\0';
 	return n;
+}
+
+ssize_t cgfs_read_held(const struct cgfs *c, int *fd, const char *cg, const char *file, char *buf,
+		       size_t len)
+{
+	char path[4096];
+	ssize_t n;
+	int r;
+
+	if (*fd == CGFS_FD_UNHELD)
+		return cgfs_read(c, cg, file, buf, len);
+	r = join(path, sizeof(path), cg, file);
+	if (r < 0)
+		return r;
+	if (*fd < 0) {
+		r = c->ops->open(c->ctx, c->rootfd, path);
+		if (r == -EMFILE || r == -ENFILE) {
+			*fd = CGFS_FD_UNHELD;
+			return cgfs_read(c, cg, file, buf, len);
+		}
+		if (r < 0)
+			return r;
+		*fd = r;
+	}
+	n = c->ops->pread(c->ctx, *fd, path, buf, len);
+	if (n < 0) {
+		cgfs_release(c, fd);
+		return n;
+	}
+	if (n > 0 && buf[n - 1] == '\n')
+		buf[--n] = '\0';
+	return n;
+}
+
+void cgfs_release(const struct cgfs *c, int *fd)
+{
+	if (*fd >= 0)
+		c->ops->close(c->ctx, *fd);
+	*fd = -1;
+}
+
+int cgfs_watch_init(const struct cgfs *c)
+{
+	return c->ops->watch_init(c->ctx);
+}
+
+int cgfs_watch(const struct cgfs *c, int wfd, const char *cg, const char *file)
+{
+	char path[4096];
+	int r = join(path, sizeof(path), cg, file);
+
+	return r < 0 ? r : c->ops->watch_add(c->ctx, wfd, c->rootfd, path);
+}
+
+void cgfs_unwatch(const struct cgfs *c, int wfd, int wd)
+{
+	if (wd >= 0)
+		c->ops->watch_rm(c->ctx, wfd, wd);
+}
+
+ssize_t cgfs_watch_read(const struct cgfs *c, int wfd, int *wds, size_t n)
+{
+	return c->ops->watch_read(c->ctx, wfd, wds, n);
+}
+
+void cgfs_watch_close(const struct cgfs *c, int wfd)
+{
+	if (wfd >= 0)
+		c->ops->close(c->ctx, wfd);
 }
 
 int cgfs_write(const struct cgfs *c, const char *cg, const char *file, const char *val)

@@ -42,6 +42,28 @@ struct cgfs_ops {
 	int (*rmdir)(void *ctx, int dirfd, const char *path);
 	/* The cgroup id of the directory (its inode number on cgroup2). */
 	int (*id)(void *ctx, int dirfd, const char *path, uint64_t *ret);
+	/*
+	 * A file held open to be read each tick (a tenant's counters): open
+	 * returns a read-only fd, pread reads the whole file from its start as
+	 * read does (path names it, for the recorder), close closes it. On a
+	 * cgroup removed since the open, pread fails with -ENODEV.
+	 */
+	int (*open)(void *ctx, int dirfd, const char *path);
+	ssize_t (*pread)(void *ctx, int fd, const char *path, char *buf, size_t len);
+	void (*close)(void *ctx, int fd);
+	/*
+	 * Change notification (inotify) of files that announce their changes
+	 * (memory.events: "a value change in this file generates a file
+	 * modified event"): watch_init returns an fd that never blocks,
+	 * watch_add a watch descriptor for path, watch_rm removes one, and
+	 * watch_read stores up to n watch descriptors whose file changed since
+	 * the last call (-1 for a lost event: anything may have changed) and
+	 * returns how many, 0 when none.
+	 */
+	int (*watch_init)(void *ctx);
+	int (*watch_add)(void *ctx, int wfd, int dirfd, const char *path);
+	void (*watch_rm)(void *ctx, int wfd, int wd);
+	ssize_t (*watch_read)(void *ctx, int wfd, int *wds, size_t n);
 };
 
 extern const struct cgfs_ops cgfs_real_ops;
@@ -53,6 +75,7 @@ enum cgfs_op {
 	CGFS_OP_MKDIR = 1 << 2,
 	CGFS_OP_RMDIR = 1 << 3,
 	CGFS_OP_ID = 1 << 4,
+	CGFS_OP_WATCH = 1 << 5,
 };
 
 /*
@@ -106,6 +129,33 @@ void cgfs_close(struct cgfs *c);
  */
 ssize_t cgfs_read(const struct cgfs *c, const char *cg, const char *file, char *buf, size_t len);
 int cgfs_write(const struct cgfs *c, const char *cg, const char *file, const char *val);
+
+/*
+ * FILE in CG read through a file held open in *fd (-1: not open yet; opened
+ * here and kept): one pread(2) a read where cgfs_read() makes four calls. A
+ * failed read closes the file (-1 again: the next read opens it anew), so
+ * that a cgroup removed and made again is read afresh; -ENODEV says the
+ * cgroup was removed since the open. Where no more files can be open
+ * (EMFILE, ENFILE) *fd becomes CGFS_FD_UNHELD and reads go through
+ * cgfs_read(). Trims the trailing newline, as cgfs_read().
+ */
+#define CGFS_FD_UNHELD (-2)
+ssize_t cgfs_read_held(const struct cgfs *c, int *fd, const char *cg, const char *file, char *buf,
+		       size_t len);
+/* Closes a file cgfs_read_held() holds; *fd becomes -1. */
+void cgfs_release(const struct cgfs *c, int *fd);
+
+/*
+ * Change notification of FILE in CG (see watch_add in struct cgfs_ops):
+ * cgfs_watch_init() makes the notification fd (or -errno), cgfs_watch() adds
+ * a watch and returns its descriptor, cgfs_unwatch() removes it,
+ * cgfs_watch_read() is watch_read, cgfs_watch_close() closes the fd.
+ */
+int cgfs_watch_init(const struct cgfs *c);
+int cgfs_watch(const struct cgfs *c, int wfd, const char *cg, const char *file);
+void cgfs_unwatch(const struct cgfs *c, int wfd, int wd);
+ssize_t cgfs_watch_read(const struct cgfs *c, int wfd, int *wds, size_t n);
+void cgfs_watch_close(const struct cgfs *c, int wfd);
 
 /* Creates CG and any missing parents below the root. 0 if it already existed. */
 int cgfs_mkdir_p(const struct cgfs *c, const char *cg);

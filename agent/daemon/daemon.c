@@ -198,7 +198,15 @@ static void sample(struct drfd *d)
 		.net = d->has_net ? &d->net : NULL, .now_us = drf_mono_usec(d->env->clock),
 	};
 
+	/* PSI: for observed demand, the metrics-file, and a status or metrics asked for lately. */
+	in.pressure = d->decl.cfg.observed || d->decl.cfg.metrics_file ||
+		      in.now_us < d->asked_until_us;
 	drf_usage_sample(&d->use, &in);
+}
+
+void drfd_asked(struct drfd *d)
+{
+	d->asked_until_us = drf_mono_usec(d->env->clock) + DRFD_ASKED_US;
 }
 
 void drfd_view(const struct drfd *d, struct drf_view *ret)

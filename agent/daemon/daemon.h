@@ -87,6 +87,8 @@ struct drfd {
 	struct drfd_listener *listener; /* its connections and limits (listener.c) */
 	uint64_t started;               /* CLOCK_REALTIME, usec */
 	uint64_t last_tick;             /* CLOCK_REALTIME, usec; 0 before the first */
+	uint64_t asked_until_us;        /* CLOCK_MONOTONIC: a status or metrics was asked for
+					 * lately; the pressure files are read until then */
 	uint64_t ticks;                 /* drfd_tick()s since start (one per interval, at
 	                                 * start and at each reload), whatever the passes */
 	uint64_t reloads, reloads_refused;
@@ -151,6 +153,15 @@ void drfd_unlisten(struct drfd *d);
 
 /* What the reports (status, metrics) see of d: filled in when one is asked for. */
 void drfd_view(const struct drfd *d, struct drf_view *ret);
+
+/*
+ * A status or metrics was asked for: the measurements the reports show and
+ * nothing else needs (the pressure files, unless observed demand or a
+ * metrics-file reads them anyway) are read for DRFD_ASKED_US from now on, so
+ * that a watcher (drfctl top, a scrape) sees them from its second look.
+ */
+#define DRFD_ASKED_US (300 * DRF_USEC_PER_SEC)
+void drfd_asked(struct drfd *d);
 
 /* What the daemon logs of a plan when it starts or reloads. */
 void drfd_log_plan(const struct drf_logger *log, const struct drf_plan *p,

@@ -180,6 +180,7 @@ static int dispatch(struct drfd *d, int fd, const char *req, char **out, size_t 
 	if (strcmp(req, "root") == 0)
 		return reply(out, out_len, "%s\n", d->root);
 	if (strcmp(req, "metrics") == 0) {
+		drfd_asked(d);
 		f = open_memstream(&body, &blen);
 		if (!f)
 			return -ENOMEM;
@@ -196,6 +197,7 @@ static int dispatch(struct drfd *d, int fd, const char *req, char **out, size_t 
 	}
 	if (strcmp(req, "status text") != 0 && strcmp(req, "status json") != 0)
 		return reply(out, out_len, "drfd-status 1 error=unknown-request\n");
+	drfd_asked(d);
 	f = open_memstream(&body, &blen);
 	if (!f)
 		return -ENOMEM;

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <syslog.h>
 
+#include "vec.h"
+
 #define MEM_QUEUE 64
 #define KNOB_BIT(k) (1u << (k))
 #define MEMORY_BITS (KNOB_BIT(DRF_KNOB_MEMORY_HIGH) | KNOB_BIT(DRF_KNOB_MEMORY_MAX))
@@ -35,53 +37,23 @@ static const char *const kind_names[] = {
 };
 #define KIND(t) (kind_names[(t)->kind])
 
-/* The hash index: cgroup path -> position in the tenant array. */
-
-static uint64_t hash_str(const char *s)
+/* The hash index (index.h): cgroup path -> position in the tenant array ctx. */
+static const void *key_cgroup(const void *ctx, size_t i, size_t *ret_len)
 {
-	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
+	const struct drf_tenant_rt *t = ctx;
 
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
-	return h;
+	*ret_len = strlen(t[i].cgroup);
+	return t[i].cgroup;
 }
 
-static int index_build(struct drf_index *ix, const struct drf_tenant_rt *t, size_t n)
+static ssize_t index_find(const struct drf_index *ix, const char *cgroup)
 {
-	size_t cap = 16;
-
-	while (cap < 2 * n)
-		cap *= 2;
-	ix->slot = calloc(cap, sizeof(*ix->slot));
-	if (!ix->slot)
-		return -ENOMEM;
-	ix->cap = cap;
-	for (size_t i = 0; i < n; i++) {
-		size_t h = (size_t)hash_str(t[i].cgroup) & (cap - 1);
-
-		while (ix->slot[h])
-			h = (h + 1) & (cap - 1);
-		ix->slot[h] = i + 1;
-	}
-	return 0;
-}
-
-static ssize_t index_find(const struct drf_index *ix, const struct drf_tenant_rt *t,
-			  const char *cgroup)
-{
-	size_t h;
-
-	if (!ix->cap)
-		return -1;
-	for (h = (size_t)hash_str(cgroup) & (ix->cap - 1); ix->slot[h]; h = (h + 1) & (ix->cap - 1))
-		if (strcmp(t[ix->slot[h] - 1].cgroup, cgroup) == 0)
-			return (ssize_t)(ix->slot[h] - 1);
-	return -1;
+	return ix->key ? drf_index_find_str(ix, cgroup) : -1;
 }
 
 ssize_t drf_reconciler_find(const struct drf_reconciler *rc, const char *cgroup)
 {
-	return index_find(&rc->index, rc->t, cgroup);
+	return index_find(&rc->index, cgroup);
 }
 
 /*
@@ -186,7 +158,7 @@ static int worker_post(struct drf_mem_worker *w, const char *cg, const char *hig
 static void mem_result(struct drf_reconciler *rc, const struct mem_job *job,
 		       struct drf_reconcile_stats *st)
 {
-	ssize_t i = index_find(&rc->index, rc->t, job->cgroup);
+	ssize_t i = index_find(&rc->index, job->cgroup);
 	struct drf_tenant_rt *t;
 	const int k = DRF_KNOB_MEMORY_HIGH;
 
@@ -288,7 +260,7 @@ void drf_reconciler_free(struct drf_reconciler *rc)
 	for (size_t i = 0; i < rc->n + rc->n_inner + rc->n_task; i++)
 		tenant_free(&rc->t[i]);
 	free(rc->t);
-	free(rc->index.slot);
+	drf_index_free(&rc->index);
 	for (size_t i = 0; i < rc->n_orphans; i++) {
 		free(rc->orphans[i].name);
 		free(rc->orphans[i].cgroup);
@@ -353,10 +325,8 @@ static int retire(struct drf_reconciler *rc, const char *name, const char *cgrou
 		drf_log(&rc->log, LOG_ERR, "cannot remove '%s/%s' of departed %s '%s': %s; will "
 					   "retry", rc->fs->root, cgroup, kind_names[kind], name,
 			strerror(-r));
-	no = realloc(rc->orphans, (rc->n_orphans + 1) * sizeof(*no));
-	if (!no)
+	if (DRF_VEC_GROW(rc->orphans, &rc->cap_orphans, rc->n_orphans + 1) < 0)
 		return -ENOMEM;
-	rc->orphans = no;
 	no = &rc->orphans[rc->n_orphans];
 	no->name = strdup(name);
 	no->cgroup = strdup(cgroup);
@@ -377,7 +347,7 @@ int drf_reconciler_forget(struct drf_reconciler *rc, const char *name, const cha
 	char *slash;
 	int r;
 
-	if (index_find(&rc->index, rc->t, cgroup) >= 0 || orphan_find(rc, cgroup) >= 0)
+	if (index_find(&rc->index, cgroup) >= 0 || orphan_find(rc, cgroup) >= 0)
 		return 0;
 	r = retire(rc, name, cgroup, DRF_NODE_TENANT);
 	if (r < 0 || strlen(cgroup) >= sizeof(path))
@@ -386,7 +356,7 @@ int drf_reconciler_forget(struct drf_reconciler *rc, const char *name, const cha
 	snprintf(path, sizeof(path), "%s", cgroup);
 	while ((slash = strrchr(path, '/'))) {
 		*slash = '\0';
-		if (index_find(&rc->index, rc->t, path) >= 0 || orphan_find(rc, path) >= 0)
+		if (index_find(&rc->index, path) >= 0 || orphan_find(rc, path) >= 0)
 			break;
 		r = retire(rc, path, path, DRF_NODE_INNER);
 		if (r < 0)
@@ -420,7 +390,7 @@ void drf_reconciler_unstage(struct drf_reconciler_stage *st)
 		free(st->t[j].cgroup);
 	}
 	free(st->t);
-	free(st->index.slot);
+	drf_index_free(&st->index);
 	free(st->kept);
 	memset(st, 0, sizeof(*st));
 }
@@ -445,7 +415,7 @@ int drf_reconciler_stage(struct drf_reconciler *rc, const struct drf_plan *p,
 		const struct drf_cg_knobs *node = plan_node(p, i, &kind);
 		const char *cg = node ? node->cgroup : c->tenants[i].cgroup;
 		const char *name = node ? cg : c->tenants[i].name;
-		ssize_t o = index_find(&rc->index, rc->t, cg);
+		ssize_t o = index_find(&rc->index, cg);
 
 		/* Carried over with what was observed (not yet: the commit takes it). */
 		st.t[i].name = strdup(name);
@@ -458,7 +428,8 @@ int drf_reconciler_stage(struct drf_reconciler *rc, const struct drf_plan *p,
 		if (o >= 0)
 			st.kept[o] = true;
 	}
-	r = index_build(&st.index, st.t, st.total);
+	drf_index_init(&st.index, key_cgroup, st.t);
+	r = drf_index_build(&st.index, st.total);
 	if (r < 0)
 		goto fail;
 	*ret = st;
@@ -545,7 +516,7 @@ void drf_reconciler_commit(struct drf_reconciler *rc, struct drf_reconciler_stag
 	if (rc->n != st->n || rc->n_inner != st->n_inner || rc->n_task != st->n_task)
 		rc->membership_changed = true;
 	free(rc->t);
-	free(rc->index.slot);
+	drf_index_free(&rc->index);
 	rc->t = st->t;
 	rc->n = st->n;
 	rc->n_inner = st->n_inner;
@@ -1057,7 +1028,7 @@ int drf_reconcile_tick(struct drf_reconciler *rc, size_t verify, struct drf_reco
 
 int drf_reconciler_ready(const struct drf_reconciler *rc, const char *cg, char *why, size_t len)
 {
-	ssize_t i = index_find(&rc->index, rc->t, cg);
+	ssize_t i = index_find(&rc->index, cg);
 	const struct drf_tenant_rt *t;
 
 	if (i < 0) {

@@ -33,6 +33,7 @@
 
 #include "cgroupfs.h"
 #include "config.h"
+#include "index.h"
 #include "knobs.h"
 #include "log.h"
 #include "planner.h"
@@ -69,11 +70,6 @@ struct drf_orphan {
 	enum drf_node_kind kind;
 };
 
-struct drf_index {
-	size_t *slot; /* 0: empty; else 1 + index into the tenant array */
-	size_t cap;   /* a power of two, at least twice the tenants */
-};
-
 struct drf_mem_worker;
 
 struct drf_reconciler {
@@ -89,7 +85,7 @@ struct drf_reconciler {
 	size_t n_task;                  /* tasks' cgroups: after the inner nodes */
 	struct drf_index index;         /* cgroup -> t[] */
 	struct drf_orphan *orphans;
-	size_t n_orphans;
+	size_t n_orphans, cap_orphans;
 	size_t cursor;                  /* next tenant to verify */
 	uint64_t ticks;
 	unsigned root_failed;           /* controllers the root could not pass down */

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "index.h"
+#include "keyfile.h"
 #include "knobs.h"
 #include "log.h"
 
@@ -19,8 +21,35 @@ void drf_usage_init(struct drf_usage *u, const struct cgfs *fs, const struct drf
 	u->log = log;
 }
 
+static void files_init(struct drf_usage_files *f)
+{
+	for (int k = 0; k < DRF_NUF; k++)
+		f->fd[k] = -1;
+	f->wd = -1;
+	f->known = false;
+	for (int k = 0; k < 3; k++)
+		f->events[k] = NAN;
+}
+
+/* Closes a tenant's files and removes its watch: its cgroup is read afresh. */
+static void files_release(const struct drf_usage *u, struct drf_usage_files *f)
+{
+	for (int k = 0; k < DRF_NUF; k++)
+		cgfs_release(u->fs, &f->fd[k]);
+	if (u->watching)
+		cgfs_unwatch(u->fs, u->wfd, f->wd);
+	files_init(f);
+}
+
 void drf_usage_free(struct drf_usage *u)
 {
+	for (size_t i = 0; u->files && i < u->n; i++)
+		files_release(u, &u->files[i]);
+	if (u->watching)
+		cgfs_watch_close(u->fs, u->wfd);
+	u->watching = u->watch_tried = false;
+	free(u->files);
+	u->files = NULL;
 	for (size_t i = 0; i < u->n; i++) {
 		free(u->name[i]);
 		free(u->cgroup[i]);
@@ -55,19 +84,16 @@ static void tenant_use_init(struct drf_tenant_use *t)
 	t->dominant_alloc_res = t->dominant_use_res = -1;
 }
 
-/* An open-addressing index of (name, cgroup) -> position in u's tenants. */
-static uint64_t hash2(const char *a, const char *b)
+/* The names of u's tenants, for drf_index. */
+static const void *name_key(const void *ctx, size_t i, size_t *ret_len)
 {
-	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
+	const struct drf_usage *u = ctx;
 
-	for (; *a; a++)
-		h = (h ^ (unsigned char)*a) * 0x100000001b3ULL;
-	h = (h ^ '/') * 0x100000001b3ULL;
-	for (; *b; b++)
-		h = (h ^ (unsigned char)*b) * 0x100000001b3ULL;
-	return h;
+	*ret_len = strlen(u->name[i]);
+	return u->name[i];
 }
 
+/* Frees a staging; the files it carried over are u's still (only a commit moves them). */
 void drf_usage_unstage(struct drf_usage_tenants *st)
 {
 	for (size_t i = 0; st->name && st->cgroup && i < st->n; i++) {
@@ -79,79 +105,90 @@ void drf_usage_unstage(struct drf_usage_tenants *st)
 	free(st->t);
 	free(st->cgid);
 	free(st->in_map);
+	free(st->files);
+	free(st->from);
 	memset(st, 0, sizeof(*st));
 }
 
 int drf_usage_stage(const struct drf_usage *u, const struct drf_config *c,
 		     struct drf_usage_tenants *ret)
 {
-	size_t n = c->n_tenants, cap = 16, *slot = NULL;
+	size_t n = c->n_tenants;
 	struct drf_usage_tenants st = { .n = n };
+	struct drf_index ix;
 
+	drf_index_init(&ix, name_key, u);
 	st.t = calloc(n + 1, sizeof(*st.t));
 	st.name = calloc(n + 1, sizeof(*st.name));
 	st.cgroup = calloc(n + 1, sizeof(*st.cgroup));
 	st.cgid = calloc(n + 1, sizeof(*st.cgid));
 	st.in_map = calloc(n + 1, sizeof(*st.in_map));
-	while (cap < 2 * u->n)
-		cap *= 2;
-	slot = calloc(cap, sizeof(*slot));
-	if (!st.t || !st.name || !st.cgroup || !st.cgid || !st.in_map || !slot)
+	st.files = calloc(n + 1, sizeof(*st.files));
+	st.from = calloc(n + 1, sizeof(*st.from));
+	if (!st.t || !st.name || !st.cgroup || !st.cgid || !st.in_map || !st.files || !st.from ||
+	    drf_index_build(&ix, u->n) < 0)
 		goto nomem;
-	for (size_t j = 0; j < u->n; j++) {
-		size_t h = (size_t)hash2(u->name[j], u->cgroup[j]) & (cap - 1);
-
-		while (slot[h])
-			h = (h + 1) & (cap - 1);
-		slot[h] = j + 1;
-	}
 	for (size_t i = 0; i < n; i++) {
 		const struct drf_tenant *ct = &c->tenants[i];
-		size_t h = (size_t)hash2(ct->name, ct->cgroup) & (cap - 1), j = 0;
+		ssize_t j = drf_index_find_str(&ix, ct->name);
 
 		st.name[i] = strdup(ct->name);
 		st.cgroup[i] = strdup(ct->cgroup);
 		if (!st.name[i] || !st.cgroup[i])
 			goto nomem;
-		/* Its history, if it was there before in the same cgroup. */
-		for (; slot[h]; h = (h + 1) & (cap - 1)) {
-			j = slot[h];
-			if (strcmp(u->name[j - 1], ct->name) == 0 &&
-			    strcmp(u->cgroup[j - 1], ct->cgroup) == 0)
-				break;
-			j = 0;
-		}
-		if (j) {
-			st.t[i] = u->t[j - 1];
-			st.cgid[i] = u->cgid[j - 1];
-			st.in_map[i] = u->in_map[j - 1];
+		/* Its history and files, if it was there before in the same cgroup. */
+		if (j >= 0 && strcmp(u->cgroup[j], ct->cgroup) == 0) {
+			st.t[i] = u->t[j];
+			st.cgid[i] = u->cgid[j];
+			st.in_map[i] = u->in_map[j];
+			st.files[i] = u->files[j];
+			st.from[i] = (size_t)j;
 		} else {
 			tenant_use_init(&st.t[i]);
+			files_init(&st.files[i]);
+			st.from[i] = SIZE_MAX;
 		}
 	}
-	free(slot);
+	drf_index_free(&ix);
 	*ret = st;
 	return 0;
 nomem:
-	free(slot);
+	drf_index_free(&ix);
 	drf_usage_unstage(&st);
 	return -ENOMEM;
 }
 
 void drf_usage_commit(struct drf_usage *u, struct drf_usage_tenants *st)
 {
+	bool *kept = calloc(u->n + 1, sizeof(*kept));
 	struct drf_usage_tenants old = {
 		.n = u->n, .t = u->t, .name = u->name, .cgroup = u->cgroup, .cgid = u->cgid,
-		.in_map = u->in_map,
+		.in_map = u->in_map, .files = u->files,
 	};
 
+	/*
+	 * The files of tenants that leave (or move) are closed. Without memory
+	 * for the bookkeeping, all are (the kept ones open again at the next
+	 * sample): never an fd lost.
+	 */
+	for (size_t i = 0; kept && i < st->n; i++)
+		if (st->from[i] != SIZE_MAX)
+			kept[st->from[i]] = true;
+	for (size_t j = 0; j < u->n; j++)
+		if (!kept || !kept[j])
+			files_release(u, &u->files[j]);
+	for (size_t i = 0; !kept && i < st->n; i++)
+		files_init(&st->files[i]);
+	free(kept);
 	drf_usage_unstage(&old);
 	u->t = st->t;
 	u->name = st->name;
 	u->cgroup = st->cgroup;
 	u->cgid = st->cgid;
 	u->in_map = st->in_map;
+	u->files = st->files;
 	u->n = st->n;
+	free(st->from);
 	memset(st, 0, sizeof(*st));
 	/* A departed tenant's entries, or a moved one's old cgroup's. */
 	u->map_dirty = true;
@@ -239,71 +276,110 @@ static void probes_sweep(struct drf_usage *u)
 	u->map_dirty = false;
 }
 
-/* The value after "key " in a flat-keyed file (cpu.stat, memory.stat, memory.events). */
-static double flat_key(const char *buf, const char *key)
+static int cmp_int(const void *a, const void *b)
 {
-	size_t len = strlen(key);
+	int x = *(const int *)a, y = *(const int *)b;
 
-	for (const char *p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-		if (strncmp(p, key, len) == 0 && p[len] == ' ')
-			return strtod(p + len + 1, NULL);
-	return NAN;
+	return (x > y) - (x < y);
 }
 
-static ssize_t read_file(const struct drf_usage *u, const char *cg, const char *file, char *buf, size_t len)
-{
-	ssize_t n = cgfs_read(u->fs, cg, file, buf, len);
+static const char *const uf_name[DRF_NUF] = {
+	[DRF_UF_CPU_STAT] = "cpu.stat",
+	[DRF_UF_MEM_CURRENT] = "memory.current",
+	[DRF_UF_MEM_STAT] = "memory.stat",
+	[DRF_UF_MEM_EVENTS] = "memory.events",
+	[DRF_UF_CPU_PRESSURE] = "cpu.pressure",
+	[DRF_UF_MEM_PRESSURE] = "memory.pressure",
+	[DRF_UF_IO_PRESSURE] = "io.pressure",
+	[DRF_UF_IO_STAT] = "io.stat",
+};
 
+/*
+ * Tenant i's file k, read through its held fd. -ENODEV: the cgroup was
+ * removed since the file was opened: every file of it is closed, and its id
+ * read again at the next sample (the cgroup may be another by then).
+ */
+static ssize_t read_file(struct drf_usage *u, size_t i, const char *cg, enum drf_usage_file k,
+			 char *buf, size_t len)
+{
+	struct drf_usage_files *f = &u->files[i];
+	ssize_t n = cgfs_read_held(u->fs, &f->fd[k], cg, uf_name[k], buf, len);
+
+	if (n == -ENODEV)
+		files_release(u, f);
 	if (n < 0)
 		buf[0] = '\0';
 	return n;
 }
 
 /* A *.pressure file's "some" and "full" totals (usec). */
-static void pressure(const struct drf_usage *u, const char *cg, const char *file, double *some, double *full)
+static void pressure(struct drf_usage *u, size_t i, const char *cg, enum drf_usage_file k,
+		     double *some, double *full)
 {
+	const char *v;
 	char buf[512];
-	const char *p;
+	size_t len;
 
 	*some = *full = NAN;
-	if (u->psi_missing || read_file(u, cg, file, buf, sizeof(buf)) < 0) {
+	if (u->psi_missing || read_file(u, i, cg, k, buf, sizeof(buf)) < 0)
 		return;
-	}
-	if ((p = strstr(buf, "some ")) && (p = strstr(p, "total=")))
-		*some = strtod(p + 6, NULL);
-	if ((p = strstr(buf, "full ")) && (p = strstr(p, "total=")))
-		*full = strtod(p + 6, NULL);
+	if ((v = drf_kv_find(buf, "some", &len)))
+		*some = drf_kv_field_double(v, len, "total");
+	if ((v = drf_kv_find(buf, "full", &len)))
+		*full = drf_kv_field_double(v, len, "total");
 }
 
 /* io.stat: the io-device's line (every device's, summed, without one). */
-static void io_stat(const struct drf_usage *u, const struct drf_io_target *io, const char *cg,
+static void io_stat(struct drf_usage *u, size_t i, const struct drf_io_target *io, const char *cg,
 		    struct drf_sample *s)
 {
+	static const enum drf_ctr ctr[] = { DRF_CTR_IO_RBYTES, DRF_CTR_IO_WBYTES, DRF_CTR_IO_RIOS,
+					    DRF_CTR_IO_WIOS };
+	double v[4];
+	const struct drf_kv_want want[] = { { "rbytes", &v[0] }, { "wbytes", &v[1] },
+					    { "rios", &v[2] }, { "wios", &v[3] } };
 	char buf[16384];
-	static const struct {
-		const char *key;
-		enum drf_ctr c;
-	} keys[] = { { "rbytes=", DRF_CTR_IO_RBYTES }, { "wbytes=", DRF_CTR_IO_WBYTES },
-		     { "rios=", DRF_CTR_IO_RIOS }, { "wios=", DRF_CTR_IO_WIOS } };
+	const char *pos = buf, *line;
+	size_t len;
 
-	if (read_file(u, cg, "io.stat", buf, sizeof(buf)) < 0)
+	if (read_file(u, i, cg, DRF_UF_IO_STAT, buf, sizeof(buf)) < 0)
 		return;
-	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
-		s->c[keys[k].c] = 0;
-	for (char *line = buf; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+	for (size_t k = 0; k < 4; k++)
+		s->c[ctr[k]] = 0;
+	while ((line = drf_kv_next_line(&pos, &len))) {
 		unsigned maj, min;
 
 		if (sscanf(line, "%u:%u", &maj, &min) != 2)
 			continue;
 		if (io && (maj != io->major || min != io->minor))
 			continue;
-		for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
-			const char *eol = strchr(line, '\n'), *p = strstr(line, keys[k].key);
-
-			if (p && (!eol || p < eol))
-				s->c[keys[k].c] += strtod(p + strlen(keys[k].key), NULL);
-		}
+		drf_kv_scan_fields(line, len, want, 4);
+		for (size_t k = 0; k < 4; k++)
+			if (!isnan(v[k]))
+				s->c[ctr[k]] += v[k];
 	}
+}
+
+/*
+ * Which tenants' memory.events changed since the last sample, by inotify: wds
+ * (sorted) and how many; SIZE_MAX: any may have (no watches, an event lost).
+ */
+static size_t events_changed(struct drf_usage *u, int *wds, size_t n)
+{
+	ssize_t got;
+
+	if (!u->watch_tried) {
+		u->wfd = cgfs_watch_init(u->fs);
+		u->watching = u->wfd >= 0;
+		u->watch_tried = true;
+	}
+	if (!u->watching)
+		return SIZE_MAX;
+	got = cgfs_watch_read(u->fs, u->wfd, wds, n);
+	if (got < 0 || (got > 0 && wds[0] == -1))
+		return SIZE_MAX;
+	qsort(wds, (size_t)got, sizeof(*wds), cmp_int);
+	return (size_t)got;
 }
 
 /* What the plan in force enforces on tenant i as hard limits: its knobs and the shaper. */
@@ -333,65 +409,123 @@ static int cmp_key(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* One tenant's sample. */
-static void sample_tenant(struct drf_usage *u, const struct drf_usage_in *in, size_t i,
-			  const struct keyed *keys,
-			  const struct drf_probe_cpu *pcpu, const struct drf_probe_io *pio,
-			  size_t n_keys)
+/*
+ * Tenant i's cgroup id, when its files are not (all) held: a cgroup removed
+ * and made again (by drfd or anyone) is another cgroup, with new counters
+ * and new probe entries. With cpu.stat held, a removal fails its next read
+ * (ENODEV), which brings this back.
+ */
+static void identify(struct drf_usage *u, size_t i, const char *cg)
 {
-	struct drf_tenant_use *t = &u->t[i];
-	const char *cg = in->cfg->tenants[i].cgroup;
-	struct drf_sample s = { .t_us = in->now_us };
-	char buf[16384];
+	struct drf_usage_files *f = &u->files[i];
 	uint64_t id;
 
-	for (int c = 0; c < DRF_NCTR; c++)
-		s.c[c] = NAN;
-	/*
-	 * Its cgroup's id, each tick: a cgroup removed and made again (by drfd or
-	 * anyone) is another cgroup, with new counters and new probe entries.
-	 */
+	if (f->known)
+		return;
 	if (cgfs_id(u->fs, cg, &id) < 0)
 		id = 0;
 	if (id != u->cgid[i]) {
 		if (u->cgid[i]) {
-			tenant_use_init(t);
+			tenant_use_init(&u->t[i]);
 			u->map_dirty = true; /* the old id's entries go */
 		}
 		u->cgid[i] = id;
 		u->in_map[i] = false; /* added (again) below: -EEXIST is fine */
+		/* Files held on the cgroup before are another cgroup's. */
+		for (int k = 0; k < DRF_NUF; k++)
+			cgfs_release(u->fs, &f->fd[k]);
 	}
-	if (read_file(u, cg, "cpu.stat", buf, sizeof(buf)) >= 0) {
-		s.c[DRF_CTR_CPU_USEC] = flat_key(buf, "usage_usec");
-		s.c[DRF_CTR_CPU_THROTTLED_USEC] = flat_key(buf, "throttled_usec");
-		s.c[DRF_CTR_CPU_NR_THROTTLED] = flat_key(buf, "nr_throttled");
+	/* A watch on memory.events: read when it changes, not each tick. */
+	if (id && f->wd < 0 && u->watching) {
+		int wd = cgfs_watch(u->fs, u->wfd, cg, "memory.events");
+
+		f->wd = wd >= 0 ? wd : -1;
 	}
+}
+
+/* memory.events' counters: read when its watch fired (or without one), else as last read. */
+static void mem_events(struct drf_usage *u, size_t i, const char *cg, const int *wds,
+		       size_t n_wds, struct drf_sample *s)
+{
+	struct drf_usage_files *f = &u->files[i];
+	bool read = n_wds == SIZE_MAX || f->wd < 0 || isnan(f->events[0]) ||
+		    (n_wds && bsearch(&f->wd, wds, n_wds, sizeof(*wds), cmp_int));
+	char buf[512];
+
+	if (read) {
+		const struct drf_kv_want want[] = { { "high", &f->events[0] },
+						    { "max", &f->events[1] },
+						    { "oom_kill", &f->events[2] } };
+
+		if (read_file(u, i, cg, DRF_UF_MEM_EVENTS, buf, sizeof(buf)) > 0)
+			drf_kv_scan(buf, want, 3);
+		else
+			f->events[0] = f->events[1] = f->events[2] = NAN;
+	}
+	s->c[DRF_CTR_MEM_EVENTS_HIGH] = f->events[0];
+	s->c[DRF_CTR_MEM_EVENTS_MAX] = f->events[1];
+	s->c[DRF_CTR_MEM_EVENTS_OOM_KILL] = f->events[2];
+}
+
+/* One tenant's sample. */
+static void sample_tenant(struct drf_usage *u, const struct drf_usage_in *in, size_t i,
+			  const struct keyed *keys, const struct drf_probe_cpu *pcpu,
+			  const struct drf_probe_io *pio, size_t n_keys, const int *wds,
+			  size_t n_wds)
+{
+	struct drf_tenant_use *t = &u->t[i];
+	const char *cg = in->cfg->tenants[i].cgroup;
+	struct drf_sample s = { .t_us = in->now_us };
+	double anon, file, inactive;
+	const struct drf_kv_want cpu[] = { { "usage_usec", &s.c[DRF_CTR_CPU_USEC] },
+					   { "throttled_usec", &s.c[DRF_CTR_CPU_THROTTLED_USEC] },
+					   { "nr_throttled", &s.c[DRF_CTR_CPU_NR_THROTTLED] } };
+	const struct drf_kv_want mem[] = { { "anon", &anon }, { "file", &file },
+					   { "inactive_file", &inactive } };
+	char buf[16384];
+	ssize_t got;
+
+	for (int c = 0; c < DRF_NCTR; c++)
+		s.c[c] = NAN;
+	identify(u, i, cg);
+	got = read_file(u, i, cg, DRF_UF_CPU_STAT, buf, sizeof(buf));
+	if (got == -ENODEV) {
+		/* Removed since the last tick, perhaps made again: which cgroup is it now? */
+		identify(u, i, cg);
+		got = read_file(u, i, cg, DRF_UF_CPU_STAT, buf, sizeof(buf));
+	}
+	if (got >= 0)
+		drf_kv_scan(buf, cpu, 3);
 	t->gauge[DRF_GAUGE_MEM_CURRENT] = NAN;
 	t->gauge[DRF_GAUGE_MEM_WORKING_SET] = NAN;
-	if (read_file(u, cg, "memory.current", buf, sizeof(buf)) > 0)
+	if (read_file(u, i, cg, DRF_UF_MEM_CURRENT, buf, sizeof(buf)) > 0)
 		t->gauge[DRF_GAUGE_MEM_CURRENT] = strtod(buf, NULL);
-	if (read_file(u, cg, "memory.stat", buf, sizeof(buf)) > 0)
-		t->gauge[DRF_GAUGE_MEM_WORKING_SET] = flat_key(buf, "anon") + flat_key(buf, "file") -
-						       flat_key(buf, "inactive_file");
-	if (read_file(u, cg, "memory.events", buf, sizeof(buf)) > 0) {
-		s.c[DRF_CTR_MEM_EVENTS_HIGH] = flat_key(buf, "high");
-		s.c[DRF_CTR_MEM_EVENTS_MAX] = flat_key(buf, "max");
-		s.c[DRF_CTR_MEM_EVENTS_OOM_KILL] = flat_key(buf, "oom_kill");
+	if (read_file(u, i, cg, DRF_UF_MEM_STAT, buf, sizeof(buf)) > 0) {
+		drf_kv_scan(buf, mem, 3);
+		t->gauge[DRF_GAUGE_MEM_WORKING_SET] = anon + file - inactive;
 	}
+	mem_events(u, i, cg, wds, n_wds, &s);
 	if (in->cfg->capacity[DRF_RES_IO_READ] > 0 || in->cfg->capacity[DRF_RES_IO_WRITE] > 0)
-		io_stat(u, in->io, cg, &s);
-	pressure(u, cg, "cpu.pressure", &s.c[DRF_CTR_PSI_CPU_SOME_USEC], &s.c[DRF_CTR_PSI_CPU_FULL_USEC]);
-	pressure(u, cg, "memory.pressure", &s.c[DRF_CTR_PSI_MEMORY_SOME_USEC],
-		 &s.c[DRF_CTR_PSI_MEMORY_FULL_USEC]);
-	pressure(u, cg, "io.pressure", &s.c[DRF_CTR_PSI_IO_SOME_USEC], &s.c[DRF_CTR_PSI_IO_FULL_USEC]);
-	if (i == 0 && isnan(s.c[DRF_CTR_PSI_CPU_SOME_USEC]) && isnan(s.c[DRF_CTR_PSI_MEMORY_SOME_USEC]) &&
-	    !isnan(s.c[DRF_CTR_CPU_USEC]) && !u->psi_missing) {
+		io_stat(u, i, in->io, cg, &s);
+	if (in->pressure) {
+		pressure(u, i, cg, DRF_UF_CPU_PRESSURE, &s.c[DRF_CTR_PSI_CPU_SOME_USEC],
+			 &s.c[DRF_CTR_PSI_CPU_FULL_USEC]);
+		pressure(u, i, cg, DRF_UF_MEM_PRESSURE, &s.c[DRF_CTR_PSI_MEMORY_SOME_USEC],
+			 &s.c[DRF_CTR_PSI_MEMORY_FULL_USEC]);
+		pressure(u, i, cg, DRF_UF_IO_PRESSURE, &s.c[DRF_CTR_PSI_IO_SOME_USEC],
+			 &s.c[DRF_CTR_PSI_IO_FULL_USEC]);
+	}
+	if (in->pressure && i == 0 && isnan(s.c[DRF_CTR_PSI_CPU_SOME_USEC]) &&
+	    isnan(s.c[DRF_CTR_PSI_MEMORY_SOME_USEC]) && !isnan(s.c[DRF_CTR_CPU_USEC]) &&
+	    !u->psi_missing) {
 		/* The cgroup is there but has no pressure files: a kernel without PSI. */
 		u->psi_missing = true;
 		drf_log(u->log, LOG_NOTICE, "no pressure files (*.pressure) in '%s': this kernel "
 					    "has no PSI (psi=1 on its command line enables it)",
 			cg);
 	}
+	/* Its id is its cgroup's for as long as cpu.stat stays open (ENODEV closes it). */
+	u->files[i].known = u->cgid[i] && u->files[i].fd[DRF_UF_CPU_STAT] >= 0;
 	if (u->probes && u->cgid[i] && u->in_map[i]) {
 		struct keyed want = { .key = u->cgid[i] };
 		const struct keyed *k = n_keys ? bsearch(&want, keys, n_keys, sizeof(*keys), cmp_key)
@@ -449,7 +583,8 @@ void drf_usage_sample(struct drf_usage *u, const struct drf_usage_in *in)
 	struct drf_probe_cpu *pcpu = NULL;
 	struct drf_probe_io *pio = NULL;
 	struct keyed *order = NULL;
-	size_t n_keys = 0, m = 0;
+	size_t n_keys = 0, m = 0, n_wds;
+	int wds[1024];
 	double *x;
 
 	if (u->n != in->cfg->n_tenants) {
@@ -473,8 +608,9 @@ void drf_usage_sample(struct drf_usage *u, const struct drf_usage_in *in)
 		if (n_keys)
 			qsort(order, n_keys, sizeof(*order), cmp_key);
 	}
+	n_wds = events_changed(u, wds, sizeof(wds) / sizeof(wds[0]));
 	for (size_t i = 0; i < u->n; i++)
-		sample_tenant(u, in, i, order, pcpu, pio, n_keys);
+		sample_tenant(u, in, i, order, pcpu, pio, n_keys, wds, n_wds);
 	free(order);
 	free(keys);
 	/* After the tenants' entries changed: a new generation expires the tasks' caches. */

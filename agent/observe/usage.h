@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The measurements: each tick, every tenant's counters and gauges are read
- * (cpu.stat, memory.current, memory.stat, memory.events, io.stat, the
- * *.pressure files; the probes' maps and the network programs' counters, one
- * batch read per map) and set against the plan in force (agent/core/use.h).
+ * (cpu.stat, memory.current, memory.stat; memory.events when inotify says it
+ * changed; io.stat where io is shared; the *.pressure files when asked: the
+ * probes' maps and the network programs' counters, one batch read per map)
+ * and set against the plan in force (agent/core/use.h). The files stay open
+ * from tick to tick, one pread(2) a file; a cgroup removed (and perhaps made
+ * again) is noticed by the read failing with ENODEV, and its id read again.
  * Status, metrics, the history, observed demand and `drfctl top` take them.
  */
 #ifndef DRF_USAGE_H
@@ -21,6 +24,26 @@
 #include "shaper.h"
 #include "use.h"
 
+/* The files a tenant's sample reads, held open from tick to tick (cgfs_read_held()). */
+enum drf_usage_file {
+	DRF_UF_CPU_STAT,
+	DRF_UF_MEM_CURRENT,
+	DRF_UF_MEM_STAT,
+	DRF_UF_MEM_EVENTS,
+	DRF_UF_CPU_PRESSURE,
+	DRF_UF_MEM_PRESSURE,
+	DRF_UF_IO_PRESSURE,
+	DRF_UF_IO_STAT,
+	DRF_NUF
+};
+
+struct drf_usage_files {
+	int fd[DRF_NUF];        /* -1: not open; CGFS_FD_UNHELD: read by path */
+	int wd;                 /* memory.events' watch; -1: none (read each tick) */
+	bool known;             /* cgid is its cgroup's: cpu.stat held open since it was read */
+	double events[3];       /* memory.events' high, max, oom_kill as last read */
+};
+
 struct drf_usage {
 	const struct cgfs *fs;
 	const struct drf_logger *log;
@@ -30,6 +53,9 @@ struct drf_usage {
 	char **cgroup;                  /* n: and in which cgroup (relative to the root) */
 	uint64_t *cgid;                 /* n: its cgroup id; 0: not known yet */
 	bool *in_map;                   /* n: it has entries in the probes' maps */
+	struct drf_usage_files *files;  /* n: its files held open */
+	int wfd;                        /* memory.events' watches, when watching */
+	bool watch_tried, watching;     /* inotify tried; and working */
 	bool map_dirty;                 /* entries of departed tenants may be left */
 	size_t root_level;
 	uint64_t root_id;
@@ -70,6 +96,8 @@ struct drf_usage_tenants {
 	char **name, **cgroup;
 	uint64_t *cgid;
 	bool *in_map;
+	struct drf_usage_files *files;
+	size_t *from;   /* n: its position in u, or SIZE_MAX: new */
 };
 
 /*
@@ -89,6 +117,7 @@ struct drf_usage_in {
 	const struct drf_io_target *io;         /* NULL: no io device */
 	const struct drf_shaper *net;           /* NULL: the network is not shaped */
 	uint64_t now_us;                        /* CLOCK_MONOTONIC */
+	bool pressure;                          /* read the *.pressure files (PSI) */
 };
 
 /* One sample of every tenant of in->cfg (state made for its tenants first if need be). */

@@ -33,6 +33,15 @@ static const char *const cg_files[][2] = {
 	{ "memory.swap.max", "max\n" },
 	{ "io.max", "" },                    { "cpu.stat", "usage_usec 0\n" },
 	{ "io.weight", "default 100\n" },    { "io.bfq.weight", "default 100\n" },
+	{ "io.stat", "" },
+	{ "memory.stat", "anon 0\nfile 0\nkernel 0\nshmem 0\ninactive_file 0\n" },
+	{ "memory.events", "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\n" },
+	{ "cpu.pressure", "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
+			  "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n" },
+	{ "memory.pressure", "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
+			     "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n" },
+	{ "io.pressure", "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
+			 "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n" },
 };
 
 static int fake_mkdir(void *ctx, int dirfd, const char *path)
@@ -175,23 +184,89 @@ static bool has_children(int dirfd, const char *path)
 	return found;
 }
 
+/*
+ * What a removed cgroup's files hold in the fake: a file still open reads it
+ * (an unlinked file keeps its content) where the kernel fails with ENODEV.
+ */
+static const char removed_mark[] = "\x7f" "fakecg: removed\n";
+
+/* Removes every file of the cgroup at path, as the kernel does with the cgroup. */
+static void remove_files(int at, const char *path)
+{
+	int fd = openat(at, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct dirent *de;
+	DIR *d;
+
+	if (fd < 0)
+		return;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return;
+	}
+	while ((de = readdir(d)))
+		if (de->d_type == DT_REG) {
+			fakecg_put(fd, de->d_name, removed_mark);
+			unlinkat(fd, de->d_name, 0);
+		}
+	closedir(d);
+}
+
 static int fake_rmdir(void *ctx, int dirfd, const char *path)
 {
-	char p[4096];
-
 	/* The kernel refuses to remove a cgroup with children, touching nothing. */
 	if (has_children(dirfd, path))
 		return -EBUSY;
-	for (size_t i = 0; i < sizeof(cg_files) / sizeof(cg_files[0]); i++) {
-		snprintf(p, sizeof(p), "%s/%s", path, cg_files[i][0]);
-		unlinkat(dirfd, p, 0);
-	}
+	remove_files(dirfd, path);
 	return cgfs_real_ops.rmdir(ctx, dirfd, path);
+}
+
+int fakecg_remove(int dirfd, const char *path)
+{
+	return fake_rmdir(NULL, dirfd, path);
 }
 
 static ssize_t fake_read(void *ctx, int dirfd, const char *path, char *buf, size_t len)
 {
 	return cgfs_real_ops.read(ctx, dirfd, path, buf, len);
+}
+
+static ssize_t fake_pread(void *ctx, int fd, const char *path, char *buf, size_t len)
+{
+	ssize_t n = cgfs_real_ops.pread(ctx, fd, path, buf, len);
+
+	return n >= 0 && strcmp(buf, removed_mark) == 0 ? -ENODEV : n;
+}
+
+/* Held files and watches: the real calls, on the tmpfs files (inotify works there too). */
+static int fake_open(void *ctx, int dirfd, const char *path)
+{
+	return cgfs_real_ops.open(ctx, dirfd, path);
+}
+
+static void fake_close(void *ctx, int fd)
+{
+	cgfs_real_ops.close(ctx, fd);
+}
+
+static int fake_watch_init(void *ctx)
+{
+	return cgfs_real_ops.watch_init(ctx);
+}
+
+static int fake_watch_add(void *ctx, int wfd, int dirfd, const char *path)
+{
+	return cgfs_real_ops.watch_add(ctx, wfd, dirfd, path);
+}
+
+static void fake_watch_rm(void *ctx, int wfd, int wd)
+{
+	cgfs_real_ops.watch_rm(ctx, wfd, wd);
+}
+
+static ssize_t fake_watch_read(void *ctx, int wfd, int *wds, size_t n)
+{
+	return cgfs_real_ops.watch_read(ctx, wfd, wds, n);
 }
 
 static int fake_id(void *ctx, int dirfd, const char *path, uint64_t *ret)
@@ -206,6 +281,13 @@ struct cgfs_ops fakecg_ops = {
 	.mkdir = fake_mkdir,
 	.rmdir = fake_rmdir,
 	.id = fake_id,
+	.open = fake_open,
+	.pread = fake_pread,
+	.close = fake_close,
+	.watch_init = fake_watch_init,
+	.watch_add = fake_watch_add,
+	.watch_rm = fake_watch_rm,
+	.watch_read = fake_watch_read,
 };
 
 const char *fakecg_tmpdir(void)

@@ -4,7 +4,8 @@
  * table over the real one that behaves like the kernel where drfd depends on it.
  * mkdir creates the interface files, cgroup.subtree_control applies "+x -y",
  * memory limits round down to 4K pages, io.max shows riops/wiops, and rmdir
- * removes the interface files with the directory.
+ * removes the interface files with the directory (a file held open then reads
+ * -ENODEV, as on cgroupfs).
  */
 #ifndef DRF_FAKECG_H
 #define DRF_FAKECG_H
@@ -32,6 +33,12 @@ const char *fakecg_tmpdir(void);
 int fakecg_setup(char *dir, size_t dirlen, char *root, size_t rootlen);
 /* Removes the temporary directory and everything in it. */
 int fakecg_teardown(const char *dir);
+
+/*
+ * Removes the cgroup at path as someone else would (rmdir(2)): its files go
+ * with it, and a file of it that drfd holds open reads -ENODEV.
+ */
+int fakecg_remove(int dirfd, const char *path);
 
 /* Writes a file as the kernel would show it, bypassing the fake's rules. */
 int fakecg_put(int dirfd, const char *path, const char *val);

@@ -5,6 +5,7 @@
  * like the kernel where the code depends on it). Failures are injected with
  * the recording ops, on every operation the reconciler uses.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -899,10 +901,169 @@ static void test_lock(void **state)
 	close(b);
 }
 
+/* Open fds of this process. */
+static int open_fds(void)
+{
+	int n = 0;
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+
+	assert_non_null(d);
+	while ((de = readdir(d)))
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n - 1; /* the listing's own */
+}
+
+/*
+ * A file held open: read again without another open, its new content each
+ * time; a cgroup removed fails the next read with -ENODEV and closes it; a
+ * cgroup made again is read afresh through a new open.
+ */
+static void test_read_held(void **state)
+{
+	struct cgfs fs;
+	char buf[64];
+	int fd = -1, base;
+
+	(void)state;
+	assert_int_equal(cgfs_open(&fs, root, false, &ops, NULL), 0);
+	assert_int_equal(cgfs_mkdir_p(&fs, "a"), 0);
+	base = open_fds();
+	assert_int_equal(put(fs.rootfd, "a/cpu.stat", "usage_usec 1\n"), 0);
+	assert_int_equal(cgfs_read_held(&fs, &fd, "a", "cpu.stat", buf, sizeof(buf)), 12);
+	assert_string_equal(buf, "usage_usec 1");
+	assert_true(fd >= 0);
+	assert_int_equal(open_fds(), base + 1);
+	assert_int_equal(put(fs.rootfd, "a/cpu.stat", "usage_usec 22\n"), 0);
+	assert_int_equal(cgfs_read_held(&fs, &fd, "a", "cpu.stat", buf, sizeof(buf)), 13);
+	assert_string_equal(buf, "usage_usec 22");
+	assert_int_equal(open_fds(), base + 1);
+	/* Removed (by anyone): -ENODEV, and nothing left open. */
+	assert_int_equal(fakecg_remove(fs.rootfd, "a"), 0);
+	assert_int_equal(cgfs_read_held(&fs, &fd, "a", "cpu.stat", buf, sizeof(buf)), -ENODEV);
+	assert_int_equal(fd, -1);
+	assert_int_equal(open_fds(), base);
+	assert_int_equal(cgfs_read_held(&fs, &fd, "a", "cpu.stat", buf, sizeof(buf)), -ENOENT);
+	/* Made again: opened anew. */
+	assert_int_equal(cgfs_mkdir_p(&fs, "a"), 0);
+	assert_int_equal(put(fs.rootfd, "a/cpu.stat", "usage_usec 3\n"), 0);
+	assert_int_equal(cgfs_read_held(&fs, &fd, "a", "cpu.stat", buf, sizeof(buf)), 12);
+	assert_string_equal(buf, "usage_usec 3");
+	cgfs_release(&fs, &fd);
+	assert_int_equal(fd, -1);
+	assert_int_equal(open_fds(), base);
+	/* Bad paths as cgfs_read: nothing opened. */
+	assert_int_equal(cgfs_read_held(&fs, &fd, "../x", "cpu.stat", buf, sizeof(buf)), -EINVAL);
+	assert_int_equal(fd, -1);
+	cgfs_close(&fs);
+}
+
+/* Out of fds: read by path instead (CGFS_FD_UNHELD), never a file given up. */
+static void test_read_held_out_of_fds(void **state)
+{
+	struct rlimit old, low;
+	struct cgfs fs;
+	char buf[64];
+	int fd = -1, fill[64], n = 0;
+
+	(void)state;
+	assert_int_equal(cgfs_open(&fs, root, false, &ops, NULL), 0);
+	assert_int_equal(cgfs_mkdir_p(&fs, "a"), 0);
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+	low = (struct rlimit){ .rlim_cur = (rlim_t)open_fds() + 8, .rlim_max = old.rlim_max };
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+	while (n < 64 && (fill[n] = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0)
+		n++;
+	assert_int_equal(errno, EMFILE);
+	assert_int_equal(cgfs_read_held(&fs, &fd, "a", "cpu.weight", buf, sizeof(buf)), -EMFILE);
+	assert_int_equal(fd, CGFS_FD_UNHELD);
+	while (n)
+		close(fill[--n]);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+	/* From now on by path: open, read, close, each time. */
+	assert_int_equal(cgfs_read_held(&fs, &fd, "a", "cpu.weight", buf, sizeof(buf)), 3);
+	assert_string_equal(buf, "100");
+	assert_int_equal(fd, CGFS_FD_UNHELD);
+	cgfs_release(&fs, &fd);
+	cgfs_close(&fs);
+}
+
+/* The recorder: faults on held reads by path; without inner ops nothing can be held. */
+static void test_read_held_recorded(void **state)
+{
+	struct cgfs_recorder rec = { .inner = &ops, .pass_changes = true };
+	struct cgfs fs, virt;
+	char buf[64];
+	int fd = -1;
+
+	(void)state;
+	assert_int_equal(cgfs_open(&fs, root, false, &cgfs_recording_ops, &rec), 0);
+	assert_int_equal(cgfs_mkdir_p(&fs, "a"), 0);
+	assert_int_equal(cgfs_read_held(&fs, &fd, "a", "cpu.weight", buf, sizeof(buf)), 3);
+	rec.fault = (struct drf_fault){ .err = EIO, .ops = CGFS_OP_READ, .path = "a/cpu.weight" };
+	assert_int_equal(cgfs_read_held(&fs, &fd, "a", "cpu.weight", buf, sizeof(buf)), -EIO);
+	assert_int_equal(rec.fault.hits, 1);
+	assert_int_equal(fd, -1);
+	rec.fault = (struct drf_fault){ 0 };
+	assert_int_equal(cgfs_read_held(&fs, &fd, "a", "cpu.weight", buf, sizeof(buf)), 3);
+	cgfs_release(&fs, &fd);
+	cgfs_close(&fs);
+	/* A dry run over a root that does not exist: nothing to read, no watch. */
+	rec.inner = NULL;
+	assert_int_equal(cgfs_open_virtual(&virt, root, &cgfs_recording_ops, &rec), 0);
+	assert_int_equal(cgfs_read_held(&virt, &fd, "a", "cpu.weight", buf, sizeof(buf)),
+			 -ENOENT);
+	assert_int_equal(fd, -1);
+	assert_true(cgfs_watch_init(&virt) < 0);
+	cgfs_close(&virt);
+}
+
+/*
+ * Watches: a change of a watched file is told once (its watch descriptor),
+ * nothing else is; a file whose cgroup goes is no longer told.
+ */
+static void test_watch(void **state)
+{
+	struct cgfs fs;
+	int wfd, wa, wb, wds[4];
+
+	(void)state;
+	assert_int_equal(cgfs_open(&fs, root, false, &ops, NULL), 0);
+	assert_int_equal(cgfs_mkdir_p(&fs, "a"), 0);
+	assert_int_equal(cgfs_mkdir_p(&fs, "b"), 0);
+	wfd = cgfs_watch_init(&fs);
+	assert_true(wfd >= 0);
+	wa = cgfs_watch(&fs, wfd, "a", "memory.events");
+	wb = cgfs_watch(&fs, wfd, "b", "memory.events");
+	assert_true(wa >= 0 && wb >= 0 && wa != wb);
+	assert_int_equal(cgfs_watch(&fs, wfd, "c", "memory.events"), -ENOENT);
+	assert_int_equal(cgfs_watch(&fs, wfd, "../a", "memory.events"), -EINVAL);
+	assert_int_equal(cgfs_watch_read(&fs, wfd, wds, 4), 0);
+	assert_int_equal(put(fs.rootfd, "b/memory.events", "max 1\n"), 0);
+	assert_int_equal(cgfs_watch_read(&fs, wfd, wds, 4), 1);
+	assert_int_equal(wds[0], wb);
+	assert_int_equal(cgfs_watch_read(&fs, wfd, wds, 4), 0);
+	/* More changes than room: -1, anything may have changed. */
+	assert_int_equal(put(fs.rootfd, "a/memory.events", "max 1\n"), 0);
+	assert_int_equal(put(fs.rootfd, "b/memory.events", "max 2\n"), 0);
+	assert_int_equal(cgfs_watch_read(&fs, wfd, wds, 1), 1);
+	assert_int_equal(wds[0], -1);
+	cgfs_unwatch(&fs, wfd, wa);
+	assert_int_equal(put(fs.rootfd, "a/memory.events", "max 2\n"), 0);
+	assert_int_equal(cgfs_watch_read(&fs, wfd, wds, 4), 0);
+	cgfs_watch_close(&fs, wfd);
+	cgfs_close(&fs);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_paths_stay_beneath_root, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_read_held, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_read_held_out_of_fds, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_read_held_recorded, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_watch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bind_mount_not_followed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_subtree_and_remove, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reconcile_writes_only_changes, setup, teardown),

@@ -529,6 +529,44 @@ static void test_tick_unchanged_writes_nothing(void **state)
 	assert_true(fx.rec.changes > s.changes);
 }
 
+/*
+ * The pressure files are read where something needs them: observed demand,
+ * a metrics-file, or a status or metrics asked for in the last DRFD_ASKED_US;
+ * with declared demand and neither, not at all (the fault on them is never
+ * reached).
+ */
+static void test_pressure_read_when_asked(void **state)
+{
+	const struct drf_tenant_use *t;
+	char psi[160];
+
+	(void)state;
+	assert_int_equal(fakedrfd_start(&fx), 0);
+	fx.rec.fault = (struct drf_fault){ .err = EIO, .ops = CGFS_OP_READ, .path = ".pressure" };
+	for (int k = 0; k < 3; k++) {
+		fakedrfd_advance(&fx, DRF_USEC_PER_SEC);
+		drfd_tick(&d, 0);
+	}
+	assert_int_equal(fx.rec.fault.hits, 0);
+	fx.rec.fault = (struct drf_fault){ 0 };
+	drfd_asked(&d);
+	for (int k = 1; k <= 2; k++) {
+		snprintf(psi, sizeof(psi), "some avg10=0 avg60=0 avg300=0 total=%d\n"
+					   "full avg10=0 avg60=0 avg300=0 total=0\n", k * 250000);
+		assert_int_equal(fakedrfd_put(&fx, "a", "cpu.pressure", psi), 0);
+		fakedrfd_advance(&fx, DRF_USEC_PER_SEC);
+		drfd_tick(&d, 0);
+	}
+	t = &d.use.t[0];
+	assert_true(fabs(t->pressure[DRF_PRESSURE_CPU_SOME] - 0.25) < 1e-9);
+	/* Long after: no longer read. */
+	fakedrfd_advance(&fx, DRFD_ASKED_US);
+	fx.rec.fault = (struct drf_fault){ .err = EIO, .ops = CGFS_OP_READ, .path = ".pressure" };
+	drfd_tick(&d, 0);
+	assert_int_equal(fx.rec.fault.hits, 0);
+	assert_true(isnan(t->pressure[DRF_PRESSURE_CPU_SOME]));
+}
+
 /* A dry run writes no metrics-file, as it writes nothing else; a drfd that runs writes it. */
 static void test_dry_run_writes_no_metrics(void **state)
 {
@@ -900,6 +938,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_tick_unchanged_writes_nothing, setup_observed,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_dry_run_writes_no_metrics, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pressure_read_when_asked, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_log_escapes, setup, teardown),
 		cmocka_unit_test(test_json_str),
 		cmocka_unit_test(test_json_keys),

@@ -4,6 +4,7 @@
  * daemon's sampling (agent/daemon/usage.c) over a fake cgroup tree and the
  * probes' recorder, with failures injected.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -456,6 +457,127 @@ static void test_recreated_cgroup(void **state)
 	assert_true(fabs(use.t[0].use_tick[DRF_RES_CPU] - 0.5) < 1e-9);
 }
 
+/* Open fds of this process. */
+static int open_fds(void)
+{
+	int n = 0;
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+
+	assert_non_null(d);
+	while ((de = readdir(d)))
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n - 1; /* the listing's own */
+}
+
+static void sample_psi(uint64_t t, bool pressure)
+{
+	struct drf_usage_in in = { .cfg = &pl.decl.cfg, .plan = &pl.plan, .now_us = t,
+				   .pressure = pressure };
+
+	drf_usage_sample(&use, &in);
+}
+
+/*
+ * The files a sample reads stay open, and only those: cpu.stat,
+ * memory.current, memory.stat and memory.events a tenant (and one inotify fd),
+ * the pressure files while they are asked for; a tenant's go with it at a
+ * reload, all of them with the measurements.
+ */
+static void test_files_held(void **state)
+{
+	const char *psi = "some avg10=0.00 avg60=0.00 avg300=0.00 total=100000\n"
+			  "full avg10=0.00 avg60=0.00 avg300=0.00 total=50000\n";
+	char err[512];
+	int base;
+	FILE *f;
+
+	(void)state;
+	drf_usage_free(&use);
+	drf_usage_init(&use, &fs, NULL);
+	base = open_fds();
+	rekey();
+	sample_psi(10 * SEC, false);
+	sample_psi(11 * SEC, false);
+	assert_int_equal(open_fds(), base + 2 * 4 + 1);
+	assert_true(isnan(use.t[0].pressure[DRF_PRESSURE_CPU_SOME]));
+	/* Asked for: read, held; the rate from the second sample on. */
+	put("a", "cpu.pressure", psi);
+	sample_psi(12 * SEC, true);
+	assert_int_equal(open_fds(), base + 2 * 7 + 1);
+	put("a", "cpu.pressure", "some avg10=0.00 avg60=0.00 avg300=0.00 total=600000\n"
+				 "full avg10=0.00 avg60=0.00 avg300=0.00 total=50000\n");
+	sample_psi(13 * SEC, true);
+	assert_true(fabs(use.t[0].pressure[DRF_PRESSURE_CPU_SOME] - 0.5) < 1e-9);
+	/* No longer asked for: not read (and its rate gone). */
+	sample_psi(14 * SEC, false);
+	assert_true(isnan(use.t[0].pressure[DRF_PRESSURE_CPU_SOME]));
+	/* b leaves: its files close. */
+	f = fopen(conf, "w");
+	assert_non_null(f);
+	fprintf(f, "[agent]\ncgroup-root = %s\nmode = limit\n[capacity]\ncpu = 4\nmemory = 8G\n"
+		   "[tenant a]\ncpu = 1\nmemory = 1G\n", root);
+	assert_int_equal(fclose(f), 0);
+	fakeplan_free(&pl);
+	assert_int_equal(fakeplan_load(&pl, conf, NULL, err, sizeof(err)), 0);
+	rekey();
+	assert_int_equal(open_fds(), base + 7 + 1);
+	sample_psi(15 * SEC, false);
+	assert_int_equal(open_fds(), base + 7 + 1);
+	drf_usage_free(&use);
+	assert_int_equal(open_fds(), base);
+	drf_usage_init(&use, &fs, NULL);
+}
+
+/*
+ * memory.events is read when inotify says it changed, not each tick: a fault
+ * on its reads is reached only then; without watches (their fault) it is
+ * read each tick.
+ */
+static void test_memory_events_on_change(void **state)
+{
+	struct cgfs_recorder r = { .inner = &fakecg_ops, .pass_changes = true };
+	struct cgfs rfs;
+
+	(void)state;
+	assert_int_equal(cgfs_open(&rfs, root, false, &cgfs_recording_ops, &r), 0);
+	drf_usage_free(&use);
+	drf_usage_init(&use, &rfs, NULL);
+	rekey();
+	put("a", "memory.events", "low 0\nhigh 0\nmax 0\noom 0\noom_kill 1\n");
+	sample(10 * SEC);
+	assert_true(use.t[0].now.c[DRF_CTR_MEM_EVENTS_OOM_KILL] == 1);
+	/* Steady: memory.events not read (the fault is never reached), its counts kept. */
+	r.fault = (struct drf_fault){ .err = EIO, .ops = CGFS_OP_READ, .path = "a/memory.events" };
+	sample(11 * SEC);
+	sample(12 * SEC);
+	assert_int_equal(r.fault.hits, 0);
+	assert_true(use.t[0].now.c[DRF_CTR_MEM_EVENTS_OOM_KILL] == 1);
+	/* Changed: read at the next sample (here failing: the count is not known). */
+	put("a", "memory.events", "low 0\nhigh 0\nmax 2\noom 1\noom_kill 2\n");
+	sample(13 * SEC);
+	assert_int_equal(r.fault.hits, 1);
+	assert_true(isnan(use.t[0].now.c[DRF_CTR_MEM_EVENTS_OOM_KILL]));
+	r.fault = (struct drf_fault){ 0 };
+	sample(14 * SEC);
+	assert_true(use.t[0].now.c[DRF_CTR_MEM_EVENTS_OOM_KILL] == 2);
+	assert_true(use.t[0].now.c[DRF_CTR_MEM_EVENTS_MAX] == 2);
+	drf_usage_free(&use);
+	/* No inotify: read every tick. */
+	r.fault = (struct drf_fault){ .err = ENOSYS, .ops = CGFS_OP_WATCH };
+	drf_usage_init(&use, &rfs, NULL);
+	rekey();
+	sample(20 * SEC);
+	r.fault = (struct drf_fault){ .err = EIO, .ops = CGFS_OP_READ, .path = "a/memory.events" };
+	sample(21 * SEC);
+	sample(22 * SEC);
+	assert_int_equal(r.fault.hits, 2);
+	drf_usage_free(&use);
+	cgfs_close(&rfs);
+	drf_usage_init(&use, &fs, NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -471,6 +593,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_reload_keeps_history_and_sweeps, setup_daemon,
 						teardown_daemon),
 		cmocka_unit_test_setup_teardown(test_recreated_cgroup, setup_daemon, teardown_daemon),
+		cmocka_unit_test_setup_teardown(test_files_held, setup_daemon, teardown_daemon),
+		cmocka_unit_test_setup_teardown(test_memory_events_on_change, setup_daemon,
+						teardown_daemon),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -143,7 +143,9 @@ mkfifo "$work/logpipe"
 (exec 3<"$work/logpipe"; exec 3<&-) &
 "$DRFD" -c "$conf" --foreground 2>"$work/logpipe" &
 p3=$!
-sleep 1
+# SIGHUP only once drfd blocks it (it is then queued for its loop): before, it would kill.
+# shellcheck disable=SC2016 # expanded by wait_until's eval, each time
+wait_until 'b=$(sed -n "s/^SigBlk:[[:space:]]*//p" /proc/'"$p3"'/status 2>/dev/null); [ -n "$b" ] && (( 0x$b & 1 ))'
 kill -HUP $p3
 sleep 1
 kill -0 $p3
