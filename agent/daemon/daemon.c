@@ -3,10 +3,12 @@
 #include "daemon.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
@@ -27,7 +29,12 @@ void drfd_log_plan(const struct drf_logger *log, const struct drf_plan *p,
 	if (c->n_tenants == 0)
 		drf_log(log, LOG_NOTICE, "%s defines no tenants: idling until a reload brings some",
 			c->path);
-	for (size_t i = 0; i < c->n_tenants; i++) {
+	/* A line a tenant up to DRFD_LOG_TENANTS; past that, drfctl status says it (a
+	 * reload of 10,000 tenants would write 10,000 lines to the journal). */
+	if (c->n_tenants > DRFD_LOG_TENANTS)
+		drf_log(log, LOG_INFO, "plan: %zu tenants (a line each up to %d: drfctl status "
+				       "and plan show them all)", c->n_tenants, DRFD_LOG_TENANTS);
+	for (size_t i = 0; i < c->n_tenants && c->n_tenants <= DRFD_LOG_TENANTS; i++) {
 		const struct drf_share *sh = &p->result.shares[i];
 		char line[512] = "", q[32];
 
@@ -188,6 +195,44 @@ static void replan(struct drfd *d)
 	install(d, &p);
 	if (d->decl.cfg.observed)
 		drf_online_save(&d->online, &d->use, &d->decl);
+}
+
+/*
+ * The tenants' counter files stay open from tick to tick (up to 8 a tenant;
+ * see usage.h): the soft limit on open files goes up to the hard one (the
+ * event loop is epoll, never select), and the measurements may hold all but
+ * DRFD_FILES_RESERVED of it (the socket's clients, tasks, maps, state files
+ * keep theirs). Files past that are read by path.
+ *
+ * A reload builds the plan and the reconciler's tables anew, megabytes at
+ * 10,000 tenants: glibc would map each afresh and unmap it when freed, and
+ * each reload fault every page in again (half its time at 10,000 tenants).
+ * Allocations up to DRFD_MMAP_MAX come from the heap, which keeps up to
+ * DRFD_TRIM_MAX of free memory for the next reload.
+ */
+#define DRFD_FILES_RESERVED 1024
+#define DRFD_MMAP_MAX (32 << 20)
+#define DRFD_TRIM_MAX (256 << 20)
+
+size_t drfd_tune_process(void)
+{
+	struct rlimit rl;
+
+	mallopt(M_MMAP_THRESHOLD, DRFD_MMAP_MAX);
+	mallopt(M_TRIM_THRESHOLD, DRFD_TRIM_MAX);
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return 0;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rlim_t hard = rl.rlim_max;
+
+		rl.rlim_cur = hard;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0 && getrlimit(RLIMIT_NOFILE, &rl) < 0)
+			return 0;
+	}
+	if (rl.rlim_cur == RLIM_INFINITY)
+		return SIZE_MAX;
+	return rl.rlim_cur > 2 * DRFD_FILES_RESERVED ? (size_t)rl.rlim_cur - DRFD_FILES_RESERVED
+						     : 0;
 }
 
 /* The measurements of every tenant, against the plan in force. */
@@ -411,6 +456,7 @@ int drfd_start(struct drfd *d, struct drf_reconcile_stats *ret)
 		d->state_path[0] = '\0';
 	}
 	drf_usage_init(&d->use, d->fs, d->log);
+	d->use.max_held = d->env->held_files;
 	r = drf_usage_stage(&d->use, c, &use);
 	if (r < 0)
 		return r;
@@ -554,8 +600,14 @@ int drfd_reload(struct drfd *d)
 	drfd_log_plan(d->log, &d->plan, d->has_io ? &d->io : NULL);
 	d->verify = drf_verify_per_tick(d->rc.n + d->rc.n_inner, d->decl.cfg.interval_us,
 					d->decl.cfg.verify_period_us);
-	/* The changed tenants now, not after a verifying round. */
-	drfd_tick(d, 0);
+	/*
+	 * The changed knobs now, not after a verifying round; the measurements,
+	 * history and metrics at the next tick (they would cost the reload as
+	 * much again as all the rest at 10,000 tenants).
+	 */
+	drfd_settle(d);
+	if (drf_reconciler_membership_changed(&d->rc) || d->state_err)
+		save_state(d);
 	return 0;
 }
 

@@ -56,6 +56,7 @@ struct drfd_env {
 	const char *probe_pin_dir;              /* where the probes are pinned */
 	const char *probes_why;                 /* without probes: why, or NULL */
 	uint32_t root_level;                    /* cgroup-root's level in its hierarchy */
+	size_t held_files;                      /* counter files the measurements may hold open */
 	const struct drf_spawn_ops *spawn;      /* NULL: no task queue */
 	void *spawn_ctx;
 	bool dry_run;
@@ -136,6 +137,14 @@ void drfd_tick(struct drfd *d, size_t verify);
  */
 void drfd_settle(struct drfd *d);
 
+/*
+ * What drfd sets for its process before it starts: the soft limit on open
+ * files raised to the hard one, and malloc's thresholds for the tables a
+ * reload builds (see daemon.c). Returns how many files the measurements may
+ * hold open (drfd_env.held_files).
+ */
+size_t drfd_tune_process(void);
+
 /* The event loop until SIGTERM/SIGINT; returns the exit code. */
 int drfd_run(struct drfd *d);
 
@@ -163,7 +172,8 @@ void drfd_view(const struct drfd *d, struct drf_view *ret);
 #define DRFD_ASKED_US (300 * DRF_USEC_PER_SEC)
 void drfd_asked(struct drfd *d);
 
-/* What the daemon logs of a plan when it starts or reloads. */
+/* What the daemon logs of a plan when it starts or reloads: a line a tenant up to this many. */
+#define DRFD_LOG_TENANTS 64
 void drfd_log_plan(const struct drf_logger *log, const struct drf_plan *p,
 		   const struct drf_io_target *io);
 

@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <systemd/sd-daemon.h>
@@ -372,22 +371,6 @@ static void system_free(struct system *sys)
 	free(sys->bpf_rec);
 }
 
-/*
- * The tenants' counter files stay open from tick to tick (up to 8 a tenant;
- * see usage.h): the soft limit on open files goes up to the hard one (the
- * event loop is epoll, never select). Where it stays low, the files past it
- * are read by path, as before.
- */
-static void raise_nofile(void)
-{
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
-}
-
 int main(int argc, char **argv)
 {
 	struct system sys = { .lock_fd = -1 };
@@ -568,7 +551,7 @@ int main(int argc, char **argv)
 		env.probe_ctx = &sys.probes;
 		start_probes(&d, &env, mount, probe_pin, sizeof(probe_pin));
 	}
-	raise_nofile();
+	env.held_files = drfd_tune_process();
 	r = drfd_start(&d, &st);
 	if (r < 0) {
 		drf_log(d.log, LOG_ERR, "cannot start: %s", strerror(-r));

@@ -392,7 +392,36 @@ void drf_reconciler_unstage(struct drf_reconciler_stage *st)
 	free(st->t);
 	drf_index_free(&st->index);
 	free(st->kept);
+	free(st->want);
 	memset(st, 0, sizeof(*st));
+}
+
+/* Whether p's nodes are those in force, in the same order: then their wants only, in st. */
+static bool stage_same(const struct drf_reconciler *rc, const struct drf_plan *p,
+		       struct drf_reconciler_stage *st)
+{
+	const struct drf_config *c = &p->decl->cfg;
+
+	if (st->n != rc->n || st->n_inner != rc->n_inner || st->n_task != rc->n_task)
+		return false;
+	st->want = malloc((st->total + 1) * sizeof(*st->want));
+	if (!st->want)
+		return false;
+	for (size_t i = 0; i < st->total; i++) {
+		enum drf_node_kind kind;
+		const struct drf_cg_knobs *node = plan_node(p, i, &kind);
+		const char *cg = node ? node->cgroup : c->tenants[i].cgroup;
+		const char *name = node ? cg : c->tenants[i].name;
+
+		if (rc->t[i].kind != kind || strcmp(rc->t[i].cgroup, cg) != 0 ||
+		    strcmp(rc->t[i].name, name) != 0) {
+			free(st->want);
+			st->want = NULL;
+			return false;
+		}
+		st->want[i] = node ? &node->knobs : &p->knobs[i];
+	}
+	return true;
 }
 
 int drf_reconciler_stage(struct drf_reconciler *rc, const struct drf_plan *p,
@@ -406,6 +435,10 @@ int drf_reconciler_stage(struct drf_reconciler *rc, const struct drf_plan *p,
 	};
 	int r = -ENOMEM;
 
+	if (stage_same(rc, p, &st)) {
+		*ret = st;
+		return 0;
+	}
 	st.t = calloc(st.total + 1, sizeof(*st.t));
 	st.kept = calloc(old + 1, sizeof(*st.kept));
 	if (!st.t || !st.kept)
@@ -423,7 +456,7 @@ int drf_reconciler_stage(struct drf_reconciler *rc, const struct drf_plan *p,
 		if (!st.t[i].name || !st.t[i].cgroup)
 			goto fail;
 		st.t[i].kind = kind;
-		st.t[i].want = node ? node->knobs : p->knobs[i];
+		st.t[i].want = node ? &node->knobs : &p->knobs[i];
 		st.t[i].from = o >= 0 && !st.kept[o] ? (size_t)o + 1 : 0;
 		if (o >= 0)
 			st.kept[o] = true;
@@ -455,21 +488,34 @@ void drf_reconciler_commit(struct drf_reconciler *rc, struct drf_reconciler_stag
 {
 	size_t old = rc->n + rc->n_inner + rc->n_task;
 
+	if (st->want) {
+		for (size_t i = 0; i < st->total; i++)
+			rc->t[i].want = st->want[i];
+		rc->ctrls = st->ctrls;
+		rc->root_checked = false;
+		drf_reconciler_unstage(st);
+		return;
+	}
+
 	/* What was observed of each node that stays, under its new name and wants. */
 	for (size_t i = 0; i < st->total; i++) {
-		struct drf_tenant_rt nt = st->t[i];
+		struct drf_tenant_rt *t = &st->t[i], *o;
+		char *name = t->name, *cgroup = t->cgroup;
+		const struct drf_knobs *want = t->want;
+		enum drf_node_kind kind = t->kind;
 
-		if (!nt.from)
+		if (!t->from)
 			continue;
-		st->t[i] = rc->t[nt.from - 1];
-		free(st->t[i].name);
-		free(st->t[i].cgroup);
-		st->t[i].name = nt.name;
-		st->t[i].cgroup = nt.cgroup;
-		st->t[i].kind = nt.kind;
-		st->t[i].want = nt.want;
-		st->t[i].from = 0;
-		rc->t[nt.from - 1].name = rc->t[nt.from - 1].cgroup = NULL;
+		o = &rc->t[t->from - 1];
+		*t = *o;
+		free(t->name);
+		free(t->cgroup);
+		t->name = name;
+		t->cgroup = cgroup;
+		t->kind = kind;
+		t->want = want;
+		t->from = 0;
+		o->name = o->cgroup = NULL;
 	}
 	/*
 	 * Departed nodes: the tasks' cgroups first (below their tenants), then the
@@ -713,7 +759,7 @@ static void knob_failed(struct drf_reconciler *rc, struct drf_tenant_rt *t, enum
 		return; /* each failure is said once, not every tick */
 	t->err[k] = -err;
 	if (write)
-		snprintf(what, sizeof(what), "write '%s' to", t->want.val[k]);
+		snprintf(what, sizeof(what), "write '%s' to", t->want->val[k]);
 	else
 		snprintf(what, sizeof(what), "read");
 	if (err == -ENOENT)
@@ -762,7 +808,7 @@ static int write_knob(struct drf_reconciler *rc, struct drf_tenant_rt *t, enum d
 		r = cgfs_write(rc->fs, t->cgroup, file, reset);
 	}
 	if (r == 0)
-		r = cgfs_write(rc->fs, t->cgroup, file, t->want.val[k]);
+		r = cgfs_write(rc->fs, t->cgroup, file, t->want->val[k]);
 	if (r < 0) {
 		knob_failed(rc, t, k, true, r, st);
 		return r;
@@ -775,8 +821,8 @@ static int write_knob(struct drf_reconciler *rc, struct drf_tenant_rt *t, enum d
 	t->failed &= ~KNOB_BIT(k);
 	t->known |= KNOB_BIT(k);
 	drf_log(&rc->log, LOG_INFO, "%s '%s': %s %s -> %s",
-		KIND(t), t->name, file, have ? have : "(unread)", t->want.val[k]);
-	set_seen(t, k, t->want.val[k]);
+		KIND(t), t->name, file, have ? have : "(unread)", t->want->val[k]);
+	set_seen(t, k, t->want->val[k]);
 	return 0;
 }
 
@@ -789,7 +835,7 @@ static int write_knob(struct drf_reconciler *rc, struct drf_tenant_rt *t, enum d
 static bool memory_gate(struct drf_reconciler *rc, struct drf_tenant_rt *t,
 			struct drf_reconcile_stats *st)
 {
-	const char *want = t->want.val[DRF_KNOB_MEMORY_MAX];
+	const char *want = t->want->val[DRF_KNOB_MEMORY_MAX];
 	unsigned long long usage, target = parse_bytes(want);
 	char cur[64];
 	int r;
@@ -853,7 +899,7 @@ static const enum drf_knob write_order[] = {
 static bool in_sync(const struct drf_tenant_rt *t, enum drf_knob k)
 {
 	return (t->known & KNOB_BIT(k)) && !(t->failed & KNOB_BIT(k)) &&
-	       strcmp(t->seen[k], t->want.val[k]) == 0;
+	       strcmp(t->seen[k], t->want->val[k]) == 0;
 }
 
 /* Whether a tick has anything to do for t without verifying it. */
@@ -862,7 +908,7 @@ static bool needs_work(const struct drf_tenant_rt *t)
 	if (!t->exists || t->failed || t->tightening)
 		return true;
 	for (int k = 0; k < DRF_NKNOBS; k++)
-		if (t->want.set[k] && !in_sync(t, k))
+		if (t->want->set[k] && !in_sync(t, k))
 			return true;
 	return false;
 }
@@ -901,7 +947,7 @@ static void process(struct drf_reconciler *rc, struct drf_tenant_rt *t, bool ver
 		char have[512];
 		ssize_t n;
 
-		if (!t->want.set[k])
+		if (!t->want->set[k])
 			continue;
 		if (hold && (KNOB_BIT(k) & MEMORY_BITS))
 			continue;
@@ -928,9 +974,9 @@ static void process(struct drf_reconciler *rc, struct drf_tenant_rt *t, bool ver
 				knob_failed(rc, t, k, false, (int)n, st);
 				continue;
 			}
-			if (drf_knob_matches(k, t->want.val[k], have, rc->io, rc->page_size) &&
+			if (drf_knob_matches(k, t->want->val[k], have, rc->io, rc->page_size) &&
 			    !(k == DRF_KNOB_IO_WEIGHT && has_device_line(have, rc->io))) {
-				set_seen(t, k, t->want.val[k]);
+				set_seen(t, k, t->want->val[k]);
 				t->known |= KNOB_BIT(k);
 				t->failed &= ~KNOB_BIT(k);
 				if (t->err[k])
@@ -949,7 +995,7 @@ static void process(struct drf_reconciler *rc, struct drf_tenant_rt *t, bool ver
 				rc->total_foreign++;
 				drf_log(&rc->log, LOG_WARNING, "%s '%s': %s was changed by someone "
 							       "else to '%s'; restoring '%s'",
-					KIND(t), t->name, file, have, t->want.val[k]);
+					KIND(t), t->name, file, have, t->want->val[k]);
 			}
 			/* What the file holds now, so that a held write is not forgotten. */
 			set_seen(t, k, have);
@@ -1042,8 +1088,8 @@ int drf_reconciler_ready(const struct drf_reconciler *rc, const char *cg, char *
 		return -t->cg_err;
 	}
 	for (int k = 0; k < DRF_NKNOBS; k++)
-		if (t->want.set[k] && (t->failed & KNOB_BIT(k))) {
-			snprintf(why, len, "cannot write '%s' to '%s/%s/%s': %s", t->want.val[k],
+		if (t->want->set[k] && (t->failed & KNOB_BIT(k))) {
+			snprintf(why, len, "cannot write '%s' to '%s/%s/%s': %s", t->want->val[k],
 				 rc->fs->root, cg, drf_knob_file((enum drf_knob)k, rc->io),
 				 strerror(t->err[k]));
 			return -t->err[k];

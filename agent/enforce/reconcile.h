@@ -49,7 +49,7 @@ struct drf_tenant_rt {
 	char *name;                            /* an inner node's or a task's is its cgroup */
 	enum drf_node_kind kind;
 	char *cgroup;                          /* relative to the root */
-	struct drf_knobs want;                 /* desired */
+	const struct drf_knobs *want;          /* desired: the plan in force's (not copied) */
 	char seen[DRF_NKNOBS][DRF_KNOB_LEN];   /* observed: last read back or written */
 	unsigned known;                        /* bits: seen[k] is valid */
 	unsigned failed;                       /* bits: the last write failed; retried */
@@ -121,6 +121,11 @@ struct drf_reconciler_stage {
 	struct drf_index index;
 	bool *kept;                     /* per node in force: it stays */
 	unsigned ctrls;
+	/*
+	 * The same nodes as in force, in the same order (the usual reload: some
+	 * knobs change): only their wants, and t, index and kept are not made.
+	 */
+	const struct drf_knobs **want;
 };
 
 /*

@@ -43,7 +43,7 @@ static enum knob_state knob_now(const struct drf_view *v, const struct drf_tenan
 		snprintf(have, len, "(%s)", strerror((int)-n));
 		return KS_UNREAD;
 	}
-	return drf_knob_matches(k, t->want.val[k], have, v->rc->io, v->rc->page_size) ? KS_OK
+	return drf_knob_matches(k, t->want->val[k], have, v->rc->io, v->rc->page_size) ? KS_OK
 										      : KS_DRIFT;
 }
 
@@ -79,14 +79,14 @@ static void json_knobs(const struct drf_view *v, const struct drf_tenant_rt *t, 
 		enum knob_state ks;
 		json_object *kn;
 
-		if (!t->want.set[k])
+		if (!t->want->set[k])
 			continue;
 		ks = knob_now(v, t, k, have, sizeof(have));
 		if (ks != KS_OK)
 			(*problems)++;
 		kn = drf_json_append_object(knobs);
 		drf_json_set_str(kn, "file", drf_knob_file(k, rc->io));
-		drf_json_set_str(kn, "desired", t->want.val[k]);
+		drf_json_set_str(kn, "desired", t->want->val[k]);
 		drf_json_set_str(kn, "actual", have);
 		drf_json_set_str(kn, "state", ks_names[ks]);
 		drf_json_set_str(kn, "error", t->err[k] ? strerror(t->err[k]) : NULL);
@@ -527,7 +527,7 @@ static void text_knobs(const struct drf_view *v, const struct drf_tenant_rt *t, 
 		char have[512];
 		enum knob_state ks;
 
-		if (!t->want.set[k])
+		if (!t->want->set[k])
 			continue;
 		ks = knob_now(v, t, k, have, sizeof(have));
 		fprintf(f, "  %-14s %-28s ", drf_knob_file(k, rc->io), have);
@@ -537,10 +537,10 @@ static void text_knobs(const struct drf_view *v, const struct drf_tenant_rt *t, 
 			continue;
 		case KS_DRIFT:
 			fprintf(f, "DRIFT: drfd wants %s; restored within %.0fs\n",
-				t->want.val[k], (double)e->decl->cfg.verify_period_us / 1e6);
+				t->want->val[k], (double)e->decl->cfg.verify_period_us / 1e6);
 			break;
 		case KS_RETRYING:
-			fprintf(f, "RETRYING: writing %s failed: %s\n", t->want.val[k],
+			fprintf(f, "RETRYING: writing %s failed: %s\n", t->want->val[k],
 				strerror(t->err[k]));
 			break;
 		case KS_WAITING:
@@ -548,7 +548,7 @@ static void text_knobs(const struct drf_view *v, const struct drf_tenant_rt *t, 
 				   "until usage drops\n", t->target);
 			break;
 		case KS_UNREAD:
-			fprintf(f, "UNREADABLE: drfd wants %s\n", t->want.val[k]);
+			fprintf(f, "UNREADABLE: drfd wants %s\n", t->want->val[k]);
 			break;
 		}
 		(*problems)++;

@@ -19,6 +19,7 @@ void drf_usage_init(struct drf_usage *u, const struct cgfs *fs, const struct drf
 	memset(u, 0, sizeof(*u));
 	u->fs = fs;
 	u->log = log;
+	u->max_held = SIZE_MAX;
 }
 
 static void files_init(struct drf_usage_files *f)
@@ -32,10 +33,12 @@ static void files_init(struct drf_usage_files *f)
 }
 
 /* Closes a tenant's files and removes its watch: its cgroup is read afresh. */
-static void files_release(const struct drf_usage *u, struct drf_usage_files *f)
+static void files_release(struct drf_usage *u, struct drf_usage_files *f)
 {
-	for (int k = 0; k < DRF_NUF; k++)
+	for (int k = 0; k < DRF_NUF; k++) {
+		u->held -= f->fd[k] >= 0;
 		cgfs_release(u->fs, &f->fd[k]);
+	}
 	if (u->watching)
 		cgfs_unwatch(u->fs, u->wfd, f->wd);
 	files_init(f);
@@ -64,6 +67,7 @@ void drf_usage_free(struct drf_usage *u)
 		u->probe->close(u->probe_ctx);
 	u->name = NULL;
 	u->t = NULL;
+	u->t_cap = 0;
 	u->cgid = NULL;
 	u->in_map = NULL;
 	u->n = 0;
@@ -102,7 +106,8 @@ void drf_usage_unstage(struct drf_usage_tenants *st)
 	}
 	free(st->name);
 	free(st->cgroup);
-	free(st->t);
+	if (!st->t_reused)
+		free(st->t);
 	free(st->cgid);
 	free(st->in_map);
 	free(st->files);
@@ -118,16 +123,21 @@ int drf_usage_stage(const struct drf_usage *u, const struct drf_config *c,
 	struct drf_index ix;
 
 	drf_index_init(&ix, name_key, u);
-	st.t = calloc(n + 1, sizeof(*st.t));
 	st.name = calloc(n + 1, sizeof(*st.name));
 	st.cgroup = calloc(n + 1, sizeof(*st.cgroup));
 	st.cgid = calloc(n + 1, sizeof(*st.cgid));
 	st.in_map = calloc(n + 1, sizeof(*st.in_map));
 	st.files = calloc(n + 1, sizeof(*st.files));
 	st.from = calloc(n + 1, sizeof(*st.from));
-	if (!st.t || !st.name || !st.cgroup || !st.cgid || !st.in_map || !st.files || !st.from ||
+	if (!st.name || !st.cgroup || !st.cgid || !st.in_map || !st.files || !st.from ||
 	    drf_index_build(&ix, u->n) < 0)
 		goto nomem;
+	/*
+	 * Histories stay where they are when the tenants in force keep their
+	 * places (the usual reload: a demand changed, tenants added at the end):
+	 * a history is some 6 KB, 60 MB to copy at 10,000 tenants.
+	 */
+	st.t_reused = n <= u->t_cap;
 	for (size_t i = 0; i < n; i++) {
 		const struct drf_tenant *ct = &c->tenants[i];
 		ssize_t j = drf_index_find_str(&ix, ct->name);
@@ -138,16 +148,32 @@ int drf_usage_stage(const struct drf_usage *u, const struct drf_config *c,
 			goto nomem;
 		/* Its history and files, if it was there before in the same cgroup. */
 		if (j >= 0 && strcmp(u->cgroup[j], ct->cgroup) == 0) {
-			st.t[i] = u->t[j];
 			st.cgid[i] = u->cgid[j];
 			st.in_map[i] = u->in_map[j];
 			st.files[i] = u->files[j];
 			st.from[i] = (size_t)j;
 		} else {
-			tenant_use_init(&st.t[i]);
 			files_init(&st.files[i]);
 			st.from[i] = SIZE_MAX;
 		}
+		if (st.from[i] != (i < u->n ? i : SIZE_MAX))
+			st.t_reused = false;
+	}
+	if (st.t_reused) {
+		/* Past u->n: not u's (the room the array has), the new tenants' from now. */
+		st.t = u->t;
+		for (size_t i = u->n; i < n; i++)
+			tenant_use_init(&st.t[i]);
+	} else {
+		st.t_cap = n + n / 8 + 16;
+		st.t = calloc(st.t_cap, sizeof(*st.t));
+		if (!st.t)
+			goto nomem;
+		for (size_t i = 0; i < n; i++)
+			if (st.from[i] != SIZE_MAX)
+				st.t[i] = u->t[st.from[i]];
+			else
+				tenant_use_init(&st.t[i]);
 	}
 	drf_index_free(&ix);
 	*ret = st;
@@ -180,6 +206,10 @@ void drf_usage_commit(struct drf_usage *u, struct drf_usage_tenants *st)
 	for (size_t i = 0; !kept && i < st->n; i++)
 		files_init(&st->files[i]);
 	free(kept);
+	if (st->t_reused)
+		old.t = NULL;
+	else
+		u->t_cap = st->t_cap;
 	drf_usage_unstage(&old);
 	u->t = st->t;
 	u->name = st->name;
@@ -303,8 +333,15 @@ static ssize_t read_file(struct drf_usage *u, size_t i, const char *cg, enum drf
 			 char *buf, size_t len)
 {
 	struct drf_usage_files *f = &u->files[i];
-	ssize_t n = cgfs_read_held(u->fs, &f->fd[k], cg, uf_name[k], buf, len);
+	bool held = f->fd[k] >= 0;
+	ssize_t n;
 
+	if (f->fd[k] == -1 && u->held >= u->max_held) {
+		n = cgfs_read(u->fs, cg, uf_name[k], buf, len); /* no more fds to spare */
+	} else {
+		n = cgfs_read_held(u->fs, &f->fd[k], cg, uf_name[k], buf, len);
+		u->held += (f->fd[k] >= 0) - held;
+	}
 	if (n == -ENODEV)
 		files_release(u, f);
 	if (n < 0)
@@ -432,8 +469,10 @@ static void identify(struct drf_usage *u, size_t i, const char *cg)
 		u->cgid[i] = id;
 		u->in_map[i] = false; /* added (again) below: -EEXIST is fine */
 		/* Files held on the cgroup before are another cgroup's. */
-		for (int k = 0; k < DRF_NUF; k++)
+		for (int k = 0; k < DRF_NUF; k++) {
+			u->held -= f->fd[k] >= 0;
 			cgfs_release(u->fs, &f->fd[k]);
+		}
 	}
 	/* A watch on memory.events: read when it changes, not each tick. */
 	if (id && f->wd < 0 && u->watching) {

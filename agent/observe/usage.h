@@ -48,12 +48,14 @@ struct drf_usage {
 	const struct cgfs *fs;
 	const struct drf_logger *log;
 	size_t n;                       /* tenants, in the order of the plan in force */
-	struct drf_tenant_use *t;       /* n entries */
+	struct drf_tenant_use *t;       /* n entries (room for t_cap) */
+	size_t t_cap;
 	char **name;                    /* n: whose history t[i] is */
 	char **cgroup;                  /* n: and in which cgroup (relative to the root) */
 	uint64_t *cgid;                 /* n: its cgroup id; 0: not known yet */
 	bool *in_map;                   /* n: it has entries in the probes' maps */
 	struct drf_usage_files *files;  /* n: its files held open */
+	size_t held, max_held;          /* files held open; at most (more are read by path) */
 	int wfd;                        /* memory.events' watches, when watching */
 	bool watch_tried, watching;     /* inotify tried; and working */
 	bool map_dirty;                 /* entries of departed tenants may be left */
@@ -98,6 +100,8 @@ struct drf_usage_tenants {
 	bool *in_map;
 	struct drf_usage_files *files;
 	size_t *from;   /* n: its position in u, or SIZE_MAX: new */
+	bool t_reused;  /* t is u's own (the tenants keep their places): not copied */
+	size_t t_cap;   /* else: t's room */
 };
 
 /*

@@ -419,7 +419,11 @@ int drf_knobs_compute(const struct drf_config *c, const struct drf_problem *p,
 			cpu_max = t.gcpu[t.v[i].parent];
 			io_max = t.gio[t.v[i].parent];
 		}
-		memset(k, 0, sizeof(*k));
+		/* Unset, empty (not the whole 1 KB cleared: 10 MB a plan at 10,000 tenants). */
+		for (int j = 0; j < DRF_NKNOBS; j++) {
+			k->set[j] = false;
+			k->val[j][0] = '\0';
+		}
 		if (ctrls & DRF_CTRL_CPU) {
 			double a = s->alloc[DRF_RES_CPU];
 

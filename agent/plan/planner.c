@@ -82,7 +82,7 @@ int drf_plan_build(const struct drf_plan_input *in, struct drf_engine *eng, stru
 	if (net && n > DRF_HTB_MAX_TENANTS)
 		return -ENOSPC;
 	p.demands = malloc((n + 1) * sizeof(*p.demands));
-	p.knobs = calloc(n + 1, sizeof(*p.knobs));
+	p.knobs = malloc((n + 1) * sizeof(*p.knobs)); /* filled by drf_knobs_compute() */
 	p.limit = calloc(n + 1, sizeof(*p.limit));
 	p.task = calloc(in->n_tasks + 1, sizeof(*p.task));
 	p.net.t = calloc(n + 1, sizeof(*p.net.t));

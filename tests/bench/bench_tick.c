@@ -57,6 +57,9 @@ static double median(double *v, int n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* As drfd does: the files it may hold open, malloc's thresholds (drfd_tune_process()). */
+static size_t held_files;
+
 /* N tenants with demands of different sizes, limit mode (every knob a number). */
 static char *tenants(int n, int changed, bool io)
 {
@@ -152,6 +155,7 @@ static int daemon_up(struct fakedrfd *f, int n, bool observed)
 	else
 		snprintf(agent, sizeof(agent), "mode = limit\n");
 	r = fakedrfd_setup(f, agent, t);
+	f->env.held_files = held_files;
 	free(t);
 	if (r == 0 && observed) {
 		/* An io device, as its io.stat lines name it: 8:0, weights through BFQ. */
@@ -220,8 +224,13 @@ static int reload_bench(int n, int rounds)
 	struct fakedrfd f;
 
 	if (!a || !b || !t_reload || !t_parse || !t_load ||
-	    fakedrfd_setup(&f, "mode = limit\n", a) < 0 || fakedrfd_start(&f) < 0) {
+	    fakedrfd_setup(&f, "mode = limit\n", a) < 0) {
 		fprintf(stderr, "bench_tick: reload setup failed\n");
+		return 1;
+	}
+	f.env.held_files = held_files;
+	if (fakedrfd_start(&f) < 0) {
+		fprintf(stderr, "bench_tick: the daemon did not start\n");
 		return 1;
 	}
 	for (int i = 0; i < rounds; i++) {
@@ -229,8 +238,10 @@ static int reload_bench(int n, int rounds)
 		size_t before = f.rec.changes;
 		double t0;
 
-		if (fakedrfd_write(&f, "mode = limit\n", i % 2 ? a : b) < 0)
+		if (fakedrfd_write(&f, "mode = limit\n", i % 2 ? a : b) < 0) {
+			fprintf(stderr, "bench_tick: cannot write the config\n");
 			return 1;
+		}
 		t0 = now_us();
 		if (drfd_reload(&f.d) < 0 || f.rec.changes == before) {
 			fprintf(stderr, "bench_tick: reload failed: %s\n", f.d.reload_error);
@@ -238,12 +249,16 @@ static int reload_bench(int n, int rounds)
 		}
 		t_reload[i] = now_us() - t0;
 		t0 = now_us();
-		if (ini_parse(f.conf, noop_handler, NULL) != 0)
+		if (ini_parse(f.conf, noop_handler, NULL) != 0) {
+			fprintf(stderr, "bench_tick: libinih cannot parse %s\n", f.conf);
 			return 1;
+		}
 		t_parse[i] = now_us() - t0;
 		t0 = now_us();
-		if (drf_config_load(f.conf, &drf_host_real, &c, err, sizeof(err)) < 0)
+		if (drf_config_load(f.conf, &drf_host_real, &c, err, sizeof(err)) < 0) {
+			fprintf(stderr, "bench_tick: %s\n", err);
 			return 1;
+		}
 		t_load[i] = now_us() - t0;
 		drf_config_free(&c);
 	}
@@ -277,6 +292,7 @@ int main(int argc, char **argv)
 	double *t_tick, *t_bare;
 	struct fakedrfd f;
 
+	held_files = drfd_tune_process();
 	if (strcmp(mode, "reload") == 0)
 		return reload_bench(n, argc > 3 ? atoi(argv[3]) : 21);
 	if (argc > 4)

@@ -61,6 +61,7 @@ int fakedrfd_setup(struct fakedrfd *f, const char *agent, const char *text)
 		.check_cgroup = check_cgroup_ok, .fs = &f->fs,
 		.tc = &faketc_ops, .tc_ctx = &f->tc,
 		.netbpf = &drf_netbpf_recording_ops, .netbpf_ctx = &f->bpf,
+		.held_files = SIZE_MAX,
 	};
 	faketc_init(&f->tc, 0);
 	f->d.env = &f->env;

@@ -527,6 +527,19 @@ static void test_files_held(void **state)
 	assert_int_equal(open_fds(), base + 7 + 1);
 	drf_usage_free(&use);
 	assert_int_equal(open_fds(), base);
+	/* A budget of 3 files: the others read by path, each time. */
+	drf_usage_init(&use, &fs, NULL);
+	use.max_held = 3;
+	rekey();
+	sample_psi(16 * SEC, true);
+	sample_psi(17 * SEC, true);
+	assert_int_equal(use.held, 3);
+	assert_int_equal(open_fds(), base + 3 + 1);
+	/* Measured all the same: b's files are all read by path. */
+	assert_false(isnan(use.t[1].gauge[DRF_GAUGE_MEM_CURRENT]));
+	assert_false(isnan(use.t[1].now.c[DRF_CTR_CPU_USEC]));
+	drf_usage_free(&use);
+	assert_int_equal(open_fds(), base);
 	drf_usage_init(&use, &fs, NULL);
 }
 
