@@ -142,7 +142,7 @@ int drf_state_save(const char *path, const char *root, const struct drf_reconcil
 	}
 	/* state-dir created (root's, 0755) and checked on the fds used; then the atomic replace. */
 	dfd = drf_statedir_open_parent(path, true, &file, why, sizeof(why));
-	r = dfd < 0 ? dfd : drf_at_replace(dfd, file, text, len, 0644);
+	r = dfd < 0 ? dfd : drf_replace_at(dfd, file, text, len, 0644);
 	if (dfd >= 0)
 		close(dfd);
 	free(text);

@@ -166,7 +166,7 @@ void drf_online_save(struct drf_online *o, const struct drf_usage *u,
 	/* Beneath the checked state dir, replaced atomically (synced file and directory). */
 	dfd = r < 0 ? r : drf_statedir_open_parent(path, true, &name, why, sizeof(why));
 	if (dfd >= 0) {
-		r = drf_at_replace(dfd, name, text, len, 0644);
+		r = drf_replace_at(dfd, name, text, len, 0644);
 		close(dfd);
 	} else {
 		r = dfd;

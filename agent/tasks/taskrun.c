@@ -155,7 +155,7 @@ const struct drf_spawn_ops drf_spawn_real_ops = {
 static int real_write(void *ctx, int dirfd, const char *name, const char *text)
 {
 	(void)ctx;
-	return drf_at_replace(dirfd, name, text, strlen(text), DRF_PRIVATE_FILE_MODE);
+	return drf_replace_at(dirfd, name, text, strlen(text), DRF_PRIVATE_FILE_MODE);
 }
 
 static void real_sleep_ms(void *ctx, unsigned ms)

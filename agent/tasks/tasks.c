@@ -55,7 +55,7 @@ static int put(const struct drf_tasks *q, uint64_t id, const char *name, const c
 		snprintf(p, sizeof(p), "%" PRIu64 "/%s", id, name);
 	else
 		snprintf(p, sizeof(p), "%s", name);
-	return drf_at_replace(q->dfd, p, text, strlen(text), DRF_PRIVATE_FILE_MODE);
+	return drf_replace_at(q->dfd, p, text, strlen(text), DRF_PRIVATE_FILE_MODE);
 }
 
 /*
@@ -835,7 +835,7 @@ int drf_tasks_submit(struct drf_tasks *q, const struct drf_config *c,
 	snprintf(idbuf, sizeof(idbuf), "%" PRIu64 "\n", t.id + 1);
 	drf_at_remove(q->dfd, tmp);
 	tfd = drf_at_dir(q->dfd, tmp, DRF_PRIVATE_DIR_MODE, true);
-	r = tfd < 0 ? tfd : drf_at_replace(tfd, "task", text, strlen(text), DRF_PRIVATE_FILE_MODE);
+	r = tfd < 0 ? tfd : drf_replace_at(tfd, "task", text, strlen(text), DRF_PRIVATE_FILE_MODE);
 	if (tfd >= 0)
 		close(tfd);
 	if (r == 0)
