@@ -749,6 +749,74 @@ static void test_nested_weights_compose(void **state)
 	}
 }
 
+/*
+ * Many paths: 210 tenants gA/gB/tI (A = I % 10, B = I % 7) give 10 inner nodes
+ * at the first level and all 70 pairs at the second, each once, parents first,
+ * and the weights still compose (the tree's index of paths grows many times).
+ */
+#define MANY_PATHS 210
+static void test_nested_many_paths(void **state)
+{
+	static struct drf_tenant ts[MANY_PATHS];
+	static struct drf_demand d[MANY_PATHS];
+	static struct drf_share sh[MANY_PATHS];
+	static struct drf_knobs k[MANY_PATHS];
+	static char paths[MANY_PATHS][32];
+	struct drf_config c = { .mode = DRF_MODE_SHARE, .tenants = ts, .n_tenants = MANY_PATHS };
+	struct drf_problem p = { .demands = d, .n = MANY_PATHS };
+	struct drf_result res = { .shares = sh, .n = MANY_PATHS };
+	struct drf_cg_knobs *in = NULL;
+	struct rng g = { base_seed };
+	bool seen[10][8] = { { false } };
+	size_t n_in = 0;
+	double total = 0;
+
+	(void)state;
+	memset(ts, 0, sizeof(ts));
+	memset(sh, 0, sizeof(sh));
+	for (size_t i = 0; i < MANY_PATHS; i++) {
+		snprintf(paths[i], sizeof(paths[i]), "g%zu/g%zu/t%zu", i % 10, i % 7, i);
+		ts[i].cgroup = paths[i];
+		ts[i].weight = 1;
+		d[i] = (struct drf_demand){ .weight = 1, .shape = { [DRF_RES_CPU] = 1 },
+					    .max_units = 1 };
+		sh[i].alloc[DRF_RES_CPU] = rng_range(&g, 1, 10);
+		total += sh[i].alloc[DRF_RES_CPU];
+	}
+	c.capacity[DRF_RES_CPU] = p.capacity[DRF_RES_CPU] = total;
+	assert_int_equal(drf_knobs_compute(&c, &p, &res, NULL, k, &in, &n_in), 0);
+	assert_int_equal(n_in, 10 + 70);
+	for (size_t x = 0; x < n_in; x++) {
+		unsigned a, b;
+		int used = 0;
+
+		if (sscanf(in[x].cgroup, "g%u/g%u%n", &a, &b, &used) == 2 &&
+		    (size_t)used == strlen(in[x].cgroup)) {
+			/* A second level node: once, after its parent. */
+			assert_true(a < 10 && b < 7);
+			assert_false(seen[a][b]);
+			assert_true(seen[a][7]);
+			seen[a][b] = true;
+		} else {
+			assert_int_equal(sscanf(in[x].cgroup, "g%u%n", &a, &used), 1);
+			assert_int_equal((size_t)used, strlen(in[x].cgroup));
+			assert_true(a < 10);
+			assert_false(seen[a][7]);
+			seen[a][7] = true;
+		}
+	}
+	for (size_t i = 0; i < MANY_PATHS; i++) {
+		double got = path_share(&c, k, in, n_in, paths[i]);
+		double want = sh[i].alloc[DRF_RES_CPU] / total;
+
+		if (fabs(got - want) > 0.02 * want)
+			print_error("tenant %s: share %.5f by weights, %.5f by allocation\n",
+				    paths[i], got, want);
+		assert_true(fabs(got - want) <= 0.02 * want);
+	}
+	drf_cg_knobs_free(in, n_in);
+}
+
 int main(void)
 {
 	const char *s = getenv("DRF_PROPS_SEED"), *n = getenv("DRF_PROPS_N");
@@ -761,6 +829,7 @@ int main(void)
 		cmocka_unit_test(test_discrete_converges),
 		cmocka_unit_test(test_discrete_within_one_task),
 		cmocka_unit_test(test_nested_weights_compose),
+		cmocka_unit_test(test_nested_many_paths),
 	};
 
 	if (s)
