@@ -20,6 +20,7 @@
 
 #include "log.h"
 #include "json.h"
+#include "keyfile.h"
 #include "statedir.h"
 #include "taskq.h"
 #include "text.h"
@@ -130,20 +131,6 @@ int drf_peer_creds(int fd, uid_t *uid, gid_t *gid, gid_t **groups, size_t *ngrou
 	return 0;
 }
 
-/* The value of "key VALUE" in text (first match) and its length; NULL if absent. */
-static const char *kv_find(const char *text, const char *key, size_t *ret_len)
-{
-	size_t k = strlen(key);
-
-	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
-		if (strncmp(l, key, k) != 0 || l[k] != ' ')
-			continue;
-		*ret_len = strcspn(l + k + 1, "\n");
-		return l + k + 1;
-	}
-	return NULL;
-}
-
 /*
  * The value of "key VALUE" in text, copied into buf; NULL if absent or longer
  * than buf holds: a value cut short is another value, never taken.
@@ -151,7 +138,7 @@ static const char *kv_find(const char *text, const char *key, size_t *ret_len)
 static const char *kv(const char *text, const char *key, char *buf, size_t len)
 {
 	size_t n;
-	const char *v = kv_find(text, key, &n);
+	const char *v = drf_kv_find(text, key, &n);
 
 	if (!v || n >= len)
 		return NULL;
@@ -164,7 +151,7 @@ static const char *kv(const char *text, const char *key, char *buf, size_t len)
 static int kv_dup(const char *text, const char *key, char **ret)
 {
 	size_t n;
-	const char *v = kv_find(text, key, &n);
+	const char *v = drf_kv_find(text, key, &n);
 
 	if (!v)
 		return -ENOENT;
@@ -504,13 +491,14 @@ static void trim_history(struct drf_tasks *q)
 static int populated(const struct drf_tasks *q, const char *cg)
 {
 	char buf[256];
+	uint64_t v;
 	ssize_t n = cgfs_read(q->fs, cg, "cgroup.events", buf, sizeof(buf));
 
 	if (n == -ENOENT)
 		return 0;
 	if (n < 0)
 		return (int)n;
-	return strstr(buf, "populated 1") ? 1 : 0;
+	return drf_kv_u64(buf, "populated", &v) == 0 && v;
 }
 
 /*
@@ -984,18 +972,20 @@ int drf_tasks_cancel(struct drf_tasks *q, uint64_t id, uid_t who, char *err, siz
 static void reap_task(struct drf_tasks *q, struct drf_task *t)
 {
 	char dir[4352], buf[1024], why[PATH_MAX + 1024];
-	const char *p, *result;
+	const char *result;
 	char *text, *e;
+	double v;
 
 	task_dir(q, t->id, dir, sizeof(dir));
+	/* What the cgroup's files do not say (or not as a number) is left as it was. */
 	if (cgfs_read(q->fs, t->cgroup, "cpu.stat", buf, sizeof(buf)) > 0 &&
-	    (p = strstr(buf, "usage_usec ")))
-		t->cpu_usec = strtod(p + 11, NULL);
+	    !isnan(v = drf_kv_double(buf, "usage_usec")))
+		t->cpu_usec = v;
 	if (cgfs_read(q->fs, t->cgroup, "memory.peak", buf, sizeof(buf)) > 0)
 		t->memory_peak = strtod(buf, NULL);
 	if (cgfs_read(q->fs, t->cgroup, "memory.events", buf, sizeof(buf)) > 0 &&
-	    (p = strstr(buf, "oom_kill ")))
-		t->oom_kills = strtod(p + 9, NULL);
+	    !isnan(v = drf_kv_double(buf, "oom_kill")))
+		t->oom_kills = v;
 	text = get(q, t->id, "exit");
 	why[0] = '\0';
 	if (text) {

@@ -384,6 +384,42 @@ static void test_endings(void **state)
 	fx_free(f);
 }
 
+/*
+ * What a reaped task used, from its cgroup's keyed files: a key is read whole,
+ * never as the tail of a longer one; a file without the key, or with a value
+ * that is no number, leaves what the task had.
+ */
+static void test_reap_whole_keys(void **state)
+{
+	struct fx *f = fx_new();
+	char p[4400];
+	uint64_t a, b;
+
+	(void)state;
+	fill(f);
+	tick(f);
+	a = first_running(f, "A");
+	snprintf(p, sizeof(p), "%s/cpu.stat", task(f, a)->cgroup);
+	assert_int_equal(fakecg_put(f->fs.rootfd, p, "throttled_usage_usec 99\nusage_usec 1234\n"
+				    "user_usec 1000\n"), 0);
+	end(f, a, "exit -1\nsignal 9\n", "oom 3\noom_group_kill 4\noom_kill 2\n");
+	b = first_running(f, "B");
+	snprintf(p, sizeof(p), "%s/cpu.stat", task(f, b)->cgroup);
+	assert_int_equal(fakecg_put(f->fs.rootfd, p, "user_usec 1000\nusage_usec lots\n"), 0);
+	task(f, b)->cpu_usec = 77;
+	task(f, b)->oom_kills = 5;
+	end(f, b, "exit 0\nsignal -1\n", "oom 1\noom_group_kill 1\n");
+	tick(f);
+	assert_int_equal(task(f, a)->state, DRF_TASK_DONE);
+	assert_true(task(f, a)->cpu_usec == 1234);
+	assert_true(task(f, a)->oom_kills == 2);
+	assert_string_equal(task(f, a)->result, "oom-killed");
+	assert_int_equal(task(f, b)->state, DRF_TASK_DONE);
+	assert_true(task(f, b)->cpu_usec == 77);
+	assert_true(task(f, b)->oom_kills == 5);
+	fx_free(f);
+}
+
 static void test_cancel(void **state)
 {
 	struct fx *f = fx_new();
@@ -1483,6 +1519,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_e1_scaled),
 		cmocka_unit_test(test_endings),
+		cmocka_unit_test(test_reap_whole_keys),
 		cmocka_unit_test(test_cancel),
 		cmocka_unit_test(test_restart_readopts),
 		cmocka_unit_test(test_refusals_change_nothing),
