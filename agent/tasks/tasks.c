@@ -24,6 +24,7 @@
 #include "statedir.h"
 #include "taskq.h"
 #include "text.h"
+#include "vec.h"
 
 #define FILE_MAX (1 << 20)
 
@@ -293,6 +294,7 @@ static bool cwd_valid(const char *cwd)
 static int task_parse(struct drf_task *t, uint64_t id, char *text)
 {
 	unsigned long long v;
+	size_t argv_cap = 0;
 	char *s;
 	int r;
 
@@ -345,19 +347,17 @@ static int task_parse(struct drf_task *t, uint64_t id, char *text)
 		return -EINVAL;
 	for (char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
 		size_t n = strcspn(l, "\n");
-		char *a, **na;
+		char *a;
 
 		if (strncmp(l, "arg ", 4) != 0)
 			continue;
 		a = strndup(l + 4, n - 4);
-		na = a ? realloc(t->argv, (t->argc + 2) * sizeof(*na)) : NULL;
-		if (!na || drf_proto_unescape(a) < 0) {
+		/* Room for it and the NULL that ends argv. */
+		if (!a || DRF_VEC_GROW(t->argv, &argv_cap, t->argc + 2) < 0 ||
+		    drf_proto_unescape(a) < 0) {
 			free(a);
-			if (na)
-				t->argv = na;
 			return -EINVAL;
 		}
-		t->argv = na;
 		t->argv[t->argc++] = a;
 		t->argv[t->argc] = NULL;
 	}
@@ -393,22 +393,6 @@ static void parse_result(struct drf_task *t, const char *text)
 		else
 			free(e);
 	}
-}
-
-static int tasks_grow(struct drf_tasks *q)
-{
-	struct drf_task *nt;
-	size_t nc;
-
-	if (q->n < q->cap)
-		return 0;
-	nc = q->cap ? q->cap * 2 : 64;
-	nt = realloc(q->t, nc * sizeof(*nt));
-	if (!nt)
-		return -ENOMEM;
-	q->t = nt;
-	q->cap = nc;
-	return 0;
 }
 
 static int cmp_task(const void *a, const void *b)
@@ -520,7 +504,7 @@ static int load_task(struct drf_tasks *q, const char *name, uint64_t id)
 		return 0;
 	}
 	text = read_small(dfd, "task");
-	if (!text || tasks_grow(q) < 0) {
+	if (!text || DRF_VEC_GROW(q->t, &q->cap, q->n + 1) < 0) {
 		drf_log(q->log, LOG_ERR, "task %s: cannot read '%s/%s/task': %s (a file of drfd's "
 					 "own, root's and 0600, is needed); left alone",
 			name, q->dir, name, strerror(text ? ENOMEM : errno));
@@ -781,7 +765,7 @@ int drf_tasks_submit(struct drf_tasks *q, const struct drf_config *c,
 		snprintf(err, len, "tenant '%s': cgroup path too long", tn->name);
 		return DRF_TASKS_REFUSED;
 	}
-	if (tasks_grow(q) < 0) {
+	if (DRF_VEC_GROW(q->t, &q->cap, q->n + 1) < 0) {
 		snprintf(err, len, "out of memory");
 		return DRF_TASKS_FAILED;
 	}
@@ -1116,14 +1100,8 @@ int drf_tasks_plan(struct drf_tasks *q, const struct drf_plan_task **ret, size_t
 
 	for (size_t i = 0; i < q->n; i++)
 		n += q->t[i].state == DRF_TASK_RUNNING || q->t[i].state == DRF_TASK_STARTING;
-	if (n > q->plan_cap) {
-		struct drf_plan_task *p = realloc(q->plan, n * sizeof(*p));
-
-		if (!p)
-			return -ENOMEM;
-		q->plan = p;
-		q->plan_cap = n;
-	}
+	if (DRF_VEC_GROW(q->plan, &q->plan_cap, n) < 0)
+		return -ENOMEM;
 	n = 0;
 	for (size_t i = 0; i < q->n; i++) {
 		const struct drf_task *t = &q->t[i];

@@ -510,6 +510,54 @@ static void test_restart_readopts(void **state)
 	fx_free(f);
 }
 
+/*
+ * A task's command of many words, read back from its task file by a new drfd
+ * (argv grown past its first allocation) and by drf_tasks_parse_file() (the
+ * supervisor's): every word, in order, and the NULL after the last.
+ */
+#define WORDS 100
+static void test_many_words_read_back(void **state)
+{
+	struct fx *f = fx_new();
+	char *argv[WORDS + 1], words[WORDS][8], err[1024], p[4400], *text;
+	struct drf_task_req req = { .uid = 1000, .gid = 1000, .cwd = "/tmp", .argv = argv,
+				    .argc = WORDS, .tenant = "A" };
+	struct drf_task t;
+	uint64_t id;
+	FILE *o;
+
+	(void)state;
+	for (int k = 0; k < WORDS; k++) {
+		snprintf(words[k], sizeof(words[k]), "w%d", k);
+		argv[k] = words[k];
+	}
+	argv[WORDS] = NULL;
+	assert_int_equal(drf_tasks_submit(&f->q, &f->cfg, f->cap, &req, &id, err, sizeof(err)),
+			 0);
+	drf_tasks_free(&f->q);
+	assert_int_equal(drf_tasks_init(&f->q, f->qdir, &f->fs, &fake_ops, &f->sp, &f->clock,
+					NULL, err, sizeof(err)), 0);
+	assert_int_equal(task(f, id)->argc, WORDS);
+	for (int k = 0; k < WORDS; k++)
+		assert_string_equal(task(f, id)->argv[k], words[k]);
+	assert_null(task(f, id)->argv[WORDS]);
+	/* The supervisor's reading of the same file. */
+	snprintf(p, sizeof(p), "%s/%" PRIu64 "/task", f->qdir, id);
+	text = calloc(1, 65536);
+	assert_non_null(text);
+	o = fopen(p, "r");
+	assert_non_null(o);
+	assert_true(fread(text, 1, 65535, o) > 0);
+	fclose(o);
+	assert_int_equal(drf_tasks_parse_file(&t, text), 0);
+	assert_int_equal(t.argc, WORDS);
+	assert_string_equal(t.argv[WORDS - 1], words[WORDS - 1]);
+	assert_null(t.argv[WORDS]);
+	drf_task_clear(&t);
+	free(text);
+	fx_free(f);
+}
+
 static void test_refusals_change_nothing(void **state)
 {
 	struct fx *f = fx_new();
@@ -1522,6 +1570,7 @@ int main(void)
 		cmocka_unit_test(test_reap_whole_keys),
 		cmocka_unit_test(test_cancel),
 		cmocka_unit_test(test_restart_readopts),
+		cmocka_unit_test(test_many_words_read_back),
 		cmocka_unit_test(test_refusals_change_nothing),
 		cmocka_unit_test(test_failures_injected),
 		cmocka_unit_test(test_escape),
