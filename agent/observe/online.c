@@ -13,6 +13,7 @@
 #include "demand.h"
 #include "log.h"
 #include "statedir.h"
+#include "vec.h"
 
 void drf_online_init(struct drf_online *o, const char *path, bool dry_run,
 		     const struct drf_logger *log)
@@ -48,16 +49,10 @@ const double (*drf_online_effective(struct drf_online *o, const struct drf_decla
 
 	if (!decl->cfg.observed)
 		return NULL;
-	if (o->cap < n + 1) {
-		double(*e)[DRF_NRES] = realloc(o->eff, (n + 1) * sizeof(*e));
-
-		if (!e) {
-			drf_log(o->log, LOG_ERR, "observed demand: out of memory; the declared "
-						 "demands are planned");
-			return NULL;
-		}
-		o->eff = e;
-		o->cap = n + 1;
+	if (DRF_VEC_GROW(o->eff, &o->cap, n + 1) < 0) {
+		drf_log(o->log, LOG_ERR, "observed demand: out of memory; the declared demands "
+					 "are planned");
+		return NULL;
 	}
 	for (size_t i = 0; i < n; i++)
 		for (int r = 0; r < DRF_NRES; r++)

@@ -882,6 +882,40 @@ static void test_state_file(void **state)
 	fixture_close(&g);
 }
 
+/* A state file of many entries (past the first allocation) is read whole, in order. */
+static void test_state_file_many_entries(void **state)
+{
+	struct drf_state_entry *ent;
+	size_t n, skipped, at;
+	char path[512], sdir[256], text[8192];
+
+	(void)state;
+	snprintf(sdir, sizeof(sdir), "%s/state", dir);
+	assert_int_equal(mkdir(sdir, 0755), 0);
+	assert_int_equal(drf_statedir_path(sdir, root, ".state", path, sizeof(path)), 0);
+	at = (size_t)snprintf(text, sizeof(text), "drfd-state 1\nroot %s\n", root);
+	for (int k = 0; k < 100; k++)
+		at += (size_t)snprintf(text + at, sizeof(text) - at, "tenant t%d g/t%d\n", k, k);
+	at += (size_t)snprintf(text + at, sizeof(text) - at, "netclass t99 b1ed\n");
+	assert_true(at < sizeof(text));
+	assert_int_equal(t_write_file(path, text), 0);
+	assert_int_equal(drf_state_load(path, root, &ent, &n, &skipped), 0);
+	assert_int_equal(n, 101);
+	assert_int_equal(skipped, 0);
+	for (int k = 0; k < 100; k++) {
+		char name[8], cg[16];
+
+		snprintf(name, sizeof(name), "t%d", k);
+		snprintf(cg, sizeof(cg), "g/t%d", k);
+		assert_string_equal(ent[k].name, name);
+		assert_string_equal(ent[k].cgroup, cg);
+		assert_int_equal(ent[k].net_minor, 0);
+	}
+	assert_string_equal(ent[100].name, "t99");
+	assert_int_equal(ent[100].net_minor, 0xb1ed);
+	drf_state_free(ent, n);
+}
+
 /* One drfd per root: a second lock on the same directory is refused, naming the pid. */
 static void test_lock(void **state)
 {
@@ -922,6 +956,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_io_weight_device_reset_first, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_zero_demand_and_cpu_clamp, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_state_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_state_file_many_entries, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lock, setup, teardown),
 	};
 
