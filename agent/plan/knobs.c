@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include "index.h"
+#include "keyfile.h"
 
 #define DRF_STR_(x) #x
 #define DRF_STR(x) DRF_STR_(x)
@@ -507,14 +508,12 @@ void drf_knobs_task(const double vec[DRF_NRES], const struct drf_io_target *io,
 	}
 }
 
-/* The number after key= in an io.max value, or INFINITY ("max", or no such key). */
+/* The number of key= in an io.max value, or INFINITY ("max", or no such key). */
 static double io_field(const char *v, const char *key)
 {
-	const char *p = strstr(v, key);
+	double x = drf_kv_field_double(v, strlen(v), key);
 
-	if (!p || strncmp(p + strlen(key), "max", 3) == 0)
-		return INFINITY;
-	return strtod(p + strlen(key), NULL);
+	return isnan(x) ? INFINITY : x;
 }
 
 void drf_knobs_limits(const struct drf_knobs *k, double ret[DRF_NRES])
@@ -529,8 +528,8 @@ void drf_knobs_limits(const struct drf_knobs *k, double ret[DRF_NRES])
 	if (k->set[DRF_KNOB_MEMORY_MAX] && strcmp(k->val[DRF_KNOB_MEMORY_MAX], "max") != 0)
 		ret[DRF_RES_MEMORY] = strtod(k->val[DRF_KNOB_MEMORY_MAX], NULL);
 	if (k->set[DRF_KNOB_IO_MAX]) {
-		ret[DRF_RES_IO_READ] = io_field(k->val[DRF_KNOB_IO_MAX], " rbps=");
-		ret[DRF_RES_IO_WRITE] = io_field(k->val[DRF_KNOB_IO_MAX], " wbps=");
+		ret[DRF_RES_IO_READ] = io_field(k->val[DRF_KNOB_IO_MAX], "rbps");
+		ret[DRF_RES_IO_WRITE] = io_field(k->val[DRF_KNOB_IO_MAX], "wbps");
 	}
 }
 

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -770,6 +771,35 @@ static void test_io_fields(void **state)
 	fixture_close(&f);
 }
 
+/* The limits a plan's knobs set, read back from their values (io.max: by key, whole). */
+static void test_knob_limits(void **state)
+{
+	struct drf_knobs k;
+	double lim[DRF_NRES];
+
+	(void)state;
+	memset(&k, 0, sizeof(k));
+	k.set[DRF_KNOB_CPU_MAX] = k.set[DRF_KNOB_MEMORY_MAX] = k.set[DRF_KNOB_IO_MAX] = true;
+	snprintf(k.val[DRF_KNOB_CPU_MAX], DRF_KNOB_LEN, "50000 100000");
+	snprintf(k.val[DRF_KNOB_MEMORY_MAX], DRF_KNOB_LEN, "max");
+	snprintf(k.val[DRF_KNOB_IO_MAX], DRF_KNOB_LEN,
+		 "8:0 rbps=10485760 wbps=max riops=max wiops=max");
+	drf_knobs_limits(&k, lim);
+	assert_true(lim[DRF_RES_CPU] == 0.5);
+	assert_true(isinf(lim[DRF_RES_MEMORY]));
+	assert_true(lim[DRF_RES_IO_READ] == 10485760);
+	assert_true(isinf(lim[DRF_RES_IO_WRITE]));
+	assert_true(isinf(lim[DRF_RES_NET]));
+	snprintf(k.val[DRF_KNOB_MEMORY_MAX], DRF_KNOB_LEN, "1073741824");
+	/* The last key of the line, and a key that only ends like one (xrbps) is not it. */
+	snprintf(k.val[DRF_KNOB_IO_MAX], DRF_KNOB_LEN,
+		 "8:16 xrbps=5 riops=max wiops=max wbps=2048");
+	drf_knobs_limits(&k, lim);
+	assert_true(lim[DRF_RES_MEMORY] == 1073741824);
+	assert_true(isinf(lim[DRF_RES_IO_READ]));
+	assert_true(lim[DRF_RES_IO_WRITE] == 2048);
+}
+
 /*
  * A foreign device weight is dropped before "default N" is written, not after:
  * BFQ drops a device's weight by setting the group to the weight in effect
@@ -953,6 +983,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_removed_tenants_and_orphans, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_nested_weights, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_io_fields, setup, teardown),
+		cmocka_unit_test(test_knob_limits),
 		cmocka_unit_test_setup_teardown(test_io_weight_device_reset_first, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_zero_demand_and_cpu_clamp, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_state_file, setup, teardown),
