@@ -550,35 +550,18 @@ static bool memory_matches(const char *want, const char *have, unsigned long pag
 	return h == w || (page && h == w / page * page);
 }
 
-/* The value of key= for device MAJ:MIN in io.max content; "max" if no line. */
+/* The value of key= for device MAJ:MIN in io.max content; "max" if no line or no key. */
 static void io_max_value(const char *content, const char *dev, const char *key, char *out,
 			 size_t len)
 {
-	const char *line = content;
-	size_t dl = strlen(dev), kl = strlen(key);
+	size_t n;
+	const char *fields = drf_kv_find(content, dev, &n);
+	const char *v = fields ? drf_kv_field(fields, n, key, &n) : NULL;
 
-	snprintf(out, len, "max");
-	while (line && *line) {
-		if (strncmp(line, dev, dl) == 0 && line[dl] == ' ') {
-			const char *p = line + dl;
-
-			while (p && *p && *p != '\n') {
-				while (*p == ' ')
-					p++;
-				if (strncmp(p, key, kl) == 0 && p[kl] == '=') {
-					size_t n = strcspn(p + kl + 1, " \n");
-
-					snprintf(out, len, "%.*s", (int)n, p + kl + 1);
-					return;
-				}
-				p += strcspn(p, " \n");
-			}
-			return;
-		}
-		line = strchr(line, '\n');
-		if (line)
-			line++;
-	}
+	if (v)
+		snprintf(out, len, "%.*s", (int)n, v);
+	else
+		snprintf(out, len, "max");
 }
 
 bool drf_knob_matches(enum drf_knob k, const char *want, const char *have,

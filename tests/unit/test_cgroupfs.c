@@ -801,6 +801,27 @@ static void test_knob_limits(void **state)
 }
 
 /*
+ * io.max read back: our device's line only (8:1 is not 8:16), every field
+ * compared, a field or a line that is not there is max.
+ */
+static void test_io_max_matches(void **state)
+{
+	const struct drf_io_target io = { .major = 8, .minor = 1, .weights = DRF_IO_WEIGHTS_BFQ };
+	const char *want = "8:1 rbps=1000 wbps=max riops=max wiops=max";
+
+	(void)state;
+	assert_true(drf_knob_matches(DRF_KNOB_IO_MAX, want,
+				     "8:16 rbps=5 wbps=5\n"
+				     "8:1 rbps=1000 wbps=max riops=max wiops=max", &io, 4096));
+	assert_true(drf_knob_matches(DRF_KNOB_IO_MAX, want, "8:1 rbps=1000", &io, 4096));
+	assert_false(drf_knob_matches(DRF_KNOB_IO_MAX, want, "8:16 rbps=1000", &io, 4096));
+	assert_false(drf_knob_matches(DRF_KNOB_IO_MAX, want, "8:1 rbps=1000 riops=7", &io, 4096));
+	assert_false(drf_knob_matches(DRF_KNOB_IO_MAX, want, "8:1 xrbps=1000", &io, 4096));
+	assert_true(drf_knob_matches(DRF_KNOB_IO_MAX, "8:1 rbps=max", "", &io, 4096));
+	assert_false(drf_knob_matches(DRF_KNOB_IO_MAX, want, want, NULL, 4096));
+}
+
+/*
  * A foreign device weight is dropped before "default N" is written, not after:
  * BFQ drops a device's weight by setting the group to the weight in effect
  * (bfq_io_set_device_weight()), which for a tenant that did IO meanwhile is
@@ -984,6 +1005,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_nested_weights, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_io_fields, setup, teardown),
 		cmocka_unit_test(test_knob_limits),
+		cmocka_unit_test(test_io_max_matches),
 		cmocka_unit_test_setup_teardown(test_io_weight_device_reset_first, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_zero_demand_and_cpu_clamp, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_state_file, setup, teardown),
