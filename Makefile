@@ -207,8 +207,9 @@ $(BUILD)/drfd: $(BUILD)/agent/daemon/drfd.o $(DAEMON_LIBS)
 # alone: a call to anything that does I/O would not link.
 CORE_TESTS := test_units test_alloc test_taskq
 PURE_LIB_OBJS := $(patsubst %,$(BUILD)/agent/lib/%.o,$(LIB_PURE))
-# The exposition parser of drfctl top is pure too: it links with nothing of drfd's.
-$(BUILD)/tests/test_expo: $(BUILD)/tests/unit/test_expo.o $(BUILD)/agent/cli/expo.o
+# The exposition parser of drfctl top is pure too: it links with the pure primitives alone.
+$(BUILD)/tests/test_expo: $(BUILD)/tests/unit/test_expo.o $(BUILD)/agent/cli/expo.o \
+		$(PURE_LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ -lm -lcmocka
 

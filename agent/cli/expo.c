@@ -9,6 +9,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "vec.h"
+
 /* A line being read: its bytes and the next one to look at. */
 struct cur {
 	const char *s;
@@ -147,23 +149,23 @@ static int take_label_value(struct cur *c, char **ret)
 	return 0;
 }
 
+/* The labels of s, which has none yet. */
 static int take_labels(struct cur *c, struct expo_sample *s)
 {
+	size_t cap = 0;
 	int r;
 
 	c->at++; /* '{' */
 	for (;;) {
-		struct expo_label *nl, *l;
+		struct expo_label *l;
 
 		skip_blanks(c);
 		if (peek(c) == '}') {
 			c->at++;
 			return 0;
 		}
-		nl = realloc(s->labels, (s->n_labels + 1) * sizeof(*nl));
-		if (!nl)
+		if (DRF_VEC_GROW(s->labels, &cap, s->n_labels + 1) < 0)
 			return -ENOMEM;
-		s->labels = nl;
 		l = &s->labels[s->n_labels];
 		*l = (struct expo_label){ 0 };
 		s->n_labels++;
@@ -395,18 +397,11 @@ int expo_parse(const char *text, size_t len, struct expo *ret, size_t *ret_line,
 		at = (size_t)(nl - text) + 1;
 		if (r == 0)
 			continue;
-		if (e.n == cap) {
-			size_t nc = cap ? cap * 2 : 64;
-			struct expo_sample *ns = realloc(e.samples, nc * sizeof(*ns));
-
-			if (!ns) {
-				expo_sample_free(&s);
-				r = -ENOMEM;
-				why = "out of memory";
-				goto fail;
-			}
-			e.samples = ns;
-			cap = nc;
+		if (DRF_VEC_GROW(e.samples, &cap, e.n + 1) < 0) {
+			expo_sample_free(&s);
+			r = -ENOMEM;
+			why = "out of memory";
+			goto fail;
 		}
 		e.samples[e.n++] = s;
 	}

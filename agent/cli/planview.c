@@ -8,13 +8,14 @@
 
 #include "json.h"
 #include "text.h"
+#include "vec.h"
 
 #define CELL 96
 #define MAX_COLS (6 + DRF_NRES)
 
 /* A table of strings, printed with columns padded to their widest cell. */
 struct table {
-	size_t rows, cols, cap;
+	size_t rows, cols, cap; /* cap: of cells, rows x cols */
 	char (*cells)[CELL];
 };
 
@@ -25,15 +26,8 @@ static char *cell(struct table *t, size_t row, size_t col)
 
 static char *table_row(struct table *t)
 {
-	if (t->rows == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 16;
-		char(*nc)[CELL] = realloc(t->cells, cap * t->cols * sizeof(*nc));
-
-		if (!nc)
-			return NULL;
-		t->cells = nc;
-		t->cap = cap;
-	}
+	if (DRF_VEC_GROW(t->cells, &t->cap, (t->rows + 1) * t->cols) < 0)
+		return NULL;
 	memset(t->cells[t->rows * t->cols], 0, t->cols * CELL);
 	return t->cells[t->rows++ * t->cols];
 }

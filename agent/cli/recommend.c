@@ -31,7 +31,7 @@ static int read_whole(const char *path, char **ret, size_t *ret_len)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY), r = 0;
 	struct stat st;
-	size_t n = 0;
+	ssize_t n;
 	char *buf;
 
 	if (fd < 0)
@@ -51,26 +51,14 @@ static int read_whole(const char *path, char **ret, size_t *ret_len)
 		close(fd);
 		return -ENOMEM;
 	}
-	while (n < (size_t)st.st_size) {
-		ssize_t k = read(fd, buf + n, (size_t)st.st_size - n);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0) {
-			r = -errno;
-			break;
-		}
-		if (k == 0)
-			break;
-		n += (size_t)k;
-	}
+	n = drf_read_full(fd, buf, (size_t)st.st_size);
 	close(fd);
-	if (r < 0) {
+	if (n < 0) {
 		free(buf);
-		return r;
+		return (int)n;
 	}
 	*ret = buf;
-	*ret_len = n;
+	*ret_len = (size_t)n;
 	return 0;
 }
 

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "fileio.h"
 #include "json.h"
 #include "metrics.h"
 #include "log.h"
@@ -567,25 +568,6 @@ static int take_stale(const char *path, const struct sockaddr_un *sa, char *why,
 	return 0;
 }
 
-static int mkdir_parent(const char *path)
-{
-	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
-	const char *slash = strrchr(path, '/');
-
-	if (!slash || slash == path)
-		return 0;
-	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
-	for (char *p = dir + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	return mkdir(dir, 0755) < 0 && errno != EEXIST ? -errno : 0;
-}
-
 /* Is path still the socket l bound? */
 static bool still_ours(const struct drfd_listener *l, const char *path)
 {
@@ -598,6 +580,7 @@ static bool still_ours(const struct drfd_listener *l, const char *path)
 int drfd_listen(struct drfd *d, const char *path, const char *group, char *why, size_t len)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char dir[sizeof(sa.sun_path)], *slash;
 	struct drfd_listener *l;
 	struct stat st;
 	mode_t mode = 0600;
@@ -622,7 +605,12 @@ int drfd_listen(struct drfd *d, const char *path, const char *group, char *why, 
 	/* Anything but a socket at the path is someone's file: refused, untouched. */
 	if (lstat(path, &st) == 0 && !S_ISSOCK(st.st_mode))
 		return not_a_socket(path, &st, why, len);
-	r = mkdir_parent(path);
+	/* Its directory, as the administrator named it (symlinks followed): mkdir -p. */
+	memcpy(dir, path, strlen(path) + 1);
+	slash = strrchr(dir, '/');
+	if (slash)
+		*slash = '\0';
+	r = slash ? drf_mkdir_p_at(AT_FDCWD, dir, 0755) : 0;
 	if (r < 0) {
 		snprintf(why, len, "cannot create the directory of status-socket '%s': %s", path,
 			 strerror(-r));

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "statedir.h"
+#include "vec.h"
 
 void drf_state_free(struct drf_state_entry *e, size_t n)
 {
@@ -77,16 +78,9 @@ int drf_state_load(const char *path, const char *root, struct drf_state_entry **
 				skipped++;
 			continue;
 		}
-		if (n == cap) {
-			size_t nc = cap ? 2 * cap : 16;
-			struct drf_state_entry *ne = realloc(e, nc * sizeof(*ne));
-
-			if (!ne) {
-				r = -ENOMEM;
-				break;
-			}
-			e = ne;
-			cap = nc;
+		if (DRF_VEC_GROW(e, &cap, n + 1) < 0) {
+			r = -ENOMEM;
+			break;
 		}
 		e[n].net_minor = 0;
 		e[n].netdev = strcmp(word, "netdev") == 0;
@@ -142,7 +136,7 @@ int drf_state_save(const char *path, const char *root, const struct drf_reconcil
 	}
 	/* state-dir created (root's, 0755) and checked on the fds used; then the atomic replace. */
 	dfd = drf_statedir_open_parent(path, true, &file, why, sizeof(why));
-	r = dfd < 0 ? dfd : drf_at_replace(dfd, file, text, len, 0644);
+	r = dfd < 0 ? dfd : drf_replace_at(dfd, file, text, len, 0644);
 	if (dfd >= 0)
 		close(dfd);
 	free(text);

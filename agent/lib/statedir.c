@@ -249,11 +249,6 @@ int drf_at_dir(int dfd, const char *path, mode_t mode, bool create)
 	return fd;
 }
 
-int drf_at_replace(int dfd, const char *path, const void *buf, size_t len, mode_t mode)
-{
-	return drf_replace_at(dfd, path, buf, len, mode);
-}
-
 int drf_at_remove(int dfd, const char *path)
 {
 	const char *name;

@@ -32,7 +32,7 @@
 
 /*
  * The modes drfd gives what it creates, whatever its umask (systemd's is 0077):
- * drf_at_dir() and drf_at_replace() set them with fchmod, as histfile.c does.
+ * drf_at_dir() and drf_replace_at() (fileio.h) set them with fchmod, as histfile.c does.
  */
 #define DRF_STATEDIR_MODE 0755
 #define DRF_PRIVATE_DIR_MODE 0711
@@ -88,9 +88,6 @@ int drf_at_dir(int dfd, const char *path, mode_t mode, bool create);
  * or -EINVAL (wrong type).
  */
 int drf_at_owned(int fd, bool dir);
-
-/* drf_replace_at() (fileio.h) by its first name, which the daemon's callers still use. */
-int drf_at_replace(int dfd, const char *path, const void *buf, size_t len, mode_t mode);
 
 /* Removes path: a file, or a directory with the files in it (one level). */
 int drf_at_remove(int dfd, const char *path);

@@ -8,6 +8,9 @@
 #include <string.h>
 #include <syslog.h>
 
+#include "index.h"
+#include "vec.h"
+
 /* A failure: counted every tick, said once per errno. */
 static void failed(struct drf_shaper *s, int *slot, int err, struct drf_shaper_stats *st,
 		   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
@@ -81,19 +84,12 @@ void drf_shaper_free(struct drf_shaper *s)
 
 int drf_shaper_remember(struct drf_shaper *s, const char *name, uint16_t minor)
 {
-	char **nn;
-	uint16_t *nm;
-
 	if (minor < DRF_HTB_FIRST_TENANT || minor > DRF_HTB_LAST_TENANT)
 		return -EINVAL;
-	nn = realloc(s->mem_name, (s->n_mem + 1) * sizeof(*nn));
-	if (!nn)
+	/* Each array its own capacity: one may have grown when the other could not. */
+	if (DRF_VEC_GROW(s->mem_name, &s->mem_name_cap, s->n_mem + 1) < 0 ||
+	    DRF_VEC_GROW(s->mem_minor, &s->mem_minor_cap, s->n_mem + 1) < 0)
 		return -ENOMEM;
-	s->mem_name = nn;
-	nm = realloc(s->mem_minor, (s->n_mem + 1) * sizeof(*nm));
-	if (!nm)
-		return -ENOMEM;
-	s->mem_minor = nm;
 	s->mem_name[s->n_mem] = strdup(name);
 	if (!s->mem_name[s->n_mem])
 		return -ENOMEM;
@@ -145,44 +141,13 @@ static void remap(struct drf_shaper *s)
 	}
 }
 
-static uint64_t name_hash(const char *name)
+/* The key of tenant i in the index by name (a reload is O(n)): its name. */
+static const void *name_key(const void *ctx, size_t i, size_t *ret_len)
 {
-	uint64_t h = 1469598103934665603ULL;
+	const struct drf_shaper *s = ctx;
 
-	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
-		h = (h ^ *p) * 1099511628211ULL;
-	return h;
-}
-
-/* A hash of the plan's tenants by name (index + 1): a reload is O(n). */
-static int names_index(const struct drf_shaper *s, size_t **ret, size_t *ret_cap)
-{
-	size_t cap = 16, *slot;
-
-	while (cap < 2 * s->n)
-		cap *= 2;
-	slot = calloc(cap, sizeof(*slot));
-	if (!slot)
-		return -ENOMEM;
-	for (size_t i = 0; i < s->n; i++) {
-		size_t h = (size_t)name_hash(s->t[i].name) & (cap - 1);
-
-		while (slot[h])
-			h = (h + 1) & (cap - 1);
-		slot[h] = i + 1;
-	}
-	*ret = slot;
-	*ret_cap = cap;
-	return 0;
-}
-
-static ssize_t old_by_name(const struct drf_shaper *s, const size_t *slot, size_t cap,
-			   const char *name)
-{
-	for (size_t h = (size_t)name_hash(name) & (cap - 1); slot[h]; h = (h + 1) & (cap - 1))
-		if (strcmp(s->t[slot[h] - 1].name, name) == 0)
-			return (ssize_t)(slot[h] - 1);
-	return -1;
+	*ret_len = strlen(s->t[i].name);
+	return s->t[i].name;
 }
 
 int drf_shaper_set(struct drf_shaper *s, const struct drf_plan *p)
@@ -190,12 +155,14 @@ int drf_shaper_set(struct drf_shaper *s, const struct drf_plan *p)
 	const struct drf_config *c = &p->decl->cfg;
 	struct drf_shaper_tenant *nt;
 	uint8_t used[65536 / 8] = { 0 };
-	size_t n = c->n_tenants, *slot = NULL, cap = 0, *old_of = NULL;
+	size_t n = c->n_tenants, *old_of = NULL;
+	struct drf_index names;
 	double max_eg = 0;
 	int r = -ENOMEM;
 
 	if (n > DRF_HTB_MAX_TENANTS)
 		return -ENOSPC;
+	drf_index_init(&names, name_key, s);
 	nt = calloc(n + 1, sizeof(*nt));
 	if (!nt)
 		return -ENOMEM;
@@ -204,10 +171,10 @@ int drf_shaper_set(struct drf_shaper *s, const struct drf_plan *p)
 	 * state file after a restart), so that a newcomer never takes one.
 	 */
 	old_of = calloc(n + 1, sizeof(*old_of));
-	if (!old_of || names_index(s, &slot, &cap) < 0)
+	if (!old_of || drf_index_build(&names, s->n) < 0)
 		goto fail;
 	for (size_t i = 0; i < n; i++) {
-		ssize_t o = old_by_name(s, slot, cap, c->tenants[i].name);
+		ssize_t o = drf_index_find_str(&names, c->tenants[i].name);
 
 		old_of[i] = o + 1;
 		if (o >= 0) {
@@ -248,7 +215,7 @@ int drf_shaper_set(struct drf_shaper *s, const struct drf_plan *p)
 			max_eg = nt[i].in.eg_alloc;
 	}
 	/* Committed. The state file's minors served the first plan after a restart. */
-	free(slot);
+	drf_index_free(&names);
 	free(old_of);
 	tenants_free(s->t, s->n);
 	s->t = nt;
@@ -260,7 +227,7 @@ int drf_shaper_set(struct drf_shaper *s, const struct drf_plan *p)
 	free(s->mem_minor);
 	s->mem_name = NULL;
 	s->mem_minor = NULL;
-	s->n_mem = 0;
+	s->n_mem = s->mem_name_cap = s->mem_minor_cap = 0;
 	s->plan = p->net.htb;
 	s->link_rate = p->net.link_rate;
 	/* No more egress shaping: drfd's tree goes, also one a previous run left. */
@@ -276,7 +243,7 @@ int drf_shaper_set(struct drf_shaper *s, const struct drf_plan *p)
 	remap(s);
 	return 0;
 fail:
-	free(slot);
+	drf_index_free(&names);
 	free(old_of);
 	tenants_free(nt, n);
 	return r;
@@ -528,43 +495,41 @@ out:
 	free(cl);
 }
 
-/* The tenant whose cgroup id is cgid, through a hash built by cg_index(); -1 if none. */
-static ssize_t tenant_by_cgid(const size_t *slot, size_t cap, const struct drf_shaper *s,
-			      uint64_t cgid)
+/* The key of tenant i in the index by cgroup id: the id's 8 bytes. */
+static const void *cgid_key(const void *ctx, size_t i, size_t *ret_len)
 {
-	size_t h;
+	const struct drf_shaper *s = ctx;
 
-	if (!cgid || !cap)
-		return -1;
-	for (h = (size_t)(cgid * 0x9e3779b97f4a7c15ULL) & (cap - 1); slot[h];
-	     h = (h + 1) & (cap - 1))
-		if (s->t[slot[h] - 1].cgid == cgid)
-			return (ssize_t)(slot[h] - 1);
-	return -1;
+	*ret_len = sizeof(s->t[i].cgid);
+	return &s->t[i].cgid;
 }
 
-/* A hash of the tenants' known cgroup ids (index + 1); NULL on ENOMEM. */
-static size_t *cg_index(const struct drf_shaper *s, size_t *ret_cap)
+/*
+ * The tenants by cgroup id, those whose id is known (0: not found yet) only;
+ * of two with one id, the first. The ids must not change while ix is used.
+ * 0, or -ENOMEM with ix empty.
+ */
+static int cg_index(const struct drf_shaper *s, struct drf_index *ix)
 {
-	size_t cap = 16, *slot;
-
-	while (cap < 2 * s->n)
-		cap *= 2;
-	slot = calloc(cap, sizeof(*slot));
-	if (!slot)
-		return NULL;
+	drf_index_init(ix, cgid_key, s);
 	for (size_t i = 0; i < s->n; i++) {
-		size_t h;
+		int r;
 
 		if (!s->t[i].cgid)
 			continue;
-		for (h = (size_t)(s->t[i].cgid * 0x9e3779b97f4a7c15ULL) & (cap - 1); slot[h];
-		     h = (h + 1) & (cap - 1))
-			;
-		slot[h] = i + 1;
+		r = drf_index_add(ix, i, NULL);
+		if (r < 0 && r != -EEXIST) {
+			drf_index_free(ix);
+			return r;
+		}
 	}
-	*ret_cap = cap;
-	return slot;
+	return 0;
+}
+
+/* The tenant whose cgroup id is cgid, by cg_index(); -1 if none (0 is no cgroup's). */
+static ssize_t tenant_by_cgid(const struct drf_index *ix, uint64_t cgid)
+{
+	return cgid ? drf_index_find(ix, &cgid, sizeof(cgid)) : -1;
 }
 
 /* Removes drfd's root qdisc, with its classes, once net-rate left the config. */
@@ -676,22 +641,20 @@ static void bpf_tick(struct drf_shaper *s, size_t verify_from, size_t verify,
 	if (s->map_dirty) {
 		uint64_t *keys = NULL;
 		size_t nk = 0;
-
-		size_t cap = 0, *slot;
+		struct drf_index ix;
 
 		r = s->bpf->keys(s->bpf_ctx, &keys, &nk);
 		if (r < 0) {
 			failed(s, &s->err_bpf, r, st, "cannot list the network map");
 			return;
 		}
-		slot = cg_index(s, &cap);
-		if (!slot) {
+		if (cg_index(s, &ix) < 0) {
 			free(keys);
 			return; /* tried again next tick */
 		}
 		s->map_dirty = false;
 		for (size_t k = 0; k < nk; k++) {
-			if (tenant_by_cgid(slot, cap, s, keys[k]) >= 0)
+			if (tenant_by_cgid(&ix, keys[k]) >= 0)
 				continue;
 			r = s->bpf->del(s->bpf_ctx, keys[k]);
 			if (r < 0) {
@@ -702,7 +665,7 @@ static void bpf_tick(struct drf_shaper *s, size_t verify_from, size_t verify,
 			}
 			st->writes++;
 		}
-		free(slot);
+		drf_index_free(&ix);
 		free(keys);
 	}
 }
@@ -717,13 +680,15 @@ static void counters_tick(struct drf_shaper *s, double dt)
 {
 	struct drf_net_counters *vals = NULL;
 	uint64_t *keys = NULL;
-	size_t n = 0, cap = 0, *slot;
+	struct drf_index ix;
+	size_t n = 0;
+	bool indexed;
 
 	if (s->bpf->counters(s->bpf_ctx, &keys, &vals, &n) < 0)
 		return; /* counters are for the status: a failure here changes nothing */
-	slot = cg_index(s, &cap);
-	for (size_t k = 0; slot && k < n; k++) {
-		ssize_t i = tenant_by_cgid(slot, cap, s, keys[k]);
+	indexed = cg_index(s, &ix) == 0;
+	for (size_t k = 0; indexed && k < n; k++) {
+		ssize_t i = tenant_by_cgid(&ix, keys[k]);
 		struct drf_shaper_tenant *t;
 
 		if (i < 0) {
@@ -737,7 +702,7 @@ static void counters_tick(struct drf_shaper *s, double dt)
 		}
 		t->cnt = vals[k];
 	}
-	free(slot);
+	drf_index_free(&ix);
 	free(keys);
 	free(vals);
 }

@@ -84,7 +84,7 @@ struct drf_shaper {
 	/* remembered minors (state file), name -> minor */
 	char **mem_name;
 	uint16_t *mem_minor;
-	size_t n_mem;
+	size_t n_mem, mem_name_cap, mem_minor_cap;
 	bool map_dirty;                 /* stale map entries may exist: list the keys */
 	size_t cursor;                  /* next tenant whose map entry is read back */
 	uint32_t *by_minor, *leaf_of;   /* a tick's indexes by class minor (65536 each) */

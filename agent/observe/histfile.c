@@ -12,6 +12,7 @@
 
 #include "log.h"
 #include "statedir.h"
+#include "vec.h"
 
 /*
  * The history is read by `drfctl recommend` as any user: 0644 exactly, also
@@ -182,20 +183,10 @@ static struct drf_hist_acc *acc_of(struct drf_history *h, size_t hint, const cha
 		return &h->acc[i];
 	if (strlen(name) > DRF_HIST_NAME_MAX)
 		return NULL;
-	if (h->n == h->cap) {
-		size_t nc = h->cap ? 2 * h->cap : 16;
-		char(*nn)[DRF_HIST_NAME_MAX + 1] = realloc(h->name, nc * sizeof(*nn));
-		struct drf_hist_acc *na;
-
-		if (!nn)
-			return NULL;
-		h->name = nn;
-		na = realloc(h->acc, nc * sizeof(*na));
-		if (!na)
-			return NULL;
-		h->acc = na;
-		h->cap = nc;
-	}
+	/* Each array its own capacity: one may have grown when the other could not. */
+	if (DRF_VEC_GROW(h->name, &h->name_cap, h->n + 1) < 0 ||
+	    DRF_VEC_GROW(h->acc, &h->acc_cap, h->n + 1) < 0)
+		return NULL;
 	snprintf(h->name[h->n], sizeof(h->name[0]), "%s", name);
 	drf_hist_acc_reset(&h->acc[h->n]);
 	return &h->acc[h->n++];
@@ -298,6 +289,6 @@ void drf_history_free(struct drf_history *h)
 	free(h->acc);
 	h->name = NULL;
 	h->acc = NULL;
-	h->n = h->cap = 0;
+	h->n = h->name_cap = h->acc_cap = 0;
 	h->on = false;
 }

@@ -54,7 +54,7 @@ struct drf_history {
 	bool on;                        /* a path to keep it at */
 	bool open, failing;
 	int64_t step;                   /* floor(t / step_s) of the step accumulated; -1: none */
-	size_t n, cap;
+	size_t n, name_cap, acc_cap;
 	char (*name)[DRF_HIST_NAME_MAX + 1];
 	struct drf_hist_acc *acc;
 };

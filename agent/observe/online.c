@@ -13,6 +13,7 @@
 #include "demand.h"
 #include "log.h"
 #include "statedir.h"
+#include "vec.h"
 
 void drf_online_init(struct drf_online *o, const char *path, bool dry_run,
 		     const struct drf_logger *log)
@@ -48,16 +49,10 @@ const double (*drf_online_effective(struct drf_online *o, const struct drf_decla
 
 	if (!decl->cfg.observed)
 		return NULL;
-	if (o->cap < n + 1) {
-		double(*e)[DRF_NRES] = realloc(o->eff, (n + 1) * sizeof(*e));
-
-		if (!e) {
-			drf_log(o->log, LOG_ERR, "observed demand: out of memory; the declared "
-						 "demands are planned");
-			return NULL;
-		}
-		o->eff = e;
-		o->cap = n + 1;
+	if (DRF_VEC_GROW(o->eff, &o->cap, n + 1) < 0) {
+		drf_log(o->log, LOG_ERR, "observed demand: out of memory; the declared demands "
+					 "are planned");
+		return NULL;
 	}
 	for (size_t i = 0; i < n; i++)
 		for (int r = 0; r < DRF_NRES; r++)
@@ -166,7 +161,7 @@ void drf_online_save(struct drf_online *o, const struct drf_usage *u,
 	/* Beneath the checked state dir, replaced atomically (synced file and directory). */
 	dfd = r < 0 ? r : drf_statedir_open_parent(path, true, &name, why, sizeof(why));
 	if (dfd >= 0) {
-		r = drf_at_replace(dfd, name, text, len, 0644);
+		r = drf_replace_at(dfd, name, text, len, 0644);
 		close(dfd);
 	} else {
 		r = dfd;

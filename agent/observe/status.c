@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "json.h"
+#include "keyfile.h"
 
 enum knob_state { KS_OK, KS_DRIFT, KS_RETRYING, KS_WAITING, KS_UNREAD };
 
@@ -55,15 +56,13 @@ struct usage {
 static void usage_now(const struct drf_view *v, const char *cg, struct usage *u)
 {
 	char buf[1024];
-	const char *p;
 
 	u->memory = NAN;
 	u->cpu_usec = NAN;
 	if (cgfs_read(v->fs, cg, "memory.current", buf, sizeof(buf)) > 0)
 		u->memory = strtod(buf, NULL);
-	if (cgfs_read(v->fs, cg, "cpu.stat", buf, sizeof(buf)) > 0 &&
-	    (p = strstr(buf, "usage_usec ")))
-		u->cpu_usec = strtod(p + 11, NULL);
+	if (cgfs_read(v->fs, cg, "cpu.stat", buf, sizeof(buf)) > 0)
+		u->cpu_usec = drf_kv_double(buf, "usage_usec");
 	u->procs = cgfs_nprocs(v->fs, cg);
 }
 

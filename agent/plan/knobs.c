@@ -10,6 +10,8 @@
 #include <string.h>
 #include <sys/types.h>
 
+#include "index.h"
+#include "keyfile.h"
 
 #define DRF_STR_(x) #x
 #define DRF_STR(x) DRF_STR_(x)
@@ -224,41 +226,39 @@ struct tree_node {
 struct tree {
 	struct tree_node *v;     /* v[i] is tenant i for i < n_tenants, then inner nodes */
 	size_t n, n_tenants;
-	size_t *slot;            /* hash of path -> index + 1 */
-	size_t cap;
+	struct drf_index ix;     /* path -> node */
 	double *gcpu, *gio;      /* per group (parent index + 1): the largest cpu, io share */
 };
 
-static uint64_t path_hash(const char *s, size_t n)
+/* The key of node i in the tree's index: its path (a tenant's, or a prefix of one). */
+static const void *node_key(const void *ctx, size_t i, size_t *ret_len)
 {
-	uint64_t h = 1469598103934665603ULL;
+	const struct tree *t = ctx;
 
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
-	return h;
+	*ret_len = t->v[i].len;
+	return t->v[i].path;
 }
 
 /* The node of path[0..len), added (an inner node) if new; its index, or -ENOMEM. */
 static ssize_t tree_node_of(struct tree *t, const char *path, size_t len)
 {
-	size_t mask = t->cap - 1, h = (size_t)path_hash(path, len) & mask;
+	size_t found;
+	int r;
 
-	while (t->slot[h]) {
-		struct tree_node *x = &t->v[t->slot[h] - 1];
-
-		if (x->len == len && memcmp(x->path, path, len) == 0)
-			return (ssize_t)(t->slot[h] - 1);
-		h = (h + 1) & mask;
-	}
+	/* A candidate in the next free place, which the index reads its key from. */
 	t->v[t->n] = (struct tree_node){ .path = path, .len = len };
-	t->slot[h] = ++t->n;
-	return (ssize_t)(t->n - 1);
+	r = drf_index_add(&t->ix, t->n, &found);
+	if (r == -EEXIST)
+		return (ssize_t)found;
+	if (r < 0)
+		return r;
+	return (ssize_t)t->n++;
 }
 
 static void tree_free(struct tree *t)
 {
 	free(t->v);
-	free(t->slot);
+	drf_index_free(&t->ix);
 	free(t->gcpu);
 	free(t->gio);
 }
@@ -270,22 +270,20 @@ static int tree_build(struct tree *t, const struct drf_config *c, const struct d
 	size_t most = 0;
 
 	*t = (struct tree){ .n_tenants = p->n };
+	drf_index_init(&t->ix, node_key, t);
 	for (size_t i = 0; i < p->n; i++) {
 		most++;
 		for (const char *q = c->tenants[i].cgroup; *q; q++)
 			most += *q == '/';
 	}
-	for (t->cap = 16; t->cap < 2 * most; t->cap *= 2)
-		;
 	t->v = calloc(most + 1, sizeof(*t->v));
-	t->slot = calloc(t->cap, sizeof(*t->slot));
-	if (!t->v || !t->slot)
+	if (!t->v)
 		goto nomem;
 	/* Tenants first, at their own indexes: a tenant is never inside another. */
 	for (size_t i = 0; i < p->n; i++)
 		if (tree_node_of(t, c->tenants[i].cgroup, strlen(c->tenants[i].cgroup)) !=
 		    (ssize_t)i)
-			goto nomem; /* cannot happen for a valid config: duplicate paths */
+			goto nomem; /* -ENOMEM, or duplicate paths (not in a valid config) */
 	/* Inner nodes, parents before children (prefixes shortest first). */
 	for (size_t i = 0; i < p->n; i++) {
 		const char *path = c->tenants[i].cgroup;
@@ -295,6 +293,8 @@ static int tree_build(struct tree *t, const struct drf_config *c, const struct d
 		for (const char *q = strchr(path, '/'); q; q = strchr(q + 1, '/')) {
 			ssize_t x = tree_node_of(t, path, (size_t)(q - path));
 
+			if (x < 0)
+				goto nomem;
 			t->v[x].parent = parent;
 			parent = (size_t)x + 1;
 		}
@@ -512,14 +512,12 @@ void drf_knobs_task(const double vec[DRF_NRES], const struct drf_io_target *io,
 	}
 }
 
-/* The number after key= in an io.max value, or INFINITY ("max", or no such key). */
+/* The number of key= in an io.max value, or INFINITY ("max", or no such key). */
 static double io_field(const char *v, const char *key)
 {
-	const char *p = strstr(v, key);
+	double x = drf_kv_field_double(v, strlen(v), key);
 
-	if (!p || strncmp(p + strlen(key), "max", 3) == 0)
-		return INFINITY;
-	return strtod(p + strlen(key), NULL);
+	return isnan(x) ? INFINITY : x;
 }
 
 void drf_knobs_limits(const struct drf_knobs *k, double ret[DRF_NRES])
@@ -534,8 +532,8 @@ void drf_knobs_limits(const struct drf_knobs *k, double ret[DRF_NRES])
 	if (k->set[DRF_KNOB_MEMORY_MAX] && strcmp(k->val[DRF_KNOB_MEMORY_MAX], "max") != 0)
 		ret[DRF_RES_MEMORY] = strtod(k->val[DRF_KNOB_MEMORY_MAX], NULL);
 	if (k->set[DRF_KNOB_IO_MAX]) {
-		ret[DRF_RES_IO_READ] = io_field(k->val[DRF_KNOB_IO_MAX], " rbps=");
-		ret[DRF_RES_IO_WRITE] = io_field(k->val[DRF_KNOB_IO_MAX], " wbps=");
+		ret[DRF_RES_IO_READ] = io_field(k->val[DRF_KNOB_IO_MAX], "rbps");
+		ret[DRF_RES_IO_WRITE] = io_field(k->val[DRF_KNOB_IO_MAX], "wbps");
 	}
 }
 
@@ -556,35 +554,18 @@ static bool memory_matches(const char *want, const char *have, unsigned long pag
 	return h == w || (page && h == w / page * page);
 }
 
-/* The value of key= for device MAJ:MIN in io.max content; "max" if no line. */
+/* The value of key= for device MAJ:MIN in io.max content; "max" if no line or no key. */
 static void io_max_value(const char *content, const char *dev, const char *key, char *out,
 			 size_t len)
 {
-	const char *line = content;
-	size_t dl = strlen(dev), kl = strlen(key);
+	size_t n;
+	const char *fields = drf_kv_find(content, dev, &n);
+	const char *v = fields ? drf_kv_field(fields, n, key, &n) : NULL;
 
-	snprintf(out, len, "max");
-	while (line && *line) {
-		if (strncmp(line, dev, dl) == 0 && line[dl] == ' ') {
-			const char *p = line + dl;
-
-			while (p && *p && *p != '\n') {
-				while (*p == ' ')
-					p++;
-				if (strncmp(p, key, kl) == 0 && p[kl] == '=') {
-					size_t n = strcspn(p + kl + 1, " \n");
-
-					snprintf(out, len, "%.*s", (int)n, p + kl + 1);
-					return;
-				}
-				p += strcspn(p, " \n");
-			}
-			return;
-		}
-		line = strchr(line, '\n');
-		if (line)
-			line++;
-	}
+	if (v)
+		snprintf(out, len, "%.*s", (int)n, v);
+	else
+		snprintf(out, len, "max");
 }
 
 bool drf_knob_matches(enum drf_knob k, const char *want, const char *have,

@@ -155,7 +155,7 @@ const struct drf_spawn_ops drf_spawn_real_ops = {
 static int real_write(void *ctx, int dirfd, const char *name, const char *text)
 {
 	(void)ctx;
-	return drf_at_replace(dirfd, name, text, strlen(text), DRF_PRIVATE_FILE_MODE);
+	return drf_replace_at(dirfd, name, text, strlen(text), DRF_PRIVATE_FILE_MODE);
 }
 
 static void real_sleep_ms(void *ctx, unsigned ms)
@@ -271,24 +271,15 @@ fail:
 /* The task's text from drfd, all of it (a pipe or a file), NUL-terminated; NULL on failure. */
 static char *read_spec(int fd)
 {
-	size_t len = 0, cap = 1 << 20;
+	size_t cap = 1 << 20;
 	char *buf = malloc(cap + 1);
+	ssize_t n = buf ? drf_read_full(fd, buf, cap) : -ENOMEM;
 
-	while (buf && len < cap) {
-		ssize_t n = read(fd, buf + len, cap - len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			free(buf);
-			return NULL;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
+	if (n < 0) {
+		free(buf);
+		return NULL;
 	}
-	if (buf)
-		buf[len] = '\0';
+	buf[n] = '\0';
 	return buf;
 }
 

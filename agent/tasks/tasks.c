@@ -20,9 +20,11 @@
 
 #include "log.h"
 #include "json.h"
+#include "keyfile.h"
 #include "statedir.h"
 #include "taskq.h"
 #include "text.h"
+#include "vec.h"
 
 #define FILE_MAX (1 << 20)
 
@@ -55,7 +57,7 @@ static int put(const struct drf_tasks *q, uint64_t id, const char *name, const c
 		snprintf(p, sizeof(p), "%" PRIu64 "/%s", id, name);
 	else
 		snprintf(p, sizeof(p), "%s", name);
-	return drf_at_replace(q->dfd, p, text, strlen(text), DRF_PRIVATE_FILE_MODE);
+	return drf_replace_at(q->dfd, p, text, strlen(text), DRF_PRIVATE_FILE_MODE);
 }
 
 /*
@@ -130,20 +132,6 @@ int drf_peer_creds(int fd, uid_t *uid, gid_t *gid, gid_t **groups, size_t *ngrou
 	return 0;
 }
 
-/* The value of "key VALUE" in text (first match) and its length; NULL if absent. */
-static const char *kv_find(const char *text, const char *key, size_t *ret_len)
-{
-	size_t k = strlen(key);
-
-	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
-		if (strncmp(l, key, k) != 0 || l[k] != ' ')
-			continue;
-		*ret_len = strcspn(l + k + 1, "\n");
-		return l + k + 1;
-	}
-	return NULL;
-}
-
 /*
  * The value of "key VALUE" in text, copied into buf; NULL if absent or longer
  * than buf holds: a value cut short is another value, never taken.
@@ -151,7 +139,7 @@ static const char *kv_find(const char *text, const char *key, size_t *ret_len)
 static const char *kv(const char *text, const char *key, char *buf, size_t len)
 {
 	size_t n;
-	const char *v = kv_find(text, key, &n);
+	const char *v = drf_kv_find(text, key, &n);
 
 	if (!v || n >= len)
 		return NULL;
@@ -164,7 +152,7 @@ static const char *kv(const char *text, const char *key, char *buf, size_t len)
 static int kv_dup(const char *text, const char *key, char **ret)
 {
 	size_t n;
-	const char *v = kv_find(text, key, &n);
+	const char *v = drf_kv_find(text, key, &n);
 
 	if (!v)
 		return -ENOENT;
@@ -306,6 +294,7 @@ static bool cwd_valid(const char *cwd)
 static int task_parse(struct drf_task *t, uint64_t id, char *text)
 {
 	unsigned long long v;
+	size_t argv_cap = 0;
 	char *s;
 	int r;
 
@@ -358,19 +347,17 @@ static int task_parse(struct drf_task *t, uint64_t id, char *text)
 		return -EINVAL;
 	for (char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
 		size_t n = strcspn(l, "\n");
-		char *a, **na;
+		char *a;
 
 		if (strncmp(l, "arg ", 4) != 0)
 			continue;
 		a = strndup(l + 4, n - 4);
-		na = a ? realloc(t->argv, (t->argc + 2) * sizeof(*na)) : NULL;
-		if (!na || drf_proto_unescape(a) < 0) {
+		/* Room for it and the NULL that ends argv. */
+		if (!a || DRF_VEC_GROW(t->argv, &argv_cap, t->argc + 2) < 0 ||
+		    drf_proto_unescape(a) < 0) {
 			free(a);
-			if (na)
-				t->argv = na;
 			return -EINVAL;
 		}
-		t->argv = na;
 		t->argv[t->argc++] = a;
 		t->argv[t->argc] = NULL;
 	}
@@ -406,22 +393,6 @@ static void parse_result(struct drf_task *t, const char *text)
 		else
 			free(e);
 	}
-}
-
-static int tasks_grow(struct drf_tasks *q)
-{
-	struct drf_task *nt;
-	size_t nc;
-
-	if (q->n < q->cap)
-		return 0;
-	nc = q->cap ? q->cap * 2 : 64;
-	nt = realloc(q->t, nc * sizeof(*nt));
-	if (!nt)
-		return -ENOMEM;
-	q->t = nt;
-	q->cap = nc;
-	return 0;
 }
 
 static int cmp_task(const void *a, const void *b)
@@ -504,13 +475,14 @@ static void trim_history(struct drf_tasks *q)
 static int populated(const struct drf_tasks *q, const char *cg)
 {
 	char buf[256];
+	uint64_t v;
 	ssize_t n = cgfs_read(q->fs, cg, "cgroup.events", buf, sizeof(buf));
 
 	if (n == -ENOENT)
 		return 0;
 	if (n < 0)
 		return (int)n;
-	return strstr(buf, "populated 1") ? 1 : 0;
+	return drf_kv_u64(buf, "populated", &v) == 0 && v;
 }
 
 /*
@@ -532,7 +504,7 @@ static int load_task(struct drf_tasks *q, const char *name, uint64_t id)
 		return 0;
 	}
 	text = read_small(dfd, "task");
-	if (!text || tasks_grow(q) < 0) {
+	if (!text || DRF_VEC_GROW(q->t, &q->cap, q->n + 1) < 0) {
 		drf_log(q->log, LOG_ERR, "task %s: cannot read '%s/%s/task': %s (a file of drfd's "
 					 "own, root's and 0600, is needed); left alone",
 			name, q->dir, name, strerror(text ? ENOMEM : errno));
@@ -793,7 +765,7 @@ int drf_tasks_submit(struct drf_tasks *q, const struct drf_config *c,
 		snprintf(err, len, "tenant '%s': cgroup path too long", tn->name);
 		return DRF_TASKS_REFUSED;
 	}
-	if (tasks_grow(q) < 0) {
+	if (DRF_VEC_GROW(q->t, &q->cap, q->n + 1) < 0) {
 		snprintf(err, len, "out of memory");
 		return DRF_TASKS_FAILED;
 	}
@@ -835,7 +807,7 @@ int drf_tasks_submit(struct drf_tasks *q, const struct drf_config *c,
 	snprintf(idbuf, sizeof(idbuf), "%" PRIu64 "\n", t.id + 1);
 	drf_at_remove(q->dfd, tmp);
 	tfd = drf_at_dir(q->dfd, tmp, DRF_PRIVATE_DIR_MODE, true);
-	r = tfd < 0 ? tfd : drf_at_replace(tfd, "task", text, strlen(text), DRF_PRIVATE_FILE_MODE);
+	r = tfd < 0 ? tfd : drf_replace_at(tfd, "task", text, strlen(text), DRF_PRIVATE_FILE_MODE);
 	if (tfd >= 0)
 		close(tfd);
 	if (r == 0)
@@ -984,18 +956,20 @@ int drf_tasks_cancel(struct drf_tasks *q, uint64_t id, uid_t who, char *err, siz
 static void reap_task(struct drf_tasks *q, struct drf_task *t)
 {
 	char dir[4352], buf[1024], why[PATH_MAX + 1024];
-	const char *p, *result;
+	const char *result;
 	char *text, *e;
+	double v;
 
 	task_dir(q, t->id, dir, sizeof(dir));
+	/* What the cgroup's files do not say (or not as a number) is left as it was. */
 	if (cgfs_read(q->fs, t->cgroup, "cpu.stat", buf, sizeof(buf)) > 0 &&
-	    (p = strstr(buf, "usage_usec ")))
-		t->cpu_usec = strtod(p + 11, NULL);
+	    !isnan(v = drf_kv_double(buf, "usage_usec")))
+		t->cpu_usec = v;
 	if (cgfs_read(q->fs, t->cgroup, "memory.peak", buf, sizeof(buf)) > 0)
 		t->memory_peak = strtod(buf, NULL);
 	if (cgfs_read(q->fs, t->cgroup, "memory.events", buf, sizeof(buf)) > 0 &&
-	    (p = strstr(buf, "oom_kill ")))
-		t->oom_kills = strtod(p + 9, NULL);
+	    !isnan(v = drf_kv_double(buf, "oom_kill")))
+		t->oom_kills = v;
 	text = get(q, t->id, "exit");
 	why[0] = '\0';
 	if (text) {
@@ -1126,14 +1100,8 @@ int drf_tasks_plan(struct drf_tasks *q, const struct drf_plan_task **ret, size_t
 
 	for (size_t i = 0; i < q->n; i++)
 		n += q->t[i].state == DRF_TASK_RUNNING || q->t[i].state == DRF_TASK_STARTING;
-	if (n > q->plan_cap) {
-		struct drf_plan_task *p = realloc(q->plan, n * sizeof(*p));
-
-		if (!p)
-			return -ENOMEM;
-		q->plan = p;
-		q->plan_cap = n;
-	}
+	if (DRF_VEC_GROW(q->plan, &q->plan_cap, n) < 0)
+		return -ENOMEM;
 	n = 0;
 	for (size_t i = 0; i < q->n; i++) {
 		const struct drf_task *t = &q->t[i];

@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -775,6 +776,56 @@ static void test_io_fields(void **state)
 	fixture_close(&f);
 }
 
+/* The limits a plan's knobs set, read back from their values (io.max: by key, whole). */
+static void test_knob_limits(void **state)
+{
+	struct drf_knobs k;
+	double lim[DRF_NRES];
+
+	(void)state;
+	memset(&k, 0, sizeof(k));
+	k.set[DRF_KNOB_CPU_MAX] = k.set[DRF_KNOB_MEMORY_MAX] = k.set[DRF_KNOB_IO_MAX] = true;
+	snprintf(k.val[DRF_KNOB_CPU_MAX], DRF_KNOB_LEN, "50000 100000");
+	snprintf(k.val[DRF_KNOB_MEMORY_MAX], DRF_KNOB_LEN, "max");
+	snprintf(k.val[DRF_KNOB_IO_MAX], DRF_KNOB_LEN,
+		 "8:0 rbps=10485760 wbps=max riops=max wiops=max");
+	drf_knobs_limits(&k, lim);
+	assert_true(lim[DRF_RES_CPU] == 0.5);
+	assert_true(isinf(lim[DRF_RES_MEMORY]));
+	assert_true(lim[DRF_RES_IO_READ] == 10485760);
+	assert_true(isinf(lim[DRF_RES_IO_WRITE]));
+	assert_true(isinf(lim[DRF_RES_NET]));
+	snprintf(k.val[DRF_KNOB_MEMORY_MAX], DRF_KNOB_LEN, "1073741824");
+	/* The last key of the line, and a key that only ends like one (xrbps) is not it. */
+	snprintf(k.val[DRF_KNOB_IO_MAX], DRF_KNOB_LEN,
+		 "8:16 xrbps=5 riops=max wiops=max wbps=2048");
+	drf_knobs_limits(&k, lim);
+	assert_true(lim[DRF_RES_MEMORY] == 1073741824);
+	assert_true(isinf(lim[DRF_RES_IO_READ]));
+	assert_true(lim[DRF_RES_IO_WRITE] == 2048);
+}
+
+/*
+ * io.max read back: our device's line only (8:1 is not 8:16), every field
+ * compared, a field or a line that is not there is max.
+ */
+static void test_io_max_matches(void **state)
+{
+	const struct drf_io_target io = { .major = 8, .minor = 1, .weights = DRF_IO_WEIGHTS_BFQ };
+	const char *want = "8:1 rbps=1000 wbps=max riops=max wiops=max";
+
+	(void)state;
+	assert_true(drf_knob_matches(DRF_KNOB_IO_MAX, want,
+				     "8:16 rbps=5 wbps=5\n"
+				     "8:1 rbps=1000 wbps=max riops=max wiops=max", &io, 4096));
+	assert_true(drf_knob_matches(DRF_KNOB_IO_MAX, want, "8:1 rbps=1000", &io, 4096));
+	assert_false(drf_knob_matches(DRF_KNOB_IO_MAX, want, "8:16 rbps=1000", &io, 4096));
+	assert_false(drf_knob_matches(DRF_KNOB_IO_MAX, want, "8:1 rbps=1000 riops=7", &io, 4096));
+	assert_false(drf_knob_matches(DRF_KNOB_IO_MAX, want, "8:1 xrbps=1000", &io, 4096));
+	assert_true(drf_knob_matches(DRF_KNOB_IO_MAX, "8:1 rbps=max", "", &io, 4096));
+	assert_false(drf_knob_matches(DRF_KNOB_IO_MAX, want, want, NULL, 4096));
+}
+
 /*
  * A foreign device weight is dropped before "default N" is written, not after:
  * BFQ drops a device's weight by setting the group to the weight in effect
@@ -885,6 +936,40 @@ static void test_state_file(void **state)
 	assert_int_equal(n, 3); /* tenant c, orphans b and team */
 	drf_state_free(ent, n);
 	fixture_close(&g);
+}
+
+/* A state file of many entries (past the first allocation) is read whole, in order. */
+static void test_state_file_many_entries(void **state)
+{
+	struct drf_state_entry *ent;
+	size_t n, skipped, at;
+	char path[512], sdir[256], text[8192];
+
+	(void)state;
+	snprintf(sdir, sizeof(sdir), "%s/state", dir);
+	assert_int_equal(mkdir(sdir, 0755), 0);
+	assert_int_equal(drf_statedir_path(sdir, root, ".state", path, sizeof(path)), 0);
+	at = (size_t)snprintf(text, sizeof(text), "drfd-state 1\nroot %s\n", root);
+	for (int k = 0; k < 100; k++)
+		at += (size_t)snprintf(text + at, sizeof(text) - at, "tenant t%d g/t%d\n", k, k);
+	at += (size_t)snprintf(text + at, sizeof(text) - at, "netclass t99 b1ed\n");
+	assert_true(at < sizeof(text));
+	assert_int_equal(t_write_file(path, text), 0);
+	assert_int_equal(drf_state_load(path, root, &ent, &n, &skipped), 0);
+	assert_int_equal(n, 101);
+	assert_int_equal(skipped, 0);
+	for (int k = 0; k < 100; k++) {
+		char name[8], cg[16];
+
+		snprintf(name, sizeof(name), "t%d", k);
+		snprintf(cg, sizeof(cg), "g/t%d", k);
+		assert_string_equal(ent[k].name, name);
+		assert_string_equal(ent[k].cgroup, cg);
+		assert_int_equal(ent[k].net_minor, 0);
+	}
+	assert_string_equal(ent[100].name, "t99");
+	assert_int_equal(ent[100].net_minor, 0xb1ed);
+	drf_state_free(ent, n);
 }
 
 /* One drfd per root: a second lock on the same directory is refused, naming the pid. */
@@ -1083,9 +1168,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_removed_tenants_and_orphans, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_nested_weights, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_io_fields, setup, teardown),
+		cmocka_unit_test(test_knob_limits),
+		cmocka_unit_test(test_io_max_matches),
 		cmocka_unit_test_setup_teardown(test_io_weight_device_reset_first, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_zero_demand_and_cpu_clamp, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_state_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_state_file_many_entries, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lock, setup, teardown),
 	};
 

@@ -323,6 +323,47 @@ static int setup_observed(void **state)
 	return 0;
 }
 
+/* Tenant i's usage in the status (JSON): its member `key`, a number or null. */
+static json_object *status_usage(size_t i, const char *key, json_object **ret_doc)
+{
+	char *js = NULL;
+	json_object *te;
+
+	status_json(&js);
+	*ret_doc = parse_doc(js);
+	free(js);
+	te = json_object_array_get_idx(member(*ret_doc, "tenants"), i);
+	assert_non_null(te);
+	return member(member(te, "usage"), key);
+}
+
+/*
+ * The status's cpu usage is cpu.stat's usage_usec, the key whole (not the tail
+ * of a longer one); no usage_usec, or one that is no number, is null.
+ */
+static void test_status_cpu_usage(void **state)
+{
+	json_object *doc, *u;
+
+	(void)state;
+	u = status_usage(0, "cpu_usec", &doc);
+	assert_true(json_object_is_type(u, json_type_double) ||
+		    json_object_is_type(u, json_type_int));
+	assert_true(json_object_get_double(u) == usec[0]);
+	json_object_put(doc);
+	assert_int_equal(fakedrfd_put(&fx, "a", "cpu.stat",
+				      "throttled_usage_usec 5\nusage_usec 77\n"), 0);
+	u = status_usage(0, "cpu_usec", &doc);
+	assert_true(json_object_get_double(u) == 77);
+	json_object_put(doc);
+	assert_int_equal(fakedrfd_put(&fx, "a", "cpu.stat", "usage_usec 12abc\n"), 0);
+	assert_null(status_usage(0, "cpu_usec", &doc));
+	json_object_put(doc);
+	assert_int_equal(fakedrfd_put(&fx, "a", "cpu.stat", "user_usec 12\n"), 0);
+	assert_null(status_usage(0, "cpu_usec", &doc));
+	json_object_put(doc);
+}
+
 /* The HTB class of tenant i as the fake kernel holds it. */
 static const struct drf_tc_class *class_of(size_t i)
 {
@@ -933,6 +974,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_reload_replans_observed, setup_observed,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_reload_hands_plan_to_network, NULL, teardown),
+		cmocka_unit_test_setup_teardown(test_status_cpu_usage, setup_observed, teardown),
 		cmocka_unit_test_setup_teardown(test_reload_refused_changes_nothing, setup_observed,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_tick_unchanged_writes_nothing, setup_observed,

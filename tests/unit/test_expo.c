@@ -289,6 +289,46 @@ static void test_document(void **state)
 	assert_int_equal(line, 2);
 }
 
+/*
+ * Many samples and many labels (their arrays grown past the first allocation):
+ * every one kept, in order; a label given twice among many is still refused.
+ */
+static void test_many(void **state)
+{
+	static char doc[65536], line[1024];
+	struct expo e = { 0 };
+	struct expo_sample s;
+	size_t at = 0, n;
+
+	(void)state;
+	for (int k = 0; k < 500; k++)
+		at += (size_t)snprintf(doc + at, sizeof(doc) - at, "m{k=\"%d\"} %d\n", k, k);
+	assert_true(at < sizeof(doc));
+	assert_int_equal(expo_parse(doc, at, &e, NULL, NULL), 0);
+	assert_int_equal(e.n, 500);
+	for (int k = 0; k < 500; k++) {
+		char v[8];
+
+		snprintf(v, sizeof(v), "%d", k);
+		assert_string_equal(expo_label(&e.samples[k], "k"), v);
+		assert_true(e.samples[k].value == k);
+	}
+	expo_free(&e);
+
+	n = (size_t)snprintf(line, sizeof(line), "m{");
+	for (int k = 0; k < 40; k++)
+		n += (size_t)snprintf(line + n, sizeof(line) - n, "%sl%d=\"v%d\"", k ? "," : "",
+				      k, k);
+	snprintf(line + n, sizeof(line) - n, "} 1");
+	s = one(line);
+	assert_int_equal(s.n_labels, 40);
+	assert_string_equal(s.labels[0].name, "l0");
+	assert_string_equal(expo_label(&s, "l39"), "v39");
+	expo_sample_free(&s);
+	snprintf(line + n, sizeof(line) - n, ",l17=\"again\"} 1");
+	bad(line);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -296,6 +336,7 @@ int main(void)
 		cmocka_unit_test(test_labels),       cmocka_unit_test(test_escapes),
 		cmocka_unit_test(test_comments_and_blank), cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_document),
+		cmocka_unit_test(test_many),
 	};
 
 	return cmocka_run_group_tests_name("expo", tests, NULL, NULL);

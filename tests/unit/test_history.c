@@ -463,6 +463,58 @@ static void test_daemon_hook(void **state)
 	assert_int_equal(rmdir(dir), 0);
 }
 
+/*
+ * The daemon's hook over many tenants (its accumulators grown past their first
+ * allocation), listed in another order at each tick: each tenant's own record.
+ */
+#define HOOK_MANY 40
+static void test_daemon_hook_many_tenants(void **state)
+{
+	char dir[] = "/tmp/drf-hist-XXXXXX", path[4096], names[HOOK_MANY][8];
+	struct drf_tenant_use t[HOOK_MANY];
+	char *name[HOOK_MANY];
+	struct drf_usage u = { .n = HOOK_MANY, .t = t, .name = name };
+	struct drf_history hd;
+	struct drf_hist h;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	memset(t, 0, sizeof(t));
+	assert_int_equal(drf_statedir_path(dir, "/sys/fs/cgroup/drf.slice", ".history", path,
+					   sizeof(path)), 0);
+	drf_history_init(&hd, path, NULL);
+	for (int s_ = 0; s_ <= 60; s_++) {
+		for (int i = 0; i < HOOK_MANY; i++) {
+			/* Tenant k at place i: the order turns by one each tick. */
+			int k = (i + s_) % HOOK_MANY;
+
+			snprintf(names[i], sizeof(names[i]), "t%d", k);
+			name[i] = names[i];
+			memcpy(t[i].use_tick, nan_use, sizeof(nan_use));
+			t[i].use_tick[DRF_RES_CPU] = k;
+			t[i].use_tick[DRF_RES_MEMORY] = 1000;
+			t[i].gauge[DRF_GAUGE_MEM_CURRENT] = 1000;
+		}
+		drf_history_tick(&hd, &u, (uint64_t)(1763856000 + s_) * 1000000);
+	}
+	drf_history_free(&hd);
+	read_back(path, &h);
+	assert_int_equal(h.records, HOOK_MANY);
+	for (int k = 0; k < HOOK_MANY; k++) {
+		char want[8];
+		const struct drf_hist_series *s;
+
+		snprintf(want, sizeof(want), "t%d", k);
+		s = drf_hist_find(&h, want);
+		assert_non_null(s);
+		assert_int_equal(s->n, 1);
+		assert_close(s->v[0][DRF_RES_CPU], k, 0, "each tenant's own cpu");
+	}
+	drf_hist_free(&h);
+	unlink(path);
+	assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -476,6 +528,7 @@ int main(void)
 		cmocka_unit_test(test_file_restart_and_torn_tail),
 		cmocka_unit_test(test_file_mode_under_umask),
 		cmocka_unit_test(test_daemon_hook),
+		cmocka_unit_test(test_daemon_hook_many_tenants),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -694,6 +694,33 @@ static double path_share(const struct drf_config *c, const struct drf_knobs *k,
 	return w / sum * (plen ? path_share(c, k, in, n_in, parent) : 1);
 }
 
+/* Tenant i at path: one core a unit, one unit; its allocation, 1 to 10 cores, returned. */
+static double nested_tenant(struct drf_tenant *ts, struct drf_demand *d, struct drf_share *sh,
+			    size_t i, char *path, struct rng *g)
+{
+	ts[i].cgroup = path;
+	ts[i].weight = 1;
+	d[i] = (struct drf_demand){ .weight = 1, .shape = { [DRF_RES_CPU] = 1 }, .max_units = 1 };
+	sh[i].alloc[DRF_RES_CPU] = rng_range(g, 1, 10);
+	return sh[i].alloc[DRF_RES_CPU];
+}
+
+/* Each tenant's share by the weights along its path is its share of the allocation (2%). */
+static void assert_weights_compose(const struct drf_config *c, const struct drf_knobs *k,
+				   const struct drf_cg_knobs *in, size_t n_in,
+				   const struct drf_share *sh, double total, const char *what)
+{
+	for (size_t i = 0; i < c->n_tenants; i++) {
+		double got = path_share(c, k, in, n_in, c->tenants[i].cgroup);
+		double want = sh[i].alloc[DRF_RES_CPU] / total;
+
+		if (fabs(got - want) > 0.02 * want)
+			print_error("%s: tenant %s: share %.5f by weights, %.5f by allocation\n",
+				    what, c->tenants[i].cgroup, got, want);
+		assert_true(fabs(got - want) <= 0.02 * want);
+	}
+}
+
 static void test_nested_weights_compose(void **state)
 {
 	(void)state;
@@ -710,6 +737,7 @@ static void test_nested_weights_compose(void **state)
 		struct drf_cg_knobs *in = NULL;
 		size_t n_in = 0, n = (size_t)rng_int(&g, 1, 8);
 		double total = 0;
+		char what[32];
 
 		memset(ts, 0, sizeof(ts));
 		memset(sh, 0, sizeof(sh));
@@ -721,25 +749,13 @@ static void test_nested_weights_compose(void **state)
 				snprintf(paths[i] + strlen(paths[i]), 64 - strlen(paths[i]), "g%d/",
 					 rng_int(&g, 0, 1));
 			snprintf(paths[i] + strlen(paths[i]), 64 - strlen(paths[i]), "t%zu", i);
-			ts[i].cgroup = paths[i];
-			ts[i].weight = 1;
-			d[i] = (struct drf_demand){ .weight = 1, .shape = { [DRF_RES_CPU] = 1 },
-						    .max_units = 1 };
-			sh[i].alloc[DRF_RES_CPU] = rng_range(&g, 1, 10);
-			total += sh[i].alloc[DRF_RES_CPU];
+			total += nested_tenant(ts, d, sh, i, paths[i], &g);
 		}
 		c.n_tenants = p.n = res.n = n;
 		c.capacity[DRF_RES_CPU] = p.capacity[DRF_RES_CPU] = total;
 		assert_int_equal(drf_knobs_compute(&c, &p, &res, NULL, k, &in, &n_in), 0);
-		for (size_t i = 0; i < n; i++) {
-			double got = path_share(&c, k, in, n_in, paths[i]);
-			double want = sh[i].alloc[DRF_RES_CPU] / total;
-
-			if (fabs(got - want) > 0.02 * want)
-				print_error("instance %lu: tenant %s: share %.4f by weights, %.4f by "
-					    "allocation\n", it, paths[i], got, want);
-			assert_true(fabs(got - want) <= 0.02 * want);
-		}
+		snprintf(what, sizeof(what), "instance %lu", it);
+		assert_weights_compose(&c, k, in, n_in, sh, total, what);
 		/* Inner nodes come parents first. */
 		for (size_t x = 0; x < n_in; x++)
 			for (size_t y = x + 1; y < n_in; y++)
@@ -747,6 +763,61 @@ static void test_nested_weights_compose(void **state)
 					     in[x].cgroup[strlen(in[y].cgroup)] == '/');
 		drf_cg_knobs_free(in, n_in);
 	}
+}
+
+/*
+ * Many paths: 210 tenants gA/gB/tI (A = I % 10, B = I % 7) give 10 inner nodes
+ * at the first level and all 70 pairs at the second, each once, parents first,
+ * and the weights still compose (the tree's index of paths grows many times).
+ */
+#define MANY_PATHS 210
+static void test_nested_many_paths(void **state)
+{
+	static struct drf_tenant ts[MANY_PATHS];
+	static struct drf_demand d[MANY_PATHS];
+	static struct drf_share sh[MANY_PATHS];
+	static struct drf_knobs k[MANY_PATHS];
+	static char paths[MANY_PATHS][32];
+	struct drf_config c = { .mode = DRF_MODE_SHARE, .tenants = ts, .n_tenants = MANY_PATHS };
+	struct drf_problem p = { .demands = d, .n = MANY_PATHS };
+	struct drf_result res = { .shares = sh, .n = MANY_PATHS };
+	struct drf_cg_knobs *in = NULL;
+	struct rng g = { base_seed };
+	bool seen[10][8] = { { false } };
+	size_t n_in = 0;
+	double total = 0;
+
+	(void)state;
+	memset(ts, 0, sizeof(ts));
+	memset(sh, 0, sizeof(sh));
+	for (size_t i = 0; i < MANY_PATHS; i++) {
+		snprintf(paths[i], sizeof(paths[i]), "g%zu/g%zu/t%zu", i % 10, i % 7, i);
+		total += nested_tenant(ts, d, sh, i, paths[i], &g);
+	}
+	c.capacity[DRF_RES_CPU] = p.capacity[DRF_RES_CPU] = total;
+	assert_int_equal(drf_knobs_compute(&c, &p, &res, NULL, k, &in, &n_in), 0);
+	assert_int_equal(n_in, 10 + 70);
+	for (size_t x = 0; x < n_in; x++) {
+		unsigned a, b;
+		int used = 0;
+
+		if (sscanf(in[x].cgroup, "g%u/g%u%n", &a, &b, &used) == 2 &&
+		    (size_t)used == strlen(in[x].cgroup)) {
+			/* A second level node: once, after its parent. */
+			assert_true(a < 10 && b < 7);
+			assert_false(seen[a][b]);
+			assert_true(seen[a][7]);
+			seen[a][b] = true;
+		} else {
+			assert_int_equal(sscanf(in[x].cgroup, "g%u%n", &a, &used), 1);
+			assert_int_equal((size_t)used, strlen(in[x].cgroup));
+			assert_true(a < 10);
+			assert_false(seen[a][7]);
+			seen[a][7] = true;
+		}
+	}
+	assert_weights_compose(&c, k, in, n_in, sh, total, "many paths");
+	drf_cg_knobs_free(in, n_in);
 }
 
 int main(void)
@@ -761,6 +832,7 @@ int main(void)
 		cmocka_unit_test(test_discrete_converges),
 		cmocka_unit_test(test_discrete_within_one_task),
 		cmocka_unit_test(test_nested_weights_compose),
+		cmocka_unit_test(test_nested_many_paths),
 	};
 
 	if (s)

@@ -1485,6 +1485,128 @@ static void test_egress_dropped(void **state)
 	assert_int_equal(f->kt.calls.qdiscs, 0);
 }
 
+/* A stale entry put straight into the recorder's map, under key id. */
+static void plant(struct fx *f, uint64_t id)
+{
+	assert_true(f->bpf->n < DRF_NETBPF_REC_MAX);
+	f->bpf->key[f->bpf->n] = id;
+	f->bpf->val[f->bpf->n] = (struct drf_net_tenant){ .classid = CL(0x4242) };
+	f->bpf->cnt[f->bpf->n] = (struct drf_net_counters){ 0 };
+	f->bpf->n++;
+}
+
+#define MANY 40
+/* No tenant's cgroup id: no inode of the fake tree is that large. */
+#define STALE (UINT64_MAX - 7)
+
+/* MANY tenants t00 .. t39, each 1mbit, in order or reversed. */
+static void many_tenants(char *text, size_t len, bool reversed)
+{
+	size_t n = 0;
+
+	text[0] = '\0';
+	for (int k = 0; k < MANY; k++)
+		n += (size_t)snprintf(text + n, len - n, "[tenant t%02d]\nnet-rate = 1mbit\n",
+				      reversed ? MANY - 1 - k : k);
+	assert_true(n < len);
+}
+
+/*
+ * Tenants whose cgroups are not there yet (cgroup id 0) are in no index by
+ * id: a map entry of no tenant is deleted, also one keyed 0, whether the map
+ * is listed (after a reload) or its counters read (every tick); a tenant whose
+ * cgroup comes gets its entry, and keeps it. With MANY tenants both indexes
+ * grow past their first table, and every minor survives a reload in the
+ * reverse order and a restart (MANY remembered minors).
+ */
+static void test_many_tenants_no_cgroup_ids(void **state)
+{
+	struct fx *f = *state;
+	char fwd[2048], rev[2048], name[8];
+	uint16_t minor[MANY];
+
+	many_tenants(fwd, sizeof(fwd), false);
+	many_tenants(rev, sizeof(rev), true);
+	plant(f, 0);
+	plant(f, STALE);
+	plan(f, "limit", false, CAP, fwd);
+	mark(f);
+	tick(f, ALL);
+	assert_int_equal(f->st.errors, 0);
+	assert_non_null(strstr(since(f), "bpf map del 0\n"));
+	assert_int_equal(f->bpf->n, 0);
+	/* Each tenant's map entry waits for its cgroup. */
+	for (int k = 0; k < MANY; k++) {
+		snprintf(name, sizeof(name), "t%02d", k);
+		assert_int_equal(tenant(f, name)->cgid, 0);
+		assert_false(tenant(f, name)->map_ok);
+		minor[k] = tenant(f, name)->minor;
+	}
+
+	/* Two cgroups come; the counters' pass deletes the stale entries, not theirs. */
+	assert_int_equal(cgfs_mkdir_p(&f->fs, "t05"), 0);
+	assert_int_equal(cgfs_mkdir_p(&f->fs, "t37"), 0);
+	plant(f, 0);
+	plant(f, STALE);
+	tick(f, ALL);
+	assert_int_equal(f->st.errors, 0);
+	assert_int_equal(f->bpf->n, 2);
+	assert_non_null(map_entry(f, cg(f, "t05")));
+	assert_int_equal(map_entry(f, cg(f, "t05"))->classid, CL(tenant(f, "t05")->minor));
+	assert_non_null(map_entry(f, cg(f, "t37")));
+	assert_int_equal(map_entry(f, cg(f, "t37"))->classid, CL(tenant(f, "t37")->minor));
+	assert_null(map_entry(f, 0));
+	assert_null(map_entry(f, STALE));
+	for (int k = 0; k < MANY; k++) {
+		snprintf(name, sizeof(name), "t%02d", k);
+		assert_int_equal(tenant(f, name)->map_ok, k == 5 || k == 37);
+	}
+
+	/* A reload in the reverse order: the minors by name, the map listed again. */
+	plant(f, 0);
+	plant(f, STALE);
+	plan(f, "limit", false, CAP, rev);
+	/* Found by name: what was observed of them is carried over. */
+	assert_int_equal(tenant(f, "t05")->cgid, cg(f, "t05"));
+	assert_int_equal(tenant(f, "t37")->cgid, cg(f, "t37"));
+	mark(f);
+	tick(f, ALL);
+	assert_int_equal(f->st.errors, 0);
+	assert_null(strstr(since(f), "tc class"));
+	assert_int_equal(f->bpf->n, 2);
+	assert_non_null(map_entry(f, cg(f, "t05")));
+	assert_non_null(map_entry(f, cg(f, "t37")));
+	for (int k = 0; k < MANY; k++) {
+		snprintf(name, sizeof(name), "t%02d", k);
+		assert_int_equal(tenant(f, name)->minor, minor[k]);
+	}
+
+	/*
+	 * A restart with MANY remembered minors, in the reverse order of the
+	 * plan's: the classes stay. Then one more remembered after the plan
+	 * (the plan dropped the others): taken by the next plan.
+	 */
+	drf_shaper_free(&f->s);
+	shaper_open(f);
+	for (int k = MANY - 1; k >= 0; k--) {
+		snprintf(name, sizeof(name), "t%02d", k);
+		assert_int_equal(drf_shaper_remember(&f->s, name, minor[k]), 0);
+	}
+	plan(f, "limit", false, CAP, fwd);
+	mark(f);
+	tick(f, ALL);
+	assert_int_equal(f->st.errors, 0);
+	assert_int_equal(f->st.writes, 0);
+	assert_string_equal(since(f), "bpf attach " PIN " level 1\n");
+	for (int k = 0; k < MANY; k++) {
+		snprintf(name, sizeof(name), "t%02d", k);
+		assert_int_equal(tenant(f, name)->minor, minor[k]);
+	}
+	assert_int_equal(drf_shaper_remember(&f->s, "new", 0x30), 0);
+	plan(f, "limit", false, CAP, "[tenant new]\nnet-rate = 1mbit\n");
+	assert_int_equal(tenant(f, "new")->minor, 0x30);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1510,6 +1632,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_egress_dropped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ingress_only, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_egress_dropped_restart, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_many_tenants_no_cgroup_ids, setup, teardown),
 	};
 
 	return cmocka_run_group_tests_name("shaper", tests, NULL, NULL);

@@ -889,6 +889,42 @@ static void test_path_stale_live_and_exit(void **state)
 	assert_int_equal(errno, ENOENT);
 }
 
+/* The socket's missing directories are made (0755), each level; a file in the way is not. */
+static void test_path_directories_made(void **state)
+{
+	char deep[140], file[140], why[512];
+	struct stat st;
+	mode_t old;
+
+	(void)state;
+	snprintf(deep, sizeof(deep), "%s/a/b/drfd.sock", dir);
+	old = umask(022);
+	daemon_new();
+	assert_int_equal(drfd_listen(&d, deep, GROUP, why, sizeof(why)), 0);
+	umask(old);
+	assert_int_equal(lstat(deep, &st), 0);
+	assert_true(S_ISSOCK(st.st_mode));
+	snprintf(file, sizeof(file), "%s/a", dir);
+	assert_int_equal(lstat(file, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	assert_int_equal(st.st_mode & 07777, 0755);
+	snprintf(file, sizeof(file), "%s/a/b", dir);
+	assert_int_equal(lstat(file, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	assert_int_equal(st.st_mode & 07777, 0755);
+	drfd_free(&d);
+	/* A file where a directory goes: refused with why, the file as it was. */
+	snprintf(file, sizeof(file), "%s/f", dir);
+	put(file, "a file\n");
+	snprintf(deep, sizeof(deep), "%s/f/x/drfd.sock", dir);
+	daemon_new();
+	assert_int_equal(drfd_listen(&d, deep, GROUP, why, sizeof(why)), -ENOTDIR);
+	assert_non_null(strstr(why, "cannot create the directory"));
+	assert_file(file, "a file\n");
+	assert_null(d.socket_path);
+	drfd_free(&d);
+}
+
 
 /*
  * A task request on a connection whose peer is euid with the groups given (the
@@ -1201,6 +1237,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_slow_clients, test_teardown),
 		cmocka_unit_test_teardown(test_path_not_a_socket, test_teardown),
 		cmocka_unit_test_teardown(test_path_stale_live_and_exit, test_teardown),
+		cmocka_unit_test_teardown(test_path_directories_made, test_teardown),
 		cmocka_unit_test_teardown(test_tasks_view_per_user, test_teardown),
 		cmocka_unit_test_teardown(test_tasks_text_escaped, test_teardown),
 		cmocka_unit_test_teardown(test_tasks_json_round_trip, test_teardown),

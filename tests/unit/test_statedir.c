@@ -210,8 +210,8 @@ static void test_open_creates_exact_modes(void **state)
 	assert_int_equal(drf_at_dir(fd, "q.tasks", DRF_PRIVATE_DIR_MODE, false), -EPERM);
 	/* A file replaced in it: exactly its mode too (the state file is read by any user). */
 	old = umask(077);
-	assert_int_equal(drf_at_replace(fd, "r.state", "s\n", 2, DRF_PUBLIC_FILE_MODE), 0);
-	assert_int_equal(drf_at_replace(fd, "q.tasks.x", "s\n", 2, DRF_PRIVATE_FILE_MODE), 0);
+	assert_int_equal(drf_replace_at(fd, "r.state", "s\n", 2, DRF_PUBLIC_FILE_MODE), 0);
+	assert_int_equal(drf_replace_at(fd, "q.tasks.x", "s\n", 2, DRF_PRIVATE_FILE_MODE), 0);
 	umask(old);
 	assert_int_equal(mode_of(t, "x/y/state/r.state"), 0644);
 	assert_int_equal(mode_of(t, "x/y/state/q.tasks.x"), 0600);
@@ -230,7 +230,7 @@ static void test_beneath_helpers(void **state)
 	fd = drf_statedir_open(p, false, why, sizeof(why));
 	assert_true(fd >= 0);
 	/* Atomic replace: 0600 exactly, no temporary file left. */
-	assert_int_equal(drf_at_replace(fd, "f", "one\n", 4, 0600), 0);
+	assert_int_equal(drf_replace_at(fd, "f", "one\n", 4, 0600), 0);
 	assert_int_equal(mode_of(t, "s/f"), 0600);
 	assert_int_equal(mode_of(t, "s/.f.tmp"), (mode_t)-1);
 	assert_int_equal(drf_at_read(fd, "f", 100, true, &text), 4);
@@ -243,7 +243,7 @@ static void test_beneath_helpers(void **state)
 	assert_int_equal(symlink(outside, p), 0);
 	assert_int_equal(drf_at_open(fd, "g", O_RDONLY, 0), -ELOOP);
 	assert_true(drf_at_read(fd, "g", 100, false, &text) < 0);
-	assert_int_equal(drf_at_replace(fd, "g", "two\n", 4, 0600), 0);
+	assert_int_equal(drf_replace_at(fd, "g", "two\n", 4, 0600), 0);
 	assert_int_equal(lstat(p, &st), 0);
 	assert_true(S_ISREG(st.st_mode));
 	assert_int_equal(drf_at_read(AT_FDCWD, outside, 100, false, &text), -EXDEV);
@@ -277,7 +277,7 @@ static void test_beneath_helpers(void **state)
 		assert_true(d >= 0);
 		close(d);
 	}
-	assert_int_equal(drf_at_replace(fd, "d/x", "x", 1, 0600), 0);
+	assert_int_equal(drf_replace_at(fd, "d/x", "x", 1, 0600), 0);
 	assert_int_equal(drf_at_remove(fd, "d"), 0);
 	assert_int_equal(mode_of(t, "s/d"), (mode_t)-1);
 	assert_int_equal(drf_at_remove(fd, "g"), 0);

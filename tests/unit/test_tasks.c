@@ -384,6 +384,42 @@ static void test_endings(void **state)
 	fx_free(f);
 }
 
+/*
+ * What a reaped task used, from its cgroup's keyed files: a key is read whole,
+ * never as the tail of a longer one; a file without the key, or with a value
+ * that is no number, leaves what the task had.
+ */
+static void test_reap_whole_keys(void **state)
+{
+	struct fx *f = fx_new();
+	char p[4400];
+	uint64_t a, b;
+
+	(void)state;
+	fill(f);
+	tick(f);
+	a = first_running(f, "A");
+	snprintf(p, sizeof(p), "%s/cpu.stat", task(f, a)->cgroup);
+	assert_int_equal(fakecg_put(f->fs.rootfd, p, "throttled_usage_usec 99\nusage_usec 1234\n"
+				    "user_usec 1000\n"), 0);
+	end(f, a, "exit -1\nsignal 9\n", "oom 3\noom_group_kill 4\noom_kill 2\n");
+	b = first_running(f, "B");
+	snprintf(p, sizeof(p), "%s/cpu.stat", task(f, b)->cgroup);
+	assert_int_equal(fakecg_put(f->fs.rootfd, p, "user_usec 1000\nusage_usec lots\n"), 0);
+	task(f, b)->cpu_usec = 77;
+	task(f, b)->oom_kills = 5;
+	end(f, b, "exit 0\nsignal -1\n", "oom 1\noom_group_kill 1\n");
+	tick(f);
+	assert_int_equal(task(f, a)->state, DRF_TASK_DONE);
+	assert_true(task(f, a)->cpu_usec == 1234);
+	assert_true(task(f, a)->oom_kills == 2);
+	assert_string_equal(task(f, a)->result, "oom-killed");
+	assert_int_equal(task(f, b)->state, DRF_TASK_DONE);
+	assert_true(task(f, b)->cpu_usec == 77);
+	assert_true(task(f, b)->oom_kills == 5);
+	fx_free(f);
+}
+
 static void test_cancel(void **state)
 {
 	struct fx *f = fx_new();
@@ -471,6 +507,54 @@ static void test_restart_readopts(void **state)
 	assert_string_equal(task(f, ids[0])->result, "exited");
 	assert_string_equal(task(f, ids[1])->result, "exited");
 	assert_int_equal(count(f, "A", DRF_TASK_RUNNING) + count(f, "B", DRF_TASK_RUNNING), 5);
+	fx_free(f);
+}
+
+/*
+ * A task's command of many words, read back from its task file by a new drfd
+ * (argv grown past its first allocation) and by drf_tasks_parse_file() (the
+ * supervisor's): every word, in order, and the NULL after the last.
+ */
+#define WORDS 100
+static void test_many_words_read_back(void **state)
+{
+	struct fx *f = fx_new();
+	char *argv[WORDS + 1], words[WORDS][8], err[1024], p[4400], *text;
+	struct drf_task_req req = { .uid = 1000, .gid = 1000, .cwd = "/tmp", .argv = argv,
+				    .argc = WORDS, .tenant = "A" };
+	struct drf_task t;
+	uint64_t id;
+	FILE *o;
+
+	(void)state;
+	for (int k = 0; k < WORDS; k++) {
+		snprintf(words[k], sizeof(words[k]), "w%d", k);
+		argv[k] = words[k];
+	}
+	argv[WORDS] = NULL;
+	assert_int_equal(drf_tasks_submit(&f->q, &f->cfg, f->cap, &req, &id, err, sizeof(err)),
+			 0);
+	drf_tasks_free(&f->q);
+	assert_int_equal(drf_tasks_init(&f->q, f->qdir, &f->fs, &fake_ops, &f->sp, &f->clock,
+					NULL, err, sizeof(err)), 0);
+	assert_int_equal(task(f, id)->argc, WORDS);
+	for (int k = 0; k < WORDS; k++)
+		assert_string_equal(task(f, id)->argv[k], words[k]);
+	assert_null(task(f, id)->argv[WORDS]);
+	/* The supervisor's reading of the same file. */
+	snprintf(p, sizeof(p), "%s/%" PRIu64 "/task", f->qdir, id);
+	text = calloc(1, 65536);
+	assert_non_null(text);
+	o = fopen(p, "r");
+	assert_non_null(o);
+	assert_true(fread(text, 1, 65535, o) > 0);
+	fclose(o);
+	assert_int_equal(drf_tasks_parse_file(&t, text), 0);
+	assert_int_equal(t.argc, WORDS);
+	assert_string_equal(t.argv[WORDS - 1], words[WORDS - 1]);
+	assert_null(t.argv[WORDS]);
+	drf_task_clear(&t);
+	free(text);
 	fx_free(f);
 }
 
@@ -1483,8 +1567,10 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_e1_scaled),
 		cmocka_unit_test(test_endings),
+		cmocka_unit_test(test_reap_whole_keys),
 		cmocka_unit_test(test_cancel),
 		cmocka_unit_test(test_restart_readopts),
+		cmocka_unit_test(test_many_words_read_back),
 		cmocka_unit_test(test_refusals_change_nothing),
 		cmocka_unit_test(test_failures_injected),
 		cmocka_unit_test(test_escape),
