@@ -49,8 +49,12 @@ static double base(int r, double v)
 }
 
 /*
- * A sample value: +Inf, -Inf, a whole number's digits, or the shorter of
- * %.15g and %.17g that reads back exactly. len: at least 32.
+ * A sample value: +Inf, -Inf, a whole number's digits, or the shortest %.*g
+ * that reads back exactly, the text of drf_format_double() (json.h) in at
+ * most three tries: a number that 15 digits or fewer hold comes out of %.15g
+ * with its fewest digits, so only %.16g and %.17g are left to try
+ * (4.545454545454545e-05, where %.17g alone wrote 4.5454545454545452e-05).
+ * len: at least 32.
  */
 static const char *fmt_num(double v, char *buf, size_t len)
 {
@@ -75,9 +79,11 @@ static const char *fmt_num(double v, char *buf, size_t len)
 		*p = '\0';
 		return buf;
 	}
-	snprintf(buf, len, "%.15g", v);
-	if (strtod(buf, NULL) != v)
-		snprintf(buf, len, "%.17g", v);
+	for (int prec = 15; prec <= 17; prec++) {
+		snprintf(buf, len, "%.*g", prec, v);
+		if (strtod(buf, NULL) == v)
+			break;
+	}
 	return buf;
 }
 
