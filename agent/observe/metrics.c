@@ -42,10 +42,18 @@ static const char *const res_label[DRF_NRES] = {
 	[DRF_RES_NET_IN] = "net-ingress",
 };
 
-/* A quantity of resource r in its base unit: bytes per second for the network. */
+/*
+ * A quantity of resource r in its base unit: bytes per second for the
+ * network. Bytes and bytes per second are whole: the kernel counts whole
+ * bytes and its knobs take whole bytes, and the fraction of a share
+ * (21474836.479999997 bytes) or of a minute's mean (15950900.476171484) is
+ * eight digits of nothing in every line. Cores keep every digit.
+ */
 static double base(int r, double v)
 {
-	return r == DRF_RES_NET || r == DRF_RES_NET_IN ? v / 8 : v;
+	if (r == DRF_RES_CPU)
+		return v;
+	return nearbyint(r == DRF_RES_NET || r == DRF_RES_NET_IN ? v / 8 : v);
 }
 
 /*
