@@ -614,6 +614,13 @@ int drf_metrics_render(const struct drf_view *v, enum drf_metrics_detail detail,
  * Replaces path with DRFD_METRICS_MARK and buf: a temporary file beside it, written,
  * fsync'ed, made 0644 and renamed over it, its identity in *ret; on failure the
  * temporary file is removed and why says what failed.
+ *
+ * Not drf_replace() (fileio.h), on purpose: it fsyncs the directory after the
+ * rename, a journal commit more each tick for a file that is rewritten the
+ * next tick and removed when drfd stops (a crash leaves the old file or the
+ * new one, whole, either way); its temporary file has a fixed name that it
+ * removes whoever wrote it, where drfd removes only files it wrote; and its
+ * -errno does not say which step failed, which the log does here.
  */
 static int replace_file(const char *path, const char *buf, size_t len, struct stat *ret,
 			char *why, size_t wlen)
