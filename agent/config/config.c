@@ -37,10 +37,11 @@ enum section {
 
 enum agent_key { AK_CGROUP_ROOT, AK_INTERVAL, AK_MODE, AK_POLICY, AK_TENANTS_DIR, AK_STATE_DIR,
 		 AK_STATUS_SOCKET, AK_STATUS_GROUP, AK_VERIFY_PERIOD, AK_NET_REPLACE, AK_METRICS_FILE,
-		 AK_DEMAND, AK_N };
+		 AK_DEMAND, AK_METRICS_DETAIL, AK_N };
 static const char *const agent_keys[AK_N] = {
 	"cgroup-root", "interval", "mode", "policy", "tenants-dir", "state-dir", "status-socket",
 	"status-group", "verify-period", "net-replace-qdisc", "metrics-file", "demand",
+	"metrics-detail",
 };
 
 enum cap_key {
@@ -376,6 +377,14 @@ static void agent_key(struct parser *ps, int k, const char *value)
 		else
 			fail(ps, "demand = '%s': expected 'declared' or 'observed'", value);
 		return;
+	case AK_METRICS_DETAIL:
+		if (strcmp(value, "basic") == 0)
+			c->metrics_detail = DRF_METRICS_BASIC;
+		else if (strcmp(value, "full") == 0)
+			c->metrics_detail = DRF_METRICS_FULL;
+		else
+			fail(ps, "metrics-detail = '%s': expected 'basic' or 'full'", value);
+		return;
 	case AK_NET_REPLACE:
 		if (strcmp(value, "yes") == 0)
 			c->net_replace_qdisc = true;
@@ -610,7 +619,8 @@ static int handler(void *user, const char *section, const char *name, const char
 		if (k < 0) {
 			fail(ps, "unknown key '%s' in [agent] (known: cgroup-root, interval, mode, "
 				 "policy, tenants-dir, state-dir, status-socket, status-group, "
-				 "verify-period, net-replace-qdisc, metrics-file, demand)", name);
+				 "verify-period, net-replace-qdisc, metrics-file, metrics-detail, "
+				 "demand)", name);
 			return 0;
 		}
 		duplicate_key(ps, &ps->agent_line[k], name);
@@ -1178,6 +1188,7 @@ int drf_config_load(const char *path, const struct drf_host_ops *host, struct dr
 		goto out_oom;
 	c->mode = DRF_MODE_SHARE;
 	c->policy = DRF_POLICY_DRF;
+	c->metrics_detail = DRF_METRICS_BASIC;
 
 	r = parse_file(&ps, path, true);
 	if (r < 0)

@@ -25,6 +25,12 @@ enum drf_mode {
 	DRF_MODE_LIMIT, /* hard caps at the allocation */
 };
 
+/* [agent] metrics-detail: what the metrics-file holds (the socket's metrics are always full). */
+enum drf_metrics_detail {
+	DRF_METRICS_BASIC, /* per tenant, what a dashboard or an alert needs (metrics.c) */
+	DRF_METRICS_FULL,  /* everything: histograms, pressure, limits, demands, counters */
+};
+
 struct drf_tenant {
 	char name[DRF_TENANT_NAME_MAX + 1];
 	char *cgroup; /* relative to cgroup-root */
@@ -48,6 +54,7 @@ struct drf_config {
 	char *status_group;      /* NULL: root only */
 	bool net_replace_qdisc;  /* replace a foreign root qdisc on net-device */
 	char *metrics_file;      /* Prometheus text file written each tick; NULL: none */
+	enum drf_metrics_detail metrics_detail; /* of metrics_file; a reload changes it */
 	enum drf_mode mode;
 	bool observed;           /* demand = observed: demands follow measured use (online DRF) */
 	enum drf_policy policy;

@@ -344,7 +344,8 @@ void drfd_tick(struct drfd *d, size_t verify)
 		struct drf_view v;
 
 		drfd_view(d, &v);
-		drf_metrics_write(&d->metrics, d->decl.cfg.metrics_file, &v);
+		drf_metrics_write(&d->metrics, d->decl.cfg.metrics_file, d->decl.cfg.metrics_detail,
+				  &v);
 	}
 	if (drf_reconciler_membership_changed(&d->rc) || d->state_err)
 		save_state(d);

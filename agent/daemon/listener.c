@@ -187,7 +187,8 @@ static int dispatch(struct drfd *d, int fd, const char *req, char **out, size_t 
 			return -ENOMEM;
 		fputs("drfd-metrics 1\n", f);
 		drfd_view(d, &v);
-		drf_metrics_render(&v, f);
+		/* Asked for, not scraped each tick: full, whatever metrics-detail (drfctl top). */
+		drf_metrics_render(&v, DRF_METRICS_FULL, f);
 		if (fclose(f) != 0) {
 			free(body);
 			return -ENOMEM;

@@ -6,6 +6,9 @@
  * are divided by 8). A value that is not known (NAN) has no sample line; no
  * limit is +Inf. The figures are those of the status, from the daemon's
  * measurements (agent/core/use.h) and the plan in force, as the view has them.
+ * The daemon's families are always there; of the per-tenant ones, metrics-detail
+ * = basic has those of basic_families (see there), full all of them. A family
+ * left out has no # HELP or # TYPE either.
  *
  * The file for node-exporter's textfile collector is replaced atomically: a
  * temporary file in the same directory (".NAME.XXXXXX", which the collector
@@ -42,15 +45,27 @@ static const char *const res_label[DRF_NRES] = {
 	[DRF_RES_NET_IN] = "net-ingress",
 };
 
-/* A quantity of resource r in its base unit: bytes per second for the network. */
+/*
+ * A quantity of resource r in its base unit: bytes per second for the
+ * network. Bytes and bytes per second are whole: the kernel counts whole
+ * bytes and its knobs take whole bytes, and the fraction of a share
+ * (21474836.479999997 bytes) or of a minute's mean (15950900.476171484) is
+ * eight digits of nothing in every line. Cores keep every digit.
+ */
 static double base(int r, double v)
 {
-	return r == DRF_RES_NET || r == DRF_RES_NET_IN ? v / 8 : v;
+	if (r == DRF_RES_CPU)
+		return v;
+	return nearbyint(r == DRF_RES_NET || r == DRF_RES_NET_IN ? v / 8 : v);
 }
 
 /*
- * A sample value: +Inf, -Inf, a whole number's digits, or the shorter of
- * %.15g and %.17g that reads back exactly. len: at least 32.
+ * A sample value: +Inf, -Inf, a whole number's digits, or the shortest %.*g
+ * that reads back exactly, the text of drf_format_double() (json.h) in at
+ * most three tries: a number that 15 digits or fewer hold comes out of %.15g
+ * with its fewest digits, so only %.16g and %.17g are left to try
+ * (4.545454545454545e-05, where %.17g alone wrote 4.5454545454545452e-05).
+ * len: at least 32.
  */
 static const char *fmt_num(double v, char *buf, size_t len)
 {
@@ -75,9 +90,11 @@ static const char *fmt_num(double v, char *buf, size_t len)
 		*p = '\0';
 		return buf;
 	}
-	snprintf(buf, len, "%.15g", v);
-	if (strtod(buf, NULL) != v)
-		snprintf(buf, len, "%.17g", v);
+	for (int prec = 15; prec <= 17; prec++) {
+		snprintf(buf, len, "%.*g", prec, v);
+		if (strtod(buf, NULL) == v)
+			break;
+	}
 	return buf;
 }
 
@@ -156,6 +173,17 @@ static bool takes_part(const struct drf_view *v, int r)
 	return v->decl->problem.capacity[r] > 0;
 }
 
+/* The resources that take part, as bits (1 << r). */
+static unsigned taking_part(const struct drf_view *v)
+{
+	unsigned bits = 0;
+
+	for (int r = 0; r < DRF_NRES; r++)
+		if (takes_part(v, r))
+			bits |= 1u << r;
+	return bits;
+}
+
 static void render_daemon(const struct drf_view *v, FILE *f)
 {
 	family(f, "drfd_up", "gauge", "Whether drfd runs (1).");
@@ -206,6 +234,55 @@ static void render_daemon(const struct drf_view *v, FILE *f)
 			       "resource", res_label[r], NULL);
 }
 
+/*
+ * The per-tenant families of metrics-detail = basic, the metrics-file's
+ * default. With six resources full has 100 lines a tenant, and 52 more with
+ * the probes (two histograms): megabytes each tick at 1,000 tenants, for a
+ * textfile collector that Prometheus scrapes every 15 s and keeps for weeks.
+ * Basic has what a dashboard shows and an alert fires on: 2 lines a tenant
+ * and resource and 4 more. At six resources that is about 945 bytes a tenant
+ * named t0 to t999 (the plan's allocations, use that is no round number:
+ * test_basic_size in test_metrics.c), and 16 more for each character of a
+ * longer name. The dominant shares are left to full: PromQL derives them
+ * from basic's allocation, use and capacity.
+ * - drfd_allocation: what DRF gives the tenant, per resource.
+ * - drfd_use, window 1m only: what it uses, against that. A scrape every 15
+ *   to 60 s would catch one tick of many (noise); the minute is what a scrape
+ *   interval spans.
+ * - drfd_tenant_weight, one series: weighted DRF evens out share / weight.
+ * - drfd_enforcement_not_holding_resources: the alert, one series a tenant
+ *   (full says which resources, in drfd_enforcement_not_holding).
+ * - drfd_cpu_usage_seconds_total: the kernel's counter, whose rate() is exact
+ *   over any range, missed scrapes or not.
+ * - drfd_memory_current_bytes: memory now, the peaks the minute's mean hides
+ *   (the OOM killer acts on those).
+ * Left to full: the demands (the config's, or the cause of an allocation
+ * that is there already), the limits (what the knobs make of the
+ * allocation), the tick's use, the gap and the ratios (derived: alloc - use,
+ * x / drfd_capacity), which resource is not holding, and the diagnosis: the
+ * probes' histograms and counters, pressure, memory events, io and network
+ * counters. drfctl top asks the socket, whose metrics are always full.
+ */
+static const char *const basic_families[] = {
+	"drfd_allocation",
+	"drfd_use",
+	"drfd_tenant_weight",
+	"drfd_enforcement_not_holding_resources",
+	"drfd_cpu_usage_seconds_total",
+	"drfd_memory_current_bytes",
+};
+
+/* Whether a per-tenant family is rendered at this detail. */
+static bool shown(const char *name, enum drf_metrics_detail detail)
+{
+	if (detail == DRF_METRICS_FULL)
+		return true;
+	for (size_t k = 0; k < sizeof(basic_families) / sizeof(basic_families[0]); k++)
+		if (strcmp(name, basic_families[k]) == 0)
+			return true;
+	return false;
+}
+
 /* The families per tenant and resource. */
 enum tr {
 	TR_DECLARED,
@@ -233,7 +310,8 @@ static const struct {
 	{ "drfd_limit", "The hard limit drfd's knobs enforce, in the resource's base unit; +Inf: "
 	  "no hard limit.", TR_LIMIT },
 	{ "drfd_use", "Measured use, in the resource's base unit, over the last tick (window "
-	  "tick) and over up to the last minute (window 1m).", TR_USE },
+	  "tick, with metrics-detail = full) and over up to the last minute (window 1m).",
+	  TR_USE },
 	{ "drfd_use_gap", "Allocation minus use over the last tick, in the resource's base unit "
 	  "(negative: using more than allocated).", TR_GAP },
 	{ "drfd_enforcement_not_holding", "1 when the tenant's use is above what its limit allows "
@@ -270,13 +348,17 @@ static double tr_value(const struct drf_tenant_use *u, int r, double cap, enum t
 	return NAN;
 }
 
-static void render_tenant_resources(const struct drf_view *v, FILE *f)
+static void render_tenant_resources(const struct drf_view *v, enum drf_metrics_detail detail,
+				    FILE *f)
 {
 	const struct drf_config *c = &v->decl->cfg;
+	bool tick = detail == DRF_METRICS_FULL; /* drfd_use over the tick too */
 
 	for (size_t k = 0; k < sizeof(tr_families) / sizeof(tr_families[0]); k++) {
 		const char *name = tr_families[k].name;
 
+		if (!shown(name, detail))
+			continue;
 		family(f, name, "gauge", tr_families[k].help);
 		for (size_t i = 0; i < c->n_tenants; i++) {
 			const struct drf_tenant_use *u = tenant_use(v, i);
@@ -293,8 +375,9 @@ static void render_tenant_resources(const struct drf_view *v, FILE *f)
 					       "tenant", t, "resource", res_label[r], NULL);
 					continue;
 				}
-				sample(f, name, base(r, u->use_tick[r]), "tenant", t, "resource",
-				       res_label[r], "window", "tick", NULL);
+				if (tick)
+					sample(f, name, base(r, u->use_tick[r]), "tenant", t,
+					       "resource", res_label[r], "window", "tick", NULL);
 				sample(f, name, base(r, u->use_min[r]), "tenant", t, "resource",
 				       res_label[r], "window", "1m", NULL);
 			}
@@ -307,6 +390,7 @@ enum src {
 	S_WEIGHT,
 	S_DOMINANT_ALLOC,
 	S_DOMINANT_USE,
+	S_NOT_HOLDING,  /* how many resources */
 	S_CTR,          /* now.c[idx] / div */
 	S_GAUGE,        /* gauge[idx] */
 	S_HIST_RUNQ,    /* a histogram family of its own */
@@ -332,6 +416,9 @@ static const struct row {
 	  "of any resource's capacity, of its allocation and of its use over the last tick.",
 	  S_DOMINANT_ALLOC, 0, 1, "of", "allocation", NULL, NULL },
 	{ "drfd_dominant_share_ratio", NULL, NULL, S_DOMINANT_USE, 0, 1, "of", "use", NULL, NULL },
+	{ "drfd_enforcement_not_holding_resources", "gauge", "How many of the tenant's resources "
+	  "it uses above what their limits allow (the limits do not hold): 0 when all hold.",
+	  S_NOT_HOLDING, 0, 1, NULL, NULL, NULL, NULL },
 	{ "drfd_cpu_usage_seconds_total", "counter", "CPU time the tenant's cgroup used "
 	  "(cpu.stat usage_usec).", S_CTR, DRF_CTR_CPU_USEC, 1e6, NULL, NULL, NULL, NULL },
 	{ "drfd_cpu_oncpu_seconds_total", "counter", "On-CPU time of the tenant's threads, "
@@ -462,6 +549,9 @@ static void row_sample(const struct drf_view *v, FILE *f, const struct row *w, s
 	case S_DOMINANT_USE:
 		x = u ? u->dominant_use : NAN;
 		break;
+	case S_NOT_HOLDING:
+		x = u ? __builtin_popcount(u->not_holding & taking_part(v)) : NAN;
+		break;
 	case S_CTR:
 		x = u ? u->now.c[w->idx] / w->div : NAN;
 		break;
@@ -489,7 +579,7 @@ static void row_sample(const struct drf_view *v, FILE *f, const struct row *w, s
 		sample(f, w->name, x, "tenant", t, NULL);
 }
 
-static void render_tenants(const struct drf_view *v, FILE *f)
+static void render_tenants(const struct drf_view *v, enum drf_metrics_detail detail, FILE *f)
 {
 	size_t n = v->decl->cfg.n_tenants;
 	struct le_labels le;
@@ -500,6 +590,8 @@ static void render_tenants(const struct drf_view *v, FILE *f)
 	for (size_t a = 0, b; a < NROWS; a = b) {
 		for (b = a + 1; b < NROWS && strcmp(rows[b].name, rows[a].name) == 0; b++)
 			;
+		if (!shown(rows[a].name, detail))
+			continue;
 		family(f, rows[a].name, rows[a].type, rows[a].help);
 		for (size_t i = 0; i < n; i++)
 			for (size_t k = a; k < b; k++)
@@ -507,11 +599,11 @@ static void render_tenants(const struct drf_view *v, FILE *f)
 	}
 }
 
-int drf_metrics_render(const struct drf_view *v, FILE *out)
+int drf_metrics_render(const struct drf_view *v, enum drf_metrics_detail detail, FILE *out)
 {
 	render_daemon(v, out);
-	render_tenant_resources(v, out);
-	render_tenants(v, out);
+	render_tenant_resources(v, detail, out);
+	render_tenants(v, detail, out);
 	return ferror(out) ? -EIO : 0;
 }
 
@@ -519,6 +611,13 @@ int drf_metrics_render(const struct drf_view *v, FILE *out)
  * Replaces path with DRFD_METRICS_MARK and buf: a temporary file beside it, written,
  * fsync'ed, made 0644 and renamed over it, its identity in *ret; on failure the
  * temporary file is removed and why says what failed.
+ *
+ * Not drf_replace() (fileio.h), on purpose: it fsyncs the directory after the
+ * rename, a journal commit more each tick for a file that is rewritten the
+ * next tick and removed when drfd stops (a crash leaves the old file or the
+ * new one, whole, either way); its temporary file has a fixed name that it
+ * removes whoever wrote it, where drfd removes only files it wrote; and its
+ * -errno does not say which step failed, which the log does here.
  */
 static int replace_file(const char *path, const char *buf, size_t len, struct stat *ret,
 			char *why, size_t wlen)
@@ -693,7 +792,8 @@ void drf_metrics_file_init(struct drf_metrics_file *m, const struct drf_logger *
 	m->log = log;
 }
 
-int drf_metrics_write(struct drf_metrics_file *m, const char *path, const struct drf_view *v)
+int drf_metrics_write(struct drf_metrics_file *m, const char *path,
+		      enum drf_metrics_detail detail, const struct drf_view *v)
 {
 	char why[256], msg[sizeof(m->last_failure)];
 	struct stat st;
@@ -719,7 +819,7 @@ int drf_metrics_write(struct drf_metrics_file *m, const char *path, const struct
 		snprintf(why, sizeof(why), "cannot render the metrics: %s", strerror(-r));
 		goto fail;
 	}
-	r = drf_metrics_render(v, f);
+	r = drf_metrics_render(v, detail, f);
 	if (fclose(f) != 0 && r == 0)
 		r = -ENOMEM;
 	if (r < 0) {

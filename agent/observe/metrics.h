@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "config.h"
 #include "log.h"
 #include "view.h"
 
@@ -20,8 +21,11 @@
  */
 #define DRFD_METRICS_MARK "# drfd metrics-file: written by drfd each tick, removed when it stops\n"
 
-/* The metrics of the daemon's state; 0 or -errno (out's). */
-int drf_metrics_render(const struct drf_view *v, FILE *out);
+/*
+ * The metrics of the daemon's state at that detail (config.h: the daemon's
+ * families and, per tenant, basic's or all); 0 or -errno (out's).
+ */
+int drf_metrics_render(const struct drf_view *v, enum drf_metrics_detail detail, FILE *out);
 
 /* The metrics-file drfd writes: what it wrote last, and the failure it said last. */
 struct drf_metrics_file {
@@ -34,10 +38,12 @@ struct drf_metrics_file {
 
 void drf_metrics_file_init(struct drf_metrics_file *m, const struct drf_logger *log);
 /*
- * Each tick: replaces the file at path with v's metrics (path NULL: none, and
- * one written before is removed). 0 or -errno; a failure is said once.
+ * Each tick: replaces the file at path with v's metrics at that detail (path
+ * NULL: none, and one written before is removed). 0 or -errno; a failure is
+ * said once.
  */
-int drf_metrics_write(struct drf_metrics_file *m, const char *path, const struct drf_view *v);
+int drf_metrics_write(struct drf_metrics_file *m, const char *path,
+		      enum drf_metrics_detail detail, const struct drf_view *v);
 /* At exit: removes the metrics-file drfd wrote (alerts see drfd_up absent). */
 void drf_metrics_stop(struct drf_metrics_file *m);
 

@@ -9,10 +9,14 @@
  *                                    knobs hold, the use does not change),
  *                                    usage sampling included, against a bare
  *                                    read of every knob once, interleaved;
- *                                    and the bytes of one metrics render
+ *                                    and the bytes of one metrics render as
+ *                                    the metrics-file has it (metrics-detail
+ *                                    = basic, its default), and in full (the
+ *                                    socket's, and metrics-detail = full)
  *   bench_tick N MODE tick ROUNDS    ROUNDS steady ticks only (strace -c)
  *   bench_tick N MODE none ROUNDS    the setup only (what strace subtracts)
- *   bench_tick N MODE metrics        prints one metrics render
+ *   bench_tick N MODE metrics [DETAIL]  prints one metrics render: basic (the
+ *                                    default) or full
  *   bench_tick N reload ROUNDS       reload latency against the config load
  *                                    and libinih's bare parse, interleaved
  *
@@ -183,7 +187,7 @@ static int daemon_up(struct fakedrfd *f, int n, bool observed)
 	return r;
 }
 
-static size_t metrics_bytes(struct fakedrfd *f)
+static size_t metrics_bytes(struct fakedrfd *f, enum drf_metrics_detail detail)
 {
 	struct drf_view v;
 	char *buf = NULL;
@@ -193,7 +197,7 @@ static size_t metrics_bytes(struct fakedrfd *f)
 	if (!m)
 		return 0;
 	drfd_view(&f->d, &v);
-	drf_metrics_render(&v, m);
+	drf_metrics_render(&v, detail, m);
 	fclose(m);
 	free(buf);
 	return len;
@@ -288,17 +292,22 @@ int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 1000, rounds = 31;
 	const char *mode = argc > 2 ? argv[2] : "declared", *only = argc > 3 ? argv[3] : NULL;
-	bool observed = strcmp(mode, "observed") == 0;
+	bool observed = strcmp(mode, "observed") == 0, full = false;
 	double *t_tick, *t_bare;
 	struct fakedrfd f;
 
 	held_files = drfd_tune_process();
 	if (strcmp(mode, "reload") == 0)
 		return reload_bench(n, argc > 3 ? atoi(argv[3]) : 21);
-	if (argc > 4)
+	if (only && strcmp(only, "metrics") == 0 && argc > 4)
+		full = strcmp(argv[4], "full") == 0;
+	else if (argc > 4)
 		rounds = atoi(argv[4]);
-	if (n < 1 || rounds < 1 || (!observed && strcmp(mode, "declared") != 0)) {
+	if (n < 1 || rounds < 1 || (!observed && strcmp(mode, "declared") != 0) ||
+	    (only && strcmp(only, "metrics") == 0 && argc > 4 && !full &&
+	     strcmp(argv[4], "basic") != 0)) {
 		fprintf(stderr, "usage: bench_tick N [declared|observed [tick|none ROUNDS]]\n"
+				"       bench_tick N declared|observed metrics [basic|full]\n"
 				"       bench_tick N reload [ROUNDS]\n");
 		return 64;
 	}
@@ -310,7 +319,7 @@ int main(int argc, char **argv)
 		struct drf_view v;
 
 		drfd_view(&f.d, &v);
-		drf_metrics_render(&v, stdout);
+		drf_metrics_render(&v, full ? DRF_METRICS_FULL : DRF_METRICS_BASIC, stdout);
 		fakedrfd_teardown(&f);
 		return 0;
 	}
@@ -335,12 +344,15 @@ int main(int argc, char **argv)
 	}
 	if (!only) {
 		double mt = median(t_tick, rounds), mb = median(t_bare, rounds);
-		size_t mbytes = metrics_bytes(&f);
+		size_t mbytes = metrics_bytes(&f, DRF_METRICS_BASIC);
+		size_t fbytes = metrics_bytes(&f, DRF_METRICS_FULL);
 
 		printf("tenants %d (%s), %d rounds: steady tick (%zu read back) %.0f us, bare read "
 		       "of every knob %.0f us, tick/bare %.3f; one metrics render %zu bytes, %.0f "
 		       "per tenant (target < 1 MB at 1,000)\n", n, mode, rounds, f.d.verify, mt, mb,
 		       mt / mb, mbytes, (double)mbytes / n);
+		printf("tenants %d (%s): one full metrics render (the socket's, metrics-detail = "
+		       "full) %zu bytes, %.0f per tenant\n", n, mode, fbytes, (double)fbytes / n);
 	}
 	if (observed) {
 		char p[128];

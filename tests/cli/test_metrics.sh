@@ -17,7 +17,9 @@
 # loopback serves it with node_textfile_scrape_error 0; no temporary file is
 # left; a metrics-file in a directory that does not exist is said once and
 # drfd keeps running; a reload that sets it writes it, one that drops it
-# removes the file.
+# removes the file. The file has metrics-detail = basic's families (the
+# default), the socket's answer all of them; a reload to full is written from
+# the next tick on.
 #   DRFD=... DRFCTL=... tests/cli/test_metrics.sh
 # promtool and node-exporter: deploy/install-deps.sh unpacks them into
 # /opt/drfd-test-tools/bin (DRF_TEST_TOOLS), else from PATH.
@@ -217,6 +219,12 @@ up=$(value "$work/sock.prom" drfd_up)
 check promtool-socket "[ $rc -eq 0 ] && [ \"\$(head -1 $work/sock.out)\" = 'drfd-metrics 1' ] && [ '$up' = 1 ]" \
 	"the socket's 'metrics' answer: '$(head -1 "$work/sock.out")', drfd_up ${up:-none}, promtool exit $rc $(head -c 300 "$work/promtool2.out")"
 
+# metrics-detail = basic, the default: the file has basic's families, not the
+# others; the socket's answer is full whatever the config (drfctl top reads it).
+families() { grep -c "^# TYPE $2 " "$1"; }
+check detail-basic "[ $(families "$tf/drfd.prom" drfd_allocation) = 1 ] && [ $(families "$tf/drfd.prom" drfd_limit) = 0 ] && [ $(families "$work/sock.prom" drfd_limit) = 1 ]" \
+	"$(grep -c '^# TYPE ' "$tf/drfd.prom") families in the file, $(grep -c '^# TYPE ' "$work/sock.prom") in the socket's answer"
+
 # Kernel figures: the busy tenant's CPU counter grows (2 s of a busy loop) and
 # trails the kernel's own cpu.stat by at most a tick or so; the idle one's is 0.
 prom=$tf/drfd.prom
@@ -272,6 +280,12 @@ if start_drfd; then
 	wait_for "[ -f $tf/drfd.prom ]"
 	check reload-writes "[ -f $tf/drfd.prom ] && grep -q 'metrics-file .* is written again' $work/drfd.log" \
 		"after SIGHUP with metrics-file = $tf/drfd.prom"
+	write_conf "metrics-file = $tf/drfd.prom
+metrics-detail = full"
+	kill -HUP "$drfd_pid"
+	wait_for "grep -q '^# TYPE drfd_limit ' $tf/drfd.prom"
+	check reload-detail "grep -q '^# TYPE drfd_limit gauge' $tf/drfd.prom && kill -0 $drfd_pid" \
+		"after SIGHUP with metrics-detail = full: $(grep -c '^# TYPE ' "$tf/drfd.prom") families in the file"
 	write_conf ""
 	kill -HUP "$drfd_pid"
 	wait_for "[ ! -e $tf/drfd.prom ]"

@@ -541,6 +541,35 @@ static void test_metrics_file(void **state)
 	expect_error("[agent]\nmetrics-file =\n", 2, "empty value");
 }
 
+/* [agent] metrics-detail: basic by default, basic or full, else FILE:LINE and what is allowed. */
+static void test_metrics_detail(void **state)
+{
+	struct drf_config c;
+
+	(void)state;
+	assert_int_equal(load_with("[capacity]\ncpu = 4\n", &t_fake_host, &c), 0);
+	assert_int_equal(c.metrics_detail, DRF_METRICS_BASIC);
+	drf_config_free(&c);
+	assert_int_equal(load_with("[agent]\nmetrics-detail = full\n[capacity]\ncpu = 4\n",
+				   &t_fake_host, &c), 0);
+	assert_int_equal(c.metrics_detail, DRF_METRICS_FULL);
+	drf_config_free(&c);
+	assert_int_equal(load_with("[agent]\nmetrics-detail = basic\n[capacity]\ncpu = 4\n",
+				   &t_fake_host, &c), 0);
+	assert_int_equal(c.metrics_detail, DRF_METRICS_BASIC);
+	drf_config_free(&c);
+	expect_error("[agent]\nmetrics-detail = verbose\n[capacity]\ncpu = 4\n", 2,
+		     "metrics-detail = 'verbose': expected 'basic' or 'full'");
+	expect_error("; x\n[agent]\nmetrics-file = /a.prom\nmetrics-detail = Full\n", 4,
+		     "metrics-detail = 'Full': expected 'basic' or 'full'");
+	expect_error("[agent]\nmetrics-detail = full\nmetrics-detail = basic\n", 3, "set twice");
+	expect_error("[agent]\nmetrics-detail =\n", 2, "empty value");
+	expect_error("[capacity]\ncpu = 4\nmetrics-detail = full\n", 3,
+		     "unknown key 'metrics-detail' in [capacity]");
+	/* a misspelt key: the list of known ones names it */
+	expect_error("[agent]\nmetrics_detail = full\n", 2, "metrics-file, metrics-detail, demand)");
+}
+
 /* What a new user tripped over: the messages name the real problem. */
 static void test_messages(void **state)
 {
@@ -671,6 +700,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_no_tenants, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_agent_service_keys, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_metrics_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_metrics_detail, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_messages, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fifo_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_many_tenants, setup, teardown),

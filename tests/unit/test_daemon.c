@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -37,6 +38,7 @@
 #include "daemon.h"
 #include "fakedrfd.h"
 #include "json.h"
+#include "listener.h"
 #include "log.h"
 #include "metrics.h"
 #include "statedir.h"
@@ -165,7 +167,7 @@ static bool metrics_have(const char *line)
 
 	assert_non_null(f);
 	drfd_view(&d, &v);
-	assert_int_equal(drf_metrics_render(&v, f), 0);
+	assert_int_equal(drf_metrics_render(&v, DRF_METRICS_FULL, f), 0);
 	assert_int_equal(fclose(f), 0);
 	have = strstr(buf, line) != NULL;
 	free(buf);
@@ -631,6 +633,105 @@ static void test_dry_run_writes_no_metrics(void **state)
 	assert_int_equal(access(path, F_OK), 0);
 }
 
+/* Whether text has a line that starts with prefix. */
+static bool has_line(const char *text, const char *prefix)
+{
+	const char *p = text;
+
+	while (strncmp(p, prefix, strlen(prefix)) != 0) {
+		p = strchr(p, '\n');
+		if (!p)
+			return false;
+		p++;
+	}
+	return true;
+}
+
+/* The metrics-file as drfd wrote it last, in a buffer to free. */
+static char *read_metrics(const char *path)
+{
+	char *buf = NULL;
+	size_t len = 0, n;
+	FILE *m = open_memstream(&buf, &len), *f = fopen(path, "r");
+	char chunk[4096];
+
+	assert_non_null(m);
+	assert_non_null(f);
+	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+		fwrite(chunk, 1, n, m);
+	fclose(f);
+	assert_int_equal(fclose(m), 0);
+	assert_true(strncmp(buf, DRFD_METRICS_MARK, strlen(DRFD_METRICS_MARK)) == 0);
+	return buf;
+}
+
+/*
+ * metrics-detail: the metrics-file has basic's families by default, a reload
+ * to full brings the others at its own tick (no restart), and one back to
+ * basic takes them away; the socket's metrics are full all along.
+ */
+static void test_reload_metrics_detail(void **state)
+{
+	char path[200], agent[300], err[512], *m, *out = NULL;
+	struct drfd_req req = { 0 };
+	size_t len = 0;
+	int sv[2];
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/drfd.prom", fx.dir);
+	snprintf(agent, sizeof(agent), "metrics-file = %s\n", path);
+	assert_int_equal(fakedrfd_write(&fx, agent, TWO_CPU "[tenant a]\ncpu = 1\n"), 0);
+	drf_declared_free(&d.decl);
+	assert_int_equal(drf_declared_load(&d.decl, fx.conf, fx.env.host, err, sizeof(err)), 0);
+	assert_int_equal(d.decl.cfg.metrics_detail, DRF_METRICS_BASIC);
+	assert_int_equal(fakedrfd_start(&fx), 0);
+	drfd_tick(&d, 0);
+	m = read_metrics(path);
+	assert_true(has_line(m, "drfd_allocation{tenant=\"a\",resource=\"cpu\"} 1\n"));
+	assert_true(has_line(m, "# TYPE drfd_enforcement_not_holding_resources gauge\n"));
+	assert_false(has_line(m, "# TYPE drfd_declared_demand "));
+	assert_false(has_line(m, "drfd_declared_demand{"));
+	assert_false(has_line(m, "# TYPE drfd_limit "));
+	free(m);
+
+	/* the socket answers full while the file is basic */
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	assert_int_equal(drfd_req_feed(&req, "metrics\n", 8), 1);
+	assert_int_equal(drfd_req_answer(&d, sv[0], &req, &out, &len), 0);
+	close(sv[0]);
+	close(sv[1]);
+	drfd_req_free(&req);
+	assert_non_null(out);
+	assert_true(strncmp(out, "drfd-metrics 1\n", 15) == 0);
+	assert_true(has_line(out, "drfd_declared_demand{tenant=\"a\",resource=\"cpu\"} 1\n"));
+	assert_true(has_line(out, "# TYPE drfd_limit gauge\n"));
+	assert_true(has_line(out, "drfd_allocation{tenant=\"a\",resource=\"cpu\"} 1\n"));
+	free(out);
+
+	/* a reload to full: the next tick writes the file in full */
+	snprintf(agent, sizeof(agent), "metrics-file = %s\nmetrics-detail = full\n", path);
+	assert_int_equal(fakedrfd_write(&fx, agent, TWO_CPU "[tenant a]\ncpu = 1\n"), 0);
+	assert_int_equal(drfd_reload(&d), 0);
+	assert_int_equal(d.reloads, 1);
+	drfd_tick(&d, 0);
+	m = read_metrics(path);
+	assert_true(has_line(m, "drfd_declared_demand{tenant=\"a\",resource=\"cpu\"} 1\n"));
+	assert_true(has_line(m, "# TYPE drfd_limit gauge\n"));
+	assert_true(has_line(m, "drfd_allocation{tenant=\"a\",resource=\"cpu\"} 1\n"));
+	free(m);
+
+	/* and back */
+	snprintf(agent, sizeof(agent), "metrics-file = %s\nmetrics-detail = basic\n", path);
+	assert_int_equal(fakedrfd_write(&fx, agent, TWO_CPU "[tenant a]\ncpu = 1\n"), 0);
+	assert_int_equal(drfd_reload(&d), 0);
+	assert_int_equal(d.reloads, 2);
+	drfd_tick(&d, 0);
+	m = read_metrics(path);
+	assert_false(has_line(m, "drfd_declared_demand{"));
+	assert_true(has_line(m, "drfd_allocation{tenant=\"a\",resource=\"cpu\"} 1\n"));
+	free(m);
+}
+
 /*
  * What drfd logs carries names from configs and requests (a task's command is
  * logged at submit): no control character reaches the terminal or journal.
@@ -981,6 +1082,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_dry_run_writes_no_metrics, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pressure_read_when_asked, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reload_metrics_detail, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_log_escapes, setup, teardown),
 		cmocka_unit_test(test_json_str),
 		cmocka_unit_test(test_json_keys),

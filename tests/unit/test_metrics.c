@@ -56,6 +56,7 @@ struct mdaemon {
 	struct drf_metrics_file mf;
 	struct drf_view v;
 	char *metrics_file;
+	enum drf_metrics_detail detail;  /* of metrics_file */
 };
 
 static const struct drf_view *view(struct mdaemon *d)
@@ -81,7 +82,7 @@ static void make_daemon(struct mdaemon *d)
 					    "net-rate = 800mbit\n"
 					    "[tenant a]\ncpu = 1.5\nmemory = 2G\nnet-rate = 100mbit\n"
 					    "[tenant b]\nweight = 2\n"), 0);
-	*d = (struct mdaemon){ .metrics_file = NULL };
+	*d = (struct mdaemon){ .metrics_file = NULL, .detail = DRF_METRICS_BASIC };
 	if (fakeplan_load(&d->pl, path, NULL, err, sizeof(err)) < 0) {
 		print_error("%s\n", err);
 		fail();
@@ -150,14 +151,14 @@ static void measure(struct mdaemon *d)
 	b->use_min[DRF_RES_CPU] = 0.125;
 }
 
-static char *render(struct mdaemon *d)
+static char *render(struct mdaemon *d, enum drf_metrics_detail detail)
 {
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
 
 	assert_non_null(f);
-	assert_int_equal(drf_metrics_render(view(d), f), 0);
+	assert_int_equal(drf_metrics_render(view(d), detail, f), 0);
 	assert_int_equal(fclose(f), 0);
 	return buf;
 }
@@ -172,7 +173,7 @@ static void free_daemon(struct mdaemon *d)
 /* The daemon's tick writes its metrics-file: the file of the config in force. */
 static int tick(struct mdaemon *d)
 {
-	return drf_metrics_write(&d->mf, d->metrics_file, view(d));
+	return drf_metrics_write(&d->mf, d->metrics_file, d->detail, view(d));
 }
 
 /* The file at path starts with want. */
@@ -290,7 +291,7 @@ static void test_render(void **state)
 	(void)state;
 	make_daemon(&d);
 	measure(&d);
-	m = render(&d);
+	m = render(&d, DRF_METRICS_FULL);
 	check_grouping(m);
 	/* the daemon */
 	assert_line(m, "# HELP drfd_up Whether drfd runs (1).");
@@ -371,6 +372,106 @@ static void test_render(void **state)
 	free_daemon(&d);
 }
 
+/* The families of a text, in order, from their # TYPE lines: " name name ... ". */
+static void families(const char *text, char *out, size_t len)
+{
+	size_t off = 0;
+
+	out[0] = '\0';
+	for (const char *p = strstr(text, "# TYPE "); p; p = strstr(p + 1, "\n# TYPE ")) {
+		const char *name = strstr(p, "# TYPE ") + 7;
+		int r = snprintf(out + off, len - off, " %.*s", (int)strcspn(name, " "), name);
+
+		assert_true(r > 0 && (size_t)r < len - off);
+		off += (size_t)r;
+	}
+}
+
+/* The daemon's families, at either detail (no state-dir: no drfd_state_saved). */
+#define DAEMON_FAMILIES " drfd_up drfd_last_tick_timestamp_seconds drfd_ticks_total" \
+	" drfd_probes_up drfd_write_errors_total drfd_writes_retrying drfd_jain_index" \
+	" drfd_effective_plan_changes_total drfd_capacity drfd_knob_no_effect"
+
+/*
+ * metrics-detail: basic has the daemon's families and the per-tenant ones of
+ * dashboards and alerts, no other (not even their # HELP and # TYPE), and
+ * only the minute's use; full has every family. Each line of basic is in
+ * full as it is: the same series, the same values.
+ */
+static void test_detail(void **state)
+{
+	struct mdaemon d;
+	char *basic, *full, fam[4096];
+
+	(void)state;
+	make_daemon(&d);
+	measure(&d);
+	/* b over its limit on a resource that takes no part: not counted */
+	d.use.t[1].not_holding = 1u << DRF_RES_IO_READ;
+	basic = render(&d, DRF_METRICS_BASIC);
+	full = render(&d, DRF_METRICS_FULL);
+	check_grouping(basic);
+	check_grouping(full);
+	families(basic, fam, sizeof(fam));
+	assert_string_equal(fam, DAEMON_FAMILIES " drfd_allocation drfd_use drfd_tenant_weight"
+			    " drfd_enforcement_not_holding_resources"
+			    " drfd_cpu_usage_seconds_total drfd_memory_current_bytes");
+	families(full, fam, sizeof(fam));
+	assert_string_equal(fam, DAEMON_FAMILIES " drfd_declared_demand drfd_effective_demand"
+			    " drfd_allocation drfd_limit drfd_use drfd_use_gap"
+			    " drfd_enforcement_not_holding drfd_allocation_ratio drfd_use_ratio"
+			    " drfd_tenant_weight drfd_dominant_share_ratio"
+			    " drfd_enforcement_not_holding_resources drfd_cpu_usage_seconds_total"
+			    " drfd_cpu_oncpu_seconds_total drfd_cpu_throttled_seconds_total"
+			    " drfd_cpu_runqueue_wait_seconds_total drfd_cpu_runqueue_wait_seconds"
+			    " drfd_memory_current_bytes drfd_memory_working_set_bytes"
+			    " drfd_memory_events_total drfd_io_read_bytes_total"
+			    " drfd_io_written_bytes_total drfd_io_reads_total drfd_io_writes_total"
+			    " drfd_io_request_seconds drfd_network_transmit_bytes_total"
+			    " drfd_network_transmit_packets_total drfd_network_receive_bytes_total"
+			    " drfd_network_receive_packets_total drfd_network_receive_dropped_total"
+			    " drfd_network_receive_marked_total drfd_pressure_ratio"
+			    " drfd_pressure_stalled_seconds_total");
+	/* basic's samples */
+	assert_line(basic, "drfd_up 1");
+	assert_line(basic, "drfd_capacity{resource=\"net-egress\"} 100000000");
+	assert_line(basic, "drfd_allocation{tenant=\"a\",resource=\"net-egress\"} 12500000");
+	assert_line(basic, "drfd_allocation{tenant=\"b\",resource=\"cpu\"} 2.5");
+	assert_line(basic, "drfd_use{tenant=\"a\",resource=\"net-egress\",window=\"1m\"} 500000");
+	assert_line(basic, "drfd_use{tenant=\"b\",resource=\"cpu\",window=\"1m\"} 0.125");
+	refute_prefix(basic, "drfd_use{tenant=\"a\",resource=\"cpu\",window=\"tick\"}");
+	refute_prefix(basic, "drfd_use{tenant=\"b\",resource=\"cpu\",window=\"tick\"}");
+	assert_line(basic, "drfd_tenant_weight{tenant=\"b\"} 2");
+	refute_prefix(basic, "drfd_dominant_share_ratio");
+	assert_line(full, "drfd_dominant_share_ratio{tenant=\"a\",of=\"allocation\"} 0.375");
+	assert_line(basic, "drfd_enforcement_not_holding_resources{tenant=\"a\"} 1");
+	assert_line(basic, "drfd_enforcement_not_holding_resources{tenant=\"b\"} 0");
+	assert_line(basic, "drfd_cpu_usage_seconds_total{tenant=\"a\"} 1.234567");
+	assert_line(basic, "drfd_memory_current_bytes{tenant=\"a\"} 1048576");
+	assert_null(strstr(basic, "window=\"tick\""));
+	assert_null(strstr(basic, "_bucket{"));
+	assert_null(strstr(basic, "drfd_pressure"));
+	/* full has the tick too, and the count beside which resources */
+	assert_line(full, "drfd_use{tenant=\"a\",resource=\"cpu\",window=\"tick\"} 0.75");
+	assert_line(full, "drfd_enforcement_not_holding_resources{tenant=\"a\"} 1");
+	assert_line(full, "drfd_enforcement_not_holding{tenant=\"a\",resource=\"net-egress\"} 1");
+	/* basic within full, line by line */
+	for (const char *p = basic; *p; p += strcspn(p, "\n") + 1) {
+		char line[512];
+
+		snprintf(line, sizeof(line), "%.*s", (int)strcspn(p, "\n"), p);
+		assert_line(full, line);
+	}
+	free(basic);
+	free(full);
+	/* two resources not holding: 2 */
+	d.use.t[0].not_holding |= 1u << DRF_RES_CPU;
+	basic = render(&d, DRF_METRICS_BASIC);
+	assert_line(basic, "drfd_enforcement_not_holding_resources{tenant=\"a\"} 2");
+	free(basic);
+	free_daemon(&d);
+}
+
 /* Every bucket's count is at least the one before, and the +Inf one is _count. */
 static void test_histogram_cumulative(void **state)
 {
@@ -387,7 +488,7 @@ static void test_histogram_cumulative(void **state)
 		total += (b * 7919) % 13;
 	}
 	d.use.t[1].now.c[DRF_CTR_PROBE_LAT_NS] = 123e6;
-	m = render(&d);
+	m = render(&d, DRF_METRICS_FULL);
 	check_grouping(m);
 	for (const char *p = strstr(m, "drfd_io_request_seconds_bucket{tenant=\"b\""); p;
 	     p = strstr(p + 1, "drfd_io_request_seconds_bucket{tenant=\"b\"")) {
@@ -419,7 +520,7 @@ static void test_escaping(void **state)
 	make_daemon(&d);
 	d.use.t[0].alloc[DRF_RES_CPU] = 1;
 	snprintf(d.pl.decl.cfg.tenants[0].name, sizeof(d.pl.decl.cfg.tenants[0].name), "x\"y\\z\nw");
-	m = render(&d);
+	m = render(&d, DRF_METRICS_FULL);
 	assert_line(m, "drfd_allocation{tenant=\"x\\\"y\\\\z\\nw\",resource=\"cpu\"} 1");
 	assert_line(m, "drfd_tenant_weight{tenant=\"x\\\"y\\\\z\\nw\"} 1");
 	free(m);
@@ -437,14 +538,79 @@ static void test_before_first_sample(void **state)
 	free(d.use.t);
 	d.use.t = NULL;
 	d.use.n = 0;
-	m = render(&d);
-	check_grouping(m);
-	assert_line(m, "drfd_up 1");
-	refute_prefix(m, "drfd_last_tick_timestamp_seconds ");
-	assert_line(m, "# TYPE drfd_allocation gauge");
-	refute_prefix(m, "drfd_allocation{");
-	assert_line(m, "drfd_tenant_weight{tenant=\"b\"} 2");
+	for (int k = 0; k < 2; k++) {
+		m = render(&d, k ? DRF_METRICS_BASIC : DRF_METRICS_FULL);
+		check_grouping(m);
+		assert_line(m, "drfd_up 1");
+		refute_prefix(m, "drfd_last_tick_timestamp_seconds ");
+		assert_line(m, "# TYPE drfd_allocation gauge");
+		refute_prefix(m, "drfd_allocation{");
+		assert_line(m, "# TYPE drfd_enforcement_not_holding_resources gauge");
+		refute_prefix(m, "drfd_enforcement_not_holding_resources{");
+		assert_line(m, "drfd_tenant_weight{tenant=\"b\"} 2");
+		free(m);
+	}
+	free_daemon(&d);
+}
+
+/*
+ * What basic costs: 1,000 tenants (t0 to t999) sharing all six resources,
+ * with values as a host has them (the plan's allocations, use that is no
+ * round number: every digit of a double), about 1,090 bytes a tenant. The
+ * bound is a guard: one more family in basic, even of one line a tenant,
+ * passes it. Full, with every figure known (the probes' too), is eight
+ * times basic.
+ */
+static void test_basic_size(void **state)
+{
+	enum { N = 1000 };
+	struct mdaemon d;
+	size_t off, len = (size_t)N * 128 + 1024, basic, full;
+	char path[128], err[512], *conf = malloc(len), *m;
+	struct drf_io_target io = { .major = 8, .minor = 0, .weights = DRF_IO_WEIGHTS_BFQ };
+
+	(void)state;
+	assert_non_null(conf);
+	off = (size_t)snprintf(conf, len, "[capacity]\ncpu = 64\nmemory = 256G\nio-device = 8:0\n"
+				"io-read-bps = 2G\nio-write-bps = 1G\nnet-device = eth0\n"
+				"net-rate = 10gbit\nnet-ingress-rate = 10gbit\n");
+	for (int i = 0; i < N; i++)
+		off += (size_t)snprintf(conf + off, len - off, "[tenant t%d]\nweight = %d\ncpu = %d\n"
+					"memory = %dG\nio-read-bps = %dM\n", i, 1 + i % 5, 1 + i % 7,
+					1 + i % 13, 10 + i % 17);
+	snprintf(path, sizeof(path), "%s/drfd.conf", dir);
+	assert_int_equal(t_write_file(path, conf), 0);
+	free(conf);
+	d = (struct mdaemon){ .detail = DRF_METRICS_BASIC };
+	if (fakeplan_load(&d.pl, path, &io, err, sizeof(err)) < 0)
+		fail_msg("%s", err);
+	d.use.n = N;
+	d.use.t = calloc(N, sizeof(*d.use.t));
+	assert_non_null(d.use.t);
+	for (size_t i = 0; i < N; i++) {
+		struct drf_tenant_use *u = &d.use.t[i];
+		const double *cap = d.pl.decl.problem.capacity;
+
+		u->dominant_alloc = u->dominant_use = 0;
+		for (int r = 0; r < DRF_NRES; r++) {
+			u->alloc[r] = d.pl.plan.result.shares[i].alloc[r];
+			u->use_min[r] = u->alloc[r] * ((double)((i * 37 + r * 11) % 100) + 0.5) / 100.3;
+			u->dominant_alloc = fmax(u->dominant_alloc, u->alloc[r] / cap[r]);
+			u->dominant_use = fmax(u->dominant_use, u->use_min[r] / cap[r]);
+		}
+		u->not_holding = i % 10 ? 0 : 1u << DRF_RES_CPU;
+		u->now.c[DRF_CTR_CPU_USEC] = 1e6 * (double)i + 123457;
+		u->gauge[DRF_GAUGE_MEM_CURRENT] = 4096.0 * (double)(i * 7919 % 262144);
+	}
+	m = render(&d, DRF_METRICS_BASIC);
+	basic = strlen(m);
 	free(m);
+	m = render(&d, DRF_METRICS_FULL);
+	full = strlen(m);
+	free(m);
+	if (basic >= 1000 * N || full < 8 * basic)
+		fail_msg("basic %zu bytes, full %zu", basic, full);
+	print_message("1000 tenants, six resources: basic %zu bytes, full %zu\n", basic, full);
 	free_daemon(&d);
 }
 
@@ -462,13 +628,30 @@ static void list_dir(const char *path, char *out, size_t len)
 	closedir(dp);
 }
 
+/* The file at path is the mark, then d's metrics at that detail, whole. */
+static void assert_file_is(const char *path, struct mdaemon *d, enum drf_metrics_detail detail)
+{
+	char *m = render(d, detail), *got;
+	FILE *f = fopen(path, "r");
+	long n;
+
+	assert_non_null(f);
+	got = calloc(1, strlen(DRFD_METRICS_MARK) + strlen(m) + 2);
+	assert_non_null(got);
+	n = (long)fread(got, 1, strlen(DRFD_METRICS_MARK) + strlen(m) + 1, f);
+	fclose(f);
+	assert_int_equal(n, (long)(strlen(DRFD_METRICS_MARK) + strlen(m)));
+	assert_memory_equal(got, DRFD_METRICS_MARK, strlen(DRFD_METRICS_MARK));
+	assert_string_equal(got + strlen(DRFD_METRICS_MARK), m);
+	free(got);
+	free(m);
+}
+
 static void test_metrics_file(void **state)
 {
 	struct mdaemon d;
-	char path[128], names[512], *m, *got;
+	char path[128], names[512];
 	struct stat st;
-	FILE *f;
-	long n;
 
 	(void)state;
 	make_daemon(&d);
@@ -501,18 +684,7 @@ static void test_metrics_file(void **state)
 	umask(022);
 	assert_int_equal(stat(path, &st), 0);
 	assert_int_equal(st.st_mode & 07777, 0644);
-	m = render(&d);
-	f = fopen(path, "r");
-	assert_non_null(f);
-	got = calloc(1, strlen(DRFD_METRICS_MARK) + strlen(m) + 2);
-	assert_non_null(got);
-	n = (long)fread(got, 1, strlen(DRFD_METRICS_MARK) + strlen(m) + 1, f);
-	fclose(f);
-	assert_int_equal(n, (long)(strlen(DRFD_METRICS_MARK) + strlen(m)));
-	assert_memory_equal(got, DRFD_METRICS_MARK, strlen(DRFD_METRICS_MARK));
-	assert_string_equal(got + strlen(DRFD_METRICS_MARK), m);
-	free(got);
-	free(m);
+	assert_file_is(path, &d, DRF_METRICS_BASIC);
 	/* files of the temporaries' shape that drfd did not write stay */
 	snprintf(path, sizeof(path), "%s/out/.drfd.prom.keep", dir);
 	assert_int_equal(unlink(path), 0);
@@ -532,6 +704,13 @@ static void test_metrics_file(void **state)
 		assert_int_equal(stat(d.metrics_file, &st), 0);
 		assert_true(st.st_ino != before);
 	}
+	/* a reload changed metrics-detail: the next tick writes that, and back */
+	d.detail = DRF_METRICS_FULL;
+	assert_int_equal(tick(&d), 0);
+	assert_file_is(d.metrics_file, &d, DRF_METRICS_FULL);
+	d.detail = DRF_METRICS_BASIC;
+	assert_int_equal(tick(&d), 0);
+	assert_file_is(d.metrics_file, &d, DRF_METRICS_BASIC);
 	/*
 	 * A reload moved it into a directory that does not exist: an error, and
 	 * nothing created; the former file is removed (it would go on saying drfd_up 1).
@@ -625,10 +804,12 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_render, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_detail, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_histogram_cumulative, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_escaping, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_before_first_sample, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_metrics_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_basic_size, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

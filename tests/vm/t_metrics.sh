@@ -19,7 +19,7 @@ exp_pid=''
 trap '[ -n "$exp_pid" ] && kill "$exp_pid" 2>/dev/null; cleanup' EXIT
 
 diagram <<'DIAGRAM'
-drf.slice (share mode, cpu 2, memory 1G, interval 500ms, metrics-file textfile/drfd.prom)
+drf.slice (share mode, cpu 2, memory 1G, interval 500ms, metrics-file textfile/drfd.prom, full)
  |- busy  cpu 1, a busy loop on vCPU 0
  '- idle  cpu 1, nothing
 node-exporter --collector.disable-defaults --collector.textfile on 127.0.0.1:PORT
@@ -41,6 +41,8 @@ cat >"$conf" <<CONF
 cgroup-root = /sys/fs/cgroup/drf.slice
 interval = 500ms
 metrics-file = $tf/drfd.prom
+# the tick's use, which basic (the default) leaves out
+metrics-detail = full
 [capacity]
 cpu = 2
 memory = 1G

@@ -36,6 +36,8 @@ demand = observed
 status-socket = $sock
 state-dir = $work/state
 metrics-file = $work/drfd.prom
+# the declared and effective demands, which basic (the default) leaves out
+metrics-detail = full
 [capacity]
 cpu = 2
 memory = 1536M
