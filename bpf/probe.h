@@ -20,7 +20,7 @@
 #define DRF_PROBE_ABI 3
 /* Tenants the counter maps hold (preallocated; the CPU map per CPU). */
 #define DRF_PROBE_MAX_TENANTS 4096
-/* Tasks of tenants the probes follow at once (their tenant, their run-queue wait). */
+/* Tasks of tenants the probes keep a record of at once (their run-queue wait across CPUs). */
 #define DRF_PROBE_MAX_TASKS 65536
 /* How deep below cgroup-root a tenant's cgroup may be for the probes to find it. */
 #define DRF_PROBE_MAX_DEPTH 8
