@@ -4,9 +4,11 @@
 # pipe) inside a tenant cgroup, with the probes attached and without them,
 # alternated ROUNDS times so that both see the same machine:
 #   - the slowdown: median usecs/op with the probes over median without
-#     (run-time statistics off: they cost two clock reads per program run);
-#     the median of each round's own ratio as well, which a machine whose
-#     speed drifts over the run disturbs less;
+#     (run-time statistics off: they cost two clock reads per program run),
+#     in wall-clock time and in CPU time (perf stat's task-clock of the two
+#     tasks: on a machine others use, the time CPU 0 gives their tasks is not
+#     in it, the probes' programs are); the median of each round's own ratio
+#     as well, which a machine whose speed drifts over the run disturbs less;
 #   - the cost per event and per op, from the kernel's BPF run-time
 #     statistics (kernel.bpf_stats_enabled), in one more run with the probes:
 #     run_time_ns / run_cnt of each program, and all programs' time over the
@@ -43,10 +45,17 @@ trap cleanup EXIT
 mkdir -p "$root/t" "$outside"
 sysctl -qw kernel.bpf_stats_enabled=0
 
-# usecs per op of one perf bench run, its tasks in cgroup CG.
+# One perf bench run, its tasks in cgroup CG: "WALL CPU", usecs per op of
+# wall-clock time (what perf bench prints) and of CPU time (task-clock).
 pipe() { # CG
-	sh -c "echo \$\$ >$1/cgroup.procs && exec taskset -c 0 perf bench sched pipe -l $loops" 2>/dev/null |
-		awk '/usecs\/op/ { print $1 }'
+	sh -c "echo \$\$ >$1/cgroup.procs && exec perf stat -x, -o $work/clock -e task-clock \
+		taskset -c 0 perf bench sched pipe -l $loops" 2>/dev/null |
+		awk -v loops="$loops" -v clock="$work/clock" '/usecs\/op/ { w = $1 }
+			END {
+				while ((getline l <clock) > 0)
+					if (l ~ /task-clock/) { split(l, f, ","); c = f[1] }
+				printf "%s %.6f\n", w, c * 1000 / loops
+			}'
 }
 
 # with_probes BIN STATS FILE [FILE-OUTSIDE]: runs with BIN's probes attached,
@@ -75,8 +84,9 @@ with_probes() {
 for r in $(seq "$rounds"); do
 	pipe "$root/t" >>"$work/off"
 	with_probes "$bin" "$work/stats" "$work/on" "$work/on_out"
-	line="round $r: without the probes $(tail -1 "$work/off") usecs/op; with them, in a tenant"
-	line="$line $(tail -1 "$work/on"), in no tenant $(tail -1 "$work/on_out")"
+	line="round $r (usecs/op, wall-clock and CPU time): without the probes"
+	line="$line $(tail -1 "$work/off"); with them, in a tenant $(tail -1 "$work/on"),"
+	line="$line in no tenant $(tail -1 "$work/on_out")"
 	if [ -n "$base" ]; then
 		with_probes "$base" "$work/stats" "$work/base_on" "$work/base_on_out"
 		line="$line; base's, in a tenant $(tail -1 "$work/base_on"), in no tenant"
@@ -90,15 +100,17 @@ with_probes "$bin" "$work/stats" "$work/stats_run"
 python3 - "$work" "$loops" "$base" <<'PY'
 import statistics, sys
 work, loops, base = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-def nums(name):
-    return [float(x) for x in open(f"{work}/{name}")]
-off = nums("off")
-mo = statistics.median(off)
-def slowdown(name):
-    v = nums(name)
-    m = statistics.median(v)
+def nums(name, col):
+    return [float(x.split()[col]) for x in open(f"{work}/{name}")]
+def slowdown(name, col):
+    off, v = nums("off", col), nums(name, col)
+    mo, m = statistics.median(off), statistics.median(v)
     paired = statistics.median(a / b for a, b in zip(v, off))
     return f"{m:.3f} (slowdown {100 * (m / mo - 1):+.2f}%, per round {100 * (paired - 1):+.2f}%)"
+def slowdowns(on, out):
+    for col, what in ((0, "wall-clock"), (1, "CPU time")):
+        print(f"  {what}: tasks in a tenant {slowdown(on, col)}, "
+              f"tasks in no tenant {slowdown(out, col)}")
 def stats(name):
     cnt, ns, events = {}, {}, 0
     for line in open(f"{work}/{name}"):
@@ -115,12 +127,13 @@ def stats(name):
     print(f"  all programs (one more run, statistics on): {tc} runs, "
           f"{tn / tc if tc else float('nan'):.1f} ns/event; {tc / loops:.2f} events/op, "
           f"{tn / loops:.1f} ns/op; tenant waits counted: {events}")
-print(f"taskset -c 0 perf bench sched pipe -l {loops}, {len(off)} rounds each, medians: "
-      f"without the probes {mo:.3f} usecs/op; with them, tasks in a tenant {slowdown('on')}, "
-      f"tasks in no tenant {slowdown('on_out')}")
+print(f"taskset -c 0 perf bench sched pipe -l {loops}, {len(nums('off', 0))} rounds each, medians: "
+      f"without the probes {statistics.median(nums('off', 0)):.3f} usecs/op wall-clock, "
+      f"{statistics.median(nums('off', 1)):.3f} CPU time; with them:")
+slowdowns("on", "on_out")
 stats("stats")
 if base:
-    print(f"base ({base}): tasks in a tenant {slowdown('base_on')}, "
-          f"tasks in no tenant {slowdown('base_on_out')}")
+    print(f"base ({base}):")
+    slowdowns("base_on", "base_on_out")
     stats("base_stats")
 PY
