@@ -40,8 +40,8 @@ struct drf_probe_cfg {
 
 /* drf_probe_cpu (per CPU): the scheduler's events of a tenant. */
 struct drf_probe_cpu {
-	__u64 oncpu_ns;   /* run time, as the scheduler accounts it (sched_stat_runtime) */
-	__u64 runq_ns;    /* runnable but waiting for a CPU: wakeup or preemption to switch-in */
+	__u64 oncpu_ns;   /* run time, as the scheduler accounts it (se.sum_exec_runtime) */
+	__u64 runq_ns;    /* runnable, waiting for a CPU: from queued (woken, preempted) to on */
 	__u64 runq_count;
 	__u64 runq_hist[DRF_PROBE_HIST];
 };

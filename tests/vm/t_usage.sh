@@ -15,7 +15,7 @@ diagram <<'DIAGRAM'
 drf.slice (share mode; cpu 2, memory 1G, vda read/write 100M/s)   drfd --foreground
  |- A   busy loops, dd (direct, buffered through ext4 + sync)
  '- B   busy loops
-expect: on-CPU time (sched_stat_runtime) = cpu.stat usage_usec within 2%;
+expect: on-CPU time (se.sum_exec_runtime) = cpu.stat usage_usec within 2%;
         IO bytes (block_rq_issue) = io.stat within 5%, direct and buffered writes,
         direct reads; run-queue wait of A and B high when both loop on CPU 0,
         near zero when each has its own CPU; a restart (SIGTERM, SIGKILL) adopts
