@@ -9,15 +9,28 @@
  * the run-queue lock, where allocating memory (which may wake kswapd) could
  * deadlock.
  *
- * - sched_stat_runtime: the run time the scheduler adds to a task
- *   (update_curr()), which is what cpu.stat's usage_usec sums;
- * - sched_wakeup, sched_wakeup_new, sched_switch: run-queue wait, from the
- *   moment a task becomes runnable (woken, or preempted while still
- *   runnable) to the moment it runs, in sum and as a log2 histogram;
+ * The scheduler's events are the hot path (a context switch costs a few
+ * microseconds), so the CPU figures are read from what the kernel keeps per
+ * task anyway, at one event per context switch:
+ * - sched_switch: the run time of the task leaving the CPU since it came on
+ *   (se.sum_exec_runtime, which is what cpu.stat's usage_usec sums, RT tasks
+ *   included), and the run-queue wait that ends for the task coming on: from
+ *   the moment the kernel queued it (woken, or preempted while still
+ *   runnable) to now, as the scheduler is about to add it to
+ *   sched_info.run_delay (CONFIG_SCHED_INFO), in sum and as a log2 histogram;
+ * - hrtimer_expire_entry (hard timers: the tick among them): the run time of
+ *   a task that stays on its CPU;
+ * - sched_migrate_task: a waiting task that moves to another CPU's run queue
+ *   takes its record along (see tasks below);
+ * - sched_process_free: a task's record goes;
  * - block_rq_issue, block_rq_complete: bytes read and written as they
- *   complete, requests and issue-to-completion latency once done. A request's cgroup is its first bio's
- *   (bio->bi_blkg), the one io.stat charges: for writeback, the cgroup that
- *   dirtied the pages.
+ *   complete, requests and issue-to-completion latency once done. A request's
+ *   cgroup is its first bio's (bio->bi_blkg), the one io.stat charges: for
+ *   writeback, the cgroup that dirtied the pages.
+ * The kernel needs CONFIG_SCHED_INFO (sched_info's fields) and
+ * CONFIG_FAIR_GROUP_SCHED (se.cfs_rq, the way to the run queue's clock), as
+ * distributions build it: without them the programs do not load (CO-RE), and
+ * drfd measures from the cgroup files alone, as on kernels before 6.0.
  */
 #include "vmlinux.h"
 
@@ -49,27 +62,6 @@ struct {
 	__type(key, __u64);
 	__type(value, struct drf_probe_io);
 } drf_probe_io SEC(".maps");
-
-/*
- * Per task of a tenant, by pid (thread id): its tenant, as found for its
- * cgroup under drfd's generation of the tenant set, and since when it is
- * runnable. Entries go when their task exits; a full map loses figures,
- * nothing else. Not pinned: a restart finds the tenants again.
- */
-struct task_entry {
-	__u64 cgroup;   /* the id of the cgroup the tenant was found for */
-	__u64 tenant;   /* 0: none (the task left its tenant) */
-	__u64 runnable; /* since when it waits for a CPU (ns); 0: it does not */
-	__u32 gen;      /* drf_probe_cfg.gen it was found under */
-	__u32 pad;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, DRF_PROBE_MAX_TASKS);
-	__type(key, __u32);
-	__type(value, struct task_entry);
-} tasks SEC(".maps");
 
 /* Requests in flight, by address. */
 struct rq_start {
@@ -135,40 +127,206 @@ static __always_inline __u64 tenant_of(struct cgroup *cg, const struct drf_probe
 }
 
 #define PF_EXITING 0x00000004
+#define TASK_ON_RQ_MIGRATING 2
 
 /*
- * The entry of task p if it belongs to a tenant (kept up to date), else NULL.
- * An exiting task without an entry gets none (its last events fall through).
+ * A task's record: the kernel's run-queue wait total (sched_info.run_delay)
+ * and run count (pcount) after its last arrival on a CPU. A wait that a
+ * migration interrupts is added to run_delay in parts, one per run queue; the
+ * difference of the totals is the whole wait, the last part alone is not.
  */
-static __always_inline struct task_entry *task_of(struct task_struct *p, const struct drf_probe_cfg *c)
+struct task_rec {
+	__u64 task;      /* the task_struct's address */
+	__u32 pid;       /* with the address: the task, should the address be reused */
+	__u32 pad;
+	__u64 run_delay;
+	__u64 pcount;
+};
+
+/*
+ * Per CPU: the task on the CPU (as it came on), its tenant, and counts of that
+ * tenant not yet added to drf_probe_cpu. A CPU runs the same tenant for long
+ * stretches, and adding to a local sum costs no hash lookup: the sum goes to
+ * the tenant's counters when the CPU switches to a task of another tenant or
+ * of none (idle too), when the tenant set changes, and once it holds
+ * FLUSH_NS of run time, so that what drfd reads is that late at most per CPU,
+ * and nothing is lost.
+ *
+ * cache: the tenants of the cgroups whose tasks ran here lately,
+ * direct-mapped by cgroup id (ids are never reused: an entry is right until
+ * drfd's generation of the tenant set changes). A task's tenant is found from
+ * its cgroup each time it comes on a CPU, so that a task that moved is
+ * counted for its new cgroup from then on (one that moves while it runs, from
+ * the next tick).
+ *
+ * recs: the records of the tenants' tasks that came on this CPU lately,
+ * direct-mapped by pid. A task mostly comes back to the CPU it left, and
+ * finds its record here; the records of tasks that move while they wait, or
+ * that lose their slot, go to the tasks map.
+ */
+#define FLUSH_NS 4000000ULL
+#define CG_CACHE 32
+#define RECS 32
+
+struct cg_slot {
+	__u64 cgroup; /* cgroup id */
+	__u64 tenant; /* its tenant; 0: none (outside cgroup-root, or in no tenant) */
+	__u32 gen;    /* drf_probe_cfg.gen it was found under */
+	__u32 pad;
+};
+
+struct cpu_state {
+	__u64 task;   /* the task on the CPU (its address); 0: not known */
+	__u64 cset;   /* its css_set (its cgroups) when it came on */
+	__u64 sum_at; /* its se.sum_exec_runtime, as far as counted */
+	__u64 tenant; /* its tenant, whose counts c holds; 0: none */
+	__u32 gen;    /* drf_probe_cfg.gen the tenant was found under */
+	__u32 pad;
+	struct drf_probe_cpu c;
+	struct cg_slot cache[CG_CACHE];
+	struct task_rec recs[RECS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cpu_state);
+} cpu_state SEC(".maps");
+
+/*
+ * Per task of a tenant, by the address of its task_struct: its record, as of
+ * when it last left a CPU's recs. Added when a task first comes on a CPU in a
+ * tenant, gone when the task is freed; a full map loses precision (a wait
+ * interrupted by a migration counts its last part only), nothing else. Not
+ * pinned: a restart starts afresh.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, DRF_PROBE_MAX_TASKS);
+	__type(key, __u64);
+	__type(value, struct task_rec);
+} tasks SEC(".maps");
+
+static __always_inline struct cpu_state *this_cpu(void)
 {
-	struct cgroup *cg = p->cgroups->dfl_cgrp;
-	__u32 pid = (__u32)p->pid;
-	__u64 id = cg->kn->id, t;
-	struct task_entry *e = bpf_map_lookup_elem(&tasks, &pid);
+	__u32 zero = 0;
 
-	if (e) {
-		if (e->cgroup != id || e->gen != c->gen) {
-			/* Moved, or the tenants changed: found again, in place. */
-			e->tenant = tenant_of(cg, c, &drf_probe_cpu);
-			e->cgroup = id;
-			e->gen = c->gen;
-			e->runnable = 0;
-		}
-		return e->tenant ? e : 0;
-	}
-	t = tenant_of(cg, c, &drf_probe_cpu);
-	/* An exiting task (PF_EXITING) is not added: nothing would delete its entry. */
-	if (!t || (p->flags & PF_EXITING))
-		return 0;
-	{
-		struct task_entry n = { .cgroup = id, .tenant = t, .gen = c->gen };
-
-		bpf_map_update_elem(&tasks, &pid, &n, BPF_NOEXIST);
-	}
-	return bpf_map_lookup_elem(&tasks, &pid);
+	return bpf_map_lookup_elem(&cpu_state, &zero);
 }
 
+static __always_inline struct task_rec *rec_slot(struct cpu_state *st, __u32 pid)
+{
+	return &st->recs[(pid * 0x9e3779b1U) >> 27]; /* 32 slots: the top 5 bits */
+}
+
+/* Record r goes to its task's entry, unless the entry holds a later one. */
+static __always_inline void rec_save(const struct task_rec *r)
+{
+	__u64 key = r->task;
+	struct task_rec *e = bpf_map_lookup_elem(&tasks, &key);
+
+	if (e && e->pid == r->pid && e->pcount < r->pcount) {
+		e->run_delay = r->run_delay;
+		e->pcount = r->pcount;
+	}
+}
+
+/* The tenant of task p's cgroup, through the cache. */
+static __always_inline __u64 task_tenant(struct cpu_state *st, struct task_struct *p,
+					 const struct drf_probe_cfg *c)
+{
+	struct cgroup *cg = p->cgroups->dfl_cgrp;
+	__u64 id = cg->kn->id;
+	struct cg_slot *s = &st->cache[id & (CG_CACHE - 1)];
+
+	if (s->cgroup != id || s->gen != c->gen) {
+		s->tenant = tenant_of(cg, c, &drf_probe_cpu);
+		s->cgroup = id;
+		s->gen = c->gen;
+	}
+	return s->tenant;
+}
+
+/* The pending counts go to their tenant's counters, if it still has them. */
+static __noinline void flush(struct cpu_state *st)
+{
+	struct drf_probe_cpu *v;
+
+	if (!st->c.oncpu_ns && !st->c.runq_count)
+		return;
+	v = bpf_map_lookup_elem(&drf_probe_cpu, &st->tenant);
+	if (v) {
+		v->oncpu_ns += st->c.oncpu_ns;
+		v->runq_ns += st->c.runq_ns;
+		v->runq_count += st->c.runq_count;
+		for (int i = 0; i < DRF_PROBE_HIST; i++)
+			v->runq_hist[i] += st->c.runq_hist[i];
+	}
+	__builtin_memset(&st->c, 0, sizeof(st->c));
+}
+
+/* The run time of task p, on the CPU, since last counted goes to its tenant. */
+static __always_inline void count_run(struct cpu_state *st, struct task_struct *p)
+{
+	__u64 sum = p->se.sum_exec_runtime;
+
+	if (st->tenant && sum > st->sum_at)
+		st->c.oncpu_ns += sum - st->sum_at;
+	st->sum_at = sum;
+}
+
+/* Task p comes on the CPU (or is found on it), of tenant t under c's generation. */
+static __always_inline void arrive(struct cpu_state *st, struct task_struct *p, __u64 t,
+				   const struct drf_probe_cfg *c)
+{
+	if (st->tenant != t || st->gen != c->gen)
+		flush(st);
+	st->task = (__u64)p;
+	st->cset = (__u64)p->cgroups;
+	st->sum_at = p->se.sum_exec_runtime;
+	st->tenant = t;
+	st->gen = c->gen;
+}
+
+/*
+ * The whole wait of task p that ends now, whose last part is last: p's record
+ * (here, or in its entry) tells what it waited before, in other run queues.
+ * The record becomes this CPU's.
+ */
+static __always_inline __u64 whole_wait(struct cpu_state *st, struct task_struct *p, __u64 last)
+{
+	__u64 key = (__u64)p, rd = p->sched_info.run_delay + last, pc = p->sched_info.pcount;
+	__u32 pid = (__u32)p->pid;
+	struct task_rec *r = rec_slot(st, pid), *e;
+	__u64 wait = last;
+
+	if (r->task == key && r->pid == pid && r->pcount == pc) {
+		/* Came back to this CPU since it left it: the usual case. */
+		if (rd >= r->run_delay)
+			wait = rd - r->run_delay;
+	} else {
+		e = bpf_map_lookup_elem(&tasks, &key);
+		if (e) {
+			if (e->pid == pid && e->pcount == pc && rd >= e->run_delay)
+				wait = rd - e->run_delay;
+		} else if (!(p->flags & PF_EXITING)) {
+			/* First seen (an exiting task is about to go: the room is for others). */
+			struct task_rec n = { .task = key, .pid = pid };
+
+			bpf_map_update_elem(&tasks, &key, &n, BPF_NOEXIST);
+		}
+		if (r->task && r->task != key)
+			rec_save(r); /* the slot's task gives it up */
+	}
+	r->task = key;
+	r->pid = pid;
+	r->run_delay = rd;
+	r->pcount = pc + 1;
+	return wait;
+}
+
+/* The histogram's bucket of a wait or latency of ns: the bit length of its microseconds. */
 static __always_inline unsigned bucket(__u64 ns)
 {
 	__u64 us = ns / 1000;
@@ -184,91 +342,123 @@ static __always_inline unsigned bucket(__u64 ns)
 	return b < DRF_PROBE_HIST ? b : DRF_PROBE_HIST - 1;
 }
 
-SEC("tp_btf/sched_stat_runtime")
-int BPF_PROG(drf_runtime, struct task_struct *p, __u64 runtime)
-{
-	const struct drf_probe_cfg *c = probe_config();
-	struct drf_probe_cpu *v;
-	struct task_entry *e;
-
-	if (!c)
-		return 0;
-	e = task_of(p, c);
-	if (!e)
-		return 0;
-	v = bpf_map_lookup_elem(&drf_probe_cpu, &e->tenant);
-	if (v)
-		v->oncpu_ns += runtime;
-	return 0;
-}
-
-static __always_inline void runnable_now(struct task_struct *p)
-{
-	const struct drf_probe_cfg *c = probe_config();
-	struct task_entry *e;
-
-	if (!c)
-		return;
-	e = task_of(p, c);
-	if (e)
-		e->runnable = bpf_ktime_get_ns();
-}
-
-SEC("tp_btf/sched_wakeup")
-int BPF_PROG(drf_wakeup, struct task_struct *p)
-{
-	runnable_now(p);
-	return 0;
-}
-
-SEC("tp_btf/sched_wakeup_new")
-int BPF_PROG(drf_wakeup_new, struct task_struct *p)
-{
-	runnable_now(p);
-	return 0;
-}
-
 SEC("tp_btf/sched_switch")
 int BPF_PROG(drf_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	struct drf_probe_cpu *v;
-	struct task_entry *e;
-	__u64 now, delta;
-	__u32 pid;
+	const struct drf_probe_cfg *c = probe_config();
+	struct cpu_state *st = this_cpu();
+	__u64 t, queued, now, wait;
 
-	/*
-	 * Preempted, or switched out still runnable (TASK_RUNNING): it stays on the
-	 * run queue, waiting from now on.
-	 */
-	if (preempt || prev->__state == 0)
-		runnable_now(prev);
-	pid = (__u32)next->pid;
-	e = bpf_map_lookup_elem(&tasks, &pid);
-	if (!e || !e->runnable)
+	if (!st)
 		return 0;
-	now = bpf_ktime_get_ns();
-	delta = now > e->runnable ? now - e->runnable : 0;
-	e->runnable = 0;
-	v = bpf_map_lookup_elem(&drf_probe_cpu, &e->tenant);
-	if (v) {
-		v->runq_ns += delta;
-		v->runq_count++;
-		v->runq_hist[bucket(delta)]++;
+	if (!c) {
+		/* Counting off: no task is followed (when on again, found anew). */
+		st->task = 0;
+		return 0;
 	}
+	if (st->task == (__u64)prev)
+		count_run(st, prev);
+	/*
+	 * next's tenant: prev's if they share their cgroups (prev holds its
+	 * css_set, which cannot have been freed and made again meanwhile), else
+	 * found from its cgroup.
+	 */
+	if (st->task == (__u64)prev && st->gen == c->gen && st->cset == (__u64)prev->cgroups &&
+	    next->cgroups == prev->cgroups)
+		t = st->tenant;
+	else
+		t = task_tenant(st, next, c);
+	arrive(st, next, t, c);
+	if (!t)
+		return 0;
+	/*
+	 * The last part of next's wait: since its run queue's clock when it was
+	 * queued, to that clock now. Not queued (last_queued 0): no wait, and
+	 * the kernel counts no run either.
+	 */
+	queued = next->sched_info.last_queued;
+	if (!queued)
+		return 0;
+	now = next->se.cfs_rq->rq->clock;
+	wait = whole_wait(st, next, now > queued ? now - queued : 0);
+	st->c.runq_ns += wait;
+	st->c.runq_count++;
+	st->c.runq_hist[bucket(wait)]++;
+	if (st->c.oncpu_ns >= FLUSH_NS)
+		flush(st);
+	return 0;
+}
+
+/*
+ * A hard timer expires (the tick among them), interrupting the task on the
+ * CPU: its run time so far is counted, and flushed once there is FLUSH_NS of
+ * it. Soft timers are left out: they run with interrupts on, and could be
+ * interrupted halfway by this very program.
+ */
+SEC("tp_btf/hrtimer_expire_entry")
+int BPF_PROG(drf_tick, struct hrtimer *timer)
+{
+	struct task_struct *p = bpf_get_current_task_btf();
+	const struct drf_probe_cfg *c;
+	struct cpu_state *st;
+
+	if (timer->is_soft)
+		return 0;
+	st = this_cpu();
+	if (!st)
+		return 0;
+	if (st->task == (__u64)p) {
+		count_run(st, p);
+		if (st->c.oncpu_ns < FLUSH_NS && st->cset == (__u64)p->cgroups)
+			return 0;
+	}
+	c = probe_config();
+	if (!c)
+		return 0;
+	if (st->task == (__u64)p && st->cset == (__u64)p->cgroups && st->gen == c->gen)
+		flush(st);
+	else /* not known yet (just attached), moved, or the tenant set changed: found again */
+		arrive(st, p, task_tenant(st, p, c), c);
+	return 0;
+}
+
+/*
+ * A queued task moves to another CPU's run queue (the one it leaves is
+ * locked): its record, in the recs of the CPU it leaves, goes to its entry,
+ * where the other CPU finds it. A sleeping task that moves as it wakes has no
+ * wait begun: it needs no record.
+ */
+SEC("tp_btf/sched_migrate_task")
+int BPF_PROG(drf_migrate, struct task_struct *p, int dest)
+{
+	__u32 zero = 0, pid;
+	struct cpu_state *st;
+	struct task_rec *r;
+
+	if (p->on_rq != TASK_ON_RQ_MIGRATING)
+		return 0;
+	/* The CPU it leaves: wake_cpu follows its CPU (__set_task_cpu()). */
+	st = bpf_map_lookup_percpu_elem(&cpu_state, &zero, p->wake_cpu);
+	if (!st)
+		return 0;
+	pid = (__u32)p->pid;
+	r = rec_slot(st, pid);
+	if (r->task == (__u64)p && r->pid == pid && r->pcount == p->sched_info.pcount)
+		rec_save(r);
 	return 0;
 }
 
 /*
  * The task is gone for good (its last reference dropped, after its last
- * event): its entry goes. sched_process_exit would be too early, the task
- * still runs and would be added again.
+ * event): its entry goes. A record of it left in a CPU's recs no longer
+ * matches anything (address and pid).
  */
 SEC("tp_btf/sched_process_free")
 int BPF_PROG(drf_free, struct task_struct *p)
 {
-	__u32 pid = (__u32)p->pid;
+	__u64 key = (__u64)p;
 
-	bpf_map_delete_elem(&tasks, &pid);
+	bpf_map_delete_elem(&tasks, &key);
 	return 0;
 }
 

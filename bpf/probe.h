@@ -20,7 +20,7 @@
 #define DRF_PROBE_ABI 3
 /* Tenants the counter maps hold (preallocated; the CPU map per CPU). */
 #define DRF_PROBE_MAX_TENANTS 4096
-/* Tasks of tenants the probes follow at once (their tenant, their run-queue wait). */
+/* Tasks of tenants the probes keep a record of at once (their run-queue wait across CPUs). */
 #define DRF_PROBE_MAX_TASKS 65536
 /* How deep below cgroup-root a tenant's cgroup may be for the probes to find it. */
 #define DRF_PROBE_MAX_DEPTH 8
@@ -40,8 +40,8 @@ struct drf_probe_cfg {
 
 /* drf_probe_cpu (per CPU): the scheduler's events of a tenant. */
 struct drf_probe_cpu {
-	__u64 oncpu_ns;   /* run time, as the scheduler accounts it (sched_stat_runtime) */
-	__u64 runq_ns;    /* runnable but waiting for a CPU: wakeup or preemption to switch-in */
+	__u64 oncpu_ns;   /* run time, as the scheduler accounts it (se.sum_exec_runtime) */
+	__u64 runq_ns;    /* runnable, waiting for a CPU: from queued (woken, preempted) to on */
 	__u64 runq_count;
 	__u64 runq_hist[DRF_PROBE_HIST];
 };

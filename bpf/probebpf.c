@@ -20,10 +20,10 @@
 #include "vec.h"
 
 /* The programs and the names their links are pinned under. */
-#define NPROGS 7
+#define NPROGS 6
 static const char *const link_names[NPROGS] = {
-	"runtime_link", "wakeup_link", "wakeup_new_link", "switch_link", "free_link",
-	"rq_issue_link", "rq_complete_link",
+	"switch_link", "tick_link", "migrate_link", "free_link", "rq_issue_link",
+	"rq_complete_link",
 };
 
 /* FNV-1a (32 bits: kept in the pinned config) of the programs' object, as built into this drfd. */
@@ -38,9 +38,8 @@ static uint32_t code_hash(void)
 static struct bpf_program *prog_of(struct probe_bpf *s, int i)
 {
 	struct bpf_program *p[NPROGS] = {
-		s->progs.drf_runtime, s->progs.drf_wakeup, s->progs.drf_wakeup_new,
-		s->progs.drf_switch, s->progs.drf_free, s->progs.drf_rq_issue,
-		s->progs.drf_rq_complete,
+		s->progs.drf_switch, s->progs.drf_tick, s->progs.drf_migrate, s->progs.drf_free,
+		s->progs.drf_rq_issue, s->progs.drf_rq_complete,
 	};
 
 	return p[i];

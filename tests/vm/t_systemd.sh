@@ -194,7 +194,7 @@ check network-under-the-unit "[ '$q' = 'htb d7f:' ] && [ $progs -eq 2 ] && [ '$(
 	"drfv0 root qdisc '$q', programs at the tenants' cgroup: $progs, status net: $(jq_py 's["net"]["qdisc"] + "/" + s["net"]["programs"]'), CapEff $caps"
 # The usage probes load and attach with the unit's capabilities and sandbox.
 nlinks=$(find /sys/fs/bpf/drfd-probes -mindepth 2 -name '*_link' 2>/dev/null | wc -l)
-check probes-under-the-unit "[ '$(jq_py 's["usage"]["probes"]')' = True ] && [ $nlinks -eq 7 ]" \
+check probes-under-the-unit "[ '$(jq_py 's["usage"]["probes"]')' = True ] && [ $nlinks -eq 6 ]" \
 	"usage.probes $(jq_py 's["usage"]["probes"]') ($(jq_py 's["usage"]["probes_why"]')), $nlinks links pinned"
 sed -i '/^net-device = drfv0$/d; /^net-rate = auto$/d' /etc/drfd/drfd.conf
 systemctl stop drfd.service
