@@ -3,8 +3,10 @@
 # Booting the test VM (Debian's kernel under QEMU TCG), shared by tests/vm/run.sh and
 # deploy/demo.sh. Source it, then:
 #   vm_prepare OUTDIR       finds the kernel, builds the initramfs; 1 + VM_WHY if it cannot
-#   vm_boot SCRIPT RESULTS BUILD DISK
-#                           boots, runs SCRIPT in the guest with RESULTS as /mnt/results;
+#   vm_boot SCRIPT RESULTS BUILD DISK [SECONDS [EXTRA]]
+#                           boots, runs SCRIPT in the guest with RESULTS as /mnt/results,
+#                           for at most SECONDS (default 900); EXTRA: more words for the
+#                           kernel's command line (drf.tests=... for tests/vm/seq.sh);
 #                           a script with a line "# vm-mode: systemd" runs under
 #                           Debian's systemd as PID 1 (see init), the others in a chroot;
 #                           a line "# vm-drive: OPTS" adds OPTS to DISK's -drive (e.g.
@@ -34,15 +36,15 @@ vm_prepare() {
 }
 
 vm_boot() {
-	local script=$1 res=$2 build=$3 disk=$4 mode=chroot extra='' drive
+	local script=$1 res=$2 build=$3 disk=$4 limit=${5:-900} extra=${6:-} mode=chroot drive
 	drive=$(sed -n 's/^# vm-drive: \([^ ]*\)$/,\1/p' "$script" | head -n 1)
 	if grep -q '^# vm-mode: systemd$' "$script"; then
 		mode=systemd
 		# Pure cgroup v2, as on a Debian 12 host booted with it.
-		extra='systemd.unified_cgroup_hierarchy=1 systemd.show_status=0'
+		extra="$extra systemd.unified_cgroup_hierarchy=1 systemd.show_status=0"
 	fi
 	# Generous: TCG emulates every instruction, and tests run 10 s windows.
-	timeout 900 qemu-system-x86_64 -accel tcg -m 2048 -smp 2 -nographic -no-reboot \
+	timeout "$limit" qemu-system-x86_64 -accel tcg -m 2048 -smp 2 -nographic -no-reboot \
 		-kernel "/boot/vmlinuz-$VM_KV" -initrd "$VM_INITRD" \
 		-append "console=ttyS0 quiet panic=-1 $extra drf.mode=$mode drf.script=$script drf.build=$build drf.top=$vm_top" \
 		-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \

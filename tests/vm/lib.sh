@@ -3,7 +3,7 @@
 # DRF_BUILD and DRF_TOP come from the kernel command line (see init).
 # shellcheck disable=SC2034 # the variables are for the scripts that source this
 set -u
-R=/mnt/results
+R=${DRF_RESULTS:-/mnt/results} # tests/vm/seq.sh: one folder per test
 DRFD=$DRF_BUILD/drfd
 DRFCTL=$DRF_BUILD/drfctl
 PY=/usr/bin/python3
@@ -20,7 +20,7 @@ vm_setup() {
 result() { # STATUS NAME DETAIL...
 	local st=$1 name=$2
 	shift 2
-	echo "$st $name: $*" | tee -a $R/results.txt
+	echo "$st $name: $*" | tee -a "$R/results.txt"
 }
 
 # check NAME COND-COMMAND DETAIL: PASS if the command succeeds.
@@ -29,7 +29,7 @@ check() {
 	if eval "$2"; then result PASS "$name" "$detail"; else result FAIL "$name" "$detail"; fi
 }
 
-diagram() { cat >>$R/diagram.txt; }
+diagram() { cat >>"$R/diagram.txt"; }
 
 # usage_usec of a cgroup (relative to $CG).
 cpu_usec() { awk '$1 == "usage_usec" {print $2}' "$CG/$1/cpu.stat"; }

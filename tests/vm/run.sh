@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Real-kernel tests: boots Debian's kernel under QEMU (TCG) once per test, with
+# Real-kernel tests: boots Debian's kernel under QEMU (TCG), with
 # the host's root read-only over 9p (so the guest runs this very build), and
 # reads PASS/FAIL/SKIP lines back from a writable 9p export. See
 # the README (tests/vm).
@@ -35,37 +35,87 @@ cannot() {
 . "$here/boot.sh"
 vm_prepare "$out" || cannot "$VM_WHY"
 
-pass=0 failed=0 skipped=0
-for t in "${tests[@]}"; do
-	res=$out/results/$t
+# A test with a line "# vm-mode: systemd" or "# vm-drive: ..." boots alone; the
+# others share one boot (tests/vm/seq.sh runs them in turn and puts the guest
+# back as a boot left it between two): each boot costs about 15 s under TCG.
+alone() { grep -qE '^# vm-(mode: systemd|drive: )' "$here/$1.sh"; }
+
+fresh_disk() { rm -f "$1" && truncate -s 256M "$1"; }
+
+# A guest kernel that locked up (seen once in t_net, under TCG) is said loudly,
+# its log kept; the tests it left without a result run once more, alone.
+locked_up() { grep -qE 'soft lockup|detected stalls' "$1/serial.log" 2>/dev/null; }
+
+# boot_alone TEST: TEST in a boot of its own, results in $out/results/TEST.
+boot_alone() {
+	local t=$1 res=$out/results/$1 disk=$out/$1.img start qrc
 	rm -rf "$res"
 	mkdir -p "$res"
-	disk=$out/$t.img
-	rm -f "$disk"
-	truncate -s 256M "$disk"
+	fresh_disk "$disk"
 	start=$(date +%s)
 	vm_boot "$here/$t.sh" "$res" "$build" "$disk"
 	qrc=$?
-	# A guest kernel that locked up before the test wrote any result (seen once
-	# in t_net, under TCG): said loudly, its log kept, and the test run once more.
-	if [ ! -f "$res/results.txt" ] && grep -qE 'soft lockup|detected stalls' "$res/serial.log" 2>/dev/null; then
+	if [ ! -f "$res/results.txt" ] && locked_up "$res"; then
 		echo "RETRY $t: the guest kernel locked up before any result (qemu exit $qrc); its log is in $res.hung:"
 		grep -E 'soft lockup|detected stalls' "$res/serial.log" | head -n 4 | sed 's/^/    /'
 		rm -rf "$res.hung"
 		mv "$res" "$res.hung"
 		mkdir -p "$res"
-		rm -f "$disk"
-		truncate -s 256M "$disk"
+		fresh_disk "$disk"
 		start=$(date +%s)
 		vm_boot "$here/$t.sh" "$res" "$build" "$disk"
 		qrc=$?
 	fi
 	rm -f "$disk"
-	echo "=== $t ($(($(date +%s) - start)) s in the VM)"
+	echo "$qrc" >"$res/qemu-exit"
+	echo $(($(date +%s) - start)) >"$res/seconds"
+}
+
+shared=()
+for t in "${tests[@]}"; do alone "$t" || shared+=("$t"); done
+if [ ${#shared[@]} -gt 0 ]; then
+	grp=$out/results/shared-boot disk=$out/shared-boot.img
+	rm -rf "$grp"
+	mkdir -p "$grp"
+	for t in "${shared[@]}"; do rm -rf "$out/results/$t"; done
+	fresh_disk "$disk"
+	start=$(date +%s)
+	vm_boot "$here/seq.sh" "$grp" "$build" "$disk" $((900 * ${#shared[@]} + 300)) \
+		"drf.tests=$(IFS=,; echo "${shared[*]}")"
+	qrc=$?
+	rm -f "$disk"
+	echo "=== one boot for ${#shared[@]} tests: $(($(date +%s) - start)) s (qemu exit $qrc)"
+	hung=$(locked_up "$grp" && echo yes)
+	[ -n "$hung" ] && { echo "the guest kernel locked up in the shared boot; its log is in $grp:"; \
+		grep -E 'soft lockup|detected stalls' "$grp/serial.log" | head -n 4 | sed 's/^/    /'; }
+	for t in "${shared[@]}"; do
+		if [ -d "$grp/$t" ]; then
+			mv "$grp/$t" "$out/results/$t"
+		else
+			mkdir -p "$out/results/$t"
+		fi
+		res=$out/results/$t
+		echo "$qrc" >"$res/qemu-exit"
+		if [ ! -f "$res/exit-status" ] && [ -n "$hung" ]; then
+			echo "RETRY $t: it did not end in the shared boot, which locked up"
+			boot_alone "$t"
+		fi
+	done
+fi
+for t in "${tests[@]}"; do alone "$t" && boot_alone "$t"; done
+
+pass=0 failed=0 skipped=0
+for t in "${tests[@]}"; do
+	res=$out/results/$t
+	echo "=== $t ($(cat "$res/seconds" 2>/dev/null || echo ?) s in the VM)"
 	[ -f "$res/diagram.txt" ] && sed 's/^/    /' "$res/diagram.txt"
 	if [ ! -f "$res/results.txt" ]; then
-		echo "FAIL $t: the VM produced no results (qemu exit $qrc); its console:"
+		echo "FAIL $t: the VM produced no results (qemu exit $(cat "$res/qemu-exit" 2>/dev/null)); its console:"
 		tail -n 30 "$res/console.log" "$res/serial.log" 2>/dev/null | sed 's/^/    /'
+		if ! alone "$t"; then
+			echo "    the shared boot's console:"
+			tail -n 30 "$grp/console.log" "$grp/serial.log" 2>/dev/null | sed 's/^/    /'
+		fi
 		failed=$((failed + 1))
 		continue
 	fi

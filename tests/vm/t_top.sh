@@ -66,7 +66,7 @@ sleep 5
 # Batch: two frames, a blank line between them.
 "$DRFCTL" top -c "$conf" -b -n 2 >"$work/batch.txt" 2>"$work/batch.err"
 rc=$?
-cp "$work/batch.txt" $R/top-batch.txt
+cp "$work/batch.txt" "$R/top-batch.txt"
 frames=$($PY -c "import sys; print(len(open(sys.argv[1]).read().strip('\n').split('\n\n')))" \
 	"$work/batch.txt")
 $PY -c "import sys; print(open(sys.argv[1]).read().strip('\n').split('\n\n')[-1])" \
@@ -95,7 +95,7 @@ ended() { # WINDOW
 }
 tmx new-session -d -s top -x 160 -y 40 "$DRFCTL top -c $conf; echo \$? >$work/top0.rc"
 wait_for screen_order_is 'zeta alpha '
-cp "$work/screen.txt" $R/top-screen.txt
+cp "$work/screen.txt" "$R/top-screen.txt"
 check top-live-shows-both "[ \"$(rows "$work/screen.txt")\" = 'zeta alpha ' ]" \
 	"rows on the screen: $(rows "$work/screen.txt")(dominant share of use)"
 
