@@ -13,14 +13,10 @@ IFS=, read -r -a tests <<<"${DRF_TESTS:?}"
 top=${DRF_TOP:?}
 limit=${DRF_TEST_TIMEOUT:-900}
 
-# The mounts of a fresh boot, by mount point.
-mapfile -t base < <(awk '{print $2}' /proc/self/mounts)
-
-is_base() {
-	local m
-	for m in "${base[@]}"; do [ "$m" = "$1" ] && return 0; done
-	return 1
-}
+# The mounts of a fresh boot, by mount point, one a line (no /dev/fd in the
+# chroot: no process substitution).
+base=$(awk '{print $2}' /proc/self/mounts)
+is_base() { printf '%s\n' "$base" | grep -qxF -- "$1"; }
 
 # Kills every process but the kernel's threads, PID 1 and this script.
 kill_all() {
@@ -56,10 +52,10 @@ reset_guest() {
 		sleep 0.2
 	done
 	# the mounts the test made, the last made first
-	mapfile -t now < <(awk '{print $2}' /proc/self/mounts | tac)
-	for m in "${now[@]}"; do
+	for m in $(awk '{print $2}' /proc/self/mounts | tac); do
+		is_base "$m" && continue
 		m=$(printf '%b' "$m") # /proc/mounts writes a space as \040
-		is_base "$m" || umount -l "$m" 2>/dev/null || echo "seq: cannot unmount $m" >&2
+		umount -l "$m" 2>/dev/null || echo "seq: cannot unmount $m" >&2
 	done
 	ip -all netns delete 2>/dev/null
 	tc qdisc del dev lo root 2>/dev/null
