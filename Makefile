@@ -45,6 +45,8 @@ BPF_OUT := .output/bpf
 # optimization and debug flags without dropping what the build needs. The
 # include paths are not here: each folder gets its own (the layers below).
 VERSION := 0.3.0
+# The CPUs a build may use (check-all's builds; the tests run one at a time).
+NPROC := $(shell nproc 2>/dev/null || echo 1)
 DRF_CFLAGS := -std=c11 -D_GNU_SOURCE -pthread $(WARN) -MMD -MP \
 	-DDRF_VERSION='"$(VERSION)"' -DDRF_SYSCONFDIR='"$(SYSCONFDIR)"'
 LDFLAGS ?=
@@ -155,7 +157,7 @@ BENCH_PROBE_BIN := $(BUILD)/tests/bench_probe
 TESTLIB_OBJS := $(BUILD)/tests/lib/fakecg.o $(BUILD)/tests/lib/faketc.o \
 	$(BUILD)/tests/lib/fakedrfd.o
 
-.PHONY: all layers demo check check-unit check-cli check-vm check-net check-all check-tsan valgrind \
+.PHONY: all layers demo check check-build check-unit check-cli check-vm check-net check-all check-tsan valgrind \
 	bench clean shellcheck install deb lintian fuzz
 
 all: $(BINS) $(MANS)
@@ -248,7 +250,7 @@ $(BUILD)/tests/fuzz_%: $(BUILD)/tests/fuzz/fuzz_%.o $(TESTLIB_OBJS) $(DAEMON_LIB
 	$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
 
 fuzz:
-	$(MAKE) CC=clang SANITIZER=fuzzer $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/tests/%)
+	$(MAKE) -j$(NPROC) CC=clang SANITIZER=fuzzer $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/tests/%)
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		mkdir -p .output/fuzz/$$t; \
 		case $$t in \
@@ -269,6 +271,10 @@ demo: $(BINS)
 	@deploy/demo.sh $(BUILD)
 
 check: layers check-unit check-cli
+
+# What check runs, built alone: check-all builds it with every CPU first (the
+# tests themselves run one at a time: some measure time).
+check-build: $(BINS) $(UNIT_BINS) layers
 
 check-unit: $(UNIT_BINS)
 	@set -e; for t in $(UNIT_BINS); do \
@@ -309,7 +315,7 @@ check-net: $(BINS)
 
 # The memory-tightening worker thread under ThreadSanitizer.
 check-tsan:
-	$(MAKE) CC=clang SANITIZER=thread .output/clang-thread/tests/test_cgroupfs
+	$(MAKE) -j$(NPROC) CC=clang SANITIZER=thread .output/clang-thread/tests/test_cgroupfs
 	@echo "== test_cgroupfs under ThreadSanitizer"
 	cd tests/unit && TSAN_OPTIONS=halt_on_error=1 ../../.output/clang-thread/tests/test_cgroupfs
 
@@ -330,7 +336,9 @@ valgrind-%: $(BUILD)/tests/%
 # Every test: the unit and CLI tests built by gcc, and again by clang with
 # AddressSanitizer and UndefinedBehaviorSanitizer; the rest once each.
 check-all:
+	$(MAKE) -j$(NPROC) check-build CC=gcc
 	$(MAKE) check CC=gcc
+	$(MAKE) -j$(NPROC) check-build CC=clang SANITIZER=address+undefined
 	$(MAKE) check CC=clang SANITIZER=address+undefined
 	$(MAKE) check-tsan
 	$(MAKE) fuzz
@@ -395,7 +403,7 @@ $(DEB_FILE): $(DEB_INPUTS)
 	rm -rf $(DEB_DIR)
 	mkdir -p $(DEB_DIR)/drfd-$(VERSION)
 	tar -c --exclude=./.output --exclude=./.git . | tar -x -C $(DEB_DIR)/drfd-$(VERSION)
-	cd $(DEB_DIR)/drfd-$(VERSION) && DEB_BUILD_OPTIONS=nocheck dpkg-buildpackage -b -us -uc \
+	cd $(DEB_DIR)/drfd-$(VERSION) && DEB_BUILD_OPTIONS="nocheck parallel=$(NPROC)" dpkg-buildpackage -b -us -uc \
 		>../build.log 2>&1 || { tail -n 40 ../build.log; rm -f $@; exit 1; }
 	@ls $(DEB_DIR)/*.deb
 
