@@ -197,9 +197,11 @@ struct {
 /*
  * Per task of a tenant, by the address of its task_struct: its record, as of
  * when it last left a CPU's recs. Added when a task first comes on a CPU in a
- * tenant, gone when the task is freed; a full map loses precision (a wait
- * interrupted by a migration counts its last part only), nothing else. Not
- * pinned: a restart starts afresh.
+ * tenant, gone when the task is freed. A wait interrupted by a migration
+ * counts its last part only when the record is not where the next CPU looks:
+ * the map was full, or the task was woken onto another CPU than the one it
+ * last ran on (its record stays in that one's recs) and then moved again
+ * while it waited. Not pinned: a restart starts afresh.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -207,6 +209,12 @@ struct {
 	__type(key, __u64);
 	__type(value, struct task_rec);
 } tasks SEC(".maps");
+
+/* The generation of the tenant set, read once by a program (see task_tenant()). */
+static __always_inline __u32 config_gen(const struct drf_probe_cfg *c)
+{
+	return *(const volatile __u32 *)&c->gen;
+}
 
 static __always_inline struct cpu_state *this_cpu(void)
 {
@@ -232,18 +240,23 @@ static __always_inline void rec_save(const struct task_rec *r)
 	}
 }
 
-/* The tenant of task p's cgroup, through the cache. */
+/*
+ * The tenant of task p's cgroup, through the cache, under generation gen: the
+ * program's one reading of c->gen, made before any lookup in the tenant maps
+ * (drfd changes the entries, then the generation), so that a miss racing with
+ * a new tenant is cached under the old generation, and found again.
+ */
 static __always_inline __u64 task_tenant(struct cpu_state *st, struct task_struct *p,
-					 const struct drf_probe_cfg *c)
+					 const struct drf_probe_cfg *c, __u32 gen)
 {
 	struct cgroup *cg = p->cgroups->dfl_cgrp;
 	__u64 id = cg->kn->id;
 	struct cg_slot *s = &st->cache[id & (CG_CACHE - 1)];
 
-	if (s->cgroup != id || s->gen != c->gen) {
+	if (s->cgroup != id || s->gen != gen) {
 		s->tenant = tenant_of(cg, c, &drf_probe_cpu);
 		s->cgroup = id;
-		s->gen = c->gen;
+		s->gen = gen;
 	}
 	return s->tenant;
 }
@@ -276,17 +289,16 @@ static __always_inline void count_run(struct cpu_state *st, struct task_struct *
 	st->sum_at = sum;
 }
 
-/* Task p comes on the CPU (or is found on it), of tenant t under c's generation. */
-static __always_inline void arrive(struct cpu_state *st, struct task_struct *p, __u64 t,
-				   const struct drf_probe_cfg *c)
+/* Task p comes on the CPU (or is found on it), of tenant t under generation gen. */
+static __always_inline void arrive(struct cpu_state *st, struct task_struct *p, __u64 t, __u32 gen)
 {
-	if (st->tenant != t || st->gen != c->gen)
+	if (st->tenant != t || st->gen != gen)
 		flush(st);
 	st->task = (__u64)p;
 	st->cset = (__u64)p->cgroups;
 	st->sum_at = p->se.sum_exec_runtime;
 	st->tenant = t;
-	st->gen = c->gen;
+	st->gen = gen;
 }
 
 /*
@@ -348,6 +360,7 @@ int BPF_PROG(drf_switch, bool preempt, struct task_struct *prev, struct task_str
 	const struct drf_probe_cfg *c = probe_config();
 	struct cpu_state *st = this_cpu();
 	__u64 t, queued, now, wait;
+	__u32 gen;
 
 	if (!st)
 		return 0;
@@ -356,6 +369,7 @@ int BPF_PROG(drf_switch, bool preempt, struct task_struct *prev, struct task_str
 		st->task = 0;
 		return 0;
 	}
+	gen = config_gen(c);
 	if (st->task == (__u64)prev)
 		count_run(st, prev);
 	/*
@@ -363,12 +377,12 @@ int BPF_PROG(drf_switch, bool preempt, struct task_struct *prev, struct task_str
 	 * css_set, which cannot have been freed and made again meanwhile), else
 	 * found from its cgroup.
 	 */
-	if (st->task == (__u64)prev && st->gen == c->gen && st->cset == (__u64)prev->cgroups &&
+	if (st->task == (__u64)prev && st->gen == gen && st->cset == (__u64)prev->cgroups &&
 	    next->cgroups == prev->cgroups)
 		t = st->tenant;
 	else
-		t = task_tenant(st, next, c);
-	arrive(st, next, t, c);
+		t = task_tenant(st, next, c, gen);
+	arrive(st, next, t, gen);
 	if (!t)
 		return 0;
 	/*
@@ -401,6 +415,7 @@ int BPF_PROG(drf_tick, struct hrtimer *timer)
 	struct task_struct *p = bpf_get_current_task_btf();
 	const struct drf_probe_cfg *c;
 	struct cpu_state *st;
+	__u32 gen;
 
 	if (timer->is_soft)
 		return 0;
@@ -415,10 +430,11 @@ int BPF_PROG(drf_tick, struct hrtimer *timer)
 	c = probe_config();
 	if (!c)
 		return 0;
-	if (st->task == (__u64)p && st->cset == (__u64)p->cgroups && st->gen == c->gen)
+	gen = config_gen(c);
+	if (st->task == (__u64)p && st->cset == (__u64)p->cgroups && st->gen == gen)
 		flush(st);
 	else /* not known yet (just attached), moved, or the tenant set changed: found again */
-		arrive(st, p, task_tenant(st, p, c), c);
+		arrive(st, p, task_tenant(st, p, c, gen), gen);
 	return 0;
 }
 

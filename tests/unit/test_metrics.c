@@ -556,10 +556,10 @@ static void test_before_first_sample(void **state)
 /*
  * What basic costs: 1,000 tenants (t0 to t999) sharing all six resources,
  * with values as a host has them (the plan's allocations, use that is no
- * round number: every digit of a double), about 1,090 bytes a tenant. The
- * bound is a guard: one more family in basic, even of one line a tenant,
- * passes it. Full, with every figure known (the probes' too), is eight
- * times basic.
+ * round number: every digit of a double), about 945 bytes a tenant. The
+ * bound is the target, 1 MB a render: it leaves room for about one more line
+ * a tenant, not for one more family per resource. Full, with every figure
+ * known (the probes' too), is eight times basic.
  */
 static void test_basic_size(void **state)
 {

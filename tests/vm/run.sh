@@ -81,7 +81,22 @@ if [ ${#shared[@]} -gt 0 ]; then
 	fresh_disk "$disk"
 	start=$(date +%s)
 	vm_boot "$here/seq.sh" "$grp" "$build" "$disk" $((900 * ${#shared[@]} + 300)) \
-		"drf.tests=$(IFS=,; echo "${shared[*]}")"
+		"drf.tests=$(IFS=,; echo "${shared[*]}")" &
+	qpid=$!
+	# The guest stops a test after 900 s; a guest that ends none for longer
+	# (its kernel locked up) is stopped, and what it left is said below.
+	ended=0 last=$(date +%s)
+	while kill -0 "$qpid" 2>/dev/null; do
+		sleep 5
+		n=$(find "$grp" -mindepth 2 -maxdepth 2 -name exit-status | wc -l)
+		[ "$n" -ne "$ended" ] && ended=$n last=$(date +%s)
+		if [ $(($(date +%s) - last)) -gt 1020 ]; then
+			echo "STOP: no test ended in the shared boot for 1020 s: qemu stopped"
+			pkill -TERM -P "$qpid"
+			break
+		fi
+	done
+	wait "$qpid"
 	qrc=$?
 	rm -f "$disk"
 	echo "=== one boot for ${#shared[@]} tests: $(($(date +%s) - start)) s (qemu exit $qrc)"

@@ -13,10 +13,20 @@ IFS=, read -r -a tests <<<"${DRF_TESTS:?}"
 top=${DRF_TOP:?}
 limit=${DRF_TEST_TIMEOUT:-900}
 
-# The mounts of a fresh boot, by mount point, one a line (no /dev/fd in the
-# chroot: no process substitution).
-base=$(awk '{print $2}' /proc/self/mounts)
-is_base() { printf '%s\n' "$base" | grep -qxF -- "$1"; }
+# The mounts of a fresh boot: the first base lines of the mount table (a mount
+# is added at its end, so those after them are the tests', over a boot's path or
+# not).
+base=$(wc -l </proc/self/mounts)
+
+# unmount_test_mounts [KEEP]: the tests' mounts, the last made first, but KEEP.
+unmount_test_mounts() {
+	local m
+	for m in $(awk -v n="$base" 'NR > n {print $2}' /proc/self/mounts | tac); do
+		m=$(printf '%b' "$m") # /proc/mounts writes a space as \040
+		[ "$m" = "${1:-}" ] && continue
+		umount -l "$m" 2>/dev/null || echo "seq: cannot unmount $m" >&2
+	done
+}
 
 # Kills every process but the kernel's threads, PID 1 and this script.
 kill_all() {
@@ -42,21 +52,21 @@ kill_all() {
 }
 
 reset_guest() {
-	local m
+	local left
 	kill_all
-	# the cgroups, deepest first (a killed task leaves its cgroup at once)
+	# the mounts the test made but cgroup2 (a mount over a cgroup keeps it),
+	# then the cgroups, deepest first (a killed task leaves its cgroup at
+	# once), then cgroup2
+	unmount_test_mounts /sys/fs/cgroup
 	for _ in $(seq 50); do
 		mountpoint -q /sys/fs/cgroup || break
 		find /sys/fs/cgroup -mindepth 1 -depth -type d -exec rmdir {} + 2>/dev/null
-		[ -z "$(find /sys/fs/cgroup -mindepth 1 -type d -print -quit)" ] && break
+		left=$(find /sys/fs/cgroup -mindepth 1 -type d | head -n 3)
+		[ -z "$left" ] && break
 		sleep 0.2
 	done
-	# the mounts the test made, the last made first
-	for m in $(awk '{print $2}' /proc/self/mounts | tac); do
-		is_base "$m" && continue
-		m=$(printf '%b' "$m") # /proc/mounts writes a space as \040
-		umount -l "$m" 2>/dev/null || echo "seq: cannot unmount $m" >&2
-	done
+	[ -n "${left:-}" ] && echo "seq: cgroups left for the next test: $left" >&2
+	unmount_test_mounts
 	ip -all netns delete 2>/dev/null
 	tc qdisc del dev lo root 2>/dev/null
 	tc qdisc del dev lo clsact 2>/dev/null
