@@ -232,7 +232,11 @@ $(BENCH_TICK_BIN): $(BUILD)/tests/bench/bench_tick.o $(TESTLIB_OBJS) $(DAEMON_LI
 $(BENCH_PROBE_BIN): $(BUILD)/tests/bench/bench_probe.o $(call libs_of,bpf lib)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
-$(BUILD)/tests/bench/bench_probe.o: $(BPF_OUT)/probe.skel.h
+$(BUILD)/tests/bench/bench_probe.o: $(BPF_OUT)/probe.skel.h $(BPF_OUT)/yardstick.skel.h
+# The probes' yardstick: programs that do nothing, on the same tracepoints.
+$(BPF_OUT)/yardstick.bpf.o: tests/bench/yardstick.bpf.c bpf/vmlinux.h
+	@mkdir -p $(dir $@)
+	$(BPF_CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -Ibpf -Wall -Werror -c $< -o $@
 
 $(BENCH_BIN): $(BUILD)/tests/bench/bench_alloc.o $(BUILD)/libdrf-core.a $(PURE_LIB_OBJS)
 	@mkdir -p $(dir $@)

@@ -5,8 +5,10 @@
  * level LEVEL with one tenant TENANT (a cgroup directory below it), prints
  * "ready", and waits for standard input to close. Then it prints each
  * program's BPF run-time statistics (kernel.bpf_stats_enabled must be 1) and
- * the tenant's counters, and detaches the probes.
- *   bench_probe PIN_DIR ROOT LEVEL TENANT
+ * the tenant's counters, and detaches the probes. With --empty, the same for
+ * the yardstick (yardstick.bpf.c: programs that do nothing, on the probes'
+ * hot tracepoints) instead of the probes; the other arguments are not used.
+ *   bench_probe [--empty] PIN_DIR ROOT LEVEL TENANT
  */
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -18,6 +20,7 @@
 
 #include "probe.skel.h"
 #include "probebpf.h"
+#include "yardstick.skel.h"
 
 static int ino(const char *path, uint64_t *ret)
 {
@@ -29,20 +32,63 @@ static int ino(const char *path, uint64_t *ret)
 	return 0;
 }
 
+/* Waits for standard input to close. */
+static void hold(void)
+{
+	int c;
+
+	puts("ready");
+	fflush(stdout);
+	while ((c = getchar()) != EOF)
+		;
+}
+
+/* Each program's BPF run-time statistics. */
+static void print_stats(struct bpf_object *obj)
+{
+	struct bpf_program *prog;
+
+	bpf_object__for_each_program(prog, obj) {
+		struct bpf_prog_info info = { 0 };
+		__u32 len = sizeof(info);
+
+		if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len) == 0)
+			printf("prog %s run_cnt %llu run_time_ns %llu\n", bpf_program__name(prog),
+			       (unsigned long long)info.run_cnt, (unsigned long long)info.run_time_ns);
+	}
+}
+
+static int yardstick(void)
+{
+	struct yardstick_bpf *s = yardstick_bpf__open_and_load();
+	int r = s ? yardstick_bpf__attach(s) : -errno;
+
+	if (!s || r < 0) {
+		fprintf(stderr, "bench_probe: cannot attach the yardstick: %s\n", strerror(-r));
+		yardstick_bpf__destroy(s);
+		return 1;
+	}
+	hold();
+	print_stats(s->obj);
+	yardstick_bpf__destroy(s);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct drf_probebpf b = { 0 };
 	struct drf_probe_cfg cfg = { 0 };
-	struct bpf_program *prog;
 	uint64_t tenant, root_id, *keys = NULL;
 	struct drf_probe_cpu *cpu = NULL;
 	struct drf_probe_io *io = NULL;
 	size_t n = 0;
 	bool adopted;
-	int r, c;
+	int r;
 
+	if (argc == 6 && strcmp(argv[1], "--empty") == 0)
+		return yardstick();
 	if (argc != 5) {
-		fputs("usage: bench_probe PIN_DIR ROOT LEVEL TENANT\n", stderr);
+		fputs("usage: bench_probe [--empty] PIN_DIR ROOT LEVEL TENANT\n", stderr);
 		return 64;
 	}
 	cfg.root_level = (uint32_t)atoi(argv[3]);
@@ -62,18 +108,8 @@ int main(int argc, char **argv)
 		drf_probe_real_ops.reset(&b, argv[1]);
 		return 1;
 	}
-	puts("ready");
-	fflush(stdout);
-	while ((c = getchar()) != EOF)
-		;
-	bpf_object__for_each_program(prog, b.skel->obj) {
-		struct bpf_prog_info info = { 0 };
-		__u32 len = sizeof(info);
-
-		if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len) == 0)
-			printf("prog %s run_cnt %llu run_time_ns %llu\n", bpf_program__name(prog),
-			       (unsigned long long)info.run_cnt, (unsigned long long)info.run_time_ns);
-	}
+	hold();
+	print_stats(b.skel->obj);
 	if (drf_probe_real_ops.read(&b, &keys, &cpu, &io, &n) == 0 && n == 1)
 		printf("tenant oncpu_ns %llu runq_count %llu\n", (unsigned long long)cpu[0].oncpu_ns,
 		       (unsigned long long)cpu[0].runq_count);

@@ -12,7 +12,11 @@
 #   - the cost per event and per op, from the kernel's BPF run-time
 #     statistics (kernel.bpf_stats_enabled), in one more run with the probes:
 #     run_time_ns / run_cnt of each program, and all programs' time over the
-#     ops (the time the statistics see; the clock reads they add are in it).
+#     ops (the time the statistics see; the clock reads they add are in it);
+#     and the same for a yardstick, programs that do nothing on the same
+#     tracepoints (tests/bench/yardstick.bpf.c), whose figure is what any
+#     program costs there as the statistics see it: the probes' own work is
+#     what they cost beyond it.
 # Both tasks are pinned to CPU 0, so that every op is two context switches on
 # one CPU. In a tenant, the load is the worst case: every event is attributed
 # (a task entry, a counter update); in a cgroup outside cgroup-root it shows
@@ -64,7 +68,7 @@ pipe() { # CG
 with_probes() {
 	local ready hold_pid in out b=$1 stats=$2
 	shift 2
-	coproc HOLD { "$b" "$pins" "$root" "$level" "$root/t"; }
+	coproc HOLD { "$b" ${mode:+"$mode"} "$pins" "$root" "$level" "$root/t"; }
 	# shellcheck disable=SC2153 # coproc sets HOLD_PID
 	hold_pid=$HOLD_PID
 	exec {out}<&"${HOLD[0]}" {in}>&"${HOLD[1]}"
@@ -97,6 +101,7 @@ done
 sysctl -qw kernel.bpf_stats_enabled=1
 with_probes "$bin" "$work/stats" "$work/stats_run"
 [ -n "$base" ] && with_probes "$base" "$work/base_stats" "$work/base_stats_run"
+mode=--empty with_probes "$bin" "$work/empty_stats" "$work/empty_run"
 python3 - "$work" "$loops" "$base" <<'PY'
 import statistics, sys
 work, loops, base = sys.argv[1], int(sys.argv[2]), sys.argv[3]
@@ -111,6 +116,13 @@ def slowdowns(on, out):
     for col, what in ((0, "wall-clock"), (1, "CPU time")):
         print(f"  {what}: tasks in a tenant {slowdown(on, col)}, "
               f"tasks in no tenant {slowdown(out, col)}")
+def empty():  # the yardstick's ns per run
+    c = n = 0
+    for line in open(f"{work}/empty_stats"):
+        f = line.split()
+        if f[0] == "prog":
+            c, n = c + int(f[3]), n + int(f[5])
+    return n / c if c else float("nan")
 def stats(name):
     cnt, ns, events = {}, {}, 0
     for line in open(f"{work}/{name}"):
@@ -124,9 +136,12 @@ def stats(name):
     for p in sorted(cnt):
         if cnt[p]:
             print(f"  {p}: {cnt[p]} runs, {ns[p] / cnt[p]:.1f} ns/run")
+    per = tn / tc if tc else float("nan")
     print(f"  all programs (one more run, statistics on): {tc} runs, "
-          f"{tn / tc if tc else float('nan'):.1f} ns/event; {tc / loops:.2f} events/op, "
+          f"{per:.1f} ns/event; {tc / loops:.2f} events/op, "
           f"{tn / loops:.1f} ns/op; tenant waits counted: {events}")
+    print(f"  beyond the yardstick (programs that do nothing, same tracepoints, "
+          f"{empty():.1f} ns/run in one more run): {per - empty():.1f} ns/event")
 print(f"taskset -c 0 perf bench sched pipe -l {loops}, {len(nums('off', 0))} rounds each, medians: "
       f"without the probes {statistics.median(nums('off', 0)):.3f} usecs/op wall-clock, "
       f"{statistics.median(nums('off', 1)):.3f} CPU time; with them:")
