@@ -157,8 +157,8 @@ BENCH_PROBE_BIN := $(BUILD)/tests/bench_probe
 TESTLIB_OBJS := $(BUILD)/tests/lib/fakecg.o $(BUILD)/tests/lib/faketc.o \
 	$(BUILD)/tests/lib/fakedrfd.o
 
-.PHONY: all layers demo check check-build check-unit check-cli check-vm check-net check-all check-tsan valgrind \
-	bench clean shellcheck install deb lintian fuzz
+.PHONY: all layers demo check check-build check-unit check-cli check-vm check-net check-all \
+	check-all-gcc check-all-clang check-tsan valgrind bench clean shellcheck install deb lintian fuzz
 
 all: $(BINS) $(MANS)
 
@@ -338,18 +338,26 @@ valgrind-%: $(BUILD)/tests/%
 	tail -n 2 $(BUILD)/valgrind/$*.log
 
 # Every test: the unit and CLI tests built by gcc, and again by clang with
-# AddressSanitizer and UndefinedBehaviorSanitizer; the rest once each.
+# AddressSanitizer and UndefinedBehaviorSanitizer; the rest once each. Both
+# builds first, with every CPU; then two queues of tests side by side (the
+# tests within a queue run one at a time; -Orecurse prints each step whole,
+# as it ends); then the VM tests, which take both CPUs themselves.
 check-all:
 	$(MAKE) -j$(NPROC) check-build CC=gcc
-	$(MAKE) check CC=gcc
 	$(MAKE) -j$(NPROC) check-build CC=clang SANITIZER=address+undefined
+	$(MAKE) -j2 -Orecurse check-all-gcc check-all-clang
+	$(MAKE) check-vm CC=gcc
+
+check-all-gcc:
+	$(MAKE) check CC=gcc
+	$(MAKE) valgrind CC=gcc
+	$(MAKE) shellcheck
+	$(MAKE) lintian
+
+check-all-clang:
 	$(MAKE) check CC=clang SANITIZER=address+undefined
 	$(MAKE) check-tsan
 	$(MAKE) fuzz
-	$(MAKE) -j2 valgrind CC=gcc
-	$(MAKE) shellcheck
-	$(MAKE) lintian
-	$(MAKE) check-vm CC=gcc
 
 shellcheck:
 	shellcheck -x $(wildcard deploy/*.sh tests/*/*.sh) tests/vm/init .ci/run deploy/systemd/drfd-hold

@@ -18,6 +18,8 @@
 # frame that HTB counts (Ethernet 14 + IP 20 + TCP with timestamps 32), so a
 # class at rate R gives a goodput of R x 1448/1514.
 set -u
+# sleep as a shell builtin where Debian's bash-builtins is installed: no exec per poll.
+[ -r /usr/lib/bash/sleep ] && enable -f /usr/lib/bash/sleep sleep
 drfd=${DRFD:?set DRFD to the drfd binary}
 drfctl=${DRFCTL:?set DRFCTL to the drfctl binary}
 scale=${1:-1}
@@ -251,16 +253,16 @@ test_share() {
 			>"$work/minors"
 	t0=$(date +%s.%N)
 	# Four streams each, to keep every class backlogged.
-	client a 5201 20 -P 4
-	client b 5202 20 -P 4
-	client c 5203 8 -P 4
+	client a 5201 24 -P 4
+	client b 5202 24 -P 4
+	client c 5203 12 -P 4
 	at 3
-	at 7
-	at 10
-	at 13.5
+	at 11
+	at 14
+	at 17.5
 	client c 5204 7 -P 4
-	at 15.5
 	at 19.5
+	at 23.5
 	wait_clients
 	stop_drfd
 	r=$(python3 - "$work" "$GOODPUT" "$scale" <<'PY'
@@ -278,20 +280,20 @@ def split(r, names):
     return [r[n] / tot if tot else 0 for n in names]
 def near(got, want, tol=0.05):
     return all(abs(g - e) <= tol * e for g, e in zip(got, want))
-r1 = rates(3, 7)
+r1 = rates(3, 11)
 s1 = split(r1, "abc")
-r2 = rates(10, 13.5)
+r2 = rates(14, 17.5)
 link = 100 * scale
 s2 = split(r2, "ab")
 ok2 = r2["a"] + r2["b"] >= 0.95 * link and near(s2, (1/3, 2/3))
-r3 = rates(15.5, 19.5)
+r3 = rates(19.5, 23.5)
 s3 = split(r3, "abc")
 print(int(near(s1, (1/6, 2/6, 3/6))), int(ok2), int(near(s3, (1/6, 2/6, 3/6))),
-      "all backlogged, 3-7 s: a %.1f b %.1f c %.1f Mbit/s, split %.3f:%.3f:%.3f (want 1/6:2/6:3/6);"
+      "all backlogged, 3-11 s: a %.1f b %.1f c %.1f Mbit/s, split %.3f:%.3f:%.3f (want 1/6:2/6:3/6);"
       % (r1["a"], r1["b"], r1["c"], *s1),
-      "c idle from 8 s, 10-13.5 s: a %.1f + b %.1f = %.1f of the link's %.1f Mbit/s, split %.3f:%.3f (want 1/3:2/3);"
+      "c idle from 12 s, 14-17.5 s: a %.1f + b %.1f = %.1f of the link's %.1f Mbit/s, split %.3f:%.3f (want 1/3:2/3);"
       % (r2["a"], r2["b"], r2["a"] + r2["b"], link, *s2),
-      "c back at 13.5 s, 15.5-19.5 s: split %.3f:%.3f:%.3f" % tuple(s3))
+      "c back at 17.5 s, 19.5-23.5 s: split %.3f:%.3f:%.3f" % tuple(s3))
 PY
 )
 	read -r s1 s2 s3 detail <<<"$r"

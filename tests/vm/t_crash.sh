@@ -43,8 +43,9 @@ cpu = 0.5
 memory = 128M
 CONF
 snapshot() {
+	local f t v
 	for f in cpu.max memory.max memory.high; do
-		for t in A B C; do printf '%s/%s=%s ' $t $f "$(cat $CG/drf.slice/$t/$f)"; done
+		for t in A B C; do v=; read -r v <"$CG/drf.slice/$t/$f"; printf '%s/%s=%s ' $t $f "$v"; done
 	done
 }
 # Lines a dry run would write: none once the tree holds the plan.
@@ -106,8 +107,12 @@ join "$work/w.old" "$work/w.new" | awk '$2 != $3 {print $1, $3}' >"$work/want"
 n=$(wc -l <"$work/want")
 # Tenants whose cpu.weight already holds the new plan's value.
 count_new() {
-	local c=0 t w
-	while read -r t w; do [ "$(cat "$CG/wide.slice/$t/cpu.weight")" = "$w" ] && c=$((c + 1)); done <"$work/want"
+	local c=0 t w v
+	while read -r t w; do
+		v=
+		read -r v <"$CG/wide.slice/$t/cpu.weight" # no process per file: there are hundreds
+		[ "$v" = "$w" ] && c=$((c + 1))
+	done <"$work/want"
 	echo $c
 }
 old_new=$(count_new)

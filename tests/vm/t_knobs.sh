@@ -49,13 +49,17 @@ CONF
 
 # Compares every knob with the mapping; prints a summary, fails on a difference.
 compare() { # MODE
-	local mode=$1 bad=0 f want have cg n
+	local mode=$1 bad=0 f want have cg n lines
 	"$DRFCTL" plan -c "$conf" --json >"$work/plan.json"
 	$PY "$here/expect_knobs.py" "$mode" "$dev" web:memory=268435456 db:memory=536870912 \
 		db:cgroup=data/db \
 		<"$work/plan.json" >"$work/expect"
 	while read -r cg f want; do
-		have=$(tr '\n' ' ' <"$CG/drf.slice/$cg/$f" | sed 's/ *$//')
+		# the file's lines joined by spaces, read by the shell itself (no process per knob)
+		lines=()
+		mapfile -t lines <"$CG/drf.slice/$cg/$f"
+		have="${lines[*]}"
+		have=${have%"${have##*[! ]}"}
 		if [ "$have" != "$want" ]; then
 			echo "  $cg $f: cgroupfs has '$have', the mapping says '$want'" >>"$work/diffs"
 			bad=$((bad + 1))

@@ -90,24 +90,29 @@ done
 sleep 25
 
 # Steady for 60 s: count the changes of every knob drfd writes.
-snapshot() {
+snapshot() { # into snap, read by the shell itself: no process per file
+	local t f v
+	snap=
 	for t in A B C; do
 		for f in cpu.max memory.high memory.max; do
-			printf '%s/%s=%s ' "$t" "$f" "$(cat "$CG/drf.slice/$t/$f")"
+			v=
+			read -r v <"$CG/drf.slice/$t/$f"
+			snap+="$t/$f=$v "
 		done
 	done
 }
 r0=$(status | $PY -c 'import json, sys; d = json.load(sys.stdin); print(d["online"]["replans"], d["ticks"])')
 t_start=$EPOCHREALTIME
-prev=$(snapshot)
+snapshot
+prev=$snap
 changes=0
 for _ in $(seq 60); do
 	sleep 1
-	now=$(snapshot)
-	if [ "$now" != "$prev" ]; then
-		changes=$((changes + $($PY -c 'import sys; a, b = sys.argv[1].split(), sys.argv[2].split(); print(sum(x != y for x, y in zip(a, b)))' "$prev" "$now")))
+	snapshot
+	if [ "$snap" != "$prev" ]; then
+		changes=$((changes + $($PY -c 'import sys; a, b = sys.argv[1].split(), sys.argv[2].split(); print(sum(x != y for x, y in zip(a, b)))' "$prev" "$snap")))
 	fi
-	prev=$now
+	prev=$snap
 done
 r1=$(status | $PY -c 'import json, sys; d = json.load(sys.stdin); print(d["online"]["replans"], d["ticks"])')
 # The tick period under this emulated CPU: the interval plus the tick's own time.

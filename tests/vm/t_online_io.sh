@@ -43,7 +43,12 @@ CONF
 run_drfd online-io-daemon "$conf" "$sock"
 
 # The rbps in a tenant's io.max (bytes/s), or "max".
-rbps() { sed -n 's/.*rbps=\([^ ]*\).*/\1/p' "$CG/drf.slice/$1/io.max" | head -n 1; }
+rbps() { # read by the shell: no process per poll
+	local l
+	while read -r l; do
+		[[ $l =~ rbps=([^ ]*) ]] && { echo "${BASH_REMATCH[1]}"; return; }
+	done <"$CG/drf.slice/$1/io.max"
+}
 # rbps_is TENANT WANT: the tenant's rbps is WANT within 2%.
 rbps_is() { within2 "$(rbps "$1")" "$2"; }
 reader() { # TENANT: direct reads of vda, over and over

@@ -81,13 +81,25 @@ PY
 }
 # populated task cgroups of a tenant, from cgroupfs
 cg_running() { grep -l "populated 1" "$CG"/drf.slice/"$1"/task-*/cgroup.events 2>/dev/null | wc -l; }
-# waits until EXPR over the tasks JSON is True, for at most $2 seconds
+# waits until EXPR over the tasks JSON is True, asking up to $2 x 4 times, every
+# 0.25 s: one python for the whole wait (a python start costs about a second
+# under TCG)
 wait_for() {
-	for _ in $(seq $(($2 * 4))); do
-		tasks_json "$work/w.json" && [ "$(field "$work/w.json" "$1")" = True ] && return 0
-		sleep 0.25
-	done
-	return 1
+	$PY - "$DRFCTL" "$conf" "$1" "$2" <<'PY'
+import json, subprocess, sys, time
+drfctl, conf, expr, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]) * 4
+for _ in range(n):
+    r = subprocess.run([drfctl, "tasks", "-c", conf, "--json"], capture_output=True, text=True)
+    try:  # as the shell's poll did: an answer that is not JSON, or lacks a key, is not yet
+        j = json.loads(r.stdout)
+        t = {x["id"]: x for x in j["tasks"]}
+        if r.returncode == 0 and eval(expr) is True:
+            sys.exit(0)
+    except (ValueError, KeyError, IndexError, TypeError):
+        pass
+    time.sleep(0.25)
+sys.exit(1)
+PY
 }
 
 if ! start_drfd; then
