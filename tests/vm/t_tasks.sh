@@ -70,14 +70,31 @@ stop_drfd() { # SIGNAL
 	wait "$drfd_pid" 2>/dev/null
 }
 tasks_json() { "$DRFCTL" tasks -c "$conf" --json >"$1" 2>/dev/null; }
-# field FILE EXPR: a Python expression over the JSON as j.
-field() {
-	$PY - "$1" "$2" <<'PY'
+# field FILE EXPR: a Python expression over the JSON as j (and t, the tasks by
+# id), printed; fails, printing nothing, if it cannot be evaluated. One python
+# answers them all (a python start costs about a second under TCG): a request
+# is a line "FILE<TAB>EXPR", an answer "0RESULT" or "1" ended by a NUL.
+coproc FIELD {
+	$PY -c '
 import json, sys
-j = json.load(open(sys.argv[1]))
-t = {x["id"]: x for x in j["tasks"]}
-print(eval(sys.argv[2]))
-PY
+for line in sys.stdin:
+    path, expr = line.rstrip("\n").split("\t", 1)
+    try:
+        j = json.load(open(path))
+        t = {x["id"]: x for x in j["tasks"]}
+        out = "0" + str(eval(expr))
+    except Exception:
+        out = "1"
+    sys.stdout.write(out + "\0")
+    sys.stdout.flush()
+'
+}
+field() {
+	local r
+	printf '%s\t%s\n' "$1" "$2" >&"${FIELD[1]}"
+	IFS= read -r -d '' r <&"${FIELD[0]}"
+	[ "${r:0:1}" = 0 ] || return 1
+	printf '%s\n' "${r:1}"
 }
 # populated task cgroups of a tenant, from cgroupfs
 cg_running() { grep -l "populated 1" "$CG"/drf.slice/"$1"/task-*/cgroup.events 2>/dev/null | wc -l; }
@@ -119,7 +136,7 @@ check tasks-queued-behind-blocker \
 	"A, B queued and C running: $(field "$work/q0.json" '(j["tenants"]["A"]["queued"], j["tenants"]["B"]["queued"], j["tenants"]["C"]["running"])')"
 "$DRFCTL" cancel -c "$conf" "$blocker"
 wait_for 'j["tenants"]["A"]["running"] + j["tenants"]["B"]["running"] >= 5' 10
-t0=$(date +%s)
+t0=$EPOCHSECONDS
 ok=0 samples=""
 for s in 1 2 3 4 5; do
 	tasks_json "$work/r$s.json"
@@ -151,7 +168,7 @@ check tasks-restart-sigterm "[ '$r' = '$running1' ] && [ $ad = True ] && [ $nq =
 
 # SIGKILL, and the first wave ends while drfd is down.
 stop_drfd KILL
-while [ $(($(date +%s) - t0)) -lt 70 ] && [ "$(cg_running A)$(cg_running B)" != 00 ]; do sleep 0.5; done
+while [ $((EPOCHSECONDS - t0)) -lt 70 ] && [ "$(cg_running A)$(cg_running B)" != 00 ]; do sleep 0.5; done
 left="$(cg_running A):$(cg_running B)"
 start_drfd
 wait_for 'j["tenants"]["A"]["running"] + j["tenants"]["B"]["running"] >= 5' 10
