@@ -36,7 +36,10 @@ check() {
 diagram() { cat >>"$R/diagram.txt"; }
 
 # usage_usec of a cgroup (relative to $CG).
-cpu_usec() { awk '$1 == "usage_usec" {print $2}' "$CG/$1/cpu.stat"; }
+cpu_usec() { # read by the shell: no process
+	local k v
+	while read -r k v; do [ "$k" = usage_usec ] && { echo "$v"; return; }; done <"$CG/$1/cpu.stat"
+}
 
 # A process that burns cpu until killed, inside a tenant (via drfctl exec),
 # pinned to the given cpus.
