@@ -37,6 +37,9 @@ vm_prepare() {
 
 vm_boot() {
 	local script=$1 res=$2 build=$3 disk=$4 limit=${5:-900} extra=${6:-} mode=chroot drive
+	local -a pre=()
+	# VM_NICE: the niceness of this QEMU, for a VM that shares the CPUs and must yield them
+	[ -n "${VM_NICE:-}" ] && pre=(nice -n "$VM_NICE")
 	drive=$(sed -n 's/^# vm-drive: \([^ ]*\)$/,\1/p' "$script" | head -n 1)
 	if grep -q '^# vm-mode: systemd$' "$script"; then
 		mode=systemd
@@ -44,7 +47,7 @@ vm_boot() {
 		extra="$extra systemd.unified_cgroup_hierarchy=1 systemd.show_status=0"
 	fi
 	# Generous: TCG emulates every instruction, and tests run 10 s windows.
-	timeout "$limit" qemu-system-x86_64 -accel tcg -m 2048 -smp 2 -nographic -no-reboot \
+	"${pre[@]}" timeout "$limit" qemu-system-x86_64 -accel tcg -m 2048 -smp 2 -nographic -no-reboot \
 		-kernel "/boot/vmlinuz-$VM_KV" -initrd "$VM_INITRD" \
 		-append "console=ttyS0 quiet panic=-1 $extra drf.mode=$mode drf.script=$script drf.build=$build drf.top=$vm_top" \
 		-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
