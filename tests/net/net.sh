@@ -134,8 +134,10 @@ start_drfd() {
 	local _
 	for _ in $(seq 50); do
 		kill -0 "$drfd_pid" 2>/dev/null || return 1
-		# From the daemon, not the fallback that reads cgroupfs.
-		[ "$(status_py "s['source']")" = daemon ] && return 0
+		# From the daemon, not the fallback that reads cgroupfs ("source" is a key of
+		# the top object alone; read by the shell, not a python a poll).
+		[[ $("$drfctl" status -c "$work/drfd.conf" --json 2>/dev/null) =~ \"source\":\ *\"daemon\" ]] &&
+			return 0
 		sleep 0.2
 	done
 	return 1
