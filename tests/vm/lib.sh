@@ -58,6 +58,34 @@ sys.exit(0 if d <= tol else 1)
 PY
 }
 
+# pyserve CODE: one python, for the whole test, that answers its questions (a
+# python start costs about a second under TCG); CODE defines answer(ARG...).
+# ask ARG...: asks it; prints str(answer(ARG...)), or prints nothing and fails
+# if that raised. A question is a line of the arguments separated by TABs, an
+# answer "0TEXT" or "1", ended by a NUL (TEXT may hold newlines). Start it from
+# the test's top level: a coproc started in a subshell ends with it.
+pyserve() {
+	coproc PYSERVE {
+		$PY -c "$1"'
+import sys
+for line in sys.stdin:
+    try:
+        out = "0" + str(answer(*line.rstrip("\n").split("\t")))
+    except Exception:
+        out = "1"
+    sys.stdout.write(out + "\0")
+    sys.stdout.flush()
+'
+	}
+}
+ask() {
+	local r IFS=$'\t'
+	printf '%s\n' "$*" >&"${PYSERVE[1]}"
+	IFS= read -r -d '' r <&"${PYSERVE[0]}"
+	[ "${r:0:1}" = 0 ] || return 1
+	printf '%s\n' "${r:1}"
+}
+
 # wait_until SECONDS CMD...: runs CMD every 0.1 s until it succeeds; prints the
 # seconds that took (two decimals), or "timeout" (and returns 1) after SECONDS.
 # Plain shell arithmetic: a python per poll costs a tenth of a second under TCG.

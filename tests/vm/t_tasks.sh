@@ -71,31 +71,14 @@ stop_drfd() { # SIGNAL
 }
 tasks_json() { "$DRFCTL" tasks -c "$conf" --json >"$1" 2>/dev/null; }
 # field FILE EXPR: a Python expression over the JSON as j (and t, the tasks by
-# id), printed; fails, printing nothing, if it cannot be evaluated. One python
-# answers them all (a python start costs about a second under TCG): a request
-# is a line "FILE<TAB>EXPR", an answer "0RESULT" or "1" ended by a NUL.
-coproc FIELD {
-	$PY -c '
-import json, sys
-for line in sys.stdin:
-    path, expr = line.rstrip("\n").split("\t", 1)
-    try:
-        j = json.load(open(path))
-        t = {x["id"]: x for x in j["tasks"]}
-        out = "0" + str(eval(expr))
-    except Exception:
-        out = "1"
-    sys.stdout.write(out + "\0")
-    sys.stdout.flush()
+# id), printed; fails, printing nothing, if it cannot be evaluated.
+pyserve '
+import json
+def answer(path, expr):
+    j = json.load(open(path))
+    return eval(expr, {"j": j, "t": {x["id"]: x for x in j["tasks"]}})
 '
-}
-field() {
-	local r
-	printf '%s\t%s\n' "$1" "$2" >&"${FIELD[1]}"
-	IFS= read -r -d '' r <&"${FIELD[0]}"
-	[ "${r:0:1}" = 0 ] || return 1
-	printf '%s\n' "${r:1}"
-}
+field() { ask "$1" "$2"; }
 # populated task cgroups of a tenant, from cgroupfs
 cg_running() { grep -l "populated 1" "$CG"/drf.slice/"$1"/task-*/cgroup.events 2>/dev/null | wc -l; }
 # waits until EXPR over the tasks JSON is True, asking up to $2 x 4 times, every
