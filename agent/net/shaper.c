@@ -304,8 +304,10 @@ static bool leaf_holds(const struct drf_shaper *s, const struct drf_tc_qdisc *q,
 	uint32_t target, interval, x = s->leaf_of[DRF_TC_MIN(cl->classid)];
 
 	drf_htb_codel(cl->rate, &target, &interval);
-	return x && strcmp(q[x - 1].kind, "fq_codel") == 0 && q[x - 1].target_us == target &&
-	       q[x - 1].interval_us == interval;
+	/* What the kernel reports is in its own units: compared as it reads back. */
+	return x && strcmp(q[x - 1].kind, "fq_codel") == 0 &&
+	       q[x - 1].target_us == drf_htb_codel_read_back(target) &&
+	       q[x - 1].interval_us == drf_htb_codel_read_back(interval);
 }
 
 /* Makes the root qdisc drfd's; false while it cannot (foreign, or failing). */

@@ -73,6 +73,13 @@ void drf_htb_codel(uint64_t rate, uint32_t *ret_target_us, uint32_t *ret_interva
 	*ret_interval_us = (uint32_t)(4 * t > 100000 ? llround(4 * t) : 100000);
 }
 
+uint32_t drf_htb_codel_read_back(uint32_t us)
+{
+	uint64_t units = (uint64_t)us * 1000 >> 10;
+
+	return (uint32_t)((units << 10) / 1000);
+}
+
 void drf_htb_inputs(const struct drf_config *c, const struct drf_problem *p,
 		    const struct drf_result *res, size_t i, struct drf_htb_tenant *ret)
 {

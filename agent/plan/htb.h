@@ -103,6 +103,13 @@ void drf_htb_inputs(const struct drf_config *c, const struct drf_problem *p,
  */
 void drf_htb_codel(uint64_t rate, uint32_t *ret_target_us, uint32_t *ret_interval_us);
 
+/*
+ * A CoDel time of us microseconds as the kernel reports it back: fq_codel keeps
+ * its times in units of 1024 ns (CODEL_SHIFT), rounded down, so 5000 us reads
+ * back as 4999 us.
+ */
+uint32_t drf_htb_codel_read_back(uint32_t us);
+
 /* The minor of a tenant's class from its name: where the search for a free one starts. */
 uint16_t drf_htb_minor_hint(const char *name);
 

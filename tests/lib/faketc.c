@@ -253,6 +253,17 @@ static bool has_children(const struct faketc *k, uint32_t classid)
 	return false;
 }
 
+/*
+ * fq_codel_change() keeps a time as (us * NSEC_PER_USEC) >> CODEL_SHIFT (10),
+ * and fq_codel_dump() reports it back as codel_time_to_us(): what it reads.
+ */
+static uint32_t kernel_codel_us(uint32_t us)
+{
+	uint64_t t = (uint64_t)us * 1000 >> 10;
+
+	return (uint32_t)((t << 10) / 1000);
+}
+
 static int fake_add_leaf(void *ctx, int ifindex, uint32_t parent, uint32_t target_us,
 			 uint32_t interval_us)
 {
@@ -271,6 +282,8 @@ static int fake_add_leaf(void *ctx, int ifindex, uint32_t parent, uint32_t targe
 		return -EINVAL; /* htb_graft: an inner class has no qdisc */
 	if (!target_us || !interval_us)
 		return -EINVAL;
+	target_us = kernel_codel_us(target_us);
+	interval_us = kernel_codel_us(interval_us);
 	q = find_leaf(k, parent);
 	if (q >= 0 && strcmp(k->q[q].kind, "fq_codel") == 0) {
 		/* NLM_F_REPLACE, the same kind: changed in place. */

@@ -18,9 +18,10 @@ netns A (drfd, va) <--veth--> netns B (iperf3 servers), 198.18.7.1 <-> 198.18.7.
 expect (rates x 0.2): limit mode goodput = rate x 1448/1514 within 3%; share mode
 splits 1:2:3 within 5%, an idle tenant's share is taken within 2 s; the default
 class carries traffic of no tenant; a restart adopts the qdisc, classes and pinned
-programs; the ingress policer holds a tenant near its rate
+programs; the ingress policer holds a tenant near its rate; ticks on a tree as
+planned write nothing (fq_codel's times read back in the kernel's units)
 DIAGRAM
 
 NET_RESULTS=$R/results.txt DRFD=$DRFD DRFCTL=$DRFCTL "$DRF_TOP/tests/net/net.sh" 0.2 \
-	limit2 share default restart counters ingress rootgone bridge devchange foreign >"$R/net.log" 2>&1
+	limit2 share steady default restart counters ingress rootgone bridge devchange foreign >"$R/net.log" 2>&1
 exit 0
