@@ -169,9 +169,12 @@ $(BUILD)/%.o: %.c
 # BPF: .bpf.c -> .bpf.o (clang, CO-RE against the pinned bpf/vmlinux.h) -> skeleton.
 BPF_ARCH := $(patsubst x86_64,x86,$(patsubst aarch64,arm64,$(shell uname -m)))
 BPF_CLANG ?= clang
+define BPF_COMPILE
+@mkdir -p $(dir $@)
+$(BPF_CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -Ibpf -Wall -Werror -c $< -o $@
+endef
 $(BPF_OUT)/%.bpf.o: bpf/%.bpf.c bpf/%.h bpf/vmlinux.h
-	@mkdir -p $(dir $@)
-	$(BPF_CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -Ibpf -Wall -Werror -c $< -o $@
+	$(BPF_COMPILE)
 $(BPF_OUT)/%.skel.h: $(BPF_OUT)/%.bpf.o
 	bpftool gen skeleton $< name $(subst .,_,$*)_bpf >$@.tmp && mv $@.tmp $@
 $(BUILD)/bpf/netbpf.o: $(BPF_OUT)/net.skel.h
@@ -235,8 +238,7 @@ $(BENCH_PROBE_BIN): $(BUILD)/tests/bench/bench_probe.o $(call libs_of,bpf lib)
 $(BUILD)/tests/bench/bench_probe.o: $(BPF_OUT)/probe.skel.h $(BPF_OUT)/yardstick.skel.h
 # The probes' yardstick: programs that do nothing, on the same tracepoints.
 $(BPF_OUT)/yardstick.bpf.o: tests/bench/yardstick.bpf.c bpf/vmlinux.h
-	@mkdir -p $(dir $@)
-	$(BPF_CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -Ibpf -Wall -Werror -c $< -o $@
+	$(BPF_COMPILE)
 
 $(BENCH_BIN): $(BUILD)/tests/bench/bench_alloc.o $(BUILD)/libdrf-core.a $(PURE_LIB_OBJS)
 	@mkdir -p $(dir $@)

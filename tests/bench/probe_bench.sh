@@ -123,6 +123,7 @@ def empty():  # the yardstick's ns per run
         if f[0] == "prog":
             c, n = c + int(f[3]), n + int(f[5])
     return n / c if c else float("nan")
+yard = empty()
 def stats(name):
     cnt, ns, events = {}, {}, 0
     for line in open(f"{work}/{name}"):
@@ -140,8 +141,8 @@ def stats(name):
     print(f"  all programs (one more run, statistics on): {tc} runs, "
           f"{per:.1f} ns/event; {tc / loops:.2f} events/op, "
           f"{tn / loops:.1f} ns/op; tenant waits counted: {events}")
-    print(f"  beyond the yardstick (programs that do nothing, same tracepoints, "
-          f"{empty():.1f} ns/run in one more run): {per - empty():.1f} ns/event")
+    print(f"  beyond the yardstick (programs that do nothing on sched_switch and "
+          f"hrtimer_expire_entry, {yard:.1f} ns/run in one more run): {per - yard:.1f} ns/event")
 print(f"taskset -c 0 perf bench sched pipe -l {loops}, {len(nums('off', 0))} rounds each, medians: "
       f"without the probes {statistics.median(nums('off', 0)):.3f} usecs/op wall-clock, "
       f"{statistics.median(nums('off', 1)):.3f} CPU time; with them:")
