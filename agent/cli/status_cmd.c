@@ -20,6 +20,7 @@
 #include "hostcheck.h"
 #include "knobs.h"
 #include "planner.h"
+#include "slice.h"
 #include "json.h"
 #include "text.h"
 
@@ -45,9 +46,9 @@ int drfctl_print_text(FILE *out, const char *text)
 
 void drfctl_cli_root(const struct drf_config *c, const char *sock, char *ret, size_t len)
 {
-	char *answer = NULL, mount[4096];
+	const char *how;
+	char *answer = NULL;
 	size_t n;
-	struct stat st;
 
 	if (drf_client_ask(sock, "root", ASK_TIMEOUT_MS, &answer, &n) == 0 && n > 1 &&
 	    answer[0] == '/') {
@@ -57,13 +58,8 @@ void drfctl_cli_root(const struct drf_config *c, const char *sock, char *ret, si
 		return;
 	}
 	free(answer);
-	snprintf(ret, len, "%s", c->cgroup_root);
-	if (!c->cgroup_root_auto || drf_cgroup2_mount_of("/sys/fs/cgroup", mount, sizeof(mount)))
-		return;
-	if ((size_t)snprintf(ret, len, "%s/system.slice/%s", mount, DRF_TENANTS_UNIT) < len &&
-	    stat(ret, &st) == 0 && S_ISDIR(st.st_mode))
-		return;
-	snprintf(ret, len, "%s", c->cgroup_root);
+	if (!c->cgroup_root_auto || drf_resolve_auto_root(c, ret, len, &how) < 0)
+		snprintf(ret, len, "%s", c->cgroup_root);
 }
 
 static void human(enum drf_knob k, const char *val, char *buf, size_t len)
@@ -309,6 +305,7 @@ int drfctl_exec(int argc, char **argv)
 	};
 	const char *path = DRFCTL_DEFAULT_CONFIG, *name;
 	const struct drf_tenant *t = NULL;
+	struct cgfs_slice sl = { .fs = &cgfs_real_ops, .bus = &cgfs_bus_real_ops };
 	struct drf_config cfg;
 	struct cgfs fs;
 	char err[2048], pid[32], root[4096];
@@ -352,17 +349,29 @@ int drfctl_exec(int argc, char **argv)
 		return DRFCTL_EXIT_CONFIG;
 	}
 	drfctl_cli_root(&cfg, cfg.status_socket, root, sizeof(root));
-	r = cgfs_open(&fs, root, false, &cgfs_real_ops, NULL);
+	/* With slices, a transient scope in the tenant's slice, started by systemd. */
+	if (cfg.slices && (r = cgfs_bus_open(&sl.bus_ctx)) < 0)
+		fprintf(stderr, "drfctl: cannot reach systemd over D-Bus: %s\n", strerror(-r));
+	else if (cfg.slices)
+		r = cgfs_open(&fs, root, false, &cgfs_slice_ops, &sl);
+	else
+		r = cgfs_open(&fs, root, false, &cgfs_real_ops, NULL);
 	if (r == 0) {
 		snprintf(pid, sizeof(pid), "%d", (int)getpid());
 		r = cgfs_write(&fs, t->cgroup, "cgroup.procs", pid);
-		if (r < 0)
+		if (r < 0 && cfg.slices)
+			fprintf(stderr, "drfctl: systemd cannot start a scope in '%s/%s': %s%s\n",
+				root, t->cgroup, strerror(-r), r == -EACCES || r == -EPERM
+				? " (run it as root, or use systemd-run --slice, which asks polkit)"
+				: " (has drfd created the slice?)");
+		else if (r < 0)
 			fprintf(stderr, "drfctl: cannot move into '%s/%s': %s (has drfd created it?)\n",
 				root, t->cgroup, strerror(-r));
 		cgfs_close(&fs);
-	} else {
+	} else if (!cfg.slices || sl.bus_ctx) {
 		fprintf(stderr, "drfctl: cannot open cgroup-root '%s': %s\n", root, strerror(-r));
 	}
+	cgfs_bus_close(sl.bus_ctx);
 	drf_config_free(&cfg);
 	if (r < 0)
 		return EXIT_FAILURE;

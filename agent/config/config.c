@@ -20,6 +20,7 @@
 #include "fileio.h"
 #include "index.h"
 #include "text.h"
+#include "unitname.h"
 #include "vec.h"
 
 #define DEFAULT_CGROUP_ROOT "/sys/fs/cgroup/drf.slice"
@@ -1163,6 +1164,39 @@ static int resolve_capacity(struct parser *ps, const struct drf_host_ops *host)
 	return -EINVAL;
 }
 
+/*
+ * Under systemd, `cgroup-root = auto` makes each tenant a slice (unitname.h):
+ * its cgroup becomes the slice's path below drf.slice. The paths were checked
+ * as written; nesting carries over, one slice a level.
+ */
+static int slice_paths(struct parser *ps)
+{
+	struct drf_config *c = ps->cfg;
+
+	for (size_t i = 0; i < c->n_tenants; i++) {
+		struct drf_tenant *t = &c->tenants[i];
+		char path[4096], *dup;
+		int n = drf_slice_path(t->cgroup, path, sizeof(path));
+
+		if (n < 0) {
+			ps->file = t->file;
+			fail_at(ps, tenant_line(ps, i, TK_CGROUP), "tenant '%s': cgroup '%s' makes a "
+				"systemd slice name longer than systemd allows (%d bytes, escaped)",
+				t->name, t->cgroup, DRF_UNIT_NAME_MAX);
+			return -EINVAL;
+		}
+		dup = strdup(path);
+		if (!dup) {
+			fail_at(ps, 0, "out of memory");
+			return -ENOMEM;
+		}
+		free(t->cgroup);
+		t->cgroup = dup;
+	}
+	c->slices = true;
+	return 0;
+}
+
 int drf_config_load(const char *path, const struct drf_host_ops *host, struct drf_config *ret,
 		    char *err, size_t errlen)
 {
@@ -1221,6 +1255,11 @@ int drf_config_load(const char *path, const struct drf_host_ops *host, struct dr
 	r = check_tenants(&ps);
 	if (r < 0)
 		goto out_free;
+	if (c->cgroup_root_auto && host && host->systemd && host->systemd(host->ctx) > 0) {
+		r = slice_paths(&ps);
+		if (r < 0)
+			goto out_free;
+	}
 	free(ps.tenant_lines);
 	drf_index_free(&ps.names);
 	*ret = *c;

@@ -33,7 +33,7 @@ enum drf_metrics_detail {
 
 struct drf_tenant {
 	char name[DRF_TENANT_NAME_MAX + 1];
-	char *cgroup; /* relative to cgroup-root */
+	char *cgroup; /* relative to cgroup-root (with slices, to drf.slice's cgroup) */
 	double weight;
 	bool task_model;       /* task-* keys (shape of one task) rather than a demand */
 	double vec[DRF_NRES];  /* the demand, or one task */
@@ -49,6 +49,7 @@ struct drf_config {
 	uint64_t interval_us;
 	uint64_t verify_period_us; /* every knob is read back at least once per this */
 	bool cgroup_root_auto;   /* `auto`: the daemon resolves it (cgroup_root: the fallback) */
+	bool slices;             /* auto under systemd: tenants are slices, cgroups their paths */
 	char *state_dir;
 	char *status_socket;
 	char *status_group;      /* NULL: root only */

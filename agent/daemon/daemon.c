@@ -445,10 +445,13 @@ int drfd_start(struct drfd *d, struct drf_reconcile_stats *ret)
 	r = drf_engine_init(&d->engine);
 	if (r < 0)
 		return r;
-	r = drf_reconciler_init(&d->rc, d->fs, d->has_io ? &d->io : NULL, d->log, !d->dry_run,
+	/* Slices: no memory worker thread, as the bus is used from this thread only. */
+	r = drf_reconciler_init(&d->rc, d->fs, d->has_io ? &d->io : NULL, d->log,
+				!d->dry_run && !d->decl.cfg.slices,
 				(unsigned long)sysconf(_SC_PAGESIZE));
 	if (r < 0)
 		return r;
+	d->rc.set_makes_files = d->decl.cfg.slices;
 	if (c->state_dir &&
 	    drf_statedir_path(c->state_dir, d->root, ".state", d->state_path,
 			      sizeof(d->state_path)) < 0) {

@@ -29,9 +29,11 @@
 #include "pins.h"
 #include "probebpf.h"
 #include "shaper.h"
+#include "slice.h"
 #include "statedir.h"
 #include "tasks.h"
 #include "tc_nl.h"
+#include "unitname.h"
 
 #ifndef DRF_VERSION
 #define DRF_VERSION "0.3.0"
@@ -175,11 +177,84 @@ static int daemonize(const struct drf_logger *log, int *ret_ready_fd)
 	return EXIT_FAIL;
 }
 
+/* The slices' ops (slice.h): reads from the files, changes through systemd. */
+struct slices {
+	struct cgfs_slice ops;
+	void *bus;
+	struct cgfs_bus_recorder bus_rec;
+};
+
+/*
+ * Under systemd: drf.slice started (or found), and its cgroup opened with the
+ * slice ops; a dry run records the calls it would make. An exit code.
+ */
+static int open_slices(struct drfd *d, struct cgfs *fs, struct cgfs_recorder *rec,
+		       struct slices *sl)
+{
+	struct cgfs_prop desc = { .name = "Description", .type = CGFS_PROP_STR,
+				  .s = "drfd tenants (drfd(8))" };
+	int r;
+
+	sl->ops = (struct cgfs_slice){ .fs = &cgfs_real_ops };
+	if (d->dry_run) {
+		sl->bus_rec = (struct cgfs_bus_recorder){ .out = stdout };
+		sl->ops.bus = &cgfs_bus_recording_ops;
+		sl->ops.bus_ctx = &sl->bus_rec;
+		r = cgfs_open(fs, d->root, false, &cgfs_slice_ops, &sl->ops);
+		if (r == -ENOENT) {
+			/* No drf.slice yet: the calls for an empty tree. */
+			sl->bus_rec.inner = NULL;
+			cgfs_bus_recording_ops.start(&sl->bus_rec, DRF_SLICE_ROOT, &desc, 1);
+			*rec = (struct cgfs_recorder){ .inner = NULL, .root = d->root };
+			sl->ops.fs = &cgfs_recording_ops;
+			sl->ops.fs_ctx = rec;
+			r = cgfs_open_virtual(fs, d->root, &cgfs_slice_ops, &sl->ops);
+		}
+		if (r < 0) {
+			drf_log(d->log, LOG_ERR, "cannot open '%s': %s", d->root, strerror(-r));
+			return EXIT_ROOT;
+		}
+		return EXIT_OK;
+	}
+	r = cgfs_bus_open(&sl->bus);
+	if (r < 0) {
+		drf_log(d->log, LOG_ERR, "cgroup-root = auto: systemd is the init system, but drfd "
+					 "cannot reach it over D-Bus (/run/systemd/private, or the "
+					 "system bus): %s; set cgroup-root to a path to manage "
+					 "cgroupfs without systemd", strerror(-r));
+		return EXIT_ROOT;
+	}
+	sl->ops.bus = &cgfs_bus_real_ops;
+	sl->ops.bus_ctx = sl->bus;
+	r = cgfs_bus_real_ops.start(sl->bus, DRF_SLICE_ROOT, &desc, 1);
+	if (r < 0 && r != -EEXIST) {
+		drf_log(d->log, LOG_ERR, "cannot start %s through systemd: %s", DRF_SLICE_ROOT,
+			strerror(-r));
+		return EXIT_ROOT;
+	}
+	r = cgfs_open(fs, d->root, false, &cgfs_slice_ops, &sl->ops);
+	if (r < 0) {
+		drf_log(d->log, LOG_ERR, "cannot open '%s', the cgroup of %s: %s", d->root,
+			DRF_SLICE_ROOT, strerror(-r));
+		return EXIT_ROOT;
+	}
+	r = drf_check_cgroup2_fd(fs->rootfd);
+	if (r < 0) {
+		drf_log(d->log, LOG_ERR, "'%s' is not on a cgroup2 filesystem (%s)", d->root,
+			strerror(-r));
+		return EXIT_ROOT;
+	}
+	return EXIT_OK;
+}
+
 /* Opens (creating) the root and checks it; an exit code. */
-static int open_root(struct drfd *d, struct cgfs *fs, struct cgfs_recorder *rec)
+static int open_root(struct drfd *d, struct cgfs *fs, struct cgfs_recorder *rec,
+		     struct slices *sl)
 {
 	int r, n;
 
+	if (d->decl.cfg.slices)
+		return open_slices(d, fs, rec, sl);
 	if (d->dry_run) {
 		*rec = (struct cgfs_recorder){ .inner = &cgfs_real_ops, .pass_changes = false,
 					       .root = d->root, .out = stdout };
@@ -381,6 +456,7 @@ int main(int argc, char **argv)
 	struct drf_stderr_sink stderr_sink;
 	struct drf_logger stderr_log;
 	struct cgfs_recorder rec = { 0 };
+	struct slices sl = { 0 };
 	struct drf_reconcile_stats st;
 	struct cgfs fs = { .rootfd = -1 };
 	char err[2048], mount[4096] = "", root[4096], probe_pin[300];
@@ -425,7 +501,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	if (d.decl.cfg.cgroup_root_auto) {
-		r = drf_resolve_auto_root(d.decl.cfg.cgroup_root, root, sizeof(root), &how);
+		r = drf_resolve_auto_root(&d.decl.cfg, root, sizeof(root), &how);
 		if (r < 0) {
 			drf_log(d.log, LOG_ERR, "cgroup-root = auto: %s",
 				r == -ENOENT ? how : strerror(-r));
@@ -458,7 +534,7 @@ int main(int argc, char **argv)
 	}
 	/* The io knobs depend on the device's scheduler, known only now. */
 	d.has_io = drf_knobs_controllers(&d.decl.cfg) & DRF_CTRL_IO;
-	ret = open_root(&d, &fs, &rec);
+	ret = open_root(&d, &fs, &rec, &sl);
 	if (ret != EXIT_OK)
 		goto out_fs;
 	env.fs = d.fs = &fs;
@@ -592,6 +668,7 @@ out_d:
 	drfd_free(&d);
 	undo_root(d.log, &fs);
 	cgfs_close(&fs);
+	cgfs_bus_close(sl.bus);
 	system_free(&sys);
 	return ret;
 out_fs:
@@ -599,6 +676,7 @@ out_fs:
 		drf_shaper_free(&d.net);
 	undo_root(d.log, &fs);
 	cgfs_close(&fs);
+	cgfs_bus_close(sl.bus);
 	system_free(&sys);
 out:
 	drf_declared_free(&d.decl);

@@ -160,9 +160,14 @@ static ssize_t words(char *line, char ***ret)
 static int submit(struct drfd *d, int fd, char *args, bool keyed, char **out, size_t *out_len)
 {
 	char **ws = NULL;
-	ssize_t k = words(args, &ws);
+	ssize_t k;
 	int r;
 
+	/* A task's cgroup below a slice would be systemd's to make, as a unit: not done yet. */
+	if (d->decl.cfg.slices)
+		return say(out, out_len, "refused", "the task queue does not run on systemd slices "
+			   "yet (cgroup-root = auto under systemd); set cgroup-root to a path for it");
+	k = words(args, &ws);
 	if (k < 0)
 		return (int)k;
 	r = submit_words(d, fd, ws, (size_t)k, keyed, out, out_len);

@@ -15,6 +15,7 @@
 
 #include "cgroupfs.h"
 #include "knobs.h"
+#include "unitname.h"
 
 int drf_cgroup2_mount_of(const char *path, char *ret, size_t len)
 {
@@ -133,6 +134,30 @@ int drf_check_cgroup(const struct drf_config *c, const char *root, char *err, si
 	struct stat st;
 	int e;
 
+	/* Slices: systemd passes down what its units' properties need, if the kernel offers it. */
+	if (c->slices) {
+		if (any_cgroup2_mount(mount, sizeof(mount)) < 0) {
+			snprintf(err, len, "systemd is the init system, but cgroup2 is not mounted; "
+				 "drfd needs cgroup v2: boot with systemd.unified_cgroup_hierarchy=1");
+			return -EMEDIUMTYPE;
+		}
+		offered = read_ctrl_file(mount, "cgroup.controllers", &e);
+		if (e < 0) {
+			snprintf(err, len, "cannot read '%s/cgroup.controllers': %s", mount,
+				 strerror(-e));
+			return e;
+		}
+		if ((offered & need) == need)
+			return 0;
+		ctrl_list(need & ~offered, names, sizeof(names));
+		v1_bindings(need & ~offered, v1, sizeof(v1));
+		snprintf(err, len, "cgroup v2 at '%s' does not offer %s%s%s%s; drfd needs them to "
+			 "enforce the config's capacities: boot with "
+			 "systemd.unified_cgroup_hierarchy=1, or remove those resources from "
+			 "[capacity]", mount, names, v1[0] ? " (bound to cgroup v1: " : "", v1,
+			 v1[0] ? ")" : "");
+		return -ENOTSUP;
+	}
 	parent_dir(root, parent, sizeof(parent));
 	if (statfs(parent, &sf) < 0) {
 		int e0 = -errno;
@@ -273,50 +298,24 @@ int drf_check_cgroup2_fd(int fd)
 	return sf.f_type == CGROUP2_SUPER_MAGIC ? 0 : -EMEDIUMTYPE;
 }
 
-int drf_resolve_auto_root(const char *fallback, char *ret, size_t len, const char **ret_how)
+int drf_resolve_auto_root(const struct drf_config *c, char *ret, size_t len, const char **ret_how)
 {
-	char line[4096], mount[4096], path[8192];
-	struct stat st;
-	FILE *f;
+	char mount[4096];
 	int n;
 
-	*ret_how = "not run by systemd";
-	if (!getenv("INVOCATION_ID"))
-		goto fallback;
-	*ret_how = "no cgroup v2 mount or own cgroup found";
-	f = fopen("/proc/self/cgroup", "re");
-	if (!f)
-		goto fallback;
-	/* The cgroup v2 line is "0::/system.slice/drfd.service". */
-	line[0] = '\0';
-	while (fgets(line, sizeof(line), f))
-		if (strncmp(line, "0::/", 4) == 0)
-			break;
-	fclose(f);
-	if (strncmp(line, "0::/", 4) != 0 || any_cgroup2_mount(mount, sizeof(mount)) < 0)
-		goto fallback;
-	line[strcspn(line, "\n")] = '\0';
-	*strrchr(line, '/') = '\0';
-	n = snprintf(path, sizeof(path), "%s%s/%s", strcmp(mount, "/") ? mount : "", line + 3,
-		     DRF_TENANTS_UNIT);
-	if (n < 0 || (size_t)n >= sizeof(path))
-		goto fallback;
-	/*
-	 * Under systemd, a cgroup outside what it delegated is systemd's to write:
-	 * no fallback to drf.slice there, which would break its single-writer rule.
-	 */
-	*ret_how = "run by systemd, but " DRF_TENANTS_UNIT " is not running beside drfd's unit "
-		   "(systemctl start " DRF_TENANTS_UNIT ", or set cgroup-root)";
-	if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+	if (!c->slices) {
+		*ret_how = "systemd is not the init system: the default root";
+		if (strlen(c->cgroup_root) >= len)
+			return -ENAMETOOLONG;
+		snprintf(ret, len, "%s", c->cgroup_root);
+		return 0;
+	}
+	*ret_how = "systemd is the init system, but no cgroup v2 mount was found";
+	if (any_cgroup2_mount(mount, sizeof(mount)) < 0)
 		return -ENOENT;
-	if ((size_t)n >= len)
+	n = snprintf(ret, len, "%s/" DRF_SLICE_ROOT, strcmp(mount, "/") ? mount : "");
+	if (n < 0 || (size_t)n >= len)
 		return -ENAMETOOLONG;
-	memcpy(ret, path, (size_t)n + 1);
-	*ret_how = "the delegated cgroup of " DRF_TENANTS_UNIT;
-	return 0;
-fallback:
-	if (strlen(fallback) >= len)
-		return -ENAMETOOLONG;
-	snprintf(ret, len, "%s", fallback);
+	*ret_how = "systemd is the init system: the tenants are slices in " DRF_SLICE_ROOT;
 	return 0;
 }

@@ -34,17 +34,14 @@ int drf_check_io_device(const struct drf_config *c, const char *cgroup_mount,
 /* The cgroup2 mount that holds path, from /proc/self/mounts; 0 or -ENOENT. */
 int drf_cgroup2_mount_of(const char *path, char *ret, size_t len);
 
-/* The unit drfd's tenants live in when systemd runs drfd (see drfd(8)). */
-#define DRF_TENANTS_UNIT "drfd-tenants.service"
-
 /*
- * `cgroup-root = auto`: when systemd runs drfd (INVOCATION_ID is set) and the
- * delegated cgroup of DRF_TENANTS_UNIT sits beside drfd's own cgroup, that
- * cgroup; when systemd runs drfd without that unit, -ENOENT (ret_how says
- * why); otherwise the default root. Writes the path into ret; ret_how says
- * which rule applied, for the log. Returns 0, -ENOENT or -ENAMETOOLONG.
+ * `cgroup-root = auto`: under systemd (c->slices, config.h) drf.slice's
+ * cgroup on the cgroup2 mount, where systemd puts the tenants' slices;
+ * otherwise the default root c->cgroup_root. Writes the path into ret;
+ * ret_how says which rule applied, for the log. Returns 0, -ENOENT (no
+ * cgroup2 mount) or -ENAMETOOLONG.
  */
-int drf_resolve_auto_root(const char *fallback, char *ret, size_t len, const char **ret_how);
+int drf_resolve_auto_root(const struct drf_config *c, char *ret, size_t len, const char **ret_how);
 
 /* 0 if fd is a directory on a cgroup2 filesystem, else -EMEDIUMTYPE or -errno. */
 int drf_check_cgroup2_fd(int fd);

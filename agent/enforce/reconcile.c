@@ -970,6 +970,15 @@ static void process(struct drf_reconciler *rc, struct drf_tenant_rt *t, bool ver
 				process(rc, t, true, st);
 				return;
 			}
+			/*
+			 * systemd makes a knob's file once a property needs its
+			 * controller: with slices, a missing file is set, which
+			 * makes it.
+			 */
+			if (n == -ENOENT && rc->set_makes_files) {
+				write_knob(rc, t, k, NULL, st);
+				continue;
+			}
 			if (n < 0) {
 				knob_failed(rc, t, k, false, (int)n, st);
 				continue;

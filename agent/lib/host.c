@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 static int real_online_cpus(void *ctx, double *ret)
@@ -79,9 +80,16 @@ static int real_link_speed(void *ctx, const char *dev, double *ret)
 	return r;
 }
 
+static int real_systemd(void *ctx)
+{
+	(void)ctx;
+	return sd_booted() > 0;
+}
+
 const struct drf_host_ops drf_host_real = {
 	.online_cpus = real_online_cpus,
 	.mem_total = real_mem_total,
 	.link_speed = real_link_speed,
 	.ctx = NULL,
+	.systemd = real_systemd,
 };

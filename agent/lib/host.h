@@ -13,9 +13,17 @@ struct drf_host_ops {
 	int (*mem_total)(void *ctx, double *ret_bytes);
 	int (*link_speed)(void *ctx, const char *dev, double *ret_bits);
 	void *ctx;
+	/*
+	 * 1 if systemd is the init system (sd_booted()), 0 if not: `cgroup-root =
+	 * auto` then puts the tenants in systemd slices. NULL: not systemd.
+	 */
+	int (*systemd)(void *ctx);
 };
 
-/* The running host: sysconf(), /proc/meminfo, and ethtool on a socket for the link speed. */
+/*
+ * The running host: sysconf(), /proc/meminfo, ethtool on a socket for the link
+ * speed, sd_booted() for systemd.
+ */
 extern const struct drf_host_ops drf_host_real;
 
 #endif

@@ -98,4 +98,4 @@ static int fake_speed(void *ctx, const char *dev, double *ret)
 	return 0;
 }
 
-const struct drf_host_ops t_fake_host = { fake_cpus, fake_mem, fake_speed, NULL };
+const struct drf_host_ops t_fake_host = { fake_cpus, fake_mem, fake_speed, NULL, NULL };

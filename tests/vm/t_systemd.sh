@@ -2,26 +2,29 @@
 # vm-mode: systemd
 # drfd as an operator installs it: the guest boots Debian's systemd as PID 1,
 # installs the .deb that `make deb` built with dpkg -i, and drives the units
-# with systemctl. Tenants must outlive restarts, upgrades and stops of drfd
-# with their limits.
+# with systemctl. The tenants are systemd slices (cgroup-root = auto), which a
+# service joins with Slice=; they must outlive restarts, upgrades and stops of
+# drfd with their limits.
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/vm/lib.sh
 . "$here/lib.sh"
 # The test runs as a unit; drfd started by hand must not think systemd runs it.
 unset INVOCATION_ID JOURNAL_STREAM NOTIFY_SOCKET
 
-TROOT=/sys/fs/cgroup/system.slice/drfd-tenants.service
+TROOT=/sys/fs/cgroup/drf.slice
 conf=/etc/drfd/tenants.d/test.conf
 deb=''
 for f in "$DRF_TOP"/.output/deb/drfd_*.deb; do [ -f "$f" ] && deb=$f; done
 
 diagram <<'DIAGRAM'
 systemd (PID 1, cgroup v2)             dpkg -i drfd_*.deb: /etc/drfd/drfd.conf as shipped
- |- system.slice/drfd.service          drfd alone (Type=notify, 4 capabilities)
- '- system.slice/drfd-tenants.service  Delegate=yes, no process of its own: drfd's cgroup-root
-     |- web     weight 2, cpu 1, memory 256M     runs `sleep` via drfctl exec
-     '- batch   weight 1, cpu 2, memory 128M     empty
-expect: knobs = mapping(drfctl plan --json); the sleep keeps its cgroup and limits across
+ |- system.slice/drfd.service          drfd alone (Type=notify, 4 capabilities, cgroupfs read-only)
+ '- drf.slice                          cgroup-root = auto: drfd sets its slices' properties over D-Bus
+     |- drf-web.slice    weight 2, cpu 1, memory 256M   webapp.service (Slice=, User=nobody);
+     |                                                   a `sleep` via drfctl exec (a scope)
+     '- drf-batch.slice  weight 1, cpu 2, memory 128M   empty
+expect: knobs = mapping(drfctl plan --json), written by systemd; webapp runs as nobody in web's
+        slice with systemd's accounting, and stopping it leaves no process; the sleep keeps its cgroup and limits across
         systemctl restart/stop/start and a package upgrade; reload applies a change; a bad
         reload is refused at priority 3; a second drfd exits 6; a tenant removed while drfd
         is stopped loses its empty cgroup; a busy one is kept as an orphan
@@ -41,7 +44,7 @@ wait_for() {
 knobs_of() {
 	local f
 	for f in cpu.weight cpu.max memory.low memory.high memory.max; do
-		printf '%s=%s ' "$f" "$(cat "$TROOT/$1/$f" 2>/dev/null)"
+		printf '%s=%s ' "$f" "$(cat "$TROOT/drf-$1.slice/$f" 2>/dev/null)"
 	done
 }
 
@@ -90,14 +93,14 @@ cpu = 2
 memory = 128M
 CONF
 systemctl reload drfd.service
-wait_for 20 test -f "$TROOT/batch/memory.max"
+wait_for 20 test -f "$TROOT/drf-batch.slice/memory.max"
 compare_plan() { # NAME: every knob of every tenant against the plan's mapping
 	local bad=0 t f want have
 	"$DRFCTL" plan --json >"$work/plan.json" 2>"$work/plan.err"
 	$PY "$here/expect_knobs.py" share - web:memory=268435456 batch:memory=134217728 \
 		<"$work/plan.json" >"$work/expect"
 	while read -r t f want; do
-		have=$(cat "$TROOT/$t/$f" 2>/dev/null)
+		have=$(cat "$TROOT/drf-$t.slice/$f" 2>/dev/null)
 		[ "$have" = "$want" ] || { bad=$((bad + 1)); echo "    $t/$f: '$have', want '$want'"; }
 	done <"$work/expect"
 	check "$1" "[ $bad -eq 0 ] && [ -s $work/expect ]" \
@@ -108,12 +111,38 @@ settled() { "$DRFCTL" status >/dev/null 2>&1; }
 wait_for 20 settled
 compare_plan knobs-after-reload
 
+# 2b. A service joins a tenant with Slice= and runs as its own user, with systemd's
+# accounting; stopping it ends every process it started; the knobs stay the plan's.
+cat >/etc/systemd/system/webapp.service <<'UNIT'
+[Service]
+Slice=drf-web.slice
+User=nobody
+ExecStart=/bin/sh -c 'sleep 3001 & sleep 3002 & exec sleep 3003'
+UNIT
+systemctl daemon-reload
+systemctl start webapp.service
+wait_for 10 systemctl -q is-active webapp.service
+wpid=$(systemctl show -p MainPID --value webapp.service)
+wcg=$(cat "/proc/$wpid/cgroup" 2>/dev/null)
+wuid=$(awk '$1 == "Uid:" {print $2}' "/proc/$wpid/status" 2>/dev/null)
+tasks=$(systemctl show -p TasksCurrent --value webapp.service)
+mem=$(systemctl show -p MemoryCurrent --value webapp.service)
+check service-in-tenant-slice "[ '$wcg' = 0::/drf.slice/drf-web.slice/webapp.service ] && [ '$wuid' = 65534 ] && [ '$tasks' = 3 ] && [ '$mem' -gt 0 ] 2>/dev/null" \
+	"webapp's cgroup '$wcg', uid $wuid, systemd's TasksCurrent $tasks, MemoryCurrent $mem"
+compare_plan knobs-with-a-service-in-the-slice
+systemctl stop webapp.service
+left=$(pgrep -u nobody -c -x sleep)
+check service-stop-leaves-nothing "[ '$left' = 0 ] && [ ! -d $TROOT/drf-web.slice/webapp.service ]" \
+	"after systemctl stop: $left sleeps of nobody left, its cgroup $([ -d "$TROOT/drf-web.slice/webapp.service" ] && echo kept || echo gone)"
+rm -f /etc/systemd/system/webapp.service
+systemctl daemon-reload
+
 # 3. A process in a tenant survives restarts, stops and an upgrade of drfd.
 "$DRFCTL" exec web -- sleep 3000 &
 sleep_pid=$!
-wait_for 10 grep -qx "$sleep_pid" "$TROOT/web/cgroup.procs"
+in_web() { [ "$(cat "/proc/$sleep_pid/cgroup" 2>/dev/null)" = "0::/drf.slice/drf-web.slice/drf-exec-$sleep_pid.scope" ]; }
+wait_for 10 in_web
 before=$(knobs_of web)
-in_web() { [ "$(cat "/proc/$sleep_pid/cgroup" 2>/dev/null)" = "0::/system.slice/drfd-tenants.service/web" ]; }
 check exec-in-tenant "in_web" "sleep $sleep_pid: $(cat "/proc/$sleep_pid/cgroup")"
 
 old=$(systemctl show -p MainPID --value drfd.service)
@@ -144,7 +173,7 @@ systemctl reload drfd.service
 sleep 1
 wait_for 20 settled
 compare_plan knobs-after-change
-w_web=$(cat "$TROOT/web/cpu.weight") w_batch=$(cat "$TROOT/batch/cpu.weight")
+w_web=$(cat "$TROOT/drf-web.slice/cpu.weight") w_batch=$(cat "$TROOT/drf-batch.slice/cpu.weight")
 check reload-changed-weight "[ $w_batch -lt 10000 ]" "cpu.weight web $w_web, batch $w_batch after batch's cpu 2 -> 0.5"
 
 # 5. A bad config is refused at priority 3, the one in force stays; a zero demand warns at 4.
@@ -157,13 +186,13 @@ rm -f /etc/drfd/tenants.d/zz-bad.conf
 n3=$(journalctl -u drfd.service --since "$since" -p err..err -o cat --no-pager | wc -l)
 status_json
 refused=$(jq_py 's["reloads_refused"]')
-check bad-reload-error-priority "[ $n3 -ge 1 ] && [ $refused -ge 1 ] && [ -d $TROOT/web ]" \
+check bad-reload-error-priority "[ $n3 -ge 1 ] && [ $refused -ge 1 ] && [ -d $TROOT/drf-web.slice ]" \
 	"$n3 journal entries at priority 3, reloads_refused $refused"
 printf '[tenant idle]\nmemory = 0\ncpu = 0.1\n' >/etc/drfd/tenants.d/zz-idle.conf
 since=$(date '+%Y-%m-%d %H:%M:%S')
 sleep 1
 systemctl reload drfd.service
-wait_for 10 test -d "$TROOT/idle"
+wait_for 10 test -d "$TROOT/drf-idle.slice"
 n4=$(journalctl -u drfd.service --since "$since" -p warning..warning -o cat --no-pager | wc -l)
 check zero-demand-warning-priority "[ $n4 -ge 1 ]" "$n4 journal entries at priority 4"
 rm -f /etc/drfd/tenants.d/zz-idle.conf
@@ -196,6 +225,14 @@ check network-under-the-unit "[ '$q' = 'htb d7f:' ] && [ $progs -eq 2 ] && [ '$(
 nlinks=$(find /sys/fs/bpf/drfd-probes -mindepth 2 -name '*_link' 2>/dev/null | wc -l)
 check probes-under-the-unit "[ '$(jq_py 's["usage"]["probes"]')' = True ] && [ $nlinks -eq 6 ]" \
 	"usage.probes $(jq_py 's["usage"]["probes"]') ($(jq_py 's["usage"]["probes_why"]')), $nlinks links pinned"
+# An unchanged minute with shaping on: no netlink change (tc monitor) and no line at info or above.
+since=$(date '+%Y-%m-%d %H:%M:%S')
+sleep 1
+timeout 60 tc monitor >"$work/tc-monitor.txt" 2>&1
+nmon=$(grep -c . "$work/tc-monitor.txt")
+ninfo=$(journalctl -u drfd.service --since "$since" -p info -o cat --no-pager | grep -c .)
+check steady-minute-quiet "[ $nmon -eq 0 ] && [ $ninfo -eq 0 ] && net_ok" \
+	"over 60 s of unchanged ticks: $nmon tc monitor events, $ninfo journal lines at info or above"
 sed -i '/^net-device = drfv0$/d; /^net-rate = auto$/d' /etc/drfd/drfd.conf
 systemctl stop drfd.service
 drfctl net-reset >/dev/null 2>&1
@@ -208,16 +245,40 @@ systemctl stop drfd.service
 : >"$conf"
 systemctl start drfd.service
 wait_for 30 systemctl -q is-active drfd.service
-wait_for 10 test ! -d "$TROOT/batch"
+wait_for 10 test ! -d "$TROOT/drf-batch.slice"
 status_json
 orph=$(jq_py '",".join(o["name"] for o in s["orphans"])')
-check restart-removes-empty "[ ! -d $TROOT/batch ]" \
-	"batch's cgroup $([ -d "$TROOT/batch" ] && echo kept || echo removed)"
+check restart-removes-empty "[ ! -d $TROOT/drf-batch.slice ] && ! systemctl -q is-active drf-batch.slice" \
+	"batch's slice $([ -d "$TROOT/drf-batch.slice" ] && echo kept || echo removed), $(systemctl is-active drf-batch.slice)"
 check restart-keeps-busy-orphan "[ '$orph' = web ] && in_web && [ '$(knobs_of web)' = '$before' ]" \
 	"orphans: '$orph'; sleep still in web with its knobs: $(in_web && echo yes || echo no)"
 
 kill "$sleep_pid" 2>/dev/null
-wait_for 15 test ! -d "$TROOT/web"
-check orphan-removed-when-empty "[ ! -d $TROOT/web ]" "web's cgroup $([ -d "$TROOT/web" ] && echo kept || echo removed) once its process ended"
+wait_for 15 test ! -d "$TROOT/drf-web.slice"
+check orphan-removed-when-empty "[ ! -d $TROOT/drf-web.slice ]" "web's slice $([ -d "$TROOT/drf-web.slice" ] && echo kept || echo removed) once its process ended"
 journalctl -u drfd.service -o short-monotonic --no-pager >"$R/drfd-journal.txt" 2>&1
+
+# 8. Removal: remove says what keeps running; purge leaves no qdisc, pin, slice or state.
+sed -i 's/^\[capacity\]$/[capacity]\nnet-device = drfv0\nnet-rate = auto/' /etc/drfd/drfd.conf
+printf '[tenant web]\ncpu = 1\n' >"$conf"
+systemctl restart drfd.service
+wait_for 30 systemctl -q is-active drfd.service
+status_json
+wait_for 20 net_ok
+systemd-run --quiet --unit=webjob --slice=drf-web.slice sleep 3000
+wait_for 10 systemctl -q is-active webjob.service
+q_before=$(tc qdisc show dev drfv0 | grep -c 'htb d7f:')
+pins_before=$(find /sys/fs/bpf -maxdepth 1 -name 'drfd*' | wc -l)
+dpkg -r drfd >"$work/remove.log" 2>&1
+rc_r=$?
+said=$(grep -c '^drfd: 1 process(es) in the tenants' "$work/remove.log")
+job=$(systemctl is-active webjob.service)
+check remove-says-what-runs-on "[ $rc_r -eq 0 ] && [ $said -eq 1 ] && [ $job = active ]" \
+	"dpkg -r exit $rc_r; prerm's count of drf.slice's processes said: $said; webjob $job"
+dpkg --purge drfd >"$work/purge.log" 2>&1
+rc_p=$?
+q=$(tc qdisc show | grep -c 'htb d7f:')
+pins=$(find /sys/fs/bpf -maxdepth 1 -name 'drfd*' | wc -l)
+check purge-leaves-nothing "[ $rc_p -eq 0 ] && [ $q_before -eq 1 ] && [ $pins_before -ge 1 ] && [ $q -eq 0 ] && [ $pins -eq 0 ] && [ ! -d /sys/fs/cgroup/drf.slice ] && [ ! -e /var/lib/drfd ] && ! systemctl -q is-active webjob.service" \
+	"purge exit $rc_p; htb d7f: qdiscs $q_before -> $q, bpffs drfd* $pins_before -> $pins, drf.slice $([ -d /sys/fs/cgroup/drf.slice ] && echo kept || echo gone), /var/lib/drfd $([ -e /var/lib/drfd ] && echo kept || echo gone), webjob $(systemctl is-active webjob.service)"
 exit 0

@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The tenants as systemd slices: cgroupfs ops whose changes go through
+ * systemd's D-Bus API, so that systemd stays the one writer of the tree it
+ * owns (systemd.resource-control(5)), and whose reads are the cgroup files.
+ *
+ * The root is drf.slice's cgroup; a tenant's cgroup is its slice's
+ * (unitname.h). A change of a cgroup file becomes runtime properties of the
+ * cgroup's unit (cgfs_slice_props), a cgroup made or removed becomes a
+ * transient slice started or stopped, and a process moved into a tenant goes
+ * into a transient scope in its slice (a slice holds no process of its own).
+ * systemd writes the cgroup files from those properties; the reconciler reads
+ * them back as it does any cgroup's, and puts a value someone changed back
+ * through systemd.
+ *
+ * The bus itself is an ops table: the real one (sdbus.c, sd-bus on systemd's
+ * own socket) or a recording one for dry runs and tests, which can inject
+ * failures.
+ */
+#ifndef DRF_SLICE_H
+#define DRF_SLICE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "cgroupfs.h"
+#include "fault.h"
+
+/* A unit property as systemd's D-Bus API types it. */
+enum cgfs_prop_type {
+	CGFS_PROP_U64,     /* t */
+	CGFS_PROP_BOOL,    /* b */
+	CGFS_PROP_STR,     /* s */
+	CGFS_PROP_DEV_U64, /* a(st): one (device path, value) */
+	CGFS_PROP_PID,     /* au: one pid */
+};
+
+#define CGFS_PROP_STR_MAX 288
+#define CGFS_PROPS_MAX 8
+/* systemd's "infinity" of a limit (CGROUP_LIMIT_MAX, USEC_INFINITY). */
+#define CGFS_PROP_INFINITY UINT64_MAX
+
+struct cgfs_prop {
+	const char *name;
+	enum cgfs_prop_type type;
+	uint64_t u;                  /* U64, BOOL, DEV_U64, PID */
+	char s[CGFS_PROP_STR_MAX];   /* STR; DEV_U64's device path */
+};
+
+struct cgfs_bus_ops {
+	const char *name;
+	/*
+	 * StartTransientUnit(unit, "fail", props) and waits for its job: 0, or
+	 * -EEXIST if the unit was loaded already (it is started then, without
+	 * props), or -errno.
+	 */
+	int (*start)(void *ctx, const char *unit, const struct cgfs_prop *p, size_t n);
+	/* SetUnitProperties(unit, runtime = true, props). */
+	int (*set)(void *ctx, const char *unit, const struct cgfs_prop *p, size_t n);
+	/* StopUnit(unit, "fail") and waits for its job. */
+	int (*stop)(void *ctx, const char *unit);
+};
+
+/* The bus operations, as bits, for the recorder's fault injection. */
+enum cgfs_bus_op {
+	CGFS_BUS_START = 1 << 0,
+	CGFS_BUS_SET = 1 << 1,
+	CGFS_BUS_STOP = 1 << 2,
+};
+
+/*
+ * Records each call as a line "systemd start UNIT P=V ...", "systemd set UNIT
+ * P=V ...", "systemd stop UNIT" and passes it to inner if pass (tests); inner
+ * NULL: every start finds no unit loaded. fault (fault.h): the operations in
+ * fault.ops on units ending in fault.path fail with fault.err.
+ */
+struct cgfs_bus_recorder {
+	const struct cgfs_bus_ops *inner;
+	void *inner_ctx;
+	FILE *out;        /* NULL: only counted */
+	size_t calls;
+	struct drf_fault fault;
+};
+
+extern const struct cgfs_bus_ops cgfs_bus_recording_ops;
+
+/*
+ * A connection to systemd's own socket (the manager's private bus, as
+ * systemctl uses it as root), else to the system bus: 0 or -errno. It serves
+ * cgfs_bus_real_ops with ctx *ret, and connects again in a child after
+ * fork() or when systemd closed it (daemon-reexec); cgfs_bus_close() closes it.
+ */
+extern const struct cgfs_bus_ops cgfs_bus_real_ops;
+int cgfs_bus_open(void **ret);
+void cgfs_bus_close(void *bus);
+
+/*
+ * FILE = VAL of a unit's cgroup as properties (into p, at most max): the
+ * number of them, -EINVAL for a value that does not parse, -EOPNOTSUPP for
+ * a file that no property sets. cpu.weight (CPUWeight), cpu.max
+ * (CPUQuotaPerSecUSec, CPUQuotaPeriodUSec; systemd writes the quota back as
+ * per-second x period / 1 s, so the per-second value is rounded up),
+ * memory.low/high/max/swap.max (MemoryLow/High/Max/SwapMax), io.weight
+ * (IOWeight or IODeviceWeight), io.bfq.weight (the same, as the IOWeight
+ * that systemd maps to that BFQ weight), io.max (IO{Read,Write}{Bandwidth,
+ * IOPS}Max for /dev/block/MAJ:MIN), cgroup.subtree_control ("+cpu -io":
+ * CPUAccounting=yes, IOAccounting=no; what a slice passes down is systemd's
+ * to decide from its members' properties).
+ */
+int cgfs_slice_props(const char *file, const char *val, struct cgfs_prop *p, size_t max);
+
+/* The IOWeight (1..10000) that systemd writes as BFQ weight b (1..1000). */
+uint64_t cgfs_bfq_to_io_weight(uint64_t b);
+
+/* A property as "Name=value" (infinity as "infinity"), for records and logs. */
+void cgfs_prop_format(const struct cgfs_prop *p, char *buf, size_t len);
+
+/* The slice ops' state: reads from the files, changes through the bus. */
+struct cgfs_slice {
+	const struct cgfs_ops *fs;   /* the files: cgfs_real_ops, or a recorder's */
+	void *fs_ctx;
+	const struct cgfs_bus_ops *bus;
+	void *bus_ctx;
+};
+
+extern const struct cgfs_ops cgfs_slice_ops;
+
+/* The unit whose cgroup is CG below drf.slice's ("" is drf.slice): 0, or -EPERM for one not drfd's. */
+int cgfs_slice_unit(const char *cg, char *unit, size_t len);
+
+#endif
