@@ -393,7 +393,8 @@ install: all
 	install -m 0644 $(filter %.8,$(MANS)) $(DESTDIR)$(MANDIR)/man8/
 	install -m 0644 deploy/bash-completion/drfctl $(DESTDIR)$(BASHCOMPDIR)/drfctl
 	for u in deploy/systemd/*.service; do \
-		sed 's|/usr/sbin/drfd|$(SBINDIR)/drfd|; s|/usr/libexec/drfd|$(LIBEXECDIR)/drfd|' \
+		sed -e 's|/usr/sbin/drfd|$(SBINDIR)/drfd|; s|/usr/libexec/drfd|$(LIBEXECDIR)/drfd|' \
+			-e 's|/usr/bin/drfctl|$(BINDIR)/drfctl|' \
 			$$u >$(DESTDIR)$(UNITDIR)/$${u##*/} && \
 		chmod 0644 $(DESTDIR)$(UNITDIR)/$${u##*/} || exit 1; \
 	done

@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "config.h"
+#include "startkeys.h"
 
 #ifndef DRF_SYSCONFDIR
 #define DRF_SYSCONFDIR "/etc"
@@ -32,6 +33,35 @@ int drfctl_net_reset(int argc, char **argv);
 int drfctl_submit(int argc, char **argv);
 int drfctl_tasks(int argc, char **argv);
 int drfctl_cancel(int argc, char **argv);
+/* drfctl reload (reload_cmd.c): the running drfd reloads; its verdict is the exit code. */
+int drfctl_reload(int argc, char **argv);
+
+/* The status socket: sock (--socket) if given, else config's status-socket, else the default. */
+void drfctl_socket_of(const char *config, const char *sock, char *ret, size_t len);
+
+/*
+ * What `drfctl plan` says of a config against the running drfd (reload_cmd.c):
+ * the start-only keys that differ from those in force, by the daemon's status.
+ */
+struct json_object;
+struct drfctl_running {
+	int pid;
+	struct drf_start_change ch[DRF_START_KEYS_MAX];
+	size_t n;
+	struct json_object *doc; /* the status the changes point into */
+};
+/*
+ * Asks the drfd at cfg's status-socket; 0, or -errno: -ENOENT or -ECONNREFUSED
+ * when none runs, -EACCES when the user may not ask, -EPROTONOSUPPORT when its
+ * status has no start-only keys (an older drfd).
+ */
+int drfctl_plan_running(const struct drf_config *cfg, struct drfctl_running *ret);
+void drfctl_running_free(struct drfctl_running *r);
+/* One line per change, after the plan's table. 0 or -EIO. */
+int drfctl_plan_print_running(FILE *out, const struct drfctl_running *run);
+/* "running": {"pid": int, "start_only_changes": [...]} in o. 0 or -ENOMEM. */
+int drfctl_plan_json_running(struct json_object *o, const struct drfctl_running *run);
+
 /* drfctl top (top.c): the live view of drfd's metrics. */
 int drfctl_top(int argc, char **argv);
 /* drfctl recommend (recommend.c): right-sizing advice from drfd's usage history. */

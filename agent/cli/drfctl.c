@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * drfctl: the user's window on drfd: plan (here), status and exec (status_cmd.c),
- * top (top.c), help (help.c). The exit codes are in cli.h and drfctl(8).
+ * reload (reload_cmd.c), top (top.c), help (help.c). The exit codes are in cli.h and drfctl(8).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -47,6 +47,7 @@ static int cmd_plan(int argc, char **argv)
 	struct drf_demand *demands = NULL;
 	struct drf_result result = { 0 };
 	struct drf_plan plan;
+	struct drfctl_running running = { 0 };
 	char errbuf[1024];
 
 	while ((opt = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
@@ -140,7 +141,22 @@ static int cmd_plan(int argc, char **argv)
 	}
 	plan = (struct drf_plan){ .cfg = &cfg, .problem = &problem, .result = &result,
 				  .policy = policy, .discrete = discrete };
+	/*
+	 * A drfd runs on this config's socket: which of the config's changes a
+	 * reload cannot take. None runs: the plan alone, as ever.
+	 */
+	err = drfctl_plan_running(&cfg, &running);
+	if (err == 0)
+		plan.running = &running;
+	else if (err != -ENOENT && err != -ECONNREFUSED)
+		fprintf(stderr, "drfctl plan: cannot compare with the running drfd at %s: %s%s; "
+				"which changes need a restart is not shown\n", cfg.status_socket,
+			strerror(-err), err == -EACCES ? " (root, or a member of the config's "
+							 "status-group)" : "");
 	err = json ? drf_plan_print_json(stdout, &plan) : drf_plan_print_table(stdout, &plan);
+	if (err == 0 && !json && plan.running)
+		err = drfctl_plan_print_running(stdout, plan.running);
+	drfctl_running_free(&running);
 	if (err == 0 && fflush(stdout) != 0)
 		err = -errno;
 	if (err < 0)
@@ -194,6 +210,8 @@ int main(int argc, char **argv)
 		return drfctl_tasks(argc - 1, argv + 1);
 	if (strcmp(argv[1], "cancel") == 0)
 		return drfctl_cancel(argc - 1, argv + 1);
+	if (strcmp(argv[1], "reload") == 0)
+		return drfctl_reload(argc - 1, argv + 1);
 	fprintf(stderr, "drfctl: unknown command '%s'\n", argv[1]);
 	drfctl_help(stderr, NULL);
 	return DRFCTL_EXIT_USAGE;

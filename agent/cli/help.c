@@ -17,7 +17,26 @@ static const struct {
 	  "  --json              machine-readable output\n"
 	  "  --compare           the three policies side by side\n"
 	  "\n"
+	  "When a drfd answers on the config's status-socket, it also says which of the\n"
+	  "config's start-only keys differ from those in force: each needs a restart (a\n"
+	  "reload is refused), or is ignored until one (net-replace-qdisc).\n"
+	  "\n"
 	  "exit status: 0 ok, 1 failure, 2 config error, 64 usage error\n" },
+	{ "reload",
+	  "drfctl reload [-c FILE] [--socket PATH]",
+	  "Asks the running drfd to reload its config (as SIGHUP does) and waits for the\n"
+	  "verdict: the new config in force, or refused with the reason (a config error, or a\n"
+	  "change that needs a restart: cgroup-root, io-device, net-device, network\n"
+	  "capacities, state-dir, status-socket, status-group). Root only. systemctl reload\n"
+	  "drfd runs it.\n"
+	  "\n"
+	  "  -c, --config FILE   main config file (default " DRFCTL_DEFAULT_CONFIG "): where the\n"
+	  "                      socket is (drfd reloads the file it started with)\n"
+	  "  --socket PATH       the status socket (default: the config's status-socket, or\n"
+	  "                      " DRFCTL_DEFAULT_SOCKET ")\n"
+	  "\n"
+	  "exit status: 0 the new config is in force, 1 failure (no drfd answers, not root),\n"
+	  "             2 refused, 64 usage error\n" },
 	{ "status",
 	  "drfctl status [-c FILE] [--json] [--socket PATH]",
 	  "Asks the running drfd for its state: the plan in force, each knob's desired and\n"
@@ -164,8 +183,8 @@ int drfctl_help(FILE *out, const char *cmd)
 		return 0;
 	}
 	if (cmd) {
-		fprintf(stderr, "drfctl: no command '%s' (plan, status, exec, net-reset, top, "
-				"recommend, submit, tasks, cancel, help)\n", cmd);
+		fprintf(stderr, "drfctl: no command '%s' (plan, reload, status, exec, net-reset, "
+				"top, recommend, submit, tasks, cancel, help)\n", cmd);
 		return -1;
 	}
 	fputs("usage:\n", out);
@@ -173,6 +192,7 @@ int drfctl_help(FILE *out, const char *cmd)
 		fprintf(out, "  %s\n", cmds[i].synopsis);
 	fputs("  drfctl --version\n\n"
 	      "  plan     what DRF gives each tenant, offline\n"
+	      "  reload   the running drfd reloads its config; its verdict is the exit status\n"
 	      "  status   what the running drfd enforces, knob by knob\n"
 	      "  exec     run a command inside a tenant\n"
 	      "  net-reset  remove drfd's qdisc and network programs (drfd stopped)\n"

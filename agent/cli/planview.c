@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "json.h"
 #include "text.h"
 #include "vec.h"
@@ -222,7 +223,9 @@ int drf_plan_print_json(FILE *out, const struct drf_plan *pl)
 				drf_json_set_bool(decl, drf_res_name(r), !undeclared(t, r));
 		drf_json_set_str(to, "limited_by", limit_name(s->limited_by));
 	}
-	err = drf_json_print(out, o);
+	err = pl->running ? drfctl_plan_json_running(o, pl->running) : 0;
+	if (err == 0)
+		err = drf_json_print(out, o);
 	json_object_put(o);
 	if (err == 0 && ferror(out))
 		err = -EIO;

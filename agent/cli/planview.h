@@ -9,12 +9,15 @@
 #include "alloc.h"
 #include "config.h"
 
+struct drfctl_running;
+
 struct drf_plan {
 	const struct drf_config *cfg;
 	const struct drf_problem *problem;
 	const struct drf_result *result;
 	enum drf_policy policy;
 	bool discrete;
+	const struct drfctl_running *running; /* against the running drfd; NULL: none answered */
 };
 
 /*
@@ -25,8 +28,8 @@ struct drf_plan {
 int drf_plan_print_table(FILE *out, const struct drf_plan *plan);
 
 /*
- * {"policy": ..., "capacity": {...}, "unallocated": {...}, "tenants": [...]}: see
- * the README for the schema. Numbers print as the shortest decimal that reads
+ * {"policy": ..., "capacity": {...}, "unallocated": {...}, "tenants": [...]}, and
+ * "running" when a drfd answered (cli.h): see the README for the schema. Numbers print as the shortest decimal that reads
  * back as the same double. Returns 0, or -EIO if the stream failed.
  */
 int drf_plan_print_json(FILE *out, const struct drf_plan *plan);

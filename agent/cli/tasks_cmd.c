@@ -22,8 +22,7 @@
 
 #define TASK_TIMEOUT_MS 10000
 
-/* The socket: --socket, else the config's status-socket, else the default. */
-static void socket_of(const char *config, const char *sock, char *ret, size_t len)
+void drfctl_socket_of(const char *config, const char *sock, char *ret, size_t len)
 {
 	struct drf_config cfg;
 	char err[2048];
@@ -230,7 +229,7 @@ int drfctl_submit(int argc, char **argv)
 		free(req);
 		return DRFCTL_EXIT_CONFIG;
 	}
-	socket_of(a.config, a.sock, sock, sizeof(sock));
+	drfctl_socket_of(a.config, a.sock, sock, sizeof(sock));
 	r = ask("submit", sock, req, NULL, id, sizeof(id));
 	free(req);
 	if (r == EXIT_SUCCESS)
@@ -271,7 +270,7 @@ int drfctl_tasks(int argc, char **argv)
 		fprintf(stderr, "drfctl tasks: unexpected argument '%s'\n", argv[optind]);
 		return DRFCTL_EXIT_USAGE;
 	}
-	socket_of(config, sockopt, sock, sizeof(sock));
+	drfctl_socket_of(config, sockopt, sock, sizeof(sock));
 	return ask("tasks", sock, json ? "tasks json" : "tasks text", stdout, NULL, 0);
 }
 
@@ -313,6 +312,6 @@ int drfctl_cancel(int argc, char **argv)
 		return DRFCTL_EXIT_USAGE;
 	}
 	snprintf(req, sizeof(req), "task-cancel %llu", id);
-	socket_of(config, sockopt, sock, sizeof(sock));
+	drfctl_socket_of(config, sockopt, sock, sizeof(sock));
 	return ask("cancel", sock, req, NULL, NULL, 0);
 }

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <malloc.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -263,6 +264,8 @@ void drfd_view(const struct drfd *d, struct drf_view *ret)
 		.state_path = d->state_path, .state_err = d->state_err, .started = d->started,
 		.last_tick = d->last_tick, .now = drf_real_usec(d->env->clock), .ticks = d->ticks,
 		.reloads = d->reloads, .reloads_refused = d->reloads_refused,
+		.reload_ok = d->reload_ok, .reload_at = d->reload_at, .reload_ok_at = d->reload_ok_at,
+		.reload_error = d->reload_error, .start = &d->start,
 	};
 	drfd_sock_stats(d, &ret->sock);
 }
@@ -432,6 +435,7 @@ int drfd_start(struct drfd *d, struct drf_reconcile_stats *ret)
 	const struct drf_config *c = &d->decl.cfg;
 	struct drf_usage_tenants use;
 	struct drf_state_entry *e = NULL;
+	struct drf_start_keys keys;
 	char path[4200];
 	size_t n = 0, skipped = 0;
 	struct drf_plan p;
@@ -442,6 +446,17 @@ int drfd_start(struct drfd *d, struct drf_reconcile_stats *ret)
 	d->dry_run = d->env->dry_run;
 	d->started = drf_real_usec(d->env->clock);
 	d->listen_fd = -1;
+	/* What drfd sets up once, from the config it starts with: a reload compares with it. */
+	drf_start_keys_of(c, &keys);
+	if (!d->has_io)
+		keys.io_device = NULL;
+	keys.net_device = d->has_net ? d->net.ifname : NULL;
+	drf_start_keys_free(&d->start);
+	r = drf_start_keys_dup(&keys, &d->start);
+	if (r < 0)
+		return r;
+	d->reload_ok = true;
+	d->reload_ok_at = d->started;
 	r = drf_engine_init(&d->engine);
 	if (r < 0)
 		return r;
@@ -527,36 +542,82 @@ int drfd_start(struct drfd *d, struct drf_reconcile_stats *ret)
 	return 0;
 }
 
-/* What of a reloaded config needs a restart; 0, or -EINVAL with why. */
+/* Appends to buf (of len) what fmt says, as much as fits. */
+static void appendf(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void appendf(char *buf, size_t len, const char *fmt, ...)
+{
+	size_t used = strnlen(buf, len);
+	va_list ap;
+
+	if (used + 1 >= len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf + used, len - used, fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * What of a reloaded config needs a restart (startkeys.h, against the keys in
+ * force since the start), or a controller the host does not pass down; 0, or
+ * -EINVAL with why.
+ */
 static int needs_restart(const struct drfd *d, const struct drf_config *n, char *err,
 			 size_t len)
 {
-	const struct drf_config *c = &d->decl.cfg;
-	bool net = n->capacity[DRF_RES_NET] > 0 || n->capacity[DRF_RES_NET_IN] > 0;
+	struct drf_start_change ch[DRF_START_KEYS_MAX];
+	struct drf_start_keys k;
+	size_t nch, restart = 0;
+	char what[1024];
 
-	if (strcmp(n->cgroup_root, c->cgroup_root) != 0) {
-		snprintf(err, len, "%s: cgroup-root changed from '%s' to '%s'; that needs a "
-			 "restart", d->config_path, c->cgroup_root, n->cgroup_root);
+	drf_start_keys_of(n, &k);
+	nch = drf_start_keys_diff(&d->start, &k, ch);
+	snprintf(err, len, "%s: ", d->config_path);
+	for (size_t i = 0; i < nch; i++) {
+		if (!ch[i].restart)
+			continue;
+		drf_start_change_text(&ch[i], what, sizeof(what));
+		appendf(err, len, "%s%s", restart++ ? "; " : "", what);
+	}
+	if (restart) {
+		appendf(err, len, "; %s a restart (systemctl restart drfd)",
+			restart == 1 ? "that needs" : "those need");
 		return -EINVAL;
 	}
+	err[0] = '\0';
 	/* A reload may add a resource whose controller the host does not pass down. */
 	if (d->env->check_cgroup && d->env->check_cgroup(n, d->root, err, len) < 0)
 		return -EINVAL;
-	if ((drf_knobs_controllers(n) & DRF_CTRL_IO) &&
-	    (!d->has_io || !n->io_device || !c->io_device ||
-	     strcmp(n->io_device, c->io_device) != 0)) {
-		snprintf(err, len, "%s: io-device changed; that needs a restart", d->config_path);
-		return -EINVAL;
-	}
-	/* The shaper is set up at start for one device: a change of either needs a restart. */
-	if (net != d->has_net || (net && strcmp(n->net_device, d->net.ifname) != 0)) {
-		snprintf(err, len, "%s: %s; that needs a restart", d->config_path,
-			 net != d->has_net ? (net ? "network capacities added"
-						  : "network capacities removed")
-					   : "net-device changed");
-		return -EINVAL;
-	}
 	return 0;
+}
+
+/* The start-only keys the reload in force changed and ignores: said at warning. */
+static void log_ignored(const struct drfd *d)
+{
+	struct drf_start_change ch[DRF_START_KEYS_MAX];
+	struct drf_start_keys k;
+	size_t nch;
+	char what[1024];
+
+	drf_start_keys_of(&d->decl.cfg, &k);
+	nch = drf_start_keys_diff(&d->start, &k, ch);
+	for (size_t i = 0; i < nch; i++) {
+		if (ch[i].restart)
+			continue;
+		drf_start_change_text(&ch[i], what, sizeof(what));
+		drf_log(d->log, LOG_WARNING, "%s: %s: %s is read only at start, so this reload "
+					     "ignores it (a restart applies it)", d->config_path, what,
+			ch[i].key);
+	}
+}
+
+/* The verdict of a reload, for status and metrics. */
+static void verdict(struct drfd *d, bool ok)
+{
+	d->reload_at = drf_real_usec(d->env->clock);
+	d->reload_ok = ok;
+	if (ok)
+		d->reload_ok_at = d->reload_at;
 }
 
 int drfd_reload(struct drfd *d)
@@ -586,6 +647,7 @@ int drfd_reload(struct drfd *d)
 		drf_usage_unstage(&use);
 		drf_declared_free(&n);
 		d->reloads_refused++;
+		verdict(d, false);
 		drf_log(d->log, LOG_ERR, "reload refused, keeping the configuration in force: %s",
 			err);
 		return r;
@@ -599,8 +661,10 @@ int drfd_reload(struct drfd *d)
 	if (was_observed && !d->decl.cfg.observed)
 		drf_online_off(&d->online, &d->use);
 	d->reloads++;
+	verdict(d, true);
 	drf_log(d->log, LOG_NOTICE, "reloaded %s: %zu tenants", d->config_path,
 		d->decl.cfg.n_tenants);
+	log_ignored(d);
 	drfd_log_plan(d->log, &d->plan, d->has_io ? &d->io : NULL);
 	d->verify = drf_verify_per_tick(d->rc.n + d->rc.n_inner, d->decl.cfg.interval_us,
 					d->decl.cfg.verify_period_us);
@@ -613,6 +677,16 @@ int drfd_reload(struct drfd *d)
 	if (drf_reconciler_membership_changed(&d->rc) || d->state_err)
 		save_state(d);
 	return 0;
+}
+
+int drfd_reload_asked(struct drfd *d)
+{
+	int r;
+
+	sd_notify(0, "RELOADING=1");
+	r = drfd_reload(d);
+	sd_notify(0, "READY=1");
+	return r;
 }
 
 static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
@@ -631,9 +705,7 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
 
 	(void)s;
 	if (si->ssi_signo == SIGHUP) {
-		sd_notify(0, "RELOADING=1");
-		drfd_reload(d);
-		sd_notify(0, "READY=1");
+		drfd_reload_asked(d);
 		return 0;
 	}
 	drf_log(d->log, LOG_NOTICE, "%s: exiting; the limits stay in place",
@@ -688,5 +760,6 @@ void drfd_free(struct drfd *d)
 	drf_plan_free(&d->plan);
 	drf_engine_free(&d->engine);
 	drf_declared_free(&d->decl);
+	drf_start_keys_free(&d->start);
 	free(d->root);
 }

@@ -32,6 +32,7 @@
 #include "probebpf.h"
 #include "reconcile.h"
 #include "shaper.h"
+#include "startkeys.h"
 #include "tasks.h"
 #include "tc.h"
 #include "usage.h"
@@ -94,6 +95,10 @@ struct drfd {
 	                                 * start and at each reload), whatever the passes */
 	uint64_t reloads, reloads_refused;
 	char reload_error[1024];        /* why the last reload was refused; "" */
+	bool reload_ok;                 /* the last reload (or the start) put its config in force */
+	uint64_t reload_at;             /* CLOCK_REALTIME, usec, of the last reload; 0: none yet */
+	uint64_t reload_ok_at;          /* of the last one that succeeded, or the start */
+	struct drf_start_keys start;    /* the start-only keys in force (startkeys.h), owned */
 	struct drf_reconcile_stats last;
 	bool has_net;                   /* the config shares the network: the shaper runs */
 	struct drf_shaper net;          /* set up by main(), with its ops */
@@ -117,12 +122,20 @@ struct drfd {
 int drfd_start(struct drfd *d, struct drf_reconcile_stats *ret);
 
 /*
- * Reload (SIGHUP): the config at d->config_path again. A config that does not
- * load, or changes what needs a restart, or whose plan a backend cannot take,
- * is refused with why in d->reload_error and changes nothing: -errno. Else the
- * new plan is in force and written at once (a tick with no verifying round): 0.
+ * Reload: the config at d->config_path again. A config that does not load, or
+ * changes a start-only key that needs a restart (startkeys.h), or whose plan a
+ * backend cannot take, is refused with why in d->reload_error and changes
+ * nothing: -errno. Else the new plan is in force and written at once (a tick
+ * with no verifying round): 0; a start-only key the reload ignores is logged at
+ * warning. Either way the verdict and its time are kept for status and metrics.
  */
 int drfd_reload(struct drfd *d);
+
+/*
+ * A reload asked for (SIGHUP, or `drfctl reload` over the socket): systemd is
+ * told RELOADING=1, then READY=1 whatever the verdict; drfd_reload()'s return.
+ */
+int drfd_reload_asked(struct drfd *d);
 
 /*
  * One tick: reconcile, sample, re-plan when an input changed, history,

@@ -6,6 +6,9 @@
  *   "status text\n" or "status json\n"  ->  "drfd-status 1 problems=N\n" BODY
  *   "root\n"                             ->  the cgroup-root in force, one line
  *   "metrics\n"                          ->  "drfd-metrics 1\n" and the metrics
+ *   "reload\n"                           ->  "drfd-reload 1 VERDICT\n" and a line: the
+ *        config reloaded, as SIGHUP does; VERDICT "ok" (in force), "refused" (the
+ *        reason: drfd_reload()'s), or "denied" (the peer is not root: SO_PEERCRED)
  *   "task-..." and "tasks ..."           ->  taskd.c
  *
  * Connections are non-blocking and served from the event loop below the tick's
@@ -166,6 +169,32 @@ static int reply(char **out, size_t *out_len, const char *fmt, ...)
 	return 0;
 }
 
+/*
+ * "reload": root's only, by the peer's credentials as the kernel recorded them
+ * at connect (a member of status-group may read the status, not change what
+ * is enforced). The reload runs now, in the loop; the answer is its verdict.
+ */
+static int answer_reload(struct drfd *d, int fd, char **out, size_t *out_len)
+{
+	struct ucred cr;
+	socklen_t cl = sizeof(cr);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0)
+		return reply(out, out_len, "drfd-reload 1 denied\ncannot tell who asks "
+			     "(SO_PEERCRED): %s\n", strerror(errno));
+	if (cr.uid != 0) {
+		drf_log(d->log, LOG_WARNING, "status socket: a reload asked by uid %u (pid %d) is "
+					     "refused: only root may reload drfd", (unsigned)cr.uid,
+			(int)cr.pid);
+		return reply(out, out_len, "drfd-reload 1 denied\nonly root may reload drfd (the "
+			     "request came from uid %u)\n", (unsigned)cr.uid);
+	}
+	if (drfd_reload_asked(d) < 0)
+		return reply(out, out_len, "drfd-reload 1 refused\n%s\n", d->reload_error);
+	return reply(out, out_len, "drfd-reload 1 ok\nreloaded %s: %zu tenants in force\n",
+		     d->config_path, d->decl.cfg.n_tenants);
+}
+
 /* The answer to one request line (NUL-terminated, without its newline). */
 static int dispatch(struct drfd *d, int fd, const char *req, char **out, size_t *out_len)
 {
@@ -180,6 +209,8 @@ static int dispatch(struct drfd *d, int fd, const char *req, char **out, size_t 
 		return n < 0 ? n : 0;
 	if (strcmp(req, "root") == 0)
 		return reply(out, out_len, "%s\n", d->root);
+	if (strcmp(req, "reload") == 0)
+		return answer_reload(d, fd, out, out_len);
 	if (strcmp(req, "metrics") == 0) {
 		drfd_asked(d);
 		f = open_memstream(&body, &blen);

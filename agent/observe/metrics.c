@@ -194,6 +194,16 @@ static void render_daemon(const struct drf_view *v, FILE *f)
 	       v->last_tick ? (double)v->last_tick / 1e6 : NAN, NULL);
 	family(f, "drfd_ticks_total", "counter", "Ticks (sample, allocate, enforce) since start.");
 	sample(f, "drfd_ticks_total", (double)v->ticks, NULL);
+	/* Named as Prometheus names its own: alert on successful == 0. */
+	family(f, "drfd_config_last_reload_successful", "gauge",
+	       "Whether the last reload put its config in force (1), or was refused (0) and the "
+	       "config before it stays in force; 1 from the start until a reload.");
+	sample(f, "drfd_config_last_reload_successful", v->reload_ok ? 1 : 0, NULL);
+	family(f, "drfd_config_last_reload_success_timestamp_seconds", "gauge",
+	       "When a config was last put in force (the last successful reload, or the start), "
+	       "in seconds since the epoch.");
+	sample(f, "drfd_config_last_reload_success_timestamp_seconds",
+	       v->reload_ok_at ? (double)v->reload_ok_at / 1e6 : NAN, NULL);
 	family(f, "drfd_probes_up", "gauge",
 	       "Whether the eBPF probes (run-queue wait, on-CPU time, IO requests) are attached "
 	       "and counting (1) or not (0).");

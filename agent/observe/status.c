@@ -343,6 +343,38 @@ static void json_socket(const struct drf_view *v, json_object *o)
 	drf_json_set_bool(so, "accepting", st.listening);
 }
 
+/*
+ * The last reload's verdict (null before the first), and the start-only keys
+ * in force, as written (`drfctl plan` compares a config with them).
+ */
+static void json_reload(const struct drf_view *v, json_object *o)
+{
+	const struct drf_start_keys *k = v->start;
+	json_object *x;
+
+	if (v->reload_at) {
+		x = drf_json_set_object(o, "last_reload");
+		drf_json_set_bool(x, "successful", v->reload_ok);
+		drf_json_set_fixed(x, "time", (double)v->reload_at / 1e6, 3);
+		drf_json_set_str(x, "reason", !v->reload_ok && v->reload_error ? v->reload_error
+									       : NULL);
+	} else {
+		drf_json_set_null(o, "last_reload");
+	}
+	if (!k) {
+		drf_json_set_null(o, "start_only");
+		return;
+	}
+	x = drf_json_set_object(o, "start_only");
+	drf_json_set_str(x, "cgroup-root", k->cgroup_root);
+	drf_json_set_str(x, "io-device", k->io_device);
+	drf_json_set_str(x, "net-device", k->net_device);
+	drf_json_set_str(x, "state-dir", k->state_dir);
+	drf_json_set_str(x, "status-socket", k->status_socket);
+	drf_json_set_str(x, "status-group", k->status_group);
+	drf_json_set_bool(x, "net-replace-qdisc", k->net_replace_qdisc);
+}
+
 /* {RES: number} of the resources with a capacity. */
 static void json_res(json_object *o, const char *key, const double *cap, const double *v)
 {
@@ -379,6 +411,7 @@ static int render_json(const struct drf_view *v, FILE *f, int *problems)
 	drf_json_set_u64(o, "ticks", v->ticks);
 	drf_json_set_u64(o, "reloads", v->reloads);
 	drf_json_set_u64(o, "reloads_refused", v->reloads_refused);
+	json_reload(v, o);
 	x = drf_json_set_object(o, "errors");
 	drf_json_set_u64(x, "total", rc->total_errors);
 	drf_json_set_u64(x, "retrying", v->last->retrying);
@@ -578,6 +611,11 @@ static int render_text(const struct drf_view *v, FILE *f, int *problems)
 		(unsigned long long)rc->total_errors, v->last->retrying,
 		(unsigned long long)rc->worker_failures, (unsigned long long)v->reloads,
 		(unsigned long long)v->reloads_refused);
+	if (v->reload_at && !v->reload_ok) {
+		human_duration(now - (double)v->reload_at / 1e6, ago, sizeof(ago));
+		fprintf(f, "the last reload, %s ago, was REFUSED (the configuration before it "
+			   "stays in force): %s\n", ago, v->reload_error ? v->reload_error : "");
+	}
 	for (int i = 0; i < CGFS_NCTRL; i++) {
 		bool on = rc->ctrls & (1u << i);
 

@@ -16,6 +16,7 @@
 #include "planner.h"
 #include "reconcile.h"
 #include "shaper.h"
+#include "startkeys.h"
 #include "usage.h"
 
 /* The status socket's counters. */
@@ -46,6 +47,11 @@ struct drf_view {
 	int state_err;                          /* its last save failed: -errno; 0 */
 	uint64_t started, last_tick, now;       /* CLOCK_REALTIME, usec; last_tick 0: none */
 	uint64_t ticks, reloads, reloads_refused;
+	/* The last reload: its verdict, when (0: none since start), why it was refused. */
+	bool reload_ok;
+	uint64_t reload_at, reload_ok_at;       /* reload_ok_at: the last success, or the start */
+	const char *reload_error;               /* "" or NULL unless refused */
+	const struct drf_start_keys *start;     /* the start-only keys in force; NULL: unknown */
 	struct drf_sock_stats sock;
 };
 

@@ -29,10 +29,36 @@ def res_obj(o, what, allow_null=False):
         num(v, f"{what}.{k}")
 
 
+START_ONLY = {"cgroup-root", "io-device", "net-device", "state-dir", "status-socket",
+              "status-group", "net-replace-qdisc"}
+
+
+def running(r):
+    if not isinstance(r, dict) or set(r) != {"pid", "start_only_changes"}:
+        fail(f"running {r!r}")
+    if not isinstance(r["pid"], int) or isinstance(r["pid"], bool):
+        fail(f"running.pid {r['pid']!r}")
+    if not isinstance(r["start_only_changes"], list):
+        fail("running.start_only_changes is not a list")
+    for c in r["start_only_changes"]:
+        if not isinstance(c, dict) or set(c) != {"key", "in_force", "new", "needs_restart"}:
+            fail(f"start_only_changes entry {c!r}")
+        if c["key"] not in START_ONLY:
+            fail(f"start_only_changes key {c['key']!r}")
+        for k in ("in_force", "new"):
+            if c[k] is not None and not isinstance(c[k], str):
+                fail(f"start_only_changes.{k} {c[k]!r}")
+        if not isinstance(c["needs_restart"], bool):
+            fail(f"start_only_changes.needs_restart {c['needs_restart']!r}")
+
+
 def main():
     doc = json.load(sys.stdin)
-    if set(doc) != {"policy", "capacity", "unallocated", "tenants"}:
+    # "running": only when a drfd answers on the config's status-socket.
+    if set(doc) - {"running"} != {"policy", "capacity", "unallocated", "tenants"}:
         fail(f"top-level keys {sorted(doc)}")
+    if "running" in doc:
+        running(doc["running"])
     if doc["policy"] not in ("drf", "asset", "per-resource"):
         fail(f"policy {doc['policy']!r}")
     res_obj(doc["capacity"], "capacity")

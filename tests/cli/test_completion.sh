@@ -84,12 +84,13 @@ expect() {
 	fi
 }
 
-commands="plan status exec net-reset top recommend submit tasks cancel help"
+commands="plan reload status exec net-reset top recommend submit tasks cancel help"
 policies="drf asset per-resource"
 # opts COMMAND: the options of COMMAND.
 opts() {
 	case $1 in
 	plan) echo "-c --config --policy --discrete --json --compare -h --help" ;;
+	reload) echo "-c --config --socket -h --help" ;;
 	status) echo "-c --config --json --socket -h --help" ;;
 	exec) echo "-c --config -h --help" ;;
 	net-reset) echo "-c --config --device -h --help" ;;
@@ -117,7 +118,7 @@ if [ -n "$drfctl" ]; then
 		done | tr -d , | grep '^-'
 		printf '%s\n' -h --help
 	}
-	for c in plan status exec top recommend; do
+	for c in plan reload status exec top recommend; do
 		got=$(help_opts "$c" | LC_ALL=C sort -u)
 		if [ "$got" = "$(sorted "$(opts "$c")")" ]; then
 			ok "drfctl help $c lists the options the completion offers"
@@ -175,6 +176,7 @@ expect "drfctl top -n <TAB>: nothing (a count)" "" drfctl top -n ""
 expect "drfctl plan --sort <TAB>: plan has no --sort" "" drfctl plan --sort ""
 expect "drfctl tasks -<TAB>: tasks's options" "$(opts tasks)" drfctl tasks -
 expect "drfctl cancel -<TAB>: cancel's options" "$(opts cancel)" drfctl cancel -
+expect "drfctl reload -<TAB>: reload's options" "$(opts reload)" drfctl reload -
 expect "drfctl submit A --cpu 1 <TAB>: -- or submit's options" "-- $(opts submit)" \
 	drfctl submit A --cpu 1 ""
 expect "drfctl submit A --memory <TAB>: nothing (a quantity)" "" drfctl submit A --memory ""

@@ -38,6 +38,7 @@ else
 fi
 
 if grep -qx 'ExecStart=/usr/sbin/drfd --foreground' "$d/lib/systemd/system/drfd.service" &&
+	grep -qx 'ExecReload=/usr/bin/drfctl reload' "$d/lib/systemd/system/drfd.service" &&
 	grep -qx 'ExecStart=/usr/libexec/drfd/drfd-hold' "$d/lib/systemd/system/drfd-tenants.service"; then
 	ok "the units run the installed programs"
 else
@@ -62,8 +63,10 @@ inst "$d" /usr/local
 rc=$?
 if [ $rc -eq 0 ] && [ -x "$d/usr/local/sbin/drfd" ] && [ -f "$d/etc/drfd/drfd.conf" ] &&
 	grep -qx 'ExecStart=/usr/local/sbin/drfd --foreground' \
+		"$d/usr/local/lib/systemd/system/drfd.service" &&
+	grep -qx 'ExecReload=/usr/local/bin/drfctl reload' \
 		"$d/usr/local/lib/systemd/system/drfd.service"; then
-	ok "PREFIX=/usr/local: units in /usr/local/lib/systemd/system run /usr/local/sbin/drfd"
+	ok "PREFIX=/usr/local: units in /usr/local/lib/systemd/system run /usr/local/sbin/drfd and /usr/local/bin/drfctl"
 else
 	ko "PREFIX=/usr/local (exit $rc)"
 fi

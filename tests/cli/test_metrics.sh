@@ -17,9 +17,12 @@
 # loopback serves it with node_textfile_scrape_error 0; no temporary file is
 # left; a metrics-file in a directory that does not exist is said once and
 # drfd keeps running; a reload that sets it writes it, one that drops it
-# removes the file. The file has metrics-detail = basic's families (the
-# default), the socket's answer all of them; a reload to full is written from
-# the next tick on.
+# removes the file; drfctl reload's exit status is the reload's verdict (0 in
+# force, 2 refused with the reason on stderr: an io-device added needs a
+# restart; 1 for a user other than root, whom the socket turns away), and
+# status, the metrics and drfctl plan (against the running drfd) say it. The
+# file has metrics-detail = basic's families (the default), the socket's
+# answer all of them; a reload to full is written from the next tick on.
 #   DRFD=... DRFCTL=... tests/cli/test_metrics.sh
 # promtool and node-exporter: deploy/install-deps.sh unpacks them into
 # /opt/drfd-test-tools/bin (DRF_TEST_TOOLS), else from PATH.
@@ -99,7 +102,7 @@ if ! { ip netns add "$ns" && ip -n "$ns" link add "$dev" type veth peer name "p$
 	skip_all "cannot make a network namespace with a veth pair"
 fi
 
-write_conf() { # METRICS-FILE-LINE
+write_conf() { # METRICS-FILE-LINE [CAPACITY-LINES]
 	cat >"$work/drfd.conf" <<CONF
 [agent]
 cgroup-root = $root
@@ -110,6 +113,7 @@ $1
 [capacity]
 net-device = $dev
 net-rate = 100mbit
+${2:-}
 [tenant busy]
 [tenant idle]
 CONF
@@ -291,6 +295,62 @@ metrics-detail = full"
 	wait_for "[ ! -e $tf/drfd.prom ]"
 	check reload-removes "[ ! -e $tf/drfd.prom ] && kill -0 $drfd_pid" \
 		"after SIGHUP without metrics-file: '$(listing)'"
+
+	# drfctl reload: the verdict is its exit status, with the reason on stderr;
+	# status and metrics keep the last one; drfctl plan says what needs a restart.
+	reload() { "$drfctl" reload -c "$work/drfd.conf" >"$work/reload.out" 2>"$work/reload.err"; }
+	field() { # PYTHON-EXPRESSION of the status s
+		"$drfctl" status --json -c "$work/drfd.conf" 2>/dev/null |
+			python3 -c 'import json,sys; s=json.load(sys.stdin); print(eval(sys.argv[1]))' "$1"
+	}
+	ask_metrics() { # the socket's metrics, without their first line, into sock.prom
+		python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(b"metrics\n")
+sys.stdout.write(b"".join(iter(lambda: s.recv(65536), b"")).decode())' "$work/drfd.sock" |
+			tail -n +2 >"$work/sock.prom"
+	}
+	write_conf "verify-period = 20s"
+	reload
+	rc=$?
+	check reload-ok "[ $rc -eq 0 ] && grep -q '^reloaded ' $work/reload.out && [ \"\$(field 's[\"last_reload\"][\"successful\"]')\" = True ]" \
+		"drfctl reload of a good config: exit $rc, '$(cat "$work/reload.out")'"
+	write_conf "verify-period = 20s" "io-device = 7:0
+io-read-bps = 10M"
+	reload
+	rc=$?
+	reason=$(field 's["last_reload"]["reason"]')
+	check reload-refused "[ $rc -eq 2 ] && grep -q \"io-device added ('7:0').*needs a restart\" $work/reload.err && [[ \"\$reason\" == *\"io-device added ('7:0')\"* ]] && [ \"\$(field 's[\"last_reload\"][\"successful\"]')\" = False ]" \
+		"drfctl reload with an io-device added: exit $rc, stderr '$(cat "$work/reload.err")', status reason '$reason'"
+	"$drfctl" status -c "$work/drfd.conf" >"$work/status.txt" 2>&1
+	check reload-refused-text "grep -q 'last reload.*REFUSED.*io-device added' $work/status.txt" \
+		"drfctl status says why the last reload was refused"
+	ask_metrics
+	check reload-metric-0 "[ \"\$(value $work/sock.prom drfd_config_last_reload_successful)\" = 0 ] && $promtool check metrics <$work/sock.prom >/dev/null 2>&1" \
+		"metrics: drfd_config_last_reload_successful $(value "$work/sock.prom" drfd_config_last_reload_successful), promtool passes them"
+	"$drfctl" plan -c "$work/drfd.conf" >"$work/plan.out" 2>&1
+	rc=$?
+	check plan-needs-restart "[ $rc -eq 0 ] && grep -q \"against the running drfd (pid $drfd_pid)\" $work/plan.out && grep -q \"io-device added ('7:0'): needs a restart\" $work/plan.out" \
+		"drfctl plan against the running drfd: exit $rc, '$(grep -A2 'against the running' "$work/plan.out" | tr '\n' ' ')'"
+	"$drfctl" plan --json -c "$work/drfd.conf" >"$work/plan.json" 2>&1
+	check plan-json-running "python3 $(dirname "$0")/check_json.py <$work/plan.json && python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))[\"running\"]; sys.exit(not (r[\"pid\"] == $drfd_pid and [(c[\"key\"], c[\"in_force\"], c[\"new\"], c[\"needs_restart\"]) for c in r[\"start_only_changes\"]] == [(\"io-device\", None, \"7:0\", True)]))' $work/plan.json" \
+		"drfctl plan --json: running.start_only_changes names io-device"
+	# Asked by someone other than root: the socket (0600) turns them away, drfd reloads nothing.
+	n0=$(field 's["reloads"] + s["reloads_refused"]')
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$drfctl" reload --socket "$work/drfd.sock" \
+		>/dev/null 2>"$work/reload.err"
+	rc=$?
+	check reload-not-root "[ $rc -eq 1 ] && [ \"\$(field 's[\"reloads\"] + s[\"reloads_refused\"]')\" = $n0 ]" \
+		"drfctl reload as uid 65534: exit $rc, '$(cat "$work/reload.err")'"
+	write_conf "verify-period = 20s"
+	reload
+	rc=$?
+	ask_metrics
+	check reload-ok-again "[ $rc -eq 0 ] && [ \"\$(value $work/sock.prom drfd_config_last_reload_successful)\" = 1 ] && [ -n \"\$(value $work/sock.prom drfd_config_last_reload_success_timestamp_seconds)\" ]" \
+		"a good config again: exit $rc, successful $(value "$work/sock.prom" drfd_config_last_reload_successful)"
+	"$drfctl" plan -c "$work/drfd.conf" >"$work/plan.out" 2>&1
+	check plan-no-restart "grep -q 'no start-only key differs' $work/plan.out" \
+		"drfctl plan of the config in force: nothing needs a restart"
 	stop "$drfd_pid"
 	drfd_pid=
 else

@@ -3,8 +3,8 @@
  * libFuzzer target for the status socket's protocol: the input is what a
  * client sends, fed as the connection's reads would deliver it (the first byte
  * picks the size of each read, 1 to 256 bytes) through the request framing
- * (drfd_req_feed) and the dispatch (drfd_req_answer: status, metrics, root, the
- * task requests), against a drfd over the fake cgroup tree with a task queue
+ * (drfd_req_feed) and the dispatch (drfd_req_answer: status, metrics, root,
+ * reload, the task requests), against a drfd over the fake cgroup tree with a task queue
  * whose spawn only records. The peer of the socketpair standing for the
  * connection is this process, as SO_PEERCRED tells the task requests.
  *
@@ -261,7 +261,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check(drfd_req_answer(&d, pair[0], &r, &out, &out_len) == 0);
 	check(out && out_len > 0 && out_len == strlen(out) && out[out_len - 1] == '\n');
 	check(starts(out, "drfd-status 1 ") || starts(out, "drfd-metrics 1\n") ||
-	      starts(out, "drfd-task 1 ") ||
+	      starts(out, "drfd-task 1 ") || starts(out, "drfd-reload 1 ") ||
 	      (out_len == strlen(d.root) + 1 && strncmp(out, d.root, strlen(d.root)) == 0));
 	/* Over the limit, or cut by a NUL: refused whole, nothing queued or cancelled. */
 	if (r.seen > DRF_REQ_MAX || (r.len && memchr(r.buf, '\0', r.len))) {

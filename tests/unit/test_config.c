@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "startkeys.h"
 #include "testlib.h"
 
 #define G (1024.0 * 1024 * 1024)
@@ -678,6 +679,60 @@ static void test_controls_escaped(void **state)
 	assert_non_null(strstr(err, "bad\\x1b]0;x\\x07.conf"));
 }
 
+/*
+ * The start-only keys' rules (startkeys.h), as the reload and drfctl plan
+ * apply them: dropping the io knobs is a reload, io on another device or on
+ * one while none is needs a restart; the network added, removed or moved needs
+ * one; net-replace-qdisc is ignored; every other key is no change at all.
+ */
+static void test_start_keys_rules(void **state)
+{
+	struct drf_start_keys a = { .cgroup_root = "/sys/fs/cgroup/drf", .io_device = "8:0",
+				    .net_device = "eth0", .state_dir = "/var/lib/drfd",
+				    .status_socket = "/run/drfd/drfd.sock" };
+	struct drf_start_keys b = a, cp;
+	struct drf_start_change ch[DRF_START_KEYS_MAX];
+	char text[256];
+
+	(void)state;
+	assert_int_equal(drf_start_keys_diff(&a, &b, ch), 0);
+	b.io_device = NULL;
+	assert_int_equal(drf_start_keys_diff(&a, &b, ch), 0);
+	b.io_device = "8:16";
+	assert_int_equal(drf_start_keys_diff(&a, &b, ch), 1);
+	assert_string_equal(ch[0].key, "io-device");
+	assert_true(ch[0].restart);
+	drf_start_change_text(&ch[0], text, sizeof(text));
+	assert_string_equal(text, "io-device changed from '8:0' to '8:16'");
+	a.io_device = NULL;
+	assert_int_equal(drf_start_keys_diff(&a, &b, ch), 1);
+	drf_start_change_text(&ch[0], text, sizeof(text));
+	assert_string_equal(text, "io-device added ('8:16')");
+	b = a;
+	b.net_device = NULL;
+	assert_int_equal(drf_start_keys_diff(&a, &b, ch), 1);
+	drf_start_change_text(&ch[0], text, sizeof(text));
+	assert_string_equal(text, "network capacities removed (net-device 'eth0')");
+	assert_int_equal(drf_start_keys_diff(&b, &a, ch), 1);
+	drf_start_change_text(&ch[0], text, sizeof(text));
+	assert_string_equal(text, "network capacities added (net-device 'eth0')");
+	b = a;
+	b.net_replace_qdisc = true;
+	b.status_group = "adm";
+	assert_int_equal(drf_start_keys_diff(&a, &b, ch), 2);
+	assert_string_equal(ch[0].key, "status-group");
+	assert_true(ch[0].restart);
+	assert_string_equal(ch[1].key, "net-replace-qdisc");
+	assert_false(ch[1].restart);
+	assert_string_equal(ch[1].was, "no");
+	assert_string_equal(ch[1].now, "yes");
+	/* A copy owns its strings: the same keys. */
+	assert_int_equal(drf_start_keys_dup(&b, &cp), 0);
+	assert_ptr_not_equal(cp.cgroup_root, b.cgroup_root);
+	assert_int_equal(drf_start_keys_diff(&b, &cp, ch), 0);
+	drf_start_keys_free(&cp);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -705,6 +760,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fifo_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_many_tenants, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_controls_escaped, setup, teardown),
+		cmocka_unit_test(test_start_keys_rules),
 	};
 
 	return cmocka_run_group_tests_name("config", tests, NULL, NULL);

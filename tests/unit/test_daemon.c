@@ -732,6 +732,333 @@ static void test_reload_metrics_detail(void **state)
 	free(m);
 }
 
+/* ---- the last reload's verdict, start-only keys, a reload asked over the socket ---- */
+
+/* What the daemon logged, line by line, with the priorities. */
+#define LOG_KEEP 256
+static struct {
+	int prio[LOG_KEEP];
+	char msg[LOG_KEEP][512];
+	size_t n, total;
+} logged;
+
+static void record_log(void *ctx, int prio, const char *msg)
+{
+	(void)ctx;
+	if (logged.n < LOG_KEEP) {
+		logged.prio[logged.n] = prio;
+		snprintf(logged.msg[logged.n], sizeof(logged.msg[0]), "%s", msg);
+		logged.n++;
+	}
+	logged.total++;
+}
+
+static const struct drf_logger recording_log = { .fn = record_log };
+
+/* Lines logged at prio or more severe since the last call; printed, for a failing test. */
+static size_t logged_at_least(int prio)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < logged.n; i++)
+		if (logged.prio[i] <= prio) {
+			print_message("logged <%d> %s\n", logged.prio[i], logged.msg[i]);
+			k++;
+		}
+	k += logged.total - logged.n; /* past the buffer: counted as if severe */
+	memset(&logged, 0, sizeof(logged));
+	return k;
+}
+
+/* The value of metric line "NAME " (no labels) in the full metrics, or NAN if absent. */
+static double metric(const char *name)
+{
+	struct drf_view v;
+	char *buf = NULL, key[128];
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	const char *p;
+	double x = NAN;
+
+	assert_non_null(f);
+	drfd_view(&d, &v);
+	assert_int_equal(drf_metrics_render(&v, DRF_METRICS_FULL, f), 0);
+	assert_int_equal(fclose(f), 0);
+	snprintf(key, sizeof(key), "\n%s ", name);
+	p = strstr(buf, key);
+	if (p)
+		x = strtod(p + strlen(key), NULL);
+	free(buf);
+	return x;
+}
+
+/* The status's "last_reload", parsed; *ret_doc to put. */
+static json_object *last_reload(json_object **ret_doc)
+{
+	char *js = NULL;
+
+	status_json(&js);
+	*ret_doc = parse_doc(js);
+	free(js);
+	return member(*ret_doc, "last_reload");
+}
+
+/* The status text, in a buffer to free. */
+static char *status_text(void)
+{
+	struct drf_view v;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	int problems;
+
+	assert_non_null(f);
+	drfd_view(&d, &v);
+	assert_int_equal(drf_status_render(&v, false, f, &problems), 0);
+	assert_int_equal(fclose(f), 0);
+	return buf;
+}
+
+#define START_S 1700000000.0
+
+/*
+ * The last reload's verdict, its time and reason, in the status (JSON and
+ * text) and the metrics: none before the first (the start counts as a
+ * success), refused with its reason, then in force again.
+ */
+static void test_reload_verdict_kept(void **state)
+{
+	json_object *doc, *lr;
+	char *text;
+
+	(void)state;
+	assert_int_equal(fakedrfd_start(&fx), 0);
+	lr = last_reload(&doc);
+	assert_true(json_object_is_type(lr, json_type_null));
+	json_object_put(doc);
+	assert_true(metric("drfd_config_last_reload_successful") == 1);
+	assert_true(metric("drfd_config_last_reload_success_timestamp_seconds") == START_S);
+
+	/* Refused: an io-device added needs a restart. */
+	fakedrfd_advance(&fx, 10 * DRF_USEC_PER_SEC);
+	assert_int_equal(fakedrfd_write(&fx, NULL, TWO_CPU "io-device = 8:0\nio-read-bps = 100M\n"
+							 "[tenant a]\ncpu = 1\nmemory = 1G\n"), 0);
+	assert_int_equal(drfd_reload(&d), -EINVAL);
+	assert_non_null(strstr(d.reload_error, "io-device added ('8:0')"));
+	assert_non_null(strstr(d.reload_error, "needs a restart"));
+	lr = last_reload(&doc);
+	assert_false(json_object_get_boolean(member(lr, "successful")));
+	assert_true(json_object_get_double(member(lr, "time")) == START_S + 10);
+	assert_string_equal(json_object_get_string(member(lr, "reason")), d.reload_error);
+	json_object_put(doc);
+	text = status_text();
+	assert_non_null(strstr(text, "REFUSED"));
+	assert_non_null(strstr(text, d.reload_error));
+	free(text);
+	assert_true(metric("drfd_config_last_reload_successful") == 0);
+	assert_true(metric("drfd_config_last_reload_success_timestamp_seconds") == START_S);
+
+	/* In force: successful, no reason, its time the success's. */
+	fakedrfd_advance(&fx, 5 * DRF_USEC_PER_SEC);
+	assert_int_equal(fakedrfd_write(&fx, NULL, TWO_CPU "[tenant a]\ncpu = 1\nmemory = 1G\n"
+							 "[tenant b]\ncpu = 1\n"), 0);
+	assert_int_equal(drfd_reload(&d), 0);
+	lr = last_reload(&doc);
+	assert_true(json_object_get_boolean(member(lr, "successful")));
+	assert_true(json_object_get_double(member(lr, "time")) == START_S + 15);
+	assert_null(member(lr, "reason"));
+	json_object_put(doc);
+	text = status_text();
+	assert_null(strstr(text, "REFUSED"));
+	free(text);
+	assert_true(metric("drfd_config_last_reload_successful") == 1);
+	assert_true(metric("drfd_config_last_reload_success_timestamp_seconds") == START_S + 15);
+}
+
+/* The fakes' config with [agent] cgroup-root and state-dir as given. */
+static void write_with(const char *root, const char *statedir, const char *agent)
+{
+	FILE *f = fopen(fx.conf, "w");
+
+	assert_non_null(f);
+	fprintf(f, "[agent]\ncgroup-root = %s\nstate-dir = %s\n%s" TWO_CPU
+		   "[tenant a]\ncpu = 1\nmemory = 1G\n[tenant b]\ncpu = 1\n", root, statedir, agent);
+	assert_int_equal(fclose(f), 0);
+}
+
+/*
+ * Every start-only key a reload cannot take is refused, naming the key, its
+ * value in force and the new one, and changes nothing; net-replace-qdisc is
+ * taken with the rest and said at warning as ignored until a restart.
+ */
+static void test_reload_start_only_keys(void **state)
+{
+	static const struct {
+		const char *agent, *want;
+	} cases[] = {
+		{ "status-socket = /run/other/drfd.sock\n",
+		  "status-socket changed from '/run/drfd/drfd.sock' to '/run/other/drfd.sock'" },
+		{ "status-group = adm\n", "status-group added ('adm')" },
+		{ "status-socket = /run/x.sock\nstatus-group = adm\n",
+		  "status-socket changed from '/run/drfd/drfd.sock' to '/run/x.sock'; "
+		  "status-group added ('adm'); those need a restart" },
+	};
+	char other[300];
+	struct snapshot s;
+
+	(void)state;
+	fx.env.log = &recording_log;
+	assert_int_equal(fakedrfd_start(&fx), 0);
+	memset(&logged, 0, sizeof(logged));
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snap(&s);
+		write_with(fx.root, fx.statedir, cases[i].agent);
+		assert_int_equal(drfd_reload(&d), -EINVAL);
+		unchanged_but_refused(&s);
+		if (!strstr(d.reload_error, cases[i].want))
+			fail_msg("case %zu: %s", i, d.reload_error);
+	}
+	snap(&s);
+	snprintf(other, sizeof(other), "%s/other", fx.dir);
+	write_with(fx.root, other, "");
+	assert_int_equal(drfd_reload(&d), -EINVAL);
+	unchanged_but_refused(&s);
+	assert_non_null(strstr(d.reload_error, "state-dir changed from '"));
+	snap(&s);
+	write_with(other, fx.statedir, "");
+	assert_int_equal(drfd_reload(&d), -EINVAL);
+	unchanged_but_refused(&s);
+	assert_non_null(strstr(d.reload_error, "cgroup-root changed from '"));
+	snap(&s);
+	write_with("auto", fx.statedir, "");
+	assert_int_equal(drfd_reload(&d), -EINVAL);
+	unchanged_but_refused(&s);
+	assert_non_null(strstr(d.reload_error, "' to 'auto'; that needs a restart"));
+	/* Ignored, said once a reload, and the rest of the config is in force. */
+	memset(&logged, 0, sizeof(logged));
+	write_with(fx.root, fx.statedir, "net-replace-qdisc = yes\n");
+	assert_int_equal(drfd_reload(&d), 0);
+	assert_int_equal(d.decl.cfg.n_tenants, 2);
+	assert_true(d.reload_ok);
+	{
+		size_t warned = 0;
+
+		for (size_t i = 0; i < logged.n; i++)
+			warned += logged.prio[i] == LOG_WARNING &&
+				  strstr(logged.msg[i], "net-replace-qdisc changed from 'no' to "
+							"'yes'") != NULL;
+		assert_int_equal(warned, 1);
+	}
+	/* The keys in force are still the start's: the same reload again says it again. */
+	assert_false(d.start.net_replace_qdisc);
+}
+
+/* A "reload" request on a connection whose peer is euid; the answer (to free). */
+static char *reload_as(uid_t euid)
+{
+	struct drfd_req req = { 0 };
+	char *out = NULL;
+	size_t len = 0;
+	int sv[2];
+
+	assert_int_equal(seteuid(euid), 0);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	assert_int_equal(seteuid(0), 0);
+	assert_int_equal(drfd_req_feed(&req, "reload\n", 7), 1);
+	assert_int_equal(drfd_req_answer(&d, sv[0], &req, &out, &len), 0);
+	drfd_req_free(&req);
+	close(sv[0]);
+	close(sv[1]);
+	assert_non_null(out);
+	assert_int_equal(strlen(out), len);
+	return out;
+}
+
+/*
+ * "reload" over the socket: root's reload runs and the answer is its verdict,
+ * with the refusal's reason; anyone else is denied and nothing is reloaded.
+ */
+static void test_reload_over_socket(void **state)
+{
+	char *a, want[1200];
+
+	(void)state;
+	if (geteuid() != 0)
+		skip();
+	assert_int_equal(fakedrfd_start(&fx), 0);
+	assert_int_equal(fakedrfd_write(&fx, NULL, TWO_CPU "[tenant a]\ncpu = 1\n[tenant b]\n"
+							 "cpu = 1\n"), 0);
+	/* Not root: denied, not reloaded. */
+	a = reload_as(65534);
+	assert_true(strncmp(a, "drfd-reload 1 denied\n", 21) == 0);
+	free(a);
+	assert_int_equal(d.reloads + d.reloads_refused, 0);
+	assert_int_equal(d.decl.cfg.n_tenants, 1);
+	/* Root: in force. */
+	a = reload_as(0);
+	assert_true(strncmp(a, "drfd-reload 1 ok\n", 17) == 0);
+	free(a);
+	assert_int_equal(d.reloads, 1);
+	assert_int_equal(d.decl.cfg.n_tenants, 2);
+	/* Refused: the reason is the answer's second line. */
+	assert_int_equal(fakedrfd_write(&fx, NULL, TWO_CPU "[tenant a]\ncpu = x\n"), 0);
+	a = reload_as(0);
+	snprintf(want, sizeof(want), "drfd-reload 1 refused\n%s\n", d.reload_error);
+	assert_int_equal(d.reloads_refused, 1);
+	assert_true(d.reload_error[0] != '\0');
+	assert_string_equal(a, want);
+	free(a);
+	assert_int_equal(d.decl.cfg.n_tenants, 2);
+}
+
+/* Ticks with nothing changed log nothing at info or above; the recording logger catches all. */
+static void quiet_ticks(void (*tick)(void))
+{
+	for (int k = 0; k < 40; k++)
+		tick();
+	memset(&logged, 0, sizeof(logged));
+	for (int k = 0; k < 10; k++)
+		tick();
+	assert_int_equal(logged_at_least(LOG_INFO), 0);
+}
+
+static void declared_tick(void)
+{
+	fakedrfd_advance(&fx, DRF_USEC_PER_SEC);
+	drfd_tick(&d, SIZE_MAX);
+}
+
+/*
+ * An unchanged tick logs nothing at info or above (issue 18): with declared
+ * demand, and with observed demand, the network shaped and the usage probes'
+ * recorder, whose ticks read every file and map and change no effective demand.
+ */
+static void test_unchanged_ticks_quiet(void **state)
+{
+	(void)state;
+	fx.env.log = &recording_log;
+	assert_int_equal(fakedrfd_start(&fx), 0);
+	/* The start said what it did: the test's logger hears the daemon. */
+	assert_true(logged.total > 0);
+	quiet_ticks(declared_tick);
+	fakedrfd_teardown(&fx);
+
+	memset(usec, 0, sizeof(usec));
+	assert_int_equal(fakedrfd_setup(&fx, OBSERVED, NET_CAP ABC("1")), 0);
+	fx.env.log = &recording_log;
+	assert_int_equal(fakedrfd_net(&fx, 0), 0);
+	d.net.log = recording_log;
+	assert_int_equal(fakedrfd_start(&fx), 0);
+	quiet_ticks(busy_tick);
+	/* And one that changes is said: c busy again. */
+	usec[2] = usec[0];
+	for (int k = 0; k < 4 && cpu_max("c") < 0.5; k++) {
+		usec[2] += 1e6;
+		busy_tick();
+	}
+	assert_true(logged_at_least(LOG_INFO) > 0);
+}
+
 /*
  * What drfd logs carries names from configs and requests (a task's command is
  * logged at submit): no control character reaches the terminal or journal.
@@ -1084,6 +1411,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_pressure_read_when_asked, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reload_metrics_detail, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_log_escapes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reload_verdict_kept, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reload_start_only_keys, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reload_over_socket, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unchanged_ticks_quiet, setup, teardown),
 		cmocka_unit_test(test_json_str),
 		cmocka_unit_test(test_json_keys),
 		cmocka_unit_test(test_json_numbers),

@@ -25,8 +25,9 @@ systemd (PID 1, cgroup v2)             dpkg -i drfd_*.deb: /etc/drfd/drfd.conf a
      '- drf-batch.slice  weight 1, cpu 2, memory 128M   empty
 expect: knobs = mapping(drfctl plan --json), written by systemd; webapp runs as nobody in web's
         slice with systemd's accounting, and stopping it leaves no process; the sleep keeps its cgroup and limits across
-        systemctl restart/stop/start and a package upgrade; reload applies a change; a bad
-        reload is refused at priority 3; a second drfd exits 6; a tenant removed while drfd
+        systemctl restart/stop/start and a package upgrade; reload applies a change (exit 0); a
+        bad reload is refused at priority 3 and systemctl reload fails, as it does for an
+        io-device added (needs a restart), the reason in status; a second drfd exits 6; a tenant removed while drfd
         is stopped loses its empty cgroup; a busy one is kept as an orphan
 DIAGRAM
 
@@ -167,9 +168,13 @@ tenants_now=$(systemctl show -p ActiveEnterTimestampMonotonic --value drfd-tenan
 check upgrade-keeps-tenant "[ $rc -eq 0 ] && in_web && [ '$(knobs_of web)' = '$before' ] && [ $tenants_since = $tenants_now ]" \
 	"dpkg -i again exit $rc; drfd-tenants.service not restarted: $([ "$tenants_since" = "$tenants_now" ] && echo yes || echo no); sleep in web with its knobs: $(in_web && [ "$(knobs_of web)" = "$before" ] && echo yes || echo no)"
 
-# 4. A reload applies a change.
+# 4. A reload applies a change; systemctl reload says it is in force (ExecReload=drfctl reload).
 sed -i 's/^cpu = 2$/cpu = 0.5/' "$conf"
 systemctl reload drfd.service
+rc=$?
+status_json
+check reload-exit-0 "[ $rc -eq 0 ] && [ \"\$(jq_py 's[\"last_reload\"][\"successful\"]')\" = True ]" \
+	"systemctl reload of a good config: exit $rc; status last_reload $(jq_py 's["last_reload"]')"
 sleep 1
 wait_for 20 settled
 compare_plan knobs-after-change
@@ -181,6 +186,7 @@ since=$(date '+%Y-%m-%d %H:%M:%S')
 sleep 1
 printf '[tenant bad]\nweight = 0\n' >/etc/drfd/tenants.d/zz-bad.conf
 systemctl reload drfd.service
+rc=$?
 sleep 2
 rm -f /etc/drfd/tenants.d/zz-bad.conf
 n3=$(journalctl -u drfd.service --since "$since" -p err..err -o cat --no-pager | wc -l)
@@ -188,6 +194,36 @@ status_json
 refused=$(jq_py 's["reloads_refused"]')
 check bad-reload-error-priority "[ $n3 -ge 1 ] && [ $refused -ge 1 ] && [ -d $TROOT/drf-web.slice ]" \
 	"$n3 journal entries at priority 3, reloads_refused $refused"
+reason=$(jq_py 's["last_reload"]["reason"]')
+check bad-reload-fails "[ $rc -ne 0 ] && [[ \"\$reason\" == *zz-bad.conf:* ]] && [ -d $TROOT/drf-web.slice ]" \
+	"systemctl reload of a bad config: exit $rc; status reason '$reason'"
+
+# 5b. A change that needs a restart (an io-device added) fails systemctl reload, and says
+# why in status; the reason is in the journal too (drfctl's stderr); a good config again is in force.
+cp /etc/drfd/drfd.conf "$work/drfd.conf.orig"
+sed -i 's/^\[capacity\]$/[capacity]\nio-device = 8:0\nio-read-bps = 10M/' /etc/drfd/drfd.conf
+since=$(date '+%Y-%m-%d %H:%M:%S')
+sleep 1
+systemctl reload drfd.service 2>"$work/reload.err"
+rc=$?
+status_json
+reason=$(jq_py 's["last_reload"]["reason"]')
+ok_now=$(jq_py 's["last_reload"]["successful"]')
+journal=$(journalctl -u drfd.service --since "$since" -o cat --no-pager | grep -c "io-device added ('8:0').*needs a restart")
+check restart-reload-fails "[ $rc -ne 0 ] && [ '$ok_now' = False ] && [[ \"\$reason\" == *\"io-device added ('8:0')\"*\"needs a restart\"* ]] && [ $journal -ge 1 ]" \
+	"systemctl reload with an io-device added: exit $rc; status successful $ok_now, reason '$reason'; $journal journal lines name it"
+"$DRFCTL" status >"$work/status.txt" 2>&1
+check restart-reload-status-text "grep -q 'last reload.*REFUSED.*io-device added' $work/status.txt" \
+	"drfctl status: $(grep 'REFUSED' "$work/status.txt")"
+"$DRFCTL" plan >"$work/plan.txt" 2>&1
+check plan-needs-restart "grep -q \"io-device added ('8:0'): needs a restart\" $work/plan.txt" \
+	"drfctl plan: $(grep -A1 'against the running' "$work/plan.txt" | tr '\n' ' ')"
+cp "$work/drfd.conf.orig" /etc/drfd/drfd.conf
+systemctl reload drfd.service
+rc=$?
+status_json
+check good-reload-after-refusal "[ $rc -eq 0 ] && [ \"\$(jq_py 's[\"last_reload\"][\"successful\"]')\" = True ] && systemctl -q is-active drfd.service" \
+	"systemctl reload of the config as shipped again: exit $rc; drfd $(systemctl is-active drfd.service)"
 printf '[tenant idle]\nmemory = 0\ncpu = 0.1\n' >/etc/drfd/tenants.d/zz-idle.conf
 since=$(date '+%Y-%m-%d %H:%M:%S')
 sleep 1
