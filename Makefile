@@ -153,7 +153,7 @@ DEB_DIR := .output/deb
 
 UNIT_TESTS := test_units test_alloc test_props test_config test_fuzz_config test_cgroupfs \
 	test_reload_mem test_shaper test_expo test_metrics test_use \
-	test_demand test_history test_taskq test_tasks test_daemon test_statedir test_socket test_lib
+	test_demand test_history test_taskq test_tasks test_daemon test_httpd test_statedir test_socket test_lib
 UNIT_BINS := $(UNIT_TESTS:%=$(BUILD)/tests/%)
 BENCH_BIN := $(BUILD)/tests/bench_alloc
 BENCH_TICK_BIN := $(BUILD)/tests/bench_tick

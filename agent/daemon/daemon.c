@@ -318,11 +318,10 @@ void drfd_settle(struct drfd *d)
 }
 
 /*
- * The metrics, rendered once: the metrics-file (when file, else left as it
- * is), and the HTTP endpoint's text from now on. Without either, a file
- * written before is removed.
+ * The metrics, rendered once: the metrics-file, and the HTTP endpoint's text
+ * from now on. Without either, a file written before is removed.
  */
-static void publish_metrics(struct drfd *d, bool file)
+static void publish_metrics(struct drfd *d)
 {
 	const struct drf_config *c = &d->decl.cfg;
 	struct drf_view v;
@@ -334,8 +333,7 @@ static void publish_metrics(struct drfd *d, bool file)
 		drfd_view(d, &v);
 		r = drf_metrics_render_text(&v, c->metrics_detail, &text, &len);
 	}
-	if (file)
-		drf_metrics_write_text(&d->metrics, c->metrics_file, text, len, r);
+	drf_metrics_write_text(&d->metrics, c->metrics_file, text, len, r);
 	if (d->http && r == 0) {
 		drfd_httpd_publish(d->http, text, len);
 		text = NULL;
@@ -369,7 +367,7 @@ void drfd_tick(struct drfd *d, size_t verify)
 	d->last = st;
 	drf_history_tick(&d->history, &d->use, d->last_tick);
 	if (!d->dry_run)
-		publish_metrics(d, true);
+		publish_metrics(d);
 	if (drf_reconciler_membership_changed(&d->rc) || d->state_err)
 		save_state(d);
 	busy = st.writes || st.created || st.recreated || st.foreign || st.errors || st.removed ||
@@ -622,12 +620,7 @@ int drfd_reload(struct drfd *d)
 	d->decl = n;
 	install(d, &p);
 	drf_usage_commit(&d->use, &use);
-	/* A new endpoint serves at once what the metrics-file has (the next tick renders anew). */
-	if (http.changed) {
-		drfd_http_commit(d, &http);
-		if (d->http && !d->dry_run)
-			publish_metrics(d, false);
-	}
+	drfd_http_commit(d, &http);
 	if (was_observed && !d->decl.cfg.observed)
 		drf_online_off(&d->online, &d->use);
 	d->reloads++;

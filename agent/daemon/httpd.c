@@ -285,6 +285,17 @@ void drfd_httpd_free(struct drfd_httpd *h)
 	free(h);
 }
 
+/* The latest rendering of from goes over to to, which serves it until the next tick's. */
+static void hand_over(struct drfd_httpd *from, struct drfd_httpd *to)
+{
+	if (!from || !to || !from->metrics)
+		return;
+	if (to->metrics)
+		MHD_destroy_response(to->metrics);
+	to->metrics = from->metrics;
+	from->metrics = NULL;
+}
+
 /* Listens on a and serves there: 0, or -errno with why naming the key and the address. */
 static int open_at(struct drfd *d, const struct drf_listen_addr *a, struct drfd_httpd **ret,
 		   char *why, size_t len)
@@ -329,11 +340,13 @@ int drfd_http_listen(struct drfd *d, char *why, size_t len)
 }
 
 /* The endpoint of before a reload, bound again after it was closed to free its port. */
-static void restore(struct drfd *d)
+static void restore(struct drfd *d, struct drfd_httpd *latest)
 {
 	char why[512];
 
-	if (open_at(d, &d->http_addr, &d->http, why, sizeof(why)) < 0) {
+	if (open_at(d, &d->http_addr, &d->http, why, sizeof(why)) == 0) {
+		hand_over(latest, d->http);
+	} else {
 		d->http = NULL;
 		drf_log(d->log, LOG_ERR, "%s; the metrics endpoint is off until a reload or a "
 					 "restart brings it back", why);
@@ -359,12 +372,19 @@ int drfd_http_stage(struct drfd *d, const struct drf_config *n, struct drfd_http
 	/* The same port on another address of the same family, say 127.0.0.1 to
 	 * 0.0.0.0: the old socket holds it until it is closed. */
 	if (r == -EADDRINUSE && d->http && d->http_addr.port == st->addr.port) {
-		drfd_httpd_free(d->http);
+		/* Its connections go, and its socket; its rendering is kept (st->latest). */
+		st->latest = d->http;
 		d->http = NULL;
+		MHD_stop_daemon(st->latest->mhd);
+		st->latest->mhd = NULL;
+		st->latest->io = sd_event_source_disable_unref(st->latest->io);
+		st->latest->timer = sd_event_source_disable_unref(st->latest->timer);
 		st->released = true;
 		r = open_at(d, &st->addr, &st->h, why, len);
 		if (r < 0) {
-			restore(d);
+			restore(d, st->latest);
+			drfd_httpd_free(st->latest);
+			st->latest = NULL;
 			st->released = false;
 		}
 	}
@@ -382,8 +402,8 @@ void drfd_http_commit(struct drfd *d, struct drfd_http_stage *st)
 
 	if (!st->changed)
 		return;
-	if (!st->released)
-		drfd_httpd_free(d->http);
+	hand_over(st->released ? st->latest : d->http, st->h);
+	drfd_httpd_free(st->released ? st->latest : d->http);
 	d->http = st->h;
 	if (d->http) {
 		d->http_addr = st->addr;
@@ -400,7 +420,9 @@ void drfd_http_unstage(struct drfd *d, struct drfd_http_stage *st)
 	if (!st->changed)
 		return;
 	drfd_httpd_free(st->h);
-	if (st->released)
-		restore(d);
+	if (st->released) {
+		restore(d, st->latest);
+		drfd_httpd_free(st->latest);
+	}
 	*st = (struct drfd_http_stage){ 0 };
 }

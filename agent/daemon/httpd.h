@@ -80,14 +80,16 @@ int drfd_http_listen(struct drfd *d, char *why, size_t len);
  * changed address is bound (when the new address takes the port the old one
  * holds, the old one is closed first, and bound again if the new one fails),
  * and the reload refused, with the old endpoint kept, if it cannot be.
- * Commit puts the staged endpoint in force (and closes the old one); unstage
+ * Commit puts the staged endpoint in force (and closes the old one), which
+ * serves the old one's latest rendering until the next tick; unstage
  * restores the old one.
  */
 struct drfd_http_stage {
 	bool changed;                   /* the endpoint changes: commit or unstage */
 	struct drfd_httpd *h;           /* the new one; NULL: none (metrics-listen removed) */
 	struct drf_listen_addr addr;
-	bool released;                  /* the old one is closed already */
+	bool released;                  /* the old one is closed already: */
+	struct drfd_httpd *latest;      /* what is left of it, its rendering */
 };
 int drfd_http_stage(struct drfd *d, const struct drf_config *n, struct drfd_http_stage *st,
 		    char *why, size_t len);
