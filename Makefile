@@ -55,6 +55,11 @@ NL_CFLAGS := $(shell pkg-config --cflags libnl-route-3.0)
 # drfctl top draws with ncurses (libncurses-dev); only top.c includes it.
 NCURSES_CFLAGS := $(shell pkg-config --cflags ncursesw 2>/dev/null)
 NCURSES_LIBS := $(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncursesw -ltinfo)
+# The metrics endpoint (metrics-listen) serves HTTP with libmicrohttpd
+# (libmicrohttpd-dev); only agent/daemon/httpd.c includes it, and only what
+# links the daemon layer links it (drfd, the tests; not drfctl).
+MHD_CFLAGS := $(shell pkg-config --cflags libmicrohttpd 2>/dev/null)
+MHD_LIBS := $(shell pkg-config --libs libmicrohttpd 2>/dev/null || echo -lmicrohttpd)
 
 ifeq ($(SANITIZER),address)
 DRF_CFLAGS += -fsanitize=address -fno-omit-frame-pointer
@@ -148,8 +153,8 @@ DEB_DIR := .output/deb
 
 UNIT_TESTS := test_units test_alloc test_props test_config test_fuzz_config test_cgroupfs \
 	test_reload_mem test_shaper test_expo test_metrics test_use \
-	test_demand test_history test_taskq test_tasks test_daemon test_statedir test_socket test_lib \
-	test_slice
+	test_demand test_history test_taskq test_tasks test_daemon test_httpd test_statedir test_socket \
+	test_lib test_slice
 UNIT_BINS := $(UNIT_TESTS:%=$(BUILD)/tests/%)
 BENCH_BIN := $(BUILD)/tests/bench_alloc
 BENCH_TICK_BIN := $(BUILD)/tests/bench_tick
@@ -197,17 +202,19 @@ $(foreach l,$(LAYERS),$(eval $(BUILD)/layers/$(l): $(call libs_of,$(uses_$(l))))
 $(BUILD)/layers/%: $(BUILD)/libdrf-%.a $(BUILD)/tests/lib/layer_main.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $(BUILD)/tests/lib/layer_main.o -Wl,--whole-archive $< \
-		-Wl,--no-whole-archive $(call libs_of,$(uses_$*)) $(LDLIBS)
+		-Wl,--no-whole-archive $(call libs_of,$(uses_$*)) $(LDLIBS) \
+		$(if $(filter daemon,$*),$(MHD_LIBS))
 layers: $(foreach l,$(filter-out cli,$(LAYERS)),$(if $(call lib_of,$(l)),$(BUILD)/layers/$(l)))
 
 DRFCTL_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(wildcard agent/cli/*.c))
 $(BUILD)/agent/cli/top.o: LAYER_INC += $(NCURSES_CFLAGS)
+$(BUILD)/agent/daemon/httpd.o: LAYER_INC += $(MHD_CFLAGS)
 # drfctl links no daemon code: what it asks of drfd goes through the socket.
 $(BUILD)/drfctl: $(DRFCTL_OBJS) $(CLI_LIBS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(NCURSES_LIBS)
 
 $(BUILD)/drfd: $(BUILD)/agent/daemon/drfd.o $(DAEMON_LIBS)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(MHD_LIBS)
 
 # Tests of the pure core link with the core, the pure primitives and -lm
 # alone: a call to anything that does I/O would not link.
@@ -227,11 +234,11 @@ $(CORE_TESTS:%=$(BUILD)/tests/%): $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o \
 $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(BUILD)/tests/unit/testlib.o $(TESTLIB_OBJS) \
 		$(DAEMON_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(MHD_LIBS) -lcmocka
 
 $(BENCH_TICK_BIN): $(BUILD)/tests/bench/bench_tick.o $(TESTLIB_OBJS) $(DAEMON_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(MHD_LIBS)
 
 $(BENCH_PROBE_BIN): $(BUILD)/tests/bench/bench_probe.o $(call libs_of,bpf lib)
 	@mkdir -p $(dir $@)
@@ -254,7 +261,7 @@ FUZZ_SECONDS ?= 20
 FUZZ_BUILD := .output/clang-fuzzer
 $(BUILD)/tests/fuzz_%: $(BUILD)/tests/fuzz/fuzz_%.o $(TESTLIB_OBJS) $(DAEMON_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
+	$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS) $(MHD_LIBS)
 
 fuzz:
 	$(MAKE) -j$(NPROC) CC=clang SANITIZER=fuzzer $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/tests/%)

@@ -7,7 +7,7 @@ packages=(
 	# build
 	make gcc clang llvm pkg-config git
 	libinih-dev libcgroup-dev libbpf-dev bpftool libnl-3-dev libnl-route-3-dev
-	libsystemd-dev scdoc libncurses-dev libjson-c-dev
+	libsystemd-dev scdoc libncurses-dev libjson-c-dev libmicrohttpd-dev
 	# the Debian package
 	dpkg-dev debhelper fakeroot lintian
 	# tests
@@ -22,13 +22,15 @@ for p in "${packages[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
 		missing+=("$p")
 done
-# promtool (Debian's `prometheus`) and node-exporter (`prometheus-node-exporter`)
-# for the metrics tests (tests/cli/test_metrics.sh, tests/vm/t_metrics.sh).
+# promtool and prometheus itself (Debian's `prometheus`: test_metrics.sh has a
+# real Prometheus scrape drfd's metrics-listen) and node-exporter
+# (`prometheus-node-exporter`) for the metrics tests (tests/cli/test_metrics.sh,
+# tests/vm/t_metrics.sh).
 # Installing those packages would start and enable their services (prometheus on
 # :9090, node-exporter on :9100, and again at every boot), add system users and,
 # for prometheus, pull in its web UI's JavaScript: a test dependency must do none
 # of that. So their two .debs are fetched with `apt-get download` and unpacked
-# with `dpkg-deb -x`, which runs no maintainer script: only the two binaries
+# with `dpkg-deb -x`, which runs no maintainer script: only the three binaries
 # (linked to libc alone) land in $tools_dir/bin, outside dpkg's database and
 # outside the source tree (which `make clean` and a fresh clone wipe). Nothing
 # runs and nothing needs stopping, with or without systemd; removing the
@@ -37,7 +39,8 @@ tools_dir=/opt/drfd-test-tools
 install_test_tools() {
 	local tmp rc=0
 	local -a su=()
-	[ -x $tools_dir/bin/promtool ] && [ -x $tools_dir/bin/prometheus-node-exporter ] && return 0
+	[ -x $tools_dir/bin/promtool ] && [ -x $tools_dir/bin/prometheus-node-exporter ] &&
+		[ -x $tools_dir/bin/prometheus ] && return 0
 	[ "$(id -u)" -eq 0 ] || su=(sudo)
 	tmp=$(mktemp -d)
 	# As root, apt downloads as its user _apt, which must be able to write there.
@@ -50,15 +53,15 @@ install_test_tools() {
 	if [ $rc -eq 0 ]; then
 		for deb in "$tmp"/*.deb; do dpkg-deb -x "$deb" "$tmp/x" || rc=1; done
 		"${su[@]}" install -d -m 0755 $tools_dir/bin &&
-			"${su[@]}" install -m 0755 "$tmp/x/usr/bin/promtool" \
+			"${su[@]}" install -m 0755 "$tmp/x/usr/bin/promtool" "$tmp/x/usr/bin/prometheus" \
 				"$tmp/x/usr/bin/prometheus-node-exporter" $tools_dir/bin/ || rc=1
 	fi
 	rm -rf "$tmp"
 	if [ $rc -ne 0 ]; then
-		echo "install-deps: cannot unpack promtool and prometheus-node-exporter into $tools_dir" >&2
+		echo "install-deps: cannot unpack promtool, prometheus and prometheus-node-exporter into $tools_dir" >&2
 		return 1
 	fi
-	echo "install-deps: promtool and prometheus-node-exporter unpacked into $tools_dir/bin"
+	echo "install-deps: promtool, prometheus and prometheus-node-exporter unpacked into $tools_dir/bin"
 }
 
 if [ ${#missing[@]} -eq 0 ]; then

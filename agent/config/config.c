@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -38,11 +40,11 @@ enum section {
 
 enum agent_key { AK_CGROUP_ROOT, AK_INTERVAL, AK_MODE, AK_POLICY, AK_TENANTS_DIR, AK_STATE_DIR,
 		 AK_STATUS_SOCKET, AK_STATUS_GROUP, AK_VERIFY_PERIOD, AK_NET_REPLACE, AK_METRICS_FILE,
-		 AK_DEMAND, AK_METRICS_DETAIL, AK_N };
+		 AK_DEMAND, AK_METRICS_DETAIL, AK_METRICS_LISTEN, AK_N };
 static const char *const agent_keys[AK_N] = {
 	"cgroup-root", "interval", "mode", "policy", "tenants-dir", "state-dir", "status-socket",
 	"status-group", "verify-period", "net-replace-qdisc", "metrics-file", "demand",
-	"metrics-detail",
+	"metrics-detail", "metrics-listen",
 };
 
 enum cap_key {
@@ -253,6 +255,58 @@ static bool parse_num(struct parser *ps, const char *key, const char *value, enu
 	return false;
 }
 
+int drf_parse_listen(const char *s, struct drf_listen_addr *ret, const char **why)
+{
+	const char *colon, *host_end;
+	char host[INET6_ADDRSTRLEN], *end;
+	struct drf_listen_addr a = { 0 };
+	unsigned long port;
+
+	if (s[0] == '[') {
+		host_end = strchr(s, ']');
+		if (!host_end) {
+			*why = "an IPv6 address is written in brackets: [ADDR]:PORT";
+			return -EINVAL;
+		}
+		colon = host_end + 1;
+		s++;
+		a.family = AF_INET6;
+	} else {
+		colon = strrchr(s, ':');
+		host_end = colon;
+		a.family = AF_INET;
+		if (colon && memchr(s, ':', (size_t)(colon - s))) {
+			*why = "an IPv6 address is written in brackets: [ADDR]:PORT";
+			return -EINVAL;
+		}
+	}
+	if (!colon || *colon != ':' || !colon[1]) {
+		*why = "expected ADDR:PORT (127.0.0.1:9100, [::1]:9100 or localhost:9100)";
+		return -EINVAL;
+	}
+	if ((size_t)(host_end - s) >= sizeof(host) || host_end == s) {
+		*why = "not an IP address (IPv4, [IPv6] or localhost: drfd resolves no names)";
+		return -EINVAL;
+	}
+	memcpy(host, s, (size_t)(host_end - s));
+	host[host_end - s] = '\0';
+	if (a.family == AF_INET && strcmp(host, "localhost") == 0)
+		snprintf(host, sizeof(host), "127.0.0.1");
+	if (inet_pton(a.family, host, a.addr) != 1) {
+		*why = "not an IP address (IPv4, [IPv6] or localhost: drfd resolves no names)";
+		return -EINVAL;
+	}
+	errno = 0;
+	port = strtoul(colon + 1, &end, 10);
+	if (!isdigit((unsigned char)colon[1]) || *end || errno || port < 1 || port > 65535) {
+		*why = "the port must be a number from 1 to 65535";
+		return -EINVAL;
+	}
+	a.port = (uint16_t)port;
+	*ret = a;
+	return 0;
+}
+
 static void agent_key(struct parser *ps, int k, const char *value)
 {
 	struct drf_config *c = ps->cfg;
@@ -385,6 +439,13 @@ static void agent_key(struct parser *ps, int k, const char *value)
 			c->metrics_detail = DRF_METRICS_FULL;
 		else
 			fail(ps, "metrics-detail = '%s': expected 'basic' or 'full'", value);
+		return;
+	case AK_METRICS_LISTEN:
+		if (drf_parse_listen(value, &c->metrics_addr, &why) < 0) {
+			fail(ps, "metrics-listen = '%s': %s", value, why);
+			return;
+		}
+		set_string(ps, &c->metrics_listen, value);
 		return;
 	case AK_NET_REPLACE:
 		if (strcmp(value, "yes") == 0)
@@ -1293,6 +1354,7 @@ void drf_config_free(struct drf_config *c)
 	free(c->status_socket);
 	free(c->status_group);
 	free(c->metrics_file);
+	free(c->metrics_listen);
 	free(c->io_device);
 	free(c->net_device);
 	memset(c, 0, sizeof(*c));

@@ -31,6 +31,21 @@ enum drf_metrics_detail {
 	DRF_METRICS_FULL,  /* everything: histograms, pressure, limits, demands, counters */
 };
 
+/*
+ * An address to listen on for TCP: [agent] metrics-listen = ADDR:PORT, where
+ * ADDR is an IPv4 address (127.0.0.1:9100), an IPv6 address in brackets
+ * ([::1]:9100) or `localhost` (127.0.0.1); PORT is 1 to 65535. No names are
+ * resolved: the config means the same whatever DNS says.
+ */
+struct drf_listen_addr {
+	int family;             /* AF_INET or AF_INET6 */
+	unsigned char addr[16]; /* network order: 4 bytes for AF_INET */
+	uint16_t port;
+};
+
+/* Parses s into *ret; 0, or -EINVAL with what is wrong in *why (a constant string). */
+int drf_parse_listen(const char *s, struct drf_listen_addr *ret, const char **why);
+
 struct drf_tenant {
 	char name[DRF_TENANT_NAME_MAX + 1];
 	char *cgroup; /* relative to cgroup-root (with slices, to drf.slice's cgroup) */
@@ -55,7 +70,9 @@ struct drf_config {
 	char *status_group;      /* NULL: root only */
 	bool net_replace_qdisc;  /* replace a foreign root qdisc on net-device */
 	char *metrics_file;      /* Prometheus text file written each tick; NULL: none */
-	enum drf_metrics_detail metrics_detail; /* of metrics_file; a reload changes it */
+	enum drf_metrics_detail metrics_detail; /* of metrics_file and metrics_listen */
+	char *metrics_listen;    /* [agent] metrics-listen as written; NULL: no HTTP endpoint */
+	struct drf_listen_addr metrics_addr; /* metrics_listen, parsed */
 	enum drf_mode mode;
 	bool observed;           /* demand = observed: demands follow measured use (online DRF) */
 	enum drf_policy policy;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "hostcheck.h"
+#include "httpd.h"
 #include "lock.h"
 #include "pins.h"
 #include "statedir.h"
@@ -244,8 +245,9 @@ static void sample(struct drfd *d)
 		.net = d->has_net ? &d->net : NULL, .now_us = drf_mono_usec(d->env->clock),
 	};
 
-	/* PSI: for observed demand, the metrics-file, and a status or metrics asked for lately. */
-	in.pressure = d->decl.cfg.observed || d->decl.cfg.metrics_file ||
+	/* PSI: for observed demand, the metrics-file or endpoint, and a status or metrics asked
+	 * for lately. */
+	in.pressure = d->decl.cfg.observed || d->decl.cfg.metrics_file || d->http ||
 		      in.now_us < d->asked_until_us;
 	drf_usage_sample(&d->use, &in);
 }
@@ -319,6 +321,30 @@ void drfd_settle(struct drfd *d)
 }
 
 /*
+ * The metrics, rendered once: the metrics-file, and the HTTP endpoint's text
+ * from now on. Without either, a file written before is removed.
+ */
+static void publish_metrics(struct drfd *d)
+{
+	const struct drf_config *c = &d->decl.cfg;
+	struct drf_view v;
+	char *text = NULL;
+	size_t len = 0;
+	int r = 0;
+
+	if (c->metrics_file || d->http) {
+		drfd_view(d, &v);
+		r = drf_metrics_render_text(&v, c->metrics_detail, &text, &len);
+	}
+	drf_metrics_write_text(&d->metrics, c->metrics_file, text, len, r);
+	if (d->http && r == 0) {
+		drfd_httpd_publish(d->http, text, len);
+		text = NULL;
+	}
+	free(text);
+}
+
+/*
  * One tick: enforce the plan in force (cgroup knobs, the task queue, the
  * network), sample every tenant (cgroup files, BPF maps), and with observed
  * demand, when an effective demand changed, the plan again, written in this
@@ -343,13 +369,8 @@ void drfd_tick(struct drfd *d, size_t verify)
 	}
 	d->last = st;
 	drf_history_tick(&d->history, &d->use, d->last_tick);
-	if (!d->dry_run) {
-		struct drf_view v;
-
-		drfd_view(d, &v);
-		drf_metrics_write(&d->metrics, d->decl.cfg.metrics_file, d->decl.cfg.metrics_detail,
-				  &v);
-	}
+	if (!d->dry_run)
+		publish_metrics(d);
 	if (drf_reconciler_membership_changed(&d->rc) || d->state_err)
 		save_state(d);
 	busy = st.writes || st.created || st.recreated || st.foreign || st.errors || st.removed ||
@@ -625,6 +646,7 @@ int drfd_reload(struct drfd *d)
 	struct drf_declared n = { 0 };
 	struct drf_usage_tenants use = { 0 };
 	struct drf_plan p = { 0 };
+	struct drfd_http_stage http = { 0 };
 	char *err = d->reload_error;
 	size_t len = sizeof(d->reload_error);
 	bool was_observed = d->decl.cfg.observed;
@@ -639,9 +661,14 @@ int drfd_reload(struct drfd *d)
 	if (r == 0 && (r = build(d, &n, use.t, &p)) < 0)
 		snprintf(err, len, "%s: cannot plan: %s", d->config_path,
 			 r == -ENOSPC ? "more tenants than HTB class ids (65519)" : strerror(-r));
-	if (r == 0 && (r = apply(d, &p)) < 0)
+	/* The endpoint last but for the plan: a failure to bind refuses the reload whole. */
+	if (r == 0)
+		r = drfd_http_stage(d, &n.cfg, &http, err, len);
+	if (r == 0 && (r = apply(d, &p)) < 0) {
 		snprintf(err, len, "%s: cannot put the plan in force: %s", d->config_path,
 			 r == -ENOSPC ? "more tenants than HTB class ids (65519)" : strerror(-r));
+		drfd_http_unstage(d, &http);
+	}
 	if (r < 0) {
 		drf_plan_free(&p);
 		drf_usage_unstage(&use);
@@ -658,6 +685,7 @@ int drfd_reload(struct drfd *d)
 	d->decl = n;
 	install(d, &p);
 	drf_usage_commit(&d->use, &use);
+	drfd_http_commit(d, &http);
 	if (was_observed && !d->decl.cfg.observed)
 		drf_online_off(&d->online, &d->use);
 	d->reloads++;
@@ -756,6 +784,8 @@ void drfd_free(struct drfd *d)
 		drf_shaper_free(&d->net);
 	d->timer = sd_event_source_unref(d->timer);
 	drfd_unlisten(d);
+	drfd_httpd_free(d->http);
+	d->http = NULL;
 	d->event = sd_event_unref(d->event);
 	drf_plan_free(&d->plan);
 	drf_engine_free(&d->engine);

@@ -39,6 +39,8 @@
 #include "view.h"
 
 struct drfd_listener;
+struct drfd_httpd;
+struct drfd_http_ops;
 
 /* Every side effect of the daemon, as ops: built once in main(). */
 struct drfd_env {
@@ -58,6 +60,8 @@ struct drfd_env {
 	const char *probes_why;                 /* without probes: why, or NULL */
 	uint32_t root_level;                    /* cgroup-root's level in its hierarchy */
 	size_t held_files;                      /* counter files the measurements may hold open */
+	const struct drfd_http_ops *http;       /* NULL: no metrics endpoint (httpd.h) */
+	void *http_ctx;
 	const struct drf_spawn_ops *spawn;      /* NULL: no task queue */
 	void *spawn_ctx;
 	bool dry_run;
@@ -107,6 +111,8 @@ struct drfd {
 	struct drf_online online;       /* observed demand: the effective demands (online.h) */
 	struct drf_history history;     /* usage history for `drfctl recommend` (histfile.c) */
 	struct drf_metrics_file metrics; /* [agent] metrics-file (metrics.c) */
+	struct drfd_httpd *http;        /* [agent] metrics-listen (httpd.c); NULL: none */
+	struct drf_listen_addr http_addr; /* where it listens */
 	struct drf_tasks *tasks;        /* the task queue (tasks.h); NULL when off */
 	int state_err;                  /* the last save of the state file failed: -errno; else 0 */
 	char status_text[256];          /* last STATUS= sent to systemd */

@@ -21,6 +21,7 @@
 #include "daemon.h"
 #include "clock.h"
 #include "hostcheck.h"
+#include "httpd.h"
 #include "knobs.h"
 #include "lock.h"
 #include "log.h"
@@ -54,6 +55,7 @@ enum {
 	EXIT_LOCKED = 6,  /* another drfd holds this cgroup-root or its status socket */
 	EXIT_NET = 7,     /* the network cannot be shaped: device, bpffs, cgroup_skb, HTB, a foreign qdisc */
 	EXIT_STATEDIR = 8, /* state-dir is not root's alone (owner, mode, a symlink): statedir.h */
+	EXIT_LISTEN = 9,  /* metrics-listen: its address cannot be listened on (in use, not here) */
 	EXIT_USAGE = 64,
 };
 
@@ -76,7 +78,8 @@ static void usage(FILE *out)
 	      "exit status: 0 ok, 1 failure, 2 config error, 3 no usable cgroup v2,\n"
 	      "             4 io device missing, 5 cgroup-root unusable,\n"
 	      "             6 another drfd holds the cgroup-root, 7 the network cannot be\n"
-	      "             shaped as configured, 8 state-dir unsafe, 64 usage error\n"
+	      "             shaped as configured, 8 state-dir unsafe, 9 metrics-listen\n"
+	      "             cannot listen, 64 usage error\n"
 	      "see drfd(8) and drfd.conf(5)\n",
 	      out);
 }
@@ -613,6 +616,15 @@ int main(int argc, char **argv)
 		if (r < 0)
 			drf_log(d.log, LOG_ERR, "%s; drfctl status will fall back to reading "
 						"cgroupfs", err);
+		/* The metrics endpoint, before anything is written: an address that cannot be
+		 * listened on is the operator's to mend, and drfd does not start. */
+		env.http = &drfd_http_real_ops;
+		r = drfd_http_listen(&d, err, sizeof(err));
+		if (r < 0) {
+			drf_log(d.log, LOG_ERR, "%s; drfd does not start", err);
+			ret = EXIT_LISTEN;
+			goto out_d;
+		}
 	}
 	drf_log(d.log, LOG_NOTICE, "%s: %zu tenants, policy %s, mode %s, root %s%s%s%s%s",
 		o.config, d.decl.cfg.n_tenants, drf_policy_name(d.decl.cfg.policy),

@@ -802,14 +802,33 @@ void drf_metrics_file_init(struct drf_metrics_file *m, const struct drf_logger *
 	m->log = log;
 }
 
-int drf_metrics_write(struct drf_metrics_file *m, const char *path,
-		      enum drf_metrics_detail detail, const struct drf_view *v)
+int drf_metrics_render_text(const struct drf_view *v, enum drf_metrics_detail detail,
+			    char **ret, size_t *ret_len)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	int r;
+
+	if (!f)
+		return -errno;
+	r = drf_metrics_render(v, detail, f);
+	if (fclose(f) != 0 && r == 0)
+		r = -ENOMEM;
+	if (r < 0) {
+		free(buf);
+		return r;
+	}
+	*ret = buf;
+	*ret_len = len;
+	return 0;
+}
+
+int drf_metrics_write_text(struct drf_metrics_file *m, const char *path, const char *text,
+			   size_t len, int render_err)
 {
 	char why[256], msg[sizeof(m->last_failure)];
 	struct stat st;
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f;
 	int r;
 
 	/* A reload moved or dropped the file: the old one would go on saying drfd_up 1. */
@@ -823,22 +842,12 @@ int drf_metrics_write(struct drf_metrics_file *m, const char *path,
 		r = -EEXIST;
 		goto fail;
 	}
-	f = open_memstream(&buf, &len);
-	if (!f) {
-		r = -errno;
+	if (render_err < 0) {
+		r = render_err;
 		snprintf(why, sizeof(why), "cannot render the metrics: %s", strerror(-r));
 		goto fail;
 	}
-	r = drf_metrics_render(v, detail, f);
-	if (fclose(f) != 0 && r == 0)
-		r = -ENOMEM;
-	if (r < 0) {
-		snprintf(why, sizeof(why), "cannot render the metrics: %s", strerror(-r));
-		goto fail;
-	}
-	r = replace_file(path, buf, len, &st, why, sizeof(why));
-	free(buf);
-	buf = NULL;
+	r = replace_file(path, text, len, &st, why, sizeof(why));
 	if (r < 0)
 		goto fail;
 	if (m->last_failure[0])
@@ -849,7 +858,6 @@ int drf_metrics_write(struct drf_metrics_file *m, const char *path,
 	m->written_ino = st.st_ino;
 	return 0;
 fail:
-	free(buf);
 	/* Said once per distinct failure, not every tick. */
 	snprintf(msg, sizeof(msg), "%s: %s", path, why);
 	if (strcmp(msg, m->last_failure) != 0) {
@@ -857,6 +865,18 @@ fail:
 					 "retries each tick", path, why);
 		snprintf(m->last_failure, sizeof(m->last_failure), "%s", msg);
 	}
+	return r;
+}
+
+int drf_metrics_write(struct drf_metrics_file *m, const char *path,
+		      enum drf_metrics_detail detail, const struct drf_view *v)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	int r = path ? drf_metrics_render_text(v, detail, &buf, &len) : 0;
+
+	r = drf_metrics_write_text(m, path, buf, len, r);
+	free(buf);
 	return r;
 }
 

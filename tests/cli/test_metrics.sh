@@ -23,8 +23,15 @@
 # status, the metrics and drfctl plan (against the running drfd) say it. The
 # file has metrics-detail = basic's families (the default), the socket's
 # answer all of them; a reload to full is written from the next tick on.
+# metrics-listen (on the namespace's loopback): GET /metrics answers 200 with
+# the exposition's content type, passes promtool, and is the metrics-file's
+# text of the same tick (but for its first line); 404 and 405; a reload moves
+# it to [::1]; 200 connections held open by a flood do not stop the ticks, and
+# a scrape gets through once they go; a real Prometheus scrapes it (up 1,
+# drfd_up 1 from its query API); an address in use: drfd exits 9 and leaves
+# no cgroup-root.
 #   DRFD=... DRFCTL=... tests/cli/test_metrics.sh
-# promtool and node-exporter: deploy/install-deps.sh unpacks them into
+# promtool, prometheus and node-exporter: deploy/install-deps.sh unpacks them into
 # /opt/drfd-test-tools/bin (DRF_TEST_TOOLS), else from PATH.
 set -u
 drfd=${DRFD:?set DRFD to the drfd binary}
@@ -50,6 +57,8 @@ promtool=$(PATH=$tools:$PATH command -v promtool) ||
 	skip_all "no promtool (deploy/install-deps.sh unpacks it into $tools)"
 exporter=$(PATH=$tools:$PATH command -v prometheus-node-exporter node_exporter | head -1)
 [ -n "$exporter" ] || skip_all "no prometheus-node-exporter (deploy/install-deps.sh unpacks it)"
+prometheus=$(PATH=$tools:$PATH command -v prometheus) ||
+	skip_all "no prometheus (deploy/install-deps.sh unpacks it into $tools)"
 for c in ip nsenter python3 curl; do
 	command -v $c >/dev/null || skip_all "$c is missing (deploy/install-deps.sh installs it)"
 done
@@ -66,7 +75,7 @@ root=$mnt/drfmetrics$id
 work=$(mktemp -d)
 tf=$work/textfile
 mkdir "$tf"
-drfd_pid='' busy_pid='' exp_pid=''
+drfd_pid='' busy_pid='' exp_pid='' prom_pid='' flood_pid=''
 
 stop() { # PID
 	[ -n "$1" ] || return 0
@@ -79,6 +88,8 @@ kill_tenant() { # TENANT
 }
 listing() { find "$tf" -mindepth 1 -printf '%f '; }
 cleanup() {
+	stop "$flood_pid"
+	stop "$prom_pid"
 	stop "$busy_pid"
 	stop "$exp_pid"
 	stop "$drfd_pid"
@@ -98,7 +109,8 @@ cleanup() {
 trap cleanup EXIT
 
 if ! { ip netns add "$ns" && ip -n "$ns" link add "$dev" type veth peer name "p$dev" &&
-	ip -n "$ns" link set "$dev" up && ip -n "$ns" link set "p$dev" up; }; then
+	ip -n "$ns" link set "$dev" up && ip -n "$ns" link set "p$dev" up &&
+	ip -n "$ns" link set lo up; }; then
 	skip_all "cannot make a network namespace with a veth pair"
 fi
 
@@ -356,6 +368,130 @@ io-read-bps = 10M"
 else
 	ko failure-said-once "drfd did not start: $(tail -3 "$work/drfd.log")"
 fi
+
+# metrics-listen, on the namespace's own loopback (nothing else reaches it).
+inns() { nsenter --net="/run/netns/$ns" "$@"; }
+free_port() {
+	inns python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+hport=$(free_port)
+rm -f "$tf/drfd.prom"
+: >"$work/drfd.log"
+write_conf "metrics-file = $tf/drfd.prom
+metrics-listen = 127.0.0.1:$hport"
+if start_drfd; then
+	wait_for "[ -f $tf/drfd.prom ]"
+	code=$(inns curl -s -o "$work/http.prom" -D "$work/http.head" -w '%{http_code}' \
+		"http://127.0.0.1:$hport/metrics")
+	ctype=$(tr -d '\r' <"$work/http.head" | awk -F': ' 'tolower($1) == "content-type" { print $2 }')
+	"$promtool" check metrics <"$work/http.prom" >"$work/promtool3.out" 2>&1
+	rc=$?
+	check http-scrape "[ '$code' = 200 ] && [ '$ctype' = 'text/plain; version=0.0.4; charset=utf-8' ] && [ $rc -eq 0 ] && [ '$(value "$work/http.prom" drfd_up)' = 1 ]" \
+		"GET http://127.0.0.1:$hport/metrics: $code, Content-Type '$ctype', promtool exit $rc $(head -c 300 "$work/promtool3.out")"
+	# The same tick's text as the file: the file read before and after the scrape, and
+	# compared when it did not change in between (the ticks are 200 ms apart).
+	same=0 differ=0
+	for _ in $(seq 20); do
+		tail -n +2 "$tf/drfd.prom" >"$work/before"
+		inns curl -s -o "$work/http2.prom" "http://127.0.0.1:$hport/metrics"
+		tail -n +2 "$tf/drfd.prom" >"$work/after"
+		cmp -s "$work/before" "$work/after" || continue
+		if cmp -s "$work/before" "$work/http2.prom"; then same=$((same + 1)); else differ=$((differ + 1)); fi
+	done
+	fam_file=$(grep '^# TYPE ' "$tf/drfd.prom" | sort | md5sum)
+	fam_http=$(grep '^# TYPE ' "$work/http2.prom" | sort | md5sum)
+	check http-same-as-file "[ $same -ge 1 ] && [ $differ -eq 0 ] && [ '$fam_file' = '$fam_http' ]" \
+		"of 20 scrapes, $same while the file stayed the same tick: byte for byte the file's text ($differ differed); $(grep -c '^# TYPE ' "$work/http2.prom") families, the file's"
+	c404=$(inns curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$hport/")
+	c405=$(inns curl -s -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:$hport/metrics")
+	chead=$(inns curl -s -o /dev/null -w '%{http_code}' -I "http://127.0.0.1:$hport/metrics")
+	check http-codes "[ '$c404' = 404 ] && [ '$c405' = 405 ] && [ '$chead' = 200 ]" \
+		"GET / $c404, POST /metrics $c405, HEAD /metrics $chead"
+
+	# A flood: 200 connections held open, sending nothing. The ticks go on.
+	inns python3 - "$hport" >"$work/flood.out" 2>&1 <<'PY' &
+import socket, sys, time
+held = []
+for _ in range(200):
+    s = socket.socket()
+    s.setblocking(False)
+    try:
+        s.connect(("127.0.0.1", int(sys.argv[1])))
+    except BlockingIOError:
+        pass
+    held.append(s)
+print("holding", len(held), flush=True)
+time.sleep(600)
+PY
+	flood_pid=$!
+	wait_for "grep -q holding $work/flood.out"
+	t0=$(value "$tf/drfd.prom" drfd_ticks_total)
+	wait_for "[ \$(value $tf/drfd.prom drfd_ticks_total) -ge $((${t0:-0} + 10)) ]"
+	t1=$(value "$tf/drfd.prom" drfd_ticks_total)
+	stop "$flood_pid"
+	flood_pid=''
+	wait_for "inns curl -sf -o /dev/null http://127.0.0.1:$hport/metrics"
+	after=$(inns curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$hport/metrics")
+	check http-flood "[ \"\${t1:-0}\" -ge $((${t0:-0} + 10)) ] && [ '$after' = 200 ] && kill -0 $drfd_pid" \
+		"200 connections held: ticks ${t0:-none} -> ${t1:-none}; once they went, a scrape: $after"
+
+	# A real Prometheus scrapes it, every second; its query API says up and drfd_up.
+	pport=$(free_port)
+	mkdir -p "$work/prometheus"
+	cat >"$work/prometheus.yml" <<YML
+global:
+  scrape_interval: 1s
+scrape_configs:
+  - job_name: drfd
+    static_configs:
+      - targets: ['127.0.0.1:$hport']
+YML
+	inns "$prometheus" --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/prometheus" \
+		--web.listen-address="127.0.0.1:$pport" >"$work/prometheus.log" 2>&1 &
+	prom_pid=$!
+	q() { inns curl -sG --data-urlencode "query=$1" "http://127.0.0.1:$pport/api/v1/query"; }
+	got() { q "$1" | python3 -c 'import json, sys; r = json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else "")' 2>/dev/null; }
+	for _ in $(seq 300); do
+		[ "$(got 'up{job="drfd"}')" = 1 ] && [ "$(got 'drfd_up{job="drfd"}')" = 1 ] && break
+		sleep 0.1
+	done
+	pup=$(got 'up{job="drfd"}') pdrfd=$(got 'drfd_up{job="drfd"}')
+	palloc=$(got 'drfd_allocation{job="drfd",tenant="busy",resource="net-egress"}')
+	check prometheus-scrape "[ '$pup' = 1 ] && [ '$pdrfd' = 1 ] && [ '$palloc' = 6250000 ]" \
+		"Prometheus $("$prometheus" --version 2>&1 | awk 'NR == 1 { print $3 }') scraping 127.0.0.1:$hport: up ${pup:-none}, drfd_up ${pdrfd:-none}, busy's net-egress allocation ${palloc:-none}"
+	stop "$prom_pid"
+	prom_pid=''
+
+	# A reload moves it to IPv6 loopback; the old address no longer answers.
+	write_conf "metrics-file = $tf/drfd.prom
+metrics-listen = [::1]:$hport"
+	kill -HUP "$drfd_pid"
+	wait_for "inns curl -sfg -o /dev/null 'http://[::1]:$hport/metrics'"
+	c6=$(inns curl -sg -o /dev/null -w '%{http_code}' "http://[::1]:$hport/metrics")
+	c4=$(inns curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$hport/metrics")
+	check http-reload-ipv6 "[ '$c6' = 200 ] && [ '$c4' = 000 ] && kill -0 $drfd_pid" \
+		"after SIGHUP with metrics-listen = [::1]:$hport: [::1] $c6, 127.0.0.1 $c4 (000: refused)"
+	stop "$drfd_pid"
+	drfd_pid=''
+else
+	ko http-scrape "drfd did not start: $(tail -3 "$work/drfd.log")"
+fi
+
+# An address in use: drfd does not start (exit 9), and leaves nothing behind.
+inns python3 -c 'import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(); print("bound", flush=True); time.sleep(600)' \
+	"$hport" >"$work/holder.out" 2>&1 &
+flood_pid=$!
+wait_for "grep -q bound $work/holder.out"
+write_conf "metrics-listen = 127.0.0.1:$hport"
+# (bounded: a drfd that started after all would run until killed)
+inns timeout 60 "$drfd" -c "$work/drfd.conf" --foreground >"$work/inuse.log" 2>&1
+rc=$?
+stop "$flood_pid"
+flood_pid=''
+check http-in-use "[ $rc -eq 9 ] && ! grep -q ' tick 1: ' $work/inuse.log && grep -q 'metrics-listen = 127.0.0.1:$hport' $work/inuse.log" \
+	"port held by another process: exit $rc, $(grep -c ' tick 1: ' "$work/inuse.log") ticks: $(grep -m1 metrics-listen "$work/inuse.log")"
 
 echo "$pass passed, $failed failed"
 [ "$failed" -eq 0 ]

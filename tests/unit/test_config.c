@@ -3,6 +3,7 @@
  * Config loading: every error path with its FILE:LINE, and what valid files mean.
  * Each test writes its files into a fresh mkdtemp() directory.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -542,6 +543,76 @@ static void test_metrics_file(void **state)
 	expect_error("[agent]\nmetrics-file =\n", 2, "empty value");
 }
 
+/* Whether ADDR:PORT parses to family, the address text and port. */
+static void expect_listen(const char *text, int family, const char *addr, unsigned port)
+{
+	struct drf_listen_addr a;
+	const char *why = NULL;
+	unsigned char want[16] = { 0 };
+
+	assert_int_equal(drf_parse_listen(text, &a, &why), 0);
+	assert_int_equal(a.family, family);
+	assert_int_equal(inet_pton(family, addr, want), 1);
+	assert_memory_equal(a.addr, want, family == AF_INET6 ? 16 : 4);
+	assert_int_equal(a.port, port);
+}
+
+/*
+ * [agent] metrics-listen: unset by default; IPv4:PORT, [IPv6]:PORT or
+ * localhost:PORT (127.0.0.1), else FILE:LINE and what is wrong.
+ */
+static void test_metrics_listen(void **state)
+{
+	static const char *const bad[] = {
+		"9100", ":9100", "127.0.0.1", "127.0.0.1:", "127.0.0.1:0", "127.0.0.1:65536",
+		"127.0.0.1:-1", "127.0.0.1:+9100", "127.0.0.1:9100x", "127.0.0.1: 9100",
+		"127.0.0.1:99999999999999999999", "1.2.3:9100", "256.1.1.1:9100",
+		"example.com:9100", "localhost6:9100", "::1:9100", "[::1]", "[::1]9100", "[::1:9100",
+		"[127.0.0.1]:9100", "[localhost]:9100", "[fe80::1%eth0]:9100", "*:9100",
+	};
+	struct drf_listen_addr a;
+	struct drf_config c;
+	const char *why;
+
+	(void)state;
+	expect_listen("127.0.0.1:9100", AF_INET, "127.0.0.1", 9100);
+	expect_listen("0.0.0.0:1", AF_INET, "0.0.0.0", 1);
+	expect_listen("198.18.0.1:65535", AF_INET, "198.18.0.1", 65535);
+	expect_listen("localhost:9100", AF_INET, "127.0.0.1", 9100);
+	expect_listen("[::1]:9100", AF_INET6, "::1", 9100);
+	expect_listen("[::]:9100", AF_INET6, "::", 9100);
+	expect_listen("[2001:db8::7]:8080", AF_INET6, "2001:db8::7", 8080);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		why = NULL;
+		if (drf_parse_listen(bad[i], &a, &why) != -EINVAL || !why) {
+			print_error("'%s' parsed, or without a reason\n", bad[i]);
+			fail();
+		}
+	}
+
+	assert_int_equal(load_with("[capacity]\ncpu = 4\n", &t_fake_host, &c), 0);
+	assert_null(c.metrics_listen);
+	drf_config_free(&c);
+	assert_int_equal(load_with("[agent]\nmetrics-listen = [::1]:9188\n[capacity]\ncpu = 4\n",
+				   &t_fake_host, &c), 0);
+	assert_string_equal(c.metrics_listen, "[::1]:9188");
+	assert_int_equal(c.metrics_addr.family, AF_INET6);
+	assert_int_equal(c.metrics_addr.port, 9188);
+	drf_config_free(&c);
+	expect_error("[agent]\nmetrics-listen = 9100\n[capacity]\ncpu = 4\n", 2,
+		     "metrics-listen = '9100': expected ADDR:PORT");
+	expect_error("; x\n[agent]\nmetrics-listen = 127.0.0.1:0\n", 3,
+		     "metrics-listen = '127.0.0.1:0': the port must be a number from 1 to 65535");
+	expect_error("[agent]\nmetrics-listen = prometheus.example:9100\n", 2,
+		     "not an IP address");
+	expect_error("[agent]\nmetrics-listen = ::1:9100\n", 2, "in brackets");
+	expect_error("[agent]\nmetrics-listen = 127.0.0.1:9100\nmetrics-listen = [::1]:9100\n",
+		     3, "set twice");
+	expect_error("[agent]\nmetrics-listen =\n", 2, "empty value");
+	expect_error("[capacity]\ncpu = 4\nmetrics-listen = 127.0.0.1:9100\n", 3,
+		     "unknown key 'metrics-listen' in [capacity]");
+}
+
 /* [agent] metrics-detail: basic by default, basic or full, else FILE:LINE and what is allowed. */
 static void test_metrics_detail(void **state)
 {
@@ -756,6 +827,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_agent_service_keys, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_metrics_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_metrics_detail, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_metrics_listen, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_messages, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fifo_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_many_tenants, setup, teardown),

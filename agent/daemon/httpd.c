@@ -1,0 +1,428 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The metrics endpoint (see httpd.h): libmicrohttpd in its external epoll
+ * mode, driven by two sd-event sources, and the start, reload and stop of it.
+ *
+ *   GET or HEAD /metrics   200, the latest rendering, text/plain; version=0.0.4
+ *                          (503 before the first, which the first tick makes)
+ *   another method         405, Allow: GET, HEAD
+ *   another path           404
+ */
+#include "httpd.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "daemon.h"
+
+/* Below the tick and the signals, as the status socket (listener.c). */
+#define HTTP_PRIORITY (SD_EVENT_PRIORITY_NORMAL + 10)
+#define CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
+
+struct drfd_httpd {
+	struct MHD_Daemon *mhd;
+	sd_event_source *io, *timer;
+	const struct drf_logger *log;
+	/* The answers, kept from one request to the next: libmicrohttpd counts a
+	 * response's users, and frees it when the last one is done with it. */
+	struct MHD_Response *metrics;   /* NULL before the first rendering */
+	struct MHD_Response *not_found, *not_allowed, *unavailable;
+	struct drfd_http_stats st;
+};
+
+static int real_listen(void *ctx, const struct drf_listen_addr *a)
+{
+	struct sockaddr_storage ss = { 0 };
+	socklen_t sl;
+	int fd, r, one = 1;
+
+	(void)ctx;
+	if (a->family == AF_INET6) {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons(a->port);
+		memcpy(&s6->sin6_addr, a->addr, 16);
+		sl = sizeof(*s6);
+	} else {
+		struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+
+		s4->sin_family = AF_INET;
+		s4->sin_port = htons(a->port);
+		memcpy(&s4->sin_addr, a->addr, 4);
+		sl = sizeof(*s4);
+	}
+	fd = socket(a->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	/* A restart binds again while the old connections are in TIME_WAIT. [::] is
+	 * IPv6 alone: 0.0.0.0 is written for IPv4. */
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    (a->family == AF_INET6 &&
+	     setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) < 0) ||
+	    bind(fd, (struct sockaddr *)&ss, sl) < 0 || listen(fd, DRFD_HTTP_BACKLOG) < 0) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+const struct drfd_http_ops drfd_http_real_ops = { .listen = real_listen };
+
+void drfd_listen_addr_format(const struct drf_listen_addr *a, char *buf, size_t len)
+{
+	char host[INET6_ADDRSTRLEN] = "?";
+
+	inet_ntop(a->family, a->addr, host, sizeof(host));
+	snprintf(buf, len, a->family == AF_INET6 ? "[%s]:%u" : "%s:%u", host, (unsigned)a->port);
+}
+
+bool drfd_listen_addr_equal(const struct drf_listen_addr *a, const struct drf_listen_addr *b)
+{
+	return a->family == b->family && a->port == b->port &&
+	       memcmp(a->addr, b->addr, a->family == AF_INET6 ? 16 : 4) == 0;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+				  const char *method, const char *version,
+				  const char *upload_data, size_t *upload_data_size, void **con_cls)
+{
+	struct drfd_httpd *h = cls;
+	struct MHD_Response *resp;
+	unsigned status;
+
+	(void)version;
+	(void)upload_data;
+	(void)upload_data_size;
+	(void)con_cls;
+	if (strcmp(url, "/metrics") != 0) {
+		status = MHD_HTTP_NOT_FOUND;
+		resp = h->not_found;
+		h->st.not_found++;
+	} else if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 &&
+		   strcmp(method, MHD_HTTP_METHOD_HEAD) != 0) {
+		status = MHD_HTTP_METHOD_NOT_ALLOWED;
+		resp = h->not_allowed;
+		h->st.not_allowed++;
+	} else if (!h->metrics) {
+		status = MHD_HTTP_SERVICE_UNAVAILABLE;
+		resp = h->unavailable;
+		h->st.unavailable++;
+	} else {
+		status = MHD_HTTP_OK;
+		resp = h->metrics;
+		h->st.ok++;
+	}
+	/* For HEAD, libmicrohttpd sends the headers alone. */
+	return MHD_queue_response(c, status, resp);
+}
+
+/* The timer at libmicrohttpd's next deadline (0: work is waiting), or off without one. */
+static void arm(struct drfd_httpd *h)
+{
+	MHD_UNSIGNED_LONG_LONG ms;
+	uint64_t now;
+
+	if (MHD_get_timeout(h->mhd, &ms) != MHD_YES) {
+		sd_event_source_set_enabled(h->timer, SD_EVENT_OFF);
+		return;
+	}
+	if (sd_event_now(sd_event_source_get_event(h->timer), CLOCK_MONOTONIC, &now) < 0)
+		now = 0;
+	sd_event_source_set_time(h->timer, now + (uint64_t)ms * 1000);
+	sd_event_source_set_enabled(h->timer, SD_EVENT_ONESHOT);
+}
+
+static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct drfd_httpd *h = userdata;
+
+	(void)s;
+	(void)fd;
+	(void)revents;
+	MHD_run(h->mhd);
+	arm(h);
+	return 0;
+}
+
+static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct drfd_httpd *h = userdata;
+
+	(void)s;
+	(void)usec;
+	MHD_run(h->mhd);
+	arm(h);
+	return 0;
+}
+
+static struct MHD_Response *fixed(const char *text, const char *allow)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), (void *)text,
+								 MHD_RESPMEM_PERSISTENT);
+
+	if (r && (MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+					  "text/plain; charset=utf-8") != MHD_YES ||
+		  (allow && MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow) != MHD_YES))) {
+		MHD_destroy_response(r);
+		r = NULL;
+	}
+	return r;
+}
+
+int drfd_httpd_start(sd_event *e, int fd, const struct drf_logger *log, struct drfd_httpd **ret)
+{
+	struct drfd_httpd *h = calloc(1, sizeof(*h));
+	const union MHD_DaemonInfo *info;
+	int mfd, r = -ENOMEM;
+
+	if (!h) {
+		close(fd);
+		return -ENOMEM;
+	}
+	h->log = log;
+	h->not_found = fixed("drfd serves /metrics alone\n", NULL);
+	h->not_allowed = fixed("drfd's /metrics answers GET and HEAD\n", "GET, HEAD");
+	h->unavailable = fixed("drfd has not rendered its metrics yet\n", NULL);
+	if (!h->not_found || !h->not_allowed || !h->unavailable)
+		goto fail;
+	/*
+	 * libmicrohttpd gets a copy of the socket: whether it closes the one it
+	 * was given when it fails to start differs between its versions, and
+	 * drfd closes its own either way.
+	 */
+	mfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (mfd < 0) {
+		r = -errno;
+		goto fail;
+	}
+	/* No MHD_USE_ERROR_LOG: a flood would fill the journal with refusals. */
+	h->mhd = MHD_start_daemon(MHD_USE_EPOLL, 0, NULL, NULL, on_request, h,
+				  MHD_OPTION_LISTEN_SOCKET, (MHD_socket)mfd,
+				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)DRFD_HTTP_CONN_MAX,
+				  MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)DRFD_HTTP_CONN_PER_IP,
+				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)DRFD_HTTP_TIMEOUT_S,
+				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)DRFD_HTTP_CONN_MEMORY,
+				  MHD_OPTION_END);
+	if (!h->mhd) {
+		r = -EIO;
+		goto fail;
+	}
+	close(fd);
+	fd = -1;
+	info = MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+	if (!info) {
+		r = -EIO;
+		goto fail;
+	}
+	r = sd_event_add_io(e, &h->io, info->epoll_fd, EPOLLIN, on_io, h);
+	if (r >= 0)
+		r = sd_event_add_time(e, &h->timer, CLOCK_MONOTONIC, 0, 0, on_timer, h);
+	if (r >= 0)
+		r = sd_event_source_set_priority(h->io, HTTP_PRIORITY);
+	if (r >= 0)
+		r = sd_event_source_set_priority(h->timer, HTTP_PRIORITY);
+	if (r < 0)
+		goto fail;
+	arm(h);
+	*ret = h;
+	return 0;
+fail:
+	if (fd >= 0)
+		close(fd);
+	drfd_httpd_free(h);
+	return r;
+}
+
+void drfd_httpd_publish(struct drfd_httpd *h, char *text, size_t len)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+
+	if (!r || MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, CONTENT_TYPE) != MHD_YES) {
+		/* Out of memory: scrapes get the rendering before, which is better than none. */
+		if (r)
+			MHD_destroy_response(r);
+		else
+			free(text);
+		return;
+	}
+	/* Scrapes under way hold the old one until they are done with it. */
+	if (h->metrics)
+		MHD_destroy_response(h->metrics);
+	h->metrics = r;
+}
+
+void drfd_httpd_stats(const struct drfd_httpd *h, struct drfd_http_stats *ret)
+{
+	*ret = h ? h->st : (struct drfd_http_stats){ 0 };
+}
+
+void drfd_httpd_free(struct drfd_httpd *h)
+{
+	if (!h)
+		return;
+	sd_event_source_disable_unref(h->io);
+	sd_event_source_disable_unref(h->timer);
+	if (h->mhd)
+		MHD_stop_daemon(h->mhd);
+	if (h->metrics)
+		MHD_destroy_response(h->metrics);
+	if (h->not_found)
+		MHD_destroy_response(h->not_found);
+	if (h->not_allowed)
+		MHD_destroy_response(h->not_allowed);
+	if (h->unavailable)
+		MHD_destroy_response(h->unavailable);
+	free(h);
+}
+
+/* The latest rendering of from goes over to to, which serves it until the next tick's. */
+static void hand_over(struct drfd_httpd *from, struct drfd_httpd *to)
+{
+	if (!from || !to || !from->metrics)
+		return;
+	if (to->metrics)
+		MHD_destroy_response(to->metrics);
+	to->metrics = from->metrics;
+	from->metrics = NULL;
+}
+
+/* Listens on a and serves there: 0, or -errno with why naming the key and the address. */
+static int open_at(struct drfd *d, const struct drf_listen_addr *a, struct drfd_httpd **ret,
+		   char *why, size_t len)
+{
+	char addr[64];
+	int fd, r;
+
+	drfd_listen_addr_format(a, addr, sizeof(addr));
+	fd = d->env->http->listen(d->env->http_ctx, a);
+	if (fd < 0) {
+		snprintf(why, len, "metrics-listen = %s: cannot listen there: %s%s", addr,
+			 strerror(-fd),
+			 fd == -EADDRINUSE ? " (another process listens on that port)"
+			 : fd == -EADDRNOTAVAIL ? " (no interface of this host has that address)"
+			 : fd == -EAFNOSUPPORT || fd == -EPERM || fd == -EACCES
+				 ? " (under systemd, RestrictAddressFamilies= of drfd.service must "
+				   "allow it: drfd(8), METRICS)" : "");
+		return fd;
+	}
+	r = drfd_httpd_start(d->event, fd, d->log, ret);
+	if (r < 0)
+		snprintf(why, len, "metrics-listen = %s: cannot serve HTTP there: %s", addr,
+			 strerror(-r));
+	return r;
+}
+
+int drfd_http_listen(struct drfd *d, char *why, size_t len)
+{
+	const struct drf_config *c = &d->decl.cfg;
+	char addr[64];
+	int r;
+
+	if (!c->metrics_listen || !d->env->http)
+		return 0;
+	r = open_at(d, &c->metrics_addr, &d->http, why, len);
+	if (r < 0)
+		return r;
+	d->http_addr = c->metrics_addr;
+	drfd_listen_addr_format(&d->http_addr, addr, sizeof(addr));
+	drf_log(d->log, LOG_INFO, "metrics-listen: serving http://%s/metrics", addr);
+	return 0;
+}
+
+/* The endpoint of before a reload, bound again after it was closed to free its port. */
+static void restore(struct drfd *d, struct drfd_httpd *latest)
+{
+	char why[512];
+
+	if (open_at(d, &d->http_addr, &d->http, why, sizeof(why)) == 0) {
+		hand_over(latest, d->http);
+	} else {
+		d->http = NULL;
+		drf_log(d->log, LOG_ERR, "%s; the metrics endpoint is off until a reload or a "
+					 "restart brings it back", why);
+	}
+}
+
+int drfd_http_stage(struct drfd *d, const struct drf_config *n, struct drfd_http_stage *st,
+		    char *why, size_t len)
+{
+	bool want = n->metrics_listen && d->env->http;
+	int r;
+
+	*st = (struct drfd_http_stage){ 0 };
+	if (!want && !d->http)
+		return 0;
+	if (want && d->http && drfd_listen_addr_equal(&n->metrics_addr, &d->http_addr))
+		return 0;
+	st->changed = true;
+	if (!want)
+		return 0;
+	st->addr = n->metrics_addr;
+	r = open_at(d, &st->addr, &st->h, why, len);
+	/* The same port on another address of the same family, say 127.0.0.1 to
+	 * 0.0.0.0: the old socket holds it until it is closed. */
+	if (r == -EADDRINUSE && d->http && d->http_addr.port == st->addr.port) {
+		/* Its connections go, and its socket; its rendering is kept (st->latest). */
+		st->latest = d->http;
+		d->http = NULL;
+		MHD_stop_daemon(st->latest->mhd);
+		st->latest->mhd = NULL;
+		st->latest->io = sd_event_source_disable_unref(st->latest->io);
+		st->latest->timer = sd_event_source_disable_unref(st->latest->timer);
+		st->released = true;
+		r = open_at(d, &st->addr, &st->h, why, len);
+		if (r < 0) {
+			restore(d, st->latest);
+			drfd_httpd_free(st->latest);
+			st->latest = NULL;
+			st->released = false;
+		}
+	}
+	if (r < 0) {
+		st->changed = false;
+		st->h = NULL;
+		return r;
+	}
+	return 0;
+}
+
+void drfd_http_commit(struct drfd *d, struct drfd_http_stage *st)
+{
+	char addr[64];
+
+	if (!st->changed)
+		return;
+	hand_over(st->released ? st->latest : d->http, st->h);
+	drfd_httpd_free(st->released ? st->latest : d->http);
+	d->http = st->h;
+	if (d->http) {
+		d->http_addr = st->addr;
+		drfd_listen_addr_format(&d->http_addr, addr, sizeof(addr));
+		drf_log(d->log, LOG_NOTICE, "metrics-listen: serving http://%s/metrics", addr);
+	} else {
+		drf_log(d->log, LOG_NOTICE, "metrics-listen removed: the metrics endpoint is closed");
+	}
+	*st = (struct drfd_http_stage){ 0 };
+}
+
+void drfd_http_unstage(struct drfd *d, struct drfd_http_stage *st)
+{
+	if (!st->changed)
+		return;
+	drfd_httpd_free(st->h);
+	if (st->released) {
+		restore(d, st->latest);
+		drfd_httpd_free(st->latest);
+	}
+	*st = (struct drfd_http_stage){ 0 };
+}
