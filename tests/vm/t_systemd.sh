@@ -294,6 +294,16 @@ wait_for 15 test ! -d "$TROOT/drf-web.slice"
 check orphan-removed-when-empty "[ ! -d $TROOT/drf-web.slice ]" "web's slice $([ -d "$TROOT/drf-web.slice" ] && echo kept || echo removed) once its process ended"
 journalctl -u drfd.service -o short-monotonic --no-pager >"$R/drfd-journal.txt" 2>&1
 
+# 7b. metrics-listen under the unit's IPAddressAllow=localhost: a loopback scrape gets through.
+sed -i 's/^\[agent\]$/[agent]\nmetrics-listen = 127.0.0.1:9477/' /etc/drfd/drfd.conf
+systemctl reload drfd.service
+rc=$?
+$PY -c 'import urllib.request as u; r = u.urlopen("http://127.0.0.1:9477/metrics", timeout=10); print(r.status); print(r.read().decode())' >"$work/scrape.txt" 2>&1
+code=$(head -n 1 "$work/scrape.txt")
+up=$(grep -c '^drfd_up 1$' "$work/scrape.txt")
+check metrics-listen-under-the-unit "[ $rc -eq 0 ] && [ '$code' = 200 ] && [ $up -eq 1 ]" \
+	"systemctl reload with metrics-listen = 127.0.0.1:9477: exit $rc; GET /metrics: '$code', drfd_up 1 lines: $up"
+
 # 8. Removal: remove says what keeps running; purge leaves no qdisc, pin, slice or state.
 sed -i 's/^\[capacity\]$/[capacity]\nnet-device = drfv0\nnet-rate = auto/' /etc/drfd/drfd.conf
 printf '[tenant web]\ncpu = 1\n' >"$conf"
