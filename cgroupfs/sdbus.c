@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <systemd/sd-bus.h>
+#include <systemd/sd-event.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -25,6 +26,8 @@
 struct bus {
 	sd_bus *b;
 	pid_t pid;
+	int fd;          /* b's socket: a child closes the parent's */
+	sd_event *event; /* where it is read between calls (cgfs_bus_attach) */
 };
 
 static int connect_bus(struct bus *c)
@@ -47,18 +50,36 @@ static int connect_bus(struct bus *c)
 		if (r < 0)
 			return r;
 	}
+	/* Read between calls too: systemd sends every unit's signals on its private socket. */
+	if (c->event && (r = sd_bus_attach_event(b, c->event, SD_EVENT_PRIORITY_NORMAL)) < 0) {
+		sd_bus_flush_close_unref(b);
+		return r;
+	}
 	c->b = b;
 	c->pid = getpid();
+	c->fd = sd_bus_get_fd(b);
 	return 0;
+}
+
+/* Lets go of the connection: a child closes the parent's socket, and leaves the rest. */
+static void drop(struct bus *c)
+{
+	if (!c->b)
+		return;
+	if (c->pid == getpid()) {
+		sd_bus_detach_event(c->b);
+		sd_bus_flush_close_unref(c->b);
+	} else if (c->fd >= 0) {
+		close(c->fd);
+	}
+	c->b = NULL;
 }
 
 static int get_bus(struct bus *c, sd_bus **ret)
 {
-	/* The parent's connection is not the child's to use, nor to close. */
-	if (c->b && c->pid != getpid())
-		c->b = NULL;
-	if (c->b && sd_bus_is_open(c->b) <= 0)
-		c->b = sd_bus_flush_close_unref(c->b);
+	/* The parent's connection is not the child's to use. */
+	if (c->b && (c->pid != getpid() || sd_bus_is_open(c->b) <= 0))
+		drop(c);
 	if (!c->b) {
 		int r = connect_bus(c);
 
@@ -72,11 +93,9 @@ static int get_bus(struct bus *c, sd_bus **ret)
 /* A call that failed because the connection went: worth one more on a new one. */
 static bool lost(struct bus *c, int r)
 {
-	if (r != -ECONNRESET && r != -ENOTCONN && r != -EPIPE && r != -ECHILD)
+	if (r != -ECONNRESET && r != -ENOTCONN && r != -EPIPE && r != -ECHILD && r != -ENOBUFS)
 		return false;
-	if (c->b && c->pid == getpid())
-		sd_bus_flush_close_unref(c->b);
-	c->b = NULL;
+	drop(c);
 	return true;
 }
 
@@ -87,6 +106,7 @@ int cgfs_bus_open(void **ret)
 
 	if (!c)
 		return -ENOMEM;
+	c->fd = -1;
 	r = connect_bus(c);
 	if (r < 0) {
 		free(c);
@@ -102,9 +122,23 @@ void cgfs_bus_close(void *bus)
 
 	if (!c)
 		return;
-	if (c->b && c->pid == getpid())
-		sd_bus_flush_close_unref(c->b);
+	drop(c);
+	sd_event_unref(c->event);
 	free(c);
+}
+
+int cgfs_bus_attach(void *bus, struct sd_event *event)
+{
+	struct bus *c = bus;
+	sd_bus *b;
+
+	if (!c)
+		return 0;
+	sd_event_unref(c->event);
+	c->event = sd_event_ref(event);
+	/* Connected before (a fork since, maybe): attached by connecting again. */
+	drop(c);
+	return get_bus(c, &b);
 }
 
 static int append_prop(sd_bus_message *m, const struct cgfs_prop *p)
@@ -118,6 +152,8 @@ static int append_prop(sd_bus_message *m, const struct cgfs_prop *p)
 		return sd_bus_message_append(m, "(sv)", p->name, "s", p->s);
 	case CGFS_PROP_DEV_U64:
 		return sd_bus_message_append(m, "(sv)", p->name, "a(st)", 1, p->s, p->u);
+	case CGFS_PROP_DEV_NONE:
+		return sd_bus_message_append(m, "(sv)", p->name, "a(st)", 0);
 	case CGFS_PROP_PID:
 		return sd_bus_message_append(m, "(sv)", p->name, "au", 1, (uint32_t)p->u);
 	}
@@ -334,9 +370,92 @@ static int real_stop(void *ctx, const char *unit)
 	return r;
 }
 
+/* The object path of a loaded unit: 0, -ENOENT if it is not loaded. */
+static int unit_object(sd_bus *b, const char *unit, char **ret)
+{
+	sd_bus_error error = SD_BUS_ERROR_NULL;
+	sd_bus_message *reply = NULL;
+	const char *path;
+	int r;
+
+	r = sd_bus_call_method(b, DEST, PATH, MANAGER, "GetUnit", &error, &reply, "s", unit);
+	if (r < 0 && sd_bus_error_has_name(&error, "org.freedesktop.systemd1.NoSuchUnit"))
+		r = -ENOENT;
+	else if (r < 0 && sd_bus_error_is_set(&error) && sd_bus_error_get_errno(&error))
+		r = -sd_bus_error_get_errno(&error);
+	if (r >= 0)
+		r = sd_bus_message_read(reply, "o", &path);
+	if (r >= 0)
+		*ret = strdup(path);
+	if (r >= 0 && !*ret)
+		r = -ENOMEM;
+	sd_bus_error_free(&error);
+	sd_bus_message_unref(reply);
+	return r < 0 ? r : 0;
+}
+
+static bool drfd_slice(const char *unit)
+{
+	size_t n = strlen(unit);
+
+	return strncmp(unit, "drf-", 4) == 0 && n > 6 && strcmp(unit + n - 6, ".slice") == 0;
+}
+
+static int busy_on(sd_bus *b, const char *unit)
+{
+	sd_bus_error error = SD_BUS_ERROR_NULL;
+	char *path = NULL, **members = NULL;
+	int r, n = 0;
+
+	r = unit_object(b, unit, &path);
+	if (r == -ENOENT)
+		return 0;
+	if (r >= 0)
+		r = sd_bus_get_property_strv(b, DEST, path, "org.freedesktop.systemd1.Unit",
+					     "SliceOf", &error, &members);
+	for (char **m = members; r >= 0 && m && *m; m++) {
+		char *mpath = NULL, *state = NULL;
+		int e;
+
+		if (drfd_slice(*m))
+			continue;
+		e = unit_object(b, *m, &mpath);
+		if (e == 0)
+			e = sd_bus_get_property_string(b, DEST, mpath,
+						       "org.freedesktop.systemd1.Unit",
+						       "ActiveState", NULL, &state);
+		/* Unknown is busy: a unit is never stopped on a guess. */
+		if (e < 0 || (strcmp(state, "inactive") != 0 && strcmp(state, "failed") != 0))
+			n++;
+		free(state);
+		free(mpath);
+	}
+	if (r < 0 && sd_bus_error_is_set(&error) && sd_bus_error_get_errno(&error))
+		r = -sd_bus_error_get_errno(&error);
+	for (char **m = members; m && *m; m++)
+		free(*m);
+	free(members);
+	free(path);
+	sd_bus_error_free(&error);
+	return r < 0 ? r : n;
+}
+
+static int real_busy(void *ctx, const char *unit)
+{
+	sd_bus *b;
+	int r = get_bus(ctx, &b);
+
+	if (r == 0)
+		r = busy_on(b, unit);
+	if (lost(ctx, r) && (r = get_bus(ctx, &b)) == 0)
+		r = busy_on(b, unit);
+	return r;
+}
+
 const struct cgfs_bus_ops cgfs_bus_real_ops = {
 	.name = "systemd",
 	.start = real_start,
 	.set = real_set,
 	.stop = real_stop,
+	.busy = real_busy,
 };

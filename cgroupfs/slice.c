@@ -63,6 +63,9 @@ static int io_weight(const char *val, bool bfq, struct cgfs_prop *p, size_t *n, 
 	uint64_t w;
 	struct cgfs_prop *q;
 
+	/* A device's own weight taken back: systemd's list of them emptied. */
+	if (sp > 0 && sp <= 32 && memchr(val, ':', sp) && strcmp(val + sp, " default") == 0)
+		return add(p, n, max, "IODeviceWeight", CGFS_PROP_DEV_NONE, 0) ? 0 : -E2BIG;
 	if (!val[sp] || parse_u64(val + sp + 1, strcspn(val + sp + 1, "\n"), false, &w) < 0 ||
 	    w < 1 || w > (bfq ? 1000 : 10000))
 		return -EINVAL;
@@ -222,6 +225,9 @@ void cgfs_prop_format(const struct cgfs_prop *p, char *buf, size_t len)
 	case CGFS_PROP_DEV_U64:
 		snprintf(buf, len, "%s=%s %s", p->name, p->s, v);
 		break;
+	case CGFS_PROP_DEV_NONE:
+		snprintf(buf, len, "%s=", p->name);
+		break;
 	default:
 		snprintf(buf, len, "%s=%s", p->name, v);
 		break;
@@ -347,10 +353,15 @@ static int slice_rmdir(void *ctx, int dirfd, const char *path)
 {
 	struct cgfs_slice *s = ctx;
 	char unit[DRF_UNIT_NAME_MAX + 1];
+	int r;
 
 	(void)dirfd;
 	if (!*path || cgfs_slice_unit(path, unit, sizeof(unit)) < 0)
 		return -EPERM;
+	/* A unit in it (a service between restarts, a socket) would be stopped with it. */
+	r = s->bus->busy(s->bus_ctx, unit);
+	if (r != 0)
+		return r > 0 ? -EBUSY : r;
 	return s->bus->stop(s->bus_ctx, unit);
 }
 
@@ -473,9 +484,20 @@ static int rec_stop(void *ctx, const char *unit)
 	return r->inner ? r->inner->stop(r->inner_ctx, unit) : 0;
 }
 
+static int rec_busy(void *ctx, const char *unit)
+{
+	struct cgfs_bus_recorder *r = ctx;
+	int f = drf_fault_inject(&r->fault, CGFS_BUS_BUSY, 0, unit);
+
+	if (f < 0)
+		return f;
+	return r->inner ? r->inner->busy(r->inner_ctx, unit) : 0;
+}
+
 const struct cgfs_bus_ops cgfs_bus_recording_ops = {
 	.name = "recording",
 	.start = rec_start,
 	.set = rec_set,
 	.stop = rec_stop,
+	.busy = rec_busy,
 };

@@ -7,7 +7,8 @@
  * The root is drf.slice's cgroup; a tenant's cgroup is its slice's
  * (unitname.h). A change of a cgroup file becomes runtime properties of the
  * cgroup's unit (cgfs_slice_props), a cgroup made or removed becomes a
- * transient slice started or stopped, and a process moved into a tenant goes
+ * transient slice started or stopped (only once no process and no active unit
+ * is in it: stopping a slice stops its units), and a process moved into a tenant goes
  * into a transient scope in its slice (a slice holds no process of its own).
  * systemd writes the cgroup files from those properties; the reconciler reads
  * them back as it does any cgroup's, and puts a value someone changed back
@@ -34,6 +35,7 @@ enum cgfs_prop_type {
 	CGFS_PROP_BOOL,    /* b */
 	CGFS_PROP_STR,     /* s */
 	CGFS_PROP_DEV_U64, /* a(st): one (device path, value) */
+	CGFS_PROP_DEV_NONE, /* a(st): empty, which resets the list */
 	CGFS_PROP_PID,     /* au: one pid */
 };
 
@@ -61,6 +63,12 @@ struct cgfs_bus_ops {
 	int (*set)(void *ctx, const char *unit, const struct cgfs_prop *p, size_t n);
 	/* StopUnit(unit, "fail") and waits for its job. */
 	int (*stop)(void *ctx, const char *unit);
+	/*
+	 * How many units in slice `unit` (its SliceOf) are active or on their
+	 * way (not inactive, not failed), drfd's own slices not counted: 0 when
+	 * the slice is not loaded. Stopping a slice stops every unit in it.
+	 */
+	int (*busy)(void *ctx, const char *unit);
 };
 
 /* The bus operations, as bits, for the recorder's fault injection. */
@@ -68,6 +76,7 @@ enum cgfs_bus_op {
 	CGFS_BUS_START = 1 << 0,
 	CGFS_BUS_SET = 1 << 1,
 	CGFS_BUS_STOP = 1 << 2,
+	CGFS_BUS_BUSY = 1 << 3,
 };
 
 /*
@@ -95,6 +104,13 @@ extern const struct cgfs_bus_ops cgfs_bus_recording_ops;
 extern const struct cgfs_bus_ops cgfs_bus_real_ops;
 int cgfs_bus_open(void **ret);
 void cgfs_bus_close(void *bus);
+/*
+ * Reads the connection from the event loop between calls, from now on (and
+ * after each reconnection): systemd sends every unit's signals on its private
+ * socket, which would pile up unread. 0 or -errno.
+ */
+struct sd_event;
+int cgfs_bus_attach(void *bus, struct sd_event *event);
 
 /*
  * FILE = VAL of a unit's cgroup as properties (into p, at most max): the
@@ -103,7 +119,8 @@ void cgfs_bus_close(void *bus);
  * (CPUQuotaPerSecUSec, CPUQuotaPeriodUSec; systemd writes the quota back as
  * per-second x period / 1 s, so the per-second value is rounded up),
  * memory.low/high/max/swap.max (MemoryLow/High/Max/SwapMax), io.weight
- * (IOWeight or IODeviceWeight), io.bfq.weight (the same, as the IOWeight
+ * (IOWeight or IODeviceWeight; "MAJ:MIN default" resets IODeviceWeight to
+ * none), io.bfq.weight (the same, as the IOWeight
  * that systemd maps to that BFQ weight), io.max (IO{Read,Write}{Bandwidth,
  * IOPS}Max for /dev/block/MAJ:MIN), cgroup.subtree_control ("+cpu -io":
  * CPUAccounting=yes, IOAccounting=no; what a slice passes down is systemd's

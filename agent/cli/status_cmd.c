@@ -357,8 +357,13 @@ int drfctl_exec(int argc, char **argv)
 	else
 		r = cgfs_open(&fs, root, false, &cgfs_real_ops, NULL);
 	if (r == 0) {
+		char type[32];
+
 		snprintf(pid, sizeof(pid), "%d", (int)getpid());
-		r = cgfs_write(&fs, t->cgroup, "cgroup.procs", pid);
+		/* Not made yet: systemd would make the slice itself, without the tenant's limits. */
+		r = (int)cgfs_read(&fs, t->cgroup, "cgroup.type", type, sizeof(type));
+		if (r >= 0)
+			r = cgfs_write(&fs, t->cgroup, "cgroup.procs", pid);
 		if (r < 0 && cfg.slices)
 			fprintf(stderr, "drfctl: systemd cannot start a scope in '%s/%s': %s%s\n",
 				root, t->cgroup, strerror(-r), r == -EACCES || r == -EPERM

@@ -487,7 +487,7 @@ int drfd_start(struct drfd *d, struct drf_reconcile_stats *ret)
 				(unsigned long)sysconf(_SC_PAGESIZE));
 	if (r < 0)
 		return r;
-	d->rc.set_makes_files = d->decl.cfg.slices;
+	d->rc.by_systemd = d->decl.cfg.slices;
 	if (c->state_dir &&
 	    drf_statedir_path(c->state_dir, d->root, ".state", d->state_path,
 			      sizeof(d->state_path)) < 0) {

@@ -605,6 +605,13 @@ int main(int argc, char **argv)
 		ret = EXIT_FAIL;
 		goto out_fs;
 	}
+	/* systemd's messages read as they come, by this process (the daemon's, after a fork). */
+	r = cgfs_bus_attach(sl.bus, d.event);
+	if (r < 0) {
+		drf_log(d.log, LOG_ERR, "cannot reach systemd over D-Bus: %s", strerror(-r));
+		ret = EXIT_ROOT;
+		goto out_d;
+	}
 	if (!o.dry_run && !o.once) {
 		r = drfd_listen(&d, d.decl.cfg.status_socket, d.decl.cfg.status_group, err,
 				sizeof(err));

@@ -318,9 +318,10 @@ static int retire(struct drf_reconciler *rc, const char *name, const char *cgrou
 			rc->fs->root, cgroup);
 	else if (r == -EBUSY)
 		drf_log(&rc->log, LOG_WARNING, "tenant '%s' is gone from the config but '%s/%s' "
-					       "still holds processes; leaving it and its limits "
+					       "still holds processes%s; leaving it and its limits "
 					       "in place until it is empty",
-			name, rc->fs->root, cgroup);
+			name, rc->fs->root, cgroup,
+			rc->by_systemd ? " or an active unit (stopping the slice would stop it)" : "");
 	else
 		drf_log(&rc->log, LOG_ERR, "cannot remove '%s/%s' of departed %s '%s': %s; will "
 					   "retry", rc->fs->root, cgroup, kind_names[kind], name,
@@ -642,7 +643,12 @@ static unsigned set_subtree(struct drf_reconciler *rc, const char *cg, int *errs
 			    struct drf_reconcile_stats *st)
 {
 	unsigned have = 0, failed = 0;
-	int r = cgfs_subtree_control(rc->fs, cg, &have);
+	int r;
+
+	/* systemd's to decide from its units' properties (a knob set enables its controller). */
+	if (rc->by_systemd)
+		return 0;
+	r = cgfs_subtree_control(rc->fs, cg, &have);
 
 	/* Unreadable as missing: nothing enabled; a dry run of an absent tree gets "+x". */
 	if (r < 0 && r != -ENOENT)
@@ -975,7 +981,7 @@ static void process(struct drf_reconciler *rc, struct drf_tenant_rt *t, bool ver
 			 * controller: with slices, a missing file is set, which
 			 * makes it.
 			 */
-			if (n == -ENOENT && rc->set_makes_files) {
+			if (n == -ENOENT && rc->by_systemd) {
 				write_knob(rc, t, k, NULL, st);
 				continue;
 			}

@@ -77,7 +77,9 @@ struct drf_reconciler {
 	const struct drf_io_target *io; /* NULL without io */
 	struct drf_logger log;
 	bool async_memory;              /* tighten memory on a worker thread */
-	bool set_makes_files;           /* slices: setting a knob makes its missing file */
+	bool by_systemd;                /* slices: systemd enables the controllers its units'
+					 * properties need (no cgroup.subtree_control write),
+					 * so setting a knob makes its missing file */
 	unsigned long page_size;        /* memory limits round down to it */
 	unsigned ctrls;                 /* controllers the plan needs */
 	struct drf_tenant_rt *t;        /* the plan's tenants (config order), inner nodes, tasks */

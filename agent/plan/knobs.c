@@ -192,10 +192,19 @@ static void io_limits(char *buf, size_t len, const struct drf_io_target *io, dou
 	snprintf(buf, len, "%u:%u rbps=%s wbps=%s riops=max wiops=max", io->major, io->minor, r, w);
 }
 
-/* A limit mode cpu.max: quota (at least the kernel's 1 ms) and period, or max above its largest. */
-static void cpu_cap(struct drf_knobs *k, double cores)
+/*
+ * A limit mode cpu.max: quota (at least the kernel's 1 ms) and period, or max
+ * above its largest. whole_percent (slices): a multiple of 1% of the period,
+ * rounded down, because systemd keeps CPUQuota= in its unit files in whole
+ * percent, and a daemon-reload would otherwise write a lower quota back.
+ */
+static void cpu_cap(struct drf_knobs *k, double cores, bool whole_percent)
 {
 	double quota = fmax(1000, round(cores * DRF_CPU_PERIOD_US));
+
+	if (whole_percent && quota <= DRF_CPU_MAX_QUOTA_US)
+		quota = fmax(DRF_CPU_PERIOD_US / 100,
+			     floor(quota / (DRF_CPU_PERIOD_US / 100)) * (DRF_CPU_PERIOD_US / 100));
 
 	/*
 	 * The kernel's quota lies in [1ms, max_cfs_runtime] (tg_set_cfs_bandwidth():
@@ -429,7 +438,7 @@ int drf_knobs_compute(const struct drf_config *c, const struct drf_problem *p,
 
 			if (limit) {
 				set(k, DRF_KNOB_CPU_WEIGHT, "100");
-				cpu_cap(k, uncapped & (1u << DRF_RES_CPU) ? INFINITY : a);
+				cpu_cap(k, uncapped & (1u << DRF_RES_CPU) ? INFINITY : a, c->slices);
 			} else {
 				fmt_whole(k->val[DRF_KNOB_CPU_WEIGHT], DRF_KNOB_LEN,
 					  (double)scale_weight(a, cpu_max, 10000), "");
@@ -497,7 +506,7 @@ void drf_knobs_task(const double vec[DRF_NRES], const struct drf_io_target *io,
 {
 	memset(ret, 0, sizeof(*ret));
 	if (vec[DRF_RES_CPU] > 0)
-		cpu_cap(ret, vec[DRF_RES_CPU]);
+		cpu_cap(ret, vec[DRF_RES_CPU], false);
 	if (vec[DRF_RES_MEMORY] > 0) {
 		bytes_or_max(ret->val[DRF_KNOB_MEMORY_MAX], DRF_KNOB_LEN, vec[DRF_RES_MEMORY]);
 		ret->set[DRF_KNOB_MEMORY_MAX] = true;

@@ -123,6 +123,10 @@ static void test_props(void **state)
 	assert_string_equal(p[0].name, "IODeviceWeight");
 	assert_string_equal(p[0].s, "/dev/block/8:16");
 	assert_int_equal(p[0].u, 50);
+	/* The reset of a device's own weight: the whole list, emptied. */
+	assert_int_equal(cgfs_slice_props("io.bfq.weight", "8:16 default", p, CGFS_PROPS_MAX), 1);
+	assert_string_equal(p[0].name, "IODeviceWeight");
+	assert_int_equal(p[0].type, CGFS_PROP_DEV_NONE);
 	assert_int_equal(cgfs_slice_props("io.max", "8:0 rbps=1048576 wbps=max riops=max wiops=max",
 					  p, CGFS_PROPS_MAX), 4);
 	assert_string_equal(p[0].name, "IOReadBandwidthMax");
@@ -190,6 +194,7 @@ struct fakesd {
 	int rootfd;
 	uint64_t per_sec, period; /* of the unit last set */
 	size_t starts, sets, stops, exists;
+	const char *busy_unit; /* a slice with an active unit in it (a service between restarts) */
 };
 
 static int unit_path(const char *unit, char *path, size_t len)
@@ -340,7 +345,15 @@ static int sd_stop(void *ctx, const char *unit)
 	return fakecg_ops.rmdir(NULL, sd->rootfd, path);
 }
 
-static const struct cgfs_bus_ops fakesd_ops = { "fake systemd", sd_start, sd_set, sd_stop };
+static int sd_busy(void *ctx, const char *unit)
+{
+	struct fakesd *sd = ctx;
+
+	return sd->busy_unit && strcmp(unit, sd->busy_unit) == 0;
+}
+
+static const struct cgfs_bus_ops fakesd_ops = { "fake systemd", sd_start, sd_set, sd_stop,
+						sd_busy };
 
 static int yes(void *ctx)
 {
@@ -362,14 +375,14 @@ static const char *tenants = "[capacity]\ncpu = 4\nmemory = 4G\n"
 			     "[tenant my-batch]\ncpu = 2\nmemory = 512M\n"
 			     "[tenant api]\ncgroup = team/api\ncpu = 1\nmemory = 256M\n";
 
-static void sliced_setup(struct sliced *s)
+static void sliced_setup_with(struct sliced *s, const char *agent, const char *text)
 {
 	char conf[1024], err[1024];
 
-	assert_int_equal(fakedrfd_setup(&s->f, "", tenants), 0);
+	assert_int_equal(fakedrfd_setup(&s->f, "", text), 0);
 	/* cgroup-root = auto, on a host whose init is systemd. */
-	snprintf(conf, sizeof(conf), "[agent]\ncgroup-root = auto\nstate-dir = %s\n%s",
-		 s->f.statedir, tenants);
+	snprintf(conf, sizeof(conf), "[agent]\ncgroup-root = auto\nstate-dir = %s\n%s%s",
+		 s->f.statedir, agent, text);
 	assert_int_equal(t_write_file(s->f.conf, conf), 0);
 	s->host = t_fake_host;
 	s->host.systemd = yes;
@@ -393,6 +406,11 @@ static void sliced_setup(struct sliced *s)
 	assert_int_equal(cgfs_open(&s->f.fs, s->f.root, false, &cgfs_slice_ops, &s->ops), 0);
 	s->sd.rootfd = s->f.fs.rootfd;
 	s->f.rec.root = s->f.fs.root;
+}
+
+static void sliced_setup(struct sliced *s)
+{
+	sliced_setup_with(s, "", tenants);
 }
 
 static void sliced_tick(struct sliced *s, size_t verify)
@@ -471,6 +489,45 @@ static void test_daemon_on_slices(void **state)
 	fakedrfd_teardown(&s.f);
 }
 
+/*
+ * systemd keeps CPUQuota= in its unit files in whole percent: after a
+ * daemon-reload it writes cpu.max from that. A limit mode quota under slices
+ * is a whole percent already, so the reload changes nothing drfd must mend.
+ */
+static void test_limit_quota_survives_daemon_reload(void **state)
+{
+	struct sliced s;
+	size_t sets;
+
+	(void)state;
+	/* Shares of 3.3 cores: quotas that are not whole percents unless made so. */
+	sliced_setup_with(&s, "mode = limit\n",
+			  "[capacity]\ncpu = 3.3\nmemory = 4G\n"
+			  "[tenant web]\nweight = 3\ncpu = 3\nmemory = 1G\n"
+			  "[tenant batch]\ncpu = 3\nmemory = 512M\n");
+	assert_int_equal(fakedrfd_start(&s.f), 0);
+	assert_knobs_as_planned(&s);
+	sets = s.sd.sets;
+	for (size_t i = 0; i < s.f.d.decl.cfg.n_tenants; i++) {
+		const char *cg = s.f.d.decl.cfg.tenants[i].cgroup;
+		unsigned long long q, period;
+		char f[1100], v[64];
+
+		assert_int_equal(sscanf(fakedrfd_get(&s.f, cg, "cpu.max"), "%llu %llu", &q, &period),
+				 2);
+		/* As systemd: the per-second quota it was given, truncated to whole percent. */
+		snprintf(v, sizeof(v), "%llu %llu\n",
+			 (unsigned long long)sd_quota((q * 1000000 + period - 1) / period / 10000 *
+							      10000, period), period);
+		snprintf(f, sizeof(f), "%s/cpu.max", cg);
+		assert_int_equal(fakecg_put(s.f.fs.rootfd, f, v), 0);
+	}
+	sliced_tick(&s, SIZE_MAX);
+	assert_int_equal(s.sd.sets, sets);
+	assert_knobs_as_planned(&s);
+	fakedrfd_teardown(&s.f);
+}
+
 static void test_remove_and_exec(void **state)
 {
 	struct sliced s;
@@ -495,11 +552,20 @@ static void test_remove_and_exec(void **state)
 	snprintf(cfg, sizeof(cfg), "[agent]\ncgroup-root = auto\nstate-dir = %s\n"
 		 "[capacity]\ncpu = 4\nmemory = 4G\n", s.f.statedir);
 	assert_int_equal(t_write_file(s.f.conf, cfg), 0);
+	/* my-batch's slice holds a unit between restarts: no process, but stopping would stop it. */
+	s.sd.busy_unit = "drf-my\\x2dbatch.slice";
 	assert_int_equal(drfd_reload(&s.f.d), 0);
 	sliced_tick(&s, SIZE_MAX);
-	/* my-batch, drf-team-api, then drf-team (emptied): three stops; web kept. */
-	assert_int_equal(s.sd.stops, 3);
+	/* drf-team-api, then drf-team (emptied): two stops; web and my-batch kept. */
+	assert_int_equal(s.sd.stops, 2);
 	assert_int_equal(fakedrfd_get(&s.f, "drf-web.slice", "cpu.weight")[0] != '\0', 1);
+	assert_int_equal(fakedrfd_get(&s.f, "drf-my\\x2dbatch.slice", "cpu.weight")[0] != '\0', 1);
+	assert_int_equal(fakedrfd_get(&s.f, "drf-team.slice/drf-team-api.slice", "cpu.weight")[0],
+			 '\0');
+	/* Once the unit is gone, a later tick stops the slice. */
+	s.sd.busy_unit = NULL;
+	sliced_tick(&s, SIZE_MAX);
+	assert_int_equal(s.sd.stops, 3);
 	assert_int_equal(fakedrfd_get(&s.f, "drf-my\\x2dbatch.slice", "cpu.weight")[0], '\0');
 	fakedrfd_teardown(&s.f);
 }
@@ -512,6 +578,7 @@ int main(void)
 		cmocka_unit_test(test_props),
 		cmocka_unit_test(test_props_round_trip),
 		cmocka_unit_test(test_daemon_on_slices),
+		cmocka_unit_test(test_limit_quota_survives_daemon_reload),
 		cmocka_unit_test(test_remove_and_exec),
 	};
 
