@@ -314,6 +314,8 @@ check-cli: $(BINS) layers
 	@DRFCTL=$(abspath $(BUILD)/drfctl) tests/cli/test_recommend.sh
 	@echo "== tests/cli/test_completion.sh"
 	@DRFCTL=$(abspath $(BUILD)/drfctl) tests/cli/test_completion.sh
+	@echo "== tests/cli/test_docs.sh"
+	@DRFCTL=$(abspath $(BUILD)/drfctl) tests/cli/test_docs.sh
 	@echo "== tests/cli/test_install.sh"
 	@BUILD=$(BUILD) MAKE=$(MAKE) tests/cli/test_install.sh
 	@echo "== tests/cli/test_layers.sh"

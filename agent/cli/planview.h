@@ -29,7 +29,7 @@ int drf_plan_print_table(FILE *out, const struct drf_plan *plan);
 
 /*
  * {"policy": ..., "capacity": {...}, "unallocated": {...}, "tenants": [...]}, and
- * "running" when a drfd answered (cli.h): see the README for the schema. Numbers print as the shortest decimal that reads
+ * "running" when a drfd answered (cli.h): see drfctl(8), PLAN JSON, for the schema. Numbers print as the shortest decimal that reads
  * back as the same double. Returns 0, or -EIO if the stream failed.
  */
 int drf_plan_print_json(FILE *out, const struct drf_plan *plan);

@@ -682,7 +682,7 @@ static int handler(void *user, const char *section, const char *name, const char
 			fail(ps, "unknown key '%s' in [agent] (known: cgroup-root, interval, mode, "
 				 "policy, tenants-dir, state-dir, status-socket, status-group, "
 				 "verify-period, net-replace-qdisc, metrics-file, metrics-detail, "
-				 "demand)", name);
+				 "metrics-listen, demand)", name);
 			return 0;
 		}
 		duplicate_key(ps, &ps->agent_line[k], name);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Allocation engine. See alloc.h for the contract, the README for the policies.
+ * Allocation engine. See alloc.h for the contract, docs/design.md for the policies.
  *
  * Progressive filling is done exactly, by jumping from event to event instead of
  * raising the level in small steps. At level s an active tenant i holds

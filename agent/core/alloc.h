@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The allocation engine: a pure function of (capacities, demands). No I/O, no
- * logging, no globals. The README's "Policies" says what each computes.
+ * logging, no globals. docs/design.md, "Policies", says what each computes.
  *
  * Every tenant's demand is a shape vector and a bound on how many copies of it
  * the tenant can use:

@@ -28,7 +28,7 @@
  *     tenant falls as usual.
  * Return from idle: from the floor, each tick under pressure doubles E, so E is
  * back at B after log2(DRF_DEM_FLOOR_DIV) = 4 rises, the first one on the first
- * tick that measured the tenant busy. See the README for the bounds.
+ * tick that measured the tenant busy. See docs/online-drf.md for the bounds.
  */
 #ifndef DRF_DEMAND_H
 #define DRF_DEMAND_H

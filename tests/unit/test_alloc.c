@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The worked examples (E1-E5 of the README's policies), exactly, and the engine's
+ * The worked examples (E1-E5; docs/design.md has the policies), exactly, and the engine's
  * edge cases.
  * Expected numbers are written beside each test, derived by hand in the comment.
  */

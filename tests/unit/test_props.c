@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The DRF properties (README, "Policies") on seeded random instances: n in 1..200, m in
+ * The DRF properties (docs/design.md, "Policies") on seeded random instances: n in 1..200, m in
  * 1..6 of the resources, equal or widely spread weights, bounded demands, task
  * shapes with limited and unlimited counts, zero entries, and magnitudes from a
  * fraction of a core to terabytes. Each failure prints the seed of its instance;

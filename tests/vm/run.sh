@@ -2,7 +2,7 @@
 # Real-kernel tests: boots Debian's kernel under QEMU (TCG), with
 # the host's root read-only over 9p (so the guest runs this very build), and
 # reads PASS/FAIL/SKIP lines back from a writable 9p export. See
-# the README (tests/vm).
+# tests/README.md.
 #   tests/vm/run.sh BUILD_DIR [TEST...]     (TEST: t_NAME, default all)
 # On a host that cannot boot the VM every test is a loud SKIP, except under
 # CI=true, where that is a failure: CI must run these tests.
