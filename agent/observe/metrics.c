@@ -861,8 +861,16 @@ fail:
 	/* Said once per distinct failure, not every tick. */
 	snprintf(msg, sizeof(msg), "%s: %s", path, why);
 	if (strcmp(msg, m->last_failure) != 0) {
+		/*
+		 * Read-only where the directory is not: drfd.service's sandbox, whose
+		 * ReadWritePaths= leave out a directory made after drfd started.
+		 */
 		drf_log(m->log, LOG_ERR, "cannot write metrics-file '%s': %s; drfd goes on and "
-					 "retries each tick", path, why);
+					 "retries each tick%s", path, why,
+			r == -EROFS ? " (a read-only file system in drfd's own view: under "
+				      "drfd.service, a directory made after drfd started, or one "
+				      "outside its ReadWritePaths=, needs systemctl restart drfd or "
+				      "a drop-in)" : "");
 		snprintf(m->last_failure, sizeof(m->last_failure), "%s", msg);
 	}
 	return r;
