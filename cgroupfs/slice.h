@@ -9,6 +9,9 @@
  * cgroup's unit (cgfs_slice_props), a cgroup made or removed becomes a
  * transient slice started or stopped, and a process moved into a tenant goes
  * into a transient scope in its slice (a slice holds no process of its own).
+ * A task's cgroup is a transient service in its tenant's slice, which the
+ * task queue starts (tasks.h): here its knobs are set as the service's
+ * properties, its cgroup.kill is KillUnit, and it is never made by a mkdir.
  * systemd writes the cgroup files from those properties; the reconciler reads
  * them back as it does any cgroup's, and puts a value someone changed back
  * through systemd.

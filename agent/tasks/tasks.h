@@ -35,6 +35,8 @@
  * waits for it and writes ID/exit, retrying while it cannot (a full disk: the
  * cgroup stays populated, so the task stays running, until it is written); drfd
  * notices that the cgroup is empty, reads it, and frees the task's resources.
+ * On systemd slices the cgroup is a transient service's instead, started with
+ * the same supervisor, fds and limits through systemd (drf_spawn_unit_ops).
  *
  * Idempotent submit: a task may carry a key chosen by the client; a submit with
  * the key of a task the same uid submitted that drfd still knows (queued,
