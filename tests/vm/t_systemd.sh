@@ -186,7 +186,7 @@ task_py() { # ID EXPR: EXPR over task ID's object in drfctl tasks --json, as x
 # shellcheck disable=SC2317 # called through wait_for
 task_is() { [ "$(task_py "$1" "$2")" = True ]; }
 # shellcheck disable=SC2317 # called through wait_for
-pid_of() { pgrep -u 65534 -f "^$1\$" | head -1; }
+pid_of() { pgrep -u 65534 -f "^$1\$" | head -1 | grep .; }
 t1=$(as_nobody "$DRFCTL" submit web --cpu 0.5 --memory 64M -- sleep 3005 2>"$work/submit1.err")
 wait_for 30 pid_of 'sleep 3005' >/dev/null
 tp=$(pid_of 'sleep 3005')
