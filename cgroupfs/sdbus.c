@@ -107,7 +107,7 @@ void cgfs_bus_close(void *bus)
 	free(c);
 }
 
-/* ExecStart and the like: a(sbas), one (path, argv, ignore-failure = false). */
+/* ExecStart and the like: a(sasb), one (path, argv, ignore-failure = false). */
 static int append_exec(sd_bus_message *m, const struct cgfs_prop *p)
 {
 	int r = sd_bus_message_open_container(m, 'r', "sv");
@@ -115,11 +115,11 @@ static int append_exec(sd_bus_message *m, const struct cgfs_prop *p)
 	if (r >= 0)
 		r = sd_bus_message_append(m, "s", p->name);
 	if (r >= 0)
-		r = sd_bus_message_open_container(m, 'v', "a(sbas)");
+		r = sd_bus_message_open_container(m, 'v', "a(sasb)");
 	if (r >= 0)
-		r = sd_bus_message_open_container(m, 'a', "(sbas)");
+		r = sd_bus_message_open_container(m, 'a', "(sasb)");
 	if (r >= 0)
-		r = sd_bus_message_open_container(m, 'r', "sbas");
+		r = sd_bus_message_open_container(m, 'r', "sasb");
 	if (r >= 0)
 		r = sd_bus_message_append(m, "s", p->s);
 	if (r >= 0)

@@ -39,7 +39,7 @@ enum cgfs_prop_type {
 	CGFS_PROP_DEV_U64, /* a(st): one (device path, value) */
 	CGFS_PROP_PID,     /* au: one pid */
 	CGFS_PROP_FD,      /* h: the fd u, which systemd duplicates (a service's stdio) */
-	CGFS_PROP_EXEC,    /* a(sbas): one command, s its path, argv its words; failure not ignored */
+	CGFS_PROP_EXEC,    /* a(sasb): one command, s its path, argv its words; failure not ignored */
 };
 
 #define CGFS_PROP_STR_MAX 288
