@@ -416,18 +416,32 @@ int drf_task_supervise(const char *dir)
 
 int drf_task_supervise_stdio(const char *dir)
 {
-	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	struct stat st;
+	int d = -1, s = -1, null = -1, ok;
 
-	/* Its directory on stdout, its text on stdin: anything else is not drfd's doing. */
-	if (null < 0 || fstat(1, &st) < 0 || !S_ISDIR(st.st_mode) || fstat(0, &st) < 0 ||
-	    !S_ISFIFO(st.st_mode) || dup2(1, DRF_SUPER_DIR_FD) < 0 ||
-	    dup2(0, DRF_SUPER_SPEC_FD) < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0) {
+	/*
+	 * Its directory on stdout, its text on stdin: anything else is not drfd's
+	 * doing. Both are moved above 10 first: systemd leaves 3 and 4 free, so
+	 * /dev/null, opened next, may well be one of them.
+	 */
+	ok = fstat(1, &st) == 0 && S_ISDIR(st.st_mode) && fstat(0, &st) == 0 &&
+	     S_ISFIFO(st.st_mode) && (d = fcntl(1, F_DUPFD_CLOEXEC, 10)) >= 0 &&
+	     (s = fcntl(0, F_DUPFD_CLOEXEC, 10)) >= 0 &&
+	     (null = open("/dev/null", O_RDWR | O_CLOEXEC)) >= 0 && dup2(null, 0) == 0 &&
+	     dup2(null, 1) == 1;
+	if (null > 1)
+		close(null);
+	ok = ok && dup2(d, DRF_SUPER_DIR_FD) == DRF_SUPER_DIR_FD &&
+	     dup2(s, DRF_SUPER_SPEC_FD) == DRF_SUPER_SPEC_FD;
+	if (d >= 0)
+		close(d);
+	if (s >= 0)
+		close(s);
+	if (!ok) {
 		fprintf(stderr, "drfd --task-supervisor-stdio: systemd starts it for drfd, with "
 				"the task's text on stdin and its directory on stdout\n");
 		return 1;
 	}
-	close(null);
 	return drf_task_supervise(dir);
 }
 

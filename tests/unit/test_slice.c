@@ -688,6 +688,8 @@ static int run_service(struct fakesvc *v)
 	if (pid == 0) {
 		if (dup2(v->in, 0) < 0 || dup2(v->out, 1) < 0)
 			_exit(120);
+		/* As systemd starts a service: nothing open past 0, 1 and 2. */
+		close_range(3, ~0U, 0);
 		_exit(drf_task_supervise_stdio(v->exec + sizeof(head) - 1));
 	}
 	assert_int_equal(waitpid(pid, &status, 0), pid);
