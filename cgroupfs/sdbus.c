@@ -141,6 +141,30 @@ int cgfs_bus_attach(void *bus, struct sd_event *event)
 	return get_bus(c, &b);
 }
 
+/* ExecStart and the like: a(sasb), one (path, argv, ignore-failure = false). */
+static int append_exec(sd_bus_message *m, const struct cgfs_prop *p)
+{
+	int r = sd_bus_message_open_container(m, 'r', "sv");
+
+	if (r >= 0)
+		r = sd_bus_message_append(m, "s", p->name);
+	if (r >= 0)
+		r = sd_bus_message_open_container(m, 'v', "a(sasb)");
+	if (r >= 0)
+		r = sd_bus_message_open_container(m, 'a', "(sasb)");
+	if (r >= 0)
+		r = sd_bus_message_open_container(m, 'r', "sasb");
+	if (r >= 0)
+		r = sd_bus_message_append(m, "s", p->s);
+	if (r >= 0)
+		r = sd_bus_message_append_strv(m, (char **)p->argv);
+	if (r >= 0)
+		r = sd_bus_message_append(m, "b", 0);
+	for (int i = 0; r >= 0 && i < 4; i++)
+		r = sd_bus_message_close_container(m);
+	return r;
+}
+
 static int append_prop(sd_bus_message *m, const struct cgfs_prop *p)
 {
 	switch (p->type) {
@@ -156,6 +180,10 @@ static int append_prop(sd_bus_message *m, const struct cgfs_prop *p)
 		return sd_bus_message_append(m, "(sv)", p->name, "a(st)", 0);
 	case CGFS_PROP_PID:
 		return sd_bus_message_append(m, "(sv)", p->name, "au", 1, (uint32_t)p->u);
+	case CGFS_PROP_FD:
+		return sd_bus_message_append(m, "(sv)", p->name, "h", (int)p->u);
+	case CGFS_PROP_EXEC:
+		return append_exec(m, p);
 	}
 	return -EINVAL;
 }
@@ -309,6 +337,10 @@ static int start_on(sd_bus *b, const char *unit, const struct cgfs_prop *p, size
 	sd_bus_message_unref(m);
 	if (!exists)
 		return r;
+	/* A service or scope of that name is someone else's (or done): not started again. */
+	if (strlen(unit) < strlen(".slice") ||
+	    strcmp(unit + strlen(unit) - strlen(".slice"), ".slice") != 0)
+		return -EEXIST;
 	/* Loaded already (a unit with Slice= made it, or drfd before a restart): started. */
 	r = unit_job(b, "StartUnit", unit);
 	return r < 0 ? r : -EEXIST;
@@ -452,10 +484,35 @@ static int real_busy(void *ctx, const char *unit)
 	return r;
 }
 
+static int kill_on(sd_bus *b, const char *unit, int sig)
+{
+	sd_bus_error error = SD_BUS_ERROR_NULL;
+	int r = sd_bus_call_method(b, DEST, PATH, MANAGER, "KillUnit", &error, NULL, "ssi", unit,
+				   "all", sig);
+
+	if (r < 0 && sd_bus_error_is_set(&error) && sd_bus_error_get_errno(&error))
+		r = -sd_bus_error_get_errno(&error);
+	sd_bus_error_free(&error);
+	return r < 0 ? r : 0;
+}
+
+static int real_kill(void *ctx, const char *unit, int sig)
+{
+	sd_bus *b;
+	int r = get_bus(ctx, &b);
+
+	if (r == 0)
+		r = kill_on(b, unit, sig);
+	if (lost(ctx, r) && (r = get_bus(ctx, &b)) == 0)
+		r = kill_on(b, unit, sig);
+	return r;
+}
+
 const struct cgfs_bus_ops cgfs_bus_real_ops = {
 	.name = "systemd",
 	.start = real_start,
 	.set = real_set,
 	.stop = real_stop,
 	.busy = real_busy,
+	.kill = real_kill,
 };

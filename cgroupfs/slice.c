@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -228,6 +229,13 @@ void cgfs_prop_format(const struct cgfs_prop *p, char *buf, size_t len)
 	case CGFS_PROP_DEV_NONE:
 		snprintf(buf, len, "%s=", p->name);
 		break;
+	case CGFS_PROP_EXEC: {
+		size_t o = (size_t)snprintf(buf, len, "%s=%s", p->name, p->s);
+
+		for (size_t i = 1; p->argv && p->argv[0] && p->argv[i] && o < len; i++)
+			o += (size_t)snprintf(buf + o, len - o, " %s", p->argv[i]);
+		break;
+	}
 	default:
 		snprintf(buf, len, "%s=%s", p->name, v);
 		break;
@@ -245,6 +253,20 @@ static bool parent_is(const char *unit, const char *parent, size_t plen)
 	       !strchr(unit + base + 1, '-');
 }
 
+bool cgfs_slice_is_task_unit(const char *unit)
+{
+	static const char pre[] = "drf-task-", suf[] = ".service";
+	size_t n = strlen(unit), d = n - (sizeof(pre) - 1) - (sizeof(suf) - 1);
+
+	if (n <= sizeof(pre) - 1 + sizeof(suf) - 1 || n > 64 ||
+	    strncmp(unit, pre, sizeof(pre) - 1) != 0 || strcmp(unit + n - (sizeof(suf) - 1), suf) != 0)
+		return false;
+	for (size_t i = 0; i < d; i++)
+		if (unit[sizeof(pre) - 1 + i] < '0' || unit[sizeof(pre) - 1 + i] > '9')
+			return false;
+	return true;
+}
+
 int cgfs_slice_unit(const char *cg, char *unit, size_t len)
 {
 	const char *parent = DRF_SLICE_ROOT, *s = cg;
@@ -256,10 +278,19 @@ int cgfs_slice_unit(const char *cg, char *unit, size_t len)
 		memcpy(unit, DRF_SLICE_ROOT, plen + 1);
 		return 0;
 	}
-	/* Each level a slice whose name says its parent is the level above. */
+	/*
+	 * Each level a slice whose name says its parent is the level above; the
+	 * last may be a task's service below a tenant's slice.
+	 */
 	for (;;) {
 		size_t l = strcspn(s, "/");
 
+		if (!s[l] && s != cg && l < len && l <= DRF_UNIT_NAME_MAX) {
+			memcpy(unit, s, l);
+			unit[l] = '\0';
+			if (cgfs_slice_is_task_unit(unit))
+				return 0;
+		}
 		if (l <= strlen(".slice") || l > DRF_UNIT_NAME_MAX ||
 		    memcmp(s + l - strlen(".slice"), ".slice", strlen(".slice")) != 0)
 			return -EPERM;
@@ -328,8 +359,11 @@ static int slice_write(void *ctx, int dirfd, const char *path, const char *val)
 	(void)dirfd;
 	if (split(path, cg, sizeof(cg), &file) < 0 || cgfs_slice_unit(cg, unit, sizeof(unit)) < 0)
 		return -EPERM;
+	/* A task's service: its processes all killed, as cgroup.kill does; none moved in. */
+	if (cgfs_slice_is_task_unit(unit) && strcmp(file, "cgroup.kill") == 0)
+		return strcmp(val, "1") == 0 ? s->bus->kill(s->bus_ctx, unit, SIGKILL) : -EINVAL;
 	if (strcmp(file, "cgroup.procs") == 0)
-		return move_pid(s, unit, val);
+		return cgfs_slice_is_task_unit(unit) ? -EPERM : move_pid(s, unit, val);
 	n = cgfs_slice_props(file, val, p, CGFS_PROPS_MAX);
 	if (n < 0)
 		return n;
@@ -343,7 +377,9 @@ static int slice_mkdir(void *ctx, int dirfd, const char *path)
 	char unit[DRF_UNIT_NAME_MAX + 1];
 
 	(void)dirfd;
-	if (!*path || cgfs_slice_unit(path, unit, sizeof(unit)) < 0)
+	/* A task's service is started with its command, by the task queue's spawn. */
+	if (!*path || cgfs_slice_unit(path, unit, sizeof(unit)) < 0 ||
+	    cgfs_slice_is_task_unit(unit))
 		return -EPERM;
 	snprintf(d.s, sizeof(d.s), "drfd tenant %s", path);
 	return s->bus->start(s->bus_ctx, unit, &d, 1);
@@ -494,10 +530,22 @@ static int rec_busy(void *ctx, const char *unit)
 	return r->inner ? r->inner->busy(r->inner_ctx, unit) : 0;
 }
 
+static int rec_kill(void *ctx, const char *unit, int sig)
+{
+	struct cgfs_bus_recorder *r = ctx;
+	int f = drf_fault_inject(&r->fault, CGFS_BUS_KILL, 0, unit);
+
+	if (f < 0)
+		return f;
+	drf_record(r->out, &r->calls, "systemd kill %s %d", unit, sig);
+	return r->inner ? r->inner->kill(r->inner_ctx, unit, sig) : 0;
+}
+
 const struct cgfs_bus_ops cgfs_bus_recording_ops = {
 	.name = "recording",
 	.start = rec_start,
 	.set = rec_set,
 	.stop = rec_stop,
 	.busy = rec_busy,
+	.kill = rec_kill,
 };

@@ -10,6 +10,9 @@
  * transient slice started or stopped (only once no process and no active unit
  * is in it: stopping a slice stops its units), and a process moved into a tenant goes
  * into a transient scope in its slice (a slice holds no process of its own).
+ * A task's cgroup is a transient service in its tenant's slice, which the
+ * task queue starts (tasks.h): here its knobs are set as the service's
+ * properties, its cgroup.kill is KillUnit, and it is never made by a mkdir.
  * systemd writes the cgroup files from those properties; the reconciler reads
  * them back as it does any cgroup's, and puts a value someone changed back
  * through systemd.
@@ -37,6 +40,8 @@ enum cgfs_prop_type {
 	CGFS_PROP_DEV_U64, /* a(st): one (device path, value) */
 	CGFS_PROP_DEV_NONE, /* a(st): empty, which resets the list */
 	CGFS_PROP_PID,     /* au: one pid */
+	CGFS_PROP_FD,      /* h: the fd u, which systemd duplicates (a service's stdio) */
+	CGFS_PROP_EXEC,    /* a(sasb): one command, s its path, argv its words; failure not ignored */
 };
 
 #define CGFS_PROP_STR_MAX 288
@@ -48,15 +53,16 @@ struct cgfs_prop {
 	const char *name;
 	enum cgfs_prop_type type;
 	uint64_t u;                  /* U64, BOOL, DEV_U64, PID */
-	char s[CGFS_PROP_STR_MAX];   /* STR; DEV_U64's device path */
+	char s[CGFS_PROP_STR_MAX];   /* STR; DEV_U64's device path; EXEC's path */
+	char *const *argv;           /* EXEC: its words, NULL-terminated (not copied) */
 };
 
 struct cgfs_bus_ops {
 	const char *name;
 	/*
 	 * StartTransientUnit(unit, "fail", props) and waits for its job: 0, or
-	 * -EEXIST if the unit was loaded already (it is started then, without
-	 * props), or -errno.
+	 * -EEXIST if the unit was loaded already (a slice is started then,
+	 * without props; any other unit is left as it is), or -errno.
 	 */
 	int (*start)(void *ctx, const char *unit, const struct cgfs_prop *p, size_t n);
 	/* SetUnitProperties(unit, runtime = true, props). */
@@ -69,6 +75,8 @@ struct cgfs_bus_ops {
 	 * the slice is not loaded. Stopping a slice stops every unit in it.
 	 */
 	int (*busy)(void *ctx, const char *unit);
+	/* KillUnit(unit, "all", sig): every process of the unit gets sig (no job). */
+	int (*kill)(void *ctx, const char *unit, int sig);
 };
 
 /* The bus operations, as bits, for the recorder's fault injection. */
@@ -77,11 +85,13 @@ enum cgfs_bus_op {
 	CGFS_BUS_SET = 1 << 1,
 	CGFS_BUS_STOP = 1 << 2,
 	CGFS_BUS_BUSY = 1 << 3,
+	CGFS_BUS_KILL = 1 << 4,
 };
 
 /*
  * Records each call as a line "systemd start UNIT P=V ...", "systemd set UNIT
- * P=V ...", "systemd stop UNIT" and passes it to inner if pass (tests); inner
+ * P=V ...", "systemd stop UNIT", "systemd kill UNIT SIG" and passes it to inner
+ * if pass (tests); inner
  * NULL: every start finds no unit loaded. fault (fault.h): the operations in
  * fault.ops on units ending in fault.path fail with fault.err.
  */
@@ -144,7 +154,14 @@ struct cgfs_slice {
 
 extern const struct cgfs_ops cgfs_slice_ops;
 
-/* The unit whose cgroup is CG below drf.slice's ("" is drf.slice): 0, or -EPERM for one not drfd's. */
+/*
+ * The unit whose cgroup is CG below drf.slice's ("" is drf.slice): a slice
+ * of drfd's, or the service of a task, drf-task-ID.service, right below a
+ * tenant's slice (tasks.h). 0, or -EPERM for one not drfd's.
+ */
 int cgfs_slice_unit(const char *cg, char *unit, size_t len);
+
+/* Whether unit is a task's service (drf-task-ID.service, ID a decimal number). */
+bool cgfs_slice_is_task_unit(const char *unit);
 
 #endif

@@ -272,8 +272,10 @@ void drfd_view(const struct drfd *d, struct drf_view *ret)
 	drfd_sock_stats(d, &ret->sock);
 }
 
-static int task_ready(void *ctx, const char *cg, char *why, size_t len)
+static int task_ready(void *ctx, const char *cg, const struct drf_knobs **limits, char *why,
+		      size_t len)
 {
+	*limits = drf_reconciler_want(ctx, cg);
 	return drf_reconciler_ready(ctx, cg, why, len);
 }
 
@@ -488,6 +490,7 @@ int drfd_start(struct drfd *d, struct drf_reconcile_stats *ret)
 	if (r < 0)
 		return r;
 	d->rc.by_systemd = d->decl.cfg.slices;
+	d->rc.tasks_by_spawn = d->decl.cfg.slices;
 	if (c->state_dir &&
 	    drf_statedir_path(c->state_dir, d->root, ".state", d->state_path,
 			      sizeof(d->state_path)) < 0) {

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -460,6 +461,8 @@ int main(int argc, char **argv)
 	struct drf_logger stderr_log;
 	struct cgfs_recorder rec = { 0 };
 	struct slices sl = { 0 };
+	struct drf_spawn_units units = { .errfd = STDERR_FILENO };
+	char exe[PATH_MAX];
 	struct drf_reconcile_stats st;
 	struct cgfs fs = { .rootfd = -1 };
 	char err[2048], mount[4096] = "", root[4096], probe_pin[300];
@@ -471,6 +474,9 @@ int main(int argc, char **argv)
 	/* A task's supervisor (tasks.h): drfd starts it into the task's cgroup. */
 	if (argc == 3 && strcmp(argv[1], "--task-supervisor") == 0)
 		return drf_task_supervise(argv[2]);
+	/* The same as systemd starts it in a task's service (tenants as slices). */
+	if (argc == 3 && strcmp(argv[1], "--task-supervisor-stdio") == 0)
+		return drf_task_supervise_stdio(argv[2]);
 	/* A closed stderr or stdout must not kill the daemon: writes just fail. */
 	signal(SIGPIPE, SIG_IGN);
 	setvbuf(stderr, NULL, _IOLBF, 0);
@@ -643,6 +649,17 @@ int main(int argc, char **argv)
 	 * measures nothing and runs no task. */
 	if (!o.dry_run && !o.once) {
 		env.spawn = &drf_spawn_real_ops;
+		/* On slices, a task's supervisor is a service's, started through systemd. */
+		if (d.decl.cfg.slices) {
+			ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+			exe[n > 0 ? n : 0] = '\0';
+			units.bus = sl.ops.bus;
+			units.bus_ctx = sl.ops.bus_ctx;
+			units.exe = exe;
+			env.spawn = &drf_spawn_unit_ops;
+			env.spawn_ctx = &units;
+		}
 		env.probe_ctx = &sys.probes;
 		start_probes(&d, &env, mount, probe_pin, sizeof(probe_pin));
 	}

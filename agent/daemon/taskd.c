@@ -51,6 +51,8 @@ void drfd_tasks_start(struct drfd *d)
 		free(q);
 		return;
 	}
+	/* On slices, a task's cgroup is its service's, which the spawn starts (tasks.h). */
+	q->units = d->decl.cfg.slices;
 	d->tasks = q;
 	for (size_t i = 0; i < q->n; i++)
 		if (q->t[i].readopted)
@@ -163,10 +165,6 @@ static int submit(struct drfd *d, int fd, char *args, bool keyed, char **out, si
 	ssize_t k;
 	int r;
 
-	/* A task's cgroup below a slice would be systemd's to make, as a unit: not done yet. */
-	if (d->decl.cfg.slices)
-		return say(out, out_len, "refused", "the task queue does not run on systemd slices "
-			   "yet (cgroup-root = auto under systemd); set cgroup-root to a path for it");
 	k = words(args, &ws);
 	if (k < 0)
 		return (int)k;

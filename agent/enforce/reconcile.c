@@ -538,8 +538,11 @@ void drf_reconciler_commit(struct drf_reconciler *rc, struct drf_reconciler_stag
 		if (r < 0)
 			drf_log(&rc->log, LOG_ERR, "cannot track departed %s '%s': %s",
 				kind_names[t->kind], t->name, strerror(-r));
-		/* Its tenant's last task gone: the tenant's cgroup may hold processes again. */
-		if (t->kind == DRF_NODE_TASK && r == 0) {
+		/*
+		 * Its tenant's last task gone: the tenant's cgroup may hold processes
+		 * again. Not a slice's: it holds none, and what it passes down is systemd's.
+		 */
+		if (t->kind == DRF_NODE_TASK && r == 0 && !rc->tasks_by_spawn) {
 			char *slash = strrchr(t->cgroup, '/');
 
 			if (slash) {
@@ -932,6 +935,13 @@ static void process(struct drf_reconciler *rc, struct drf_tenant_rt *t, bool ver
 	bool hold = false, made = false;
 	int r;
 
+	if (!t->exists && t->kind == DRF_NODE_TASK && rc->tasks_by_spawn) {
+		/* Its unit starts with its limits and its command: only looked for here. */
+		if (cgroup_gone(rc, t))
+			return;
+		t->exists = t->seen_once = true;
+		verify = true;
+	}
 	if (!t->exists) {
 		made = true;
 		r = ensure_cgroup(rc, t, st);
@@ -1109,5 +1119,15 @@ int drf_reconciler_ready(const struct drf_reconciler *rc, const char *cg, char *
 				 strerror(t->err[k]));
 			return -t->err[k];
 		}
+	/* Not started yet: its unit is started with its limits (drf_reconciler_want). */
+	if (!t->exists && t->kind == DRF_NODE_TASK && rc->tasks_by_spawn)
+		return 1;
 	return t->exists && !needs_work(t) ? 1 : 0;
+}
+
+const struct drf_knobs *drf_reconciler_want(const struct drf_reconciler *rc, const char *cg)
+{
+	ssize_t i = index_find(&rc->index, cg);
+
+	return i < 0 ? NULL : rc->t[i].want;
 }

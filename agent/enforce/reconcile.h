@@ -80,6 +80,13 @@ struct drf_reconciler {
 	bool by_systemd;                /* slices: systemd enables the controllers its units'
 					 * properties need (no cgroup.subtree_control write),
 					 * so setting a knob makes its missing file */
+	/*
+	 * Slices: a task's cgroup is its unit's, which the task queue's spawn
+	 * starts with the task's limits (drf_reconciler_want) and its command at
+	 * once; a missing one is not made here, and is ready to be started. Once
+	 * there, its knobs are verified and put back like any other's.
+	 */
+	bool tasks_by_spawn;
 	unsigned long page_size;        /* memory limits round down to it */
 	unsigned ctrls;                 /* controllers the plan needs */
 	struct drf_tenant_rt *t;        /* the plan's tenants (config order), inner nodes, tasks */
@@ -157,6 +164,9 @@ int drf_reconciler_set(struct drf_reconciler *rc, const struct drf_plan *p);
  * set), or -errno with why when creating it or writing a knob failed.
  */
 int drf_reconciler_ready(const struct drf_reconciler *rc, const char *cg, char *why, size_t len);
+
+/* The knob values wanted of the plan's cgroup cg, or NULL if it is not in the plan. */
+const struct drf_knobs *drf_reconciler_want(const struct drf_reconciler *rc, const char *cg);
 
 /*
  * A cgroup that drfd managed before (from its state file) and that is not in

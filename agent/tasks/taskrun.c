@@ -2,7 +2,9 @@
 /*
  * A task's process side: the real spawn ops (clone3 straight into the task's
  * cgroup, then `drfd --task-supervisor DIR` with the task's directory and text
- * on fds 3 and 4) and the supervisor, which runs the command with exactly the
+ * on fds 3 and 4), the unit spawn ops for tenants as slices (a transient
+ * service started through systemd, the same supervisor handed the same two
+ * on its stdout and stdin) and the supervisor, which runs the command with exactly the
  * submitter's credentials, waits for it, and writes DIR/exit. drfd is not
  * needed while a task runs: a restarted drfd finds the supervisor's files.
  */
@@ -27,6 +29,7 @@
 #include <unistd.h>
 
 #include "statedir.h"
+#include "unitname.h"
 
 #ifndef CLONE_INTO_CGROUP
 #define CLONE_INTO_CGROUP 0x200000000ULL
@@ -98,7 +101,7 @@ static void close_fds_from(int from)
  * above 10 so that neither overwrites the other.
  */
 static int real_spawn(void *ctx, const struct cgfs *fs, const char *cg, const struct drf_task *t,
-		      int dirfd, const char *dir, pid_t *ret)
+		      const struct drf_knobs *limits, int dirfd, const char *dir, pid_t *ret)
 {
 	struct clone_args args = { 0 };
 	char *argv[] = { "drfd", "--task-supervisor", (char *)dir, NULL };
@@ -107,6 +110,7 @@ static int real_spawn(void *ctx, const struct cgfs *fs, const char *cg, const st
 	int cfd, spec, r;
 
 	(void)ctx;
+	(void)limits; /* in the cgroup already: the reconciler wrote them */
 	spec = spec_pipe(t);
 	if (spec < 0)
 		return spec;
@@ -148,6 +152,93 @@ static int real_spawn(void *ctx, const struct cgfs *fs, const char *cg, const st
 const struct drf_spawn_ops drf_spawn_real_ops = {
 	.spawn = real_spawn,
 	.reap = real_reap,
+};
+
+/* The unit's properties beyond the limits: at most this many of those. */
+#define UNIT_PROPS_MAX (CGFS_PROPS_MAX * DRF_NKNOBS)
+
+static struct cgfs_prop *prop(struct cgfs_prop *p, size_t *n, const char *name,
+			      enum cgfs_prop_type type, uint64_t u, const char *str)
+{
+	p[*n] = (struct cgfs_prop){ .name = name, .type = type, .u = u };
+	if (str)
+		snprintf(p[*n].s, sizeof(p[*n].s), "%s", str);
+	return &p[(*n)++];
+}
+
+/*
+ * Tenants as slices: the task's service, TENANT-SLICE/drf-task-ID.service,
+ * started with its limits and the supervisor in one StartTransientUnit (see
+ * tasks.h). Waited for until the supervisor runs (Type=exec).
+ */
+static int unit_spawn(void *ctx, const struct cgfs *fs, const char *cg, const struct drf_task *t,
+		      const struct drf_knobs *limits, int dirfd, const char *dir, pid_t *ret)
+{
+	const struct drf_spawn_units *u = ctx;
+	char *argv[] = { "drfd", "--task-supervisor-stdio", (char *)dir, NULL };
+	struct cgfs_prop p[10 + UNIT_PROPS_MAX];
+	char parent[4096], slice[DRF_UNIT_NAME_MAX + 1], desc[256];
+	const char *leaf = strrchr(cg, '/');
+	size_t n = 0;
+	int spec, r;
+
+	(void)fs;
+	/* Never unlimited: a unit is started with the plan's limits or not at all. */
+	if (!limits || !leaf || !cgfs_slice_is_task_unit(leaf + 1) ||
+	    (size_t)(leaf - cg) >= sizeof(parent) || strlen(u->exe) >= CGFS_PROP_STR_MAX)
+		return -EINVAL;
+	memcpy(parent, cg, (size_t)(leaf - cg));
+	parent[leaf - cg] = '\0';
+	r = cgfs_slice_unit(parent, slice, sizeof(slice));
+	if (r < 0)
+		return r;
+	snprintf(desc, sizeof(desc), "drfd task %" PRIu64 " of tenant %s (uid %u)", t->id,
+		 t->tenant, (unsigned)t->uid);
+	prop(p, &n, "Description", CGFS_PROP_STR, 0, desc);
+	prop(p, &n, "Slice", CGFS_PROP_STR, 0, slice);
+	/* Started once the supervisor is exec'd: a start that fails says so. */
+	prop(p, &n, "Type", CGFS_PROP_STR, 0, "exec");
+	prop(p, &n, "ExecStart", CGFS_PROP_EXEC, 0, u->exe)->argv = argv;
+	/* A command OOM-killed ends the task, not its supervisor, which records it. */
+	prop(p, &n, "OOMPolicy", CGFS_PROP_STR, 0, "continue");
+	/* Nothing left behind once it ended, however it ended. */
+	prop(p, &n, "CollectMode", CGFS_PROP_STR, 0, "inactive-or-failed");
+	for (int k = 0; k < DRF_NKNOBS; k++) {
+		int m;
+
+		if (!limits->set[k])
+			continue;
+		m = cgfs_slice_props(drf_knob_file((enum drf_knob)k, NULL), limits->val[k], p + n,
+				     CGFS_PROPS_MAX);
+		if (m < 0)
+			return m;
+		n += (size_t)m;
+	}
+	spec = spec_pipe(t);
+	if (spec < 0)
+		return spec;
+	/* The supervisor's fds, which systemd duplicates: its text, its directory, the log. */
+	prop(p, &n, "StandardInputFileDescriptor", CGFS_PROP_FD, (uint64_t)spec, NULL);
+	prop(p, &n, "StandardOutputFileDescriptor", CGFS_PROP_FD, (uint64_t)dirfd, NULL);
+	prop(p, &n, "StandardErrorFileDescriptor", CGFS_PROP_FD, (uint64_t)u->errfd, NULL);
+	r = u->bus->start(u->bus_ctx, leaf + 1, p, n);
+	close(spec);
+	if (r < 0)
+		return r;
+	/* Not drfd's child: systemd's, which reaps it. */
+	*ret = 0;
+	return 0;
+}
+
+static void unit_reap(void *ctx, pid_t pid)
+{
+	(void)ctx;
+	(void)pid;
+}
+
+const struct drf_spawn_ops drf_spawn_unit_ops = {
+	.spawn = unit_spawn,
+	.reap = unit_reap,
 };
 
 /* ---- the supervisor ---- */
@@ -321,6 +412,37 @@ static int record_exit(int dirfd, const char *dir, const char *text,
 int drf_task_supervise(const char *dir)
 {
 	return drf_task_supervise_fds(DRF_SUPER_DIR_FD, DRF_SUPER_SPEC_FD, dir, &drf_super_real_io);
+}
+
+int drf_task_supervise_stdio(const char *dir)
+{
+	struct stat st;
+	int d = -1, s = -1, null = -1, ok;
+
+	/*
+	 * Its directory on stdout, its text on stdin: anything else is not drfd's
+	 * doing. Both are moved above 10 first: systemd leaves 3 and 4 free, so
+	 * /dev/null, opened next, may well be one of them.
+	 */
+	ok = fstat(1, &st) == 0 && S_ISDIR(st.st_mode) && fstat(0, &st) == 0 &&
+	     S_ISFIFO(st.st_mode) && (d = fcntl(1, F_DUPFD_CLOEXEC, 10)) >= 0 &&
+	     (s = fcntl(0, F_DUPFD_CLOEXEC, 10)) >= 0 &&
+	     (null = open("/dev/null", O_RDWR | O_CLOEXEC)) >= 0 && dup2(null, 0) == 0 &&
+	     dup2(null, 1) == 1;
+	if (null > 1)
+		close(null);
+	ok = ok && dup2(d, DRF_SUPER_DIR_FD) == DRF_SUPER_DIR_FD &&
+	     dup2(s, DRF_SUPER_SPEC_FD) == DRF_SUPER_SPEC_FD;
+	if (d >= 0)
+		close(d);
+	if (s >= 0)
+		close(s);
+	if (!ok) {
+		fprintf(stderr, "drfd --task-supervisor-stdio: systemd starts it for drfd, with "
+				"the task's text on stdin and its directory on stdout\n");
+		return 1;
+	}
+	return drf_task_supervise(dir);
 }
 
 int drf_task_supervise_fds(int dirfd, int specfd, const char *dir, const struct drf_super_io *io)

@@ -760,8 +760,9 @@ int drf_tasks_submit(struct drf_tasks *q, const struct drf_config *c,
 			 procs);
 		return DRF_TASKS_REFUSED;
 	}
-	if ((size_t)snprintf(cg, sizeof(cg), "%s/task-%" PRIu64, tn->cgroup, q->next_id) >=
-	    sizeof(cg)) {
+	if ((size_t)snprintf(cg, sizeof(cg), q->units ? "%s/drf-task-%" PRIu64 ".service"
+						      : "%s/task-%" PRIu64,
+			     tn->cgroup, q->next_id) >= sizeof(cg)) {
 		snprintf(err, len, "tenant '%s': cgroup path too long", tn->name);
 		return DRF_TASKS_REFUSED;
 	}
@@ -1117,8 +1118,8 @@ int drf_tasks_plan(struct drf_tasks *q, const struct drf_plan_task **ret, size_t
 	return 0;
 }
 
-/* Starts t, whose cgroup holds its limits: its supervisor there. */
-static int start_task(struct drf_tasks *q, struct drf_task *t)
+/* Starts t, whose cgroup holds its limits (or is made with them): its supervisor there. */
+static int start_task(struct drf_tasks *q, struct drf_task *t, const struct drf_knobs *limits)
 {
 	char why[1024], dir[4352], text[128];
 	pid_t pid = 0;
@@ -1128,7 +1129,7 @@ static int start_task(struct drf_tasks *q, struct drf_task *t)
 	/* The supervisor gets its directory as an fd: it resolves no path of its own. */
 	snprintf(text, sizeof(text), "%" PRIu64, t->id);
 	dfd = drf_at_dir(q->dfd, text, DRF_PRIVATE_DIR_MODE, false);
-	r = dfd < 0 ? dfd : q->ops->spawn(q->ctx, q->fs, t->cgroup, t, dfd, dir, &pid);
+	r = dfd < 0 ? dfd : q->ops->spawn(q->ctx, q->fs, t->cgroup, t, limits, dfd, dir, &pid);
 	if (dfd >= 0)
 		close(dfd);
 	if (r < 0) {
@@ -1153,23 +1154,26 @@ static int start_task(struct drf_tasks *q, struct drf_task *t)
 }
 
 unsigned drf_tasks_launch(struct drf_tasks *q,
-			  int (*ready)(void *ctx, const char *cg, char *why, size_t len), void *ctx)
+			  int (*ready)(void *ctx, const char *cg, const struct drf_knobs **limits,
+				       char *why, size_t len),
+			  void *ctx)
 {
 	unsigned started = 0;
 
 	for (size_t i = 0; i < q->n; i++) {
 		struct drf_task *t = &q->t[i];
+		const struct drf_knobs *limits = NULL;
 		char why[1024];
 		int r;
 
 		if (t->state != DRF_TASK_STARTING)
 			continue;
-		r = ready(ctx, t->cgroup, why, sizeof(why));
+		r = ready(ctx, t->cgroup, &limits, why, sizeof(why));
 		if (r == 0)
 			continue; /* its cgroup is not there yet: the next tick */
 		if (r < 0)
 			finish(q, t, "failed", why, false);
-		else if (start_task(q, t) == 0)
+		else if (start_task(q, t, limits) == 0)
 			started++;
 	}
 	trim_history(q);

@@ -35,6 +35,8 @@
  * waits for it and writes ID/exit, retrying while it cannot (a full disk: the
  * cgroup stays populated, so the task stays running, until it is written); drfd
  * notices that the cgroup is empty, reads it, and frees the task's resources.
+ * On systemd slices the cgroup is a transient service's instead, started with
+ * the same supervisor, fds and limits through systemd (drf_spawn_unit_ops).
  *
  * Idempotent submit: a task may carry a key chosen by the client; a submit with
  * the key of a task the same uid submitted that drfd still knows (queued,
@@ -60,6 +62,7 @@
 #include "log.h"
 #include "planner.h"
 #include "proto.h"
+#include "slice.h"
 
 /*
  * Finished tasks kept per uid (their directories, output included, and their
@@ -135,15 +138,38 @@ struct drf_spawn_ops {
 	/*
 	 * Starts the supervisor of task t, inside the cgroup cg (relative to fs's
 	 * root), handing it dirfd (its directory, shown as dir) and t's text. 0 with
-	 * its pid, or -errno.
+	 * its pid (0: not drfd's child, nothing to reap), or -errno. limits: the
+	 * knob values the plan wants of cg (NULL: none known), for a spawn that
+	 * makes cg itself and must make it with them.
 	 */
 	int (*spawn)(void *ctx, const struct cgfs *fs, const char *cg, const struct drf_task *t,
-		     int dirfd, const char *dir, pid_t *ret);
+		     const struct drf_knobs *limits, int dirfd, const char *dir, pid_t *ret);
 	/* Collects a supervisor drfd started if it has exited (never blocks). */
 	void (*reap)(void *ctx, pid_t pid);
 };
 
+/* clone3 into the cgroup that the reconciler made (cgroupfs). */
 extern const struct drf_spawn_ops drf_spawn_real_ops;
+
+/*
+ * Tenants as slices (cgroupfs/slice.h): the task's cgroup is that of a
+ * transient service, TENANT-SLICE/drf-task-ID.service, which this spawn
+ * starts through systemd with the task's limits as its properties (the
+ * command never runs unlimited), OOMPolicy=continue, CollectMode=inactive-or-
+ * failed (nothing left once it ended), and `drfd --task-supervisor-stdio DIR`
+ * as its command, handed the task's text as its stdin and the task's
+ * directory as its stdout (StandardInput/OutputFileDescriptor): the
+ * supervisor runs as root outside drfd's sandbox, sets the submitter's
+ * credentials as with clone3, and outlives drfd's restarts (the service is
+ * not in drfd.service's cgroup). Its stderr is errfd (drfd's: the journal).
+ */
+struct drf_spawn_units {
+	const struct cgfs_bus_ops *bus;
+	void *bus_ctx;
+	const char *exe;         /* the supervisor's binary: drfd's own */
+	int errfd;
+};
+extern const struct drf_spawn_ops drf_spawn_unit_ops;
 
 struct drf_tasks {
 	const struct drf_logger *log;
@@ -161,6 +187,11 @@ struct drf_tasks {
 	uint64_t next_id;
 	size_t history, history_all;
 	uint64_t started_total, finished_total;
+	/*
+	 * Tenants as slices: a task submitted now runs in TENANT-SLICE/drf-task-
+	 * ID.service (drf_spawn_unit_ops), else in TENANT-CGROUP/task-ID.
+	 */
+	bool units;
 };
 
 /* What `drfctl submit` asks for; the daemon adds who asked (SO_PEERCRED). */
@@ -234,12 +265,15 @@ unsigned drf_tasks_pick(struct drf_tasks *q, const struct drf_config *c,
 /* The starting and running tasks, for the planner; valid until the next call. 0 or -ENOMEM. */
 int drf_tasks_plan(struct drf_tasks *q, const struct drf_plan_task **ret, size_t *ret_n);
 /*
- * Starts the starting tasks whose cgroup ready() says holds their limits (1),
- * fails those it says cannot (< 0, why in its buffer), and leaves the others
- * (0). Returns the number started.
+ * Starts the starting tasks whose cgroup ready() says holds their limits, or
+ * is to be made with them by the spawn (1, and the limits in *limits), fails
+ * those it says cannot (< 0, why in its buffer), and leaves the others (0).
+ * Returns the number started.
  */
 unsigned drf_tasks_launch(struct drf_tasks *q,
-			  int (*ready)(void *ctx, const char *cg, char *why, size_t len), void *ctx);
+			  int (*ready)(void *ctx, const char *cg, const struct drf_knobs **limits,
+				       char *why, size_t len),
+			  void *ctx);
 
 /*
  * The queue for people (text) or programs (JSON), as the uid viewer may see it:
@@ -287,6 +321,13 @@ extern const struct drf_super_io drf_super_real_io;
  * DRF_SUPER_DIR_FD and DRF_SUPER_SPEC_FD, waits for it, writes DIR/exit.
  */
 int drf_task_supervise(const char *dir);
+/*
+ * `drfd --task-supervisor-stdio DIR`, as systemd starts it for
+ * drf_spawn_unit_ops: the same with the task's text on stdin and its
+ * directory on stdout, which are moved to those fds and replaced by
+ * /dev/null.
+ */
+int drf_task_supervise_stdio(const char *dir);
 /*
  * The same on given fds and io: the exit file is retried with back-off (0.1 s
  * doubling to 30 s) until written, as long as the directory exists. Returns

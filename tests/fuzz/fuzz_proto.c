@@ -50,12 +50,13 @@ static bool ready;
 	} while (0)
 
 static int fake_spawn(void *ctx, const struct cgfs *cfs, const char *cg, const struct drf_task *t,
-		      int dirfd, const char *tdir, pid_t *ret)
+		      const struct drf_knobs *limits, int dirfd, const char *tdir, pid_t *ret)
 {
 	char p[4096];
 
 	(void)ctx;
 	(void)t;
+	(void)limits;
 	(void)dirfd;
 	(void)tdir;
 	snprintf(p, sizeof(p), "%s/cgroup.events", cg);

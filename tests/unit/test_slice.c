@@ -10,17 +10,24 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "fakecg.h"
 #include "fakedrfd.h"
 #include "host.h"
 #include "log.h"
+#include "proto.h"
 #include "slice.h"
+#include "taskd.h"
+#include "tasks.h"
 #include "testlib.h"
 #include "unitname.h"
 
@@ -77,6 +84,20 @@ static void test_units_of_paths(void **state)
 	assert_int_equal(cgfs_slice_unit("web", u, sizeof(u)), -EPERM);
 	assert_int_equal(cgfs_slice_unit("drf-web.slice/task-1", u, sizeof(u)), -EPERM);
 	assert_int_equal(cgfs_slice_unit("drf-web.service", u, sizeof(u)), -EPERM);
+	/* A task's service right below a tenant's slice, and nowhere else. */
+	assert_int_equal(cgfs_slice_unit("drf-web.slice/drf-task-12.service", u, sizeof(u)), 0);
+	assert_string_equal(u, "drf-task-12.service");
+	assert_int_equal(cgfs_slice_unit("drf-a.slice/drf-a-b.slice/drf-task-1.service", u,
+					 sizeof(u)), 0);
+	assert_int_equal(cgfs_slice_unit("drf-task-1.service", u, sizeof(u)), -EPERM);
+	assert_int_equal(cgfs_slice_unit("drf-web.slice/drf-task-x.service", u, sizeof(u)), -EPERM);
+	assert_int_equal(cgfs_slice_unit("drf-web.slice/drf-task-.service", u, sizeof(u)), -EPERM);
+	assert_int_equal(cgfs_slice_unit("drf-web.slice/sshd.service", u, sizeof(u)), -EPERM);
+	assert_int_equal(cgfs_slice_unit("drf-web.slice/drf-task-1.service/x", u, sizeof(u)),
+			 -EPERM);
+	assert_int_equal(cgfs_slice_unit("drf-b.slice/drf-task-1.service", u, sizeof(u)), 0);
+	assert_int_equal(cgfs_slice_unit("drf-a.slice/drf-b.slice/drf-task-1.service", u,
+					 sizeof(u)), -EPERM);
 }
 
 /* systemd's cgroup.c, from its documented ranges: IOWeight to BFQ's weight. */
@@ -190,17 +211,48 @@ static void test_props_round_trip(void **state)
  * A fake systemd: slices made as cgroups of the fake tree, where their names
  * put them; properties written into their files as systemd does.
  */
+/* A task's service the fake started: where its cgroup is, and the fds it was handed. */
+struct fakesvc {
+	char unit[64], path[512], exec[1024];
+	int in, out, err;
+};
+
 struct fakesd {
 	int rootfd;
 	uint64_t per_sec, period; /* of the unit last set */
-	size_t starts, sets, stops, exists;
+	size_t starts, sets, stops, exists, kills;
+	struct fakesvc svc[8];
+	size_t n_svc;
 	const char *busy_unit; /* a slice with an active unit in it (a service between restarts) */
 };
 
-static int unit_path(const char *unit, char *path, size_t len)
+static struct fakesvc *svc_of(struct fakesd *sd, const char *unit)
+{
+	for (size_t i = 0; i < sd->n_svc; i++)
+		if (strcmp(sd->svc[i].unit, unit) == 0)
+			return &sd->svc[i];
+	return NULL;
+}
+
+/* A service's cgroup is gone once it ended: systemd collects it (CollectMode). */
+static void svc_gone(struct fakesd *sd, struct fakesvc *v)
+{
+	assert_int_equal(fakecg_remove(sd->rootfd, v->path), 0);
+	close(v->in);
+	close(v->out);
+	close(v->err);
+	*v = sd->svc[--sd->n_svc];
+}
+
+static int unit_path(struct fakesd *sd, const char *unit, char *path, size_t len)
 {
 	size_t o = 0, n = strlen(unit) - strlen(".slice");
+	struct fakesvc *v = svc_of(sd, unit);
 
+	if (v) {
+		snprintf(path, len, "%s", v->path);
+		return 0;
+	}
 	if (strcmp(unit, "drf.slice") == 0) {
 		path[0] = '\0';
 		return 0;
@@ -214,18 +266,64 @@ static int unit_path(const char *unit, char *path, size_t len)
 	return 0;
 }
 
+static int sd_set(void *ctx, const char *unit, const struct cgfs_prop *p, size_t n);
+
+/*
+ * A task's service: its cgroup made in its Slice= with its properties as
+ * systemd writes them, its stdio fds duplicated, its command running.
+ */
+static int start_service(struct fakesd *sd, const char *unit, const struct cgfs_prop *p, size_t n)
+{
+	struct fakesvc *v;
+	char slice[400], f[1200];
+	int r;
+
+	if (svc_of(sd, unit))
+		return -EEXIST;
+	assert_true(sd->n_svc < sizeof(sd->svc) / sizeof(sd->svc[0]));
+	v = &sd->svc[sd->n_svc];
+	*v = (struct fakesvc){ .in = -1, .out = -1, .err = -1 };
+	snprintf(v->unit, sizeof(v->unit), "%s", unit);
+	for (size_t i = 0; i < n; i++) {
+		int *fd = strcmp(p[i].name, "StandardInputFileDescriptor") == 0    ? &v->in
+			  : strcmp(p[i].name, "StandardOutputFileDescriptor") == 0 ? &v->out
+			  : strcmp(p[i].name, "StandardErrorFileDescriptor") == 0  ? &v->err
+										   : NULL;
+
+		if (fd) {
+			assert_int_equal(p[i].type, CGFS_PROP_FD);
+			*fd = fcntl((int)p[i].u, F_DUPFD_CLOEXEC, 3);
+			assert_true(*fd >= 0);
+		}
+		if (strcmp(p[i].name, "Slice") == 0)
+			unit_path(sd, p[i].s, slice, sizeof(slice));
+		if (strcmp(p[i].name, "ExecStart") == 0)
+			cgfs_prop_format(&p[i], v->exec, sizeof(v->exec));
+	}
+	snprintf(v->path, sizeof(v->path), "%s/%.64s", slice, unit);
+	r = fakecg_ops.mkdir(NULL, sd->rootfd, v->path);
+	if (r < 0)
+		return r;
+	sd->n_svc++;
+	sd_set(sd, unit, p, n);
+	sd->sets--;
+	snprintf(f, sizeof(f), "%s/cgroup.events", v->path);
+	assert_int_equal(fakecg_put(sd->rootfd, f, "populated 1\n"), 0);
+	return 0;
+}
+
 static int sd_start(void *ctx, const char *unit, const struct cgfs_prop *p, size_t n)
 {
 	struct fakesd *sd = ctx;
 	char path[1024];
 	int r;
 
-	(void)p;
-	(void)n;
 	sd->starts++;
 	if (strstr(unit, ".scope"))
 		return 0;
-	unit_path(unit, path, sizeof(path));
+	if (strstr(unit, ".service"))
+		return start_service(sd, unit, p, n);
+	unit_path(sd, unit, path, sizeof(path));
 	if (!path[0]) {
 		sd->exists++;
 		return -EEXIST;
@@ -286,7 +384,7 @@ static int sd_set(void *ctx, const char *unit, const struct cgfs_prop *p, size_t
 	char path[1024], v[64];
 
 	sd->sets++;
-	unit_path(unit, path, sizeof(path));
+	unit_path(sd, unit, path, sizeof(path));
 	for (size_t i = 0; i < n; i++) {
 		char f[1100];
 
@@ -341,7 +439,13 @@ static int sd_stop(void *ctx, const char *unit)
 	char path[1024];
 
 	sd->stops++;
-	unit_path(unit, path, sizeof(path));
+	if (svc_of(sd, unit)) {
+		svc_gone(sd, svc_of(sd, unit));
+		return 0;
+	}
+	if (strstr(unit, ".service"))
+		return -ENOENT; /* NoSuchUnit */
+	unit_path(sd, unit, path, sizeof(path));
 	return fakecg_ops.rmdir(NULL, sd->rootfd, path);
 }
 
@@ -352,8 +456,25 @@ static int sd_busy(void *ctx, const char *unit)
 	return sd->busy_unit && strcmp(unit, sd->busy_unit) == 0;
 }
 
-static const struct cgfs_bus_ops fakesd_ops = { "fake systemd", sd_start, sd_set, sd_stop,
-						sd_busy };
+
+/* Every process of the unit killed: a service ends, and is collected. */
+static int sd_kill(void *ctx, const char *unit, int sig)
+{
+	struct fakesd *sd = ctx;
+	struct fakesvc *v = svc_of(sd, unit);
+
+	sd->kills++;
+	if (!v)
+		return -ENOENT;
+	assert_int_equal(sig, SIGKILL);
+	svc_gone(sd, v);
+	return 0;
+}
+
+static const struct cgfs_bus_ops fakesd_ops = {
+	.name = "fake systemd", .start = sd_start, .set = sd_set, .stop = sd_stop,
+	.busy = sd_busy, .kill = sd_kill,
+};
 
 static int yes(void *ctx)
 {
@@ -570,6 +691,250 @@ static void test_remove_and_exec(void **state)
 	fakedrfd_teardown(&s.f);
 }
 
+/* drfd's answer to req from a client of effective uid euid (SO_PEERCRED). */
+static char *ask(struct sliced *s, uid_t euid, const char *req)
+{
+	char *out = NULL;
+	size_t len = 0;
+	int sv[2];
+	gid_t saved[256];
+	int ng = getgroups(256, saved);
+
+	/* As a user with no supplementary group, its gid its uid. */
+	assert_true(ng >= 0);
+	assert_int_equal(setgroups(0, NULL), 0);
+	assert_int_equal(setegid(euid), 0);
+	assert_int_equal(seteuid(euid), 0);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	assert_int_equal(seteuid(0), 0);
+	assert_int_equal(setegid(0), 0);
+	assert_int_equal(setgroups((size_t)ng, saved), 0);
+	assert_int_equal(drfd_tasks_answer(&s->f.d, sv[0], req, &out, &len), 1);
+	close(sv[0]);
+	close(sv[1]);
+	return out;
+}
+
+/* A submit to web with --cpu 0.5 --memory 256M, as drfctl sends it; the id drfd answers. */
+static uint64_t submit_web(struct sliced *s, uid_t euid, const char *script)
+{
+	char req[1024], *e = drf_proto_escape(script), *a;
+	uint64_t id;
+
+	assert_non_null(e);
+	snprintf(req, sizeof(req), "task-submit web /tmp 3 0.5 268435456 0 0 0 0 sh -c %s", e);
+	free(e);
+	a = ask(s, euid, req);
+	if (sscanf(a, "drfd-task 1 ok %" SCNu64, &id) != 1)
+		fail_msg("submit answered: %s", a);
+	free(a);
+	return id;
+}
+
+static const struct drf_task *task_of(struct sliced *s, uint64_t id)
+{
+	for (size_t i = 0; i < s->f.d.tasks->n; i++)
+		if (s->f.d.tasks->t[i].id == id)
+			return &s->f.d.tasks->t[i];
+	fail_msg("no task %" PRIu64, id);
+	return NULL;
+}
+
+/*
+ * The service's command as systemd runs it: the real supervisor, its stdin
+ * and stdout the fds drfd handed to systemd. Its exit code.
+ */
+static int run_service(struct fakesvc *v)
+{
+	static const char head[] = "ExecStart=/usr/sbin/drfd --task-supervisor-stdio ";
+	int status;
+	pid_t pid;
+
+	assert_int_equal(strncmp(v->exec, head, sizeof(head) - 1), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (dup2(v->in, 0) < 0 || dup2(v->out, 1) < 0)
+			_exit(120);
+		/* As systemd starts a service: nothing open past 0, 1 and 2. */
+		close_range(3, ~0U, 0);
+		_exit(drf_task_supervise_stdio(v->exec + sizeof(head) - 1));
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void test_tasks_on_slices(void **state)
+{
+	struct sliced s;
+	struct drf_spawn_units units = { .exe = "/usr/sbin/drfd", .errfd = STDERR_FILENO };
+	struct fakesvc *v;
+	const struct drf_task *t;
+	char path[4400], buf[256], *a;
+	size_t sets, calls, made;
+	uint64_t id, id2, id3;
+
+	(void)state;
+	sliced_setup(&s);
+	units.bus = &cgfs_bus_recording_ops;
+	units.bus_ctx = &s.bus;
+	s.f.env.spawn = &drf_spawn_unit_ops;
+	s.f.env.spawn_ctx = &units;
+	assert_int_equal(fakedrfd_start(&s.f), 0);
+	assert_non_null(s.f.d.tasks);
+
+	/* Submitted by uid 65534: started at once as a service in web's slice. */
+	id = submit_web(&s, 65534, "id -u; id -g; exit 3");
+	t = task_of(&s, id);
+	assert_int_equal(t->state, DRF_TASK_RUNNING);
+	snprintf(path, sizeof(path), "drf-web.slice/drf-task-%" PRIu64 ".service", id);
+	assert_string_equal(t->cgroup, path);
+	assert_int_equal(s.sd.n_svc, 1);
+	v = &s.sd.svc[0];
+	assert_string_equal(v->path, path);
+	/* Started with its limits: they are in its cgroup from its first instant. */
+	assert_string_equal(fakedrfd_get(&s.f, path, "cpu.max"), "50000 100000");
+	assert_string_equal(fakedrfd_get(&s.f, path, "memory.max"), "268435456");
+	assert_string_equal(fakedrfd_get(&s.f, path, "memory.swap.max"), "0");
+	/* Its stdin: the task's text from drfd's memory, whom to run as included. */
+	{
+		ssize_t n = read(v->in, buf, sizeof(buf) - 1);
+		struct drf_task parsed = { 0 };
+		char *text;
+
+		assert_true(n > 0);
+		buf[n] = '\0';
+		assert_int_equal(lseek(v->in, 0, SEEK_CUR) < 0, 1); /* a pipe */
+		text = drf_tasks_text(t);
+		assert_non_null(text);
+		assert_int_equal(strncmp(text, buf, (size_t)n), 0);
+		/* Put back what was read, for the supervisor below: a new pipe with all of it. */
+		{
+			int p[2];
+			size_t len = strlen(text);
+
+			assert_int_equal(pipe(p), 0);
+			assert_int_equal(write(p[1], text, len), (ssize_t)len);
+			close(p[1]);
+			close(v->in);
+			v->in = p[0];
+		}
+		assert_int_equal(drf_tasks_parse_file(&parsed, text), 0);
+		assert_int_equal(parsed.uid, 65534);
+		drf_task_clear(&parsed);
+		free(text);
+	}
+	/* No cgroup made or written by drfd: systemd made it. */
+	assert_int_equal(s.f.rec.changes, 0);
+
+	/* Steady: nothing asked of systemd, the service's knobs read back as planned. */
+	sets = s.sd.sets;
+	calls = s.bus.calls;
+	for (int i = 0; i < 3; i++)
+		sliced_tick(&s, SIZE_MAX);
+	assert_int_equal(s.bus.calls, calls);
+	/* Changed behind systemd's back: put back as the service's property. */
+	assert_int_equal(fakedrfd_put(&s.f, path, "memory.max", "max"), 0);
+	sliced_tick(&s, SIZE_MAX);
+	assert_int_equal(s.sd.sets, sets + 1);
+	assert_string_equal(fakedrfd_get(&s.f, path, "memory.max"), "268435456");
+
+	/* It runs: the real supervisor, as systemd would start it, as uid 65534. */
+	assert_int_equal(run_service(v), 0);
+	svc_gone(&s.sd, v);
+	sliced_tick(&s, SIZE_MAX);
+	t = task_of(&s, id);
+	assert_int_equal(t->state, DRF_TASK_DONE);
+	assert_string_equal(t->result, "exited");
+	assert_int_equal(t->exit_code, 3);
+	{
+		char out[4400];
+		FILE *o;
+
+		snprintf(out, sizeof(out), "%s/%" PRIu64 "/stdout", s.f.d.tasks->dir, id);
+		o = fopen(out, "r");
+		assert_non_null(o);
+		assert_non_null(fgets(buf, sizeof(buf), o));
+		assert_string_equal(buf, "65534\n");
+		assert_non_null(fgets(buf, sizeof(buf), o));
+		assert_string_equal(buf, "65534\n");
+		fclose(o);
+	}
+
+	/* Cancelled: every process of its service killed through systemd. */
+	id2 = submit_web(&s, 65534, "sleep 600");
+	assert_int_equal(s.sd.n_svc, 1);
+	a = ask(&s, 1000, "task-cancel 2");
+	assert_int_equal(strncmp(a, "drfd-task 1 refused", 19), 0); /* not uid 1000's */
+	free(a);
+	assert_int_equal(s.sd.kills, 0);
+	a = ask(&s, 65534, "task-cancel 2");
+	assert_int_equal(strncmp(a, "drfd-task 1 ok", 14), 0);
+	free(a);
+	assert_int_equal(s.sd.kills, 1);
+	assert_int_equal(s.sd.n_svc, 0);
+	sliced_tick(&s, SIZE_MAX);
+	t = task_of(&s, id2);
+	assert_int_equal(t->state, DRF_TASK_DONE);
+	assert_string_equal(t->result, "cancelled");
+
+	/* A restart re-adopts a running one: neither started again nor stopped. */
+	id3 = submit_web(&s, 65534, "sleep 600");
+	assert_int_equal(s.sd.n_svc, 1);
+	made = s.sd.starts - s.sd.exists;
+	assert_int_equal(fakedrfd_restart(&s.f), 0);
+	t = task_of(&s, id3);
+	assert_int_equal(t->state, DRF_TASK_RUNNING);
+	assert_true(t->readopted);
+	for (int i = 0; i < 3; i++)
+		sliced_tick(&s, SIZE_MAX);
+	assert_int_equal(s.sd.n_svc, 1);
+	assert_int_equal(s.sd.kills, 1);
+	assert_int_equal(s.sd.stops, 0);
+	/* The restart started nothing new: its slices were there, and so was the task. */
+	assert_int_equal(s.sd.starts - s.sd.exists, made);
+	/* It ends with drfd restarted: its end recorded. */
+	v = &s.sd.svc[0];
+	snprintf(path, sizeof(path), "%s/%" PRIu64 "/exit", s.f.d.tasks->dir, id3);
+	assert_int_equal(t_write_file(path, "exit 0\nsignal -1\n"), 0);
+	svc_gone(&s.sd, v);
+	sliced_tick(&s, SIZE_MAX);
+	t = task_of(&s, id3);
+	assert_string_equal(t->result, "exited");
+	assert_int_equal(t->exit_code, 0);
+	fakedrfd_teardown(&s.f);
+}
+
+/* A task's service fails to start: the task fails, nothing runs, nothing is left. */
+static void test_task_unit_fails(void **state)
+{
+	struct sliced s;
+	struct drf_spawn_units units = { .exe = "/usr/sbin/drfd", .errfd = STDERR_FILENO };
+	const struct drf_task *t;
+	uint64_t id;
+
+	(void)state;
+	sliced_setup(&s);
+	units.bus = &cgfs_bus_recording_ops;
+	units.bus_ctx = &s.bus;
+	s.f.env.spawn = &drf_spawn_unit_ops;
+	s.f.env.spawn_ctx = &units;
+	assert_int_equal(fakedrfd_start(&s.f), 0);
+	s.bus.fault = (struct drf_fault){ .err = EIO, .ops = CGFS_BUS_START, .path = ".service" };
+	id = submit_web(&s, 65534, "true");
+	t = task_of(&s, id);
+	assert_int_equal(t->state, DRF_TASK_DONE);
+	assert_string_equal(t->result, "failed");
+	assert_int_equal(s.sd.n_svc, 0);
+	s.bus.fault = (struct drf_fault){ 0 };
+	/* The next one runs. */
+	id = submit_web(&s, 65534, "true");
+	assert_int_equal(task_of(&s, id)->state, DRF_TASK_RUNNING);
+	assert_int_equal(s.sd.n_svc, 1);
+	svc_gone(&s.sd, &s.sd.svc[0]);
+	fakedrfd_teardown(&s.f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -580,6 +945,8 @@ int main(void)
 		cmocka_unit_test(test_daemon_on_slices),
 		cmocka_unit_test(test_limit_quota_survives_daemon_reload),
 		cmocka_unit_test(test_remove_and_exec),
+		cmocka_unit_test(test_tasks_on_slices),
+		cmocka_unit_test(test_task_unit_fails),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -579,12 +579,13 @@ static void test_emfile_backoff(void **state)
 
 /* The task queue over a fake cgroup tree with a spawn that only records. */
 static int fake_spawn(void *ctx, const struct cgfs *cfs, const char *cg, const struct drf_task *t,
-		      int dirfd, const char *tdir, pid_t *ret)
+		      const struct drf_knobs *limits, int dirfd, const char *tdir, pid_t *ret)
 {
 	char p[4096];
 
 	(void)ctx;
 	(void)t;
+	(void)limits;
 	(void)dirfd;
 	(void)tdir;
 	snprintf(p, sizeof(p), "%s/cgroup.events", cg);

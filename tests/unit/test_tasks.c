@@ -56,12 +56,14 @@ struct fake_spawn {
 };
 
 static int fake_spawn(void *ctx, const struct cgfs *fs, const char *cg, const struct drf_task *t,
-		      int dirfd, const char *dir, pid_t *ret)
+		      const struct drf_knobs *limits, int dirfd, const char *dir, pid_t *ret)
 {
 	struct fake_spawn *f = ctx;
 	char p[4096];
 
 	(void)dir;
+	/* The plan's limits of its cgroup, which the reconciler wrote already. */
+	assert_non_null(limits);
 	assert_true(drf_at_owned(dirfd, true) == 0);
 	f->uid = t->uid;
 	f->gid = t->gid;
@@ -137,8 +139,10 @@ struct fx {
 	struct drf_reconciler rc;
 };
 
-static int ready(void *ctx, const char *cg, char *why, size_t len)
+static int ready(void *ctx, const char *cg, const struct drf_knobs **limits, char *why,
+		 size_t len)
 {
+	*limits = drf_reconciler_want(ctx, cg);
 	return drf_reconciler_ready(ctx, cg, why, len);
 }
 

@@ -28,7 +28,9 @@ expect: knobs = mapping(drfctl plan --json), written by systemd; webapp runs as 
         systemctl restart/stop/start and a package upgrade; reload applies a change (exit 0); a
         bad reload is refused at priority 3 and systemctl reload fails, as it does for an
         io-device added (needs a restart), the reason in status; a second drfd exits 6; a tenant removed while drfd
-        is stopped loses its empty cgroup; a busy one is kept as an orphan
+        is stopped loses its empty cgroup; a busy one is kept as an orphan; a task
+        submitted by uid 65534 runs as it in drf-web.slice/drf-task-N.service with its
+        cpu.max/memory.max, is cancelled leaving nothing, and outlives systemctl restart drfd
 DIAGRAM
 
 # wait_for SECONDS COMMAND...: polls every 0.2 s until COMMAND succeeds.
@@ -167,6 +169,64 @@ wait_for 30 systemctl -q is-active drfd.service
 tenants_now=$(systemctl show -p ActiveEnterTimestampMonotonic --value drfd-tenants.service)
 check upgrade-keeps-tenant "[ $rc -eq 0 ] && in_web && [ '$(knobs_of web)' = '$before' ] && [ $tenants_since = $tenants_now ]" \
 	"dpkg -i again exit $rc; drfd-tenants.service not restarted: $([ "$tenants_since" = "$tenants_now" ] && echo yes || echo no); sleep in web with its knobs: $(in_web && [ "$(knobs_of web)" = "$before" ] && echo yes || echo no)"
+
+# 3b. The task queue under the unit: a submitter of uid 65534 (status-group lets it reach
+# the socket) has its task run as itself in a transient service in the tenant's slice,
+# with the task's limits; a cancel ends it and leaves nothing; a task outlives
+# systemctl restart drfd, re-adopted, and its end is recorded.
+sed -i 's/^\[agent\]$/[agent]\nstatus-group = nogroup/' /etc/drfd/drfd.conf
+systemctl restart drfd.service
+wait_for 30 systemctl -q is-active drfd.service
+wait_for 20 settled
+as_nobody() { (cd / && setpriv --reuid=65534 --regid=65534 --clear-groups "$@"); }
+task_py() { # ID EXPR: EXPR over task ID's object in drfctl tasks --json, as x
+	"$DRFCTL" tasks --json 2>/dev/null |
+		$PY -c "import json,sys; x={t['id']: t for t in json.load(sys.stdin)['tasks']}[$1]; print($2)" 2>/dev/null ||
+		echo "?"
+}
+# shellcheck disable=SC2317 # called through wait_for
+task_is() { [ "$(task_py "$1" "$2")" = True ]; }
+# shellcheck disable=SC2317 # called through wait_for
+pid_of() { pgrep -u 65534 -f "^$1\$" | head -1 | grep .; }
+t1=$(as_nobody "$DRFCTL" submit web --cpu 0.5 --memory 64M -- sleep 3005 2>"$work/submit1.err")
+wait_for 30 pid_of 'sleep 3005' >/dev/null
+tp=$(pid_of 'sleep 3005')
+tcg=$(cat "/proc/$tp/cgroup" 2>/dev/null)
+tuid=$(awk '$1 == "Uid:" {print $2, $3, $4, $5}' "/proc/$tp/status" 2>/dev/null)
+svc=$TROOT/drf-web.slice/drf-task-$t1.service
+tlim="$(cat "$svc/cpu.max" 2>/dev/null) / $(cat "$svc/memory.max" 2>/dev/null) / $(cat "$svc/memory.swap.max" 2>/dev/null)"
+check task-runs-as-submitter-in-service "[ -n '$t1' ] && [ '$tcg' = 0::/drf.slice/drf-web.slice/drf-task-$t1.service ] && [ '$tuid' = '65534 65534 65534 65534' ] && [ '$tlim' = '50000 100000 / 67108864 / 0' ]" \
+	"task '$t1' ($(head -c 200 "$work/submit1.err")): sleep $tp in '$tcg', uids $tuid; cpu.max / memory.max / memory.swap.max: $tlim"
+as_nobody "$DRFCTL" cancel "$t1" >"$work/cancel.out" 2>&1
+rc=$?
+wait_for 20 task_is "$t1" 'x["state"] == "finished"'
+res=$(task_py "$t1" 'x["result"]')
+wait_for 10 test ! -d "$svc"
+left=$(pgrep -u 65534 -c -f '^sleep 3005$')
+check task-cancel-leaves-nothing "[ $rc -eq 0 ] && [ '$res' = cancelled ] && [ '$left' = 0 ] && [ ! -d $svc ] && ! systemctl -q is-active drf-task-$t1.service" \
+	"cancel by its submitter: exit $rc; result '$res'; processes left $left; its service $(systemctl is-active drf-task-"$t1".service), cgroup $([ -d "$svc" ] && echo kept || echo gone)"
+rm -f /run/drftest-go
+t2=$(as_nobody "$DRFCTL" submit web --cpu 0.5 --memory 64M -- sh -c 'while [ ! -e /run/drftest-go ]; do sleep 0.2; done; echo done; exit 7')
+wait_for 30 task_is "$t2" 'x["state"] == "running"'
+svc2=drf-task-$t2.service
+sup=$(systemctl show -p MainPID --value "$svc2")
+old=$(systemctl show -p MainPID --value drfd.service)
+systemctl restart drfd.service
+rc=$?
+wait_for 30 systemctl -q is-active drfd.service
+wait_for 20 settled
+new=$(systemctl show -p MainPID --value drfd.service)
+sup2=$(systemctl show -p MainPID --value "$svc2")
+st2=$(task_py "$t2" 'x["state"]')
+touch /run/drftest-go
+wait_for 30 task_is "$t2" 'x["state"] == "finished"'
+end2=$(task_py "$t2" '(x["result"], x["exit_code"])')
+d2=$(task_py "$t2" 'x["dir"]')
+wait_for 10 test ! -d "$TROOT/drf-web.slice/$svc2"
+check task-survives-restart "[ $rc -eq 0 ] && [ $new != $old ] && [ '$sup' -gt 0 ] && [ '$sup' = '$sup2' ] && [ '$st2' = running ] && [ \"$end2\" = \"('exited', 7)\" ] && [ \"\$(cat $d2/stdout)\" = done ] && [ ! -d $TROOT/drf-web.slice/$svc2 ]" \
+	"restart exit $rc, drfd $old -> $new; the task's supervisor $sup -> $sup2, state after restart '$st2'; ended $end2, stdout '$(cat "$d2/stdout" 2>/dev/null)'; its service $(systemctl is-active "$svc2")"
+rm -f /run/drftest-go
+journalctl -u 'drf-task-*.service' -o short-monotonic --no-pager >"$R/t_systemd-task-units.txt" 2>&1
 
 # 4. A reload applies a change; systemctl reload says it is in force (ExecReload=drfctl reload).
 sed -i 's/^cpu = 2$/cpu = 0.5/' "$conf"
