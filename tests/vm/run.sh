@@ -53,7 +53,7 @@ boot_alone() {
 	mkdir -p "$res"
 	fresh_disk "$disk"
 	start=$(date +%s)
-	vm_boot "$here/$t.sh" "$res" "$build" "$disk"
+	vm_boot "$here/$t.sh" "$res" "$build" "$disk" "${VM_LIMIT:-900}"
 	qrc=$?
 	if [ ! -f "$res/results.txt" ] && locked_up "$res"; then
 		echo "RETRY $t: the guest kernel locked up before any result (qemu exit $qrc); its log is in $res.hung:"
@@ -63,7 +63,7 @@ boot_alone() {
 		mkdir -p "$res"
 		fresh_disk "$disk"
 		start=$(date +%s)
-		vm_boot "$here/$t.sh" "$res" "$build" "$disk"
+		vm_boot "$here/$t.sh" "$res" "$build" "$disk" "${VM_LIMIT:-900}"
 		qrc=$?
 	fi
 	rm -f "$disk"
@@ -75,12 +75,13 @@ shared=()
 for t in "${tests[@]}"; do alone "$t" || shared+=("$t"); done
 # The systemd-mode tests boot at once, beside the shared boot, under VM_NICE=10:
 # they yield the CPUs to it (its measurements count), and are done long before
-# it ends. A test that drives a throttled disk (vm-drive) boots after it, when
+# it ends (it may take twice its time alone: its QEMU's limit is 1800 s, not
+# 900). A test that drives a throttled disk (vm-drive) boots after it, when
 # nothing else runs: its split is a measurement too.
 pids=()
 for t in "${tests[@]}"; do
 	if alone "$t" && ! grep -q '^# vm-drive: ' "$here/$t.sh"; then
-		VM_NICE=10 boot_alone "$t" &
+		VM_NICE=10 VM_LIMIT=1800 boot_alone "$t" &
 		pids+=($!)
 	fi
 done
