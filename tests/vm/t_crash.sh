@@ -9,7 +9,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 vm_setup
 
-nt=200
+nt=600
 diagram <<DIAGRAM
 drf.slice (limit mode, cpu 2, memory 1G)
  |- A  tasks (0.5 cpu, 64M)      two busy loops, cpu.max one core
@@ -116,8 +116,11 @@ count_new() {
 	echo $c
 }
 old_new=$(count_new)
-# Kill it mid-pass: tune the delay until the kill lands with the pass partly done.
-delay=0.05 partial=0 tries=0
+# Kill it mid-pass: tune the delay until the kill lands with the pass partly done,
+# by bisection between the longest delay that found nothing written (lo) and the
+# shortest that found the pass done (hi), once both are known: the start's jitter
+# (another VM on the host) is wider than a step of a fixed factor.
+delay=0.05 partial=0 tries=0 lo=0 hi=0
 while [ $tries -lt 12 ]; do
 	tries=$((tries + 1))
 	"$DRFD" -c "$work/old.conf" --once 2>/dev/null
@@ -131,7 +134,8 @@ while [ $tries -lt 12 ]; do
 		partial=$got
 		break
 	fi
-	if [ "$got" -eq 0 ]; then delay=$($PY -c "print($delay * 1.7)"); else delay=$($PY -c "print($delay / 2)"); fi
+	if [ "$got" -eq 0 ]; then lo=$delay; else hi=$delay; fi
+	delay=$($PY -c "lo, hi = $lo, $hi; print((lo + hi) / 2 if lo and hi else lo * 1.7 if lo else hi / 2)")
 done
 check kill-lands-mid-pass "[ $old_new -eq 0 ] && [ $partial -gt 0 ] && [ $partial -lt $n ]" \
 	"before: $old_new of $n tenants had the new weights; killed after ${delay}s (try $tries): $partial of $n new, $((n - partial)) old"
