@@ -50,7 +50,7 @@ NPROC := $(shell nproc 2>/dev/null || echo 1)
 DRF_CFLAGS := -std=c11 -D_GNU_SOURCE -pthread $(WARN) -MMD -MP \
 	-DDRF_VERSION='"$(VERSION)"' -DDRF_SYSCONFDIR='"$(SYSCONFDIR)"'
 LDFLAGS ?=
-LDLIBS := -linih -lcgroup -lsystemd -lbpf -lnl-route-3 -lnl-3 -ljson-c -lm -pthread
+LDLIBS := -linih -lcgroup -lsystemd -lbpf -lnl-route-3 -lnl-3 -ljson-c -lglpk -lm -pthread
 NL_CFLAGS := $(shell pkg-config --cflags libnl-route-3.0)
 # drfctl top draws with ncurses (libncurses-dev); only top.c includes it.
 NCURSES_CFLAGS := $(shell pkg-config --cflags ncursesw 2>/dev/null)
@@ -91,7 +91,7 @@ endif
 #   lib       primitives, the logger, JSON, host facts       libc, json-c
 #   cgroupfs  cgroup v2 files under one root                 lib
 #   bpf       BPF programs, skeleton loaders, pins           lib, libbpf
-#   core      pure maths: resources, DRF, demand, use        lib
+#   core      pure maths: resources, DRF, DRFH, demand, use  lib, GLPK
 #   config    INI + tenants.d -> struct drf_config           core
 #   plan      the planner: allocation, knobs, HTB plan       config
 #   enforce   the cgroup reconciler, the host checks         plan, cgroupfs
@@ -151,7 +151,7 @@ BINS := $(BUILD)/drfctl $(BUILD)/drfd
 MANS := $(patsubst deploy/man/%.scd,.output/man/%,$(wildcard deploy/man/*.scd))
 DEB_DIR := .output/deb
 
-UNIT_TESTS := test_units test_alloc test_props test_config test_fuzz_config test_cgroupfs \
+UNIT_TESTS := test_units test_alloc test_props test_drfh test_config test_fuzz_config test_cgroupfs \
 	test_reload_mem test_shaper test_expo test_metrics test_use \
 	test_demand test_history test_taskq test_tasks test_daemon test_httpd test_statedir test_socket \
 	test_lib test_slice
@@ -216,9 +216,11 @@ $(BUILD)/drfctl: $(DRFCTL_OBJS) $(CLI_LIBS)
 $(BUILD)/drfd: $(BUILD)/agent/daemon/drfd.o $(DAEMON_LIBS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(MHD_LIBS)
 
-# Tests of the pure core link with the core, the pure primitives and -lm
-# alone: a call to anything that does I/O would not link.
-CORE_TESTS := test_units test_alloc test_taskq
+# Tests of the pure core link with the core, the pure primitives, GLPK (the
+# linear programs of DRFH) and -lm alone: a call to anything that does I/O
+# would not link.
+CORE_LDLIBS := -lglpk -lm
+CORE_TESTS := test_units test_alloc test_taskq test_drfh
 PURE_LIB_OBJS := $(patsubst %,$(BUILD)/agent/lib/%.o,$(LIB_PURE))
 # The exposition parser of drfctl top is pure too: it links with the pure primitives alone.
 $(BUILD)/tests/test_expo: $(BUILD)/tests/unit/test_expo.o $(BUILD)/agent/cli/expo.o \
@@ -229,7 +231,7 @@ $(BUILD)/tests/test_expo: $(BUILD)/tests/unit/test_expo.o $(BUILD)/agent/cli/exp
 $(CORE_TESTS:%=$(BUILD)/tests/%): $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o \
 		$(BUILD)/tests/unit/testlib.o $(BUILD)/libdrf-core.a $(PURE_LIB_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ -lm -lcmocka
+	$(CC) $(LDFLAGS) -o $@ $^ $(CORE_LDLIBS) -lcmocka
 
 $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(BUILD)/tests/unit/testlib.o $(TESTLIB_OBJS) \
 		$(DAEMON_LIBS)
@@ -250,7 +252,7 @@ $(BPF_OUT)/yardstick.bpf.o: tests/bench/yardstick.bpf.c bpf/vmlinux.h
 
 $(BENCH_BIN): $(BUILD)/tests/bench/bench_alloc.o $(BUILD)/libdrf-core.a $(PURE_LIB_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ -lm
+	$(CC) $(LDFLAGS) -o $@ $^ $(CORE_LDLIBS)
 
 # Coverage-guided fuzzing (libFuzzer, clang), each target for FUZZ_SECONDS from
 # its seed corpus in tests/fuzz/corpus/NAME (fuzz_NAME); what it finds is kept in

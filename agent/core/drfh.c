@@ -1,0 +1,1113 @@
+// SPDX-License-Identifier: MIT
+/*
+ * DRFH over heterogeneous servers. See drfh.h for the contract.
+ *
+ * Units: every resource is measured as a fraction of the pool, so a tenant's
+ * normalized task u_i has u_ir = shape_ir / pool_r and its dominant share per
+ * task is d_i = max_r u_ir. The divisible form's variables are in dominant-share
+ * units too: y_ig, the global dominant share tenant i holds on group g, so that
+ * G_i = sum_g y_ig and the task count is G_i / d_i. Everything in the LPs is then
+ * of order 1, whatever the fleet's size or the units of its resources.
+ */
+#include "drfh.h"
+
+#include <errno.h>
+#include <glpk.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Relative slack for "this task still fits". */
+#define FIT_EPS 1e-12
+/* A level row's dual below this is taken for zero (legitimate ones are >= ~1/n). */
+#define DUAL_EPS 1e-9
+
+void drfh_result_free(struct drfh_result *r)
+{
+	if (!r)
+		return;
+	free(r->tenants);
+	free(r->groups);
+	free(r->places);
+	memset(r, 0, sizeof(*r));
+}
+
+void drfh_pool(const struct drfh_problem *p, double pool[DRF_NRES])
+{
+	for (int r = 0; r < DRF_NRES; r++)
+		pool[r] = 0;
+	for (size_t s = 0; s < p->nspecs; s++)
+		for (int r = 0; r < DRF_NRES; r++)
+			pool[r] += p->specs[s].capacity[r] * (double)p->specs[s].count;
+}
+
+/* The checks of drf_allocate, against the pool, and the servers'. */
+static int validate(const struct drfh_problem *p, double pool[DRF_NRES], size_t *ret_nservers)
+{
+	size_t ns = 0;
+
+	if ((p->nspecs && !p->specs) || (p->n && !p->demands) || p->n > UINT32_MAX)
+		return -EINVAL;
+	for (size_t s = 0; s < p->nspecs; s++) {
+		const struct drfh_server_spec *sp = &p->specs[s];
+
+		if (sp->count < 1 || sp->count > UINT32_MAX - ns)
+			return -EINVAL;
+		ns += sp->count;
+		for (int r = 0; r < DRF_NRES; r++)
+			if (!(sp->capacity[r] >= 0) || !isfinite(sp->capacity[r]))
+				return -EINVAL;
+	}
+	drfh_pool(p, pool);
+	for (int r = 0; r < DRF_NRES; r++)
+		if (!isfinite(pool[r]))
+			return -EINVAL;
+	for (size_t i = 0; i < p->n; i++) {
+		const struct drf_demand *d = &p->demands[i];
+		bool needs = false;
+
+		if (!(d->weight > 0) || !isfinite(d->weight))
+			return -EINVAL;
+		if (!(d->max_units > 0) || isnan(d->max_units))
+			return -EINVAL;
+		for (int r = 0; r < DRF_NRES; r++) {
+			if (!(pool[r] > 0))
+				continue;
+			if (!(d->shape[r] >= 0) || !isfinite(d->shape[r]))
+				return -EINVAL;
+			needs = needs || d->shape[r] > 0;
+		}
+		if (!needs && isinf(d->max_units))
+			return -EINVAL;
+	}
+	*ret_nservers = ns;
+	return 0;
+}
+
+/* A tenant's normalized task and its dominant share per task (0: needs nothing). */
+static double normalize(const double pool[DRF_NRES], const struct drf_demand *d,
+			double u[DRF_NRES], int *ret_res)
+{
+	double best = 0;
+	int best_r = -1;
+
+	for (int r = 0; r < DRF_NRES; r++) {
+		u[r] = pool[r] > 0 ? d->shape[r] / pool[r] : 0;
+		if (pool[r] > 0 && (best_r < 0 || u[r] > best)) {
+			best = u[r];
+			best_r = r;
+		}
+	}
+	*ret_res = best > 0 ? best_r : -1;
+	return best;
+}
+
+/* The result's tenants, groups and the server count; places are the caller's. */
+static int result_init(const struct drfh_problem *p, const double pool[DRF_NRES], size_t nservers,
+		       struct drfh_result *out)
+{
+	memset(out, 0, sizeof(*out));
+	memcpy(out->pool, pool, sizeof(out->pool));
+	out->n = p->n;
+	out->nservers = nservers;
+	out->tenants = calloc(p->n + 1, sizeof(*out->tenants));
+	if (!out->tenants)
+		return -ENOMEM;
+	return 0;
+}
+
+static int cmp_spec(const void *a, const void *b, void *ctx)
+{
+	const struct drfh_server_spec *specs = ctx;
+	const size_t *x = a, *y = b;
+	int c = memcmp(specs[*x].capacity, specs[*y].capacity, sizeof(specs[*x].capacity));
+
+	if (c)
+		return c;
+	return *x < *y ? -1 : *x > *y;
+}
+
+/* Groups of identical servers, in the order of their first server. */
+static int make_groups(const struct drfh_problem *p, struct drfh_result *out)
+{
+	size_t *order = malloc((p->nspecs + 1) * sizeof(*order));
+	size_t *first = malloc((p->nspecs + 1) * sizeof(*first));
+	size_t *gid = malloc((p->nspecs + 1) * sizeof(*gid));
+	size_t ng = 0, at = 0;
+	int err = -ENOMEM;
+
+	if (!order || !first || !gid)
+		goto out;
+	for (size_t s = 0; s < p->nspecs; s++) {
+		order[s] = s;
+		first[s] = at;
+		at += p->specs[s].count;
+	}
+	qsort_r(order, p->nspecs, sizeof(*order), cmp_spec, (void *)p->specs);
+	/* gid[spec] = the spec that leads its group (the earliest of equal ones) */
+	for (size_t k = 0; k < p->nspecs; k++) {
+		size_t s = order[k];
+
+		if (k > 0 && memcmp(p->specs[s].capacity, p->specs[order[k - 1]].capacity,
+				    sizeof(p->specs[s].capacity)) == 0)
+			gid[s] = gid[order[k - 1]];
+		else
+			gid[s] = s;
+	}
+	out->groups = calloc(p->nspecs + 1, sizeof(*out->groups));
+	if (!out->groups)
+		goto out;
+	/* In spec order, a leader opens its group: groups come in order of first server. */
+	for (size_t s = 0; s < p->nspecs; s++) {
+		if (gid[s] == s) {
+			struct drfh_group *g = &out->groups[ng];
+
+			memcpy(g->capacity, p->specs[s].capacity, sizeof(g->capacity));
+			g->first = first[s];
+			g->count = 0;
+			first[s] = ng++; /* reused: the leader's group index */
+		}
+	}
+	for (size_t s = 0; s < p->nspecs; s++)
+		out->groups[first[gid[s]]].count += p->specs[s].count;
+	out->ngroups = ng;
+	err = 0;
+out:
+	free(order);
+	free(first);
+	free(gid);
+	return err;
+}
+
+static void finish(const struct drfh_problem *p, struct drfh_result *out)
+{
+	double used[DRF_NRES] = { 0 };
+
+	for (size_t i = 0; i < p->n; i++) {
+		const struct drf_demand *d = &p->demands[i];
+		struct drfh_tenant *t = &out->tenants[i];
+		double u[DRF_NRES], dom = normalize(out->pool, d, u, &t->dominant_res);
+
+		for (int r = 0; r < DRF_NRES; r++) {
+			t->alloc[r] = out->pool[r] > 0 ? t->units * d->shape[r] : 0;
+			used[r] += t->alloc[r];
+		}
+		t->gds = t->units * dom;
+		t->limited_by = t->units >= d->max_units * (1 - 1e-9) ? DRF_LIMIT_DEMAND
+								     : DRFH_LIMIT_CAPACITY;
+	}
+	for (int r = 0; r < DRF_NRES; r++)
+		out->utilization[r] = out->pool[r] > 0 ? fmin(1, used[r] / out->pool[r]) : 0;
+}
+
+double drfh_jain(const struct drfh_problem *p, const struct drfh_result *r)
+{
+	double s = 0, s2 = 0;
+	size_t n = 0;
+
+	for (size_t i = 0; i < p->n; i++) {
+		double u[DRF_NRES], x;
+		int res;
+
+		if (!(normalize(r->pool, &p->demands[i], u, &res) > 0))
+			continue;
+		x = r->tenants[i].gds / p->demands[i].weight;
+		s += x;
+		s2 += x * x;
+		n++;
+	}
+	return s2 > 0 ? s * s / ((double)n * s2) : 1;
+}
+
+/* ---- the divisible form ---- */
+
+int drfh_allocate(const struct drfh_problem *p, struct drfh_result *ret)
+{
+	struct drfh_result out;
+	double pool[DRF_NRES], wmax = 0;
+	int res[DRF_NRES], m = 0;
+	size_t nservers, na = 0, ncols, nplaces = 0;
+	size_t *act = NULL;     /* active tenant a -> tenant index */
+	int *ycol = NULL;       /* a * ngroups + g -> column (0: none) */
+	int *ind = NULL;
+	double *val = NULL, *u = NULL, *dom = NULL;
+	glp_prob *lp = NULL;
+	int err;
+
+	err = validate(p, pool, &nservers);
+	if (err < 0)
+		return err;
+	err = result_init(p, pool, nservers, &out);
+	if (err < 0)
+		return err;
+	err = make_groups(p, &out);
+	if (err < 0)
+		goto fail;
+	out.by_group = true;
+	for (int r = 0; r < DRF_NRES; r++)
+		if (pool[r] > 0)
+			res[m++] = r;
+
+	const size_t ng = out.ngroups;
+
+	act = malloc((p->n + 1) * sizeof(*act));
+	u = malloc((p->n + 1) * DRF_NRES * sizeof(*u));
+	dom = malloc((p->n + 1) * sizeof(*dom));
+	if (!act || !u || !dom) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	for (size_t i = 0; i < p->n; i++) {
+		int dr;
+
+		dom[i] = normalize(pool, &p->demands[i], &u[i * DRF_NRES], &dr);
+		if (dom[i] > 0) {
+			act[na++] = i;
+			wmax = fmax(wmax, p->demands[i].weight);
+		} else {
+			out.tenants[i].units = p->demands[i].max_units; /* needs nothing: all of it */
+		}
+	}
+	if (na == 0)
+		goto done;
+	ycol = calloc(na * ng + 1, sizeof(*ycol));
+	ind = malloc((na + ng * (size_t)m + 4) * sizeof(*ind));
+	val = malloc((na + ng * (size_t)m + 4) * sizeof(*val));
+	if (!ycol || !ind || !val) {
+		err = -ENOMEM;
+		goto fail;
+	}
+
+	/*
+	 * Rows: 1 .. ng*m the groups' capacities (g, r); then per active tenant a
+	 * its link row  sum_g y_ag - G_a = 0  and its level row  G_a - w_a t >= 0.
+	 * Columns: the y_ag that can be nonzero (the group has every resource the
+	 * task needs), then G_a per tenant (bounded by the cap), then t.
+	 */
+	lp = glp_create_prob();
+	glp_set_obj_dir(lp, GLP_MAX);
+	const int caprows = (int)(ng * (size_t)m);
+	const int row_link0 = caprows + 1, row_level0 = caprows + 1 + (int)na;
+
+	glp_add_rows(lp, caprows + 2 * (int)na);
+	for (size_t g = 0; g < ng; g++)
+		for (int k = 0; k < m; k++) {
+			double cap = out.groups[g].capacity[res[k]] * (double)out.groups[g].count /
+				     pool[res[k]];
+
+			glp_set_row_bnds(lp, (int)(g * (size_t)m) + k + 1, GLP_UP, 0, cap);
+		}
+	for (size_t a = 0; a < na; a++) {
+		glp_set_row_bnds(lp, row_link0 + (int)a, GLP_FX, 0, 0);
+		glp_set_row_bnds(lp, row_level0 + (int)a, GLP_LO, 0, 0);
+	}
+	ncols = 0;
+	for (size_t a = 0; a < na; a++) {
+		const double *ua = &u[act[a] * DRF_NRES];
+
+		for (size_t g = 0; g < ng; g++) {
+			bool fits = true;
+
+			for (int k = 0; k < m; k++)
+				fits = fits && !(ua[res[k]] > 0 && !(out.groups[g].capacity[res[k]] > 0));
+			if (fits)
+				ycol[a * ng + g] = (int)++ncols;
+		}
+	}
+	const int col_g0 = (int)ncols + 1, col_t = (int)ncols + (int)na + 1;
+
+	glp_add_cols(lp, (int)ncols + (int)na + 1);
+	for (size_t a = 0; a < na; a++) {
+		const struct drf_demand *d = &p->demands[act[a]];
+		const double *ua = &u[act[a] * DRF_NRES];
+		double cap = d->max_units * dom[act[a]];
+		int n;
+
+		for (size_t g = 0; g < ng; g++) {
+			int col = ycol[a * ng + g];
+
+			if (!col)
+				continue;
+			n = 0;
+			for (int k = 0; k < m; k++) {
+				if (!(ua[res[k]] > 0))
+					continue;
+				ind[++n] = (int)(g * (size_t)m) + k + 1;
+				val[n] = ua[res[k]] / dom[act[a]];
+			}
+			ind[++n] = row_link0 + (int)a;
+			val[n] = 1;
+			glp_set_mat_col(lp, col, n, ind, val);
+			glp_set_col_bnds(lp, col, GLP_LO, 0, 0);
+		}
+		ind[1] = row_link0 + (int)a;
+		val[1] = -1;
+		ind[2] = row_level0 + (int)a;
+		val[2] = 1;
+		glp_set_mat_col(lp, col_g0 + (int)a, 2, ind, val);
+		if (isinf(cap))
+			glp_set_col_bnds(lp, col_g0 + (int)a, GLP_LO, 0, 0);
+		else
+			glp_set_col_bnds(lp, col_g0 + (int)a, GLP_DB, 0, cap);
+	}
+	for (size_t a = 0; a < na; a++) {
+		ind[a + 1] = row_level0 + (int)a;
+		val[a + 1] = -p->demands[act[a]].weight / wmax;
+	}
+	glp_set_mat_col(lp, col_t, (int)na, ind, val);
+	glp_set_col_bnds(lp, col_t, GLP_LO, 0, 0);
+	glp_set_obj_coef(lp, col_t, 1);
+
+	glp_smcp parm;
+
+	glp_init_smcp(&parm);
+	parm.msg_lev = GLP_MSG_OFF;
+	parm.presolve = GLP_OFF;
+	parm.meth = GLP_PRIMAL;
+
+	/* active[a]: still growing (its level row in force) */
+	bool *growing = calloc(na + 1, sizeof(*growing));
+	size_t left = na;
+
+	if (!growing) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	for (size_t a = 0; a < na; a++)
+		growing[a] = true;
+	while (left > 0) {
+		size_t froze = 0, best = na;
+		double best_dual = 0;
+
+		if (glp_simplex(lp, &parm) != 0 || glp_get_status(lp) != GLP_OPT) {
+			free(growing);
+			err = -EDOM;
+			goto fail;
+		}
+		out.rounds++;
+		for (int pass = 0; pass < 2 && froze == 0; pass++) {
+			for (size_t a = 0; a < na; a++) {
+				double dual, gv;
+
+				if (!growing[a])
+					continue;
+				dual = fabs(glp_get_row_dual(lp, row_level0 + (int)a));
+				if (pass == 0 && dual > best_dual) {
+					best_dual = dual;
+					best = a;
+				}
+				if (pass == 0 ? !(dual > DUAL_EPS) : a != best)
+					continue;
+				/* Frozen where the optimum holds it. */
+				gv = fmax(0, glp_get_col_prim(lp, col_g0 + (int)a));
+				glp_set_col_bnds(lp, col_g0 + (int)a, GLP_FX, gv, gv);
+				glp_set_row_bnds(lp, row_level0 + (int)a, GLP_FR, 0, 0);
+				growing[a] = false;
+				left--;
+				froze++;
+			}
+			if (best == na)
+				break;
+		}
+		if (froze == 0) {
+			/* No dual at all: t is not bounded by anyone, which cannot be. */
+			free(growing);
+			err = -EDOM;
+			goto fail;
+		}
+	}
+	free(growing);
+
+	/* Tasks per group from the last optimum; G_a from the same. */
+	for (size_t a = 0; a < na; a++) {
+		size_t i = act[a];
+
+		out.tenants[i].units =
+			fmin(p->demands[i].max_units,
+			     fmax(0, glp_get_col_prim(lp, col_g0 + (int)a)) / dom[i]);
+		for (size_t g = 0; g < ng; g++)
+			nplaces += ycol[a * ng + g] && glp_get_col_prim(lp, ycol[a * ng + g]) > 0;
+	}
+	out.places = calloc(nplaces + 1, sizeof(*out.places));
+	if (!out.places) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	for (size_t a = 0; a < na; a++)
+		for (size_t g = 0; g < ng; g++) {
+			double y;
+
+			if (!ycol[a * ng + g])
+				continue;
+			y = glp_get_col_prim(lp, ycol[a * ng + g]);
+			if (!(y > 0))
+				continue;
+			out.places[out.nplaces++] = (struct drfh_place){
+				.tenant = (uint32_t)act[a], .where = (uint32_t)g, .tasks = y / dom[act[a]],
+			};
+		}
+done:
+	finish(p, &out);
+	if (lp)
+		glp_delete_prob(lp);
+	free(act);
+	free(ycol);
+	free(ind);
+	free(val);
+	free(u);
+	free(dom);
+	*ret = out;
+	return 0;
+fail:
+	if (lp)
+		glp_delete_prob(lp);
+	free(act);
+	free(ycol);
+	free(ind);
+	free(val);
+	free(u);
+	free(dom);
+	drfh_result_free(&out);
+	return err;
+}
+
+/* ---- whole tasks ---- */
+
+/* Tenants by weighted global dominant share, then index: a binary min-heap. */
+struct theap {
+	uint32_t *h;
+	size_t n;
+	const double *key; /* per tenant */
+};
+
+static bool tless(const struct theap *q, uint32_t a, uint32_t b)
+{
+	return q->key[a] < q->key[b] || (q->key[a] == q->key[b] && a < b);
+}
+
+static void theap_down(struct theap *q, size_t i)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, s = i;
+		uint32_t t;
+
+		if (l < q->n && tless(q, q->h[l], q->h[s]))
+			s = l;
+		if (r < q->n && tless(q, q->h[r], q->h[s]))
+			s = r;
+		if (s == i)
+			return;
+		t = q->h[i];
+		q->h[i] = q->h[s];
+		q->h[s] = t;
+		i = s;
+	}
+}
+
+static void theap_build(struct theap *q)
+{
+	for (size_t i = q->n / 2; i-- > 0;)
+		theap_down(q, i);
+}
+
+/* Drops the top. */
+static void theap_pop(struct theap *q)
+{
+	q->h[0] = q->h[--q->n];
+	theap_down(q, 0);
+}
+
+/* Server indexes: a min-heap, for the earliest of a class. */
+struct sheap {
+	uint32_t *h;
+	uint32_t n, cap;
+};
+
+static int sheap_push(struct sheap *q, uint32_t v)
+{
+	size_t i;
+
+	if (q->n == q->cap) {
+		uint32_t cap = q->cap ? 2 * q->cap : 4;
+		uint32_t *h = realloc(q->h, cap * sizeof(*h));
+
+		if (!h)
+			return -ENOMEM;
+		q->h = h;
+		q->cap = cap;
+	}
+	i = q->n++;
+	while (i > 0 && q->h[(i - 1) / 2] > v) {
+		q->h[i] = q->h[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	q->h[i] = v;
+	return 0;
+}
+
+static uint32_t sheap_pop(struct sheap *q)
+{
+	uint32_t top = q->h[0], v = q->h[--q->n];
+	size_t i = 0;
+
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, s = l;
+
+		if (l >= q->n)
+			break;
+		if (r < q->n && q->h[r] < q->h[l])
+			s = r;
+		if (q->h[s] >= v)
+			break;
+		q->h[i] = q->h[s];
+		i = s;
+	}
+	if (q->n)
+		q->h[i] = v;
+	return top;
+}
+
+/*
+ * Servers with the same remaining capacity are one class: which of them takes a
+ * task depends only on that (and, among them, on order), so the search runs
+ * over classes, live ones (holding a server with room) in a list.
+ */
+struct cls {
+	double rem[DRF_NRES];
+	double dir[DRF_NRES]; /* rem as fractions of the pool, summing to 1 */
+	struct sheap servers;
+	size_t live;          /* position in the live list, or SIZE_MAX */
+};
+
+struct classes {
+	struct cls *c;
+	size_t n, cap;
+	uint32_t *table;  /* open addressing: class index + 1, 0 empty */
+	size_t tcap;      /* power of two */
+	uint32_t *live;   /* class indexes */
+	size_t nlive;
+	const double *pool;
+	const int *res;
+	int m;
+};
+
+static uint64_t vec_hash(const double *v, const int *res, int m)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ULL;
+
+	for (int k = 0; k < m; k++) {
+		uint64_t b;
+
+		memcpy(&b, &v[res[k]], sizeof(b));
+		h ^= b + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+	}
+	return h ^ (h >> 29);
+}
+
+static bool vec_eq(const double *a, const double *b, const int *res, int m)
+{
+	for (int k = 0; k < m; k++)
+		if (a[res[k]] != b[res[k]])
+			return false;
+	return true;
+}
+
+static int table_grow(struct classes *cs)
+{
+	size_t tcap = cs->tcap ? 2 * cs->tcap : 64;
+	uint32_t *t = calloc(tcap, sizeof(*t));
+
+	if (!t)
+		return -ENOMEM;
+	for (size_t i = 0; i < cs->n; i++) {
+		size_t at = vec_hash(cs->c[i].rem, cs->res, cs->m) & (tcap - 1);
+
+		while (t[at])
+			at = (at + 1) & (tcap - 1);
+		t[at] = (uint32_t)i + 1;
+	}
+	free(cs->table);
+	cs->table = t;
+	cs->tcap = tcap;
+	return 0;
+}
+
+static void live_add(struct classes *cs, size_t ci)
+{
+	if (cs->c[ci].live != SIZE_MAX)
+		return;
+	cs->c[ci].live = cs->nlive;
+	cs->live[cs->nlive++] = (uint32_t)ci;
+}
+
+static void live_drop(struct classes *cs, size_t ci)
+{
+	size_t at = cs->c[ci].live;
+	uint32_t last;
+
+	if (at == SIZE_MAX)
+		return;
+	last = cs->live[--cs->nlive];
+	cs->live[at] = last;
+	cs->c[last].live = at;
+	cs->c[ci].live = SIZE_MAX;
+}
+
+/* The class of a remaining vector, made if new; -ENOMEM. */
+static long class_of(struct classes *cs, const double rem[DRF_NRES])
+{
+	size_t at;
+	struct cls *c;
+	double sum = 0;
+
+	if ((cs->n + 1) * 2 > cs->tcap && table_grow(cs) < 0)
+		return -ENOMEM;
+	at = vec_hash(rem, cs->res, cs->m) & (cs->tcap - 1);
+	while (cs->table[at]) {
+		size_t ci = cs->table[at] - 1;
+
+		if (vec_eq(cs->c[ci].rem, rem, cs->res, cs->m))
+			return (long)ci;
+		at = (at + 1) & (cs->tcap - 1);
+	}
+	if (cs->n == cs->cap) {
+		size_t cap = cs->cap ? 2 * cs->cap : 64;
+		struct cls *n = realloc(cs->c, cap * sizeof(*n));
+		uint32_t *l = realloc(cs->live, cap * sizeof(*l));
+
+		if (n)
+			cs->c = n;
+		if (l)
+			cs->live = l;
+		if (!n || !l)
+			return -ENOMEM;
+		cs->cap = cap;
+	}
+	c = &cs->c[cs->n];
+	memset(c, 0, sizeof(*c));
+	memcpy(c->rem, rem, sizeof(c->rem));
+	for (int k = 0; k < cs->m; k++)
+		sum += rem[cs->res[k]] / cs->pool[cs->res[k]];
+	for (int k = 0; k < cs->m; k++)
+		c->dir[cs->res[k]] = sum > 0 ? rem[cs->res[k]] / cs->pool[cs->res[k]] / sum : 0;
+	c->live = SIZE_MAX;
+	cs->table[at] = (uint32_t)cs->n + 1;
+	return (long)cs->n++;
+}
+
+static int class_add_server(struct classes *cs, size_t ci, uint32_t server)
+{
+	int err = sheap_push(&cs->c[ci].servers, server);
+	double any = 0;
+
+	if (err < 0)
+		return err;
+	for (int k = 0; k < cs->m; k++)
+		any += cs->c[ci].rem[cs->res[k]];
+	if (any > 0)
+		live_add(cs, ci);
+	return 0;
+}
+
+static void classes_free(struct classes *cs)
+{
+	for (size_t i = 0; i < cs->n; i++)
+		free(cs->c[i].servers.h);
+	free(cs->c);
+	free(cs->table);
+	free(cs->live);
+}
+
+static bool fits(const double *rem, const double *shape, const double *pool, const int *res, int m)
+{
+	for (int k = 0; k < m; k++) {
+		int r = res[k];
+
+		if (shape[r] > 0 && rem[r] < shape[r] - FIT_EPS * pool[r])
+			return false;
+	}
+	return true;
+}
+
+/* Appends (tenant, where) or adds to the last entry if it is the same. */
+struct placelist {
+	struct drfh_place *v;
+	size_t n, cap;
+};
+
+static int place_add(struct placelist *pl, uint32_t tenant, uint32_t where, double tasks)
+{
+	if (pl->n && pl->v[pl->n - 1].tenant == tenant && pl->v[pl->n - 1].where == where) {
+		pl->v[pl->n - 1].tasks += tasks;
+		return 0;
+	}
+	if (pl->n == pl->cap) {
+		size_t cap = pl->cap ? 2 * pl->cap : 256;
+		struct drfh_place *v = realloc(pl->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		pl->v = v;
+		pl->cap = cap;
+	}
+	pl->v[pl->n++] = (struct drfh_place){ .tenant = tenant, .where = where, .tasks = tasks };
+	return 0;
+}
+
+static int cmp_place(const void *a, const void *b)
+{
+	const struct drfh_place *x = a, *y = b;
+
+	if (x->tenant != y->tenant)
+		return x->tenant < y->tenant ? -1 : 1;
+	return x->where < y->where ? -1 : x->where > y->where;
+}
+
+/* Sorts and merges the list into the result. */
+static void places_finish(struct placelist *pl, struct drfh_result *out)
+{
+	size_t w = 0;
+
+	qsort(pl->v, pl->n, sizeof(*pl->v), cmp_place);
+	for (size_t i = 0; i < pl->n; i++) {
+		if (w && pl->v[w - 1].tenant == pl->v[i].tenant &&
+		    pl->v[w - 1].where == pl->v[i].where)
+			pl->v[w - 1].tasks += pl->v[i].tasks;
+		else
+			pl->v[w++] = pl->v[i];
+	}
+	out->places = pl->v;
+	out->nplaces = w;
+	pl->v = NULL;
+}
+
+/* What the discrete forms share: validation, the result, the tenants' shapes. */
+struct disc {
+	double pool[DRF_NRES];
+	int res[DRF_NRES], m;
+	size_t nservers;
+	double *u;   /* normalized shapes, DRF_NRES per tenant */
+	double *dom; /* dominant share per task */
+	double *key; /* weighted share, for the turn order */
+	struct theap q;
+	struct placelist pl;
+};
+
+static int disc_init(const struct drfh_problem *p, struct disc *d, struct drfh_result *out)
+{
+	int err;
+
+	memset(d, 0, sizeof(*d));
+	memset(out, 0, sizeof(*out));
+	err = validate(p, d->pool, &d->nservers);
+	if (err < 0)
+		return err;
+	err = result_init(p, d->pool, d->nservers, out);
+	if (err < 0)
+		return err;
+	for (int r = 0; r < DRF_NRES; r++)
+		if (d->pool[r] > 0)
+			d->res[d->m++] = r;
+	d->u = malloc((p->n + 1) * DRF_NRES * sizeof(*d->u));
+	d->dom = malloc((p->n + 1) * sizeof(*d->dom));
+	d->key = calloc(p->n + 1, sizeof(*d->key));
+	d->q.h = malloc((p->n + 1) * sizeof(*d->q.h));
+	d->q.key = d->key;
+	if (!d->u || !d->dom || !d->key || !d->q.h)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->n; i++) {
+		int dr;
+
+		d->dom[i] = normalize(d->pool, &p->demands[i], &d->u[i * DRF_NRES], &dr);
+		if (d->dom[i] > 0)
+			d->q.h[d->q.n++] = (uint32_t)i;
+		else
+			out->tenants[i].units = p->demands[i].max_units;
+	}
+	theap_build(&d->q);
+	return 0;
+}
+
+static void disc_free(struct disc *d)
+{
+	free(d->u);
+	free(d->dom);
+	free(d->key);
+	free(d->q.h);
+	free(d->pl.v);
+}
+
+/* Ends a discrete form: the places, the totals. */
+static int disc_finish(const struct drfh_problem *p, struct disc *d, struct drfh_result *out,
+		       int err)
+{
+	if (err == 0) {
+		places_finish(&d->pl, out);
+		finish(p, out);
+	} else {
+		drfh_result_free(out);
+	}
+	disc_free(d);
+	return err;
+}
+
+int drfh_place(const struct drfh_problem *p, enum drfh_fit fit, struct drfh_result *out)
+{
+	struct classes cs = { 0 };
+	struct disc d;
+	uint32_t server = 0;
+	int err;
+
+	err = disc_init(p, &d, out);
+	if (err < 0)
+		return disc_finish(p, &d, out, err);
+	cs.pool = d.pool;
+	cs.res = d.res;
+	cs.m = d.m;
+	for (size_t s = 0; s < p->nspecs && err == 0; s++) {
+		long ci = class_of(&cs, p->specs[s].capacity);
+
+		if (ci < 0) {
+			err = (int)ci;
+			break;
+		}
+		for (size_t k = 0; k < p->specs[s].count && err == 0; k++)
+			err = class_add_server(&cs, (size_t)ci, server++);
+	}
+	while (err == 0 && d.q.n > 0) {
+		uint32_t i = d.q.h[0];
+		const struct drf_demand *dm = &p->demands[i];
+		const double *ui = &d.u[(size_t)i * DRF_NRES];
+		double a[DRF_NRES] = { 0 }, sum = 0, best_h = INFINITY, rem[DRF_NRES];
+		size_t best = SIZE_MAX;
+		uint32_t best_server = UINT32_MAX, s;
+		long nc;
+
+		if (out->tenants[i].units >= dm->max_units) {
+			theap_pop(&d.q);
+			continue;
+		}
+		for (int k = 0; k < d.m; k++)
+			sum += ui[d.res[k]];
+		for (int k = 0; k < d.m; k++)
+			a[d.res[k]] = ui[d.res[k]] / sum;
+		for (size_t l = 0; l < cs.nlive; l++) {
+			const struct cls *c = &cs.c[cs.live[l]];
+			uint32_t top = c->servers.h[0];
+			double h = 0;
+
+			if (!fits(c->rem, dm->shape, d.pool, d.res, d.m))
+				continue;
+			if (fit == DRFH_FIRST_FIT) {
+				if (top < best_server) {
+					best_server = top;
+					best = cs.live[l];
+				}
+				continue;
+			}
+			for (int k = 0; k < d.m; k++)
+				h += fabs(a[d.res[k]] - c->dir[d.res[k]]);
+			if (h < best_h || (h == best_h && top < best_server)) {
+				best_h = h;
+				best_server = top;
+				best = cs.live[l];
+			}
+		}
+		if (best == SIZE_MAX) {
+			theap_pop(&d.q); /* fits nowhere: it stops */
+			continue;
+		}
+		if (out->rounds >= DRF_DISCRETE_MAX_TASKS) {
+			err = -E2BIG;
+			break;
+		}
+		s = sheap_pop(&cs.c[best].servers);
+		for (int r = 0; r < DRF_NRES; r++) {
+			rem[r] = cs.c[best].rem[r];
+			if (d.pool[r] > 0 && dm->shape[r] > 0) {
+				rem[r] -= dm->shape[r];
+				if (rem[r] < FIT_EPS * d.pool[r])
+					rem[r] = 0;
+			}
+		}
+		if (cs.c[best].servers.n == 0)
+			live_drop(&cs, best);
+		nc = class_of(&cs, rem);
+		if (nc < 0) {
+			err = (int)nc;
+			break;
+		}
+		err = class_add_server(&cs, (size_t)nc, s);
+		if (err == 0)
+			err = place_add(&d.pl, i, s, 1);
+		out->tenants[i].units += 1;
+		out->rounds++;
+		d.key[i] = out->tenants[i].units * d.dom[i] / dm->weight;
+		theap_down(&d.q, 0);
+	}
+	classes_free(&cs);
+	return disc_finish(p, &d, out, err);
+}
+
+int drfh_per_server_drf(const struct drfh_problem *p, struct drfh_result *out)
+{
+	struct drf_demand *dem = NULL;
+	uint32_t *map = NULL, server = 0;
+	struct disc d;
+	int err;
+
+	err = disc_init(p, &d, out);
+	if (err == 0) {
+		dem = malloc((p->n + 1) * sizeof(*dem));
+		map = malloc((p->n + 1) * sizeof(*map));
+		if (!dem || !map)
+			err = -ENOMEM;
+	}
+	for (size_t s = 0; s < p->nspecs && err == 0; s++) {
+		const double *cap = p->specs[s].capacity;
+
+		for (size_t k = 0; k < p->specs[s].count && err == 0; k++, server++) {
+			struct drf_problem sp = { .demands = dem };
+			struct drf_result rr;
+			bool any = false;
+
+			memcpy(sp.capacity, cap, sizeof(sp.capacity));
+			for (int r = 0; r < DRF_NRES; r++)
+				any = any || cap[r] > 0;
+			if (!any)
+				continue;
+			for (size_t i = 0; i < p->n; i++) {
+				const struct drf_demand *dm = &p->demands[i];
+				bool can = d.dom[i] > 0 && out->tenants[i].units < dm->max_units;
+
+				/* A task needing what this server lacks cannot run here. */
+				for (int r = 0; r < DRF_NRES && can; r++)
+					can = !(d.pool[r] > 0 && dm->shape[r] > 0 && !(cap[r] > 0));
+				if (!can)
+					continue;
+				dem[sp.n] = *dm;
+				for (int r = 0; r < DRF_NRES; r++)
+					if (!(d.pool[r] > 0))
+						dem[sp.n].shape[r] = 0;
+				dem[sp.n].max_units = dm->max_units - out->tenants[i].units;
+				map[sp.n++] = (uint32_t)i;
+			}
+			if (sp.n == 0)
+				continue;
+			err = drf_allocate_discrete(&sp, &rr);
+			if (err < 0)
+				break;
+			for (size_t j = 0; j < sp.n && err == 0; j++) {
+				double t = rr.shares[j].units;
+
+				if (!(t > 0))
+					continue;
+				out->tenants[map[j]].units += t;
+				out->rounds += (uint64_t)t;
+				err = place_add(&d.pl, map[j], server, t);
+			}
+			drf_result_free(&rr);
+		}
+	}
+	free(dem);
+	free(map);
+	return disc_finish(p, &d, out, err);
+}
+
+/* Free slots per server in a max segment tree, for the first server with k free. */
+struct segtree {
+	double *t;
+	size_t size; /* leaves, a power of two */
+};
+
+static void seg_set(struct segtree *st, size_t i, double v)
+{
+	i += st->size;
+	st->t[i] = v;
+	for (i /= 2; i >= 1; i /= 2)
+		st->t[i] = fmax(st->t[2 * i], st->t[2 * i + 1]);
+}
+
+/* The first leaf holding at least k, or SIZE_MAX. */
+static size_t seg_first(const struct segtree *st, double k)
+{
+	size_t i = 1;
+
+	if (st->t[1] < k)
+		return SIZE_MAX;
+	while (i < st->size)
+		i = st->t[2 * i] >= k ? 2 * i : 2 * i + 1;
+	return i - st->size;
+}
+
+int drfh_slots(const struct drfh_problem *p, const double slot[DRF_NRES], struct drfh_result *out)
+{
+	struct segtree st = { 0 };
+	double *need = NULL, *held = NULL;
+	uint32_t server = 0;
+	struct disc d;
+	int err;
+
+	err = disc_init(p, &d, out);
+	for (int r = 0; r < DRF_NRES && err == 0; r++)
+		if (!(slot[r] >= 0) || !isfinite(slot[r]) || (d.pool[r] > 0 && !(slot[r] > 0)))
+			err = -EINVAL; /* a slot must say how much of each resource it holds */
+	if (err == 0) {
+		st.size = 1;
+		while (st.size < d.nservers)
+			st.size *= 2;
+		st.t = calloc(2 * st.size, sizeof(*st.t));
+		need = calloc(p->n + 1, sizeof(*need));
+		held = calloc(p->n + 1, sizeof(*held));
+		if (!st.t || !need || !held)
+			err = -ENOMEM;
+	}
+	for (size_t s = 0; s < p->nspecs && err == 0; s++) {
+		double n = INFINITY;
+
+		for (int k = 0; k < d.m; k++)
+			n = fmin(n, floor(p->specs[s].capacity[d.res[k]] / slot[d.res[k]] + 1e-9));
+		for (size_t k = 0; k < p->specs[s].count; k++)
+			st.t[st.size + server++] = n;
+	}
+	if (err == 0)
+		for (size_t i = st.size; i-- > 1;)
+			st.t[i] = fmax(st.t[2 * i], st.t[2 * i + 1]);
+	for (size_t i = 0; i < p->n && err == 0; i++) {
+		double k = 0;
+
+		for (int j = 0; j < d.m; j++)
+			k = fmax(k, ceil(p->demands[i].shape[d.res[j]] / slot[d.res[j]] - 1e-9));
+		need[i] = fmax(1, k);
+	}
+	while (err == 0 && d.q.n > 0) {
+		uint32_t i = d.q.h[0];
+		size_t s;
+
+		if (out->tenants[i].units >= p->demands[i].max_units) {
+			theap_pop(&d.q);
+			continue;
+		}
+		s = seg_first(&st, need[i]);
+		if (s == SIZE_MAX) {
+			theap_pop(&d.q);
+			continue;
+		}
+		if (out->rounds >= DRF_DISCRETE_MAX_TASKS) {
+			err = -E2BIG;
+			break;
+		}
+		seg_set(&st, s, st.t[st.size + s] - need[i]);
+		err = place_add(&d.pl, i, (uint32_t)s, 1);
+		out->tenants[i].units += 1;
+		out->rounds++;
+		held[i] += need[i];
+		d.key[i] = held[i] / p->demands[i].weight;
+		theap_down(&d.q, 0);
+	}
+	free(st.t);
+	free(need);
+	free(held);
+	return disc_finish(p, &d, out, err);
+}

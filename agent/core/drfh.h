@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * DRFH: dominant resource fairness over a fleet of heterogeneous servers
+ * (Wang, Li, Liang, "Multi-Resource Fair Allocation in Heterogeneous Cloud
+ * Computing Systems", IEEE TPDS 2015). Pure: no I/O, no globals; the divisible
+ * form solves linear programs with GLPK, quietly.
+ *
+ * A tenant's demand is the one-host demand of alloc.h: the shape of one task
+ * (or a bounded demand, max_units 1) and a count. Its dominant share is taken
+ * against the pool, the sum of every server's capacity, and its global dominant
+ * share G_i is the sum over servers of its dominant share of the pool there:
+ * units_i * max_r shape_ir / pool_r. DRFH is the weighted max-min of G_i / w_i
+ * subject to every server's capacity, each tenant's units capped by max_units.
+ *
+ * Servers come as specs in config order, each spec `count` identical servers;
+ * server indexes run over them in that order (spec 0's servers first).
+ */
+#ifndef DRF_DRFH_H
+#define DRF_DRFH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "alloc.h"
+#include "res.h"
+
+struct drfh_server_spec {
+	double capacity[DRF_NRES]; /* one server's; >= 0 */
+	size_t count;              /* >= 1 */
+};
+
+struct drfh_problem {
+	size_t nspecs;
+	const struct drfh_server_spec *specs;
+	size_t n;
+	const struct drf_demand *demands;
+};
+
+/*
+ * Identical servers, as one: the divisible form works on these (an allocation
+ * on a group of k servers splits into k equal ones, each feasible).
+ */
+struct drfh_group {
+	double capacity[DRF_NRES]; /* one server's */
+	size_t count;
+	size_t first;              /* index of its first server */
+};
+
+struct drfh_tenant {
+	double gds;            /* global dominant share, unweighted */
+	double units;          /* tasks (fractional in the divisible form), or the met fraction */
+	double alloc[DRF_NRES];
+	int dominant_res;      /* against the pool; -1 if the tenant needs nothing */
+	int limited_by;        /* DRF_LIMIT_DEMAND, or DRFH_LIMIT_CAPACITY */
+};
+
+/* The tenant stopped short of its demand: the servers are full for it (or it fits nowhere). */
+#define DRFH_LIMIT_CAPACITY (-2)
+
+/* Tasks of one tenant on one server (the discrete forms), or on one group. */
+struct drfh_place {
+	uint32_t tenant;
+	uint32_t where; /* server index (discrete), group index (divisible) */
+	double tasks;
+};
+
+struct drfh_result {
+	double pool[DRF_NRES];
+	size_t n;
+	struct drfh_tenant *tenants;
+	size_t ngroups;
+	struct drfh_group *groups;
+	size_t nservers;
+	/* sorted by tenant, then where; only entries with tasks > 0 */
+	size_t nplaces;
+	struct drfh_place *places;
+	bool by_group;            /* places[].where is a group (divisible), else a server */
+	double utilization[DRF_NRES]; /* allocated / pool */
+	uint64_t rounds;          /* divisible: LPs solved; discrete: tasks placed */
+};
+
+/*
+ * The divisible DRFH by progressive filling: each round maximizes the level t
+ * with G_i >= w_i t for the tenants still growing (one LP, warm-started from the
+ * last), then freezes those whose level row has a nonzero dual in the optimum:
+ * by complementary slackness every optimum holds them at w_i t, so none of them
+ * can grow without t falling. At least one freezes each round. Returns 0,
+ * -EINVAL for a malformed problem (as drf_allocate), -EDOM if the solver fails,
+ * -ENOMEM.
+ */
+int drfh_allocate(const struct drfh_problem *p, struct drfh_result *ret);
+
+enum drfh_fit {
+	DRFH_BEST_FIT,  /* min || D_i/|D_i|_1 - c_l/|c_l|_1 ||_1 over servers where the task fits */
+	DRFH_FIRST_FIT, /* the first server in order where it fits */
+};
+
+/*
+ * Whole tasks: the tenant with the lowest weighted global dominant share (ties:
+ * the earlier tenant) places its next task on a server chosen by fit (ties: the
+ * earlier server); a tenant whose task fits nowhere stops, as does one with all
+ * its tasks placed. -E2BIG past DRF_DISCRETE_MAX_TASKS tasks.
+ */
+int drfh_place(const struct drfh_problem *p, enum drfh_fit fit, struct drfh_result *ret);
+
+/*
+ * The comparisons the seed makes, on the same fleet and whole tasks:
+ *  - per-server DRF: each server in order shares itself by discrete DRF among
+ *    the tenants' tasks not yet placed (dominant shares against that server);
+ *  - slots: every server cut into slots of `slot` (its count the least over
+ *    resources of capacity / slot), a task taking the slots its largest
+ *    resource needs; tenants take turns by weighted slots held, each task on
+ *    the first server with the slots free.
+ */
+int drfh_per_server_drf(const struct drfh_problem *p, struct drfh_result *ret);
+int drfh_slots(const struct drfh_problem *p, const double slot[DRF_NRES], struct drfh_result *ret);
+
+void drfh_result_free(struct drfh_result *r);
+
+/* The pool: sum of every server's capacity. */
+void drfh_pool(const struct drfh_problem *p, double pool[DRF_NRES]);
+
+/* Jain's index over G_i / w_i of the tenants that need something. */
+double drfh_jain(const struct drfh_problem *p, const struct drfh_result *r);
+
+#endif

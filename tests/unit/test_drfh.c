@@ -1,0 +1,666 @@
+// SPDX-License-Identifier: MIT
+/*
+ * DRFH (agent/core/drfh.c) against exact answers: the seed's example worked by
+ * hand, and on seeded random fleets a reference written here with GLPK that
+ * shares nothing with the engine: one variable per server (not per group of
+ * identical ones), tasks (not shares) as the unknowns, and a tenant frozen only
+ * when an LP of its own says it cannot grow (not by duals). Then the properties
+ * the papers prove for the divisible form (Pareto efficiency, envy-freeness,
+ * the weak sharing incentive), one server against alloc.c's DRF, and the
+ * placements' feasibility. DRFH_SEED=N replays from another base seed.
+ */
+#include <errno.h>
+#include <glpk.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "drfh.h"
+#include "testlib.h"
+
+static uint64_t base_seed = 20261126;
+static bool debug;
+
+#define MAXS 6
+#define MAXN 7
+
+struct fleet {
+	uint64_t seed;
+	size_t nspecs, n;
+	struct drfh_server_spec specs[MAXS];
+	struct drf_demand dem[MAXN];
+	int m; /* resources used: cpu, memory, then io-read-bps */
+};
+
+static struct drfh_problem prob(const struct fleet *f)
+{
+	return (struct drfh_problem){ .nspecs = f->nspecs, .specs = f->specs, .n = f->n,
+				      .demands = f->dem };
+}
+
+/* A random fleet: servers of random shapes (some missing a resource), tenants of random tasks. */
+static void gen(struct fleet *f, uint64_t seed, bool equal_weights, bool unlimited)
+{
+	struct rng g = { seed };
+
+	memset(f, 0, sizeof(*f));
+	f->seed = seed;
+	f->m = rng_int(&g, 2, 3);
+	f->nspecs = (size_t)rng_int(&g, 1, MAXS);
+	f->n = (size_t)rng_int(&g, 1, MAXN);
+	for (size_t s = 0; s < f->nspecs; s++) {
+		f->specs[s].count = (size_t)rng_int(&g, 1, 3);
+		/* a server may lack a resource, but not the first: every resource has a pool */
+		for (int r = 0; r < f->m; r++)
+			f->specs[s].capacity[r] =
+				s > 0 && rng_int(&g, 0, 9) == 0 ? 0 : rng_range(&g, 1, 16);
+	}
+	for (size_t i = 0; i < f->n; i++) {
+		struct drf_demand *d = &f->dem[i];
+
+		d->weight = equal_weights ? 1 : rng_int(&g, 1, 4);
+		for (int r = 0; r < f->m; r++)
+			d->shape[r] = rng_int(&g, 0, 5) == 0 ? 0 : rng_range(&g, 0.05, 3);
+		if (d->shape[0] == 0 && d->shape[1] == 0)
+			d->shape[0] = 0.5;
+		d->max_units = unlimited || rng_int(&g, 0, 2) == 0 ? INFINITY : rng_int(&g, 1, 20);
+	}
+}
+
+static double dom_of(const double pool[DRF_NRES], const struct drf_demand *d)
+{
+	double best = 0;
+
+	for (int r = 0; r < DRF_NRES; r++)
+		if (pool[r] > 0)
+			best = fmax(best, d->shape[r] / pool[r]);
+	return best;
+}
+
+/*
+ * The reference LP over servers one by one: x_il tasks of i on server l (a
+ * column only where the server has everything the task needs). level: the row
+ * bounds G_i >= lo_i (lo_i = w_i t for growing tenants, with t a column), cap.
+ */
+struct ref {
+	glp_prob *lp;
+	int ns, tcol;
+	int *xcol; /* i * ns + l */
+};
+
+static void ref_build(const struct fleet *f, struct ref *R, const double *fixed, const bool *grow,
+		      int obj_tenant)
+{
+	double pool[DRF_NRES];
+	struct drfh_problem p = prob(f);
+	int ind[64], ns = 0, col = 0, row;
+	double val[64];
+
+	drfh_pool(&p, pool);
+	for (size_t s = 0; s < f->nspecs; s++)
+		ns += (int)f->specs[s].count;
+	R->ns = ns;
+	R->lp = glp_create_prob();
+	R->xcol = calloc((size_t)ns * f->n, sizeof(int));
+	glp_set_obj_dir(R->lp, GLP_MAX);
+	/* rows: capacity (l, r) for r < m; then per tenant its G row, then its cap row */
+	glp_add_rows(R->lp, ns * f->m + 2 * (int)f->n);
+	row = 1;
+	for (size_t s = 0, l = 0; s < f->nspecs; s++)
+		for (size_t k = 0; k < f->specs[s].count; k++, l++)
+			for (int r = 0; r < f->m; r++)
+				glp_set_row_bnds(R->lp, row++, GLP_UP, 0, f->specs[s].capacity[r]);
+	for (size_t i = 0; i < f->n; i++) {
+		int grow_row = ns * f->m + 2 * (int)i + 1, cap_row = grow_row + 1;
+
+		if (fixed && !grow[i])
+			glp_set_row_bnds(R->lp, grow_row, GLP_LO, fixed[i] - 1e-9, 0);
+		else
+			glp_set_row_bnds(R->lp, grow_row, GLP_LO, 0, 0);
+		if (isinf(f->dem[i].max_units))
+			glp_set_row_bnds(R->lp, cap_row, GLP_FR, 0, 0);
+		else
+			glp_set_row_bnds(R->lp, cap_row, GLP_UP, 0, f->dem[i].max_units);
+	}
+	for (size_t i = 0; i < f->n; i++)
+		for (size_t s = 0, l = 0; s < f->nspecs; s++)
+			for (size_t k = 0; k < f->specs[s].count; k++, l++) {
+				bool ok = true;
+
+				for (int r = 0; r < f->m; r++)
+					ok = ok && !(f->dem[i].shape[r] > 0 &&
+						     !(f->specs[s].capacity[r] > 0));
+				if (ok)
+					R->xcol[i * (size_t)ns + l] = ++col;
+			}
+	glp_add_cols(R->lp, col + 1);
+	R->tcol = col + 1;
+	for (size_t i = 0; i < f->n; i++) {
+		double d = dom_of(pool, &f->dem[i]);
+
+		for (int l = 0; l < ns; l++) {
+			int c = R->xcol[i * (size_t)ns + (size_t)l], n = 0;
+
+			if (!c)
+				continue;
+			for (int r = 0; r < f->m; r++)
+				if (f->dem[i].shape[r] > 0) {
+					ind[++n] = l * f->m + r + 1;
+					val[n] = f->dem[i].shape[r];
+				}
+			ind[++n] = ns * f->m + 2 * (int)i + 1; /* G row: d_i x */
+			val[n] = d;
+			ind[++n] = ns * f->m + 2 * (int)i + 2; /* cap row: x */
+			val[n] = 1;
+			glp_set_mat_col(R->lp, c, n, ind, val);
+			glp_set_col_bnds(R->lp, c, GLP_LO, 0, 0);
+			if ((int)i == obj_tenant)
+				glp_set_obj_coef(R->lp, c, d);
+		}
+	}
+	/* t: in the G rows of growing tenants with -w_i (G_i - w_i t >= 0) */
+	{
+		int n = 0;
+
+		for (size_t i = 0; i < f->n; i++)
+			if (!fixed || grow[i]) {
+				ind[++n] = ns * f->m + 2 * (int)i + 1;
+				val[n] = -f->dem[i].weight;
+			}
+		glp_set_mat_col(R->lp, R->tcol, n, ind, val);
+		glp_set_col_bnds(R->lp, R->tcol, GLP_LO, 0, 0);
+		if (obj_tenant < 0)
+			glp_set_obj_coef(R->lp, R->tcol, 1);
+	}
+}
+
+static double ref_solve(struct ref *R)
+{
+	glp_smcp parm;
+
+	glp_init_smcp(&parm);
+	parm.msg_lev = GLP_MSG_OFF;
+	assert_int_equal(glp_simplex(R->lp, &parm), 0);
+	assert_int_equal(glp_get_status(R->lp), GLP_OPT);
+	return glp_get_obj_val(R->lp);
+}
+
+static void ref_free(struct ref *R)
+{
+	glp_delete_prob(R->lp);
+	free(R->xcol);
+}
+
+/* The weighted max-min G, by the book: raise t, then test each growing tenant alone. */
+static void ref_maxmin(const struct fleet *f, double *G)
+{
+	bool grow[MAXN];
+	size_t left = 0;
+	double pool[DRF_NRES];
+	struct drfh_problem p = prob(f);
+
+	drfh_pool(&p, pool);
+	for (size_t i = 0; i < f->n; i++) {
+		grow[i] = dom_of(pool, &f->dem[i]) > 0;
+		G[i] = 0;
+		left += grow[i];
+	}
+	while (left > 0) {
+		struct ref R;
+		double t;
+		size_t froze = 0;
+
+		ref_build(f, &R, G, grow, -1);
+		t = ref_solve(&R);
+		ref_free(&R);
+		for (size_t i = 0; i < f->n; i++) {
+			double best;
+
+			if (!grow[i])
+				continue;
+			/* max G_i with every growing tenant at w t, the frozen at theirs */
+			ref_build(f, &R, G, grow, (int)i);
+			glp_set_col_bnds(R.lp, R.tcol, GLP_FX, t * (1 - 1e-9), t * (1 - 1e-9));
+			best = ref_solve(&R);
+			ref_free(&R);
+			if (best <= f->dem[i].weight * t * (1 + 1e-7) + 1e-9) {
+				G[i] = f->dem[i].weight * t;
+				grow[i] = false;
+				froze++;
+			}
+		}
+		assert_true(froze > 0);
+		left -= froze;
+	}
+}
+
+/* The most G_i can reach with every other tenant kept at least at G*_j. */
+static double ref_best_alone(const struct fleet *f, const double *G, size_t i)
+{
+	bool grow[MAXN] = { 0 };
+	double fixed[MAXN], best;
+	struct ref R;
+
+	for (size_t j = 0; j < f->n; j++)
+		fixed[j] = j == i ? 0 : G[j];
+	ref_build(f, &R, fixed, grow, (int)i);
+	glp_set_col_bnds(R.lp, R.tcol, GLP_FX, 0, 0);
+	best = ref_solve(&R);
+	ref_free(&R);
+	return best;
+}
+
+static void test_seed_example(void **state)
+{
+	/* Servers (1 CPU, 14 GB) and (8 CPU, 4 GB); tasks (1 CPU, 4 GB) and (3 CPU, 1 GB). */
+	struct drfh_server_spec sv[2] = { { .capacity = { 1, 14 }, .count = 1 },
+					  { .capacity = { 8, 4 }, .count = 1 } };
+	struct drf_demand d[2] = { { .weight = 1, .shape = { 1, 4 }, .max_units = INFINITY },
+				   { .weight = 1, .shape = { 3, 1 }, .max_units = INFINITY } };
+	struct drfh_problem p = { .nspecs = 2, .specs = sv, .n = 2, .demands = d };
+	struct drfh_result r;
+
+	(void)state;
+	assert_int_equal(drfh_allocate(&p, &r), 0);
+	assert_close(r.tenants[0].gds, 8.0 / 21, 1e-7, "user 1's global dominant share");
+	assert_close(r.tenants[1].gds, 8.0 / 21, 1e-7, "user 2's global dominant share");
+	/* 8/21 of 18 GB is 48/7 GB: 12/7 tasks of user 1; 8/21 of 9 CPUs: 8/7 tasks of user 2 */
+	assert_close(r.tenants[0].units, 12.0 / 7, 1e-7, "user 1's tasks");
+	assert_close(r.tenants[1].units, 8.0 / 7, 1e-7, "user 2's tasks");
+	assert_int_equal(r.tenants[0].dominant_res, DRF_RES_MEMORY);
+	assert_int_equal(r.tenants[1].dominant_res, DRF_RES_CPU);
+	drfh_result_free(&r);
+
+	/*
+	 * Whole tasks, Best-Fit, worked by hand: user 1's task goes to server 1
+	 * (H 0.417 against 0.933); user 2's to server 2, leaving (5, 3); user 1's
+	 * next fits nowhere (server 1 has no CPU left, server 2 3 GB): it stops;
+	 * user 2 places one more, leaving (2, 2), and stops.
+	 */
+	assert_int_equal(drfh_place(&p, DRFH_BEST_FIT, &r), 0);
+	assert_close(r.tenants[0].units, 1, 0, "user 1's whole tasks");
+	assert_close(r.tenants[1].units, 2, 0, "user 2's whole tasks");
+	assert_int_equal(r.nplaces, 2);
+	assert_int_equal(r.places[0].tenant, 0);
+	assert_int_equal(r.places[0].where, 0);
+	assert_int_equal(r.places[1].tenant, 1);
+	assert_int_equal(r.places[1].where, 1);
+	assert_close(r.places[1].tasks, 2, 0, "user 2 on server 2");
+	drfh_result_free(&r);
+
+	/* First-Fit puts user 1's first task on server 1 too (it fits there first). */
+	assert_int_equal(drfh_place(&p, DRFH_FIRST_FIT, &r), 0);
+	assert_int_equal(r.places[0].where, 0);
+	drfh_result_free(&r);
+}
+
+/* Best-Fit over a fleet where the shape decides: memory-heavy tasks go to memory-heavy servers. */
+static void test_best_fit_matches_shapes(void **state)
+{
+	struct drfh_server_spec sv[2] = { { .capacity = { 16, 16 }, .count = 2 },   /* cpu-heavy */
+					  { .capacity = { 4, 64 }, .count = 2 } };  /* memory */
+	struct drf_demand d[2] = { { .weight = 1, .shape = { 1, 8 }, .max_units = 8 },
+				   { .weight = 1, .shape = { 4, 2 }, .max_units = 8 } };
+	struct drfh_problem p = { .nspecs = 2, .specs = sv, .n = 2, .demands = d };
+	struct drfh_result bf, ff;
+
+	(void)state;
+	assert_int_equal(drfh_place(&p, DRFH_BEST_FIT, &bf), 0);
+	assert_int_equal(drfh_place(&p, DRFH_FIRST_FIT, &ff), 0);
+	for (size_t k = 0; k < bf.nplaces; k++)
+		if (bf.places[k].tenant == 0)
+			assert_true(bf.places[k].where >= 2); /* memory-heavy servers only */
+	assert_close(bf.tenants[0].units, 8, 0, "Best-Fit places all of tenant 0");
+	assert_close(bf.tenants[1].units, 8, 0, "and all of tenant 1");
+	/* First-Fit fills the cpu servers with both, and runs out of room sooner. */
+	assert_true(ff.tenants[0].units + ff.tenants[1].units <=
+		    bf.tenants[0].units + bf.tenants[1].units);
+	drfh_result_free(&bf);
+	drfh_result_free(&ff);
+}
+
+static int nrounds(void)
+{
+	const char *e = getenv("DRFH_N");
+
+	return e ? atoi(e) : 300;
+}
+
+/* The engine against the reference, and the properties, on random fleets. */
+static void test_random_against_reference(void **state)
+{
+	int n = nrounds();
+
+	(void)state;
+	for (int k = 0; k < n; k++) {
+		struct fleet f;
+		struct drfh_problem p;
+		struct drfh_result r;
+		double G[MAXN];
+
+		gen(&f, base_seed * 1000003 + (uint64_t)k, false, false);
+		p = prob(&f);
+		assert_int_equal(drfh_allocate(&p, &r), 0);
+		ref_maxmin(&f, G);
+		for (size_t i = 0; i < f.n; i++) {
+			if (fabs(r.tenants[i].gds - G[i]) > 1e-6 * fmax(1, G[i])) {
+				print_error("seed %llu: tenant %zu: G %.12g, the reference %.12g\n",
+					    (unsigned long long)f.seed, i, r.tenants[i].gds, G[i]);
+				fail();
+			}
+			/* Pareto: nobody gains without someone losing. */
+			if (r.tenants[i].units < f.dem[i].max_units * (1 - 1e-9)) {
+				double best = ref_best_alone(&f, G, i);
+
+				if (best > G[i] + 1e-6) {
+					print_error("seed %llu: tenant %zu could reach G %.12g > %.12g "
+						    "with nobody worse off\n",
+						    (unsigned long long)f.seed, i, best, G[i]);
+					fail();
+				}
+			}
+		}
+		drfh_result_free(&r);
+	}
+}
+
+/* Tasks tenant i could run with an allocation of (group g -> resource vector). */
+static double tasks_from(const struct drfh_result *r, const struct fleet *f, size_t j, size_t i)
+{
+	double tasks = 0;
+
+	for (size_t k = 0; k < r->nplaces; k++) {
+		const struct drfh_place *pl = &r->places[k];
+		double t = INFINITY;
+
+		if (pl->tenant != j)
+			continue;
+		for (int res = 0; res < f->m; res++)
+			if (f->dem[i].shape[res] > 0)
+				t = fmin(t, pl->tasks * f->dem[j].shape[res] / f->dem[i].shape[res]);
+		tasks += t;
+	}
+	return tasks;
+}
+
+static void test_envy_free_and_weak_sharing_incentive(void **state)
+{
+	int n = nrounds();
+
+	(void)state;
+	for (int k = 0; k < n; k++) {
+		struct fleet f;
+		struct drfh_problem p;
+		struct drfh_result r;
+		double pool[DRF_NRES], min_g = INFINITY, min_even = INFINITY, wsum = 0;
+
+		gen(&f, base_seed * 7919 + (uint64_t)k, true, k % 2 == 0);
+		p = prob(&f);
+		drfh_pool(&p, pool);
+		assert_int_equal(drfh_allocate(&p, &r), 0);
+		/* Envy-free: no tenant short of its cap runs more tasks with another's allocation. */
+		for (size_t i = 0; i < f.n; i++) {
+			if (!(r.tenants[i].units < f.dem[i].max_units * (1 - 1e-9)))
+				continue;
+			for (size_t j = 0; j < f.n; j++) {
+				double other = tasks_from(&r, &f, j, i);
+
+				if (j != i && other > r.tenants[i].units * (1 + 1e-6) + 1e-9) {
+					print_error("seed %llu: tenant %zu envies %zu: %.12g > %.12g "
+						    "tasks\n", (unsigned long long)f.seed, i, j, other,
+						    r.tenants[i].units);
+					fail();
+				}
+			}
+		}
+		/*
+		 * The weak sharing incentive: split every server evenly (by weight) and
+		 * let each tenant run what fits in its part; the least-served tenant under
+		 * DRFH does at least as well as the least-served there. (The strong form,
+		 * every tenant as well as in its own part, does not hold for DRFH.)
+		 */
+		for (size_t i = 0; i < f.n; i++)
+			wsum += f.dem[i].weight;
+		for (size_t i = 0; i < f.n; i++) {
+			double d = dom_of(pool, &f.dem[i]), tasks = 0;
+
+			if (!(d > 0))
+				continue;
+			for (size_t s = 0; s < f.nspecs; s++) {
+				double t = INFINITY;
+
+				for (int res = 0; res < f.m; res++)
+					if (f.dem[i].shape[res] > 0)
+						t = fmin(t, f.specs[s].capacity[res] * f.dem[i].weight /
+								    wsum / f.dem[i].shape[res]);
+				tasks += t * (double)f.specs[s].count;
+			}
+			tasks = fmin(tasks, f.dem[i].max_units);
+			min_even = fmin(min_even, tasks * d / f.dem[i].weight);
+			min_g = fmin(min_g, r.tenants[i].gds / f.dem[i].weight);
+		}
+		if (isfinite(min_even) && min_g < min_even * (1 - 1e-6) - 1e-12) {
+			print_error("seed %llu: least weighted G %.12g under DRFH < %.12g when every "
+				    "server is split evenly\n", (unsigned long long)f.seed, min_g,
+				    min_even);
+			fail();
+		}
+		drfh_result_free(&r);
+	}
+}
+
+/* One server: DRFH is DRF, divisible (alloc.c) and whole tasks (Ghodsi's Algorithm 1). */
+static void test_one_server_is_drf(void **state)
+{
+	int n = nrounds();
+
+	(void)state;
+	for (int k = 0; k < n; k++) {
+		struct fleet f;
+		struct drfh_problem p;
+		struct drf_problem q = { 0 };
+		struct drfh_result r, rp;
+		struct drf_result d, dd;
+
+		gen(&f, base_seed * 31 + (uint64_t)k, false, false);
+		f.nspecs = 1;
+		f.specs[0].count = 1;
+		for (int res = 0; res < f.m; res++)
+			f.specs[0].capacity[res] = fmax(f.specs[0].capacity[res], 1);
+		p = prob(&f);
+		memcpy(q.capacity, f.specs[0].capacity, sizeof(q.capacity));
+		q.n = f.n;
+		q.demands = f.dem;
+		assert_int_equal(drfh_allocate(&p, &r), 0);
+		assert_int_equal(drf_allocate(&q, DRF_POLICY_DRF, &d), 0);
+		assert_int_equal(drfh_place(&p, DRFH_BEST_FIT, &rp), 0);
+		assert_int_equal(drf_allocate_discrete(&q, &dd), 0);
+		for (size_t i = 0; i < f.n; i++) {
+			if (fabs(r.tenants[i].gds - d.shares[i].dominant_share) >
+			    1e-6 * fmax(1, d.shares[i].dominant_share)) {
+				print_error("seed %llu: tenant %zu: DRFH %.12g, DRF %.12g\n",
+					    (unsigned long long)f.seed, i, r.tenants[i].gds,
+					    d.shares[i].dominant_share);
+				fail();
+			}
+			if (rp.tenants[i].units != dd.shares[i].units) {
+				print_error("seed %llu: tenant %zu: Best-Fit %g tasks, DRF %g\n",
+					    (unsigned long long)f.seed, i, rp.tenants[i].units,
+					    dd.shares[i].units);
+				fail();
+			}
+		}
+		drfh_result_free(&r);
+		drfh_result_free(&rp);
+		drf_result_free(&d);
+		drf_result_free(&dd);
+	}
+}
+
+/* k servers as one spec of count k, or as k specs: the same answer; and they group. */
+static void test_identical_servers_group(void **state)
+{
+	struct fleet f;
+	struct drfh_problem p;
+	struct drfh_result a, b;
+	struct fleet g;
+
+	(void)state;
+	gen(&f, base_seed + 5, false, false);
+	f.nspecs = 2;
+	f.specs[0].count = 3;
+	f.specs[1].count = 2;
+	memcpy(f.specs[1].capacity, (double[DRF_NRES]){ 5, 7, 2 }, sizeof(f.specs[1].capacity));
+	memcpy(f.specs[0].capacity, (double[DRF_NRES]){ 9, 3, 4 }, sizeof(f.specs[0].capacity));
+	g = f;
+	g.nspecs = 5;
+	for (size_t s = 0; s < 5; s++) {
+		memcpy(g.specs[s].capacity, f.specs[s == 1 || s == 3 ? 1 : 0].capacity,
+		       sizeof(g.specs[s].capacity));
+		g.specs[s].count = 1;
+	}
+	p = prob(&f);
+	assert_int_equal(drfh_allocate(&p, &a), 0);
+	p = prob(&g);
+	assert_int_equal(drfh_allocate(&p, &b), 0);
+	assert_int_equal(a.ngroups, 2);
+	assert_int_equal(b.ngroups, 2);
+	assert_int_equal(b.groups[0].count, 3);
+	assert_int_equal(b.groups[0].first, 0);
+	assert_int_equal(b.groups[1].first, 1);
+	for (size_t i = 0; i < f.n; i++)
+		assert_close(a.tenants[i].gds, b.tenants[i].gds, 1e-7, "G, grouped or not");
+	drfh_result_free(&a);
+	drfh_result_free(&b);
+}
+
+/* Every whole-task form: no server over capacity, no tenant over its tasks, places add up. */
+static void check_places(const struct fleet *f, const struct drfh_result *r)
+{
+	double used[MAXS * 3][DRF_NRES] = { { 0 } }, cap[MAXS * 3][DRF_NRES], tasks[MAXN] = { 0 };
+	size_t ns = 0;
+
+	for (size_t s = 0; s < f->nspecs; s++)
+		for (size_t k = 0; k < f->specs[s].count; k++)
+			memcpy(cap[ns++], f->specs[s].capacity, sizeof(cap[0]));
+	assert_int_equal(r->nservers, ns);
+	for (size_t k = 0; k < r->nplaces; k++) {
+		const struct drfh_place *pl = &r->places[k];
+
+		assert_true(pl->where < ns);
+		assert_true(pl->tasks == floor(pl->tasks) && pl->tasks >= 1);
+		tasks[pl->tenant] += pl->tasks;
+		for (int res = 0; res < f->m; res++)
+			used[pl->where][res] += pl->tasks * f->dem[pl->tenant].shape[res];
+		if (k > 0)
+			assert_true(r->places[k - 1].tenant < pl->tenant ||
+				    (r->places[k - 1].tenant == pl->tenant &&
+				     r->places[k - 1].where < pl->where));
+	}
+	for (size_t l = 0; l < ns; l++)
+		for (int res = 0; res < f->m; res++)
+			assert_le_tol(used[l][res], cap[l][res], 1e-9, 1e-9, "server use");
+	for (size_t i = 0; i < f->n; i++) {
+		double pool[DRF_NRES];
+		struct drfh_problem p = prob(f);
+
+		drfh_pool(&p, pool);
+		if (dom_of(pool, &f->dem[i]) > 0)
+			assert_close(tasks[i], r->tenants[i].units, 0, "places add up");
+		assert_true(r->tenants[i].units <= f->dem[i].max_units);
+	}
+}
+
+static void test_whole_tasks_feasible(void **state)
+{
+	int n = nrounds();
+	double slot[DRF_NRES] = { 1, 2, 1 };
+	double gap_sum = 0;
+	int gaps = 0;
+
+	(void)state;
+	for (int k = 0; k < n; k++) {
+		struct fleet f;
+		struct drfh_problem p;
+		struct drfh_result div, r;
+		double lmin = INFINITY, dmin = INFINITY;
+
+		gen(&f, base_seed * 17 + (uint64_t)k, false, false);
+		p = prob(&f);
+		assert_int_equal(drfh_allocate(&p, &div), 0);
+		for (int form = 0; form < 4; form++) {
+			int err = form == 0   ? drfh_place(&p, DRFH_BEST_FIT, &r)
+				  : form == 1 ? drfh_place(&p, DRFH_FIRST_FIT, &r)
+				  : form == 2 ? drfh_per_server_drf(&p, &r)
+					      : drfh_slots(&p, slot, &r);
+
+			assert_int_equal(err, 0);
+			if (debug)
+				print_message("form %d\n", form);
+			check_places(&f, &r);
+			/* No whole-task form lifts the least-served above the divisible max-min. */
+			lmin = INFINITY;
+			dmin = INFINITY;
+			for (size_t i = 0; i < f.n; i++) {
+				lmin = fmin(lmin, r.tenants[i].gds / f.dem[i].weight);
+				dmin = fmin(dmin, div.tenants[i].gds / f.dem[i].weight);
+			}
+			assert_le_tol(lmin, dmin, 1e-7, 1e-12, "whole tasks' least weighted G");
+			if (form == 0 && dmin > 0) {
+				gap_sum += 1 - lmin / dmin;
+				gaps++;
+			}
+			drfh_result_free(&r);
+		}
+		drfh_result_free(&div);
+	}
+	/* Reported, not asserted: these fleets' tasks are large against their servers. */
+	print_message("Best-Fit's least weighted G is %.1f%% below the divisible one on average "
+		      "over %d random fleets of 1-18 servers (1-16 of each resource) with tasks "
+		      "of 0.05-3 of each: large tasks\n", 100 * gap_sum / gaps, gaps);
+}
+
+static void test_rejects_malformed(void **state)
+{
+	struct drfh_server_spec sv = { .capacity = { 4, 4 }, .count = 1 };
+	struct drf_demand d = { .weight = 1, .shape = { 1, 1 }, .max_units = INFINITY };
+	struct drfh_problem p = { .nspecs = 1, .specs = &sv, .n = 1, .demands = &d };
+	struct drfh_result r;
+
+	(void)state;
+	d.weight = 0;
+	assert_int_equal(drfh_allocate(&p, &r), -EINVAL);
+	assert_int_equal(drfh_place(&p, DRFH_BEST_FIT, &r), -EINVAL);
+	d.weight = 1;
+	d.shape[0] = d.shape[1] = 0;
+	assert_int_equal(drfh_allocate(&p, &r), -EINVAL); /* unlimited, needing nothing */
+	d.shape[0] = 1;
+	sv.count = 0;
+	assert_int_equal(drfh_allocate(&p, &r), -EINVAL);
+	sv.count = 1;
+	sv.capacity[1] = NAN;
+	assert_int_equal(drfh_per_server_drf(&p, &r), -EINVAL);
+	sv.capacity[1] = 4;
+	assert_int_equal(drfh_slots(&p, (double[DRF_NRES]){ 1, 0 }, &r), -EINVAL);
+}
+
+int main(void)
+{
+	const char *s = getenv("DRFH_SEED");
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_seed_example),
+		cmocka_unit_test(test_best_fit_matches_shapes),
+		cmocka_unit_test(test_random_against_reference),
+		cmocka_unit_test(test_envy_free_and_weak_sharing_incentive),
+		cmocka_unit_test(test_one_server_is_drf),
+		cmocka_unit_test(test_identical_servers_group),
+		cmocka_unit_test(test_whole_tasks_feasible),
+		cmocka_unit_test(test_rejects_malformed),
+	};
+
+	debug = getenv("DRFH_DEBUG") != NULL;
+	if (s)
+		base_seed = strtoull(s, NULL, 10);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
