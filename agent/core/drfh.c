@@ -570,14 +570,29 @@ static uint32_t sheap_pop(struct sheap *q)
 
 /*
  * Servers with the same remaining capacity are one class: which of them takes a
- * task depends only on that (and, among them, on order), so the search runs
- * over classes, live ones (holding a server with room) in a list.
+ * task depends only on that (and, among them, on order), so Best-Fit searches
+ * classes. Live classes (holding a server that fits some tenant's task) are kept
+ * in buckets by their direction's first coordinate b_0: since both directions
+ * sum to 1, H = sum_r |a_r - b_r| >= |a_0 - b_0| + |sum_{r>0} (a_r - b_r)| =
+ * 2 |a_0 - b_0|, so the search goes out from a_0's bucket and stops on each
+ * side at the first bucket whose bound exceeds the best H found (for two
+ * resources the bound is exact).
  */
+#define NBUCKETS 1024
+
 struct cls {
 	double rem[DRF_NRES];
 	double dir[DRF_NRES]; /* rem as fractions of the pool, summing to 1 */
 	struct sheap servers;
-	size_t live;          /* position in the live list, or SIZE_MAX */
+	uint32_t bucket;
+	uint32_t pos;         /* in its bucket, or UINT32_MAX if not live */
+	bool dead;            /* fits no tenant's task: never live again */
+	bool checked;
+};
+
+struct bucket {
+	uint32_t *v;
+	uint32_t n, cap;
 };
 
 struct classes {
@@ -585,8 +600,7 @@ struct classes {
 	size_t n, cap;
 	uint32_t *table;  /* open addressing: class index + 1, 0 empty */
 	size_t tcap;      /* power of two */
-	uint32_t *live;   /* class indexes */
-	size_t nlive;
+	struct bucket b[NBUCKETS];
 	const double *pool;
 	const int *res;
 	int m;
@@ -633,25 +647,39 @@ static int table_grow(struct classes *cs)
 	return 0;
 }
 
-static void live_add(struct classes *cs, size_t ci)
+static int live_add(struct classes *cs, size_t ci)
 {
-	if (cs->c[ci].live != SIZE_MAX)
-		return;
-	cs->c[ci].live = cs->nlive;
-	cs->live[cs->nlive++] = (uint32_t)ci;
+	struct cls *c = &cs->c[ci];
+	struct bucket *b = &cs->b[c->bucket];
+
+	if (c->pos != UINT32_MAX || c->dead)
+		return 0;
+	if (b->n == b->cap) {
+		uint32_t cap = b->cap ? 2 * b->cap : 16;
+		uint32_t *v = realloc(b->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		b->v = v;
+		b->cap = cap;
+	}
+	c->pos = b->n;
+	b->v[b->n++] = (uint32_t)ci;
+	return 0;
 }
 
 static void live_drop(struct classes *cs, size_t ci)
 {
-	size_t at = cs->c[ci].live;
+	struct cls *c = &cs->c[ci];
+	struct bucket *b = &cs->b[c->bucket];
 	uint32_t last;
 
-	if (at == SIZE_MAX)
+	if (c->pos == UINT32_MAX)
 		return;
-	last = cs->live[--cs->nlive];
-	cs->live[at] = last;
-	cs->c[last].live = at;
-	cs->c[ci].live = SIZE_MAX;
+	last = b->v[--b->n];
+	b->v[c->pos] = last;
+	cs->c[last].pos = c->pos;
+	c->pos = UINT32_MAX;
 }
 
 /* The class of a remaining vector, made if new; -ENOMEM. */
@@ -674,14 +702,10 @@ static long class_of(struct classes *cs, const double rem[DRF_NRES])
 	if (cs->n == cs->cap) {
 		size_t cap = cs->cap ? 2 * cs->cap : 64;
 		struct cls *n = realloc(cs->c, cap * sizeof(*n));
-		uint32_t *l = realloc(cs->live, cap * sizeof(*l));
 
-		if (n)
-			cs->c = n;
-		if (l)
-			cs->live = l;
-		if (!n || !l)
+		if (!n)
 			return -ENOMEM;
+		cs->c = n;
 		cs->cap = cap;
 	}
 	c = &cs->c[cs->n];
@@ -691,7 +715,12 @@ static long class_of(struct classes *cs, const double rem[DRF_NRES])
 		sum += rem[cs->res[k]] / cs->pool[cs->res[k]];
 	for (int k = 0; k < cs->m; k++)
 		c->dir[cs->res[k]] = sum > 0 ? rem[cs->res[k]] / cs->pool[cs->res[k]] / sum : 0;
-	c->live = SIZE_MAX;
+	c->pos = UINT32_MAX;
+	{
+		double b0 = c->dir[cs->res[0]] * NBUCKETS;
+
+		c->bucket = b0 >= NBUCKETS - 1 ? NBUCKETS - 1 : b0 > 0 ? (uint32_t)b0 : 0;
+	}
 	cs->table[at] = (uint32_t)cs->n + 1;
 	return (long)cs->n++;
 }
@@ -699,15 +728,8 @@ static long class_of(struct classes *cs, const double rem[DRF_NRES])
 static int class_add_server(struct classes *cs, size_t ci, uint32_t server)
 {
 	int err = sheap_push(&cs->c[ci].servers, server);
-	double any = 0;
 
-	if (err < 0)
-		return err;
-	for (int k = 0; k < cs->m; k++)
-		any += cs->c[ci].rem[cs->res[k]];
-	if (any > 0)
-		live_add(cs, ci);
-	return 0;
+	return err < 0 ? err : live_add(cs, ci);
 }
 
 static void classes_free(struct classes *cs)
@@ -716,7 +738,8 @@ static void classes_free(struct classes *cs)
 		free(cs->c[i].servers.h);
 	free(cs->c);
 	free(cs->table);
-	free(cs->live);
+	for (int b = 0; b < NBUCKETS; b++)
+		free(cs->b[b].v);
 }
 
 static bool fits(const double *rem, const double *shape, const double *pool, const int *res, int m)
@@ -792,6 +815,7 @@ struct disc {
 	double *key; /* weighted share, for the turn order */
 	struct theap q;
 	struct placelist pl;
+	double *rem; /* the placing forms: each server's remaining capacity, m per server */
 };
 
 static int disc_init(const struct drfh_problem *p, struct disc *d, struct drfh_result *out)
@@ -836,6 +860,7 @@ static void disc_free(struct disc *d)
 	free(d->key);
 	free(d->q.h);
 	free(d->pl.v);
+	free(d->rem);
 }
 
 /* Ends a discrete form: the places, the totals. */
@@ -852,70 +877,218 @@ static int disc_finish(const struct drfh_problem *p, struct disc *d, struct drfh
 	return err;
 }
 
-int drfh_place(const struct drfh_problem *p, enum drfh_fit fit, struct drfh_result *out)
+/*
+ * Each server's remaining capacity, after the placement in force (prev) where it
+ * still holds: a tenant's tasks beyond its count leave its last servers, and a
+ * server that no longer has room sheds tasks, the last tenant's first, until it
+ * does. What stays is the result's start; the turn order starts from it.
+ */
+static int keep_prev(const struct drfh_problem *p, struct disc *d, struct drfh_result *out,
+		     const struct drfh_place *prev, size_t nprev)
 {
-	struct classes cs = { 0 };
-	struct disc d;
-	uint32_t server = 0;
-	int err;
+	double *left = NULL;
+	size_t server = 0;
+	int err = 0;
 
-	err = disc_init(p, &d, out);
-	if (err < 0)
-		return disc_finish(p, &d, out, err);
-	cs.pool = d.pool;
-	cs.res = d.res;
-	cs.m = d.m;
-	for (size_t s = 0; s < p->nspecs && err == 0; s++) {
-		long ci = class_of(&cs, p->specs[s].capacity);
+	d->rem = malloc((d->nservers + 1) * (size_t)d->m * sizeof(*d->rem));
+	if (!d->rem)
+		return -ENOMEM;
+	for (size_t s = 0; s < p->nspecs; s++)
+		for (size_t c = 0; c < p->specs[s].count; c++, server++)
+			for (int k = 0; k < d->m; k++)
+				d->rem[server * d->m + k] = p->specs[s].capacity[d->res[k]];
+	if (nprev == 0)
+		return 0;
+	struct drfh_place *keep = malloc(nprev * sizeof(*keep));
 
+	left = malloc((p->n + 1) * sizeof(*left));
+	if (!keep || !left) {
+		free(keep);
+		free(left);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < p->n; i++)
+		left[i] = d->dom[i] > 0 ? p->demands[i].max_units : 0;
+	/* prev is sorted by tenant, then server: the first servers keep a tenant's tasks */
+	for (size_t k = 0; k < nprev; k++) {
+		keep[k] = prev[k];
+		if (prev[k].tenant >= p->n || prev[k].where >= d->nservers ||
+		    !(prev[k].tasks >= 0) || prev[k].tasks != floor(prev[k].tasks)) {
+			err = -EINVAL;
+			goto out;
+		}
+		keep[k].tasks = fmin(keep[k].tasks, left[keep[k].tenant]);
+		left[keep[k].tenant] -= keep[k].tasks;
+		for (int j = 0; j < d->m; j++)
+			d->rem[keep[k].where * d->m + j] -=
+				keep[k].tasks * p->demands[keep[k].tenant].shape[d->res[j]];
+	}
+	/* Over capacity: the last tenants' tasks leave, one at a time. */
+	for (size_t k = nprev; k-- > 0;) {
+		double *rem = &d->rem[keep[k].where * d->m];
+		const double *shape = p->demands[keep[k].tenant].shape;
+
+		for (;;) {
+			bool over = false;
+
+			for (int j = 0; j < d->m; j++)
+				over = over || rem[j] < -FIT_EPS * d->pool[d->res[j]];
+			if (!over || keep[k].tasks <= 0)
+				break;
+			keep[k].tasks -= 1;
+			for (int j = 0; j < d->m; j++)
+				rem[j] += shape[d->res[j]];
+		}
+	}
+	for (size_t k = 0; k < nprev && err == 0; k++) {
+		uint32_t i = keep[k].tenant;
+
+		for (int j = 0; j < d->m; j++)
+			if (d->rem[keep[k].where * d->m + j] < FIT_EPS * d->pool[d->res[j]])
+				d->rem[keep[k].where * d->m + j] = 0;
+		if (keep[k].tasks <= 0)
+			continue;
+		err = place_add(&d->pl, i, keep[k].where, keep[k].tasks);
+		out->tenants[i].units += keep[k].tasks;
+		d->key[i] = out->tenants[i].units * d->dom[i] / p->demands[i].weight;
+	}
+	theap_build(&d->q);
+out:
+	free(keep);
+	free(left);
+	return err;
+}
+
+/*
+ * Whether a remaining capacity fits some task of a tenant still placing: tested
+ * once per class, smallest tasks first, so that servers nothing fits leave the
+ * search for good (capacity only shrinks, and tenants only stop).
+ */
+static bool fits_anyone(const struct drfh_problem *p, const struct disc *d, const uint32_t *by_size,
+			const bool *placing, const double *rem)
+{
+	for (size_t k = 0; k < p->n; k++) {
+		uint32_t i = by_size[k];
+
+		if (placing[i] && fits(rem, p->demands[i].shape, d->pool, d->res, d->m))
+			return true;
+	}
+	return false;
+}
+
+static int cmp_by_key(const void *a, const void *b, void *ctx)
+{
+	const double *sort_key = ctx;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	if (sort_key[x] != sort_key[y])
+		return sort_key[x] < sort_key[y] ? -1 : 1;
+	return x < y ? -1 : x > y;
+}
+
+/* The best class for a task of direction a (Best-Fit), or SIZE_MAX. */
+static size_t best_class(const struct classes *cs, const double *shape, const double a[DRF_NRES])
+{
+	const int r0 = cs->res[0];
+	double best_h = INFINITY, a0 = a[r0];
+	uint32_t best_server = UINT32_MAX;
+	size_t best = SIZE_MAX;
+	long kb = a0 * NBUCKETS >= NBUCKETS - 1 ? NBUCKETS - 1 : (long)(a0 * NBUCKETS);
+	bool left = true, right = true;
+
+	for (long off = 0; left || right; off++) {
+		for (int side = 0; side < 2; side++) {
+			bool *going = side ? &right : &left;
+			long b = side ? kb + off : kb - off;
+			double lo, hi, dist;
+
+			if (!*going || (side && off == 0)) /* a_0's own bucket is the left's at 0 */
+				continue;
+			if (b < 0 || b >= NBUCKETS) {
+				*going = false;
+				continue;
+			}
+			lo = (double)b / NBUCKETS;
+			hi = (double)(b + 1) / NBUCKETS;
+			dist = a0 < lo ? lo - a0 : a0 > hi ? a0 - hi : 0;
+			if (2 * dist - 1e-12 > best_h) {
+				*going = false; /* the buckets further out are further still */
+				continue;
+			}
+			for (uint32_t k = 0; k < cs->b[b].n; k++) {
+				const struct cls *c = &cs->c[cs->b[b].v[k]];
+				uint32_t top = c->servers.h[0];
+				double h = 0;
+
+				if (!fits(c->rem, shape, cs->pool, cs->res, cs->m))
+					continue;
+				for (int j = 0; j < cs->m; j++)
+					h += fabs(a[cs->res[j]] - c->dir[cs->res[j]]);
+				if (h < best_h || (h == best_h && top < best_server)) {
+					best_h = h;
+					best_server = top;
+					best = cs->b[b].v[k];
+				}
+			}
+		}
+	}
+	return best;
+}
+
+static int place_best_fit(const struct drfh_problem *p, struct disc *d, struct drfh_result *out)
+{
+	struct classes cs = { .pool = d->pool, .res = d->res, .m = d->m };
+	uint32_t *by_size = malloc((p->n + 1) * sizeof(*by_size)), server = 0;
+	bool *placing = calloc(p->n + 1, sizeof(*placing));
+	int err = 0;
+
+	if (!by_size || !placing) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < p->n; i++) {
+		by_size[i] = (uint32_t)i;
+		placing[i] = d->dom[i] > 0;
+	}
+	qsort_r(by_size, p->n, sizeof(*by_size), cmp_by_key, d->dom);
+	for (; server < d->nservers && err == 0; server++) {
+		double rem[DRF_NRES] = { 0 };
+		long ci;
+
+		for (int k = 0; k < d->m; k++)
+			rem[d->res[k]] = d->rem[server * d->m + k];
+		ci = class_of(&cs, rem);
 		if (ci < 0) {
 			err = (int)ci;
 			break;
 		}
-		for (size_t k = 0; k < p->specs[s].count && err == 0; k++)
-			err = class_add_server(&cs, (size_t)ci, server++);
+		if (!cs.c[ci].checked) {
+			cs.c[ci].checked = true;
+			cs.c[ci].dead = !fits_anyone(p, d, by_size, placing, rem);
+		}
+		err = class_add_server(&cs, (size_t)ci, server);
 	}
-	while (err == 0 && d.q.n > 0) {
-		uint32_t i = d.q.h[0];
+	while (err == 0 && d->q.n > 0) {
+		uint32_t i = d->q.h[0], s;
 		const struct drf_demand *dm = &p->demands[i];
-		const double *ui = &d.u[(size_t)i * DRF_NRES];
-		double a[DRF_NRES] = { 0 }, sum = 0, best_h = INFINITY, rem[DRF_NRES];
-		size_t best = SIZE_MAX;
-		uint32_t best_server = UINT32_MAX, s;
+		const double *ui = &d->u[(size_t)i * DRF_NRES];
+		double a[DRF_NRES] = { 0 }, sum = 0, rem[DRF_NRES];
+		size_t best;
 		long nc;
 
 		if (out->tenants[i].units >= dm->max_units) {
-			theap_pop(&d.q);
+			placing[i] = false;
+			theap_pop(&d->q);
 			continue;
 		}
-		for (int k = 0; k < d.m; k++)
-			sum += ui[d.res[k]];
-		for (int k = 0; k < d.m; k++)
-			a[d.res[k]] = ui[d.res[k]] / sum;
-		for (size_t l = 0; l < cs.nlive; l++) {
-			const struct cls *c = &cs.c[cs.live[l]];
-			uint32_t top = c->servers.h[0];
-			double h = 0;
-
-			if (!fits(c->rem, dm->shape, d.pool, d.res, d.m))
-				continue;
-			if (fit == DRFH_FIRST_FIT) {
-				if (top < best_server) {
-					best_server = top;
-					best = cs.live[l];
-				}
-				continue;
-			}
-			for (int k = 0; k < d.m; k++)
-				h += fabs(a[d.res[k]] - c->dir[d.res[k]]);
-			if (h < best_h || (h == best_h && top < best_server)) {
-				best_h = h;
-				best_server = top;
-				best = cs.live[l];
-			}
-		}
+		for (int k = 0; k < d->m; k++)
+			sum += ui[d->res[k]];
+		for (int k = 0; k < d->m; k++)
+			a[d->res[k]] = ui[d->res[k]] / sum;
+		best = best_class(&cs, dm->shape, a);
 		if (best == SIZE_MAX) {
-			theap_pop(&d.q); /* fits nowhere: it stops */
+			placing[i] = false; /* fits nowhere: it stops */
+			theap_pop(&d->q);
 			continue;
 		}
 		if (out->rounds >= DRF_DISCRETE_MAX_TASKS) {
@@ -925,9 +1098,9 @@ int drfh_place(const struct drfh_problem *p, enum drfh_fit fit, struct drfh_resu
 		s = sheap_pop(&cs.c[best].servers);
 		for (int r = 0; r < DRF_NRES; r++) {
 			rem[r] = cs.c[best].rem[r];
-			if (d.pool[r] > 0 && dm->shape[r] > 0) {
+			if (d->pool[r] > 0 && dm->shape[r] > 0) {
 				rem[r] -= dm->shape[r];
-				if (rem[r] < FIT_EPS * d.pool[r])
+				if (rem[r] < FIT_EPS * d->pool[r])
 					rem[r] = 0;
 			}
 		}
@@ -938,16 +1111,144 @@ int drfh_place(const struct drfh_problem *p, enum drfh_fit fit, struct drfh_resu
 			err = (int)nc;
 			break;
 		}
+		if (!cs.c[nc].checked) {
+			cs.c[nc].checked = true;
+			cs.c[nc].dead = !fits_anyone(p, d, by_size, placing, rem);
+		}
 		err = class_add_server(&cs, (size_t)nc, s);
 		if (err == 0)
-			err = place_add(&d.pl, i, s, 1);
+			err = place_add(&d->pl, i, s, 1);
 		out->tenants[i].units += 1;
 		out->rounds++;
-		d.key[i] = out->tenants[i].units * d.dom[i] / dm->weight;
-		theap_down(&d.q, 0);
+		d->key[i] = out->tenants[i].units * d->dom[i] / dm->weight;
+		theap_down(&d->q, 0);
 	}
+out:
 	classes_free(&cs);
+	free(by_size);
+	free(placing);
+	return err;
+}
+
+/*
+ * First-Fit: the servers' remaining capacities in a segment tree holding, per
+ * node, the most of each resource any server below it has left; the first
+ * server that fits is found going left first, past nodes that cannot hold it.
+ */
+struct fftree {
+	double *mx;   /* (2 * size) nodes x m */
+	size_t size;
+	int m;
+};
+
+static void ff_pull(struct fftree *t, size_t i)
+{
+	for (int k = 0; k < t->m; k++)
+		t->mx[i * t->m + k] = fmax(t->mx[2 * i * t->m + k], t->mx[(2 * i + 1) * t->m + k]);
+}
+
+static bool ff_holds(const struct fftree *t, size_t i, const double *need)
+{
+	for (int k = 0; k < t->m; k++)
+		if (t->mx[i * t->m + k] < need[k])
+			return false;
+	return true;
+}
+
+static size_t ff_first(const struct fftree *t, size_t i, const double *need)
+{
+	if (!ff_holds(t, i, need))
+		return SIZE_MAX;
+	if (i >= t->size)
+		return i - t->size;
+	{
+		size_t l = ff_first(t, 2 * i, need);
+
+		return l != SIZE_MAX ? l : ff_first(t, 2 * i + 1, need);
+	}
+}
+
+static int place_first_fit(const struct drfh_problem *p, struct disc *d, struct drfh_result *out)
+{
+	struct fftree t = { .size = 1, .m = d->m };
+	size_t server = 0;
+
+	while (t.size < d->nservers)
+		t.size *= 2;
+	t.mx = malloc(2 * t.size * (size_t)d->m * sizeof(*t.mx) + 1);
+	if (!t.mx)
+		return -ENOMEM;
+	for (size_t k = 0; k < 2 * t.size * (size_t)d->m; k++)
+		t.mx[k] = -INFINITY; /* no server: holds nothing */
+	for (; server < d->nservers; server++)
+		for (int k = 0; k < d->m; k++)
+			t.mx[(t.size + server) * d->m + k] = d->rem[server * d->m + k];
+	for (size_t i = t.size; i-- > 1;)
+		ff_pull(&t, i);
+	while (d->q.n > 0) {
+		uint32_t i = d->q.h[0];
+		const struct drf_demand *dm = &p->demands[i];
+		double need[DRF_NRES];
+		size_t s;
+
+		if (out->tenants[i].units >= dm->max_units) {
+			theap_pop(&d->q);
+			continue;
+		}
+		for (int k = 0; k < d->m; k++)
+			need[k] = dm->shape[d->res[k]] > 0
+					  ? dm->shape[d->res[k]] - FIT_EPS * d->pool[d->res[k]]
+					  : -INFINITY;
+		s = ff_first(&t, 1, need);
+		if (s == SIZE_MAX) {
+			theap_pop(&d->q);
+			continue;
+		}
+		if (out->rounds >= DRF_DISCRETE_MAX_TASKS) {
+			free(t.mx);
+			return -E2BIG;
+		}
+		for (int k = 0; k < d->m; k++) {
+			double *v = &t.mx[(t.size + s) * d->m + k];
+
+			if (dm->shape[d->res[k]] > 0) {
+				*v -= dm->shape[d->res[k]];
+				if (*v < FIT_EPS * d->pool[d->res[k]])
+					*v = 0;
+			}
+		}
+		for (size_t n = (t.size + s) / 2; n >= 1; n /= 2)
+			ff_pull(&t, n);
+		if (place_add(&d->pl, i, (uint32_t)s, 1) < 0) {
+			free(t.mx);
+			return -ENOMEM;
+		}
+		out->tenants[i].units += 1;
+		out->rounds++;
+		d->key[i] = out->tenants[i].units * d->dom[i] / dm->weight;
+		theap_down(&d->q, 0);
+	}
+	free(t.mx);
+	return 0;
+}
+
+int drfh_place_from(const struct drfh_problem *p, enum drfh_fit fit, const struct drfh_place *prev,
+		    size_t nprev, struct drfh_result *out)
+{
+	struct disc d;
+	int err;
+
+	err = disc_init(p, &d, out);
+	if (err == 0)
+		err = keep_prev(p, &d, out, prev, nprev);
+	if (err == 0)
+		err = fit == DRFH_FIRST_FIT ? place_first_fit(p, &d, out) : place_best_fit(p, &d, out);
 	return disc_finish(p, &d, out, err);
+}
+
+int drfh_place(const struct drfh_problem *p, enum drfh_fit fit, struct drfh_result *out)
+{
+	return drfh_place_from(p, fit, NULL, 0, out);
 }
 
 int drfh_per_server_drf(const struct drfh_problem *p, struct drfh_result *out)

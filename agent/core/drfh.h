@@ -105,6 +105,17 @@ enum drfh_fit {
 int drfh_place(const struct drfh_problem *p, enum drfh_fit fit, struct drfh_result *ret);
 
 /*
+ * The same, continued from the placement in force (prev: whole tasks, servers
+ * indexed in p, sorted by tenant then server), so that a change moves few tasks:
+ * what prev placed stays where the server still holds it (a server over its
+ * capacity sheds the last tenants' tasks first; a tenant over its count loses
+ * the tasks on its last servers), and the greedy goes on from there. The
+ * result's rounds are the tasks placed anew. -EINVAL for a prev out of range.
+ */
+int drfh_place_from(const struct drfh_problem *p, enum drfh_fit fit, const struct drfh_place *prev,
+		    size_t nprev, struct drfh_result *ret);
+
+/*
  * The comparisons the seed makes, on the same fleet and whole tasks:
  *  - per-server DRF: each server in order shares itself by discrete DRF among
  *    the tenants' tasks not yet placed (dominant shares against that server);

@@ -621,6 +621,48 @@ static void test_whole_tasks_feasible(void **state)
 		      "of 0.05-3 of each: large tasks\n", 100 * gap_sum / gaps, gaps);
 }
 
+/* Re-planning from the plan in force keeps what still fits and moves little. */
+static void test_place_from_keeps(void **state)
+{
+	int n = nrounds();
+
+	(void)state;
+	for (int k = 0; k < n; k++) {
+		struct fleet f;
+		struct drfh_problem p;
+		struct drfh_result a, b;
+
+		gen(&f, base_seed * 101 + (uint64_t)k, false, false);
+		p = prob(&f);
+		assert_int_equal(drfh_place(&p, DRFH_BEST_FIT, &a), 0);
+		/* From its own result: nothing new, the same places. */
+		assert_int_equal(drfh_place_from(&p, DRFH_BEST_FIT, a.places, a.nplaces, &b), 0);
+		assert_int_equal(b.rounds, 0);
+		assert_int_equal(b.nplaces, a.nplaces);
+		assert_memory_equal(b.places, a.places, a.nplaces * sizeof(*a.places));
+		drfh_result_free(&b);
+		/* The first spec's servers halve: elsewhere every task stays where it was. */
+		for (int r = 0; r < f.m; r++)
+			f.specs[0].capacity[r] /= 2;
+		p = prob(&f);
+		assert_int_equal(drfh_place_from(&p, DRFH_BEST_FIT, a.places, a.nplaces, &b), 0);
+		check_places(&f, &b);
+		for (size_t j = 0; j < a.nplaces; j++) {
+			const struct drfh_place *pa = &a.places[j];
+			double kept = 0;
+
+			if (pa->where < f.specs[0].count)
+				continue;
+			for (size_t q = 0; q < b.nplaces; q++)
+				if (b.places[q].tenant == pa->tenant && b.places[q].where == pa->where)
+					kept = b.places[q].tasks;
+			assert_true(kept >= pa->tasks);
+		}
+		drfh_result_free(&b);
+		drfh_result_free(&a);
+	}
+}
+
 static void test_rejects_malformed(void **state)
 {
 	struct drfh_server_spec sv = { .capacity = { 4, 4 }, .count = 1 };
@@ -656,6 +698,7 @@ int main(void)
 		cmocka_unit_test(test_one_server_is_drf),
 		cmocka_unit_test(test_identical_servers_group),
 		cmocka_unit_test(test_whole_tasks_feasible),
+		cmocka_unit_test(test_place_from_keeps),
 		cmocka_unit_test(test_rejects_malformed),
 	};
 
