@@ -317,6 +317,8 @@ check-cli: $(BINS) layers
 	@DRFD=$(abspath $(BUILD)/drfd) tests/cli/test_drfd.sh
 	@echo "== tests/cli/test_drfctl.sh"
 	@DRFCTL=$(abspath $(BUILD)/drfctl) DRFD=$(abspath $(BUILD)/drfd) tests/cli/test_drfctl.sh
+	@echo "== tests/cli/test_fleet.sh"
+	@DRFCTL=$(abspath $(BUILD)/drfctl) tests/cli/test_fleet.sh
 	@echo "== tests/cli/test_recommend.sh"
 	@DRFCTL=$(abspath $(BUILD)/drfctl) tests/cli/test_recommend.sh
 	@echo "== tests/cli/test_completion.sh"

@@ -62,6 +62,9 @@ int drfctl_plan_print_running(FILE *out, const struct drfctl_running *run);
 /* "running": {"pid": int, "start_only_changes": [...]} in o. 0 or -ENOMEM. */
 int drfctl_plan_json_running(struct json_object *o, const struct drfctl_running *run);
 
+/* drfctl fleet (fleet_cmd.c): DRFH over a fleet of servers. */
+int drfctl_fleet(int argc, char **argv);
+
 /* drfctl top (top.c): the live view of drfd's metrics. */
 int drfctl_top(int argc, char **argv);
 /* drfctl recommend (recommend.c): right-sizing advice from drfd's usage history. */

@@ -210,6 +210,8 @@ int main(int argc, char **argv)
 		return drfctl_tasks(argc - 1, argv + 1);
 	if (strcmp(argv[1], "cancel") == 0)
 		return drfctl_cancel(argc - 1, argv + 1);
+	if (strcmp(argv[1], "fleet") == 0)
+		return drfctl_fleet(argc - 1, argv + 1);
 	if (strcmp(argv[1], "reload") == 0)
 		return drfctl_reload(argc - 1, argv + 1);
 	fprintf(stderr, "drfctl: unknown command '%s'\n", argv[1]);

@@ -22,6 +22,26 @@ static const struct {
 	  "reload is refused), or is ignored until one (net-replace-qdisc).\n"
 	  "\n"
 	  "exit status: 0 ok, 1 failure, 2 config error, 64 usage error\n" },
+	{ "fleet",
+	  "drfctl fleet plan -c FLEET.conf [--json] [--compare | --discrete | --first-fit]",
+	  "DRFH: dominant resource fairness over a fleet of servers that differ, offline, from\n"
+	  "a fleet file: [server NAME] sections with a capacity (cpu, memory, io-read-bps, ...;\n"
+	  "`count = N` makes NAME-1 .. NAME-N of that shape) and [tenant NAME] sections as in\n"
+	  "drfd.conf. Each tenant's global dominant share (its dominant share of the pool,\n"
+	  "summed over servers) is max-min fair by weight, within every server's capacity.\n"
+	  "\n"
+	  "  -c, --config FILE   the fleet file\n"
+	  "  --json              machine-readable output (see drfctl(8) for the schema)\n"
+	  "  --discrete          whole tasks, placed by Best-Fit (the tenant with the least\n"
+	  "                      weighted share places its next task on the server whose\n"
+	  "                      remaining shape is closest to the task's)\n"
+	  "  --first-fit         whole tasks, each on the first server where it fits\n"
+	  "  --compare           DRFH (divisible, Best-Fit, First-Fit) beside per-server DRF\n"
+	  "                      and slots ([fleet] slot-RES; default one core and the pool's\n"
+	  "                      share of the rest per core): Jain's index, the least weighted\n"
+	  "                      share, tasks, utilization, and each tenant's share\n"
+	  "\n"
+	  "exit status: 0 ok, 1 failure, 2 config error, 64 usage error\n" },
 	{ "reload",
 	  "drfctl reload [-c FILE] [--socket PATH]",
 	  "Asks the running drfd to reload its config (as SIGHUP does) and waits for the\n"
@@ -183,7 +203,7 @@ int drfctl_help(FILE *out, const char *cmd)
 		return 0;
 	}
 	if (cmd) {
-		fprintf(stderr, "drfctl: no command '%s' (plan, reload, status, exec, net-reset, "
+		fprintf(stderr, "drfctl: no command '%s' (plan, fleet, reload, status, exec, net-reset, "
 				"top, recommend, submit, tasks, cancel, help)\n", cmd);
 		return -1;
 	}
@@ -192,6 +212,7 @@ int drfctl_help(FILE *out, const char *cmd)
 		fprintf(out, "  %s\n", cmds[i].synopsis);
 	fputs("  drfctl --version\n\n"
 	      "  plan     what DRF gives each tenant, offline\n"
+	      "  fleet    fair shares over a fleet of servers that differ (DRFH), offline\n"
 	      "  reload   the running drfd reloads its config; its verdict is the exit status\n"
 	      "  status   what the running drfd enforces, knob by knob\n"
 	      "  exec     run a command inside a tenant\n"

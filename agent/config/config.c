@@ -36,7 +36,13 @@ enum section {
 	SEC_AGENT,
 	SEC_CAPACITY,
 	SEC_TENANT,
+	SEC_SERVER, /* a fleet file's [server NAME] */
+	SEC_FLEET,  /* a fleet file's [fleet] */
 };
+
+/* A server's keys: the resources, then count. */
+#define SK_COUNT DRF_NRES
+#define SK_N (DRF_NRES + 1)
 
 enum agent_key { AK_CGROUP_ROOT, AK_INTERVAL, AK_MODE, AK_POLICY, AK_TENANTS_DIR, AK_STATE_DIR,
 		 AK_STATUS_SOCKET, AK_STATUS_GROUP, AK_VERIFY_PERIOD, AK_NET_REPLACE, AK_METRICS_FILE,
@@ -85,6 +91,12 @@ struct parser {
 	size_t tenants_cap, lines_cap, files_cap;
 	struct drf_index names;  /* tenant name -> index into cfg->tenants */
 	bool auto_cpu, auto_memory, auto_net, auto_net_in;
+	/* a fleet file (drf_fleet_load) */
+	struct drf_fleet *fleet;
+	size_t servers_cap, slines_cap;
+	int *server_lines;       /* SK_N per server */
+	int fleet_line[DRF_NRES];
+	int fleet_sec_line;
 };
 
 /*
@@ -663,6 +675,63 @@ static void duplicate_key(struct parser *ps, int *first_line, const char *key)
 		*first_line = ps->line;
 }
 
+static void server_key(struct parser *ps, const char *name, const char *value)
+{
+	struct drf_server *sv = &ps->fleet->servers[ps->fleet->n_servers - 1];
+	int *lines = &ps->server_lines[(ps->fleet->n_servers - 1) * SK_N];
+	int k = strcmp(name, "count") == 0 ? SK_COUNT : drf_res_from_name(name);
+	double v;
+
+	if (k < 0) {
+		fail(ps, "unknown key '%s' in [server %s] (known: cpu, memory, io-read-bps, "
+			 "io-write-bps, net-rate, net-ingress-rate, count)", name, sv->name);
+		return;
+	}
+	duplicate_key(ps, &lines[k], name);
+	if (!ps->failed && value[0] == '\0')
+		fail(ps, "'%s' has an empty value", name);
+	if (ps->failed)
+		return;
+	if (k == SK_COUNT) {
+		if (!parse_num(ps, "count", value, DRF_UNIT_CORES, &v))
+			return;
+		if (v < 1 || v != floor(v) || v > DRF_FLEET_MAX_SERVERS) {
+			fail(ps, "count = '%s': expected a whole number from 1 to %d", value,
+			     DRF_FLEET_MAX_SERVERS);
+			return;
+		}
+		sv->count = (size_t)v;
+		sv->counted = true;
+		return;
+	}
+	if (!parse_num(ps, name, value, drf_res_unit(k), &v))
+		return;
+	sv->capacity[k] = v;
+}
+
+static void fleet_key(struct parser *ps, const char *name, const char *value)
+{
+	int r = strncmp(name, "slot-", 5) == 0 ? drf_res_from_name(name + 5) : -1;
+	double v;
+
+	if (r < 0) {
+		fail(ps, "unknown key '%s' in [fleet] (known: slot-cpu, slot-memory, "
+			 "slot-io-read-bps, slot-io-write-bps, slot-net-rate, slot-net-ingress-rate)",
+		     name);
+		return;
+	}
+	duplicate_key(ps, &ps->fleet_line[r], name);
+	if (!ps->failed && value[0] == '\0')
+		fail(ps, "'%s' has an empty value", name);
+	if (ps->failed || !parse_num(ps, name, value, drf_res_unit(r), &v))
+		return;
+	if (!(v > 0)) {
+		fail(ps, "%s = '%s': a slot must hold some of it", name, value);
+		return;
+	}
+	ps->fleet->slot[r] = v;
+}
+
 static int handler(void *user, const char *section, const char *name, const char *value)
 {
 	struct parser *ps = user;
@@ -704,6 +773,12 @@ static int handler(void *user, const char *section, const char *name, const char
 			fail(ps, "'%s' has an empty value", name);
 		if (!ps->failed)
 			capacity_key(ps, k, value);
+		break;
+	case SEC_SERVER:
+		server_key(ps, name, value);
+		break;
+	case SEC_FLEET:
+		fleet_key(ps, name, value);
 		break;
 	case SEC_TENANT:
 		k = tenant_key_index(name);
@@ -770,8 +845,72 @@ static void add_tenant(struct parser *ps, const char *name)
 	ps->tenant = c->n_tenants++;
 }
 
+static void add_server(struct parser *ps, const char *name)
+{
+	struct drf_fleet *f = ps->fleet;
+	struct drf_server *sv;
+
+	if (DRF_VEC_GROW(f->servers, &ps->servers_cap, f->n_servers + 1) < 0 ||
+	    drf_vec_grow(&ps->server_lines, &ps->slines_cap, f->n_servers + 1,
+			 SK_N * sizeof(*ps->server_lines)) < 0) {
+		fail(ps, "out of memory");
+		return;
+	}
+	sv = &f->servers[f->n_servers];
+	memset(sv, 0, sizeof(*sv));
+	snprintf(sv->name, sizeof(sv->name), "%s", name);
+	sv->count = 1;
+	sv->file = ps->file;
+	sv->line = ps->line;
+	memset(&ps->server_lines[f->n_servers * SK_N], 0, SK_N * sizeof(int));
+	f->n_servers++;
+	ps->sec = SEC_SERVER;
+}
+
+/* "[WORD NAME]": NAME, or NULL if the section is not WORD's. */
+static const char *section_arg(const char *section, const char *word)
+{
+	size_t n = strlen(word);
+
+	if (strncmp(section, word, n) != 0 || (section[n] != ' ' && section[n] != '\t'))
+		return NULL;
+	section += n;
+	while (*section == ' ' || *section == '\t')
+		section++;
+	return section;
+}
+
 static void enter_section(struct parser *ps, const char *name)
 {
+	if (ps->fleet) {
+		const char *n = section_arg(name, "server");
+
+		if (n) {
+			if (!valid_tenant_name(n)) {
+				fail(ps, "server name '%s' is not 1-%d characters of [A-Za-z0-9_.-] "
+					 "not starting with '.'", n, DRF_TENANT_NAME_MAX);
+				return;
+			}
+			add_server(ps, n);
+			return;
+		}
+		if (strcmp(name, "fleet") == 0) {
+			if (ps->fleet_sec_line) {
+				fail(ps, "section [fleet] appears twice (first at line %d)",
+				     ps->fleet_sec_line);
+				return;
+			}
+			ps->fleet_sec_line = ps->line;
+			ps->sec = SEC_FLEET;
+			return;
+		}
+		if (!section_arg(name, "tenant")) {
+			fail(ps, "unknown section [%s] in a fleet file (expected [fleet], "
+				 "[server NAME] or [tenant NAME]; a host's [agent] and [capacity] "
+				 "belong in its drfd.conf)", name);
+			return;
+		}
+	}
 	if (strcmp(name, "agent") == 0 || strcmp(name, "capacity") == 0) {
 		bool agent = name[0] == 'a';
 		int *seen = agent ? &ps->agent_sec_line : &ps->cap_sec_line;
@@ -1384,6 +1523,145 @@ int drf_config_problem(const struct drf_config *c, struct drf_problem *ret,
 	ret->demands = d;
 	*ret_demands = d;
 	return 0;
+}
+
+static const void *server_name(const void *ctx, size_t i, size_t *ret_len)
+{
+	const struct drf_fleet *f = ctx;
+
+	*ret_len = strlen(f->servers[i].name);
+	return f->servers[i].name;
+}
+
+/*
+ * Every server's name is its own: [server NAME] sections differ, and no
+ * NAME-K that a count makes is the name of another section.
+ */
+static int check_servers(struct parser *ps)
+{
+	struct drf_fleet *f = ps->fleet;
+	struct drf_index ix;
+	size_t total = 0;
+	int r = 0;
+
+	drf_index_init(&ix, server_name, f);
+	for (size_t s = 0; s < f->n_servers && r == 0; s++) {
+		size_t dup;
+
+		r = drf_index_add(&ix, s, &dup);
+		ps->file = f->servers[s].file;
+		if (r == -EEXIST)
+			fail_at(ps, f->servers[s].line, "duplicate server '%s' (first defined at "
+				"line %d)", f->servers[s].name, f->servers[dup].line);
+		else if (r < 0)
+			fail_at(ps, 0, "out of memory");
+	}
+	for (size_t s = 0; s < f->n_servers && r == 0; s++) {
+		const struct drf_server *sv = &f->servers[s];
+		bool any = false;
+
+		ps->file = sv->file;
+		for (int k = 0; k < DRF_NRES; k++)
+			any = any || sv->capacity[k] > 0;
+		if (!any) {
+			fail_at(ps, sv->line, "server '%s' has no capacity: give it at least one of "
+				"cpu, memory, io-read-bps, io-write-bps, net-rate, net-ingress-rate",
+				sv->name);
+			r = -EINVAL;
+			break;
+		}
+		total += sv->count;
+		if (total > DRF_FLEET_MAX_SERVERS) {
+			fail_at(ps, sv->line, "more than %d servers in the fleet",
+				DRF_FLEET_MAX_SERVERS);
+			r = -EINVAL;
+			break;
+		}
+		for (size_t k = 1; sv->counted && k <= sv->count; k++) {
+			char nm[DRF_SERVER_NAME_MAX + 1];
+			ssize_t other;
+
+			drf_server_name(sv, k, nm, sizeof(nm));
+			other = drf_index_find_str(&ix, nm);
+			if (other >= 0) {
+				fail_at(ps, sv->line, "server '%s' (count %zu) makes '%s', the name of "
+					"the server at line %d", sv->name, sv->count, nm,
+					f->servers[other].line);
+				r = -EINVAL;
+				break;
+			}
+		}
+	}
+	drf_index_free(&ix);
+	if (r == 0 && f->n_servers == 0) {
+		ps->file = f->cfg.path;
+		fail_at(ps, 0, "no servers: a fleet file needs at least one [server NAME]");
+		r = -EINVAL;
+	}
+	return r;
+}
+
+size_t drf_server_name(const struct drf_server *sv, size_t k, char *buf, size_t len)
+{
+	int n = sv->counted ? snprintf(buf, len, "%s-%zu", sv->name, k)
+			    : snprintf(buf, len, "%s", sv->name);
+
+	return n < 0 ? 0 : (size_t)n;
+}
+
+int drf_fleet_load(const char *path, struct drf_fleet *ret, char *err, size_t errlen)
+{
+	struct drf_fleet *f = calloc(1, sizeof(*f));
+	struct drf_config *c = f ? &f->cfg : NULL;
+	struct parser ps = { .cfg = c, .err = err, .errlen = errlen, .file = path, .fleet = f };
+	int r = -ENOMEM;
+
+	if (errlen)
+		err[0] = '\0';
+	if (!f)
+		goto out_oom;
+	drf_index_init(&ps.names, tenant_name, c);
+	c->path = strdup(path);
+	if (!c->path)
+		goto out_oom;
+	c->policy = DRF_POLICY_DRF;
+	r = parse_file(&ps, path, true);
+	if (r < 0)
+		goto out_free;
+	r = check_servers(&ps);
+	if (r < 0)
+		goto out_free;
+	for (size_t s = 0; s < f->n_servers; s++)
+		for (int k = 0; k < DRF_NRES; k++)
+			c->capacity[k] += f->servers[s].capacity[k] * (double)f->servers[s].count;
+	r = check_tenants(&ps);
+	if (r < 0)
+		goto out_free;
+	free(ps.tenant_lines);
+	free(ps.server_lines);
+	drf_index_free(&ps.names);
+	*ret = *f;
+	free(f);
+	return 0;
+out_oom:
+	if (!ps.failed)
+		snprintf(err, errlen, "%s: out of memory", path);
+out_free:
+	free(ps.tenant_lines);
+	free(ps.server_lines);
+	drf_index_free(&ps.names);
+	drf_fleet_free(f);
+	free(f);
+	return r;
+}
+
+void drf_fleet_free(struct drf_fleet *f)
+{
+	if (!f)
+		return;
+	drf_config_free(&f->cfg);
+	free(f->servers);
+	memset(f, 0, sizeof(*f));
 }
 
 const char *drf_mode_name(enum drf_mode m)

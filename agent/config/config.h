@@ -105,6 +105,38 @@ void drf_config_free(struct drf_config *c);
 int drf_config_problem(const struct drf_config *c, struct drf_problem *ret,
 		       struct drf_demand **ret_demands);
 
+/*
+ * A fleet file (drfctl fleet): [server NAME] sections with a capacity (the
+ * resource keys of [capacity], numbers only) and `count = N` for N servers of
+ * that shape, named NAME-1 .. NAME-N; [tenant NAME] sections as in drfd.conf;
+ * an optional [fleet] with slot-RES keys (the slot of the slots comparison).
+ * cfg.capacity is the pool, the sum of every server's capacity, so a bounded
+ * tenant's undeclared resource is a demand for the whole pool, as on one host.
+ */
+#define DRF_FLEET_MAX_SERVERS 1000000
+#define DRF_SERVER_NAME_MAX (DRF_TENANT_NAME_MAX + 8)
+
+struct drf_server {
+	char name[DRF_TENANT_NAME_MAX + 1];
+	double capacity[DRF_NRES]; /* one server's; 0: has none of it */
+	size_t count;
+	bool counted;              /* `count` was set: its servers are NAME-K */
+	const char *file;
+	int line;
+};
+
+struct drf_fleet {
+	struct drf_config cfg; /* the tenants; capacity: the pool */
+	struct drf_server *servers;
+	size_t n_servers;
+	double slot[DRF_NRES]; /* [fleet] slot-RES; 0 where not set */
+};
+
+int drf_fleet_load(const char *path, struct drf_fleet *ret, char *err, size_t errlen);
+void drf_fleet_free(struct drf_fleet *f);
+/* The name of server K (1-based) of a section: NAME, or NAME-K when counted. */
+size_t drf_server_name(const struct drf_server *sv, size_t k, char *buf, size_t len);
+
 /* Checks a tenant's cgroup path; returns NULL if fine, or why not. */
 const char *drf_cgroup_path_problem(const char *path);
 

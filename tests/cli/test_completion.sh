@@ -84,7 +84,7 @@ expect() {
 	fi
 }
 
-commands="plan reload status exec net-reset top recommend submit tasks cancel help"
+commands="plan fleet reload status exec net-reset top recommend submit tasks cancel help"
 policies="drf asset per-resource"
 # opts COMMAND: the options of COMMAND.
 opts() {
