@@ -792,7 +792,8 @@ static void places_finish(struct placelist *pl, struct drfh_result *out)
 {
 	size_t w = 0;
 
-	qsort(pl->v, pl->n, sizeof(*pl->v), cmp_place);
+	if (pl->n)
+		qsort(pl->v, pl->n, sizeof(*pl->v), cmp_place);
 	for (size_t i = 0; i < pl->n; i++) {
 		if (w && pl->v[w - 1].tenant == pl->v[i].tenant &&
 		    pl->v[w - 1].where == pl->v[i].where)
