@@ -307,7 +307,7 @@ check-vm: $(BINS) deb
 	@echo "== tests/vm/run.sh"
 	@tests/vm/run.sh $(BUILD) $(VM_TESTS)
 
-check-cli: $(BINS) layers
+check-cli: $(BINS) layers $(BUILD)/tests/test_etcd
 	@echo "== tests/cli/test_plan.sh"
 	@DRFCTL=$(abspath $(BUILD)/drfctl) tests/cli/test_plan.sh
 	@echo "== tests/cli/test_drfd.sh"
@@ -326,6 +326,8 @@ check-cli: $(BINS) layers
 	@BUILD=$(BUILD) MAKE=$(MAKE) CC=$(CC) tests/cli/test_layers.sh
 	@echo "== tests/cli/test_metrics.sh"
 	@DRFD=$(abspath $(BUILD)/drfd) DRFCTL=$(abspath $(BUILD)/drfctl) tests/cli/test_metrics.sh
+	@echo "== tests/cli/test_etcd.sh"
+	@TEST_ETCD=$(abspath $(BUILD)/tests/test_etcd) tests/cli/test_etcd.sh
 
 # Network shaping with real traffic (iperf3) between network namespaces on this
 # host's kernel; the VM runs the same script (tests/vm/t_net.sh).
