@@ -341,10 +341,10 @@ check-tsan:
 	@echo "== test_cgroupfs under ThreadSanitizer"
 	cd tests/unit && TSAN_OPTIONS=halt_on_error=1 ../../.output/clang-thread/tests/test_cgroupfs
 
-# Leaks and invalid accesses in the reconciler, reloads and the config parser.
+# Leaks and invalid accesses in the reconciler, reloads, the config parser and the etcd client.
 # One target per test, so that `make -j2 valgrind` (as check-all runs it) runs
 # them side by side; each one's output is printed whole when it ends.
-VALGRIND_TESTS := test_cgroupfs test_reload_mem test_config
+VALGRIND_TESTS := test_cgroupfs test_reload_mem test_config test_etcd
 valgrind: $(VALGRIND_TESTS:%=valgrind-%)
 valgrind-%: $(BUILD)/tests/%
 	@mkdir -p $(BUILD)/valgrind
