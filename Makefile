@@ -50,7 +50,7 @@ NPROC := $(shell nproc 2>/dev/null || echo 1)
 DRF_CFLAGS := -std=c11 -D_GNU_SOURCE -pthread $(WARN) -MMD -MP \
 	-DDRF_VERSION='"$(VERSION)"' -DDRF_SYSCONFDIR='"$(SYSCONFDIR)"'
 LDFLAGS ?=
-LDLIBS := -linih -lcgroup -lsystemd -lbpf -lnl-route-3 -lnl-3 -ljson-c -lglpk -lm -pthread
+LDLIBS := -linih -lcgroup -lsystemd -lbpf -lnl-route-3 -lnl-3 -ljson-c -lcurl -lglpk -lm -pthread
 NL_CFLAGS := $(shell pkg-config --cflags libnl-route-3.0)
 # drfctl top draws with ncurses (libncurses-dev); only top.c includes it.
 NCURSES_CFLAGS := $(shell pkg-config --cflags ncursesw 2>/dev/null)
@@ -98,10 +98,11 @@ endif
 #   net       the network shaper: tc over libnl, BPF         plan, cgroupfs, bpf
 #   observe   usage sampling, status, metrics, history       enforce, net
 #   tasks     the task queue's store and supervisors         plan, cgroupfs
+#   fleet     the etcd v3 client of fleet mode (libcurl)     plan
 #   daemon    drfd: the loop, reload, tick, socket, state    everything above
-#   cli       drfctl (never the daemon)                      observe, tasks
+#   cli       drfctl (never the daemon)                      observe, tasks, fleet
 # (each folder may also use what the folders it names may use).
-LAYERS := lib cgroupfs bpf core config plan enforce net observe tasks daemon cli
+LAYERS := lib cgroupfs bpf core config plan enforce net observe tasks fleet daemon cli
 dir_lib := agent/lib
 dir_cgroupfs := cgroupfs
 dir_bpf := bpf
@@ -112,6 +113,7 @@ dir_enforce := agent/enforce
 dir_net := agent/net
 dir_observe := agent/observe
 dir_tasks := agent/tasks
+dir_fleet := agent/fleet
 dir_daemon := agent/daemon
 dir_cli := agent/cli
 uses_lib :=
@@ -124,8 +126,9 @@ uses_enforce := plan config core cgroupfs lib
 uses_net := plan config core cgroupfs bpf lib
 uses_observe := enforce net plan config core cgroupfs bpf lib
 uses_tasks := plan config core cgroupfs lib
-uses_daemon := tasks observe enforce net plan config core cgroupfs bpf lib
-uses_cli := tasks observe enforce net plan config core cgroupfs bpf lib
+uses_fleet := plan config core lib
+uses_daemon := fleet tasks observe enforce net plan config core cgroupfs bpf lib
+uses_cli := fleet tasks observe enforce net plan config core cgroupfs bpf lib
 # A layer's sources: its folder's, but for the programs' mains and the BPF side.
 srcs_of = $(filter-out %.bpf.c agent/daemon/drfd.c,$(wildcard $(dir_$(1))/*.c))
 lib_of = $(if $(call srcs_of,$(1)),$(BUILD)/libdrf-$(1).a)
@@ -154,15 +157,16 @@ DEB_DIR := .output/deb
 UNIT_TESTS := test_units test_alloc test_props test_drfh test_config test_fuzz_config test_cgroupfs \
 	test_reload_mem test_shaper test_expo test_metrics test_use \
 	test_demand test_history test_taskq test_tasks test_daemon test_httpd test_statedir test_socket \
-	test_lib test_slice
+	test_lib test_slice test_etcd
 UNIT_BINS := $(UNIT_TESTS:%=$(BUILD)/tests/%)
 BENCH_BIN := $(BUILD)/tests/bench_alloc
 BENCH_FLEET_BIN := $(BUILD)/tests/bench_fleet
 BENCH_TICK_BIN := $(BUILD)/tests/bench_tick
 BENCH_PROBE_BIN := $(BUILD)/tests/bench_probe
-# Shared by tests and benchmarks: the fake cgroup tree, the fake tc kernel, drfd over them.
+# Shared by tests and benchmarks: the fake cgroup tree, the fake tc kernel, drfd over them;
+# the fake etcd.
 TESTLIB_OBJS := $(BUILD)/tests/lib/fakecg.o $(BUILD)/tests/lib/faketc.o \
-	$(BUILD)/tests/lib/fakedrfd.o
+	$(BUILD)/tests/lib/fakedrfd.o $(BUILD)/tests/lib/fakeetcd.o
 
 .PHONY: all layers demo check check-build check-unit check-cli check-vm check-net check-all \
 	check-all-gcc check-all-clang check-tsan valgrind bench clean shellcheck install deb lintian fuzz
@@ -310,7 +314,7 @@ check-vm: $(BINS) deb
 	@echo "== tests/vm/run.sh"
 	@tests/vm/run.sh $(BUILD) $(VM_TESTS)
 
-check-cli: $(BINS) layers
+check-cli: $(BINS) layers $(BUILD)/tests/test_etcd
 	@echo "== tests/cli/test_plan.sh"
 	@DRFCTL=$(abspath $(BUILD)/drfctl) tests/cli/test_plan.sh
 	@echo "== tests/cli/test_drfd.sh"
@@ -331,6 +335,8 @@ check-cli: $(BINS) layers
 	@BUILD=$(BUILD) MAKE=$(MAKE) CC=$(CC) tests/cli/test_layers.sh
 	@echo "== tests/cli/test_metrics.sh"
 	@DRFD=$(abspath $(BUILD)/drfd) DRFCTL=$(abspath $(BUILD)/drfctl) tests/cli/test_metrics.sh
+	@echo "== tests/cli/test_etcd.sh"
+	@TEST_ETCD=$(abspath $(BUILD)/tests/test_etcd) tests/cli/test_etcd.sh
 
 # Network shaping with real traffic (iperf3) between network namespaces on this
 # host's kernel; the VM runs the same script (tests/vm/t_net.sh).
@@ -344,10 +350,10 @@ check-tsan:
 	@echo "== test_cgroupfs under ThreadSanitizer"
 	cd tests/unit && TSAN_OPTIONS=halt_on_error=1 ../../.output/clang-thread/tests/test_cgroupfs
 
-# Leaks and invalid accesses in the reconciler, reloads and the config parser.
+# Leaks and invalid accesses in the reconciler, reloads, the config parser and the etcd client.
 # One target per test, so that `make -j2 valgrind` (as check-all runs it) runs
 # them side by side; each one's output is printed whole when it ends.
-VALGRIND_TESTS := test_cgroupfs test_reload_mem test_config
+VALGRIND_TESTS := test_cgroupfs test_reload_mem test_config test_etcd
 valgrind: $(VALGRIND_TESTS:%=valgrind-%)
 valgrind-%: $(BUILD)/tests/%
 	@mkdir -p $(BUILD)/valgrind

@@ -7,12 +7,12 @@ packages=(
 	# build
 	make gcc clang llvm pkg-config git
 	libinih-dev libcgroup-dev libbpf-dev bpftool libnl-3-dev libnl-route-3-dev
-	libsystemd-dev scdoc libncurses-dev libjson-c-dev libmicrohttpd-dev libglpk-dev
+	libsystemd-dev scdoc libncurses-dev libjson-c-dev libmicrohttpd-dev libglpk-dev libcurl4-openssl-dev
 	# the Debian package
 	dpkg-dev debhelper fakeroot lintian
 	# tests
 	libcmocka-dev python3 shellcheck iproute2 bash-completion valgrind iperf3 util-linux
-	tmux bash-builtins
+	tmux bash-builtins etcd-server etcd-client
 	# the real-kernel test VM (tests/vm): QEMU and Debian's kernel
 	qemu-system-x86 linux-image-amd64 busybox-static cpio kmod
 )

@@ -85,6 +85,8 @@ probe "net calling drf_knobs_compute (plan, below it)" agent/net layers builds \
 	"$(call drf_knobs_compute)"
 # The reconciler and the shaper: neither uses the other.
 probe "enforce calling drf_shaper_tick" agent/enforce layers fails "$(call drf_shaper_tick)"
+# The etcd client: not the daemon that will use it.
+probe "fleet calling drfd_tick" agent/fleet layers fails "$(call drfd_tick)"
 # drfctl: no daemon code.
 probe "drfctl calling drfd_tick" agent/cli ".output/$variant/drfctl" fails "$(call drfd_tick)"
 probe "drfctl including daemon.h" agent/cli ".output/$variant/drfctl" fails "$(incl daemon.h)"

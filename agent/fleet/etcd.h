@@ -1,0 +1,375 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The etcd v3 client of fleet mode: asynchronous calls on an sd-event loop,
+ * behind an ops table (struct etcd_ops) with two implementations: the real
+ * one here (etcd_open: etcd's JSON gateway over HTTP/1.1, libcurl's multi
+ * interface driven by the loop, json-c) and an in-memory fake for tests
+ * (tests/lib/fakeetcd.h). Code above talks to a struct etcd and cannot tell
+ * the two apart.
+ *
+ * The calls. Each copies what it is given and returns at once: 0 with a call
+ * id in *ret_id (ids are never 0 and never reused by a handle), or a negative
+ * errno with no callback to come (-EINVAL for a request etcd would refuse
+ * as malformed: an empty key, a TTL <= 0; -ENOMEM; -ESHUTDOWN while the
+ * handle closes). The callback runs later, from the loop, never from within
+ * the call: (userdata, err, msg, result), err 0 and result set, or err a
+ * negative errno, msg a line for people that names the endpoint and what etcd
+ * said (never NULL then), and result NULL. A result and its strings live only
+ * for the callback: copy what you keep.
+ *
+ * Errors (etcd_errno() maps gRPC's codes; the gateway sends them as JSON):
+ *   -ECONNREFUSED  no endpoint could be reached (every one was tried);
+ *                  -EHOSTUNREACH if the last one's name did not resolve
+ *   -ETIMEDOUT     no answer within the call's timeout (gRPC DeadlineExceeded)
+ *   -EACCES        authentication failed (wrong user or password, or the
+ *                  token refused again after one new authentication), or
+ *                  permission denied by etcd's roles
+ *   -ENOENT        a lease that does not exist (or no longer does)
+ *   -ESTALE        a revision that was compacted (a range at it; a watch from
+ *                  it, which also says the compact revision)
+ *   -ERANGE        a revision in the future
+ *   -EINVAL        a request etcd refused (duplicate keys in a txn, ...)
+ *   -EAGAIN        etcd cannot serve now (no leader: gRPC Unavailable)
+ *   -ENOSPC        etcd's space quota is exhausted
+ *   -ECONNRESET    a watch's stream broke (or ended) after it was set up; a
+ *                  connection closed under a call (etcd refusing a client
+ *                  certificate closes it after TLS 1.3's handshake)
+ *   -EPROTO        a TLS handshake that failed (etcd's certificate not
+ *                  trusted), or an answer that is not the gateway's
+ *                  (-EOPNOTSUPP for HTTP 404: no gateway there)
+ *   -EBADMSG       an answer that does not decode
+ *   -ECANCELED     the handle was closed with the call pending
+ *   -EIO           any other error of etcd's
+ *
+ * Keys and range ends are C strings (etcd's keys are bytes; drfd's are
+ * text); values are bytes with a length. Numbers are etcd's int64s.
+ */
+#ifndef DRF_ETCD_H
+#define DRF_ETCD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "log.h"
+
+struct sd_event;
+
+/* A key-value pair as etcd keeps it. key and value are followed by a NUL (not counted). */
+struct etcd_kv {
+	char *key;
+	size_t key_len;
+	char *value;
+	size_t value_len;
+	int64_t create_revision; /* the revision that created the key (0: none, a DELETE event) */
+	int64_t mod_revision;    /* the revision of its last change */
+	int64_t version;         /* changes since it was created, 1 at creation */
+	int64_t lease;           /* the lease it is attached to, 0: none */
+};
+
+enum etcd_req_type {
+	ETCD_RANGE,
+	ETCD_PUT,
+	ETCD_DELETE,
+};
+
+/*
+ * A request on keys: alone (etcd_range, etcd_put, etcd_delete) or within a
+ * txn. The keys it concerns: key alone (range_end NULL, prefix and from_key
+ * false); [key, range_end); with prefix, every key that begins with key; with
+ * from_key, every key >= key. With an empty key, prefix and from_key mean
+ * every key.
+ */
+struct etcd_req {
+	enum etcd_req_type type; /* set by etcd_range/put/delete; a txn's op says it */
+	const char *key;
+	const char *range_end;
+	bool prefix;
+	bool from_key;
+	/* put (key alone) */
+	const void *value;
+	size_t value_len;
+	int64_t lease; /* 0: none */
+	/* put, delete: the pairs as they were before, in the answer */
+	bool prev_kv;
+	/* range */
+	int64_t revision; /* the store as of then; 0: now */
+	int64_t limit;    /* at most so many pairs; 0: all */
+	bool keys_only;   /* no values */
+	bool count_only;  /* no pairs, only the count */
+};
+
+struct etcd_resp {
+	enum etcd_req_type type;
+	int64_t revision;     /* the store's revision when etcd answered (its header's) */
+	struct etcd_kv *kvs;  /* range: the pairs, by key; put, delete with prev_kv: before */
+	size_t n_kvs;
+	int64_t count;        /* range: pairs in the range (past limit too); delete: deleted */
+	bool more;            /* range: more pairs past limit */
+};
+
+/* A txn's comparison: KEY's TARGET RESULT the operand (n, or value for ETCD_CMP_VALUE). */
+enum etcd_cmp_target {
+	ETCD_CMP_VERSION = 0,
+	ETCD_CMP_CREATE = 1,
+	ETCD_CMP_MOD = 2,
+	ETCD_CMP_VALUE = 3,
+	ETCD_CMP_LEASE = 4,
+};
+
+/* etcd's numbering (Compare.CompareResult). */
+enum etcd_cmp_result {
+	ETCD_CMP_EQUAL = 0,
+	ETCD_CMP_GREATER = 1,
+	ETCD_CMP_LESS = 2,
+	ETCD_CMP_NOT_EQUAL = 3,
+};
+
+/*
+ * A key that does not exist has version, create and mod revision and lease
+ * 0; a comparison of its value is false whatever the operator (etcd's rule).
+ */
+struct etcd_cmp {
+	const char *key;
+	enum etcd_cmp_target target;
+	enum etcd_cmp_result result;
+	int64_t n;
+	const void *value;
+	size_t value_len;
+};
+
+/*
+ * If every comparison holds, the success requests run, else the failure
+ * ones, all at one revision (a txn that writes moves the revision by one).
+ * A key put twice, or put and deleted, in one list is -EINVAL; a list holds
+ * at most ETCD_TXN_MAX requests (etcd's default --max-txn-ops).
+ */
+#define ETCD_TXN_MAX 128
+struct etcd_txn {
+	const struct etcd_cmp *cmp;
+	size_t n_cmp;
+	const struct etcd_req *success;
+	size_t n_success;
+	const struct etcd_req *failure;
+	size_t n_failure;
+};
+
+struct etcd_txn_resp {
+	int64_t revision;
+	bool succeeded;
+	struct etcd_resp *resps; /* one per request of the branch that ran, in its order */
+	size_t n_resps;
+};
+
+struct etcd_lease {
+	int64_t revision;
+	int64_t id;
+	int64_t ttl; /* grant, keepalive: the lease's TTL in seconds (from now) */
+};
+
+enum etcd_event_type {
+	ETCD_EVENT_PUT = 0,
+	ETCD_EVENT_DELETE = 1,
+};
+
+struct etcd_event {
+	enum etcd_event_type type;
+	/* PUT: the pair as written; DELETE: key and mod_revision (the deletion's) only */
+	struct etcd_kv kv;
+	struct etcd_kv *prev_kv; /* with prev_kv: the pair before (NULL if none) */
+};
+
+/* The keys a watch sees: as in struct etcd_req. */
+struct etcd_watch_req {
+	const char *key;
+	const char *range_end;
+	bool prefix;
+	bool from_key;
+	int64_t start_revision; /* the first revision to report; 0: from now on */
+	bool prev_kv;
+};
+
+/*
+ * One batch of events, in revision order (those of one revision in the order
+ * of its requests); a revision's events may be split across batches. With
+ * err -ESTALE, compact_revision is etcd's compact revision: the start was
+ * older. Re-read (range) and watch again from the read's revision + 1.
+ */
+struct etcd_watch_resp {
+	int64_t revision;
+	int64_t compact_revision;
+	struct etcd_event *events;
+	size_t n_events;
+};
+
+typedef void (*etcd_kv_cb)(void *userdata, int err, const char *msg, const struct etcd_resp *r);
+typedef void (*etcd_txn_cb)(void *userdata, int err, const char *msg,
+			    const struct etcd_txn_resp *r);
+typedef void (*etcd_lease_cb)(void *userdata, int err, const char *msg,
+			      const struct etcd_lease *l);
+/*
+ * A watch's callback, per batch with err 0; once with an error at its end,
+ * and no more: -ESTALE (resp set, with compact_revision), -ECONNRESET (the
+ * stream broke: watch again from the last revision seen + 1), -EACCES, ...
+ */
+typedef void (*etcd_watch_cb)(void *userdata, int err, const char *msg,
+			      const struct etcd_watch_resp *w);
+
+/* What a handle did, for logs and tests. */
+struct etcd_stats {
+	uint64_t calls;           /* calls made (each once, whatever their attempts) */
+	uint64_t failovers;       /* moves to the next endpoint after a connection error */
+	uint64_t authentications; /* tokens asked for (the first, and each renewal) */
+};
+
+/*
+ * The ops table. Each entry but stats and close must be set. The requests
+ * reach it checked (etcd.c): keys not empty, a txn within ETCD_TXN_MAX, the
+ * type of a single request set by its wrapper. See the calls below for what
+ * each does.
+ */
+struct etcd_ops {
+	const char *name;
+	int (*kv)(void *ctx, const struct etcd_req *req, etcd_kv_cb cb, void *userdata,
+		  uint64_t *ret_id);
+	int (*txn)(void *ctx, const struct etcd_txn *t, etcd_txn_cb cb, void *userdata,
+		   uint64_t *ret_id);
+	int (*compact)(void *ctx, int64_t revision, etcd_kv_cb cb, void *userdata,
+		       uint64_t *ret_id);
+	int (*lease_grant)(void *ctx, int64_t ttl, int64_t id, etcd_lease_cb cb, void *userdata,
+			   uint64_t *ret_id);
+	int (*lease_keepalive)(void *ctx, int64_t id, etcd_lease_cb cb, void *userdata,
+			       uint64_t *ret_id);
+	int (*lease_revoke)(void *ctx, int64_t id, etcd_lease_cb cb, void *userdata,
+			    uint64_t *ret_id);
+	int (*watch)(void *ctx, const struct etcd_watch_req *w, etcd_watch_cb cb, void *userdata,
+		     uint64_t *ret_id);
+	int (*cancel)(void *ctx, uint64_t id);
+	bool (*pending)(void *ctx, uint64_t id);
+	void (*stats)(void *ctx, struct etcd_stats *ret);
+	void (*close)(void *ctx);
+};
+
+/* A client: its ops and their state, and the loop its callbacks run from. */
+struct etcd {
+	const struct etcd_ops *ops;
+	void *ctx;
+	struct sd_event *event;
+};
+
+/* The real client's settings. Strings are copied. */
+struct etcd_config {
+	/* "http://10.0.0.1:2379,https://etcd-2:2379": tried in turn when one cannot be reached */
+	const char *endpoints;
+	/* TLS (https): the CA to trust (NULL: the system's), a client certificate and its key */
+	const char *cacert;
+	const char *cert;
+	const char *key;
+	/* etcd's authentication: a token from user and password, renewed once when refused */
+	const char *user;
+	const char *password;
+	/* Each call's whole time, every endpoint it tries included; 0: ETCD_DEFAULT_TIMEOUT_USEC */
+	uint64_t timeout_usec;
+	/* Debug lines (failovers, new tokens); NULL: none. */
+	const struct drf_logger *log;
+};
+
+#define ETCD_DEFAULT_TIMEOUT_USEC (5 * 1000000ULL)
+
+/*
+ * The real client on event: 0 and *ret, or -EINVAL with err saying what is
+ * wrong with the config (an endpoint that is not http:// or https://, a
+ * password without a user), -ENOMEM. No connection is made before the
+ * first call. etcd_close() frees it.
+ */
+int etcd_open(const struct etcd_config *conf, struct sd_event *event, struct etcd **ret,
+	      char *err, size_t errlen);
+
+/* A handle over other ops (the fake's): NULL without memory. */
+struct etcd *etcd_new(const struct etcd_ops *ops, void *ctx, struct sd_event *event);
+
+/*
+ * Ends every call and watch: their callbacks run (from here) with -ECANCELED,
+ * and a call they make fails with -ESHUTDOWN; then frees the handle. NULL is
+ * fine. May be called from a callback of the handle's.
+ */
+void etcd_close(struct etcd *e);
+
+/* The range of req (type set here). */
+int etcd_range(struct etcd *e, const struct etcd_req *req, etcd_kv_cb cb, void *userdata,
+	       uint64_t *ret_id);
+/* req->key = req->value (value_len bytes), attached to req->lease if not 0. */
+int etcd_put(struct etcd *e, const struct etcd_req *req, etcd_kv_cb cb, void *userdata,
+	     uint64_t *ret_id);
+/* Deletes the keys of req's range; resp->count says how many. */
+int etcd_delete(struct etcd *e, const struct etcd_req *req, etcd_kv_cb cb, void *userdata,
+		uint64_t *ret_id);
+int etcd_txn(struct etcd *e, const struct etcd_txn *t, etcd_txn_cb cb, void *userdata,
+	     uint64_t *ret_id);
+/* Forgets the history before revision: a range or watch from before it is then -ESTALE. */
+int etcd_compact(struct etcd *e, int64_t revision, etcd_kv_cb cb, void *userdata,
+		 uint64_t *ret_id);
+
+/* A new lease of ttl seconds (etcd may raise it to its minimum); id 0: etcd picks one. */
+int etcd_lease_grant(struct etcd *e, int64_t ttl, int64_t id, etcd_lease_cb cb, void *userdata,
+		     uint64_t *ret_id);
+/* One renewal of lease id: its TTL again from now; -ENOENT when it is gone (expired, revoked). */
+int etcd_lease_keepalive(struct etcd *e, int64_t id, etcd_lease_cb cb, void *userdata,
+			 uint64_t *ret_id);
+/* Revokes lease id: the keys attached to it are deleted (one revision). -ENOENT if none. */
+int etcd_lease_revoke(struct etcd *e, int64_t id, etcd_lease_cb cb, void *userdata,
+		      uint64_t *ret_id);
+
+/* Watches w's keys until etcd_cancel() or an error (see etcd_watch_cb). */
+int etcd_watch(struct etcd *e, const struct etcd_watch_req *w, etcd_watch_cb cb, void *userdata,
+	       uint64_t *ret_id);
+
+/*
+ * Ends a call or watch: its callback does not run again (a call's effect on
+ * etcd may happen all the same). 0, or -ENOENT for an id not pending.
+ */
+int etcd_cancel(struct etcd *e, uint64_t id);
+
+/* Whether call or watch id has not ended (its callback is still to run). */
+bool etcd_pending(struct etcd *e, uint64_t id);
+
+/*
+ * For commands: runs the loop until call id has ended (its callback ran) or
+ * timeout_usec passed: 0, -ETIMEDOUT (the call is still pending), or an
+ * error of sd_event_run (-EBUSY from within a callback of the loop: a
+ * callback must not wait). The handle must stay open meanwhile.
+ */
+int etcd_wait(struct etcd *e, uint64_t id, uint64_t timeout_usec);
+
+void etcd_get_stats(struct etcd *e, struct etcd_stats *ret);
+
+/*
+ * The end of the range of keys beginning with key (etcd's prefix end: its
+ * last byte below 0xff incremented, what follows dropped), into a new buffer
+ * of *ret_len bytes (and a NUL); "\0" (all keys from key) when there is no
+ * such byte. 0 or -ENOMEM.
+ */
+int etcd_prefix_end(const char *key, size_t key_len, char **ret, size_t *ret_len);
+
+/*
+ * The bytes of a request's range as etcd wants them: key (ret_key, its
+ * length) and range end (NULL for key alone), both new buffers; an empty
+ * key with prefix or from_key is "\0" (every key). -EINVAL for an empty
+ * key alone, -ENOMEM.
+ */
+struct etcd_span {
+	char *key;
+	size_t key_len;
+	char *end; /* NULL: key alone; "\0" (end_len 1): every key >= key */
+	size_t end_len;
+};
+int etcd_span_of(const char *key, const char *range_end, bool prefix, bool from_key,
+		 struct etcd_span *ret);
+void etcd_span_free(struct etcd_span *s);
+/* Whether the key of key_len bytes is in s. */
+bool etcd_span_has(const struct etcd_span *s, const char *key, size_t key_len);
+
+/* The errno of a gRPC status (code, and message for the cases that share one). */
+int etcd_errno(int grpc_code, const char *message);
+
+#endif

@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# The etcd client of fleet mode (agent/fleet/etcd.h) against a real etcd, as
+# Debian 12 ships it (etcd-server 3.4): the conformance suite that
+# tests/unit/test_etcd.c runs over the fake, run again by the same binary
+# over etcd, which the fake must not drift from. One etcd on 127.0.0.1 only
+# (free ports, a data directory of the test's own, a plain and a TLS client
+# listener), and the suite three times:
+#   - plain HTTP, with the transport's tests: every endpoint refused
+#     (-ECONNREFUSED, naming the endpoint), failover from a dead endpoint;
+#   - HTTPS with client certificates (a CA, etcd's certificate and a
+#     client's, made here by openssl; etcd with --client-cert-auth): then
+#     without a client certificate, or trusting another CA, calls fail,
+#     naming the endpoint;
+#   - etcd's authentication on (root, and a user whose role is readwrite on
+#     the suite's prefix /t/): the user's calls carry a token; a key outside
+#     the role, a wrong password, no user at all are -EACCES; a token etcd let
+#     expire (--auth-token-ttl 1) is renewed once and the calls go through;
+#     and a lease of TTL 2 s left to expire, for real: its key deleted, its
+#     watcher told.
+# etcd and etcdctl must be installed (deploy/install-deps.sh): without them
+# this test fails, it does not skip. etcd and the directory go on any exit.
+#   TEST_ETCD=.output/cc/tests/test_etcd tests/cli/test_etcd.sh
+# TEST_ETCD_RUNNER runs the binary under something, e.g.
+#   TEST_ETCD_RUNNER="valgrind -q --error-exitcode=99 --leak-check=full"
+set -u
+bin=${TEST_ETCD:?set TEST_ETCD to the test_etcd binary}
+read -r -a runner <<<"${TEST_ETCD_RUNNER:-}"
+pass=0 failed=0
+ok() { pass=$((pass + 1)); echo "PASS $1"; }
+ko() { failed=$((failed + 1)); echo "FAIL $1"; }
+
+for c in etcd etcdctl openssl python3; do
+	if ! command -v $c >/dev/null; then
+		echo "FAIL test_etcd: $c is missing (deploy/install-deps.sh installs it)"
+		echo "0 passed, 1 failed"
+		exit 1
+	fi
+done
+
+# Where tests make their files: a tmpfs if there is one (etcd syncs its WAL).
+base=/dev/shm
+[ -d $base ] && [ -w $base ] || base=${TMPDIR:-/tmp}
+work=$(mktemp -d "$base/drfd-etcd.XXXXXX")
+etcd_pid=''
+cleanup() {
+	if [ -n "$etcd_pid" ]; then
+		kill "$etcd_pid" 2>/dev/null
+		wait "$etcd_pid" 2>/dev/null
+	fi
+	rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
+
+start=$(date +%s.%N)
+
+# Three ports of 127.0.0.1 free now (held together, so that they differ).
+read -r p_http p_https p_peer < <(python3 -c '
+import socket
+s = [socket.socket() for _ in range(3)]
+for x in s:
+    x.bind(("127.0.0.1", 0))
+print(*[x.getsockname()[1] for x in s])')
+
+# The certificates: a CA; etcd's for 127.0.0.1, which etcd's gateway also
+# presents as a client to etcd's own gRPC port (so it has both uses); a
+# client's.
+certs() {
+	local n
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+		-keyout "$work/ca.key" -out "$work/ca.crt" -subj /CN=drfd-test-ca -days 1 || return 1
+	printf '%s\n' 'subjectAltName=IP:127.0.0.1' 'extendedKeyUsage=serverAuth,clientAuth' \
+		>"$work/server.ext"
+	printf '%s\n' 'extendedKeyUsage=clientAuth' >"$work/client.ext"
+	for n in server client; do
+		openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+			-keyout "$work/$n.key" -out "$work/$n.csr" -subj "/CN=drfd-test-$n" &&
+			openssl x509 -req -in "$work/$n.csr" -CA "$work/ca.crt" -CAkey "$work/ca.key" \
+				-CAcreateserial -out "$work/$n.crt" -days 1 -extfile "$work/$n.ext" ||
+			return 1
+	done
+}
+if certs >"$work/openssl.log" 2>&1; then ok "openssl made a CA, etcd's and a client's certificates"
+else
+	ko "openssl made a CA, etcd's and a client's certificates"
+	tail -n 5 "$work/openssl.log"
+	exit 1
+fi
+
+http=http://127.0.0.1:$p_http
+https=https://127.0.0.1:$p_https
+# --auth-token-ttl 1: a token idle for a second goes (the renewal test);
+# --bcrypt-cost 4: passwords checked fast (the least bcrypt allows).
+etcd --name drfd-test --data-dir "$work/data" \
+	--listen-client-urls "$http,$https" --advertise-client-urls "$http" \
+	--listen-peer-urls "http://127.0.0.1:$p_peer" \
+	--initial-advertise-peer-urls "http://127.0.0.1:$p_peer" \
+	--initial-cluster "drfd-test=http://127.0.0.1:$p_peer" \
+	--cert-file "$work/server.crt" --key-file "$work/server.key" \
+	--client-cert-auth --trusted-ca-file "$work/ca.crt" \
+	--auth-token simple --auth-token-ttl 1 --bcrypt-cost 4 \
+	--logger zap --log-outputs stderr --log-level warn >"$work/etcd.log" 2>&1 &
+etcd_pid=$!
+
+ctl() { etcdctl --endpoints "$http" --dial-timeout 2s "$@"; }
+up=0
+for _ in $(seq 100); do
+	if ctl endpoint health >/dev/null 2>&1; then
+		up=1
+		break
+	fi
+	kill -0 "$etcd_pid" 2>/dev/null || break
+	sleep 0.1
+done
+if [ $up -eq 1 ]; then ok "etcd $(etcd --version | sed -n 's/^etcd Version: //p') up on 127.0.0.1"
+else
+	ko "etcd up on 127.0.0.1"
+	tail -n 20 "$work/etcd.log"
+	exit 1
+fi
+
+# run NAME ARGS...: the suite binary; its exit status is the number of tests failed.
+run() {
+	local name=$1
+	shift
+	if "${runner[@]}" "$bin" "$@" >"$work/run.log" 2>&1; then
+		ok "$name: $(grep -c '^\[       OK \]' "$work/run.log") tests"
+	else
+		ko "$name"
+		grep -vE '^\[ RUN|^\[       OK' "$work/run.log" | head -n 40
+	fi
+}
+
+run "conformance and transport over HTTP" --endpoints "$http"
+run "conformance over HTTPS with a client certificate" --endpoints "$https" \
+	--cacert "$work/ca.crt" --cert "$work/client.crt" --key "$work/client.key"
+
+auth_setup() {
+	ctl user add root:root-pw &&
+		ctl role add fleet &&
+		ctl role grant-permission fleet --prefix=true readwrite /t/ &&
+		ctl user add drfd:drfd-pw &&
+		ctl user grant-role drfd fleet &&
+		ctl auth enable
+}
+if auth_setup >"$work/auth.log" 2>&1; then ok "etcd's authentication on, user drfd on /t/"
+else
+	ko "etcd's authentication on, user drfd on /t/"
+	tail -n 5 "$work/auth.log"
+fi
+run "conformance with a user and token; refusals; token renewal; a lease expiring" \
+	--endpoints "$http" --user drfd --password drfd-pw --denied /denied/key --token-ttl 1 \
+	--lease-expiry
+# etcd's own client agrees: the user cannot touch what is outside its role.
+if ctl --user drfd:drfd-pw get /denied/key 2>&1 | grep -q 'permission denied'; then
+	ok "etcdctl as drfd outside /t/: permission denied"
+else
+	ko "etcdctl as drfd outside /t/: permission denied"
+fi
+
+end=$(date +%s.%N)
+echo "test_etcd: $pass passed, $failed failed ($(awk "BEGIN { printf \"%.1f\", $end - $start }") s)"
+[ "$failed" -eq 0 ]
