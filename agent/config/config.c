@@ -97,6 +97,7 @@ struct parser {
 	int *server_lines;       /* SK_N per server */
 	int fleet_line[DRF_NRES];
 	int fleet_sec_line;
+	int member_line[9];      /* drfd.conf's [fleet] keys */
 };
 
 /*
@@ -732,6 +733,107 @@ static void fleet_key(struct parser *ps, const char *name, const char *value)
 	ps->fleet->slot[r] = v;
 }
 
+static const char *const member_keys[9] = {
+	"endpoints", "prefix", "node", "lease-ttl", "ca-file", "cert-file", "key-file", "user",
+	"password-file",
+};
+
+static bool valid_endpoints(const char *s)
+{
+	for (;;) {
+		const char *end = strchr(s, ',');
+		size_t n = end ? (size_t)(end - s) : strlen(s);
+
+		if (!((n > 7 && strncmp(s, "http://", 7) == 0) ||
+		      (n > 8 && strncmp(s, "https://", 8) == 0)))
+			return false;
+		for (size_t k = 0; k < n; k++)
+			if (isspace((unsigned char)s[k]) || !isprint((unsigned char)s[k]))
+				return false;
+		if (!end)
+			return true;
+		s = end + 1;
+	}
+}
+
+/* drfd.conf's [fleet]: how this node joins its fleet. */
+static void member_key(struct parser *ps, const char *name, const char *value)
+{
+	struct drf_fleet_member *m = &ps->cfg->fleet;
+	int k = lookup(member_keys, 9, name);
+	double ms;
+	const char *why;
+
+	if (k < 0) {
+		fail(ps, "unknown key '%s' in [fleet] (known: endpoints, prefix, node, lease-ttl, "
+			 "ca-file, cert-file, key-file, user, password-file)", name);
+		return;
+	}
+	duplicate_key(ps, &ps->member_line[k], name);
+	if (!ps->failed && value[0] == '\0')
+		fail(ps, "'%s' has an empty value", name);
+	if (ps->failed)
+		return;
+	switch (k) {
+	case 0:
+		if (!valid_endpoints(value)) {
+			fail(ps, "endpoints = '%s': expected http:// or https:// URLs, separated by "
+				 "commas", value);
+			return;
+		}
+		set_string(ps, &m->endpoints, value);
+		return;
+	case 1: {
+		size_t n = strlen(value);
+
+		if (value[0] != '/' || value[n - 1] != '/' || n > 128) {
+			fail(ps, "prefix = '%s': expected a key prefix that begins and ends with "
+				 "'/', at most 128 bytes", value);
+			return;
+		}
+		set_string(ps, &m->prefix, value);
+		return;
+	}
+	case 2:
+		if (!valid_tenant_name(value)) {
+			fail(ps, "node = '%s': not 1-%d characters of [A-Za-z0-9_.-] not starting "
+				 "with '.'", value, DRF_TENANT_NAME_MAX);
+			return;
+		}
+		set_string(ps, &m->node, value);
+		return;
+	case 3:
+		if (drf_parse_duration_ms(value, &ms, &why) < 0) {
+			fail(ps, "lease-ttl = '%s': %s", value, why);
+			return;
+		}
+		if (ms < 2000 || ms > 3600000 || ms != floor(ms / 1000) * 1000) {
+			fail(ps, "lease-ttl = '%s': expected whole seconds from 2s (etcd's least) to "
+				 "1h", value);
+			return;
+		}
+		m->lease_ttl_us = (uint64_t)ms * DRF_USEC_PER_MSEC;
+		return;
+	case 7:
+		for (const char *q = value; *q; q++)
+			if (!isgraph((unsigned char)*q) || *q == ':') {
+				fail(ps, "user = '%s': an etcd user name has no spaces, control "
+					 "characters or ':'", value);
+				return;
+			}
+		set_string(ps, &m->user, value);
+		return;
+	default:
+		if (!valid_abs_path(value)) {
+			fail(ps, "%s = '%s': expected an absolute path", name, value);
+			return;
+		}
+		set_string(ps, k == 4 ? &m->ca_file : k == 5 ? &m->cert_file : k == 6 ? &m->key_file
+				 : &m->password_file, value);
+		return;
+	}
+}
+
 static int handler(void *user, const char *section, const char *name, const char *value)
 {
 	struct parser *ps = user;
@@ -778,7 +880,10 @@ static int handler(void *user, const char *section, const char *name, const char
 		server_key(ps, name, value);
 		break;
 	case SEC_FLEET:
-		fleet_key(ps, name, value);
+		if (ps->fleet)
+			fleet_key(ps, name, value);
+		else
+			member_key(ps, name, value);
 		break;
 	case SEC_TENANT:
 		k = tenant_key_index(name);
@@ -911,6 +1016,21 @@ static void enter_section(struct parser *ps, const char *name)
 			return;
 		}
 	}
+	if (strcmp(name, "fleet") == 0) {
+		if (!ps->main_file) {
+			fail(ps, "[fleet] belongs in the main config file, not in a tenants file");
+			return;
+		}
+		if (ps->fleet_sec_line) {
+			fail(ps, "section [fleet] appears twice (first at line %d)", ps->fleet_sec_line);
+			return;
+		}
+		ps->fleet_sec_line = ps->line;
+		ps->cfg->fleet.on = true;
+		ps->cfg->fleet.line = ps->line;
+		ps->sec = SEC_FLEET;
+		return;
+	}
 	if (strcmp(name, "agent") == 0 || strcmp(name, "capacity") == 0) {
 		bool agent = name[0] == 'a';
 		int *seen = agent ? &ps->agent_sec_line : &ps->cap_sec_line;
@@ -941,7 +1061,8 @@ static void enter_section(struct parser *ps, const char *name)
 		ps->sec = SEC_TENANT;
 		return;
 	}
-	fail(ps, "unknown section [%s] (expected [agent], [capacity] or [tenant NAME])", name);
+	fail(ps, "unknown section [%s] (expected [agent], [capacity], [fleet] or [tenant NAME])",
+	     name);
 }
 
 /*
@@ -1397,8 +1518,119 @@ static int slice_paths(struct parser *ps)
 	return 0;
 }
 
+/*
+ * drfd.conf's [fleet]: its defaults and rules; a fleet node's tenants are the
+ * fleet's, so the config has none of its own. Then the assignment's tenants.
+ */
+static int fleet_member(struct parser *ps, const struct drf_tenant *assigned, size_t n,
+			const char *source)
+{
+	struct drf_config *c = ps->cfg;
+	struct drf_fleet_member *m = &c->fleet;
+	char *name;
+
+	ps->file = c->path;
+	if (!m->on) {
+		if (assigned) {
+			fail_at(ps, 0, "has no [fleet] section: it is not a fleet node");
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (!m->endpoints) {
+		fail_at(ps, m->line, "[fleet] needs endpoints (the etcd cluster's client URLs)");
+		return -EINVAL;
+	}
+	if (!m->cert_file != !m->key_file) {
+		fail_at(ps, m->line, "[fleet] has %s without %s: a client certificate needs both",
+			m->cert_file ? "cert-file" : "key-file", m->cert_file ? "key-file" : "cert-file");
+		return -EINVAL;
+	}
+	if (!m->user != !m->password_file) {
+		fail_at(ps, m->line, "[fleet] has %s without %s", m->user ? "user" : "password-file",
+			m->user ? "password-file" : "user");
+		return -EINVAL;
+	}
+	if (!m->prefix) {
+		m->prefix = strdup("/drfd/");
+		if (!m->prefix) {
+			fail_at(ps, 0, "out of memory");
+			return -ENOMEM;
+		}
+	}
+	if (!m->lease_ttl_us)
+		m->lease_ttl_us = 10 * DRF_USEC_PER_SEC;
+	if (c->n_tenants > 0) {
+		ps->file = c->tenants[0].file;
+		fail_at(ps, c->tenants[0].line, "tenant '%s': a fleet node's tenants come from the "
+			"fleet (drfctl fleet apply), not from its config; remove its [tenant] sections "
+			"or the [fleet] section", c->tenants[0].name);
+		return -EINVAL;
+	}
+	if (!assigned)
+		return 0;
+	name = strdup(source);
+	if (!name || DRF_VEC_GROW(c->files, &ps->files_cap, c->n_files + 1) < 0) {
+		free(name);
+		fail_at(ps, 0, "out of memory");
+		return -ENOMEM;
+	}
+	c->files[c->n_files++] = name;
+	ps->file = name;
+	ps->line = 0;
+	for (size_t i = 0; i < n && !ps->failed; i++) {
+		const struct drf_tenant *a = &assigned[i];
+		struct drf_tenant *t;
+
+		if (!valid_tenant_name(a->name)) {
+			fail_at(ps, 0, "tenant name '%s' is not 1-%d characters of [A-Za-z0-9_.-] not "
+				"starting with '.'", a->name, DRF_TENANT_NAME_MAX);
+			break;
+		}
+		add_tenant(ps, a->name);
+		if (ps->failed)
+			break;
+		t = &c->tenants[c->n_tenants - 1];
+		if (a->cgroup) {
+			const char *why = drf_cgroup_path_problem(a->cgroup);
+
+			if (why) {
+				fail_at(ps, 0, "tenant '%s': cgroup = '%s': the path %s", a->name,
+					a->cgroup, why);
+				break;
+			}
+			set_string(ps, &t->cgroup, a->cgroup);
+		}
+		if (!(a->weight > 0 && a->weight <= DRF_WEIGHT_MAX)) {
+			fail_at(ps, 0, "tenant '%s': weight %g out of range (0, %g]", a->name, a->weight,
+				DRF_WEIGHT_MAX);
+			break;
+		}
+		t->weight = a->weight;
+		t->task_model = a->task_model;
+		t->tasks = a->task_model ? a->tasks : INFINITY;
+		for (int r = 0; r < DRF_NRES; r++) {
+			if (a->declared[r] && !(a->vec[r] >= 0 && isfinite(a->vec[r]))) {
+				fail_at(ps, 0, "tenant '%s': %s %g is not a quantity", a->name,
+					drf_res_name(r), a->vec[r]);
+				break;
+			}
+			t->vec[r] = a->vec[r];
+			t->declared[r] = a->declared[r];
+		}
+	}
+	return ps->failed ? -EINVAL : 0;
+}
+
 int drf_config_load(const char *path, const struct drf_host_ops *host, struct drf_config *ret,
 		    char *err, size_t errlen)
+{
+	return drf_config_load_assigned(path, host, NULL, 0, NULL, ret, err, errlen);
+}
+
+int drf_config_load_assigned(const char *path, const struct drf_host_ops *host,
+			     const struct drf_tenant *assigned, size_t n_assigned,
+			     const char *source, struct drf_config *ret, char *err, size_t errlen)
 {
 	struct drf_config *c = calloc(1, sizeof(*c));
 	struct parser ps = { .cfg = c, .err = err, .errlen = errlen, .file = path };
@@ -1446,6 +1678,9 @@ int drf_config_load(const char *path, const struct drf_host_ops *host, struct dr
 		goto out_free;
 	}
 	r = parse_tenants_dir(&ps, ps.agent_line[AK_TENANTS_DIR] > 0);
+	if (r < 0)
+		goto out_free;
+	r = fleet_member(&ps, assigned, n_assigned, source ? source : "the fleet's assignment");
 	if (r < 0)
 		goto out_free;
 	r = resolve_capacity(&ps, host);
@@ -1496,6 +1731,14 @@ void drf_config_free(struct drf_config *c)
 	free(c->metrics_listen);
 	free(c->io_device);
 	free(c->net_device);
+	free(c->fleet.endpoints);
+	free(c->fleet.prefix);
+	free(c->fleet.node);
+	free(c->fleet.ca_file);
+	free(c->fleet.cert_file);
+	free(c->fleet.key_file);
+	free(c->fleet.user);
+	free(c->fleet.password_file);
 	memset(c, 0, sizeof(*c));
 }
 

@@ -58,6 +58,23 @@ struct drf_tenant {
 	int line;
 };
 
+/*
+ * [fleet] in drfd.conf: this drfd is a node of a fleet coordinated through
+ * etcd (agent/fleet): it registers its capacity, may be elected the fleet's
+ * planner, and its tenants are the fleet's assignment to it, not sections of
+ * its own config.
+ */
+struct drf_fleet_member {
+	bool on;
+	char *endpoints;      /* comma-separated http:// or https:// URLs */
+	char *prefix;         /* the keys' prefix, "/drfd/" by default; begins and ends with '/' */
+	char *node;           /* this node's name; NULL: the host's name */
+	uint64_t lease_ttl_us;
+	char *ca_file, *cert_file, *key_file; /* TLS */
+	char *user, *password_file;           /* etcd authentication */
+	int line;             /* of the section */
+};
+
 struct drf_config {
 	char *path;
 	char *cgroup_root;
@@ -86,7 +103,18 @@ struct drf_config {
 	size_t n_tenants;
 	char **files;
 	size_t n_files;
+	struct drf_fleet_member fleet; /* [fleet] in drfd.conf */
 };
+
+/*
+ * A fleet node's config: drf_config_load() of path, whose [fleet] section is
+ * required, with the tenants of the fleet's assignment (the same checks as a
+ * config's own tenants, the same slice paths); each tenant's file is `source`
+ * (e.g. "fleet assignment of revision 42"). Their cgroup may be NULL (the name).
+ */
+int drf_config_load_assigned(const char *path, const struct drf_host_ops *host,
+			     const struct drf_tenant *tenants, size_t n, const char *source,
+			     struct drf_config *ret, char *err, size_t errlen);
 
 /*
  * Loads and checks the config. On failure returns a negative errno, writes

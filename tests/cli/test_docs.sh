@@ -103,6 +103,9 @@ code_keys cap_keys >"$tmp/capacity.code"
 known agent >"$tmp/agent.known"
 known capacity >"$tmp/capacity.known"
 known tenant >"$tmp/tenant.known"
+code_keys member_keys >"$tmp/fleet.code"
+known fleet >"$tmp/fleet.known.all"
+man_keys fleet >"$tmp/fleet.man"
 man_keys agent >"$tmp/agent.man"
 man_keys capacity >"$tmp/capacity.man"
 man_keys tenant >"$tmp/tenant.man"
@@ -111,6 +114,10 @@ same "[capacity] keys: config.c's cap_keys against its error's known list" "$tmp
 same "[agent] keys: config.c against drfd.conf(5)" "$tmp/agent.code" "$tmp/agent.man"
 same "[capacity] keys: config.c against drfd.conf(5)" "$tmp/capacity.code" "$tmp/capacity.man"
 same "[tenant] keys: config.c's known list against drfd.conf(5)" "$tmp/tenant.known" "$tmp/tenant.man"
+# drfd.conf's [fleet] (member_keys); a fleet file's [fleet] has the slot-* keys
+grep -v '^slot-' "$tmp/fleet.known.all" >"$tmp/fleet.known"
+same "[fleet] keys: config.c's member_keys against its error's known list" "$tmp/fleet.code" "$tmp/fleet.known"
+same "[fleet] keys: config.c against drfd.conf(5)" "$tmp/fleet.code" "$tmp/fleet.man"
 if [ -n "$drfctl" ]; then
 	# What the binary says: every documented key is known (a bad value or a
 	# missing capacity is another error), and a made-up one is not.

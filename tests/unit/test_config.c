@@ -14,6 +14,7 @@
 
 #include "config.h"
 #include "startkeys.h"
+#include "clock.h"
 #include "testlib.h"
 
 #define G (1024.0 * 1024 * 1024)
@@ -95,6 +96,65 @@ static void expect_error_in(const char *text, const char *where, int line, const
 static void expect_error(const char *text, int line, const char *phrase)
 {
 	expect_error_in(text, main_path, line, phrase);
+}
+
+/* drfd.conf's [fleet]: a fleet node; its tenants come from the fleet's assignment. */
+static void test_fleet_member(void **state)
+{
+	struct drf_config c;
+	struct drf_tenant a[2] = { { .name = "web", .weight = 2 }, { .name = "db", .weight = 1 } };
+
+	(void)state;
+	assert_int_equal(load_with("[capacity]\ncpu = 4\nmemory = 8G\n[fleet]\n"
+				   "endpoints = http://127.0.0.1:2379,https://[::1]:2379\n",
+				   &t_fake_host, &c), 0);
+	assert_true(c.fleet.on);
+	assert_string_equal(c.fleet.prefix, "/drfd/");
+	assert_int_equal(c.fleet.lease_ttl_us, 10 * DRF_USEC_PER_SEC);
+	assert_null(c.fleet.node);
+	assert_int_equal(c.n_tenants, 0);
+	drf_config_free(&c);
+
+	expect_error("[capacity]\ncpu = 4\n[fleet]\nprefix = /x/\n", 3, "needs endpoints");
+	expect_error("[capacity]\ncpu = 4\n[fleet]\nendpoints = 127.0.0.1:2379\n", 4,
+		     "expected http:// or https://");
+	expect_error("[capacity]\ncpu = 4\n[fleet]\nendpoints = http://a\nprefix = drfd\n", 5,
+		     "begins and ends with '/'");
+	expect_error("[capacity]\ncpu = 4\n[fleet]\nendpoints = http://a\nlease-ttl = 1s\n", 5,
+		     "from 2s");
+	expect_error("[capacity]\ncpu = 4\n[fleet]\nendpoints = http://a\n"
+		     "cert-file = /etc/c.pem\n", 3, "needs both");
+	expect_error("[capacity]\ncpu = 4\n[fleet]\nendpoints = http://a\nzone = x\n", 5,
+		     "unknown key 'zone' in [fleet]");
+	expect_error("[capacity]\ncpu = 4\n[fleet]\nendpoints = http://a\n[tenant t]\ncpu = 1\n",
+		     5, "come from the fleet");
+
+	/* The assignment's tenants, checked as a config's own: */
+	assert_int_equal(t_write_file(main_path, "[capacity]\ncpu = 4\nmemory = 8G\n[fleet]\n"
+				      "endpoints = http://a\n"), 0);
+	a[0].vec[DRF_RES_CPU] = 1.5;
+	a[0].declared[DRF_RES_CPU] = true;
+	a[1].vec[DRF_RES_MEMORY] = 1 << 30;
+	a[1].declared[DRF_RES_MEMORY] = true;
+	assert_int_equal(drf_config_load_assigned(main_path, &t_fake_host, a, 2, "revision 7", &c,
+						  err, sizeof(err)), 0);
+	assert_int_equal(c.n_tenants, 2);
+	assert_string_equal(c.tenants[0].cgroup, "web");
+	assert_true(c.tenants[0].vec[DRF_RES_CPU] == 1.5);
+	assert_true(c.tenants[1].weight == 1);
+	assert_string_equal(c.tenants[1].file, "revision 7");
+	drf_config_free(&c);
+	/* overlapping cgroups are refused as in a config */
+	a[1].cgroup = "web/inner";
+	assert_int_equal(drf_config_load_assigned(main_path, &t_fake_host, a, 2, "revision 8", &c,
+						  err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "must not overlap"));
+	a[1].cgroup = NULL;
+	/* a config without [fleet] takes no assignment */
+	assert_int_equal(t_write_file(main_path, "[capacity]\ncpu = 4\n"), 0);
+	assert_int_equal(drf_config_load_assigned(main_path, &t_fake_host, a, 2, "revision 9", &c,
+						  err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "not a fleet node"));
 }
 
 static void test_valid_full(void **state)
@@ -833,6 +893,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_many_tenants, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_controls_escaped, setup, teardown),
 		cmocka_unit_test(test_start_keys_rules),
+		cmocka_unit_test_setup_teardown(test_fleet_member, setup, teardown),
 	};
 
 	return cmocka_run_group_tests_name("config", tests, NULL, NULL);
