@@ -131,6 +131,29 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		write_bytes(tpath, nul + 1, size - main_len - 1);
 	else
 		unlink(tpath);
+	/* The same bytes as a fleet file (drfctl fleet): an error, or servers whose sum is the pool. */
+	{
+		struct drf_fleet f;
+
+		if (drf_fleet_load(path, &f, err, sizeof(err)) < 0) {
+			check_error(err);
+		} else {
+			double pool[DRF_NRES] = { 0 };
+
+			if (f.n_servers == 0)
+				abort();
+			for (size_t s = 0; s < f.n_servers; s++) {
+				if (f.servers[s].count < 1)
+					abort();
+				for (int r = 0; r < DRF_NRES; r++)
+					pool[r] += f.servers[s].capacity[r] * (double)f.servers[s].count;
+			}
+			for (int r = 0; r < DRF_NRES; r++)
+				if (pool[r] != f.cfg.capacity[r])
+					abort();
+			drf_fleet_free(&f);
+		}
+	}
 	if (drf_config_load(path, &host, &c, err, sizeof(err)) < 0) {
 		check_error(err);
 		return 0;
