@@ -437,7 +437,8 @@ install: all
 		if [ -e "$$dst" ]; then echo "install: keeping $$dst, which exists"; \
 		else install -m 0644 deploy/etc/$$f "$$dst"; fi; \
 	done
-	install -m 0644 deploy/examples/drfd.conf $(DESTDIR)$(DOCDIR)/examples/
+	install -m 0644 deploy/examples/drfd.conf deploy/examples/fleet.conf \
+		$(DESTDIR)$(DOCDIR)/examples/
 	install -m 0644 deploy/examples/tenants.d/*.conf $(DESTDIR)$(DOCDIR)/examples/tenants.d/
 	install -m 0644 docs/security.md $(DESTDIR)$(DOCDIR)/
 

@@ -142,4 +142,15 @@ check_err "no servers" "no servers" $'[tenant t]\ncpu = 1'
 rc=$?
 if [ $rc -eq 64 ]; then pass "no -c: exit 64"; else fail "no -c: exit $rc"; fi
 
+# 6. The shipped example plans, whole and divisible, in every form.
+example=$(dirname "$0")/../../deploy/examples/fleet.conf
+if "$DRFCTL" fleet plan -c "$example" --compare --json >"$dir/ex.json" &&
+	python3 - "$dir/ex.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert len(d["forms"]) == 5 and all(f["tasks"] > 0 for f in d["forms"].values()), d
+PY
+then pass "the example fleet (deploy/examples/fleet.conf) plans in all 5 forms"
+else fail "the example fleet"; fi
+
 [ $fails -eq 0 ] || { echo "$fails failed"; exit 1; }
