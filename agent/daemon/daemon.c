@@ -655,7 +655,17 @@ int drfd_reload(struct drfd *d)
 	bool was_observed = d->decl.cfg.observed;
 	int r;
 
-	r = drf_declared_load(&n, d->config_path, d->env->host, err, len);
+	if (d->fleet_mode)
+		r = drf_declared_load_assigned(&n, d->config_path, d->env->host, d->assigned,
+					       d->n_assigned, d->assigned_source, err, len);
+	else
+		r = drf_declared_load(&n, d->config_path, d->env->host, err, len);
+	if (r == 0 && n.cfg.fleet.on != d->fleet_mode) {
+		snprintf(err, len, "%s: [fleet] %s; that needs a restart", d->config_path,
+			 d->fleet_mode ? "removed" : "added");
+		drf_declared_free(&n);
+		r = -EINVAL;
+	}
 	if (r == 0)
 		r = needs_restart(d, &n.cfg, err, len);
 	/* The measurements of the new tenants, by name: the effective demands' history. */
@@ -707,6 +717,55 @@ int drfd_reload(struct drfd *d)
 	drfd_settle(d);
 	if (drf_reconciler_membership_changed(&d->rc) || d->state_err)
 		save_state(d);
+	return 0;
+}
+
+static void tenants_free(struct drf_tenant *t, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(t[i].cgroup);
+	free(t);
+}
+
+void drfd_assigned_free(struct drfd *d)
+{
+	tenants_free(d->assigned, d->n_assigned);
+	d->assigned = NULL;
+	d->n_assigned = 0;
+}
+
+int drfd_assign(struct drfd *d, const struct drf_tenant *tenants, size_t n, const char *source)
+{
+	struct drf_tenant *was = d->assigned, *t = calloc(n + 1, sizeof(*t));
+	size_t was_n = d->n_assigned;
+	char was_source[sizeof(d->assigned_source)];
+	int r;
+
+	if (!t)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		t[i] = tenants[i];
+		t[i].file = NULL;
+		t[i].cgroup = tenants[i].cgroup ? strdup(tenants[i].cgroup) : NULL;
+		if (tenants[i].cgroup && !t[i].cgroup) {
+			tenants_free(t, i);
+			return -ENOMEM;
+		}
+	}
+	memcpy(was_source, d->assigned_source, sizeof(was_source));
+	d->assigned = t;
+	d->n_assigned = n;
+	snprintf(d->assigned_source, sizeof(d->assigned_source), "%s", source);
+	r = drfd_reload(d);
+	if (r < 0) {
+		/* Refused: the assignment in force stays. */
+		tenants_free(t, n);
+		d->assigned = was;
+		d->n_assigned = was_n;
+		memcpy(d->assigned_source, was_source, sizeof(was_source));
+		return r;
+	}
+	tenants_free(was, was_n);
 	return 0;
 }
 
@@ -795,4 +854,5 @@ void drfd_free(struct drfd *d)
 	drf_declared_free(&d->decl);
 	drf_start_keys_free(&d->start);
 	free(d->root);
+	drfd_assigned_free(d);
 }

@@ -117,6 +117,11 @@ struct drfd {
 	int state_err;                  /* the last save of the state file failed: -errno; else 0 */
 	char status_text[256];          /* last STATUS= sent to systemd */
 	int exit_code;
+	/* a fleet node ([fleet] in drfd.conf): its tenants are the fleet's assignment */
+	bool fleet_mode;                /* set at start; a reload cannot change it */
+	struct drf_tenant *assigned;    /* the assignment in force, owned (cgroup strings too) */
+	size_t n_assigned;
+	char assigned_source[128];      /* "fleet assignment of revision N" */
 };
 
 /*
@@ -136,6 +141,15 @@ int drfd_start(struct drfd *d, struct drf_reconcile_stats *ret);
  * warning. Either way the verdict and its time are kept for status and metrics.
  */
 int drfd_reload(struct drfd *d);
+
+/*
+ * A fleet node's new assignment: its tenants (copied) become the tenants in
+ * force, as a reload with them would (same checks; refused, the assignment in
+ * force stays, with why in d->reload_error). source names it in errors and
+ * status. 0 or -errno.
+ */
+int drfd_assign(struct drfd *d, const struct drf_tenant *tenants, size_t n, const char *source);
+void drfd_assigned_free(struct drfd *d);
 
 /*
  * A reload asked for (SIGHUP, or `drfctl reload` over the socket): systemd is

@@ -502,6 +502,8 @@ int main(int argc, char **argv)
 		drf_log(d.log, LOG_ERR, "%s", err);
 		return r == -ENOMEM ? EXIT_FAIL : EXIT_CONFIG;
 	}
+	/* A fleet node starts with no tenants: they come with the fleet's assignment. */
+	d.fleet_mode = d.decl.cfg.fleet.on;
 	/* Before anything is created or read there: tasks run as whom its files say. */
 	if (d.decl.cfg.state_dir &&
 	    drf_statedir_check(d.decl.cfg.state_dir, err, sizeof(err)) < 0) {

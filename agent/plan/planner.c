@@ -11,10 +11,17 @@
 int drf_declared_load(struct drf_declared *ret, const char *path, const struct drf_host_ops *host,
 		      char *err, size_t len)
 {
+	return drf_declared_load_assigned(ret, path, host, NULL, 0, NULL, err, len);
+}
+
+int drf_declared_load_assigned(struct drf_declared *ret, const char *path,
+			       const struct drf_host_ops *host, const struct drf_tenant *assigned,
+			       size_t n_assigned, const char *source, char *err, size_t len)
+{
 	struct drf_declared n = { 0 };
 	int r;
 
-	r = drf_config_load(path, host, &n.cfg, err, len);
+	r = drf_config_load_assigned(path, host, assigned, n_assigned, source, &n.cfg, err, len);
 	if (r < 0)
 		return r;
 	r = drf_config_problem(&n.cfg, &n.problem, &n.demands);

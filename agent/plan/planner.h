@@ -45,6 +45,14 @@ struct drf_declared {
  */
 int drf_declared_load(struct drf_declared *ret, const char *path, const struct drf_host_ops *host,
 		      char *err, size_t len);
+/*
+ * A fleet node's: the config at path (with [fleet]) and the tenants of the
+ * fleet's assignment (drf_config_load_assigned); assigned NULL: the config's
+ * own tenants, as drf_declared_load().
+ */
+int drf_declared_load_assigned(struct drf_declared *ret, const char *path,
+			       const struct drf_host_ops *host, const struct drf_tenant *assigned,
+			       size_t n_assigned, const char *source, char *err, size_t len);
 void drf_declared_free(struct drf_declared *d);
 
 /* A task the queue runs, or starts now: its own cgroup, limits at its vector. */

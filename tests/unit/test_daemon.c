@@ -491,6 +491,59 @@ static int no_io(const struct drf_config *c, const char *root, char *err, size_t
 }
 
 /* A refused reload changes nothing, anywhere: the plan in force stays in force. */
+/* A fleet node: its tenants are the fleet's assignment; a bad one is refused whole. */
+#define FLEET_CONF "[capacity]\ncpu = 4\nmemory = 4G\n[fleet]\nendpoints = http://127.0.0.1:1\n"
+
+static void test_fleet_assignment(void **state)
+{
+	struct drf_tenant a[2] = { { .name = "web", .weight = 2 }, { .name = "db", .weight = 1 } };
+	char maxw[64], maxd[64];
+
+	(void)state;
+	assert_int_equal(fakedrfd_setup(&fx, "mode = limit\n", FLEET_CONF), 0);
+	d.fleet_mode = d.decl.cfg.fleet.on;
+	assert_true(d.fleet_mode);
+	assert_int_equal(fakedrfd_start(&fx), 0);
+	assert_int_equal(d.decl.cfg.n_tenants, 0);
+	a[0].vec[DRF_RES_CPU] = 1.5;
+	a[0].vec[DRF_RES_MEMORY] = 1 << 30;
+	a[1].vec[DRF_RES_CPU] = 2;
+	a[1].vec[DRF_RES_MEMORY] = 2.0 * (1 << 30);
+	for (int k = 0; k < 2; k++)
+		a[k].declared[DRF_RES_CPU] = a[k].declared[DRF_RES_MEMORY] = true;
+	assert_int_equal(drfd_assign(&d, a, 2, "fleet assignment of revision 5"), 0);
+	assert_int_equal(d.decl.cfg.n_tenants, 2);
+	/* Each gets what the fleet gave it here: it fits, so DRF on the node gives it all. */
+	assert_true(fabs(d.decl.result.shares[0].alloc[DRF_RES_CPU] - 1.5) < 1e-9);
+	assert_true(fabs(d.decl.result.shares[1].alloc[DRF_RES_MEMORY] - 2.0 * (1 << 30)) < 1);
+	assert_string_equal(fakedrfd_get(&fx, "web", "memory.max"), "1073741824");
+	snprintf(maxw, sizeof(maxw), "%s", fakedrfd_get(&fx, "web", "cpu.max"));
+	snprintf(maxd, sizeof(maxd), "%s", fakedrfd_get(&fx, "db", "cpu.max"));
+	assert_string_equal(maxw, "150000 100000");
+	/* An assignment whose cgroups overlap: refused, the one in force stays. */
+	a[1].cgroup = "web/inner";
+	assert_int_equal(drfd_assign(&d, a, 2, "fleet assignment of revision 6"), -EINVAL);
+	assert_non_null(strstr(d.reload_error, "revision 6"));
+	assert_int_equal(d.decl.cfg.n_tenants, 2);
+	assert_string_equal(d.decl.cfg.tenants[1].cgroup, "db");
+	assert_string_equal(fakedrfd_get(&fx, "db", "cpu.max"), maxd);
+	a[1].cgroup = NULL;
+	/* A reload keeps the assignment in force. */
+	assert_int_equal(drfd_reload(&d), 0);
+	assert_int_equal(d.decl.cfg.n_tenants, 2);
+	assert_string_equal(d.assigned_source, "fleet assignment of revision 5");
+	/* Without [fleet] the config needs a restart: refused. */
+	assert_int_equal(fakedrfd_write(&fx, "mode = limit\n", "[capacity]\ncpu = 4\n"), 0);
+	assert_int_equal(drfd_reload(&d), -EINVAL);
+	assert_int_equal(d.decl.cfg.n_tenants, 2);
+	assert_false(d.reload_ok);
+	/* The next assignment drops db: its cgroup goes (it holds no process). */
+	assert_int_equal(fakedrfd_write(&fx, "mode = limit\n", FLEET_CONF), 0);
+	assert_int_equal(drfd_assign(&d, a, 1, "fleet assignment of revision 7"), 0);
+	assert_int_equal(d.decl.cfg.n_tenants, 1);
+	assert_string_equal(fakedrfd_get(&fx, "db", "cpu.max"), "");
+}
+
 static void test_reload_refused_changes_nothing(void **state)
 {
 	size_t n = DRF_HTB_MAX_TENANTS + 1, len = strlen(NET_CAP) + n * 40;
@@ -1402,6 +1455,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_reload_replans_observed, setup_observed,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_reload_hands_plan_to_network, NULL, teardown),
+		cmocka_unit_test_setup_teardown(test_fleet_assignment, NULL, teardown),
 		cmocka_unit_test_setup_teardown(test_status_cpu_usage, setup_observed, teardown),
 		cmocka_unit_test_setup_teardown(test_reload_refused_changes_nothing, setup_observed,
 						teardown),
