@@ -204,6 +204,20 @@ static void render_daemon(const struct drf_view *v, FILE *f)
 	       "in seconds since the epoch.");
 	sample(f, "drfd_config_last_reload_success_timestamp_seconds",
 	       v->reload_ok_at ? (double)v->reload_ok_at / 1e6 : NAN, NULL);
+	if (v->fleet.on) {
+		family(f, "drfd_fleet_etcd_reachable", "gauge",
+		       "A fleet node: whether etcd answers (1), or not (0: the last assignment stays "
+		       "in force).");
+		sample(f, "drfd_fleet_etcd_reachable", v->fleet.reachable ? 1 : 0, NULL);
+		family(f, "drfd_fleet_planner", "gauge",
+		       "A fleet node: whether this node is the fleet's elected planner.");
+		sample(f, "drfd_fleet_planner", v->fleet.planner ? 1 : 0, NULL);
+		family(f, "drfd_fleet_assignment_revision", "gauge",
+		       "A fleet node: the etcd revision its assignment in force was planned from; "
+		       "NaN before the first.");
+		sample(f, "drfd_fleet_assignment_revision",
+		       v->fleet.has_assignment ? (double)v->fleet.assignment_revision : NAN, NULL);
+	}
 	family(f, "drfd_probes_up", "gauge",
 	       "Whether the eBPF probes (run-queue wait, on-CPU time, IO requests) are attached "
 	       "and counting (1) or not (0).");

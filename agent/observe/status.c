@@ -343,6 +343,43 @@ static void json_socket(const struct drf_view *v, json_object *o)
 	drf_json_set_bool(so, "accepting", st.listening);
 }
 
+/* A fleet node's fleet: null when drfd is not one. */
+static void json_fleet(const struct drf_view *v, json_object *o)
+{
+	const struct drf_view_fleet *fl = &v->fleet;
+	json_object *x;
+
+	if (!fl->on) {
+		drf_json_set_null(o, "fleet");
+		return;
+	}
+	x = drf_json_set_object(o, "fleet");
+	drf_json_set_str(x, "node", fl->node);
+	drf_json_set_bool(x, "etcd_reachable", fl->reachable);
+	drf_json_set_fixed(x, "since", (double)fl->since / 1e6, 3);
+	drf_json_set_str(x, "last_error", fl->last_error && fl->last_error[0] ? fl->last_error
+									       : NULL);
+	drf_json_set_bool(x, "registered", fl->registered);
+	drf_json_set_bool(x, "planner", fl->planner);
+	drf_json_set_str(x, "planner_name", fl->planner_name && fl->planner_name[0]
+						    ? fl->planner_name : NULL);
+	if (fl->has_assignment) {
+		drf_json_set_int(x, "assignment_revision", fl->assignment_revision);
+		drf_json_set_bool(x, "assignment_from_state_dir", fl->from_file);
+	} else {
+		drf_json_set_null(x, "assignment_revision");
+		drf_json_set_bool(x, "assignment_from_state_dir", false);
+	}
+	if (fl->planner) {
+		drf_json_set_u64(x, "plan_nodes", fl->nodes);
+		drf_json_set_u64(x, "plan_tenants", fl->tenants);
+	}
+	drf_json_set_u64(x, "plans_total", fl->plans);
+	drf_json_set_u64(x, "keys_written_total", fl->keys_written);
+	drf_json_set_u64(x, "fenced_total", fl->fenced);
+	drf_json_set_u64(x, "resyncs_total", fl->resyncs);
+}
+
 /*
  * The last reload's verdict (null before the first), and the start-only keys
  * in force, as written (`drfctl plan` compares a config with them).
@@ -412,6 +449,7 @@ static int render_json(const struct drf_view *v, FILE *f, int *problems)
 	drf_json_set_u64(o, "reloads", v->reloads);
 	drf_json_set_u64(o, "reloads_refused", v->reloads_refused);
 	json_reload(v, o);
+	json_fleet(v, o);
 	x = drf_json_set_object(o, "errors");
 	drf_json_set_u64(x, "total", rc->total_errors);
 	drf_json_set_u64(x, "retrying", v->last->retrying);
@@ -611,6 +649,25 @@ static int render_text(const struct drf_view *v, FILE *f, int *problems)
 		(unsigned long long)rc->total_errors, v->last->retrying,
 		(unsigned long long)rc->worker_failures, (unsigned long long)v->reloads,
 		(unsigned long long)v->reloads_refused);
+	if (v->fleet.on) {
+		const struct drf_view_fleet *fl = &v->fleet;
+
+		human_duration(now - (double)fl->since / 1e6, ago, sizeof(ago));
+		fprintf(f, "fleet: node %s; etcd %s for %s%s%s; planner %s%s; ", fl->node,
+			fl->reachable ? "reachable" : "UNREACHABLE", ago,
+			!fl->reachable && fl->last_error && fl->last_error[0] ? ": " : "",
+			!fl->reachable && fl->last_error ? fl->last_error : "",
+			fl->planner_name && fl->planner_name[0] ? fl->planner_name : "none known",
+			fl->planner ? " (this node)" : "");
+		if (fl->has_assignment)
+			fprintf(f, "assignment of revision %lld in force%s\n",
+				(long long)fl->assignment_revision,
+				fl->from_file ? " (from the state dir: etcd has not confirmed it)" : "");
+		else
+			fprintf(f, "no assignment yet\n");
+		if (!fl->reachable)
+			(*problems)++;
+	}
 	if (v->reload_at && !v->reload_ok) {
 		human_duration(now - (double)v->reload_at / 1e6, ago, sizeof(ago));
 		fprintf(f, "the last reload, %s ago, was REFUSED (the configuration before it "

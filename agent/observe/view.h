@@ -31,6 +31,26 @@ struct drf_sock_stats {
 	bool listening;                 /* the listener's event source is on */
 };
 
+/*
+ * A fleet node's ([fleet] in drfd.conf) view of its fleet, copied by the
+ * daemon from agent/fleet's status: this layer knows nothing of etcd.
+ */
+struct drf_view_fleet {
+	bool on;
+	const char *node;             /* this node's name */
+	bool reachable;               /* etcd answers */
+	uint64_t since;               /* CLOCK_REALTIME usec: reachable's last change */
+	const char *last_error;       /* "" or NULL: none */
+	bool registered;              /* its capacity is in etcd under its lease */
+	bool planner;                 /* this node plans the fleet */
+	const char *planner_name;     /* "" or NULL: none known */
+	bool has_assignment;
+	bool from_file;               /* the state dir's, not yet confirmed by etcd */
+	int64_t assignment_revision;
+	size_t nodes, tenants;        /* as the planner: its last plan's */
+	uint64_t plans, keys_written, fenced, resyncs;
+};
+
 struct drf_view {
 	const char *config_path;
 	const char *root;                       /* the resolved cgroup-root */
@@ -53,6 +73,7 @@ struct drf_view {
 	const char *reload_error;               /* "" or NULL unless refused */
 	const struct drf_start_keys *start;     /* the start-only keys in force; NULL: unknown */
 	struct drf_sock_stats sock;
+	struct drf_view_fleet fleet;            /* on false: not a fleet node */
 };
 
 #endif
