@@ -97,6 +97,8 @@ struct parser {
 	int *server_lines;       /* SK_N per server */
 	int fleet_line[DRF_NRES];
 	int fleet_sec_line;
+	/* drf_fleet_load_tenants: no [server] needed; with none, no pool to check tenants against */
+	bool servers_optional;
 };
 
 /*
@@ -135,7 +137,7 @@ static int lookup(const char *const *names, int n, const char *name)
 	return -1;
 }
 
-static bool valid_tenant_name(const char *s)
+bool drf_name_valid(const char *s)
 {
 	size_t n = strlen(s);
 
@@ -886,7 +888,7 @@ static void enter_section(struct parser *ps, const char *name)
 		const char *n = section_arg(name, "server");
 
 		if (n) {
-			if (!valid_tenant_name(n)) {
+			if (!drf_name_valid(n)) {
 				fail(ps, "server name '%s' is not 1-%d characters of [A-Za-z0-9_.-] "
 					 "not starting with '.'", n, DRF_TENANT_NAME_MAX);
 				return;
@@ -932,7 +934,7 @@ static void enter_section(struct parser *ps, const char *name)
 
 		while (*n == ' ' || *n == '\t')
 			n++;
-		if (!valid_tenant_name(n)) {
+		if (!drf_name_valid(n)) {
 			fail(ps, "tenant name '%s' is not 1-%d characters of [A-Za-z0-9_.-] "
 				 "not starting with '.'", n, DRF_TENANT_NAME_MAX);
 			return;
@@ -1199,6 +1201,8 @@ static int check_tenants(struct parser *ps)
 {
 	struct drf_config *c = ps->cfg;
 	struct drf_tenant **sorted;
+	/* A fleet's tenants without its servers: each node's capacity is checked by the planner. */
+	bool no_pool = ps->fleet && ps->servers_optional && ps->fleet->n_servers == 0;
 
 	for (size_t i = 0; i < c->n_tenants; i++) {
 		struct drf_tenant *t = &c->tenants[i];
@@ -1222,7 +1226,8 @@ static int check_tenants(struct parser *ps)
 		if (!t->task_model)
 			continue;
 		for (int r = 0; r < DRF_NRES; r++)
-			any = any || (t->declared[r] && t->vec[r] > 0 && c->capacity[r] > 0);
+			any = any || (t->declared[r] && t->vec[r] > 0 &&
+				      (c->capacity[r] > 0 || no_pool));
 		if (!any) {
 			int l = tenant_line(ps, i, TK_TASKS);
 
@@ -1593,7 +1598,7 @@ static int check_servers(struct parser *ps)
 		}
 	}
 	drf_index_free(&ix);
-	if (r == 0 && f->n_servers == 0) {
+	if (r == 0 && f->n_servers == 0 && !ps->servers_optional) {
 		ps->file = f->cfg.path;
 		fail_at(ps, 0, "no servers: a fleet file needs at least one [server NAME]");
 		r = -EINVAL;
@@ -1609,11 +1614,13 @@ size_t drf_server_name(const struct drf_server *sv, size_t k, char *buf, size_t 
 	return n < 0 ? 0 : (size_t)n;
 }
 
-int drf_fleet_load(const char *path, struct drf_fleet *ret, char *err, size_t errlen)
+static int fleet_load(const char *path, bool servers_optional, struct drf_fleet *ret, char *err,
+		      size_t errlen)
 {
 	struct drf_fleet *f = calloc(1, sizeof(*f));
 	struct drf_config *c = f ? &f->cfg : NULL;
-	struct parser ps = { .cfg = c, .err = err, .errlen = errlen, .file = path, .fleet = f };
+	struct parser ps = { .cfg = c, .err = err, .errlen = errlen, .file = path, .fleet = f,
+			     .servers_optional = servers_optional };
 	int r = -ENOMEM;
 
 	if (errlen)
@@ -1653,6 +1660,16 @@ out_free:
 	drf_fleet_free(f);
 	free(f);
 	return r;
+}
+
+int drf_fleet_load(const char *path, struct drf_fleet *ret, char *err, size_t errlen)
+{
+	return fleet_load(path, false, ret, err, errlen);
+}
+
+int drf_fleet_load_tenants(const char *path, struct drf_fleet *ret, char *err, size_t errlen)
+{
+	return fleet_load(path, true, ret, err, errlen);
 }
 
 void drf_fleet_free(struct drf_fleet *f)
