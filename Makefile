@@ -338,6 +338,8 @@ check-cli: $(BINS) layers $(BUILD)/tests/test_etcd
 	@DRFD=$(abspath $(BUILD)/drfd) DRFCTL=$(abspath $(BUILD)/drfctl) tests/cli/test_metrics.sh
 	@echo "== tests/cli/test_etcd.sh"
 	@TEST_ETCD=$(abspath $(BUILD)/tests/test_etcd) tests/cli/test_etcd.sh
+	@echo "== tests/cli/test_fleet_etcd.sh"
+	@DRFCTL=$(abspath $(BUILD)/drfctl) tests/cli/test_fleet_etcd.sh
 
 # Network shaping with real traffic (iperf3) between network namespaces on this
 # host's kernel; the VM runs the same script (tests/vm/t_net.sh).
