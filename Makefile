@@ -98,7 +98,8 @@ endif
 #   net       the network shaper: tc over libnl, BPF         plan, cgroupfs, bpf
 #   observe   usage sampling, status, metrics, history       enforce, net
 #   tasks     the task queue's store and supervisors         plan, cgroupfs
-#   fleet     the etcd v3 client of fleet mode (libcurl)     plan
+#   fleet     fleet mode: the etcd v3 client (libcurl), the    plan
+#             nodes, the planner and its fence
 #   daemon    drfd: the loop, reload, tick, socket, state    everything above
 #   cli       drfctl (never the daemon)                      observe, tasks, fleet
 # (each folder may also use what the folders it names may use).
@@ -157,7 +158,7 @@ DEB_DIR := .output/deb
 UNIT_TESTS := test_units test_alloc test_props test_drfh test_config test_fuzz_config test_cgroupfs \
 	test_reload_mem test_shaper test_expo test_metrics test_use \
 	test_demand test_history test_taskq test_tasks test_daemon test_httpd test_statedir test_socket \
-	test_lib test_slice test_etcd
+	test_lib test_slice test_etcd test_fleet
 UNIT_BINS := $(UNIT_TESTS:%=$(BUILD)/tests/%)
 BENCH_BIN := $(BUILD)/tests/bench_alloc
 BENCH_FLEET_BIN := $(BUILD)/tests/bench_fleet
@@ -338,6 +339,8 @@ check-cli: $(BINS) layers $(BUILD)/tests/test_etcd
 	@DRFD=$(abspath $(BUILD)/drfd) DRFCTL=$(abspath $(BUILD)/drfctl) tests/cli/test_metrics.sh
 	@echo "== tests/cli/test_etcd.sh"
 	@TEST_ETCD=$(abspath $(BUILD)/tests/test_etcd) tests/cli/test_etcd.sh
+	@echo "== tests/cli/test_fleet_etcd.sh"
+	@DRFCTL=$(abspath $(BUILD)/drfctl) tests/cli/test_fleet_etcd.sh
 
 # Network shaping with real traffic (iperf3) between network namespaces on this
 # host's kernel; the VM runs the same script (tests/vm/t_net.sh).
@@ -351,10 +354,11 @@ check-tsan:
 	@echo "== test_cgroupfs under ThreadSanitizer"
 	cd tests/unit && TSAN_OPTIONS=halt_on_error=1 ../../.output/clang-thread/tests/test_cgroupfs
 
-# Leaks and invalid accesses in the reconciler, reloads, the config parser and the etcd client.
+# Leaks and invalid accesses in the reconciler, reloads, the config parser, the etcd client and
+# the fleet's nodes over it.
 # One target per test, so that `make -j2 valgrind` (as check-all runs it) runs
 # them side by side; each one's output is printed whole when it ends.
-VALGRIND_TESTS := test_cgroupfs test_reload_mem test_config test_etcd
+VALGRIND_TESTS := test_cgroupfs test_reload_mem test_config test_etcd test_fleet
 valgrind: $(VALGRIND_TESTS:%=valgrind-%)
 valgrind-%: $(BUILD)/tests/%
 	@mkdir -p $(BUILD)/valgrind

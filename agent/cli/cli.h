@@ -64,6 +64,9 @@ int drfctl_plan_json_running(struct json_object *o, const struct drfctl_running 
 
 /* drfctl fleet (fleet_cmd.c): DRFH over a fleet of servers. */
 int drfctl_fleet(int argc, char **argv);
+/* drfctl fleet apply, status (fleet_etcd_cmd.c): the fleet in etcd. */
+int drfctl_fleet_apply(int argc, char **argv);
+int drfctl_fleet_status(int argc, char **argv);
 
 /* drfctl top (top.c): the live view of drfd's metrics. */
 int drfctl_top(int argc, char **argv);

@@ -3,7 +3,8 @@
  * drfctl fleet: DRFH over a fleet of servers (fleetplan.h). `fleet plan` is
  * offline, from a fleet file: the divisible DRFH by default, whole tasks by
  * Best-Fit with --discrete (--first-fit for First-Fit), and with --compare DRFH
- * beside per-server DRF and slots on the same fleet.
+ * beside per-server DRF and slots on the same fleet. `fleet apply` and `fleet
+ * status` talk to etcd (fleet_etcd_cmd.c).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -342,6 +343,10 @@ int drfctl_fleet(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "plan") == 0)
 		return fleet_plan(argc - 1, argv + 1);
-	fprintf(stderr, "drfctl fleet: unknown command '%s' (plan)\n", argv[1]);
+	if (strcmp(argv[1], "apply") == 0)
+		return drfctl_fleet_apply(argc - 1, argv + 1);
+	if (strcmp(argv[1], "status") == 0)
+		return drfctl_fleet_status(argc - 1, argv + 1);
+	fprintf(stderr, "drfctl fleet: unknown command '%s' (plan, apply, status)\n", argv[1]);
 	return DRFCTL_EXIT_USAGE;
 }

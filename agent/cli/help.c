@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "fleet.h"
 
 static const struct {
 	const char *name, *synopsis, *text;
@@ -23,7 +24,9 @@ static const struct {
 	  "\n"
 	  "exit status: 0 ok, 1 failure, 2 config error, 64 usage error\n" },
 	{ "fleet",
-	  "drfctl fleet plan -c FLEET.conf [--json] [--compare | --discrete | --first-fit]",
+	  "drfctl fleet plan -c FLEET.conf [--json] [--compare | --discrete | --first-fit]\n"
+	  "  drfctl fleet apply -f FLEET.conf --endpoints URL[,URL...] [ETCD OPTIONS]\n"
+	  "  drfctl fleet status --endpoints URL[,URL...] [ETCD OPTIONS] [--json]",
 	  "DRFH: dominant resource fairness over a fleet of servers that differ, offline, from\n"
 	  "a fleet file: [server NAME] sections with a capacity (cpu, memory, io-read-bps, ...;\n"
 	  "`count = N` makes NAME-1 .. NAME-N of that shape) and [tenant NAME] sections as in\n"
@@ -41,7 +44,25 @@ static const struct {
 	  "                      share of the rest per core): Jain's index, the least weighted\n"
 	  "                      share, tasks, utilization, and each tenant's share\n"
 	  "\n"
-	  "exit status: 0 ok, 1 failure, 2 config error, 64 usage error\n" },
+	  "The fleet in etcd, where drfd nodes in fleet mode register and a planner elected\n"
+	  "among them writes each node's assignment: `apply` makes the fleet's tenants those\n"
+	  "of FLEET.conf (one txn; its [server] sections are not applied: the servers are\n"
+	  "the nodes that register), `status` shows the nodes alive with their capacity and\n"
+	  "assignment (its revision), the tenants with their global share and placement,\n"
+	  "and the planner.\n"
+	  "\n"
+	  "  -f, --file FILE     apply: the fleet file whose tenants to put\n"
+	  "  --endpoints URLS    etcd's client URLs, tried in turn (http:// or https://)\n"
+	  "  --prefix P          the fleet's keys (default " DRF_FLEET_DEFAULT_PREFIX ")\n"
+	  "  --cacert FILE       TLS: the CA that signed etcd's certificate\n"
+	  "  --cert FILE         TLS: a client certificate\n"
+	  "  --key FILE          TLS: its key\n"
+	  "  --user NAME         etcd's authentication: the user\n"
+	  "  --password PASS     and its password\n"
+	  "  --json              status: machine-readable output (see drfctl(8))\n"
+	  "\n"
+	  "exit status: 0 ok, 1 failure (etcd unreachable or refusing), 2 config error,\n"
+	  "             64 usage error\n" },
 	{ "reload",
 	  "drfctl reload [-c FILE] [--socket PATH]",
 	  "Asks the running drfd to reload its config (as SIGHUP does) and waits for the\n"
@@ -212,7 +233,7 @@ int drfctl_help(FILE *out, const char *cmd)
 		fprintf(out, "  %s\n", cmds[i].synopsis);
 	fputs("  drfctl --version\n\n"
 	      "  plan     what DRF gives each tenant, offline\n"
-	      "  fleet    fair shares over a fleet of servers that differ (DRFH), offline\n"
+	      "  fleet    fair shares over servers that differ (DRFH); the fleet in etcd\n"
 	      "  reload   the running drfd reloads its config; its verdict is the exit status\n"
 	      "  status   what the running drfd enforces, knob by knob\n"
 	      "  exec     run a command inside a tenant\n"

@@ -98,6 +98,8 @@ struct parser {
 	int fleet_line[DRF_NRES];
 	int fleet_sec_line;
 	int member_line[9];      /* drfd.conf's [fleet] keys */
+	/* drf_fleet_load_tenants: no [server] needed; with none, no pool to check tenants against */
+	bool servers_optional;
 };
 
 /*
@@ -136,7 +138,7 @@ static int lookup(const char *const *names, int n, const char *name)
 	return -1;
 }
 
-static bool valid_tenant_name(const char *s)
+bool drf_name_valid(const char *s)
 {
 	size_t n = strlen(s);
 
@@ -795,7 +797,7 @@ static void member_key(struct parser *ps, const char *name, const char *value)
 		return;
 	}
 	case 2:
-		if (!valid_tenant_name(value)) {
+		if (!drf_name_valid(value)) {
 			fail(ps, "node = '%s': not 1-%d characters of [A-Za-z0-9_.-] not starting "
 				 "with '.'", value, DRF_TENANT_NAME_MAX);
 			return;
@@ -991,7 +993,7 @@ static void enter_section(struct parser *ps, const char *name)
 		const char *n = section_arg(name, "server");
 
 		if (n) {
-			if (!valid_tenant_name(n)) {
+			if (!drf_name_valid(n)) {
 				fail(ps, "server name '%s' is not 1-%d characters of [A-Za-z0-9_.-] "
 					 "not starting with '.'", n, DRF_TENANT_NAME_MAX);
 				return;
@@ -1052,7 +1054,7 @@ static void enter_section(struct parser *ps, const char *name)
 
 		while (*n == ' ' || *n == '\t')
 			n++;
-		if (!valid_tenant_name(n)) {
+		if (!drf_name_valid(n)) {
 			fail(ps, "tenant name '%s' is not 1-%d characters of [A-Za-z0-9_.-] "
 				 "not starting with '.'", n, DRF_TENANT_NAME_MAX);
 			return;
@@ -1320,6 +1322,8 @@ static int check_tenants(struct parser *ps)
 {
 	struct drf_config *c = ps->cfg;
 	struct drf_tenant **sorted;
+	/* A fleet's tenants without its servers: each node's capacity is checked by the planner. */
+	bool no_pool = ps->fleet && ps->servers_optional && ps->fleet->n_servers == 0;
 
 	for (size_t i = 0; i < c->n_tenants; i++) {
 		struct drf_tenant *t = &c->tenants[i];
@@ -1343,7 +1347,8 @@ static int check_tenants(struct parser *ps)
 		if (!t->task_model)
 			continue;
 		for (int r = 0; r < DRF_NRES; r++)
-			any = any || (t->declared[r] && t->vec[r] > 0 && c->capacity[r] > 0);
+			any = any || (t->declared[r] && t->vec[r] > 0 &&
+				      (c->capacity[r] > 0 || no_pool));
 		if (!any) {
 			int l = tenant_line(ps, i, TK_TASKS);
 
@@ -1582,7 +1587,7 @@ static int fleet_member(struct parser *ps, const struct drf_tenant *assigned, si
 		const struct drf_tenant *a = &assigned[i];
 		struct drf_tenant *t;
 
-		if (!valid_tenant_name(a->name)) {
+		if (!drf_name_valid(a->name)) {
 			fail_at(ps, 0, "tenant name '%s' is not 1-%d characters of [A-Za-z0-9_.-] not "
 				"starting with '.'", a->name, DRF_TENANT_NAME_MAX);
 			break;
@@ -1836,7 +1841,7 @@ static int check_servers(struct parser *ps)
 		}
 	}
 	drf_index_free(&ix);
-	if (r == 0 && f->n_servers == 0) {
+	if (r == 0 && f->n_servers == 0 && !ps->servers_optional) {
 		ps->file = f->cfg.path;
 		fail_at(ps, 0, "no servers: a fleet file needs at least one [server NAME]");
 		r = -EINVAL;
@@ -1852,11 +1857,13 @@ size_t drf_server_name(const struct drf_server *sv, size_t k, char *buf, size_t 
 	return n < 0 ? 0 : (size_t)n;
 }
 
-int drf_fleet_load(const char *path, struct drf_fleet *ret, char *err, size_t errlen)
+static int fleet_load(const char *path, bool servers_optional, struct drf_fleet *ret, char *err,
+		      size_t errlen)
 {
 	struct drf_fleet *f = calloc(1, sizeof(*f));
 	struct drf_config *c = f ? &f->cfg : NULL;
-	struct parser ps = { .cfg = c, .err = err, .errlen = errlen, .file = path, .fleet = f };
+	struct parser ps = { .cfg = c, .err = err, .errlen = errlen, .file = path, .fleet = f,
+			     .servers_optional = servers_optional };
 	int r = -ENOMEM;
 
 	if (errlen)
@@ -1896,6 +1903,16 @@ out_free:
 	drf_fleet_free(f);
 	free(f);
 	return r;
+}
+
+int drf_fleet_load(const char *path, struct drf_fleet *ret, char *err, size_t errlen)
+{
+	return fleet_load(path, false, ret, err, errlen);
+}
+
+int drf_fleet_load_tenants(const char *path, struct drf_fleet *ret, char *err, size_t errlen)
+{
+	return fleet_load(path, true, ret, err, errlen);
 }
 
 void drf_fleet_free(struct drf_fleet *f)

@@ -161,9 +161,19 @@ struct drf_fleet {
 };
 
 int drf_fleet_load(const char *path, struct drf_fleet *ret, char *err, size_t errlen);
+/*
+ * The same for a fleet's tenants (drfctl fleet apply): [server] sections are
+ * optional (checked when present). Without any, cfg.capacity is 0 and a task
+ * tenant's task need only ask for something: each node's capacity is the
+ * planner's to check.
+ */
+int drf_fleet_load_tenants(const char *path, struct drf_fleet *ret, char *err, size_t errlen);
 void drf_fleet_free(struct drf_fleet *f);
 /* The name of server K (1-based) of a section: NAME, or NAME-K when counted. */
 size_t drf_server_name(const struct drf_server *sv, size_t k, char *buf, size_t len);
+
+/* A tenant's or server's name: 1-DRF_TENANT_NAME_MAX of [A-Za-z0-9_.-], not starting with '.'. */
+bool drf_name_valid(const char *s);
 
 /* Checks a tenant's cgroup path; returns NULL if fine, or why not. */
 const char *drf_cgroup_path_problem(const char *path);

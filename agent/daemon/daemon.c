@@ -21,6 +21,7 @@
 #include "statefile.h"
 #include "listener.h"
 #include "taskd.h"
+#include "fleetd.h"
 
 /* One line per tenant: what it gets. */
 void drfd_log_plan(const struct drf_logger *log, const struct drf_plan *p,
@@ -270,6 +271,7 @@ void drfd_view(const struct drfd *d, struct drf_view *ret)
 		.reload_error = d->reload_error, .start = &d->start,
 	};
 	drfd_sock_stats(d, &ret->sock);
+	drfd_fleet_view(d, &ret->fleet);
 }
 
 static int task_ready(void *ctx, const char *cg, const struct drf_knobs **limits, char *why,
@@ -837,6 +839,7 @@ int drfd_run(struct drfd *d)
 
 void drfd_free(struct drfd *d)
 {
+	drfd_fleet_free(d); /* its etcd calls end first, while the loop is whole */
 	drfd_tasks_free(d);
 	drf_reconciler_free(&d->rc);
 	drf_usage_free(&d->use);

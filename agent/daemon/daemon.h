@@ -67,6 +67,9 @@ struct drfd_env {
 	bool dry_run;
 };
 
+struct drf_fleet_node;
+struct drf_fleet_status;
+
 struct drfd {
 	const struct drfd_env *env;
 	const struct drf_logger *log;   /* env->log */
@@ -122,6 +125,13 @@ struct drfd {
 	struct drf_tenant *assigned;    /* the assignment in force, owned (cgroup strings too) */
 	size_t n_assigned;
 	char assigned_source[128];      /* "fleet assignment of revision N" */
+	struct drf_fleet_node *fleet;   /* fleetd.c; NULL: not a fleet node */
+	struct drf_fleet_status *fleet_status; /* the view's copy (status, metrics) */
+	sd_event_source *fleet_timer, *fleet_defer;
+	char fleet_node[65];            /* this node's name */
+	struct drf_tenant *fleet_pending; /* an assignment to put in force from the loop */
+	size_t fleet_pending_n;
+	char fleet_pending_source[128];
 };
 
 /*

@@ -20,6 +20,7 @@
 #include "cgroupfs.h"
 #include "config.h"
 #include "daemon.h"
+#include "fleetd.h"
 #include "clock.h"
 #include "hostcheck.h"
 #include "httpd.h"
@@ -631,6 +632,13 @@ int main(int argc, char **argv)
 		if (r < 0)
 			drf_log(d.log, LOG_ERR, "%s; drfctl status will fall back to reading "
 						"cgroupfs", err);
+		/* A fleet node's etcd client and node: nothing is asked of etcd yet. */
+		r = drfd_fleet_open(&d, err, sizeof(err));
+		if (r < 0) {
+			drf_log(d.log, LOG_ERR, "%s; drfd does not start", err);
+			ret = r == -ENOMEM ? EXIT_FAIL : EXIT_CONFIG;
+			goto out_d;
+		}
 		/* The metrics endpoint, before anything is written: an address that cannot be
 		 * listened on is the operator's to mend, and drfd does not start. */
 		env.http = &drfd_http_real_ops;
@@ -691,6 +699,13 @@ int main(int argc, char **argv)
 		drf_log(d.log, LOG_WARNING, "the first pass had %u errors; drfd goes on and "
 					    "retries them each tick (drfctl status lists them)",
 			st.errors);
+	}
+	/* A fleet node's last good assignment (the state dir's), then etcd's. */
+	r = drfd_fleet_start(&d);
+	if (r < 0) {
+		drf_log(d.log, LOG_ERR, "fleet: cannot start the node: %s", strerror(-r));
+		ret = EXIT_FAIL;
+		goto out_d;
 	}
 	sd_notifyf(0, "READY=1\nSTATUS=%s", d.status_text[0] ? d.status_text : "enforcing");
 	if (ready_fd >= 0) {

@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * drfd as a fleet node ([fleet] in drfd.conf): the etcd client and the fleet
+ * node (agent/fleet/fleet.h) on drfd's loop. Its assignments become the
+ * tenants in force through drfd_assign().
+ */
+#ifndef DRF_FLEETD_H
+#define DRF_FLEETD_H
+
+#include <stddef.h>
+
+#include "daemon.h"
+#include "view.h"
+
+/* With [fleet]: the client and the node, nothing asked of etcd yet. 0, or -errno with why in err. */
+int drfd_fleet_open(struct drfd *d, char *err, size_t len);
+/* Once drfd has started: the state dir's assignment, then etcd's. 0 or -errno. */
+int drfd_fleet_start(struct drfd *d);
+void drfd_fleet_free(struct drfd *d);
+/* The node's state for status and metrics (on false without [fleet]). */
+void drfd_fleet_view(const struct drfd *d, struct drf_view_fleet *ret);
+
+#endif

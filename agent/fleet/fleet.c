@@ -1,0 +1,1144 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A drfd node of the fleet (see fleet.h): its lease and registration, the
+ * planner's election and fence, the planner's watches and plans, and the
+ * node's own assignment. Each part is a small state machine driven by the
+ * callbacks of its etcd calls and by the tick; what fails is retried from
+ * the tick after a backoff (250 ms doubling, at most a third of the TTL, so
+ * that a keepalive is retried before the lease runs out).
+ */
+#include "fleet.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BACKOFF_MIN_USEC (250 * DRF_USEC_PER_MSEC)
+#define KEY_MAX (DRF_FLEET_PREFIX_MAX + DRF_TENANT_NAME_MAX + 16)
+
+struct backoff {
+	unsigned failures;
+	uint64_t at; /* not before (monotonic usec) */
+};
+
+struct fwatch;
+/* A batch of events (the watch's position already moved past them). */
+typedef void (*fwatch_events_fn)(struct fwatch *w, const struct etcd_watch_resp *r);
+/* Read again, then fwatch_begin() from the read's revision + 1. */
+typedef void (*fwatch_resync_fn)(struct fwatch *w);
+
+/*
+ * A watch kept up: broken, it starts again from the last revision seen + 1
+ * (after a backoff); behind the compaction (-ESTALE), it re-reads (resync).
+ */
+struct fwatch {
+	struct drf_fleet_node *n;
+	const char *what; /* for messages */
+	char key[KEY_MAX];
+	bool prefix;
+	bool want;        /* it should run */
+	uint64_t id;      /* its etcd id while it runs, else 0 */
+	int64_t from;     /* the revision to go on from; 0: re-read first */
+	struct backoff bo;
+	fwatch_events_fn events;
+	fwatch_resync_fn resync;
+};
+
+struct pending_write {
+	char *key;
+	char *value; /* NULL: delete */
+};
+
+struct drf_fleet_node {
+	char name[DRF_TENANT_NAME_MAX + 1];
+	struct drf_fleet_keys k;
+	char node_key[KEY_MAX];
+	char assign_key[KEY_MAX];
+	int64_t ttl;
+	char *node_value;
+	char *state_dir;
+	const struct drf_clock *clock;
+	const struct drf_logger *log;
+	void (*on_assignment)(void *userdata, const struct drf_fleet_assignment *a);
+	void *userdata;
+	struct etcd *e;
+	bool started, closing;
+
+	/* The lease and the registration. */
+	int64_t lease, lease_ttl;
+	bool lease_busy;
+	uint64_t lease_sent;     /* when the grant or keepalive under way was sent */
+	uint64_t lease_until;    /* the lease is alive at least until then */
+	uint64_t next_keepalive;
+	struct backoff lease_bo;
+	bool registered, register_busy;
+	int64_t register_lease;
+	struct backoff register_bo;
+
+	/* The election. */
+	bool need_campaign, campaign_busy;
+	int64_t campaign_lease;
+	struct backoff campaign_bo;
+	bool is_planner;
+	int64_t token;
+	char planner[DRF_TENANT_NAME_MAX + 1];
+	int64_t planner_token;
+	struct fwatch planner_w;
+
+	/* Planning, while the planner. */
+	struct fwatch nodes_w, tenants_w;
+	uint64_t term;           /* bumped at each change of role */
+	uint64_t plan_term;      /* the term of the plan under way */
+	bool plan_busy, plan_dirty;
+	struct backoff plan_bo;
+	int64_t plan_rev;        /* the revision of the last plan written */
+	int64_t plan_read_rev;   /* of the last read */
+	size_t seen_nodes, seen_tenants;
+	char last_invalid[256];
+	struct pending_write *pw;
+	size_t npw, pw_done, pw_chunk;
+	uint64_t plans, keys_written, fenced, resyncs;
+
+	/* The assignment. */
+	struct drf_fleet_assignment cur;
+	bool have_cur, cur_from_file;
+	bool assign_read_busy;
+	struct fwatch assign_w;
+
+	/* For the status. */
+	bool reachable;
+	uint64_t since;
+	char last_error[256];
+};
+
+static uint64_t now(const struct drf_fleet_node *n)
+{
+	return drf_mono_usec(n->clock);
+}
+
+static uint64_t ttl_usec(const struct drf_fleet_node *n)
+{
+	return (uint64_t)(n->lease_ttl > 0 ? n->lease_ttl : n->ttl) * DRF_USEC_PER_SEC;
+}
+
+static void bo_fail(const struct drf_fleet_node *n, struct backoff *b)
+{
+	uint64_t max = (uint64_t)n->ttl * DRF_USEC_PER_SEC / 3, d;
+
+	if (max < DRF_USEC_PER_SEC)
+		max = DRF_USEC_PER_SEC;
+	d = BACKOFF_MIN_USEC << (b->failures < 12 ? b->failures : 12);
+	b->at = now(n) + (d < max ? d : max);
+	if (b->failures < 64)
+		b->failures++;
+}
+
+static void bo_ok(struct backoff *b)
+{
+	b->failures = 0;
+	b->at = 0;
+}
+
+static bool bo_due(const struct drf_fleet_node *n, const struct backoff *b)
+{
+	return now(n) >= b->at;
+}
+
+/* Errors that say etcd could not be reached (or could not serve), rather than refused. */
+static bool unreachable(int err)
+{
+	switch (-err) {
+	case ECONNREFUSED:
+	case EHOSTUNREACH:
+	case ETIMEDOUT:
+	case EAGAIN:
+	case ECONNRESET:
+	case EPROTO:
+	case EOPNOTSUPP:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static void note_ok(struct drf_fleet_node *n)
+{
+	if (n->reachable)
+		return;
+	n->reachable = true;
+	n->since = drf_real_usec(n->clock);
+	drf_log(n->log, LOG_INFO, "fleet: etcd is reachable");
+}
+
+static void note_err(struct drf_fleet_node *n, int err, const char *msg, const char *what)
+{
+	char text[sizeof(n->last_error)];
+	bool same;
+
+	if (err == -ECANCELED)
+		return;
+	snprintf(text, sizeof(text), "%s: %s", what, msg ? msg : strerror(-err));
+	same = strcmp(text, n->last_error) == 0;
+	memcpy(n->last_error, text, sizeof(text));
+	if (unreachable(err) && n->reachable) {
+		n->reachable = false;
+		n->since = drf_real_usec(n->clock);
+		drf_log(n->log, LOG_WARNING, "fleet: etcd is unreachable (%s); the assignment in "
+			"force stays", text);
+		return;
+	}
+	/* Each failure once: its repetitions (retries) at debug. */
+	drf_log(n->log, same || unreachable(err) ? LOG_DEBUG : LOG_WARNING, "fleet: %s", text);
+}
+
+static void lease_kick(struct drf_fleet_node *n);
+static void register_kick(struct drf_fleet_node *n);
+static void campaign_kick(struct drf_fleet_node *n);
+static void plan_kick(struct drf_fleet_node *n);
+static void plan_request(struct drf_fleet_node *n);
+
+/* Watches. */
+
+static void fwatch_kick(struct fwatch *w);
+
+static void fwatch_cb(void *userdata, int err, const char *msg, const struct etcd_watch_resp *r)
+{
+	struct fwatch *w = userdata;
+	struct drf_fleet_node *n = w->n;
+
+	if (n->closing)
+		return;
+	if (err) {
+		w->id = 0;
+		if (err == -ECANCELED)
+			return;
+		if (err == -ESTALE) {
+			/* Behind the compaction: what it missed is gone; read again. */
+			note_ok(n);
+			n->resyncs++;
+			drf_log(n->log, LOG_INFO, "fleet: the watch of %s fell behind etcd's "
+				"compaction (revision %" PRId64 "): reading it again", w->key,
+				r ? r->compact_revision : 0);
+			w->from = 0;
+			bo_ok(&w->bo);
+			fwatch_kick(w);
+			return;
+		}
+		note_err(n, err, msg, w->what);
+		bo_fail(n, &w->bo);
+		return;
+	}
+	note_ok(n);
+	bo_ok(&w->bo);
+	for (size_t i = 0; i < r->n_events; i++)
+		if (r->events[i].kv.mod_revision >= w->from)
+			w->from = r->events[i].kv.mod_revision + 1;
+	w->events(w, r);
+}
+
+/* Watches from revision from (unless it runs already). */
+static void fwatch_begin(struct fwatch *w, int64_t from)
+{
+	struct drf_fleet_node *n = w->n;
+	int r;
+
+	if (!w->want || w->id || n->closing)
+		return;
+	w->from = from;
+	r = etcd_watch(n->e, &(struct etcd_watch_req){ .key = w->key, .prefix = w->prefix,
+						       .start_revision = from },
+		       fwatch_cb, w, &w->id);
+	if (r < 0) {
+		w->id = 0;
+		note_err(n, r, NULL, w->what);
+		bo_fail(n, &w->bo);
+	}
+}
+
+static void fwatch_kick(struct fwatch *w)
+{
+	if (!w->want || w->id || w->n->closing || !bo_due(w->n, &w->bo))
+		return;
+	if (w->from == 0)
+		w->resync(w);
+	else
+		fwatch_begin(w, w->from);
+}
+
+static void fwatch_stop(struct fwatch *w)
+{
+	w->want = false;
+	if (w->id)
+		etcd_cancel(w->n->e, w->id);
+	w->id = 0;
+	w->from = 0;
+	bo_ok(&w->bo);
+}
+
+/* The assignment. */
+
+static void assign_set(struct drf_fleet_node *n, struct drf_fleet_assignment *a)
+{
+	int r;
+
+	drf_fleet_assignment_clear(&n->cur);
+	n->cur = *a;
+	memset(a, 0, sizeof(*a));
+	n->have_cur = true;
+	n->cur_from_file = false;
+	drf_log(n->log, LOG_INFO, "fleet: assignment of revision %" PRId64 " in force: %zu tenants",
+		n->cur.revision, n->cur.n);
+	if (n->state_dir) {
+		r = drf_fleet_assignment_save(n->state_dir, n->name, n->k.prefix, &n->cur);
+		if (r < 0) {
+			snprintf(n->last_error, sizeof(n->last_error), "cannot save the assignment "
+				 "in '%s': %s", n->state_dir, strerror(-r));
+			drf_log(n->log, LOG_WARNING, "fleet: %s", n->last_error);
+		}
+	}
+	if (n->on_assignment)
+		n->on_assignment(n->userdata, &n->cur);
+}
+
+/* P/assign/NODE as etcd has it: value (len bytes), or none (gone). */
+static void assign_apply(struct drf_fleet_node *n, const char *value, size_t len, bool gone)
+{
+	struct drf_fleet_assignment a = { 0 };
+	char why[200];
+	int r;
+
+	if (gone) {
+		/* The planner withdrew it (this node was gone): nothing is assigned here now. */
+		if (!n->have_cur)
+			return;
+		a.tenants = calloc(1, sizeof(*a.tenants));
+		if (!a.tenants)
+			return;
+	} else {
+		r = drf_fleet_assignment_parse(value, len, &a, why, sizeof(why));
+		if (r < 0) {
+			/* Not applied: the last good one stays. */
+			snprintf(n->last_error, sizeof(n->last_error), "%.120s: %.120s", n->assign_key,
+				 r == -ENOMEM ? "out of memory" : why);
+			drf_log(n->log, LOG_WARNING, "fleet: %s; the assignment in force stays",
+				n->last_error);
+			return;
+		}
+	}
+	if (n->have_cur && n->cur.revision == a.revision &&
+	    strcmp(n->cur.planner, a.planner) == 0 && drf_fleet_assignment_same(&n->cur, &a)) {
+		n->cur_from_file = false; /* etcd says the same */
+		drf_fleet_assignment_clear(&a);
+		return;
+	}
+	assign_set(n, &a);
+}
+
+static void assign_range_cb(void *userdata, int err, const char *msg, const struct etcd_resp *r)
+{
+	struct drf_fleet_node *n = userdata;
+
+	if (n->closing)
+		return;
+	n->assign_read_busy = false;
+	if (err) {
+		note_err(n, err, msg, n->assign_key);
+		bo_fail(n, &n->assign_w.bo);
+		return;
+	}
+	note_ok(n);
+	if (r->n_kvs)
+		assign_apply(n, r->kvs[0].value, r->kvs[0].value_len, false);
+	else
+		assign_apply(n, NULL, 0, true);
+	fwatch_begin(&n->assign_w, r->revision + 1);
+}
+
+static void assign_resync(struct fwatch *w)
+{
+	struct drf_fleet_node *n = w->n;
+	uint64_t id;
+	int r;
+
+	if (n->assign_read_busy)
+		return;
+	r = etcd_range(n->e, &(struct etcd_req){ .key = n->assign_key }, assign_range_cb, n, &id);
+	if (r < 0) {
+		note_err(n, r, NULL, n->assign_key);
+		bo_fail(n, &w->bo);
+		return;
+	}
+	n->assign_read_busy = true;
+}
+
+static void assign_events(struct fwatch *w, const struct etcd_watch_resp *r)
+{
+	for (size_t i = 0; i < r->n_events; i++) {
+		const struct etcd_event *ev = &r->events[i];
+
+		assign_apply(w->n, ev->kv.value, ev->kv.value_len, ev->type == ETCD_EVENT_DELETE);
+	}
+}
+
+/* The election. */
+
+static void planner_seen(struct drf_fleet_node *n, const char *name, size_t len, int64_t token)
+{
+	if (len > DRF_TENANT_NAME_MAX)
+		len = DRF_TENANT_NAME_MAX;
+	memcpy(n->planner, name, len);
+	n->planner[len] = '\0';
+	n->planner_token = token;
+}
+
+static void become_planner(struct drf_fleet_node *n, int64_t token)
+{
+	if (n->is_planner && n->token == token)
+		return;
+	n->is_planner = true;
+	n->token = token;
+	n->term++;
+	drf_log(n->log, LOG_INFO, "fleet: %s is the fleet's planner (token %" PRId64 ")", n->name,
+		token);
+	n->nodes_w.want = n->tenants_w.want = true;
+	n->nodes_w.from = n->tenants_w.from = 0;
+	bo_ok(&n->plan_bo);
+	plan_request(n);
+}
+
+static void step_down(struct drf_fleet_node *n, const char *why)
+{
+	if (!n->is_planner)
+		return;
+	drf_log(n->log, LOG_WARNING, "fleet: %s is no longer the planner: %s", n->name, why);
+	n->is_planner = false;
+	n->token = 0;
+	n->term++;
+	fwatch_stop(&n->nodes_w);
+	fwatch_stop(&n->tenants_w);
+	n->plan_dirty = false;
+	n->seen_nodes = n->seen_tenants = 0;
+}
+
+static void lease_lost(struct drf_fleet_node *n)
+{
+	drf_log(n->log, LOG_WARNING, "fleet: lease %" PRId64 " of %s is gone: registering again",
+		n->lease, n->name);
+	n->lease = 0;
+	n->lease_ttl = 0;
+	n->registered = false;
+	step_down(n, "its lease is gone");
+	n->need_campaign = true;
+	bo_ok(&n->lease_bo);
+}
+
+static void campaign_cb(void *userdata, int err, const char *msg, const struct etcd_txn_resp *t)
+{
+	struct drf_fleet_node *n = userdata;
+
+	if (n->closing)
+		return;
+	n->campaign_busy = false;
+	if (err == -ENOENT) {
+		/* The put's lease is gone. */
+		note_ok(n);
+		if (n->campaign_lease == n->lease) {
+			lease_lost(n);
+			lease_kick(n);
+		} else {
+			campaign_kick(n);
+		}
+		return;
+	}
+	if (err) {
+		note_err(n, err, msg, n->k.planner);
+		bo_fail(n, &n->campaign_bo);
+		return;
+	}
+	note_ok(n);
+	bo_ok(&n->campaign_bo);
+	n->need_campaign = false;
+	if (t->succeeded) {
+		planner_seen(n, n->name, strlen(n->name), t->revision);
+		become_planner(n, t->revision);
+	} else if (t->n_resps == 1 && t->resps[0].n_kvs == 1) {
+		const struct etcd_kv *kv = &t->resps[0].kvs[0];
+
+		planner_seen(n, kv->value, kv->value_len, kv->create_revision);
+		/* Ours, with the lease in force: the role is still ours (after a step down). */
+		if (n->lease && kv->lease == n->lease && strcmp(kv->value, n->name) == 0)
+			become_planner(n, kv->create_revision);
+		else
+			step_down(n, "another node holds the role");
+	} else {
+		n->need_campaign = true; /* gone between the comparison and the read: again */
+	}
+	fwatch_begin(&n->planner_w, t->revision + 1);
+	campaign_kick(n);
+}
+
+static void campaign_kick(struct drf_fleet_node *n)
+{
+	struct etcd_cmp absent = { .key = n->k.planner, .target = ETCD_CMP_CREATE,
+				   .result = ETCD_CMP_EQUAL, .n = 0 };
+	struct etcd_req put = { .type = ETCD_PUT, .key = n->k.planner, .value = n->name,
+				.value_len = strlen(n->name), .lease = n->lease };
+	struct etcd_req read = { .type = ETCD_RANGE, .key = n->k.planner };
+	uint64_t id;
+	int r;
+
+	if (!n->need_campaign || n->campaign_busy || !n->lease || !n->registered || n->closing ||
+	    !bo_due(n, &n->campaign_bo))
+		return;
+	/* Created only if absent: its create_revision is the new planner's token. */
+	r = etcd_txn(n->e, &(struct etcd_txn){ .cmp = &absent, .n_cmp = 1, .success = &put,
+						.n_success = 1, .failure = &read, .n_failure = 1 },
+		     campaign_cb, n, &id);
+	if (r < 0) {
+		note_err(n, r, NULL, n->k.planner);
+		bo_fail(n, &n->campaign_bo);
+		return;
+	}
+	n->campaign_busy = true;
+	n->campaign_lease = n->lease;
+}
+
+static void planner_events(struct fwatch *w, const struct etcd_watch_resp *r)
+{
+	struct drf_fleet_node *n = w->n;
+
+	for (size_t i = 0; i < r->n_events; i++) {
+		const struct etcd_kv *kv = &r->events[i].kv;
+
+		if (r->events[i].type == ETCD_EVENT_PUT) {
+			planner_seen(n, kv->value, kv->value_len, kv->create_revision);
+			if (n->is_planner && kv->create_revision != n->token)
+				step_down(n, "another node took the role");
+			continue;
+		}
+		/* Its lease expired (or it was revoked, or deleted by hand): campaign. */
+		planner_seen(n, "", 0, 0);
+		step_down(n, "the planner's key was deleted");
+		n->need_campaign = true;
+		bo_ok(&n->campaign_bo);
+	}
+	campaign_kick(n);
+}
+
+static void planner_resync(struct fwatch *w)
+{
+	/* A campaign reads the key (its failure branch) and watches again from there. */
+	w->n->need_campaign = true;
+	campaign_kick(w->n);
+}
+
+/* The lease and the registration. */
+
+static void lease_renewed(struct drf_fleet_node *n)
+{
+	n->lease_until = n->lease_sent + ttl_usec(n);
+	n->next_keepalive = n->lease_sent + ttl_usec(n) / 3;
+}
+
+static void grant_cb(void *userdata, int err, const char *msg, const struct etcd_lease *l)
+{
+	struct drf_fleet_node *n = userdata;
+
+	if (n->closing)
+		return;
+	n->lease_busy = false;
+	if (err) {
+		note_err(n, err, msg, "lease grant");
+		bo_fail(n, &n->lease_bo);
+		return;
+	}
+	note_ok(n);
+	bo_ok(&n->lease_bo);
+	n->lease = l->id;
+	n->lease_ttl = l->ttl;
+	lease_renewed(n);
+	n->registered = false;
+	bo_ok(&n->register_bo);
+	register_kick(n);
+}
+
+static void keepalive_cb(void *userdata, int err, const char *msg, const struct etcd_lease *l)
+{
+	struct drf_fleet_node *n = userdata;
+
+	if (n->closing)
+		return;
+	n->lease_busy = false;
+	if (err == -ENOENT) {
+		note_ok(n);
+		lease_lost(n);
+		lease_kick(n);
+		return;
+	}
+	if (err) {
+		note_err(n, err, msg, "lease keepalive");
+		bo_fail(n, &n->lease_bo);
+		n->next_keepalive = n->lease_bo.at;
+		return;
+	}
+	note_ok(n);
+	bo_ok(&n->lease_bo);
+	if (l->ttl > 0)
+		n->lease_ttl = l->ttl;
+	lease_renewed(n);
+	register_kick(n);
+	campaign_kick(n);
+}
+
+static void lease_kick(struct drf_fleet_node *n)
+{
+	uint64_t t = now(n), id;
+	int r;
+
+	if (n->lease_busy || n->closing || !n->started)
+		return;
+	if (n->lease == 0) {
+		if (!bo_due(n, &n->lease_bo))
+			return;
+		r = etcd_lease_grant(n->e, n->ttl, 0, grant_cb, n, &id);
+	} else if (t >= n->next_keepalive) {
+		r = etcd_lease_keepalive(n->e, n->lease, keepalive_cb, n, &id);
+	} else {
+		return;
+	}
+	if (r < 0) {
+		note_err(n, r, NULL, "lease");
+		bo_fail(n, &n->lease_bo);
+		if (n->lease)
+			n->next_keepalive = n->lease_bo.at;
+		return;
+	}
+	n->lease_busy = true;
+	n->lease_sent = t;
+}
+
+static void register_cb(void *userdata, int err, const char *msg, const struct etcd_resp *r)
+{
+	struct drf_fleet_node *n = userdata;
+
+	(void)r;
+	if (n->closing)
+		return;
+	n->register_busy = false;
+	if (err == -ENOENT) {
+		note_ok(n);
+		if (n->register_lease == n->lease) {
+			lease_lost(n);
+			lease_kick(n);
+		}
+		return;
+	}
+	if (err) {
+		note_err(n, err, msg, n->node_key);
+		bo_fail(n, &n->register_bo);
+		return;
+	}
+	note_ok(n);
+	bo_ok(&n->register_bo);
+	if (n->register_lease != n->lease) {
+		register_kick(n); /* a new lease meanwhile: register with it */
+		return;
+	}
+	if (!n->registered)
+		drf_log(n->log, LOG_INFO, "fleet: %s registered (lease %" PRId64 ", TTL %" PRId64
+			" s)", n->name, n->lease, n->lease_ttl);
+	n->registered = true;
+	campaign_kick(n);
+}
+
+static void register_kick(struct drf_fleet_node *n)
+{
+	uint64_t id;
+	int r;
+
+	if (!n->lease || n->registered || n->register_busy || n->closing ||
+	    !bo_due(n, &n->register_bo))
+		return;
+	r = etcd_put(n->e, &(struct etcd_req){ .key = n->node_key, .value = n->node_value,
+					       .value_len = strlen(n->node_value),
+					       .lease = n->lease },
+		     register_cb, n, &id);
+	if (r < 0) {
+		note_err(n, r, NULL, n->node_key);
+		bo_fail(n, &n->register_bo);
+		return;
+	}
+	n->register_busy = true;
+	n->register_lease = n->lease;
+}
+
+/* Planning. */
+
+static void pw_free(struct drf_fleet_node *n)
+{
+	for (size_t i = 0; i < n->npw; i++) {
+		free(n->pw[i].key);
+		free(n->pw[i].value);
+	}
+	free(n->pw);
+	n->pw = NULL;
+	n->npw = n->pw_done = n->pw_chunk = 0;
+}
+
+/* The plan under way ended, done or not: the next one, if wanted. */
+static void plan_end(struct drf_fleet_node *n)
+{
+	pw_free(n);
+	n->plan_busy = false;
+	plan_kick(n);
+}
+
+static void plan_failed(struct drf_fleet_node *n, int err, const char *msg, const char *what)
+{
+	note_err(n, err, msg, what);
+	bo_fail(n, &n->plan_bo);
+	n->plan_dirty = true;
+	plan_end(n);
+}
+
+static void plan_write(struct drf_fleet_node *n);
+
+static void plan_write_cb(void *userdata, int err, const char *msg, const struct etcd_txn_resp *t)
+{
+	struct drf_fleet_node *n = userdata;
+
+	if (n->closing)
+		return;
+	if (n->plan_term != n->term) {
+		plan_end(n);
+		return;
+	}
+	if (err) {
+		plan_failed(n, err, msg, "writing the assignments");
+		return;
+	}
+	note_ok(n);
+	if (!t->succeeded) {
+		/* The fence: P/planner is not (or no longer) ours. */
+		n->fenced++;
+		if (t->n_resps == 1 && t->resps[0].n_kvs == 1)
+			planner_seen(n, t->resps[0].kvs[0].value, t->resps[0].kvs[0].value_len,
+				     t->resps[0].kvs[0].create_revision);
+		else
+			planner_seen(n, "", 0, 0);
+		step_down(n, "the fence refused its write (P/planner is not its own)");
+		n->need_campaign = n->planner[0] == '\0';
+		plan_end(n);
+		campaign_kick(n);
+		return;
+	}
+	n->keys_written += n->pw_chunk;
+	n->pw_done += n->pw_chunk;
+	if (n->pw_done < n->npw) {
+		plan_write(n);
+		return;
+	}
+	n->plans++;
+	n->plan_rev = n->plan_read_rev;
+	bo_ok(&n->plan_bo);
+	plan_end(n);
+}
+
+static void plan_write(struct drf_fleet_node *n)
+{
+	struct etcd_cmp fence[2] = {
+		{ .key = n->k.planner, .target = ETCD_CMP_CREATE, .result = ETCD_CMP_EQUAL,
+		  .n = n->token },
+		{ .key = n->k.planner, .target = ETCD_CMP_VALUE, .result = ETCD_CMP_EQUAL,
+		  .value = n->name, .value_len = strlen(n->name) },
+	};
+	struct etcd_req ops[ETCD_TXN_MAX], read = { .type = ETCD_RANGE, .key = n->k.planner };
+	size_t chunk = n->npw - n->pw_done;
+	uint64_t id;
+	int r;
+
+	if (chunk > ETCD_TXN_MAX)
+		chunk = ETCD_TXN_MAX;
+	for (size_t i = 0; i < chunk; i++) {
+		const struct pending_write *p = &n->pw[n->pw_done + i];
+
+		ops[i] = p->value ? (struct etcd_req){ .type = ETCD_PUT, .key = p->key,
+						       .value = p->value,
+						       .value_len = strlen(p->value) }
+				  : (struct etcd_req){ .type = ETCD_DELETE, .key = p->key };
+	}
+	n->pw_chunk = chunk;
+	r = etcd_txn(n->e, &(struct etcd_txn){ .cmp = fence, .n_cmp = 2, .success = ops,
+						.n_success = chunk, .failure = &read,
+						.n_failure = 1 },
+		     plan_write_cb, n, &id);
+	if (r < 0)
+		plan_failed(n, r, NULL, "writing the assignments");
+}
+
+static int pw_add(struct drf_fleet_node *n, size_t *cap, const char *node, char *value)
+{
+	char key[KEY_MAX];
+
+	if (n->npw == *cap) {
+		size_t c = *cap ? 2 * *cap : 16;
+		struct pending_write *v = realloc(n->pw, c * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		n->pw = v;
+		*cap = c;
+	}
+	if (drf_fleet_key(key, sizeof(key), n->k.assign, node) < 0)
+		return -ENAMETOOLONG;
+	n->pw[n->npw].key = strdup(key);
+	if (!n->pw[n->npw].key)
+		return -ENOMEM;
+	n->pw[n->npw++].value = value;
+	return 0;
+}
+
+/* The writes that take etcd's assignments to the plan's: changed nodes put, nodes gone deleted. */
+static int plan_diff(struct drf_fleet_node *n, const struct drf_fleet_view *v,
+		     struct drf_fleet_assignment *as)
+{
+	size_t cap = 0;
+	int r = 0;
+
+	for (size_t k = 0; k < v->n_nodes && r == 0; k++) {
+		ssize_t a = drf_fleet_view_assign(v, v->nodes[k].name);
+		char *value;
+
+		if (a >= 0 && drf_fleet_assignment_same(&v->assigns[a].a, &as[k]))
+			continue;
+		r = drf_fleet_assignment_value(&as[k], &value);
+		if (r == 0) {
+			r = pw_add(n, &cap, v->nodes[k].name, value);
+			if (r < 0)
+				free(value);
+		}
+	}
+	for (size_t a = 0; a < v->n_assigns && r == 0; a++)
+		if (drf_fleet_view_node(v, v->assigns[a].node) < 0)
+			r = pw_add(n, &cap, v->assigns[a].node, NULL);
+	return r;
+}
+
+static void plan_read_cb(void *userdata, int err, const char *msg, struct drf_fleet_view *v)
+{
+	struct drf_fleet_node *n = userdata;
+	struct fwatch *ws[2] = { &n->nodes_w, &n->tenants_w };
+	struct drf_fleet_assignment *as = NULL;
+	int r;
+
+	if (n->closing)
+		return;
+	if (n->plan_term != n->term) {
+		plan_end(n);
+		return;
+	}
+	if (err) {
+		plan_failed(n, err, msg, "reading the fleet");
+		return;
+	}
+	note_ok(n);
+	n->plan_read_rev = v->revision;
+	n->seen_nodes = v->n_nodes;
+	n->seen_tenants = v->n_tenants;
+	if (v->n_invalid && strcmp(v->invalid, n->last_invalid) != 0)
+		drf_log(n->log, LOG_WARNING, "fleet: %zu values passed over: %s", v->n_invalid,
+			v->invalid);
+	snprintf(n->last_invalid, sizeof(n->last_invalid), "%s", v->n_invalid ? v->invalid : "");
+	/* What changes after this read, the watches tell (they start, or start again, here). */
+	for (int i = 0; i < 2; i++)
+		fwatch_begin(ws[i], v->revision + 1);
+	r = drf_fleet_compute(v, n->name, &as);
+	if (r == 0) {
+		r = plan_diff(n, v, as);
+		drf_fleet_assignments_free(as, v->n_nodes);
+	}
+	if (r < 0) {
+		plan_failed(n, r, NULL, "planning");
+		return;
+	}
+	if (n->npw == 0) {
+		n->plans++;
+		n->plan_rev = v->revision;
+		bo_ok(&n->plan_bo);
+		plan_end(n);
+		return;
+	}
+	plan_write(n);
+}
+
+static void plan_kick(struct drf_fleet_node *n)
+{
+	uint64_t id;
+	int r;
+
+	if (!n->is_planner || !n->plan_dirty || n->plan_busy || n->closing ||
+	    !bo_due(n, &n->plan_bo))
+		return;
+	n->plan_dirty = false;
+	n->plan_busy = true;
+	n->plan_term = n->term;
+	r = drf_fleet_read(n->e, n->k.prefix, plan_read_cb, n, &id);
+	if (r < 0)
+		plan_failed(n, r, NULL, "reading the fleet");
+}
+
+static void plan_request(struct drf_fleet_node *n)
+{
+	if (!n->is_planner)
+		return;
+	n->plan_dirty = true;
+	plan_kick(n);
+}
+
+static void fleet_events(struct fwatch *w, const struct etcd_watch_resp *r)
+{
+	struct drf_fleet_node *n = w->n;
+
+	/* What the last read saw is planned already. */
+	for (size_t i = 0; i < r->n_events; i++)
+		if (r->events[i].kv.mod_revision > n->plan_read_rev) {
+			plan_request(n);
+			return;
+		}
+}
+
+static void fleet_resync(struct fwatch *w)
+{
+	/* The next read starts it again, from its revision + 1. */
+	plan_request(w->n);
+}
+
+/* The node. */
+
+static void watch_init(struct drf_fleet_node *n, struct fwatch *w, const char *what,
+		       const char *key, bool prefix, fwatch_events_fn events,
+		       fwatch_resync_fn resync)
+{
+	w->n = n;
+	w->what = what;
+	snprintf(w->key, sizeof(w->key), "%s", key);
+	w->prefix = prefix;
+	w->events = events;
+	w->resync = resync;
+}
+
+int drf_fleet_node_new(const struct drf_fleet_node_config *c, struct etcd *e,
+		       struct drf_fleet_node **ret, char *err, size_t errlen)
+{
+	struct drf_fleet_node *n;
+	const char *prefix = c->prefix ? c->prefix : DRF_FLEET_DEFAULT_PREFIX;
+	int r;
+
+	if (!c->node || !drf_name_valid(c->node)) {
+		snprintf(err, errlen, "node name '%s' is not 1-%d characters of [A-Za-z0-9_.-] not "
+			 "starting with '.'", c->node ? c->node : "", DRF_TENANT_NAME_MAX);
+		return -EINVAL;
+	}
+	if (c->ttl < 0 || c->ttl > 86400) {
+		snprintf(err, errlen, "lease TTL %" PRId64 " s: out of range [1, 86400]", c->ttl);
+		return -EINVAL;
+	}
+	if (c->n_labels > DRF_FLEET_LABELS_MAX) {
+		snprintf(err, errlen, "%zu labels: at most %d", c->n_labels, DRF_FLEET_LABELS_MAX);
+		return -EINVAL;
+	}
+	n = calloc(1, sizeof(*n));
+	if (!n) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	r = drf_fleet_keys_init(&n->k, prefix);
+	if (r < 0) {
+		snprintf(err, errlen, "key prefix '%.*s': expected 1-%d bytes beginning and ending "
+			 "with '/'", DRF_FLEET_PREFIX_MAX, prefix, DRF_FLEET_PREFIX_MAX);
+		free(n);
+		return r;
+	}
+	snprintf(n->name, sizeof(n->name), "%s", c->node);
+	drf_fleet_key(n->node_key, sizeof(n->node_key), n->k.nodes, n->name);
+	drf_fleet_key(n->assign_key, sizeof(n->assign_key), n->k.assign, n->name);
+	n->ttl = c->ttl ? c->ttl : DRF_FLEET_DEFAULT_TTL;
+	n->clock = c->clock ? c->clock : &drf_clock_system;
+	n->log = c->log;
+	n->on_assignment = c->on_assignment;
+	n->userdata = c->userdata;
+	r = drf_fleet_node_value(c->capacity, c->labels, c->n_labels, &n->node_value);
+	if (r == 0 && c->state_dir) {
+		n->state_dir = strdup(c->state_dir);
+		r = n->state_dir ? 0 : -ENOMEM;
+	}
+	if (r < 0) {
+		snprintf(err, errlen, "%s", r == -EINVAL ? "a label is refused: keys of 1-63 of "
+			 "[A-Za-z0-9_./-], values of at most 255 bytes without control characters"
+							 : "out of memory");
+		free(n->node_value);
+		free(n->state_dir);
+		free(n);
+		return r;
+	}
+	watch_init(n, &n->assign_w, "watching the assignment", n->assign_key, false, assign_events,
+		   assign_resync);
+	watch_init(n, &n->planner_w, "watching the planner", n->k.planner, false, planner_events,
+		   planner_resync);
+	watch_init(n, &n->nodes_w, "watching the nodes", n->k.nodes, true, fleet_events,
+		   fleet_resync);
+	watch_init(n, &n->tenants_w, "watching the tenants", n->k.tenants, true, fleet_events,
+		   fleet_resync);
+	n->e = e;
+	*ret = n;
+	return 0;
+}
+
+int drf_fleet_node_start(struct drf_fleet_node *n)
+{
+	struct drf_fleet_assignment a = { 0 };
+	int r;
+
+	if (n->started)
+		return -EALREADY;
+	n->started = true;
+	n->since = drf_real_usec(n->clock);
+	if (n->state_dir) {
+		/* The last good one, until etcd says otherwise (it may not be reachable). */
+		r = drf_fleet_assignment_load(n->state_dir, n->name, n->k.prefix, &a);
+		if (r == 0) {
+			n->cur = a;
+			n->have_cur = true;
+			n->cur_from_file = true;
+			drf_log(n->log, LOG_INFO, "fleet: assignment of revision %" PRId64 " from "
+				"the state dir in force: %zu tenants", a.revision, a.n);
+			if (n->on_assignment)
+				n->on_assignment(n->userdata, &n->cur);
+		} else if (r != -ENOENT) {
+			drf_log(n->log, LOG_WARNING, "fleet: cannot load '%s/%s': %s", n->state_dir,
+				DRF_FLEET_ASSIGNMENT_FILE,
+				r == -ESTALE	 ? "another node's or prefix's"
+				: r == -EBADMSG ? "it does not parse"
+						 : strerror(-r));
+		}
+	}
+	n->assign_w.want = true;
+	n->planner_w.want = true;
+	lease_kick(n);
+	fwatch_kick(&n->assign_w);
+	return 0;
+}
+
+void drf_fleet_node_tick(struct drf_fleet_node *n)
+{
+	if (!n->started || n->closing)
+		return;
+	/*
+	 * No keepalive answered for a TTL: etcd may have let the lease go and
+	 * given the role to another. Stop planning; a campaign finds out.
+	 */
+	if (n->is_planner && now(n) >= n->lease_until) {
+		step_down(n, "its lease may have expired (no keepalive answered)");
+		n->need_campaign = true;
+	}
+	lease_kick(n);
+	register_kick(n);
+	campaign_kick(n);
+	fwatch_kick(&n->assign_w);
+	fwatch_kick(&n->planner_w);
+	fwatch_kick(&n->nodes_w);
+	fwatch_kick(&n->tenants_w);
+	plan_kick(n);
+}
+
+static void at_most(uint64_t *m, uint64_t t)
+{
+	if (t < *m)
+		*m = t;
+}
+
+static void watch_next(const struct fwatch *w, uint64_t *m)
+{
+	if (w->want && !w->id)
+		at_most(m, w->bo.at);
+}
+
+uint64_t drf_fleet_node_next_tick(const struct drf_fleet_node *n)
+{
+	uint64_t m = UINT64_MAX;
+
+	if (!n->started || n->closing)
+		return m;
+	if (n->lease && !n->lease_busy)
+		at_most(&m, n->next_keepalive);
+	if (n->lease && n->is_planner)
+		at_most(&m, n->lease_until);
+	if (!n->lease && !n->lease_busy)
+		at_most(&m, n->lease_bo.at);
+	if (n->lease && !n->registered && !n->register_busy)
+		at_most(&m, n->register_bo.at);
+	if (n->need_campaign && !n->campaign_busy && n->lease && n->registered)
+		at_most(&m, n->campaign_bo.at);
+	watch_next(&n->assign_w, &m);
+	watch_next(&n->planner_w, &m);
+	watch_next(&n->nodes_w, &m);
+	watch_next(&n->tenants_w, &m);
+	if (n->is_planner && n->plan_dirty && !n->plan_busy)
+		at_most(&m, n->plan_bo.at);
+	return m;
+}
+
+int drf_fleet_node_replan(struct drf_fleet_node *n)
+{
+	if (!n->is_planner)
+		return -EPERM;
+	bo_ok(&n->plan_bo);
+	plan_request(n);
+	return 0;
+}
+
+const struct drf_fleet_assignment *drf_fleet_node_assignment(const struct drf_fleet_node *n)
+{
+	return n->have_cur ? &n->cur : NULL;
+}
+
+void drf_fleet_node_status(const struct drf_fleet_node *n, struct drf_fleet_status *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	ret->reachable = n->reachable;
+	ret->since_usec = n->since;
+	snprintf(ret->last_error, sizeof(ret->last_error), "%s", n->last_error);
+	ret->registered = n->registered;
+	ret->lease = n->lease;
+	ret->planner = n->is_planner;
+	snprintf(ret->planner_name, sizeof(ret->planner_name), "%s", n->planner);
+	ret->planner_token = n->is_planner ? n->token : n->planner_token;
+	ret->has_assignment = n->have_cur;
+	ret->assignment_revision = n->have_cur ? n->cur.revision : 0;
+	ret->assignment_from_file = n->have_cur && n->cur_from_file;
+	if (n->is_planner) {
+		ret->plan_revision = n->plan_rev;
+		ret->nodes = n->seen_nodes;
+		ret->tenants = n->seen_tenants;
+	}
+	ret->plans = n->plans;
+	ret->keys_written = n->keys_written;
+	ret->fenced = n->fenced;
+	ret->resyncs = n->resyncs;
+}
+
+void drf_fleet_node_free(struct drf_fleet_node *n)
+{
+	if (!n)
+		return;
+	/* The calls under way end here, with -ECANCELED: their callbacks see closing. */
+	n->closing = true;
+	etcd_close(n->e);
+	pw_free(n);
+	drf_fleet_assignment_clear(&n->cur);
+	free(n->node_value);
+	free(n->state_dir);
+	free(n);
+}

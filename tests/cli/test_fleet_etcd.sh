@@ -1,0 +1,225 @@
+#!/usr/bin/env bash
+# drfctl fleet apply and status against a real etcd (Debian's etcd-server 3.4)
+# on 127.0.0.1 only (free ports, a data directory of the test's own):
+#   - apply puts a fleet file's tenants under P/tenants/ as JSON, says nothing
+#     new when applied again (etcd's revision stays), deletes the tenants no
+#     longer in the file, takes a file of tenants alone, and --prefix;
+#   - status --json reads what nodes and a planner wrote (put here with
+#     etcdctl, as drfd's fleet mode writes them): the planner and its token,
+#     nodes alive or gone, each assignment's revision, each tenant's placement
+#     and global dominant share;
+#   - the exit codes: 2 for a broken fleet file, 64 for usage, 1 when etcd
+#     cannot be reached.
+# etcd and etcdctl must be installed (deploy/install-deps.sh): without them
+# this test fails, it does not skip. etcd and the directory go on any exit.
+#   DRFCTL=.output/cc/drfctl tests/cli/test_fleet_etcd.sh
+set -u
+DRFCTL=${DRFCTL:?set DRFCTL to the drfctl binary}
+pass=0 failed=0
+ok() { pass=$((pass + 1)); echo "PASS $1"; }
+ko() { failed=$((failed + 1)); echo "FAIL $1"; }
+# check NAME CMD...: CMD's exit status 0 is a pass.
+check() {
+	local name=$1
+	shift
+	if "$@"; then ok "$name"; else ko "$name"; fi
+}
+
+for c in etcd etcdctl python3; do
+	if ! command -v $c >/dev/null; then
+		echo "FAIL test_fleet_etcd: $c is missing (deploy/install-deps.sh installs it)"
+		echo "0 passed, 1 failed"
+		exit 1
+	fi
+done
+
+base=/dev/shm
+[ -d $base ] && [ -w $base ] || base=${TMPDIR:-/tmp}
+work=$(mktemp -d "$base/drfd-fleet-etcd.XXXXXX")
+etcd_pid=''
+cleanup() {
+	if [ -n "$etcd_pid" ]; then
+		kill "$etcd_pid" 2>/dev/null
+		wait "$etcd_pid" 2>/dev/null
+	fi
+	rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
+start=$(date +%s.%N)
+
+# Three ports of 127.0.0.1 free now: etcd's client and peer ports, and one nothing listens on.
+read -r p_client p_peer p_closed < <(python3 -c '
+import socket
+s = [socket.socket() for _ in range(3)]
+for x in s:
+    x.bind(("127.0.0.1", 0))
+print(*[x.getsockname()[1] for x in s])')
+ep=http://127.0.0.1:$p_client
+etcd --name drfd-fleet --data-dir "$work/data" \
+	--listen-client-urls "$ep" --advertise-client-urls "$ep" \
+	--listen-peer-urls "http://127.0.0.1:$p_peer" \
+	--initial-advertise-peer-urls "http://127.0.0.1:$p_peer" \
+	--initial-cluster "drfd-fleet=http://127.0.0.1:$p_peer" \
+	--logger zap --log-outputs stderr --log-level warn >"$work/etcd.log" 2>&1 &
+etcd_pid=$!
+ctl() { etcdctl --endpoints "$ep" --dial-timeout 2s "$@"; }
+up=0
+for _ in $(seq 100); do
+	if ctl endpoint health >/dev/null 2>&1; then
+		up=1
+		break
+	fi
+	kill -0 "$etcd_pid" 2>/dev/null || break
+	sleep 0.1
+done
+if [ $up -eq 1 ]; then ok "etcd up on 127.0.0.1:$p_client"
+else
+	ko "etcd up on 127.0.0.1:$p_client"
+	tail -n 20 "$work/etcd.log"
+	exit 1
+fi
+# field NAME ETCDCTL-ARGS...: one field of etcdctl's --write-out=fields (no python: fast).
+field() {
+	local name=$1
+	shift
+	ctl "$@" --write-out=fields | sed -nE "s/^\"$name\" : ([0-9]+)\$/\1/p" | head -n 1
+}
+revision() { field Revision endpoint status; }
+
+cat >"$work/fleet.conf" <<'EOF'
+[server big]
+cpu = 32
+memory = 64G
+count = 2
+
+[tenant web]
+weight = 2
+task-cpu = 2
+task-memory = 1G
+tasks = 10
+
+[tenant batch]
+task-cpu = 4
+task-memory = 8G
+tasks = unlimited
+cgroup = jobs/batch
+
+[tenant db]
+cpu = 4
+memory = 16G
+EOF
+
+# apply: the three tenants as JSON under /drfd/tenants/.
+"$DRFCTL" fleet apply -f "$work/fleet.conf" --endpoints "$ep" >"$work/apply.out" 2>"$work/apply.err"
+check "fleet apply: exit 0" [ $? -eq 0 ]
+ctl get --prefix /drfd/tenants/ --write-out=json >"$work/tenants.json"
+check "fleet apply: the tenants' values" python3 - "$work/tenants.json" <<'PY'
+import base64, json, sys
+kvs = json.load(open(sys.argv[1]))["kvs"]
+t = {base64.b64decode(kv["key"]).decode(): json.loads(base64.b64decode(kv["value"])) for kv in kvs}
+assert set(t) == {"/drfd/tenants/web", "/drfd/tenants/batch", "/drfd/tenants/db"}, t
+assert t["/drfd/tenants/web"] == {"weight": 2, "cgroup": "web", "tasks": 10,
+                                   "task": {"cpu": 2, "memory": 1 << 30}}, t
+assert t["/drfd/tenants/batch"] == {"weight": 1, "cgroup": "jobs/batch", "tasks": "unlimited",
+                                     "task": {"cpu": 4, "memory": 8 << 30}}, t
+assert t["/drfd/tenants/db"] == {"weight": 1, "cgroup": "db",
+                                  "demand": {"cpu": 4, "memory": 16 << 30}}, t
+PY
+
+# Again: nothing changes, so nothing is written.
+rev=$(revision)
+"$DRFCTL" fleet apply -f "$work/fleet.conf" --endpoints "$ep" >/dev/null 2>&1
+check "fleet apply again: exit 0" [ $? -eq 0 ]
+check "fleet apply again: etcd's revision stays ($rev)" [ "$(revision)" = "$rev" ]
+
+# A file of tenants alone, without db and with web changed: db deleted, web put, in one revision.
+cat >"$work/tenants.conf" <<'EOF'
+[tenant web]
+weight = 3
+task-cpu = 2
+task-memory = 1G
+tasks = 10
+
+[tenant batch]
+task-cpu = 4
+task-memory = 8G
+tasks = unlimited
+cgroup = jobs/batch
+EOF
+"$DRFCTL" fleet apply -f "$work/tenants.conf" --endpoints "$ep" >/dev/null 2>&1
+check "fleet apply of tenants alone: exit 0" [ $? -eq 0 ]
+check "fleet apply: one txn, one revision" [ "$(revision)" = "$((rev + 1))" ]
+check "fleet apply: db deleted" [ -z "$(ctl get /drfd/tenants/db --print-value-only)" ]
+web=$(ctl get /drfd/tenants/web --print-value-only)
+check "fleet apply: web's weight 3" [ "${web#'{"weight":3,'}" != "$web" ]
+
+# --prefix.
+"$DRFCTL" fleet apply -f "$work/fleet.conf" --endpoints "$ep" --prefix /other/ >/dev/null 2>&1
+check "fleet apply --prefix /other/: its own keys" [ "$(ctl get --prefix /other/tenants/ --keys-only | grep -c .)" = 3 ]
+
+# What the nodes and the planner write, as drfd's fleet mode writes them.
+lease=$(ctl lease grant 60 | sed -nE 's/^lease ([0-9a-f]+) granted.*/\1/p')
+ctl put --lease="$lease" /drfd/nodes/n1 '{"capacity":{"cpu":8,"memory":17179869184},"labels":{"zone":"eu-1"}}' >/dev/null
+ctl put --lease="$lease" /drfd/nodes/n2 '{"capacity":{"cpu":8,"memory":17179869184}}' >/dev/null
+ctl put --lease="$lease" /drfd/planner n1 >/dev/null
+planner_rev=$(field CreateRevision get /drfd/planner)
+ctl put /drfd/assign/n1 '{"revision":7,"planner":"n1","tenants":[{"name":"web","cgroup":"web","weight":3,"tasks":2,"alloc":{"cpu":4,"memory":2147483648}}]}' >/dev/null
+ctl put /drfd/assign/n2 '{"revision":7,"planner":"n1","tenants":[{"name":"batch","cgroup":"jobs/batch","weight":1,"tasks":1,"alloc":{"cpu":4,"memory":8589934592}},{"name":"web","cgroup":"web","weight":3,"tasks":1,"alloc":{"cpu":2,"memory":1073741824}}]}' >/dev/null
+ctl put /drfd/assign/gone '{"revision":3,"planner":"n1","tenants":[]}' >/dev/null
+"$DRFCTL" fleet status --endpoints "$ep" --json >"$work/status.json" 2>"$work/status.err"
+check "fleet status --json: exit 0" [ $? -eq 0 ]
+check "fleet status --json: planner, nodes, assignments, shares" python3 - "$work/status.json" "$planner_rev" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["planner"] == {"name": "n1", "token": int(sys.argv[2])}, d["planner"]
+nodes = {n["name"]: n for n in d["nodes"]}
+assert set(nodes) == {"n1", "n2", "gone"}, nodes
+assert nodes["n1"]["alive"] and nodes["n2"]["alive"] and not nodes["gone"]["alive"], nodes
+assert nodes["n1"]["capacity"] == {"cpu": 8, "memory": 16 << 30}, nodes["n1"]
+assert nodes["n1"]["labels"] == {"zone": "eu-1"}, nodes["n1"]
+assert nodes["n1"]["assignment"]["revision"] == 7, nodes["n1"]
+assert nodes["gone"]["assignment"]["revision"] == 3, nodes["gone"]
+t = {x["name"]: x for x in d["tenants"]}
+assert set(t) == {"web", "batch"}, t
+assert t["web"]["placement"] == {"n1": 2, "n2": 1}, t["web"]
+assert t["web"]["tasks_placed"] == 3 and t["web"]["tasks"] == 10, t["web"]
+# web holds 6 of 16 cores, 3G of 32G: its dominant share of the pool is cpu's.
+assert abs(t["web"]["global_dominant_share"] - 6 / 16) < 1e-12, t["web"]
+assert abs(t["batch"]["global_dominant_share"] - 0.25) < 1e-12, t["batch"]
+assert t["batch"]["tasks"] == "unlimited", t["batch"]
+assert d["invalid_values"] == 0, d
+PY
+"$DRFCTL" fleet status --endpoints "$ep" >"$work/status.txt" 2>&1
+check "fleet status: exit 0" [ $? -eq 0 ]
+# A value that does not decode is counted, not fatal.
+ctl put /drfd/tenants/broken '{"weight": -1}' >/dev/null
+"$DRFCTL" fleet status --endpoints "$ep" --json >"$work/status2.json" 2>&1
+check "fleet status with a broken tenant: exit 0, counted" python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["invalid_values"] == 1 and len(d["tenants"]) == 2, d' "$work/status2.json"
+# apply removes what is not a tenant of the file, broken or not.
+"$DRFCTL" fleet apply -f "$work/tenants.conf" --endpoints "$ep" >/dev/null 2>&1
+check "fleet apply: the broken value deleted" [ -z "$(ctl get /drfd/tenants/broken --print-value-only)" ]
+
+# Exit codes.
+printf '[tenant x]\nweight = 0\n' >"$work/bad.conf"
+"$DRFCTL" fleet apply -f "$work/bad.conf" --endpoints "$ep" >/dev/null 2>&1
+check "fleet apply of a broken file: exit 2" [ $? -eq 2 ]
+"$DRFCTL" fleet apply -f "$work/fleet.conf" >/dev/null 2>&1
+check "fleet apply without --endpoints: exit 64" [ $? -eq 64 ]
+"$DRFCTL" fleet status --endpoints "$ep" --prefix nope >/dev/null 2>&1
+check "fleet status --prefix without '/': exit 64" [ $? -eq 64 ]
+"$DRFCTL" fleet status --endpoints "ftp://127.0.0.1:1" >/dev/null 2>&1
+check "fleet status --endpoints ftp://: exit 64" [ $? -eq 64 ]
+"$DRFCTL" fleet status --endpoints "http://127.0.0.1:$p_closed" >/dev/null 2>&1
+check "fleet status with etcd unreachable: exit 1" [ $? -eq 1 ]
+"$DRFCTL" fleet apply -f "$work/fleet.conf" --endpoints "http://127.0.0.1:$p_closed" >/dev/null 2>&1
+check "fleet apply with etcd unreachable: exit 1" [ $? -eq 1 ]
+"$DRFCTL" fleet nothing >/dev/null 2>&1
+check "fleet with an unknown subcommand: exit 64" [ $? -eq 64 ]
+
+end=$(date +%s.%N)
+echo "test_fleet_etcd: $pass passed, $failed failed ($(awk "BEGIN { printf \"%.1f\", $end - $start }") s)"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,1015 @@
+// SPDX-License-Identifier: MIT
+/*
+ * [fleet] The fleet's nodes and planner (agent/fleet/fleet.h) over the fake
+ * etcd (tests/lib/fakeetcd.h): up to four nodes, each its own client of one
+ * store, on one sd-event loop, with a clock the test moves (leases expire by
+ * it). advance() moves it in steps of 100 ms, ticking the store and the nodes
+ * that are "alive" (a dead or frozen node is one the test no longer ticks,
+ * cut off from etcd by fakeetcd_partition), and runs the loop until idle.
+ *
+ * The fleet: nodes A (24 cores, 96G), B (32 cores, 48G), C (20 cores, 64G),
+ * and D (16 cores, 32G) when a test adds it; the tenants of FITS (35 cores
+ * and 80G with t-web's 8 tasks: any two of A, B, C hold them, so that a
+ * node's death leaves every task placed) or of FULL (an unlimited tenant
+ * besides: the fleet is contended).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <systemd/sd-event.h>
+
+#include "config.h"
+#include "etcd.h"
+#include "fakeetcd.h"
+#include "fleet.h"
+#include "fleetplan.h"
+#include "testlib.h"
+
+#define TTL 10
+#define STEP (100 * DRF_USEC_PER_MSEC)
+#define G (1024.0 * 1024 * 1024)
+#define PREFIX "/drfd/"
+#define NNODES 4
+
+static const char *const names[NNODES] = { "A", "B", "C", "D" };
+static const double caps[NNODES][2] = { { 24, 96 * G }, { 32, 48 * G }, { 20, 64 * G },
+					{ 16, 32 * G } };
+
+#define TENANTS_FITS                                                                           \
+	"[tenant t-batch]\ntask-cpu = 4\ntask-memory = 4G\ntasks = 4\n\n"                      \
+	"[tenant t-mem]\ntask-cpu = 1\ntask-memory = 16G\ntasks = 3\ncgroup = mem/work\n\n"    \
+	"[tenant t-web]\nweight = 2\ntask-cpu = 2\ntask-memory = 2G\ntasks = %d\n"
+#define TENANT_FILL "\n[tenant t-zfill]\ntask-cpu = 1\ntask-memory = 6G\ntasks = unlimited\n"
+
+struct tnode {
+	const char *name;
+	struct drf_fleet_node *n;
+	struct etcd *e;
+	bool alive;
+	int assignments; /* on_assignment calls */
+	struct drf_fleet_assignment last;
+	int64_t revs[64]; /* each one's revision (0: withdrawn), the first 64 */
+	char state_dir[128];
+};
+
+static struct {
+	sd_event *ev;
+	struct fakeetcd *fake;
+	struct drf_fake_clock clk;
+	struct drf_clock clock;
+	struct etcd *admin; /* the test's own client, as drfctl fleet apply */
+	char dir[64];
+	struct tnode node[NNODES];
+} env;
+
+static void pump(void)
+{
+	int r;
+
+	while ((r = sd_event_run(env.ev, 0)) > 0)
+		;
+	assert_int_equal(r, 0);
+}
+
+static void on_assignment(void *userdata, const struct drf_fleet_assignment *a)
+{
+	struct tnode *t = userdata;
+
+	if (t->assignments < 64)
+		t->revs[t->assignments] = a->revision;
+	t->assignments++;
+	drf_fleet_assignment_clear(&t->last);
+	assert_int_equal(drf_fleet_assignment_copy(&t->last, a), 0);
+}
+
+static struct tnode *node_start(int i, bool cut)
+{
+	struct tnode *t = &env.node[i];
+	struct drf_fleet_node_config c = {
+		.node = names[i],
+		.ttl = TTL,
+		.state_dir = t->state_dir,
+		.clock = &env.clock,
+		.on_assignment = on_assignment,
+		.userdata = t,
+	};
+	char err[256];
+
+	c.capacity[DRF_RES_CPU] = caps[i][0];
+	c.capacity[DRF_RES_MEMORY] = caps[i][1];
+	t->name = names[i];
+	assert_int_equal(fakeetcd_connect(env.fake, &t->e), 0);
+	if (cut)
+		assert_int_equal(fakeetcd_partition(t->e, true), 0);
+	assert_int_equal(drf_fleet_node_new(&c, t->e, &t->n, err, sizeof(err)), 0);
+	assert_int_equal(drf_fleet_node_start(t->n), 0);
+	assert_int_equal(drf_fleet_node_start(t->n), -EALREADY);
+	t->alive = true;
+	return t;
+}
+
+static void node_free(struct tnode *t)
+{
+	drf_fleet_node_free(t->n);
+	t->n = NULL;
+	t->e = NULL;
+	t->alive = false;
+}
+
+/* Moves the clock by usec in steps, ticking the store and the nodes alive. */
+static void advance(uint64_t usec)
+{
+	for (uint64_t done = 0; done < usec; done += STEP) {
+		env.clk.mono += STEP;
+		env.clk.real += STEP;
+		fakeetcd_tick(env.fake);
+		for (int i = 0; i < NNODES; i++)
+			if (env.node[i].alive)
+				drf_fleet_node_tick(env.node[i].n);
+		pump();
+	}
+}
+
+/* Advances until ok() holds, at most max usec: the time it took. */
+static uint64_t advance_until(bool (*ok)(void), uint64_t max)
+{
+	uint64_t t0 = env.clk.mono;
+
+	pump();
+	while (!ok()) {
+		if (env.clk.mono - t0 > max) {
+			print_error("not within %.1f s\n", (double)max / DRF_USEC_PER_SEC);
+			fail();
+		}
+		advance(STEP);
+	}
+	return env.clk.mono - t0;
+}
+
+static struct drf_fleet_status status_of(const struct tnode *t)
+{
+	struct drf_fleet_status st;
+
+	drf_fleet_node_status(t->n, &st);
+	return st;
+}
+
+/* The node that plans, among those running (NULL: none); fails on two. */
+static struct tnode *planner(void)
+{
+	struct tnode *p = NULL;
+
+	for (int i = 0; i < NNODES; i++) {
+		if (!env.node[i].n || !env.node[i].alive || !status_of(&env.node[i]).planner)
+			continue;
+		assert_null(p);
+		p = &env.node[i];
+	}
+	return p;
+}
+
+/* P/assign/NODE as the store has it: 0, or -ENOENT. */
+static int stored(const char *node, struct drf_fleet_assignment *ret)
+{
+	char key[64];
+	const struct etcd_kv *kv;
+
+	snprintf(key, sizeof(key), PREFIX "assign/%s", node);
+	kv = fakeetcd_get(env.fake, key);
+	if (!kv)
+		return -ENOENT;
+	assert_int_equal(drf_fleet_assignment_parse(kv->value, kv->value_len, ret, NULL, 0), 0);
+	return 0;
+}
+
+static int64_t stored_mod(const char *node)
+{
+	char key[64];
+	const struct etcd_kv *kv;
+
+	snprintf(key, sizeof(key), PREFIX "assign/%s", node);
+	kv = fakeetcd_get(env.fake, key);
+	return kv ? kv->mod_revision : 0;
+}
+
+/* Tasks of tenant in a node's stored assignment. */
+static double stored_tasks(const char *node, const char *tenant)
+{
+	struct drf_fleet_assignment a;
+	double n = 0;
+
+	if (stored(node, &a) < 0)
+		return 0;
+	for (size_t i = 0; i < a.n; i++)
+		if (strcmp(a.tenants[i].name, tenant) == 0)
+			n = a.tenants[i].tasks;
+	drf_fleet_assignment_clear(&a);
+	return n;
+}
+
+static double total_tasks(const char *tenant)
+{
+	double n = 0;
+
+	for (int i = 0; i < NNODES; i++)
+		n += stored_tasks(names[i], tenant);
+	return n;
+}
+
+/* Writes the tenants (t-web's count) into a file of the test's. */
+static void tenants_file(const char *path, int web, bool fill)
+{
+	char text[1024];
+	int n = snprintf(text, sizeof(text), TENANTS_FITS, web);
+
+	snprintf(text + n, sizeof(text) - (size_t)n, "%s", fill ? TENANT_FILL : "");
+	assert_int_equal(t_write_file(path, text), 0);
+}
+
+struct applied {
+	bool done;
+	int err;
+	struct drf_fleet_apply_result r;
+};
+
+static void apply_cb(void *userdata, int err, const char *msg,
+		     const struct drf_fleet_apply_result *r)
+{
+	struct applied *a = userdata;
+
+	(void)msg;
+	a->done = true;
+	a->err = err;
+	if (!err)
+		a->r = *r;
+}
+
+/* drfctl fleet apply's work: the tenants of the FITS file (t-web's count), and FULL's. */
+static struct drf_fleet_apply_result apply(int web, bool fill)
+{
+	char path[128], err[512];
+	struct drf_fleet f;
+	struct applied a = { 0 };
+
+	snprintf(path, sizeof(path), "%s/tenants.conf", env.dir);
+	tenants_file(path, web, fill);
+	assert_int_equal(drf_fleet_load_tenants(path, &f, err, sizeof(err)), 0);
+	assert_int_equal(drf_fleet_apply(env.admin, PREFIX, f.cfg.tenants, f.cfg.n_tenants,
+					 apply_cb, &a),
+			 0);
+	pump();
+	assert_true(a.done);
+	assert_int_equal(a.err, 0);
+	drf_fleet_free(&f);
+	return a.r;
+}
+
+static void put_cb(void *userdata, int err, const char *msg, const struct etcd_resp *r)
+{
+	int64_t *rev = userdata;
+
+	(void)msg;
+	*rev = err ? err : r->revision;
+}
+
+/* key = value, by the test's client: the put's revision. */
+static int64_t admin_put(const char *key, const char *value)
+{
+	struct etcd_req q = { .key = key, .value = value, .value_len = strlen(value) };
+	int64_t rev = 0;
+	uint64_t id;
+
+	assert_int_equal(etcd_put(env.admin, &q, put_cb, &rev, &id), 0);
+	pump();
+	assert_true(rev > 0);
+	return rev;
+}
+
+static int web_count = 8;
+
+/* Every node started has an assignment equal to the store's, and every FITS task is placed. */
+static bool settled(void)
+{
+	for (int i = 0; i < NNODES; i++) {
+		struct tnode *t = &env.node[i];
+		struct drf_fleet_assignment a;
+		const struct drf_fleet_assignment *cur;
+		bool same;
+
+		if (!t->n || !t->alive)
+			continue;
+		cur = drf_fleet_node_assignment(t->n);
+		if (!status_of(t).registered || stored(t->name, &a) < 0)
+			return false;
+		same = cur && cur->revision == a.revision && drf_fleet_assignment_same(cur, &a);
+		drf_fleet_assignment_clear(&a);
+		if (!same)
+			return false;
+	}
+	return planner() != NULL && total_tasks("t-batch") == 4 && total_tasks("t-mem") == 3 &&
+	       total_tasks("t-web") == web_count;
+}
+
+/* Nodes A, B, C up, one planner, the FITS tenants placed. */
+static void fleet_up(void)
+{
+	for (int i = 0; i < 3; i++)
+		node_start(i, false);
+	advance(STEP);
+	apply(web_count, false);
+	advance_until(settled, 5 * DRF_USEC_PER_SEC);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	memset(&env, 0, sizeof(env));
+	web_count = 8;
+	assert_int_equal(sd_event_new(&env.ev), 0);
+	env.clk.mono = 1000 * DRF_USEC_PER_SEC;
+	env.clk.real = 1700000000 * DRF_USEC_PER_SEC;
+	env.clock = (struct drf_clock){ .now = drf_fake_clock_now, .ctx = &env.clk };
+	env.fake = fakeetcd_new(env.ev, &env.clock);
+	assert_non_null(env.fake);
+	assert_int_equal(fakeetcd_connect(env.fake, &env.admin), 0);
+	snprintf(env.dir, sizeof(env.dir), "/tmp/test_fleet.XXXXXX");
+	assert_non_null(mkdtemp(env.dir));
+	assert_int_equal(chmod(env.dir, 0755), 0);
+	for (int i = 0; i < NNODES; i++) {
+		snprintf(env.node[i].state_dir, sizeof(env.node[i].state_dir), "%s/%s", env.dir,
+			 names[i]);
+		env.node[i].name = names[i];
+	}
+	return 0;
+}
+
+static void rm_rf(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *de;
+	char p[512];
+
+	if (!d) {
+		unlink(path);
+		return;
+	}
+	while ((de = readdir(d))) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", path, de->d_name);
+		rm_rf(p);
+	}
+	closedir(d);
+	rmdir(path);
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	for (int i = 0; i < NNODES; i++) {
+		drf_fleet_node_free(env.node[i].n);
+		drf_fleet_assignment_clear(&env.node[i].last);
+	}
+	etcd_close(env.admin);
+	fakeetcd_free(env.fake);
+	pump();
+	sd_event_unref(env.ev);
+	rm_rf(env.dir);
+	memset(&env, 0, sizeof(env));
+	return 0;
+}
+
+/* One planner, elected once: its key created once, kept by its keepalives, agreed by all. */
+static void test_elected_once(void **state)
+{
+	const struct etcd_kv *kv;
+	struct tnode *p = NULL;
+	int64_t created;
+
+	(void)state;
+	for (int i = 0; i < 3; i++)
+		node_start(i, false);
+	for (int k = 0; k < 10 && !p; k++) {
+		advance(STEP);
+		p = planner();
+	}
+	assert_non_null(p);
+	kv = fakeetcd_get(env.fake, PREFIX "planner");
+	assert_non_null(kv);
+	assert_string_equal(kv->value, p->name);
+	created = kv->create_revision;
+	/* Three TTLs: keepalives hold it; nobody else takes it. */
+	for (int k = 0; k < 3 * TTL * 10; k++) {
+		advance(STEP);
+		assert_ptr_equal(planner(), p);
+	}
+	kv = fakeetcd_get(env.fake, PREFIX "planner");
+	assert_non_null(kv);
+	assert_int_equal(kv->create_revision, created);
+	assert_int_equal(kv->version, 1);
+	for (int i = 0; i < 3; i++) {
+		struct drf_fleet_status st = status_of(&env.node[i]);
+
+		assert_string_equal(st.planner_name, p->name);
+		assert_int_equal(st.planner_token, created);
+		assert_true(st.registered);
+		assert_true(st.reachable);
+		assert_true(st.lease != 0);
+		/* Each has an assignment (empty: no tenants yet) from the planner. */
+		assert_true(st.has_assignment);
+		assert_int_equal(env.node[i].last.n, 0);
+	}
+	assert_true(status_of(p).nodes == 3);
+	/* The next thing a tick has to do: a keepalive, within a third of the TTL. */
+	for (int i = 0; i < 3; i++) {
+		uint64_t next = drf_fleet_node_next_tick(env.node[i].n);
+
+		assert_true(next > env.clk.mono);
+		assert_true(next <= env.clk.mono + (uint64_t)TTL * DRF_USEC_PER_SEC / 3);
+	}
+	assert_non_null(fakeetcd_get(env.fake, PREFIX "nodes/A"));
+	assert_int_equal(fakeetcd_get(env.fake, PREFIX "nodes/A")->lease,
+			 status_of(&env.node[0]).lease);
+}
+
+/* The assignments are drfctl fleet plan --discrete's (Best-Fit) of the same nodes and tenants. */
+static void test_best_fit_equal(void **state)
+{
+	char path[128], err[512], text[2048];
+	struct drf_fleet f;
+	struct drfh_problem p;
+	struct drfh_server_spec *specs;
+	struct drf_demand *dem;
+	struct drfh_result r;
+	int n = 0;
+
+	(void)state;
+	for (int i = 0; i < 3; i++)
+		node_start(i, false);
+	advance(STEP);
+	apply(8, true);
+	advance(STEP);
+	/* The same fleet as a fleet file: servers A, B, C (name order), the tenants by name. */
+	for (int i = 0; i < 3; i++)
+		n += snprintf(text + n, sizeof(text) - (size_t)n,
+			      "[server %s]\ncpu = %g\nmemory = %.0f\n\n", names[i], caps[i][0],
+			      caps[i][1]);
+	n += snprintf(text + n, sizeof(text) - (size_t)n, TENANTS_FITS, 8);
+	n += snprintf(text + n, sizeof(text) - (size_t)n, "%s", TENANT_FILL);
+	snprintf(path, sizeof(path), "%s/fleet.conf", env.dir);
+	assert_int_equal(t_write_file(path, text), 0);
+	assert_int_equal(drf_fleet_load(path, &f, err, sizeof(err)), 0);
+	assert_int_equal(drf_fleet_problem(&f, &p, &specs, &dem), 0);
+	assert_int_equal(drf_fleet_plan(&f, &p, DRF_FLEET_BEST_FIT, &r), 0);
+	/* The tenants are sorted by name in the file, as the planner takes them. */
+	for (size_t i = 1; i < f.cfg.n_tenants; i++)
+		assert_true(strcmp(f.cfg.tenants[i - 1].name, f.cfg.tenants[i].name) < 0);
+	for (size_t s = 0; s < 3; s++) {
+		struct drf_fleet_assignment a;
+		size_t placed = 0;
+
+		assert_int_equal(stored(names[s], &a), 0);
+		for (size_t k = 0; k < r.nplaces; k++) {
+			const struct drfh_place *pl = &r.places[k];
+			const struct drf_tenant *t = &f.cfg.tenants[pl->tenant];
+			bool found = false;
+
+			if (pl->where != s)
+				continue;
+			placed++;
+			for (size_t j = 0; j < a.n; j++) {
+				if (strcmp(a.tenants[j].name, t->name) != 0)
+					continue;
+				found = true;
+				assert_true(a.tenants[j].tasks == pl->tasks);
+				assert_true(a.tenants[j].alloc[DRF_RES_CPU] ==
+					    pl->tasks * dem[pl->tenant].shape[DRF_RES_CPU]);
+				assert_true(a.tenants[j].alloc[DRF_RES_MEMORY] ==
+					    pl->tasks * dem[pl->tenant].shape[DRF_RES_MEMORY]);
+				assert_true(a.tenants[j].weight == t->weight);
+				assert_string_equal(a.tenants[j].cgroup, t->cgroup);
+			}
+			assert_true(found);
+		}
+		assert_int_equal(a.n, placed);
+		/* The node has it in force, as the store has it. */
+		assert_true(drf_fleet_assignment_same(&env.node[s].last, &a));
+		assert_int_equal(env.node[s].last.revision, a.revision);
+		drf_fleet_assignment_clear(&a);
+	}
+	/* The unlimited tenant (the last by name) filled the fleet: the contended case. */
+	assert_int_equal(f.cfg.n_tenants, 4);
+	assert_true(r.tenants[3].units > 0);
+	assert_int_equal(r.tenants[3].limited_by, DRFH_LIMIT_CAPACITY);
+	drfh_result_free(&r);
+	free(specs);
+	free(dem);
+	drf_fleet_free(&f);
+}
+
+static const char *victim;
+
+static bool victim_replanned(void)
+{
+	return stored_mod(victim) == 0 && total_tasks("t-batch") == 4 &&
+	       total_tasks("t-mem") == 3 && total_tasks("t-web") == 8;
+}
+
+/* A node's lease expiring: its tasks go to the others within TTL + 2 s; theirs stay. */
+static void test_lease_expiry_replans(void **state)
+{
+	static const char *const tenants[] = { "t-batch", "t-mem", "t-web" };
+	double before[NNODES][3];
+	struct tnode *v = NULL;
+	char key[64];
+	uint64_t took;
+	double moved = 0;
+
+	(void)state;
+	fleet_up();
+	for (int i = 0; i < 3 && !v; i++)
+		if (!status_of(&env.node[i]).planner && env.node[i].last.n > 0)
+			v = &env.node[i];
+	assert_non_null(v);
+	victim = v->name;
+	for (int i = 0; i < 3; i++)
+		for (int j = 0; j < 3; j++)
+			before[i][j] = stored_tasks(names[i], tenants[j]);
+	/* It dies: no keepalive again. */
+	assert_int_equal(fakeetcd_partition(v->e, true), 0);
+	v->alive = false;
+	took = advance_until(victim_replanned, (TTL + 5) * DRF_USEC_PER_SEC);
+	assert_le_tol((double)took, (double)(TTL + 2) * DRF_USEC_PER_SEC, 0, 0,
+		      "from the node's death to its tasks re-planned (usec)");
+	snprintf(key, sizeof(key), PREFIX "nodes/%s", v->name);
+	assert_null(fakeetcd_get(env.fake, key));
+	for (int i = 0; i < 3; i++) {
+		if (&env.node[i] == v)
+			continue;
+		for (int j = 0; j < 3; j++) {
+			/* What was on the survivors stays there. */
+			assert_true(stored_tasks(names[i], tenants[j]) >= before[i][j]);
+			moved += stored_tasks(names[i], tenants[j]) - before[i][j];
+		}
+	}
+	for (int j = 0; j < 3; j++)
+		moved -= before[v - env.node][j];
+	assert_true(moved == 0); /* exactly the victim's tasks moved */
+	/* The dead node, cut off, still holds its last assignment. */
+	assert_true(drf_fleet_node_assignment(v->n)->n > 0);
+}
+
+static struct tnode *old_planner;
+
+static bool new_planner(void)
+{
+	struct tnode *p = planner();
+
+	return p && p != old_planner;
+}
+
+static bool old_planner_replanned(void)
+{
+	return stored_mod(old_planner->name) == 0 && settled();
+}
+
+/*
+ * The planner dies: another within one TTL. The old one, frozen meanwhile
+ * (a SIGSTOP, a pause), comes back believing it plans: its write is fenced.
+ */
+static void test_planner_death_fenced(void **state)
+{
+	struct tnode *p, *q;
+	struct drf_fleet_status st;
+	int64_t rev, mods[NNODES];
+	uint64_t took;
+
+	(void)state;
+	fleet_up();
+	p = old_planner = planner();
+	assert_non_null(p);
+	assert_int_equal(fakeetcd_partition(p->e, true), 0);
+	p->alive = false;
+	took = advance_until(new_planner, 2 * TTL * DRF_USEC_PER_SEC);
+	assert_le_tol((double)took, (double)TTL * DRF_USEC_PER_SEC + STEP, 0, 0,
+		      "from the planner's death to a new planner (usec)");
+	q = planner();
+	assert_string_equal(fakeetcd_get(env.fake, PREFIX "planner")->value, q->name);
+	advance_until(old_planner_replanned, 5 * DRF_USEC_PER_SEC);
+
+	/* The new planner frozen too, and a change it does not see. */
+	assert_int_equal(fakeetcd_partition(q->e, true), 0);
+	q->alive = false;
+	apply(9, false);
+	rev = fakeetcd_revision(env.fake);
+	for (int i = 0; i < NNODES; i++)
+		mods[i] = stored_mod(names[i]);
+	/* The old planner resumes, still a planner in its own eyes, and plans the change. */
+	assert_int_equal(fakeetcd_partition(p->e, false), 0);
+	assert_true(status_of(p).planner);
+	assert_int_equal(drf_fleet_node_replan(p->n), 0);
+	pump();
+	st = status_of(p);
+	assert_false(st.planner);
+	assert_int_equal(st.fenced, 1);
+	assert_string_equal(st.planner_name, q->name);
+	assert_int_equal(drf_fleet_node_replan(p->n), -EPERM);
+	/* Nothing written: the store is as it was. */
+	assert_int_equal(fakeetcd_revision(env.fake), rev);
+	for (int i = 0; i < NNODES; i++)
+		assert_int_equal(stored_mod(names[i]), mods[i]);
+	assert_true(total_tasks("t-web") == 8);
+
+	/* Both back: the new planner plans the change; the old node registers again. */
+	assert_int_equal(fakeetcd_partition(q->e, false), 0);
+	q->alive = p->alive = true;
+	web_count = 9;
+	advance_until(settled, 3 * TTL * DRF_USEC_PER_SEC);
+	assert_ptr_equal(planner(), q);
+	assert_true(status_of(p).registered);
+	assert_true(stored_mod(p->name) > rev);
+}
+
+/* A node that does not plan and has tasks. */
+static int follower(void)
+{
+	for (int i = 0; i < 3; i++)
+		if (!status_of(&env.node[i]).planner && env.node[i].last.n > 0)
+			return i;
+	fail();
+	return -1;
+}
+
+/* P/planner deleted by hand: one planner again at once, with a new token all nodes know. */
+static void test_planner_key_deleted(void **state)
+{
+	struct etcd_req q = { .key = PREFIX "planner" };
+	const struct etcd_kv *kv;
+	int64_t old, rev = 0;
+	struct tnode *p;
+	uint64_t id;
+
+	(void)state;
+	fleet_up();
+	old = fakeetcd_get(env.fake, PREFIX "planner")->create_revision;
+	assert_int_equal(etcd_delete(env.admin, &q, put_cb, &rev, &id), 0);
+	pump();
+	assert_true(rev > 0);
+	p = planner();
+	assert_non_null(p);
+	kv = fakeetcd_get(env.fake, PREFIX "planner");
+	assert_non_null(kv);
+	assert_true(kv->create_revision > old);
+	assert_string_equal(kv->value, p->name);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(status_of(&env.node[i]).planner_token, kv->create_revision);
+		assert_string_equal(status_of(&env.node[i]).planner_name, p->name);
+	}
+	/* It plans with the new token: a change is written. */
+	apply(9, false);
+	web_count = 9;
+	advance_until(settled, DRF_USEC_PER_SEC);
+	assert_int_equal(status_of(p).fenced, 0);
+}
+
+/* etcd unreachable for a node: it keeps its assignment, and says so. */
+static void test_unreachable_keeps(void **state)
+{
+	struct drf_fleet_assignment kept;
+	struct drf_fleet_status st;
+	struct tnode *b;
+	uint64_t cut_at;
+	int calls;
+
+	(void)state;
+	fleet_up();
+	b = &env.node[follower()];
+	assert_int_equal(drf_fleet_assignment_copy(&kept, drf_fleet_node_assignment(b->n)), 0);
+	calls = b->assignments;
+	assert_true(status_of(b).reachable);
+	cut_at = env.clk.real;
+	assert_int_equal(fakeetcd_partition(b->e, true), 0);
+	/* Long enough for its lease to go and the fleet to re-plan without it. */
+	advance(2 * TTL * DRF_USEC_PER_SEC);
+	st = status_of(b);
+	assert_false(st.reachable);
+	assert_true(st.since_usec > cut_at);
+	assert_true(st.since_usec <= cut_at + (uint64_t)TTL * DRF_USEC_PER_SEC / 3 + STEP);
+	assert_true(st.last_error[0] != '\0');
+	assert_true(st.has_assignment);
+	assert_int_equal(st.assignment_revision, kept.revision);
+	assert_int_equal(b->assignments, calls);
+	assert_true(drf_fleet_assignment_same(drf_fleet_node_assignment(b->n), &kept));
+	/* The fleet moved on without it. */
+	assert_int_equal(stored_mod(b->name), 0);
+	/*
+	 * Back: reachable, registered again, and the planner's assignment in
+	 * force; on the way, the planner's withdrawal of the old one (this node
+	 * was gone) reported as such: nothing assigned, revision 0.
+	 */
+	assert_int_equal(fakeetcd_partition(b->e, false), 0);
+	advance_until(settled, 2 * TTL * DRF_USEC_PER_SEC);
+	assert_true(b->assignments >= calls + 2);
+	assert_int_equal(b->revs[calls], 0);
+	assert_true(b->revs[b->assignments - 1] > kept.revision);
+	st = status_of(b);
+	assert_true(st.reachable);
+	assert_true(st.since_usec > cut_at + (uint64_t)TTL * DRF_USEC_PER_SEC);
+	assert_true(st.registered);
+	drf_fleet_assignment_clear(&kept);
+}
+
+/* A restart with etcd unreachable: the state dir's assignment in force. */
+static void test_restart_unreachable(void **state)
+{
+	struct drf_fleet_assignment kept, file;
+	struct drf_fleet_status st;
+	struct tnode *b;
+	int i;
+
+	(void)state;
+	fleet_up();
+	i = follower();
+	b = &env.node[i];
+	assert_int_equal(drf_fleet_assignment_copy(&kept, drf_fleet_node_assignment(b->n)), 0);
+	assert_true(kept.n > 0);
+	/* What the state dir holds is what is in force. */
+	assert_int_equal(drf_fleet_assignment_load(b->state_dir, b->name, PREFIX, &file), 0);
+	assert_true(drf_fleet_assignment_same(&file, &kept));
+	assert_int_equal(file.revision, kept.revision);
+	drf_fleet_assignment_clear(&file);
+	/* Another node's or prefix's file is not taken. */
+	assert_int_equal(drf_fleet_assignment_load(b->state_dir, "X", PREFIX, &file), -ESTALE);
+	assert_int_equal(drf_fleet_assignment_load(b->state_dir, b->name, "/other/", &file),
+			 -ESTALE);
+
+	node_free(b);
+	b->assignments = 0;
+	drf_fleet_assignment_clear(&b->last);
+	node_start(i, true);
+	/* In force at once, before etcd answers anything. */
+	assert_int_equal(b->assignments, 1);
+	assert_true(drf_fleet_assignment_same(&b->last, &kept));
+	assert_int_equal(b->last.revision, kept.revision);
+	st = status_of(b);
+	assert_true(st.has_assignment);
+	assert_true(st.assignment_from_file);
+	assert_int_equal(st.assignment_revision, kept.revision);
+	advance(3 * DRF_USEC_PER_SEC);
+	st = status_of(b);
+	assert_false(st.reachable);
+	assert_true(st.last_error[0] != '\0');
+	assert_true(st.assignment_from_file);
+	assert_int_equal(b->assignments, 1);
+	/* etcd back: it says the same, and the node says so. */
+	assert_int_equal(fakeetcd_partition(b->e, false), 0);
+	advance_until(settled, TTL * DRF_USEC_PER_SEC);
+	st = status_of(b);
+	assert_true(st.reachable);
+	assert_false(st.assignment_from_file);
+	drf_fleet_assignment_clear(&kept);
+}
+
+/* Every watch behind a compaction: re-read, and the next change still comes. */
+static void test_compaction_resync(void **state)
+{
+	(void)state;
+	fleet_up();
+	fakeetcd_break_watches(env.fake, -ECONNRESET);
+	pump();
+	assert_int_equal(fakeetcd_nwatches(env.fake), 0);
+	/* A change while nobody watches, then the history before it compacted away. */
+	apply(9, false);
+	admin_put("/elsewhere", "x"); /* every watch's next revision is now before the compaction */
+	assert_int_equal(fakeetcd_compact(env.fake, fakeetcd_revision(env.fake)), 0);
+	web_count = 9;
+	advance_until(settled, 5 * DRF_USEC_PER_SEC);
+	for (int i = 0; i < 3; i++)
+		assert_true(status_of(&env.node[i]).resyncs >= 1);
+	/* Watching again: the next change arrives without anything broken. */
+	assert_true(fakeetcd_nwatches(env.fake) >= 5);
+	apply(10, false);
+	web_count = 10;
+	pump();
+	assert_true(settled());
+}
+
+/* Only the nodes whose assignment changed are written. */
+static void test_only_changed_written(void **state)
+{
+	char *rec = NULL, *line;
+	size_t len = 0, txns = 0, changed = 0;
+	int64_t mods[3];
+	FILE *out;
+
+	(void)state;
+	fleet_up();
+	for (int i = 0; i < 3; i++)
+		mods[i] = stored_mod(names[i]);
+	out = open_memstream(&rec, &len);
+	assert_non_null(out);
+	env.fake->out = out;
+	/* One task more: one node's assignment changes. */
+	apply(9, false);
+	web_count = 9;
+	advance_until(settled, DRF_USEC_PER_SEC);
+	/* A node joins with room to spare and nothing left to place: only its own is written. */
+	node_start(3, false);
+	advance_until(settled, 2 * DRF_USEC_PER_SEC);
+	env.fake->out = NULL;
+	assert_int_equal(fclose(out), 0);
+	for (int i = 0; i < 3; i++)
+		changed += stored_mod(names[i]) != mods[i];
+	assert_int_equal(changed, 1);
+	assert_true(stored_mod("D") > 0);
+	assert_int_equal(env.node[3].last.n, 0);
+	/* The planner's writes: two txns of one put each (the fenced ones: cmp=2). */
+	for (line = strtok(rec, "\n"); line; line = strtok(NULL, "\n")) {
+		if (strncmp(line, "txn cmp=2 ", 10) != 0)
+			continue;
+		assert_string_equal(line, "txn cmp=2 success=1 failure=1");
+		txns++;
+	}
+	assert_int_equal(txns, 2);
+	free(rec);
+}
+
+/* A tenant's value that does not decode is passed over; the others are planned. */
+static void test_invalid_tenant_skipped(void **state)
+{
+	struct drf_fleet_status st;
+	int64_t rev;
+
+	(void)state;
+	fleet_up();
+	rev = admin_put(PREFIX "tenants/t-bad", "{\"weight\": -1}");
+	advance(STEP);
+	assert_true(settled());
+	st = status_of(planner());
+	assert_true(st.plan_revision >= rev);
+	assert_int_equal(st.tenants, 3);
+	/* apply takes it away, as a tenant not in the file. */
+	assert_int_equal(apply(8, false).deleted, 1);
+	assert_null(fakeetcd_get(env.fake, PREFIX "tenants/t-bad"));
+}
+
+/* The formats. */
+
+static void test_formats(void **state)
+{
+	struct drf_tenant t = { .name = "web", .weight = 2.5, .task_model = true, .tasks = 4 };
+	struct drf_tenant u;
+	struct drf_fleet_label labels[] = { { .key = "zone", .value = "eu-1" } };
+	struct drf_fleet_nodeinfo ni;
+	struct drf_fleet_assignment a = { .revision = 42, .planner = "A" }, b;
+	struct drf_fleet_share sh = { .name = "web", .cgroup = "w/x", .weight = 2, .tasks = 3,
+				      .alloc = { 6, 3 * G } };
+	double cap[DRF_NRES] = { 8, 16 * G };
+	const char *txt;
+	char *v, err[256];
+
+	(void)state;
+	t.cgroup = "web";
+	t.vec[DRF_RES_CPU] = 2;
+	t.declared[DRF_RES_CPU] = true;
+	t.vec[DRF_RES_MEMORY] = 2 * G;
+	t.declared[DRF_RES_MEMORY] = true;
+	assert_int_equal(drf_fleet_tenant_value(&t, &v), 0);
+	assert_string_equal(v, "{\"weight\":2.5,\"cgroup\":\"web\",\"tasks\":4,\"task\":{\"cpu\":2,"
+			       "\"memory\":2147483648}}");
+	assert_int_equal(drf_fleet_tenant_parse("web", v, strlen(v), &u, err, sizeof(err)), 0);
+	assert_true(u.task_model && u.tasks == 4 && u.weight == 2.5);
+	assert_true(u.declared[DRF_RES_CPU] && u.vec[DRF_RES_MEMORY] == 2 * G);
+	assert_false(u.declared[DRF_RES_IO_READ]);
+	assert_string_equal(u.cgroup, "web");
+	drf_fleet_tenant_clear(&u);
+	free(v);
+	/* A demand, unlimited tasks, defaults. */
+	txt = "{\"demand\":{\"cpu\":1}}";
+	assert_int_equal(drf_fleet_tenant_parse("d", txt, strlen(txt), &u, err, sizeof(err)), 0);
+	assert_false(u.task_model);
+	assert_true(u.weight == 1);
+	assert_string_equal(u.cgroup, "d");
+	drf_fleet_tenant_clear(&u);
+	txt = "{\"tasks\":\"unlimited\",\"task\":{\"cpu\":1}}";
+	assert_int_equal(drf_fleet_tenant_parse("d", txt, strlen(txt), &u, err, sizeof(err)), 0);
+	assert_true(isinf(u.tasks));
+	drf_fleet_tenant_clear(&u);
+	/* Refused: each with its error. */
+	static const struct {
+		const char *text;
+		int err;
+	} bad[] = {
+		{ "{\"weight\":0}", -EINVAL },
+		{ "{\"weight\":\"2\"}", -EBADMSG },
+		{ "{\"task\":{\"cpu\":1},\"demand\":{\"cpu\":1}}", -EINVAL },
+		{ "{\"tasks\":3}", -EINVAL },
+		{ "{\"tasks\":1.5,\"task\":{\"cpu\":1}}", -EINVAL },
+		{ "{\"task\":{\"gpu\":1}}", -EBADMSG },
+		{ "{\"task\":{\"cpu\":0}}", -EINVAL },
+		{ "{\"cgroup\":\"../x\"}", -EINVAL },
+		{ "{\"colour\":1}", -EBADMSG },
+		{ "[1]", -EBADMSG },
+		{ "{\"weight\":1", -EBADMSG },
+		{ "{} x", -EBADMSG },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = 0;
+		assert_int_equal(drf_fleet_tenant_parse("x", bad[i].text, strlen(bad[i].text), &u,
+							err, sizeof(err)),
+				 bad[i].err);
+		assert_true(err[0] != 0);
+	}
+	assert_int_equal(drf_fleet_tenant_parse("../x", "{}", 2, &u, err, sizeof(err)), -EINVAL);
+
+	/* Nodes. */
+	assert_int_equal(drf_fleet_node_value(cap, labels, 1, &v), 0);
+	assert_string_equal(v, "{\"capacity\":{\"cpu\":8,\"memory\":17179869184},\"labels\":"
+			       "{\"zone\":\"eu-1\"}}");
+	assert_int_equal(drf_fleet_node_parse("n1", v, strlen(v), &ni, err, sizeof(err)), 0);
+	assert_true(ni.capacity[DRF_RES_MEMORY] == 16 * G);
+	assert_int_equal(ni.n_labels, 1);
+	assert_string_equal(ni.labels[0].value, "eu-1");
+	drf_fleet_nodeinfo_clear(&ni);
+	free(v);
+	txt = "{\"capacity\":{}}";
+	assert_int_equal(drf_fleet_node_parse("n1", txt, strlen(txt), &ni, err, sizeof(err)),
+			 -EINVAL);
+	txt = "{\"capacity\":{\"cpu\":-1}}";
+	assert_int_equal(drf_fleet_node_parse("n1", txt, strlen(txt), &ni, err, sizeof(err)),
+			 -EINVAL);
+	labels[0].key = "bad key";
+	assert_int_equal(drf_fleet_node_value(cap, labels, 1, &v), -EINVAL);
+
+	/* Assignments. */
+	a.tenants = &sh;
+	a.n = 1;
+	assert_int_equal(drf_fleet_assignment_value(&a, &v), 0);
+	assert_string_equal(v, "{\"revision\":42,\"planner\":\"A\",\"tenants\":[{\"name\":\"web\","
+			       "\"cgroup\":\"w/x\",\"weight\":2,\"tasks\":3,\"alloc\":{\"cpu\":6,"
+			       "\"memory\":3221225472}}]}");
+	assert_int_equal(drf_fleet_assignment_parse(v, strlen(v), &b, err, sizeof(err)), 0);
+	assert_true(drf_fleet_assignment_same(&a, &b));
+	assert_int_equal(b.revision, 42);
+	assert_string_equal(b.planner, "A");
+	drf_fleet_assignment_clear(&b);
+	free(v);
+	txt = "{\"planner\":\"A\",\"tenants\":[]}";
+	assert_int_equal(drf_fleet_assignment_parse(txt, strlen(txt), &b, err, sizeof(err)),
+			 -EBADMSG);
+}
+
+/* The node's config refused where it is wrong. */
+static void test_node_config(void **state)
+{
+	struct drf_fleet_node_config c = { .node = "n" };
+	struct drf_fleet_node *n = NULL;
+	struct etcd *e;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(fakeetcd_connect(env.fake, &e), 0);
+	c.node = "bad name";
+	assert_int_equal(drf_fleet_node_new(&c, e, &n, err, sizeof(err)), -EINVAL);
+	c.node = "n";
+	c.prefix = "no-slash";
+	assert_int_equal(drf_fleet_node_new(&c, e, &n, err, sizeof(err)), -EINVAL);
+	c.prefix = "/p/";
+	c.ttl = -1;
+	assert_int_equal(drf_fleet_node_new(&c, e, &n, err, sizeof(err)), -EINVAL);
+	assert_null(n);
+	c.ttl = 0;
+	assert_int_equal(drf_fleet_node_new(&c, e, &n, err, sizeof(err)), 0);
+	assert_null(drf_fleet_node_assignment(n));
+	assert_int_equal(drf_fleet_node_replan(n), -EPERM);
+	assert_true(drf_fleet_node_next_tick(n) == UINT64_MAX);
+	drf_fleet_node_free(n); /* never started: closes its client all the same */
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(test_elected_once),
+		T(test_best_fit_equal),
+		T(test_lease_expiry_replans),
+		T(test_planner_death_fenced),
+		T(test_planner_key_deleted),
+		T(test_unreachable_keeps),
+		T(test_restart_unreachable),
+		T(test_compaction_resync),
+		T(test_only_changed_written),
+		T(test_invalid_tenant_skipped),
+		T(test_node_config),
+		cmocka_unit_test(test_formats),
+	};
+
+	return cmocka_run_group_tests_name("fleet", tests, NULL, NULL);
+}
