@@ -1,0 +1,236 @@
+#!/usr/bin/env bash
+# A fleet on one real kernel: a 3-member etcd cluster on loopback and three drfd
+# nodes, each with its own cgroup root and capacity. The tenants put in etcd by
+# `drfctl fleet apply` are placed by the elected planner (DRFH, Best-Fit); each
+# node writes the knobs of its share, which must be what `drfctl fleet plan
+# --discrete` gives for the same nodes. Then the faults: a node killed (its tasks
+# re-planned onto the others within its lease's TTL + 2 s), the planner killed
+# (another elected within one TTL), an etcd member killed (the fleet goes on),
+# and etcd gone (each node keeps its assignment, and a restarted node takes it
+# back from its state dir).
+# shellcheck disable=SC2317 # the conditions are called through wait_until and check
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/vm/lib.sh
+. "$here/lib.sh"
+vm_setup
+trap 'pkill -x etcd 2>/dev/null; cleanup' EXIT
+ip link set lo up
+
+diagram <<'DIAGRAM'
+etcd e1 e2 e3 (127.0.0.1:22379/22381/22383)       drfctl fleet apply: web tasks of (0.5 cpu, 128M) x 4
+ |                                                                    batch tasks of (0.25 cpu, 256M) x 4
+ |- drfd a  /sys/fs/cgroup/fleet-a  cpu 2, memory 1G   (limit mode, [fleet] lease-ttl 3s)
+ |- drfd b  /sys/fs/cgroup/fleet-b  cpu 2, memory 2G
+ '- drfd c  /sys/fs/cgroup/fleet-c  cpu 1, memory 1G
+expect: each node's cpu.max and memory.max = its tasks x the task (drfctl fleet plan --discrete);
+        kill -9 c -> its tasks on a and b within 3 + 2 s; kill the planner -> another within 3 s;
+        kill e3 -> a new tenant still placed; kill e1 e2 -> assignments kept, status says
+        unreachable, a restarted node has its assignment from its state dir
+DIAGRAM
+
+if ! command -v etcd >/dev/null; then
+	result FAIL etcd-installed "etcd is not installed (deploy/install-deps.sh installs etcd-server)"
+	exit 0
+fi
+EP=http://127.0.0.1:22379,http://127.0.0.1:22381,http://127.0.0.1:22383
+cluster=e1=http://127.0.0.1:22380,e2=http://127.0.0.1:22382,e3=http://127.0.0.1:22384
+declare -A epid
+start_etcd() { # NAME CLIENT-PORT PEER-PORT
+	etcd --name "$1" --data-dir "$work/$1" --listen-client-urls "http://127.0.0.1:$2" \
+		--advertise-client-urls "http://127.0.0.1:$2" --listen-peer-urls "http://127.0.0.1:$3" \
+		--initial-advertise-peer-urls "http://127.0.0.1:$3" --initial-cluster "$cluster" \
+		--initial-cluster-state new --initial-cluster-token drfd-vm \
+		--heartbeat-interval 250 --election-timeout 2500 >"$work/$1.log" 2>&1 &
+	epid[$1]=$!
+}
+start_etcd e1 22379 22380
+start_etcd e2 22381 22382
+start_etcd e3 22383 22384
+healthy() { ETCDCTL_API=3 etcdctl --endpoints "$EP" endpoint health >/dev/null 2>&1; }
+t=$(wait_until 60 healthy)
+check etcd-cluster-up "[ '$t' != timeout ]" "3 members healthy after $t s"
+
+node_conf() { # NAME CPU MEMORY
+	mkdir -p "$work/$1"
+	cat >"$work/$1.conf" <<CONF
+[agent]
+cgroup-root = $CG/fleet-$1
+mode = limit
+interval = 500ms
+state-dir = $work/$1/state
+status-socket = $work/$1/drfd.sock
+[capacity]
+cpu = $2
+memory = $3
+[fleet]
+endpoints = $EP
+node = $1
+lease-ttl = 3s
+CONF
+}
+declare -A npid
+start_node() { # NAME
+	rm -f "$work/$1/drfd.sock"
+	mkdir -p "$CG/fleet-$1"
+	"$DRFD" -c "$work/$1.conf" --foreground 2>>"$work/$1.log" &
+	npid[$1]=$!
+	for _ in $(seq 100); do [ -S "$work/$1/drfd.sock" ] && return 0; sleep 0.2; done
+	result FAIL "node-$1-starts" "drfd $1 did not start: $(tail -3 "$work/$1.log")"
+	exit 0
+}
+node_conf a 2 1G
+node_conf b 2 2G
+node_conf c 1 1G
+for n in a b c; do start_node $n; done
+
+cat >"$work/fleet.conf" <<'CONF'
+[tenant web]
+task-cpu = 0.5
+task-memory = 128M
+tasks = 4
+
+[tenant batch]
+task-cpu = 0.25
+task-memory = 256M
+tasks = 4
+CONF
+"$DRFCTL" fleet apply -f "$work/fleet.conf" --endpoints "$EP" >"$work/apply.out" 2>&1
+rc=$?
+check fleet-apply "[ $rc -eq 0 ]" "exit $rc: $(head -c 200 "$work/apply.out")"
+
+# One python for the test's questions: status of a node, the fleet, the plan.
+pyserve "DRFCTL = '$DRFCTL'; WORK = '$work'; EP = '$EP'"'
+import json, subprocess
+def node(n, key):
+    s = json.loads(subprocess.run([DRFCTL, "status", "-c", WORK + "/" + n + ".conf", "--json"],
+                                  capture_output=True, text=True).stdout)
+    return s["fleet"][key]
+def fleet():
+    return json.loads(subprocess.run([DRFCTL, "fleet", "status", "--endpoints", EP, "--json"],
+                                     capture_output=True, text=True, check=True).stdout)
+def answer(q, *a):
+    if q == "rev":   # the assignment revision in force on node a[0]
+        return node(a[0], "assignment_revision")
+    if q == "planner":   # the planner, as node a[0] knows it
+        return node(a[0], "planner_name")
+    if q == "reachable":
+        return node(a[0], "etcd_reachable")
+    if q == "fromfile":
+        return node(a[0], "assignment_from_state_dir")
+    if q == "tasks":   # tasks placed on the nodes named, from the fleet status
+        f = fleet()
+        return sum(t["tasks"] for n in f["nodes"] if n["name"] in a and n["assignment"]
+                   for t in n["assignment"]["tenants"])
+    if q == "placement":   # node tenant: tasks of tenant on node
+        f = fleet()
+        for n in f["nodes"]:
+            if n["name"] == a[0] and n["assignment"]:
+                for t in n["assignment"]["tenants"]:
+                    if t["name"] == a[1]:
+                        return t["tasks"]
+        return 0
+'
+all_assigned() { # every node has an assignment of the same revision, with all 8 tasks placed
+	local ra rb rc
+	ra=$(ask rev a) && rb=$(ask rev b) && rc=$(ask rev c) && [ "$ra" != None ] &&
+		[ "$ra" = "$rb" ] && [ "$rb" = "$rc" ] && [ "$(ask tasks a b c)" = 8 ]
+}
+t=$(wait_until 60 all_assigned)
+check fleet-assigned "[ '$t' != timeout ]" "all three nodes on one revision with 8 tasks after $t s"
+
+# The plan the nodes must be enforcing: the same nodes as servers (in name order).
+cat >"$work/expect.conf" <<'CONF'
+[server a]
+cpu = 2
+memory = 1G
+[server b]
+cpu = 2
+memory = 2G
+[server c]
+cpu = 1
+memory = 1G
+CONF
+cat "$work/fleet.conf" >>"$work/expect.conf"
+"$DRFCTL" fleet plan -c "$work/expect.conf" --discrete --json >"$work/expect.json"
+knobs_ok() { # each node's cpu.max and memory.max of each tenant = its tasks x the task
+	$PY - "$work/expect.json" "$CG" <<'PY'
+import json, sys
+plan = json.load(open(sys.argv[1]))
+task = {"web": (0.5, 128 << 20), "batch": (0.25, 256 << 20)}
+bad = []
+for t in plan["tenants"]:
+    for node in ("a", "b", "c"):
+        k = t["placement"].get(node, 0)
+        base = f"{sys.argv[2]}/fleet-{node}/{t['name']}"
+        try:
+            quota = open(base + "/cpu.max").read().split()
+            mem = open(base + "/memory.max").read().strip()
+        except FileNotFoundError:
+            if k:
+                bad.append(f"{node}/{t['name']}: missing, {k} tasks planned")
+            continue
+        if not k:
+            bad.append(f"{node}/{t['name']}: exists, 0 tasks planned")
+            continue
+        want_q = k * task[t["name"]][0] * int(quota[1])
+        if abs(int(quota[0]) - want_q) > 0.02 * want_q or int(mem) != k * task[t["name"]][1]:
+            bad.append(f"{node}/{t['name']}: cpu.max {quota}, memory.max {mem}; {k} tasks")
+print("; ".join(bad) or "every knob as planned")
+sys.exit(1 if bad else 0)
+PY
+}
+knobs_quiet() { knobs_ok >/dev/null; }
+t=$(wait_until 30 knobs_quiet)
+check knobs-as-planned "[ '$t' != timeout ]" "$(knobs_ok) ($t s)"
+
+# Fault 1: a node dies; its lease runs out (3 s) and the planner places its tasks on a and b.
+before_c=$(ask tasks c)
+kill -9 "${npid[c]}"
+on_ab() { [ "$(ask tasks a b)" = 8 ]; }
+t=$(wait_until 30 on_ab)
+check node-death-replanned "[ '$t' != timeout ] && awk 'BEGIN { exit !($t <= 5.0) }'" \
+	"c held $before_c tasks; all 8 on a and b $t s after the kill (lease-ttl 3 s + 2 s allowed)"
+
+# Fault 2: the planner dies; another is elected within one TTL.
+p=$(ask planner a)
+survivor=a
+[ "$p" = a ] && survivor=b
+if [ -n "$p" ] && [ "$p" != None ] && [ -n "${npid[$p]:-}" ]; then
+	kill -9 "${npid[$p]}"
+	new_planner() { local q; q=$(ask planner "$survivor") && [ "$q" = "$survivor" ]; }
+	t=$(wait_until 30 new_planner)
+	check planner-moves "[ '$t' != timeout ] && awk 'BEGIN { exit !($t <= 5.0) }'" \
+		"planner $p killed; $survivor plans $t s after (lease-ttl 3 s, and the polls)"
+	# restart the killed one, so that two nodes remain for the etcd faults
+	start_node "$p"
+else
+	result FAIL planner-moves "no planner known: '$p'"
+fi
+
+# Fault 3: an etcd member dies; the other two keep quorum, and a new tenant is placed.
+kill -9 "${epid[e3]}"
+printf '[tenant extra]\ntask-cpu = 0.25\ntask-memory = 64M\ntasks = 1\n' >>"$work/fleet.conf"
+"$DRFCTL" fleet apply -f "$work/fleet.conf" --endpoints "$EP" >"$work/apply2.out" 2>&1
+rc=$?
+extra_placed() { [ "$(ask tasks a b c)" = 9 ]; }
+t=$(wait_until 30 extra_placed)
+check etcd-member-lost "[ $rc -eq 0 ] && [ '$t' != timeout ]" \
+	"e3 killed: apply exit $rc, 9 tasks placed after $t s"
+
+# Fault 4: etcd gone; every node keeps its assignment and says etcd is unreachable.
+rev_a=$(ask rev a)
+kill -9 "${epid[e1]}" "${epid[e2]}"
+unreachable() { [ "$(ask reachable a)" = False ]; }
+t=$(wait_until 30 unreachable)
+check etcd-gone-said "[ '$t' != timeout ]" "node a says unreachable after $t s"
+check etcd-gone-kept "[ \"\$(ask rev a)\" = '$rev_a' ] && knobs_a=\$(cat $CG/fleet-a/*/cpu.max 2>/dev/null) && [ -n \"\$knobs_a\" ]" \
+	"node a still at revision $rev_a with its tenants' knobs"
+# A restart with etcd gone: the state dir's assignment is put back in force.
+kill "${npid[a]}"
+wait "${npid[a]}" 2>/dev/null
+start_node a
+fromfile() { [ "$(ask fromfile a)" = True ] && [ "$(ask rev a)" = "$rev_a" ]; }
+t=$(wait_until 30 fromfile)
+check restart-from-state-dir "[ '$t' != timeout ]" \
+	"restarted a: revision $rev_a from its state dir after $t s"
+exit 0
