@@ -663,6 +663,163 @@ static void test_place_from_keeps(void **state)
 	}
 }
 
+/*
+ * Best-Fit by the book: each task scans every server, computing H exactly as the
+ * engine does (directions as fractions of the pool summing to 1, H the sum of
+ * |a_r - b_r| in resource order), the least H winning, ties the earlier server.
+ * counts: tasks per tenant and server, n x ns.
+ */
+static void brute_best_fit(const struct drfh_problem *p, size_t ns, double *units, double *counts)
+{
+	double pool[DRF_NRES], (*rem)[DRF_NRES] = calloc(ns, sizeof(*rem));
+	double *key = calloc(p->n, sizeof(*key)), *dom = calloc(p->n, sizeof(*dom));
+	bool *placing = calloc(p->n, sizeof(*placing));
+	int res[DRF_NRES], m = 0;
+
+	drfh_pool(p, pool);
+	for (int r = 0; r < DRF_NRES; r++)
+		if (pool[r] > 0)
+			res[m++] = r;
+	for (size_t s = 0, l = 0; s < p->nspecs; s++)
+		for (size_t k = 0; k < p->specs[s].count; k++, l++)
+			for (int r = 0; r < DRF_NRES; r++)
+				rem[l][r] = pool[r] > 0 ? p->specs[s].capacity[r] : 0;
+	for (size_t i = 0; i < p->n; i++) {
+		dom[i] = dom_of(pool, &p->demands[i]);
+		placing[i] = dom[i] > 0;
+		units[i] = placing[i] ? 0 : p->demands[i].max_units;
+	}
+	memset(counts, 0, p->n * ns * sizeof(*counts));
+	for (;;) {
+		const struct drf_demand *d;
+		double a[DRF_NRES] = { 0 }, sum = 0, best_h = INFINITY;
+		size_t i = p->n, best = ns;
+
+		for (size_t j = 0; j < p->n; j++)
+			if (placing[j] && (i == p->n || key[j] < key[i]))
+				i = j;
+		if (i == p->n)
+			break;
+		d = &p->demands[i];
+		if (units[i] >= d->max_units) {
+			placing[i] = false;
+			continue;
+		}
+		for (int k = 0; k < m; k++)
+			sum += d->shape[res[k]] / pool[res[k]];
+		for (int k = 0; k < m; k++)
+			a[res[k]] = d->shape[res[k]] / pool[res[k]] / sum;
+		for (size_t l = 0; l < ns; l++) {
+			double dir[DRF_NRES] = { 0 }, s = 0, h = 0;
+			bool fit = true;
+
+			for (int k = 0; k < m; k++)
+				fit = fit && !(d->shape[res[k]] > 0 &&
+					       rem[l][res[k]] < d->shape[res[k]] - 1e-12 * pool[res[k]]);
+			if (!fit)
+				continue;
+			for (int k = 0; k < m; k++)
+				s += rem[l][res[k]] / pool[res[k]];
+			for (int k = 0; k < m; k++)
+				dir[res[k]] = s > 0 ? rem[l][res[k]] / pool[res[k]] / s : 0;
+			for (int k = 0; k < m; k++)
+				h += fabs(a[res[k]] - dir[res[k]]);
+			if (h < best_h) {
+				best_h = h;
+				best = l;
+			}
+		}
+		if (best == ns) {
+			placing[i] = false;
+			continue;
+		}
+		for (int k = 0; k < m; k++) {
+			double *v = &rem[best][res[k]];
+
+			if (d->shape[res[k]] > 0) {
+				*v -= d->shape[res[k]];
+				if (*v < 1e-12 * pool[res[k]])
+					*v = 0;
+			}
+		}
+		units[i] += 1;
+		counts[i * ns + best] += 1;
+		key[i] = units[i] * dom[i] / d->weight;
+	}
+	free(rem);
+	free(key);
+	free(dom);
+	free(placing);
+}
+
+/*
+ * Best-Fit's search (classes of servers, bucketed by direction) against the scan
+ * of every server, task by task, on random fleets with many servers: shapes on
+ * a grid of quarters, so that remaining capacities meet and H ties.
+ */
+static void test_best_fit_against_scan(void **state)
+{
+	int n = nrounds() / 3 + 1;
+
+	(void)state;
+	for (int k = 0; k < n; k++) {
+		struct rng g = { base_seed * 65537 + (uint64_t)k };
+		struct drfh_server_spec specs[8] = { 0 };
+		struct drf_demand dem[24] = { 0 };
+		struct drfh_problem p = { .specs = specs, .demands = dem };
+		struct drfh_result r;
+		double units[24], *counts, *got;
+		int m = rng_int(&g, 2, 3);
+		size_t ns = 0;
+
+		p.nspecs = (size_t)rng_int(&g, 1, 8);
+		p.n = (size_t)rng_int(&g, 1, 24);
+		for (size_t s = 0; s < p.nspecs; s++) {
+			double scale = rng_int(&g, 1, 4);
+
+			specs[s].count = (size_t)rng_int(&g, 1, 30);
+			ns += specs[s].count;
+			for (int res = 0; res < m; res++)
+				specs[s].capacity[res] =
+					s > 0 && rng_int(&g, 0, 9) == 0 ? 0
+									: scale * rng_int(&g, 4, 32) / 4;
+		}
+		for (size_t i = 0; i < p.n; i++) {
+			dem[i].weight = rng_int(&g, 1, 4);
+			for (int res = 0; res < m; res++)
+				dem[i].shape[res] = rng_int(&g, 0, 5) == 0 ? 0 : rng_int(&g, 1, 12) / 4.0;
+			if (dem[i].shape[0] == 0 && dem[i].shape[1] == 0)
+				dem[i].shape[1] = 0.25;
+			dem[i].max_units = rng_int(&g, 0, 2) == 0 ? INFINITY : rng_int(&g, 1, 60);
+		}
+		counts = calloc(p.n * ns, sizeof(*counts));
+		got = calloc(p.n * ns, sizeof(*got));
+		brute_best_fit(&p, ns, units, counts);
+		assert_int_equal(drfh_place(&p, DRFH_BEST_FIT, &r), 0);
+		for (size_t q = 0; q < r.nplaces; q++)
+			got[r.places[q].tenant * ns + r.places[q].where] = r.places[q].tasks;
+		for (size_t i = 0; i < p.n; i++) {
+			if (r.tenants[i].units != units[i]) {
+				print_error("fleet %d of seed %llu: tenant %zu: Best-Fit %g tasks, "
+					    "the scan %g\n", k, (unsigned long long)base_seed, i,
+					    r.tenants[i].units, units[i]);
+				fail();
+			}
+			for (size_t l = 0; l < ns; l++)
+				if (got[i * ns + l] != counts[i * ns + l]) {
+					print_error("fleet %d of seed %llu: tenant %zu on server "
+						    "%zu: Best-Fit %g tasks, the scan %g\n", k,
+						    (unsigned long long)base_seed, i, l,
+						    got[i * ns + l], counts[i * ns + l]);
+					fail();
+				}
+		}
+		drfh_result_free(&r);
+		free(counts);
+		free(got);
+	}
+}
+
 static void test_rejects_malformed(void **state)
 {
 	struct drfh_server_spec sv = { .capacity = { 4, 4 }, .count = 1 };
@@ -699,6 +856,7 @@ int main(void)
 		cmocka_unit_test(test_identical_servers_group),
 		cmocka_unit_test(test_whole_tasks_feasible),
 		cmocka_unit_test(test_place_from_keeps),
+		cmocka_unit_test(test_best_fit_against_scan),
 		cmocka_unit_test(test_rejects_malformed),
 	};
 
