@@ -222,16 +222,161 @@ double drfh_jain(const struct drfh_problem *p, const struct drfh_result *r)
 
 /* ---- the divisible form ---- */
 
+/* Indexes (uint32_t) by a key per index (ctx), then by index. */
+static int cmp_by_key(const void *a, const void *b, void *ctx)
+{
+	const double *sort_key = ctx;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	if (sort_key[x] != sort_key[y])
+		return sort_key[x] < sort_key[y] ? -1 : 1;
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Cap events in bulk. Most rounds of progressive filling end with a tenant
+ * reaching its cap (its task count), not with the servers stopping the level.
+ * Take the capped tenants still growing, sorted by the level c_1 <= c_2 <= ...
+ * at which each reaches its cap (c_i = cap_i / w_i), and let t* be the level at
+ * which the servers stop the filling: the largest t at which
+ *
+ *   F(t):  G_i >= min(cap_i, w_i t)  and  G_i <= cap_i  for the growing,
+ *          the frozen at their values, every group's capacity held,
+ *
+ * is feasible (F(t) only tightens as t grows, so its t form an interval). The
+ * tenants with c_i <= t* reach their caps first; the round after them is decided
+ * at t* by duals as before. LP_j pins the j lowest-cap tenants at their caps (G
+ * fixed, level row free) and maximizes t over the others' level rows G_i >= w_i t
+ * (and their caps); P(j) says its optimum T_j >= c_j (P(0) holds; an infeasible
+ * LP_j fails). Then P(j) holds iff c_j <= t*:
+ *  - if c_j <= t*, at t = min(c_{j+1}, t*) >= c_j the constraints of F(t) are
+ *    those of LP_j (min(cap_i, w_i t) is cap_i for i <= j, w_i t for i > j; and
+ *    G_i = cap_i when G_i >= cap_i >= G_i), and F(t) is feasible: T_j >= c_j;
+ *  - if T_j >= c_j, LP_j's solution at t = c_j satisfies F(c_j) (G_i = cap_i for
+ *    i <= j, G_i >= w_i c_j >= min(cap_i, w_i c_j) for i > j): c_j <= t*.
+ * So P is monotone in j, and k = max{j : P(j)} is found by galloping then
+ * bisecting, a few LPs however many caps lie below t*. Two shortcuts, both from
+ * the same facts: a true P(j) with T_j < c_{j+1} gives k = j (LP_j's T is
+ * min(c_{j+1}, t*)), and T_j >= c_{j+1} gives P(j+1); any feasible LP_j gives
+ * t* >= T_j (its solution satisfies F(T_j) as it is), so every c_i <= T_j has
+ * P(i). LP_k itself is F near t*: its optimum is t* (or t's bound, with nobody
+ * left growing), and its level rows' duals freeze as before.
+ * Comparisons of levels allow LEVEL_REL, far inside the solver's own tolerance.
+ */
+#define LEVEL_REL 1e-9
+
+struct dlp {
+	glp_prob *lp;
+	glp_smcp parm;
+	int row_level0, col_g0, col_t;
+	const double *cap;   /* per active tenant, in G units; INFINITY: no cap */
+	const double *reach; /* the level t at which it reaches its cap: cap / weight */
+	uint32_t *order;     /* the capped tenants still growing, by reach */
+	size_t nc;
+	size_t npinned;      /* order[0 .. npinned) pinned at their caps */
+	uint64_t *rounds;
+};
+
+static void dlp_pin(struct dlp *L, size_t j)
+{
+	for (; L->npinned < j; L->npinned++) {
+		uint32_t a = L->order[L->npinned];
+
+		glp_set_col_bnds(L->lp, L->col_g0 + (int)a, GLP_FX, L->cap[a], L->cap[a]);
+		glp_set_row_bnds(L->lp, L->row_level0 + (int)a, GLP_FR, 0, 0);
+	}
+	while (L->npinned > j) {
+		uint32_t a = L->order[--L->npinned];
+
+		glp_set_col_bnds(L->lp, L->col_g0 + (int)a, GLP_DB, 0, L->cap[a]);
+		glp_set_row_bnds(L->lp, L->row_level0 + (int)a, GLP_LO, 0, 0);
+	}
+}
+
+/* LP_j: 1 if P(j), 0 if not, -EDOM; its optimum t (-INFINITY: infeasible). */
+static int dlp_probe(struct dlp *L, size_t j, double *ret_t)
+{
+	int st;
+
+	dlp_pin(L, j);
+	if (glp_simplex(L->lp, &L->parm) != 0)
+		return -EDOM;
+	(*L->rounds)++;
+	st = glp_get_status(L->lp);
+	if (st == GLP_NOFEAS && j > 0) {
+		*ret_t = -INFINITY;
+		return 0;
+	}
+	if (st != GLP_OPT)
+		return -EDOM; /* LP_0 holds the last optimum: it cannot be infeasible */
+	*ret_t = glp_get_col_prim(L->lp, L->col_t);
+	return j == 0 || *ret_t >= L->reach[L->order[j - 1]] * (1 - LEVEL_REL);
+}
+
+/*
+ * k, the caps reached below t*, with LP_k the optimum in force, or -EDOM.
+ * Invariant: P(lo) holds, P(hi) does not (hi = nc + 1: not known yet), lo < hi;
+ * each probe returns, lowers hi or raises lo, so it ends.
+ */
+static long dlp_search(struct dlp *L)
+{
+	size_t lo = 0, hi = L->nc + 1, step = 0;
+
+	for (;;) {
+		size_t j;
+		double t;
+		int ok;
+
+		if (hi - lo <= 1)
+			j = lo;
+		else if (hi > L->nc) {
+			j = lo + step < L->nc ? lo + step : L->nc;
+			step = step ? 2 * step : 1;
+		} else {
+			j = lo + (hi - lo) / 2;
+		}
+		ok = dlp_probe(L, j, &t);
+		if (ok < 0)
+			return ok;
+		if (ok) {
+			if (j == L->nc || j + 1 >= hi ||
+			    t < L->reach[L->order[j]] * (1 - LEVEL_REL))
+				return (long)j;
+			lo = j + 1;
+		} else {
+			size_t cnt = 0;
+
+			while (cnt < j && L->reach[L->order[cnt]] * (1 - LEVEL_REL) <= t)
+				cnt++;
+			hi = j;
+			if (lo >= j || cnt > lo)
+				lo = cnt;
+		}
+	}
+}
+
+/* Frozen where the optimum holds it. */
+static void dlp_freeze(glp_prob *lp, int row_level0, int col_g0, size_t a)
+{
+	double gv = fmax(0, glp_get_col_prim(lp, col_g0 + (int)a));
+
+	glp_set_col_bnds(lp, col_g0 + (int)a, GLP_FX, gv, gv);
+	glp_set_row_bnds(lp, row_level0 + (int)a, GLP_FR, 0, 0);
+}
+
 int drfh_allocate(const struct drfh_problem *p, struct drfh_result *ret)
 {
 	struct drfh_result out;
-	double pool[DRF_NRES], wmax = 0;
+	double pool[DRF_NRES], wmax = 0, wmin = INFINITY;
 	int res[DRF_NRES], m = 0;
 	size_t nservers, na = 0, ncols, nplaces = 0;
 	size_t *act = NULL;     /* active tenant a -> tenant index */
 	int *ycol = NULL;       /* a * ngroups + g -> column (0: none) */
 	int *ind = NULL;
 	double *val = NULL, *u = NULL, *dom = NULL;
+	double *cap = NULL, *reach = NULL;  /* per active tenant: its cap in G, its cap's level */
+	bool *growing = NULL;   /* per active tenant: its level row in force */
+	uint32_t *order = NULL; /* the capped tenants growing, by reach */
 	glp_prob *lp = NULL;
 	int err;
 
@@ -265,6 +410,7 @@ int drfh_allocate(const struct drfh_problem *p, struct drfh_result *ret)
 		if (dom[i] > 0) {
 			act[na++] = i;
 			wmax = fmax(wmax, p->demands[i].weight);
+			wmin = fmin(wmin, p->demands[i].weight);
 		} else {
 			out.tenants[i].units = p->demands[i].max_units; /* needs nothing: all of it */
 		}
@@ -293,10 +439,10 @@ int drfh_allocate(const struct drfh_problem *p, struct drfh_result *ret)
 	glp_add_rows(lp, caprows + 2 * (int)na);
 	for (size_t g = 0; g < ng; g++)
 		for (int k = 0; k < m; k++) {
-			double cap = out.groups[g].capacity[res[k]] * (double)out.groups[g].count /
-				     pool[res[k]];
+			double have = out.groups[g].capacity[res[k]] * (double)out.groups[g].count /
+				      pool[res[k]];
 
-			glp_set_row_bnds(lp, (int)(g * (size_t)m) + k + 1, GLP_UP, 0, cap);
+			glp_set_row_bnds(lp, (int)(g * (size_t)m) + k + 1, GLP_UP, 0, have);
 		}
 	for (size_t a = 0; a < na; a++) {
 		glp_set_row_bnds(lp, row_link0 + (int)a, GLP_FX, 0, 0);
@@ -321,7 +467,7 @@ int drfh_allocate(const struct drfh_problem *p, struct drfh_result *ret)
 	for (size_t a = 0; a < na; a++) {
 		const struct drf_demand *d = &p->demands[act[a]];
 		const double *ua = &u[act[a] * DRF_NRES];
-		double cap = d->max_units * dom[act[a]];
+		double gcap = d->max_units * dom[act[a]];
 		int n;
 
 		for (size_t g = 0; g < ng; g++) {
@@ -346,78 +492,103 @@ int drfh_allocate(const struct drfh_problem *p, struct drfh_result *ret)
 		ind[2] = row_level0 + (int)a;
 		val[2] = 1;
 		glp_set_mat_col(lp, col_g0 + (int)a, 2, ind, val);
-		if (isinf(cap))
+		if (isinf(gcap))
 			glp_set_col_bnds(lp, col_g0 + (int)a, GLP_LO, 0, 0);
 		else
-			glp_set_col_bnds(lp, col_g0 + (int)a, GLP_DB, 0, cap);
+			glp_set_col_bnds(lp, col_g0 + (int)a, GLP_DB, 0, gcap);
 	}
 	for (size_t a = 0; a < na; a++) {
 		ind[a + 1] = row_level0 + (int)a;
 		val[a + 1] = -p->demands[act[a]].weight / wmax;
 	}
 	glp_set_mat_col(lp, col_t, (int)na, ind, val);
-	glp_set_col_bnds(lp, col_t, GLP_LO, 0, 0);
 	glp_set_obj_coef(lp, col_t, 1);
 
-	glp_smcp parm;
-
-	glp_init_smcp(&parm);
-	parm.msg_lev = GLP_MSG_OFF;
-	parm.presolve = GLP_OFF;
-	parm.meth = GLP_PRIMAL;
-
-	/* active[a]: still growing (its level row in force) */
-	bool *growing = calloc(na + 1, sizeof(*growing));
-	size_t left = na;
-
-	if (!growing) {
+	growing = calloc(na + 1, sizeof(*growing));
+	cap = malloc((na + 1) * sizeof(*cap));
+	reach = malloc((na + 1) * sizeof(*reach));
+	order = malloc((na + 1) * sizeof(*order));
+	if (!growing || !cap || !reach || !order) {
 		err = -ENOMEM;
 		goto fail;
 	}
-	for (size_t a = 0; a < na; a++)
-		growing[a] = true;
-	while (left > 0) {
-		size_t froze = 0, best = na;
-		double best_dual = 0;
 
-		if (glp_simplex(lp, &parm) != 0 || glp_get_status(lp) != GLP_OPT) {
-			free(growing);
-			err = -EDOM;
+	struct dlp L = { .lp = lp, .row_level0 = row_level0, .col_g0 = col_g0, .col_t = col_t,
+			 .cap = cap, .reach = reach, .order = order, .rounds = &out.rounds };
+	double tmax = wmax / wmin;
+	size_t left = na;
+
+	for (size_t a = 0; a < na; a++) {
+		growing[a] = true;
+		cap[a] = p->demands[act[a]].max_units * dom[act[a]];
+		reach[a] = cap[a] / (p->demands[act[a]].weight / wmax);
+		if (isfinite(reach[a]))
+			tmax = fmax(tmax, reach[a]);
+	}
+	/*
+	 * t's bound, so that LP_j stays bounded with every growing tenant pinned:
+	 * above every reach, and above any level a growing tenant can have (G <= 1,
+	 * its dominant resource at most the pool's, so t <= wmax / w).
+	 */
+	glp_set_col_bnds(lp, col_t, GLP_DB, 0, 2 * tmax + 1);
+	glp_init_smcp(&L.parm);
+	L.parm.msg_lev = GLP_MSG_OFF;
+	L.parm.presolve = GLP_OFF;
+	L.parm.meth = GLP_PRIMAL;
+	while (left > 0) {
+		size_t froze, best = na;
+		double best_dual = 0;
+		long k;
+
+		L.nc = 0;
+		L.npinned = 0; /* the last round's pins are frozen now */
+		for (size_t a = 0; a < na; a++)
+			if (growing[a] && isfinite(reach[a]))
+				order[L.nc++] = (uint32_t)a;
+		qsort_r(order, L.nc, sizeof(*order), cmp_by_key, reach);
+		k = dlp_search(&L);
+		if (k < 0) {
+			err = (int)k;
 			goto fail;
 		}
-		out.rounds++;
-		for (int pass = 0; pass < 2 && froze == 0; pass++) {
-			for (size_t a = 0; a < na; a++) {
-				double dual, gv;
+		/* Those that reached their caps: pinned there, their level rows free already. */
+		for (size_t q = 0; q < (size_t)k; q++)
+			growing[order[q]] = false;
+		left -= (size_t)k;
+		froze = (size_t)k;
+		/*
+		 * Then those whose level row has a nonzero dual; if none has (a
+		 * degenerate optimum), the one with the largest.
+		 */
+		for (size_t a = 0; a < na; a++) {
+			double dual;
 
-				if (!growing[a])
-					continue;
-				dual = fabs(glp_get_row_dual(lp, row_level0 + (int)a));
-				if (pass == 0 && dual > best_dual) {
-					best_dual = dual;
-					best = a;
-				}
-				if (pass == 0 ? !(dual > DUAL_EPS) : a != best)
-					continue;
-				/* Frozen where the optimum holds it. */
-				gv = fmax(0, glp_get_col_prim(lp, col_g0 + (int)a));
-				glp_set_col_bnds(lp, col_g0 + (int)a, GLP_FX, gv, gv);
-				glp_set_row_bnds(lp, row_level0 + (int)a, GLP_FR, 0, 0);
+			if (!growing[a])
+				continue;
+			dual = fabs(glp_get_row_dual(lp, row_level0 + (int)a));
+			if (dual > best_dual) {
+				best_dual = dual;
+				best = a;
+			}
+			if (dual > DUAL_EPS) {
+				dlp_freeze(lp, row_level0, col_g0, a);
 				growing[a] = false;
 				left--;
 				froze++;
 			}
-			if (best == na)
-				break;
+		}
+		if (froze == 0 && best < na) {
+			dlp_freeze(lp, row_level0, col_g0, best);
+			growing[best] = false;
+			left--;
+			froze++;
 		}
 		if (froze == 0) {
 			/* No dual at all: t is not bounded by anyone, which cannot be. */
-			free(growing);
 			err = -EDOM;
 			goto fail;
 		}
 	}
-	free(growing);
 
 	/* Tasks per group from the last optimum; G_a from the same. */
 	for (size_t a = 0; a < na; a++) {
@@ -457,6 +628,10 @@ done:
 	free(val);
 	free(u);
 	free(dom);
+	free(cap);
+	free(reach);
+	free(growing);
+	free(order);
 	*ret = out;
 	return 0;
 fail:
@@ -468,6 +643,10 @@ fail:
 	free(val);
 	free(u);
 	free(dom);
+	free(cap);
+	free(reach);
+	free(growing);
+	free(order);
 	drfh_result_free(&out);
 	return err;
 }
@@ -975,16 +1154,6 @@ static bool fits_anyone(const struct drfh_problem *p, const struct disc *d, cons
 			return true;
 	}
 	return false;
-}
-
-static int cmp_by_key(const void *a, const void *b, void *ctx)
-{
-	const double *sort_key = ctx;
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	if (sort_key[x] != sort_key[y])
-		return sort_key[x] < sort_key[y] ? -1 : 1;
-	return x < y ? -1 : x > y;
 }
 
 /* The best class for a task of direction a (Best-Fit), or SIZE_MAX. */

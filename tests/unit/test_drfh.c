@@ -23,7 +23,7 @@ static uint64_t base_seed = 20261126;
 static bool debug;
 
 #define MAXS 6
-#define MAXN 7
+#define MAXN 32 /* gen() draws up to 7 tenants; gen_capped() more */
 
 struct fleet {
 	uint64_t seed;
@@ -48,7 +48,7 @@ static void gen(struct fleet *f, uint64_t seed, bool equal_weights, bool unlimit
 	f->seed = seed;
 	f->m = rng_int(&g, 2, 3);
 	f->nspecs = (size_t)rng_int(&g, 1, MAXS);
-	f->n = (size_t)rng_int(&g, 1, MAXN);
+	f->n = (size_t)rng_int(&g, 1, 7);
 	for (size_t s = 0; s < f->nspecs; s++) {
 		f->specs[s].count = (size_t)rng_int(&g, 1, 3);
 		/* a server may lack a resource, but not the first: every resource has a pool */
@@ -361,6 +361,67 @@ static void test_random_against_reference(void **state)
 				}
 			}
 		}
+		drfh_result_free(&r);
+	}
+}
+
+/*
+ * Many tenants, most with a few tasks and their own weights: rounds where many
+ * counts are reached before the servers stop the level, and where they tie.
+ */
+static void gen_capped(struct fleet *f, uint64_t seed)
+{
+	struct rng g = { seed ^ 0x5bd1e995u };
+
+	gen(f, seed, false, false);
+	f->n = (size_t)rng_int(&g, 8, MAXN);
+	for (size_t i = 0; i < f->n; i++) {
+		struct drf_demand *d = &f->dem[i];
+
+		memset(d, 0, sizeof(*d));
+		d->weight = rng_int(&g, 1, 4);
+		for (int r = 0; r < f->m; r++)
+			d->shape[r] = rng_int(&g, 0, 5) == 0 ? 0 : rng_range(&g, 0.05, 1.5);
+		if (d->shape[0] == 0 && d->shape[1] == 0)
+			d->shape[0] = 0.5;
+		/* counts in small integers: tenants of one weight and shape reach theirs together */
+		d->max_units = rng_int(&g, 0, 6) == 0 ? INFINITY : rng_int(&g, 1, 8);
+		if (i > 0 && rng_int(&g, 0, 4) == 0) {
+			memcpy(d->shape, f->dem[i - 1].shape, sizeof(d->shape));
+			d->weight = f->dem[i - 1].weight;
+		}
+	}
+}
+
+/* The search over how many counts a round passes (drfh.c), against the reference. */
+static void test_capped_against_reference(void **state)
+{
+	int n = nrounds() / 5 + 1;
+
+	(void)state;
+	for (int k = 0; k < n; k++) {
+		struct fleet f;
+		struct drfh_problem p;
+		struct drfh_result r;
+		double G[MAXN];
+		size_t capped = 0;
+
+		gen_capped(&f, base_seed * 40503 + (uint64_t)k);
+		p = prob(&f);
+		assert_int_equal(drfh_allocate(&p, &r), 0);
+		ref_maxmin(&f, G);
+		for (size_t i = 0; i < f.n; i++) {
+			capped += r.tenants[i].limited_by == DRF_LIMIT_DEMAND;
+			if (fabs(r.tenants[i].gds - G[i]) > 1e-6 * fmax(1, G[i])) {
+				print_error("seed %llu: tenant %zu: G %.12g, the reference %.12g\n",
+					    (unsigned long long)f.seed, i, r.tenants[i].gds, G[i]);
+				fail();
+			}
+		}
+		if (debug)
+			print_message("seed %llu: %zu tenants, %zu at their counts, %llu LPs\n",
+				      (unsigned long long)f.seed, f.n, capped,
+				      (unsigned long long)r.rounds);
 		drfh_result_free(&r);
 	}
 }
@@ -851,6 +912,7 @@ int main(void)
 		cmocka_unit_test(test_seed_example),
 		cmocka_unit_test(test_best_fit_matches_shapes),
 		cmocka_unit_test(test_random_against_reference),
+		cmocka_unit_test(test_capped_against_reference),
 		cmocka_unit_test(test_envy_free_and_weak_sharing_incentive),
 		cmocka_unit_test(test_one_server_is_drf),
 		cmocka_unit_test(test_identical_servers_group),
