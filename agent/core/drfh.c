@@ -504,6 +504,46 @@ int drfh_allocate(const struct drfh_problem *p, struct drfh_result *ret)
 	glp_set_mat_col(lp, col_t, (int)na, ind, val);
 	glp_set_obj_coef(lp, col_t, 1);
 
+	/*
+	 * The first basis: every tenant's G_a and one of its y_ag basic (for the
+	 * group that holds the most of its tasks), its link and level rows not, the
+	 * capacity rows' slacks basic, t at 0. Row by row the basis matrix is
+	 * triangular with unit diagonal (a level row holds G_a alone of the basic,
+	 * a link row y_ag and the known G_a, a capacity row its slack and known y),
+	 * so it is nonsingular, and it is feasible: everything 0. From it t rises
+	 * with every tenant at once; from GLPK's standard basis (every slack basic)
+	 * the simplex first pivots each tenant's G and a y in, one at a time.
+	 */
+	for (int r = 1; r <= caprows; r++)
+		glp_set_row_stat(lp, r, GLP_BS);
+	for (size_t a = 0; a < na; a++) {
+		const double *ua = &u[act[a] * DRF_NRES];
+		double most = -1;
+		int in = 0;
+
+		for (size_t g = 0; g < ng; g++) {
+			double tasks = INFINITY;
+
+			if (!ycol[a * ng + g])
+				continue;
+			for (int k = 0; k < m; k++)
+				if (ua[res[k]] > 0)
+					tasks = fmin(tasks, out.groups[g].capacity[res[k]] *
+								    (double)out.groups[g].count / pool[res[k]] /
+								    ua[res[k]]);
+			if (tasks > most) {
+				most = tasks;
+				in = ycol[a * ng + g];
+			}
+		}
+		/* A tenant no group can hold keeps its link row basic instead (G_a = 0). */
+		if (in)
+			glp_set_col_stat(lp, in, GLP_BS);
+		glp_set_row_stat(lp, row_link0 + (int)a, in ? GLP_NS : GLP_BS);
+		glp_set_col_stat(lp, col_g0 + (int)a, GLP_BS);
+		glp_set_row_stat(lp, row_level0 + (int)a, GLP_NL);
+	}
+
 	growing = calloc(na + 1, sizeof(*growing));
 	cap = malloc((na + 1) * sizeof(*cap));
 	reach = malloc((na + 1) * sizeof(*reach));
