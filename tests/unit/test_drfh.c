@@ -175,6 +175,20 @@ static void ref_build(const struct fleet *f, struct ref *R, const double *fixed,
 	}
 }
 
+/* The optimum, or -1 if the LP is infeasible. */
+static double ref_try(struct ref *R)
+{
+	glp_smcp parm;
+
+	glp_init_smcp(&parm);
+	parm.msg_lev = GLP_MSG_OFF;
+	assert_int_equal(glp_simplex(R->lp, &parm), 0);
+	if (glp_get_status(R->lp) == GLP_NOFEAS)
+		return -1;
+	assert_int_equal(glp_get_status(R->lp), GLP_OPT);
+	return glp_get_obj_val(R->lp);
+}
+
 static double ref_solve(struct ref *R)
 {
 	glp_smcp parm;
@@ -219,13 +233,29 @@ static void ref_maxmin(const struct fleet *f, double *G)
 
 			if (!grow[i])
 				continue;
-			/* max G_i with every growing tenant at w t, the frozen at theirs */
-			ref_build(f, &R, G, grow, (int)i);
-			glp_set_col_bnds(R.lp, R.tcol, GLP_FX, t * (1 - 1e-9), t * (1 - 1e-9));
-			best = ref_solve(&R);
-			ref_free(&R);
+			/*
+			 * max G_i with every growing tenant at w t, the frozen at theirs;
+			 * t a little lower, and lower again if that is infeasible: the
+			 * solver's t may pass the true one by up to its tolerance (1e-7
+			 * relative), and so may the frozen G it was taken from
+			 */
+			for (double cut = 1e-9;; cut *= 10) {
+				ref_build(f, &R, G, grow, (int)i);
+				glp_set_col_bnds(R.lp, R.tcol, GLP_FX, t * (1 - cut), t * (1 - cut));
+				best = ref_try(&R);
+				ref_free(&R);
+				if (best >= 0)
+					break;
+				assert_true(cut < 1e-7);
+			}
 			if (best <= f->dem[i].weight * t * (1 + 1e-7) + 1e-9) {
-				G[i] = f->dem[i].weight * t;
+				/*
+				 * Not above its count: the LP's t may pass the count's level
+				 * by the solver's tolerance, and the next LPs hold G_i at
+				 * least there.
+				 */
+				G[i] = fmin(f->dem[i].weight * t,
+					    dom_of(pool, &f->dem[i]) * f->dem[i].max_units);
 				grow[i] = false;
 				froze++;
 			}
