@@ -796,8 +796,14 @@ static uint32_t sheap_pop(struct sheap *q)
  * 2 |a_0 - b_0|, so the search goes out from a_0's bucket and stops on each
  * side at the first bucket whose bound exceeds the best H found (for two
  * resources the bound is exact).
+ *
+ * Most buckets near a_0 hold nothing the task fits: a max tree over the buckets
+ * (per resource, the most any class in them has left) leads the search to the
+ * next bucket on each side that may fit, past the rest. Its values only need to
+ * be upper bounds (a class fits only where every ancestor's value is at least
+ * its own): a class leaving a bucket leaves them as they were, and a bucket the
+ * search reads through is set exact again.
  */
-#define NBUCKETS 1024
 
 struct cls {
 	double rem[DRF_NRES];
@@ -805,8 +811,10 @@ struct cls {
 	struct sheap servers;
 	uint32_t bucket;
 	uint32_t pos;         /* in its bucket, or UINT32_MAX if not live */
+	uint32_t next_free;   /* unused: the next unused class */
 	bool dead;            /* fits no tenant's task: never live again */
 	bool checked;
+	bool used;            /* in the table; unused slots keep their heap's buffer */
 };
 
 struct bucket {
@@ -817,9 +825,13 @@ struct bucket {
 struct classes {
 	struct cls *c;
 	size_t n, cap;
+	size_t nfree;     /* unused classes, from free (UINT32_MAX: none) */
+	uint32_t free;
 	uint32_t *table;  /* open addressing: class index + 1, 0 empty */
 	size_t tcap;      /* power of two */
-	struct bucket b[NBUCKETS];
+	struct bucket *b;
+	uint32_t nb;      /* buckets, a power of two */
+	double *mx;       /* the max tree: node i's resource k at i * m + k; leaves nb + bucket */
 	const double *pool;
 	const int *res;
 	int m;
@@ -833,9 +845,18 @@ static uint64_t vec_hash(const double *v, const int *res, int m)
 		uint64_t b;
 
 		memcpy(&b, &v[res[k]], sizeof(b));
-		h ^= b + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+		h = (h ^ b) * 0xff51afd7ed558ccdULL;
+		h ^= h >> 32;
 	}
-	return h ^ (h >> 29);
+	/*
+	 * murmur3's finalizer: capacities are round numbers, their doubles' low
+	 * bits zero, and the table indexes by the low bits of the hash.
+	 */
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ULL;
+	return h ^ (h >> 33);
 }
 
 static bool vec_eq(const double *a, const double *b, const int *res, int m)
@@ -856,6 +877,8 @@ static int table_grow(struct classes *cs)
 	for (size_t i = 0; i < cs->n; i++) {
 		size_t at = vec_hash(cs->c[i].rem, cs->res, cs->m) & (tcap - 1);
 
+		if (!cs->c[i].used)
+			continue;
 		while (t[at])
 			at = (at + 1) & (tcap - 1);
 		t[at] = (uint32_t)i + 1;
@@ -864,6 +887,150 @@ static int table_grow(struct classes *cs)
 	cs->table = t;
 	cs->tcap = tcap;
 	return 0;
+}
+
+/* Buckets about as many as servers, at least 64 and at most 65,536. */
+static int classes_init(struct classes *cs, size_t nservers)
+{
+	cs->nb = 64;
+	while (cs->nb < nservers && cs->nb < 65536)
+		cs->nb *= 2;
+	cs->b = calloc(cs->nb, sizeof(*cs->b));
+	cs->mx = malloc(2 * (size_t)cs->nb * (size_t)cs->m * sizeof(*cs->mx));
+	if (!cs->b || !cs->mx)
+		return -ENOMEM;
+	for (size_t k = 0; k < 2 * (size_t)cs->nb * (size_t)cs->m; k++)
+		cs->mx[k] = -INFINITY; /* no class: holds nothing */
+	return 0;
+}
+
+static uint32_t bucket_of(const struct classes *cs, double b0)
+{
+	double x = b0 * cs->nb; /* exact: nb is a power of two */
+
+	return x >= cs->nb - 1 ? cs->nb - 1 : x > 0 ? (uint32_t)x : 0;
+}
+
+/* Raises bucket b's values to hold rem too. */
+static void tree_raise(struct classes *cs, uint32_t b, const double *rem)
+{
+	for (size_t i = cs->nb + b; i >= 1; i /= 2) {
+		bool up = false;
+
+		for (int k = 0; k < cs->m; k++)
+			if (rem[cs->res[k]] > cs->mx[i * cs->m + k]) {
+				cs->mx[i * cs->m + k] = rem[cs->res[k]];
+				up = true;
+			}
+		if (!up)
+			return;
+	}
+}
+
+/* Sets bucket b's values to v (m of them, exact) and its ancestors' from their children. */
+static void tree_set(struct classes *cs, uint32_t b, const double *v)
+{
+	size_t i = cs->nb + b;
+
+	memcpy(&cs->mx[i * cs->m], v, (size_t)cs->m * sizeof(*v));
+	for (i /= 2; i >= 1; i /= 2)
+		for (int k = 0; k < cs->m; k++)
+			cs->mx[i * cs->m + k] =
+				fmax(cs->mx[2 * i * cs->m + k], cs->mx[(2 * i + 1) * cs->m + k]);
+}
+
+static bool tree_holds(const struct classes *cs, size_t i, const double *need)
+{
+	for (int k = 0; k < cs->m; k++)
+		if (cs->mx[i * cs->m + k] < need[k])
+			return false;
+	return true;
+}
+
+/*
+ * The first bucket >= p that may hold need, or -1: up from p's leaf to the next
+ * subtree on the right that holds, then down into it, left first. A node that
+ * holds may have no leaf that does (its maxima from different buckets): then on
+ * to the next subtree on the right of it.
+ */
+static long tree_next(const struct classes *cs, size_t p, const double *need)
+{
+	size_t i = cs->nb + p;
+
+	for (;;) {
+		if (tree_holds(cs, i, need)) {
+			if (i >= cs->nb)
+				return (long)(i - cs->nb);
+			i = 2 * i;
+			continue;
+		}
+		while (i & 1) { /* a right child: its parent is done */
+			if (i == 1)
+				return -1;
+			i /= 2;
+		}
+		i++;
+	}
+}
+
+/* The last bucket <= p that may hold need, or -1: the same, mirrored. */
+static long tree_prev(const struct classes *cs, size_t p, const double *need)
+{
+	size_t i = cs->nb + p;
+
+	for (;;) {
+		if (tree_holds(cs, i, need)) {
+			if (i >= cs->nb)
+				return (long)(i - cs->nb);
+			i = 2 * i + 1;
+			continue;
+		}
+		while (!(i & 1)) /* a left child: its parent is done */
+			i /= 2;
+		if (i == 1)
+			return -1;
+		i--;
+	}
+}
+
+/* Linear probing's deletion: later entries of the run move back over the hole. */
+static void table_del(struct classes *cs, size_t ci)
+{
+	size_t mask = cs->tcap - 1, at = vec_hash(cs->c[ci].rem, cs->res, cs->m) & mask, j;
+
+	while (cs->table[at] != ci + 1)
+		at = (at + 1) & mask;
+	for (j = at;;) {
+		size_t home;
+
+		j = (j + 1) & mask;
+		if (!cs->table[j])
+			break;
+		home = vec_hash(cs->c[cs->table[j] - 1].rem, cs->res, cs->m) & mask;
+		/* it may fill the hole if the hole lies between its home and j */
+		if (((j - home) & mask) >= ((j - at) & mask)) {
+			cs->table[at] = cs->table[j];
+			at = j;
+		}
+	}
+	cs->table[at] = 0;
+}
+
+static void live_drop(struct classes *cs, size_t ci);
+
+/*
+ * A class whose last server left: out of the search and the table, its slot
+ * free for the next new class (a remaining capacity seen again is a new class,
+ * checked again against the tenants then placing: the same answer or dead).
+ */
+static void class_release(struct classes *cs, size_t ci)
+{
+	live_drop(cs, ci);
+	table_del(cs, ci);
+	cs->c[ci].used = false;
+	cs->c[ci].next_free = cs->free;
+	cs->free = (uint32_t)ci;
+	cs->nfree++;
 }
 
 static int live_add(struct classes *cs, size_t ci)
@@ -884,6 +1051,7 @@ static int live_add(struct classes *cs, size_t ci)
 	}
 	c->pos = b->n;
 	b->v[b->n++] = (uint32_t)ci;
+	tree_raise(cs, c->bucket, c->rem);
 	return 0;
 }
 
@@ -904,44 +1072,51 @@ static void live_drop(struct classes *cs, size_t ci)
 /* The class of a remaining vector, made if new; -ENOMEM. */
 static long class_of(struct classes *cs, const double rem[DRF_NRES])
 {
-	size_t at;
+	size_t at, ci;
 	struct cls *c;
+	struct sheap keep = { 0 };
 	double sum = 0;
 
-	if ((cs->n + 1) * 2 > cs->tcap && table_grow(cs) < 0)
+	if ((cs->n - cs->nfree + 1) * 2 > cs->tcap && table_grow(cs) < 0)
 		return -ENOMEM;
 	at = vec_hash(rem, cs->res, cs->m) & (cs->tcap - 1);
 	while (cs->table[at]) {
-		size_t ci = cs->table[at] - 1;
+		size_t old = cs->table[at] - 1;
 
-		if (vec_eq(cs->c[ci].rem, rem, cs->res, cs->m))
-			return (long)ci;
+		if (vec_eq(cs->c[old].rem, rem, cs->res, cs->m))
+			return (long)old;
 		at = (at + 1) & (cs->tcap - 1);
 	}
-	if (cs->n == cs->cap) {
-		size_t cap = cs->cap ? 2 * cs->cap : 64;
-		struct cls *n = realloc(cs->c, cap * sizeof(*n));
+	if (cs->nfree) {
+		ci = cs->free;
+		cs->free = cs->c[ci].next_free;
+		cs->nfree--;
+		keep = cs->c[ci].servers; /* empty; its buffer serves again */
+	} else {
+		if (cs->n == cs->cap) {
+			size_t cap = cs->cap ? 2 * cs->cap : 64;
+			struct cls *n = realloc(cs->c, cap * sizeof(*n));
 
-		if (!n)
-			return -ENOMEM;
-		cs->c = n;
-		cs->cap = cap;
+			if (!n)
+				return -ENOMEM;
+			cs->c = n;
+			cs->cap = cap;
+		}
+		ci = cs->n++;
 	}
-	c = &cs->c[cs->n];
+	c = &cs->c[ci];
 	memset(c, 0, sizeof(*c));
+	c->servers = keep;
+	c->used = true;
 	memcpy(c->rem, rem, sizeof(c->rem));
 	for (int k = 0; k < cs->m; k++)
 		sum += rem[cs->res[k]] / cs->pool[cs->res[k]];
 	for (int k = 0; k < cs->m; k++)
 		c->dir[cs->res[k]] = sum > 0 ? rem[cs->res[k]] / cs->pool[cs->res[k]] / sum : 0;
 	c->pos = UINT32_MAX;
-	{
-		double b0 = c->dir[cs->res[0]] * NBUCKETS;
-
-		c->bucket = b0 >= NBUCKETS - 1 ? NBUCKETS - 1 : b0 > 0 ? (uint32_t)b0 : 0;
-	}
-	cs->table[at] = (uint32_t)cs->n + 1;
-	return (long)cs->n++;
+	c->bucket = bucket_of(cs, c->dir[cs->res[0]]);
+	cs->table[at] = (uint32_t)ci + 1;
+	return (long)ci;
 }
 
 static int class_add_server(struct classes *cs, size_t ci, uint32_t server)
@@ -957,8 +1132,10 @@ static void classes_free(struct classes *cs)
 		free(cs->c[i].servers.h);
 	free(cs->c);
 	free(cs->table);
-	for (int b = 0; b < NBUCKETS; b++)
+	for (uint32_t b = 0; cs->b && b < cs->nb; b++)
 		free(cs->b[b].v);
+	free(cs->b);
+	free(cs->mx);
 }
 
 static bool fits(const double *rem, const double *shape, const double *pool, const int *res, int m)
@@ -1196,58 +1373,75 @@ static bool fits_anyone(const struct drfh_problem *p, const struct disc *d, cons
 	return false;
 }
 
-/* The best class for a task of direction a (Best-Fit), or SIZE_MAX. */
-static size_t best_class(const struct classes *cs, const double *shape, const double a[DRF_NRES])
+/* The distance from a_0 to bucket b's values of b_0. */
+static double bucket_dist(const struct classes *cs, long b, double a0)
+{
+	double lo = (double)b / cs->nb, hi = (double)(b + 1) / cs->nb;
+
+	return a0 < lo ? lo - a0 : a0 > hi ? a0 - hi : 0;
+}
+
+/*
+ * The best class for a task of direction a (Best-Fit), or SIZE_MAX: the least H,
+ * ties to the earliest server. The buckets that may fit are read nearest first,
+ * until the next on each side is too far to hold an H as small as the best.
+ */
+static size_t best_class(struct classes *cs, const double *shape, const double a[DRF_NRES])
 {
 	const int r0 = cs->res[0];
-	double best_h = INFINITY, a0 = a[r0];
-	uint32_t best_server = UINT32_MAX;
+	double best_h = INFINITY, a0 = a[r0], need[DRF_NRES];
+	uint32_t best_server = UINT32_MAX, kb = bucket_of(cs, a0);
 	size_t best = SIZE_MAX;
-	long kb = a0 * NBUCKETS >= NBUCKETS - 1 ? NBUCKETS - 1 : (long)(a0 * NBUCKETS);
-	bool left = true, right = true;
+	long left, right;
 
-	for (long off = 0; left || right; off++) {
-		for (int side = 0; side < 2; side++) {
-			bool *going = side ? &right : &left;
-			long b = side ? kb + off : kb - off;
-			double lo, hi, dist;
+	for (int k = 0; k < cs->m; k++)
+		need[k] = shape[cs->res[k]] > 0 ? shape[cs->res[k]] - FIT_EPS * cs->pool[cs->res[k]]
+						: -INFINITY;
+	left = tree_prev(cs, kb, need);
+	right = kb + 1 < cs->nb ? tree_next(cs, kb + 1, need) : -1;
+	for (;;) {
+		double dl = left >= 0 ? bucket_dist(cs, left, a0) : INFINITY;
+		double dr = right >= 0 ? bucket_dist(cs, right, a0) : INFINITY;
+		double mx[DRF_NRES];
+		bool go_left = dl <= dr;
+		long b = go_left ? left : right;
+		struct bucket *bk;
 
-			if (!*going || (side && off == 0)) /* a_0's own bucket is the left's at 0 */
-				continue;
-			if (b < 0 || b >= NBUCKETS) {
-				*going = false;
-				continue;
-			}
-			lo = (double)b / NBUCKETS;
-			hi = (double)(b + 1) / NBUCKETS;
-			dist = a0 < lo ? lo - a0 : a0 > hi ? a0 - hi : 0;
-			if (2 * dist - 1e-12 > best_h) {
-				*going = false; /* the buckets further out are further still */
-				continue;
-			}
-			for (uint32_t k = 0; k < cs->b[b].n; k++) {
-				const struct cls *c = &cs->c[cs->b[b].v[k]];
-				uint32_t top = c->servers.h[0];
-				double h = 0;
+		/* the buckets further out are further still */
+		if (b < 0 || 2 * (go_left ? dl : dr) - 1e-12 > best_h)
+			break;
+		bk = &cs->b[b];
+		for (int k = 0; k < cs->m; k++)
+			mx[k] = -INFINITY;
+		for (uint32_t k = 0; k < bk->n; k++) {
+			const struct cls *c = &cs->c[bk->v[k]];
+			uint32_t top = c->servers.h[0];
+			double h = 0;
 
-				if (!fits(c->rem, shape, cs->pool, cs->res, cs->m))
-					continue;
-				for (int j = 0; j < cs->m; j++)
-					h += fabs(a[cs->res[j]] - c->dir[cs->res[j]]);
-				if (h < best_h || (h == best_h && top < best_server)) {
-					best_h = h;
-					best_server = top;
-					best = cs->b[b].v[k];
-				}
+			for (int j = 0; j < cs->m; j++)
+				mx[j] = fmax(mx[j], c->rem[cs->res[j]]);
+			if (!fits(c->rem, shape, cs->pool, cs->res, cs->m))
+				continue;
+			for (int j = 0; j < cs->m; j++)
+				h += fabs(a[cs->res[j]] - c->dir[cs->res[j]]);
+			if (h < best_h || (h == best_h && top < best_server)) {
+				best_h = h;
+				best_server = top;
+				best = bk->v[k];
 			}
 		}
+		tree_set(cs, (uint32_t)b, mx); /* exact again: classes may have left it */
+		if (go_left)
+			left = b > 0 ? tree_prev(cs, (size_t)b - 1, need) : -1;
+		else
+			right = b + 1 < (long)cs->nb ? tree_next(cs, (size_t)b + 1, need) : -1;
 	}
 	return best;
 }
 
 static int place_best_fit(const struct drfh_problem *p, struct disc *d, struct drfh_result *out)
 {
-	struct classes cs = { .pool = d->pool, .res = d->res, .m = d->m };
+	struct classes cs = { .pool = d->pool, .res = d->res, .m = d->m, .free = UINT32_MAX };
 	uint32_t *by_size = malloc((p->n + 1) * sizeof(*by_size)), server = 0;
 	bool *placing = calloc(p->n + 1, sizeof(*placing));
 	int err = 0;
@@ -1256,6 +1450,9 @@ static int place_best_fit(const struct drfh_problem *p, struct disc *d, struct d
 		err = -ENOMEM;
 		goto out;
 	}
+	err = classes_init(&cs, d->nservers);
+	if (err < 0)
+		goto out;
 	for (size_t i = 0; i < p->n; i++) {
 		by_size[i] = (uint32_t)i;
 		placing[i] = d->dom[i] > 0;
@@ -1315,7 +1512,7 @@ static int place_best_fit(const struct drfh_problem *p, struct disc *d, struct d
 			}
 		}
 		if (cs.c[best].servers.n == 0)
-			live_drop(&cs, best);
+			class_release(&cs, best);
 		nc = class_of(&cs, rem);
 		if (nc < 0) {
 			err = (int)nc;
