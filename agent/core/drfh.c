@@ -1183,13 +1183,41 @@ static int cmp_place(const void *a, const void *b)
 	return x->where < y->where ? -1 : x->where > y->where;
 }
 
-/* Sorts and merges the list into the result. */
+/*
+ * Stable counting sort of from[0 .. n) into to by key (tenant or where), keys
+ * below nkeys; cnt holds nkeys + 1.
+ */
+static void places_count_sort(const struct drfh_place *from, struct drfh_place *to, size_t n,
+			      bool by_tenant, size_t nkeys, size_t *cnt)
+{
+	memset(cnt, 0, (nkeys + 1) * sizeof(*cnt));
+	for (size_t i = 0; i < n; i++)
+		cnt[(by_tenant ? from[i].tenant : from[i].where) + 1]++;
+	for (size_t k = 1; k <= nkeys; k++)
+		cnt[k] += cnt[k - 1];
+	for (size_t i = 0; i < n; i++)
+		to[cnt[by_tenant ? from[i].tenant : from[i].where]++] = from[i];
+}
+
+/*
+ * Sorts and merges the list into the result: by server, then stably by tenant,
+ * two counting passes (a list in placing order holds a task an entry; the
+ * servers are as many as they are). If memory for them is short, qsort.
+ */
 static void places_finish(struct placelist *pl, struct drfh_result *out)
 {
-	size_t w = 0;
+	size_t w = 0, nkeys = out->nservers > out->n ? out->nservers : out->n;
+	struct drfh_place *tmp = pl->n ? malloc(pl->n * sizeof(*tmp)) : NULL;
+	size_t *cnt = pl->n ? malloc((nkeys + 1) * sizeof(*cnt)) : NULL;
 
-	if (pl->n)
+	if (tmp && cnt) {
+		places_count_sort(pl->v, tmp, pl->n, false, out->nservers, cnt);
+		places_count_sort(tmp, pl->v, pl->n, true, out->n, cnt);
+	} else if (pl->n) {
 		qsort(pl->v, pl->n, sizeof(*pl->v), cmp_place);
+	}
+	free(tmp);
+	free(cnt);
 	for (size_t i = 0; i < pl->n; i++) {
 		if (w && pl->v[w - 1].tenant == pl->v[i].tenant &&
 		    pl->v[w - 1].where == pl->v[i].where)
