@@ -911,6 +911,12 @@ static uint32_t bucket_of(const struct classes *cs, double b0)
 	return x >= cs->nb - 1 ? cs->nb - 1 : x > 0 ? (uint32_t)x : 0;
 }
 
+/* fmax without its NaN cases (none here), which compilers inline. */
+static inline double max2(double a, double b)
+{
+	return a > b ? a : b;
+}
+
 /* Raises bucket b's values to hold rem too. */
 static void tree_raise(struct classes *cs, uint32_t b, const double *rem)
 {
@@ -936,7 +942,7 @@ static void tree_set(struct classes *cs, uint32_t b, const double *v)
 	for (i /= 2; i >= 1; i /= 2)
 		for (int k = 0; k < cs->m; k++)
 			cs->mx[i * cs->m + k] =
-				fmax(cs->mx[2 * i * cs->m + k], cs->mx[(2 * i + 1) * cs->m + k]);
+				max2(cs->mx[2 * i * cs->m + k], cs->mx[(2 * i + 1) * cs->m + k]);
 }
 
 static bool tree_holds(const struct classes *cs, size_t i, const double *need)
@@ -1447,7 +1453,7 @@ static size_t best_class(struct classes *cs, const double *shape, const double a
 			double h = 0;
 
 			for (int j = 0; j < cs->m; j++)
-				mx[j] = fmax(mx[j], c->rem[cs->res[j]]);
+				mx[j] = max2(mx[j], c->rem[cs->res[j]]);
 			if (!fits(c->rem, shape, cs->pool, cs->res, cs->m))
 				continue;
 			for (int j = 0; j < cs->m; j++)
