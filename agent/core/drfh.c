@@ -222,16 +222,161 @@ double drfh_jain(const struct drfh_problem *p, const struct drfh_result *r)
 
 /* ---- the divisible form ---- */
 
+/* Indexes (uint32_t) by a key per index (ctx), then by index. */
+static int cmp_by_key(const void *a, const void *b, void *ctx)
+{
+	const double *sort_key = ctx;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	if (sort_key[x] != sort_key[y])
+		return sort_key[x] < sort_key[y] ? -1 : 1;
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Cap events in bulk. Most rounds of progressive filling end with a tenant
+ * reaching its cap (its task count), not with the servers stopping the level.
+ * Take the capped tenants still growing, sorted by the level c_1 <= c_2 <= ...
+ * at which each reaches its cap (c_i = cap_i / w_i), and let t* be the level at
+ * which the servers stop the filling: the largest t at which
+ *
+ *   F(t):  G_i >= min(cap_i, w_i t)  and  G_i <= cap_i  for the growing,
+ *          the frozen at their values, every group's capacity held,
+ *
+ * is feasible (F(t) only tightens as t grows, so its t form an interval). The
+ * tenants with c_i <= t* reach their caps first; the round after them is decided
+ * at t* by duals as before. LP_j pins the j lowest-cap tenants at their caps (G
+ * fixed, level row free) and maximizes t over the others' level rows G_i >= w_i t
+ * (and their caps); P(j) says its optimum T_j >= c_j (P(0) holds; an infeasible
+ * LP_j fails). Then P(j) holds iff c_j <= t*:
+ *  - if c_j <= t*, at t = min(c_{j+1}, t*) >= c_j the constraints of F(t) are
+ *    those of LP_j (min(cap_i, w_i t) is cap_i for i <= j, w_i t for i > j; and
+ *    G_i = cap_i when G_i >= cap_i >= G_i), and F(t) is feasible: T_j >= c_j;
+ *  - if T_j >= c_j, LP_j's solution at t = c_j satisfies F(c_j) (G_i = cap_i for
+ *    i <= j, G_i >= w_i c_j >= min(cap_i, w_i c_j) for i > j): c_j <= t*.
+ * So P is monotone in j, and k = max{j : P(j)} is found by galloping then
+ * bisecting, a few LPs however many caps lie below t*. Two shortcuts, both from
+ * the same facts: a true P(j) with T_j < c_{j+1} gives k = j (LP_j's T is
+ * min(c_{j+1}, t*)), and T_j >= c_{j+1} gives P(j+1); any feasible LP_j gives
+ * t* >= T_j (its solution satisfies F(T_j) as it is), so every c_i <= T_j has
+ * P(i). LP_k itself is F near t*: its optimum is t* (or t's bound, with nobody
+ * left growing), and its level rows' duals freeze as before.
+ * Comparisons of levels allow LEVEL_REL, far inside the solver's own tolerance.
+ */
+#define LEVEL_REL 1e-9
+
+struct dlp {
+	glp_prob *lp;
+	glp_smcp parm;
+	int row_level0, col_g0, col_t;
+	const double *cap;   /* per active tenant, in G units; INFINITY: no cap */
+	const double *reach; /* the level t at which it reaches its cap: cap / weight */
+	uint32_t *order;     /* the capped tenants still growing, by reach */
+	size_t nc;
+	size_t npinned;      /* order[0 .. npinned) pinned at their caps */
+	uint64_t *rounds;
+};
+
+static void dlp_pin(struct dlp *L, size_t j)
+{
+	for (; L->npinned < j; L->npinned++) {
+		uint32_t a = L->order[L->npinned];
+
+		glp_set_col_bnds(L->lp, L->col_g0 + (int)a, GLP_FX, L->cap[a], L->cap[a]);
+		glp_set_row_bnds(L->lp, L->row_level0 + (int)a, GLP_FR, 0, 0);
+	}
+	while (L->npinned > j) {
+		uint32_t a = L->order[--L->npinned];
+
+		glp_set_col_bnds(L->lp, L->col_g0 + (int)a, GLP_DB, 0, L->cap[a]);
+		glp_set_row_bnds(L->lp, L->row_level0 + (int)a, GLP_LO, 0, 0);
+	}
+}
+
+/* LP_j: 1 if P(j), 0 if not, -EDOM; its optimum t (-INFINITY: infeasible). */
+static int dlp_probe(struct dlp *L, size_t j, double *ret_t)
+{
+	int st;
+
+	dlp_pin(L, j);
+	if (glp_simplex(L->lp, &L->parm) != 0)
+		return -EDOM;
+	(*L->rounds)++;
+	st = glp_get_status(L->lp);
+	if (st == GLP_NOFEAS && j > 0) {
+		*ret_t = -INFINITY;
+		return 0;
+	}
+	if (st != GLP_OPT)
+		return -EDOM; /* LP_0 holds the last optimum: it cannot be infeasible */
+	*ret_t = glp_get_col_prim(L->lp, L->col_t);
+	return j == 0 || *ret_t >= L->reach[L->order[j - 1]] * (1 - LEVEL_REL);
+}
+
+/*
+ * k, the caps reached below t*, with LP_k the optimum in force, or -EDOM.
+ * Invariant: P(lo) holds, P(hi) does not (hi = nc + 1: not known yet), lo < hi;
+ * each probe returns, lowers hi or raises lo, so it ends.
+ */
+static long dlp_search(struct dlp *L)
+{
+	size_t lo = 0, hi = L->nc + 1, step = 0;
+
+	for (;;) {
+		size_t j;
+		double t;
+		int ok;
+
+		if (hi - lo <= 1)
+			j = lo;
+		else if (hi > L->nc) {
+			j = lo + step < L->nc ? lo + step : L->nc;
+			step = step ? 2 * step : 1;
+		} else {
+			j = lo + (hi - lo) / 2;
+		}
+		ok = dlp_probe(L, j, &t);
+		if (ok < 0)
+			return ok;
+		if (ok) {
+			if (j == L->nc || j + 1 >= hi ||
+			    t < L->reach[L->order[j]] * (1 - LEVEL_REL))
+				return (long)j;
+			lo = j + 1;
+		} else {
+			size_t cnt = 0;
+
+			while (cnt < j && L->reach[L->order[cnt]] * (1 - LEVEL_REL) <= t)
+				cnt++;
+			hi = j;
+			if (lo >= j || cnt > lo)
+				lo = cnt;
+		}
+	}
+}
+
+/* Frozen where the optimum holds it. */
+static void dlp_freeze(glp_prob *lp, int row_level0, int col_g0, size_t a)
+{
+	double gv = fmax(0, glp_get_col_prim(lp, col_g0 + (int)a));
+
+	glp_set_col_bnds(lp, col_g0 + (int)a, GLP_FX, gv, gv);
+	glp_set_row_bnds(lp, row_level0 + (int)a, GLP_FR, 0, 0);
+}
+
 int drfh_allocate(const struct drfh_problem *p, struct drfh_result *ret)
 {
 	struct drfh_result out;
-	double pool[DRF_NRES], wmax = 0;
+	double pool[DRF_NRES], wmax = 0, wmin = INFINITY;
 	int res[DRF_NRES], m = 0;
 	size_t nservers, na = 0, ncols, nplaces = 0;
 	size_t *act = NULL;     /* active tenant a -> tenant index */
 	int *ycol = NULL;       /* a * ngroups + g -> column (0: none) */
 	int *ind = NULL;
 	double *val = NULL, *u = NULL, *dom = NULL;
+	double *cap = NULL, *reach = NULL;  /* per active tenant: its cap in G, its cap's level */
+	bool *growing = NULL;   /* per active tenant: its level row in force */
+	uint32_t *order = NULL; /* the capped tenants growing, by reach */
 	glp_prob *lp = NULL;
 	int err;
 
@@ -265,6 +410,7 @@ int drfh_allocate(const struct drfh_problem *p, struct drfh_result *ret)
 		if (dom[i] > 0) {
 			act[na++] = i;
 			wmax = fmax(wmax, p->demands[i].weight);
+			wmin = fmin(wmin, p->demands[i].weight);
 		} else {
 			out.tenants[i].units = p->demands[i].max_units; /* needs nothing: all of it */
 		}
@@ -293,10 +439,10 @@ int drfh_allocate(const struct drfh_problem *p, struct drfh_result *ret)
 	glp_add_rows(lp, caprows + 2 * (int)na);
 	for (size_t g = 0; g < ng; g++)
 		for (int k = 0; k < m; k++) {
-			double cap = out.groups[g].capacity[res[k]] * (double)out.groups[g].count /
-				     pool[res[k]];
+			double have = out.groups[g].capacity[res[k]] * (double)out.groups[g].count /
+				      pool[res[k]];
 
-			glp_set_row_bnds(lp, (int)(g * (size_t)m) + k + 1, GLP_UP, 0, cap);
+			glp_set_row_bnds(lp, (int)(g * (size_t)m) + k + 1, GLP_UP, 0, have);
 		}
 	for (size_t a = 0; a < na; a++) {
 		glp_set_row_bnds(lp, row_link0 + (int)a, GLP_FX, 0, 0);
@@ -321,7 +467,7 @@ int drfh_allocate(const struct drfh_problem *p, struct drfh_result *ret)
 	for (size_t a = 0; a < na; a++) {
 		const struct drf_demand *d = &p->demands[act[a]];
 		const double *ua = &u[act[a] * DRF_NRES];
-		double cap = d->max_units * dom[act[a]];
+		double gcap = d->max_units * dom[act[a]];
 		int n;
 
 		for (size_t g = 0; g < ng; g++) {
@@ -346,78 +492,143 @@ int drfh_allocate(const struct drfh_problem *p, struct drfh_result *ret)
 		ind[2] = row_level0 + (int)a;
 		val[2] = 1;
 		glp_set_mat_col(lp, col_g0 + (int)a, 2, ind, val);
-		if (isinf(cap))
+		if (isinf(gcap))
 			glp_set_col_bnds(lp, col_g0 + (int)a, GLP_LO, 0, 0);
 		else
-			glp_set_col_bnds(lp, col_g0 + (int)a, GLP_DB, 0, cap);
+			glp_set_col_bnds(lp, col_g0 + (int)a, GLP_DB, 0, gcap);
 	}
 	for (size_t a = 0; a < na; a++) {
 		ind[a + 1] = row_level0 + (int)a;
 		val[a + 1] = -p->demands[act[a]].weight / wmax;
 	}
 	glp_set_mat_col(lp, col_t, (int)na, ind, val);
-	glp_set_col_bnds(lp, col_t, GLP_LO, 0, 0);
 	glp_set_obj_coef(lp, col_t, 1);
 
-	glp_smcp parm;
+	/*
+	 * The first basis: every tenant's G_a and one of its y_ag basic (for the
+	 * group that holds the most of its tasks), its link and level rows not, the
+	 * capacity rows' slacks basic, t at 0. Row by row the basis matrix is
+	 * triangular with unit diagonal (a level row holds G_a alone of the basic,
+	 * a link row y_ag and the known G_a, a capacity row its slack and known y),
+	 * so it is nonsingular, and it is feasible: everything 0. From it t rises
+	 * with every tenant at once; from GLPK's standard basis (every slack basic)
+	 * the simplex first pivots each tenant's G and a y in, one at a time.
+	 */
+	for (int r = 1; r <= caprows; r++)
+		glp_set_row_stat(lp, r, GLP_BS);
+	for (size_t a = 0; a < na; a++) {
+		const double *ua = &u[act[a] * DRF_NRES];
+		double most = -1;
+		int in = 0;
 
-	glp_init_smcp(&parm);
-	parm.msg_lev = GLP_MSG_OFF;
-	parm.presolve = GLP_OFF;
-	parm.meth = GLP_PRIMAL;
+		for (size_t g = 0; g < ng; g++) {
+			double tasks = INFINITY;
 
-	/* active[a]: still growing (its level row in force) */
-	bool *growing = calloc(na + 1, sizeof(*growing));
-	size_t left = na;
+			if (!ycol[a * ng + g])
+				continue;
+			for (int k = 0; k < m; k++)
+				if (ua[res[k]] > 0)
+					tasks = fmin(tasks, out.groups[g].capacity[res[k]] *
+								    (double)out.groups[g].count / pool[res[k]] /
+								    ua[res[k]]);
+			if (tasks > most) {
+				most = tasks;
+				in = ycol[a * ng + g];
+			}
+		}
+		/* A tenant no group can hold keeps its link row basic instead (G_a = 0). */
+		if (in)
+			glp_set_col_stat(lp, in, GLP_BS);
+		glp_set_row_stat(lp, row_link0 + (int)a, in ? GLP_NS : GLP_BS);
+		glp_set_col_stat(lp, col_g0 + (int)a, GLP_BS);
+		glp_set_row_stat(lp, row_level0 + (int)a, GLP_NL);
+	}
 
-	if (!growing) {
+	growing = calloc(na + 1, sizeof(*growing));
+	cap = malloc((na + 1) * sizeof(*cap));
+	reach = malloc((na + 1) * sizeof(*reach));
+	order = malloc((na + 1) * sizeof(*order));
+	if (!growing || !cap || !reach || !order) {
 		err = -ENOMEM;
 		goto fail;
 	}
-	for (size_t a = 0; a < na; a++)
-		growing[a] = true;
-	while (left > 0) {
-		size_t froze = 0, best = na;
-		double best_dual = 0;
 
-		if (glp_simplex(lp, &parm) != 0 || glp_get_status(lp) != GLP_OPT) {
-			free(growing);
-			err = -EDOM;
+	struct dlp L = { .lp = lp, .row_level0 = row_level0, .col_g0 = col_g0, .col_t = col_t,
+			 .cap = cap, .reach = reach, .order = order, .rounds = &out.rounds };
+	double tmax = wmax / wmin;
+	size_t left = na;
+
+	for (size_t a = 0; a < na; a++) {
+		growing[a] = true;
+		cap[a] = p->demands[act[a]].max_units * dom[act[a]];
+		reach[a] = cap[a] / (p->demands[act[a]].weight / wmax);
+		if (isfinite(reach[a]))
+			tmax = fmax(tmax, reach[a]);
+	}
+	/*
+	 * t's bound, so that LP_j stays bounded with every growing tenant pinned:
+	 * above every reach, and above any level a growing tenant can have (G <= 1,
+	 * its dominant resource at most the pool's, so t <= wmax / w).
+	 */
+	glp_set_col_bnds(lp, col_t, GLP_DB, 0, 2 * tmax + 1);
+	glp_init_smcp(&L.parm);
+	L.parm.msg_lev = GLP_MSG_OFF;
+	L.parm.presolve = GLP_OFF;
+	L.parm.meth = GLP_PRIMAL;
+	while (left > 0) {
+		size_t froze, best = na;
+		double best_dual = 0;
+		long k;
+
+		L.nc = 0;
+		L.npinned = 0; /* the last round's pins are frozen now */
+		for (size_t a = 0; a < na; a++)
+			if (growing[a] && isfinite(reach[a]))
+				order[L.nc++] = (uint32_t)a;
+		qsort_r(order, L.nc, sizeof(*order), cmp_by_key, reach);
+		k = dlp_search(&L);
+		if (k < 0) {
+			err = (int)k;
 			goto fail;
 		}
-		out.rounds++;
-		for (int pass = 0; pass < 2 && froze == 0; pass++) {
-			for (size_t a = 0; a < na; a++) {
-				double dual, gv;
+		/* Those that reached their caps: pinned there, their level rows free already. */
+		for (size_t q = 0; q < (size_t)k; q++)
+			growing[order[q]] = false;
+		left -= (size_t)k;
+		froze = (size_t)k;
+		/*
+		 * Then those whose level row has a nonzero dual; if none has (a
+		 * degenerate optimum), the one with the largest.
+		 */
+		for (size_t a = 0; a < na; a++) {
+			double dual;
 
-				if (!growing[a])
-					continue;
-				dual = fabs(glp_get_row_dual(lp, row_level0 + (int)a));
-				if (pass == 0 && dual > best_dual) {
-					best_dual = dual;
-					best = a;
-				}
-				if (pass == 0 ? !(dual > DUAL_EPS) : a != best)
-					continue;
-				/* Frozen where the optimum holds it. */
-				gv = fmax(0, glp_get_col_prim(lp, col_g0 + (int)a));
-				glp_set_col_bnds(lp, col_g0 + (int)a, GLP_FX, gv, gv);
-				glp_set_row_bnds(lp, row_level0 + (int)a, GLP_FR, 0, 0);
+			if (!growing[a])
+				continue;
+			dual = fabs(glp_get_row_dual(lp, row_level0 + (int)a));
+			if (dual > best_dual) {
+				best_dual = dual;
+				best = a;
+			}
+			if (dual > DUAL_EPS) {
+				dlp_freeze(lp, row_level0, col_g0, a);
 				growing[a] = false;
 				left--;
 				froze++;
 			}
-			if (best == na)
-				break;
+		}
+		if (froze == 0 && best < na) {
+			dlp_freeze(lp, row_level0, col_g0, best);
+			growing[best] = false;
+			left--;
+			froze++;
 		}
 		if (froze == 0) {
 			/* No dual at all: t is not bounded by anyone, which cannot be. */
-			free(growing);
 			err = -EDOM;
 			goto fail;
 		}
 	}
-	free(growing);
 
 	/* Tasks per group from the last optimum; G_a from the same. */
 	for (size_t a = 0; a < na; a++) {
@@ -457,6 +668,10 @@ done:
 	free(val);
 	free(u);
 	free(dom);
+	free(cap);
+	free(reach);
+	free(growing);
+	free(order);
 	*ret = out;
 	return 0;
 fail:
@@ -468,6 +683,10 @@ fail:
 	free(val);
 	free(u);
 	free(dom);
+	free(cap);
+	free(reach);
+	free(growing);
+	free(order);
 	drfh_result_free(&out);
 	return err;
 }
@@ -577,8 +796,14 @@ static uint32_t sheap_pop(struct sheap *q)
  * 2 |a_0 - b_0|, so the search goes out from a_0's bucket and stops on each
  * side at the first bucket whose bound exceeds the best H found (for two
  * resources the bound is exact).
+ *
+ * Most buckets near a_0 hold nothing the task fits: a max tree over the buckets
+ * (per resource, the most any class in them has left) leads the search to the
+ * next bucket on each side that may fit, past the rest. Its values only need to
+ * be upper bounds (a class fits only where every ancestor's value is at least
+ * its own): a class leaving a bucket leaves them as they were, and a bucket the
+ * search reads through is set exact again.
  */
-#define NBUCKETS 1024
 
 struct cls {
 	double rem[DRF_NRES];
@@ -586,8 +811,10 @@ struct cls {
 	struct sheap servers;
 	uint32_t bucket;
 	uint32_t pos;         /* in its bucket, or UINT32_MAX if not live */
+	uint32_t next_free;   /* unused: the next unused class */
 	bool dead;            /* fits no tenant's task: never live again */
 	bool checked;
+	bool used;            /* in the table; unused slots keep their heap's buffer */
 };
 
 struct bucket {
@@ -598,9 +825,13 @@ struct bucket {
 struct classes {
 	struct cls *c;
 	size_t n, cap;
+	size_t nfree;     /* unused classes, from free (UINT32_MAX: none) */
+	uint32_t free;
 	uint32_t *table;  /* open addressing: class index + 1, 0 empty */
 	size_t tcap;      /* power of two */
-	struct bucket b[NBUCKETS];
+	struct bucket *b;
+	uint32_t nb;      /* buckets, a power of two */
+	double *mx;       /* the max tree: node i's resource k at i * m + k; leaves nb + bucket */
 	const double *pool;
 	const int *res;
 	int m;
@@ -614,9 +845,18 @@ static uint64_t vec_hash(const double *v, const int *res, int m)
 		uint64_t b;
 
 		memcpy(&b, &v[res[k]], sizeof(b));
-		h ^= b + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+		h = (h ^ b) * 0xff51afd7ed558ccdULL;
+		h ^= h >> 32;
 	}
-	return h ^ (h >> 29);
+	/*
+	 * murmur3's finalizer: capacities are round numbers, their doubles' low
+	 * bits zero, and the table indexes by the low bits of the hash.
+	 */
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ULL;
+	return h ^ (h >> 33);
 }
 
 static bool vec_eq(const double *a, const double *b, const int *res, int m)
@@ -637,6 +877,8 @@ static int table_grow(struct classes *cs)
 	for (size_t i = 0; i < cs->n; i++) {
 		size_t at = vec_hash(cs->c[i].rem, cs->res, cs->m) & (tcap - 1);
 
+		if (!cs->c[i].used)
+			continue;
 		while (t[at])
 			at = (at + 1) & (tcap - 1);
 		t[at] = (uint32_t)i + 1;
@@ -645,6 +887,156 @@ static int table_grow(struct classes *cs)
 	cs->table = t;
 	cs->tcap = tcap;
 	return 0;
+}
+
+/* Buckets about as many as servers, at least 64 and at most 65,536. */
+static int classes_init(struct classes *cs, size_t nservers)
+{
+	cs->nb = 64;
+	while (cs->nb < nservers && cs->nb < 65536)
+		cs->nb *= 2;
+	cs->b = calloc(cs->nb, sizeof(*cs->b));
+	cs->mx = malloc(2 * (size_t)cs->nb * (size_t)cs->m * sizeof(*cs->mx));
+	if (!cs->b || !cs->mx)
+		return -ENOMEM;
+	for (size_t k = 0; k < 2 * (size_t)cs->nb * (size_t)cs->m; k++)
+		cs->mx[k] = -INFINITY; /* no class: holds nothing */
+	return 0;
+}
+
+static uint32_t bucket_of(const struct classes *cs, double b0)
+{
+	double x = b0 * cs->nb; /* exact: nb is a power of two */
+
+	return x >= cs->nb - 1 ? cs->nb - 1 : x > 0 ? (uint32_t)x : 0;
+}
+
+/* fmax without its NaN cases (none here), which compilers inline. */
+static inline double max2(double a, double b)
+{
+	return a > b ? a : b;
+}
+
+/* Raises bucket b's values to hold rem too. */
+static void tree_raise(struct classes *cs, uint32_t b, const double *rem)
+{
+	for (size_t i = cs->nb + b; i >= 1; i /= 2) {
+		bool up = false;
+
+		for (int k = 0; k < cs->m; k++)
+			if (rem[cs->res[k]] > cs->mx[i * cs->m + k]) {
+				cs->mx[i * cs->m + k] = rem[cs->res[k]];
+				up = true;
+			}
+		if (!up)
+			return;
+	}
+}
+
+/* Sets bucket b's values to v (m of them, exact) and its ancestors' from their children. */
+static void tree_set(struct classes *cs, uint32_t b, const double *v)
+{
+	size_t i = cs->nb + b;
+
+	memcpy(&cs->mx[i * cs->m], v, (size_t)cs->m * sizeof(*v));
+	for (i /= 2; i >= 1; i /= 2)
+		for (int k = 0; k < cs->m; k++)
+			cs->mx[i * cs->m + k] =
+				max2(cs->mx[2 * i * cs->m + k], cs->mx[(2 * i + 1) * cs->m + k]);
+}
+
+static bool tree_holds(const struct classes *cs, size_t i, const double *need)
+{
+	for (int k = 0; k < cs->m; k++)
+		if (cs->mx[i * cs->m + k] < need[k])
+			return false;
+	return true;
+}
+
+/*
+ * The first bucket >= p that may hold need, or -1: up from p's leaf to the next
+ * subtree on the right that holds, then down into it, left first. A node that
+ * holds may have no leaf that does (its maxima from different buckets): then on
+ * to the next subtree on the right of it.
+ */
+static long tree_next(const struct classes *cs, size_t p, const double *need)
+{
+	size_t i = cs->nb + p;
+
+	for (;;) {
+		if (tree_holds(cs, i, need)) {
+			if (i >= cs->nb)
+				return (long)(i - cs->nb);
+			i = 2 * i;
+			continue;
+		}
+		while (i & 1) { /* a right child: its parent is done */
+			if (i == 1)
+				return -1;
+			i /= 2;
+		}
+		i++;
+	}
+}
+
+/* The last bucket <= p that may hold need, or -1: the same, mirrored. */
+static long tree_prev(const struct classes *cs, size_t p, const double *need)
+{
+	size_t i = cs->nb + p;
+
+	for (;;) {
+		if (tree_holds(cs, i, need)) {
+			if (i >= cs->nb)
+				return (long)(i - cs->nb);
+			i = 2 * i + 1;
+			continue;
+		}
+		while (!(i & 1)) /* a left child: its parent is done */
+			i /= 2;
+		if (i == 1)
+			return -1;
+		i--;
+	}
+}
+
+/* Linear probing's deletion: later entries of the run move back over the hole. */
+static void table_del(struct classes *cs, size_t ci)
+{
+	size_t mask = cs->tcap - 1, at = vec_hash(cs->c[ci].rem, cs->res, cs->m) & mask, j;
+
+	while (cs->table[at] != ci + 1)
+		at = (at + 1) & mask;
+	for (j = at;;) {
+		size_t home;
+
+		j = (j + 1) & mask;
+		if (!cs->table[j])
+			break;
+		home = vec_hash(cs->c[cs->table[j] - 1].rem, cs->res, cs->m) & mask;
+		/* it may fill the hole if the hole lies between its home and j */
+		if (((j - home) & mask) >= ((j - at) & mask)) {
+			cs->table[at] = cs->table[j];
+			at = j;
+		}
+	}
+	cs->table[at] = 0;
+}
+
+static void live_drop(struct classes *cs, size_t ci);
+
+/*
+ * A class whose last server left: out of the search and the table, its slot
+ * free for the next new class (a remaining capacity seen again is a new class,
+ * checked again against the tenants then placing: the same answer or dead).
+ */
+static void class_release(struct classes *cs, size_t ci)
+{
+	live_drop(cs, ci);
+	table_del(cs, ci);
+	cs->c[ci].used = false;
+	cs->c[ci].next_free = cs->free;
+	cs->free = (uint32_t)ci;
+	cs->nfree++;
 }
 
 static int live_add(struct classes *cs, size_t ci)
@@ -665,6 +1057,7 @@ static int live_add(struct classes *cs, size_t ci)
 	}
 	c->pos = b->n;
 	b->v[b->n++] = (uint32_t)ci;
+	tree_raise(cs, c->bucket, c->rem);
 	return 0;
 }
 
@@ -685,44 +1078,51 @@ static void live_drop(struct classes *cs, size_t ci)
 /* The class of a remaining vector, made if new; -ENOMEM. */
 static long class_of(struct classes *cs, const double rem[DRF_NRES])
 {
-	size_t at;
+	size_t at, ci;
 	struct cls *c;
+	struct sheap keep = { 0 };
 	double sum = 0;
 
-	if ((cs->n + 1) * 2 > cs->tcap && table_grow(cs) < 0)
+	if ((cs->n - cs->nfree + 1) * 2 > cs->tcap && table_grow(cs) < 0)
 		return -ENOMEM;
 	at = vec_hash(rem, cs->res, cs->m) & (cs->tcap - 1);
 	while (cs->table[at]) {
-		size_t ci = cs->table[at] - 1;
+		size_t old = cs->table[at] - 1;
 
-		if (vec_eq(cs->c[ci].rem, rem, cs->res, cs->m))
-			return (long)ci;
+		if (vec_eq(cs->c[old].rem, rem, cs->res, cs->m))
+			return (long)old;
 		at = (at + 1) & (cs->tcap - 1);
 	}
-	if (cs->n == cs->cap) {
-		size_t cap = cs->cap ? 2 * cs->cap : 64;
-		struct cls *n = realloc(cs->c, cap * sizeof(*n));
+	if (cs->nfree) {
+		ci = cs->free;
+		cs->free = cs->c[ci].next_free;
+		cs->nfree--;
+		keep = cs->c[ci].servers; /* empty; its buffer serves again */
+	} else {
+		if (cs->n == cs->cap) {
+			size_t cap = cs->cap ? 2 * cs->cap : 64;
+			struct cls *n = realloc(cs->c, cap * sizeof(*n));
 
-		if (!n)
-			return -ENOMEM;
-		cs->c = n;
-		cs->cap = cap;
+			if (!n)
+				return -ENOMEM;
+			cs->c = n;
+			cs->cap = cap;
+		}
+		ci = cs->n++;
 	}
-	c = &cs->c[cs->n];
+	c = &cs->c[ci];
 	memset(c, 0, sizeof(*c));
+	c->servers = keep;
+	c->used = true;
 	memcpy(c->rem, rem, sizeof(c->rem));
 	for (int k = 0; k < cs->m; k++)
 		sum += rem[cs->res[k]] / cs->pool[cs->res[k]];
 	for (int k = 0; k < cs->m; k++)
 		c->dir[cs->res[k]] = sum > 0 ? rem[cs->res[k]] / cs->pool[cs->res[k]] / sum : 0;
 	c->pos = UINT32_MAX;
-	{
-		double b0 = c->dir[cs->res[0]] * NBUCKETS;
-
-		c->bucket = b0 >= NBUCKETS - 1 ? NBUCKETS - 1 : b0 > 0 ? (uint32_t)b0 : 0;
-	}
-	cs->table[at] = (uint32_t)cs->n + 1;
-	return (long)cs->n++;
+	c->bucket = bucket_of(cs, c->dir[cs->res[0]]);
+	cs->table[at] = (uint32_t)ci + 1;
+	return (long)ci;
 }
 
 static int class_add_server(struct classes *cs, size_t ci, uint32_t server)
@@ -738,8 +1138,10 @@ static void classes_free(struct classes *cs)
 		free(cs->c[i].servers.h);
 	free(cs->c);
 	free(cs->table);
-	for (int b = 0; b < NBUCKETS; b++)
+	for (uint32_t b = 0; cs->b && b < cs->nb; b++)
 		free(cs->b[b].v);
+	free(cs->b);
+	free(cs->mx);
 }
 
 static bool fits(const double *rem, const double *shape, const double *pool, const int *res, int m)
@@ -787,13 +1189,41 @@ static int cmp_place(const void *a, const void *b)
 	return x->where < y->where ? -1 : x->where > y->where;
 }
 
-/* Sorts and merges the list into the result. */
+/*
+ * Stable counting sort of from[0 .. n) into to by key (tenant or where), keys
+ * below nkeys; cnt holds nkeys + 1.
+ */
+static void places_count_sort(const struct drfh_place *from, struct drfh_place *to, size_t n,
+			      bool by_tenant, size_t nkeys, size_t *cnt)
+{
+	memset(cnt, 0, (nkeys + 1) * sizeof(*cnt));
+	for (size_t i = 0; i < n; i++)
+		cnt[(by_tenant ? from[i].tenant : from[i].where) + 1]++;
+	for (size_t k = 1; k <= nkeys; k++)
+		cnt[k] += cnt[k - 1];
+	for (size_t i = 0; i < n; i++)
+		to[cnt[by_tenant ? from[i].tenant : from[i].where]++] = from[i];
+}
+
+/*
+ * Sorts and merges the list into the result: by server, then stably by tenant,
+ * two counting passes (a list in placing order holds a task an entry; the
+ * servers are as many as they are). If memory for them is short, qsort.
+ */
 static void places_finish(struct placelist *pl, struct drfh_result *out)
 {
-	size_t w = 0;
+	size_t w = 0, nkeys = out->nservers > out->n ? out->nservers : out->n;
+	struct drfh_place *tmp = pl->n ? malloc(pl->n * sizeof(*tmp)) : NULL;
+	size_t *cnt = pl->n ? malloc((nkeys + 1) * sizeof(*cnt)) : NULL;
 
-	if (pl->n)
+	if (tmp && cnt) {
+		places_count_sort(pl->v, tmp, pl->n, false, out->nservers, cnt);
+		places_count_sort(tmp, pl->v, pl->n, true, out->n, cnt);
+	} else if (pl->n) {
 		qsort(pl->v, pl->n, sizeof(*pl->v), cmp_place);
+	}
+	free(tmp);
+	free(cnt);
 	for (size_t i = 0; i < pl->n; i++) {
 		if (w && pl->v[w - 1].tenant == pl->v[i].tenant &&
 		    pl->v[w - 1].where == pl->v[i].where)
@@ -977,68 +1407,75 @@ static bool fits_anyone(const struct drfh_problem *p, const struct disc *d, cons
 	return false;
 }
 
-static int cmp_by_key(const void *a, const void *b, void *ctx)
+/* The distance from a_0 to bucket b's values of b_0. */
+static double bucket_dist(const struct classes *cs, long b, double a0)
 {
-	const double *sort_key = ctx;
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	double lo = (double)b / cs->nb, hi = (double)(b + 1) / cs->nb;
 
-	if (sort_key[x] != sort_key[y])
-		return sort_key[x] < sort_key[y] ? -1 : 1;
-	return x < y ? -1 : x > y;
+	return a0 < lo ? lo - a0 : a0 > hi ? a0 - hi : 0;
 }
 
-/* The best class for a task of direction a (Best-Fit), or SIZE_MAX. */
-static size_t best_class(const struct classes *cs, const double *shape, const double a[DRF_NRES])
+/*
+ * The best class for a task of direction a (Best-Fit), or SIZE_MAX: the least H,
+ * ties to the earliest server. The buckets that may fit are read nearest first,
+ * until the next on each side is too far to hold an H as small as the best.
+ */
+static size_t best_class(struct classes *cs, const double *shape, const double a[DRF_NRES])
 {
 	const int r0 = cs->res[0];
-	double best_h = INFINITY, a0 = a[r0];
-	uint32_t best_server = UINT32_MAX;
+	double best_h = INFINITY, a0 = a[r0], need[DRF_NRES];
+	uint32_t best_server = UINT32_MAX, kb = bucket_of(cs, a0);
 	size_t best = SIZE_MAX;
-	long kb = a0 * NBUCKETS >= NBUCKETS - 1 ? NBUCKETS - 1 : (long)(a0 * NBUCKETS);
-	bool left = true, right = true;
+	long left, right;
 
-	for (long off = 0; left || right; off++) {
-		for (int side = 0; side < 2; side++) {
-			bool *going = side ? &right : &left;
-			long b = side ? kb + off : kb - off;
-			double lo, hi, dist;
+	for (int k = 0; k < cs->m; k++)
+		need[k] = shape[cs->res[k]] > 0 ? shape[cs->res[k]] - FIT_EPS * cs->pool[cs->res[k]]
+						: -INFINITY;
+	left = tree_prev(cs, kb, need);
+	right = kb + 1 < cs->nb ? tree_next(cs, kb + 1, need) : -1;
+	for (;;) {
+		double dl = left >= 0 ? bucket_dist(cs, left, a0) : INFINITY;
+		double dr = right >= 0 ? bucket_dist(cs, right, a0) : INFINITY;
+		double mx[DRF_NRES];
+		bool go_left = dl <= dr;
+		long b = go_left ? left : right;
+		struct bucket *bk;
 
-			if (!*going || (side && off == 0)) /* a_0's own bucket is the left's at 0 */
-				continue;
-			if (b < 0 || b >= NBUCKETS) {
-				*going = false;
-				continue;
-			}
-			lo = (double)b / NBUCKETS;
-			hi = (double)(b + 1) / NBUCKETS;
-			dist = a0 < lo ? lo - a0 : a0 > hi ? a0 - hi : 0;
-			if (2 * dist - 1e-12 > best_h) {
-				*going = false; /* the buckets further out are further still */
-				continue;
-			}
-			for (uint32_t k = 0; k < cs->b[b].n; k++) {
-				const struct cls *c = &cs->c[cs->b[b].v[k]];
-				uint32_t top = c->servers.h[0];
-				double h = 0;
+		/* the buckets further out are further still */
+		if (b < 0 || 2 * (go_left ? dl : dr) - 1e-12 > best_h)
+			break;
+		bk = &cs->b[b];
+		for (int k = 0; k < cs->m; k++)
+			mx[k] = -INFINITY;
+		for (uint32_t k = 0; k < bk->n; k++) {
+			const struct cls *c = &cs->c[bk->v[k]];
+			uint32_t top = c->servers.h[0];
+			double h = 0;
 
-				if (!fits(c->rem, shape, cs->pool, cs->res, cs->m))
-					continue;
-				for (int j = 0; j < cs->m; j++)
-					h += fabs(a[cs->res[j]] - c->dir[cs->res[j]]);
-				if (h < best_h || (h == best_h && top < best_server)) {
-					best_h = h;
-					best_server = top;
-					best = cs->b[b].v[k];
-				}
+			for (int j = 0; j < cs->m; j++)
+				mx[j] = max2(mx[j], c->rem[cs->res[j]]);
+			if (!fits(c->rem, shape, cs->pool, cs->res, cs->m))
+				continue;
+			for (int j = 0; j < cs->m; j++)
+				h += fabs(a[cs->res[j]] - c->dir[cs->res[j]]);
+			if (h < best_h || (h == best_h && top < best_server)) {
+				best_h = h;
+				best_server = top;
+				best = bk->v[k];
 			}
 		}
+		tree_set(cs, (uint32_t)b, mx); /* exact again: classes may have left it */
+		if (go_left)
+			left = b > 0 ? tree_prev(cs, (size_t)b - 1, need) : -1;
+		else
+			right = b + 1 < (long)cs->nb ? tree_next(cs, (size_t)b + 1, need) : -1;
 	}
 	return best;
 }
 
 static int place_best_fit(const struct drfh_problem *p, struct disc *d, struct drfh_result *out)
 {
-	struct classes cs = { .pool = d->pool, .res = d->res, .m = d->m };
+	struct classes cs = { .pool = d->pool, .res = d->res, .m = d->m, .free = UINT32_MAX };
 	uint32_t *by_size = malloc((p->n + 1) * sizeof(*by_size)), server = 0;
 	bool *placing = calloc(p->n + 1, sizeof(*placing));
 	int err = 0;
@@ -1047,6 +1484,9 @@ static int place_best_fit(const struct drfh_problem *p, struct disc *d, struct d
 		err = -ENOMEM;
 		goto out;
 	}
+	err = classes_init(&cs, d->nservers);
+	if (err < 0)
+		goto out;
 	for (size_t i = 0; i < p->n; i++) {
 		by_size[i] = (uint32_t)i;
 		placing[i] = d->dom[i] > 0;
@@ -1106,7 +1546,7 @@ static int place_best_fit(const struct drfh_problem *p, struct disc *d, struct d
 			}
 		}
 		if (cs.c[best].servers.n == 0)
-			live_drop(&cs, best);
+			class_release(&cs, best);
 		nc = class_of(&cs, rem);
 		if (nc < 0) {
 			err = (int)nc;

@@ -82,12 +82,15 @@ struct drfh_result {
 
 /*
  * The divisible DRFH by progressive filling: each round maximizes the level t
- * with G_i >= w_i t for the tenants still growing (one LP, warm-started from the
+ * with G_i >= w_i t for the tenants still growing (LPs warm-started from the
  * last), then freezes those whose level row has a nonzero dual in the optimum:
  * by complementary slackness every optimum holds them at w_i t, so none of them
- * can grow without t falling. At least one freezes each round. Returns 0,
- * -EINVAL for a malformed problem (as drf_allocate), -EDOM if the solver fails,
- * -ENOMEM.
+ * can grow without t falling. The tenants that reach their task counts before
+ * the servers stop t freeze at their counts in the same round, found by a
+ * search over how many of them to pin (drfh.c has the proof), so a round costs
+ * a few LPs however many counts it passes. At least one freezes each round.
+ * Returns 0, -EINVAL for a malformed problem (as drf_allocate), -EDOM if the
+ * solver fails, -ENOMEM.
  */
 int drfh_allocate(const struct drfh_problem *p, struct drfh_result *ret);
 

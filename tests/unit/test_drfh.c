@@ -23,7 +23,7 @@ static uint64_t base_seed = 20261126;
 static bool debug;
 
 #define MAXS 6
-#define MAXN 7
+#define MAXN 32 /* gen() draws up to 7 tenants; gen_capped() more */
 
 struct fleet {
 	uint64_t seed;
@@ -48,7 +48,7 @@ static void gen(struct fleet *f, uint64_t seed, bool equal_weights, bool unlimit
 	f->seed = seed;
 	f->m = rng_int(&g, 2, 3);
 	f->nspecs = (size_t)rng_int(&g, 1, MAXS);
-	f->n = (size_t)rng_int(&g, 1, MAXN);
+	f->n = (size_t)rng_int(&g, 1, 7);
 	for (size_t s = 0; s < f->nspecs; s++) {
 		f->specs[s].count = (size_t)rng_int(&g, 1, 3);
 		/* a server may lack a resource, but not the first: every resource has a pool */
@@ -175,6 +175,20 @@ static void ref_build(const struct fleet *f, struct ref *R, const double *fixed,
 	}
 }
 
+/* The optimum, or -1 if the LP is infeasible. */
+static double ref_try(struct ref *R)
+{
+	glp_smcp parm;
+
+	glp_init_smcp(&parm);
+	parm.msg_lev = GLP_MSG_OFF;
+	assert_int_equal(glp_simplex(R->lp, &parm), 0);
+	if (glp_get_status(R->lp) == GLP_NOFEAS)
+		return -1;
+	assert_int_equal(glp_get_status(R->lp), GLP_OPT);
+	return glp_get_obj_val(R->lp);
+}
+
 static double ref_solve(struct ref *R)
 {
 	glp_smcp parm;
@@ -219,13 +233,29 @@ static void ref_maxmin(const struct fleet *f, double *G)
 
 			if (!grow[i])
 				continue;
-			/* max G_i with every growing tenant at w t, the frozen at theirs */
-			ref_build(f, &R, G, grow, (int)i);
-			glp_set_col_bnds(R.lp, R.tcol, GLP_FX, t * (1 - 1e-9), t * (1 - 1e-9));
-			best = ref_solve(&R);
-			ref_free(&R);
+			/*
+			 * max G_i with every growing tenant at w t, the frozen at theirs;
+			 * t a little lower, and lower again if that is infeasible: the
+			 * solver's t may pass the true one by up to its tolerance (1e-7
+			 * relative), and so may the frozen G it was taken from
+			 */
+			for (double cut = 1e-9;; cut *= 10) {
+				ref_build(f, &R, G, grow, (int)i);
+				glp_set_col_bnds(R.lp, R.tcol, GLP_FX, t * (1 - cut), t * (1 - cut));
+				best = ref_try(&R);
+				ref_free(&R);
+				if (best >= 0)
+					break;
+				assert_true(cut < 1e-7);
+			}
 			if (best <= f->dem[i].weight * t * (1 + 1e-7) + 1e-9) {
-				G[i] = f->dem[i].weight * t;
+				/*
+				 * Not above its count: the LP's t may pass the count's level
+				 * by the solver's tolerance, and the next LPs hold G_i at
+				 * least there.
+				 */
+				G[i] = fmin(f->dem[i].weight * t,
+					    dom_of(pool, &f->dem[i]) * f->dem[i].max_units);
 				grow[i] = false;
 				froze++;
 			}
@@ -361,6 +391,67 @@ static void test_random_against_reference(void **state)
 				}
 			}
 		}
+		drfh_result_free(&r);
+	}
+}
+
+/*
+ * Many tenants, most with a few tasks and their own weights: rounds where many
+ * counts are reached before the servers stop the level, and where they tie.
+ */
+static void gen_capped(struct fleet *f, uint64_t seed)
+{
+	struct rng g = { seed ^ 0x5bd1e995u };
+
+	gen(f, seed, false, false);
+	f->n = (size_t)rng_int(&g, 8, MAXN);
+	for (size_t i = 0; i < f->n; i++) {
+		struct drf_demand *d = &f->dem[i];
+
+		memset(d, 0, sizeof(*d));
+		d->weight = rng_int(&g, 1, 4);
+		for (int r = 0; r < f->m; r++)
+			d->shape[r] = rng_int(&g, 0, 5) == 0 ? 0 : rng_range(&g, 0.05, 1.5);
+		if (d->shape[0] == 0 && d->shape[1] == 0)
+			d->shape[0] = 0.5;
+		/* counts in small integers: tenants of one weight and shape reach theirs together */
+		d->max_units = rng_int(&g, 0, 6) == 0 ? INFINITY : rng_int(&g, 1, 8);
+		if (i > 0 && rng_int(&g, 0, 4) == 0) {
+			memcpy(d->shape, f->dem[i - 1].shape, sizeof(d->shape));
+			d->weight = f->dem[i - 1].weight;
+		}
+	}
+}
+
+/* The search over how many counts a round passes (drfh.c), against the reference. */
+static void test_capped_against_reference(void **state)
+{
+	int n = nrounds() / 5 + 1;
+
+	(void)state;
+	for (int k = 0; k < n; k++) {
+		struct fleet f;
+		struct drfh_problem p;
+		struct drfh_result r;
+		double G[MAXN];
+		size_t capped = 0;
+
+		gen_capped(&f, base_seed * 40503 + (uint64_t)k);
+		p = prob(&f);
+		assert_int_equal(drfh_allocate(&p, &r), 0);
+		ref_maxmin(&f, G);
+		for (size_t i = 0; i < f.n; i++) {
+			capped += r.tenants[i].limited_by == DRF_LIMIT_DEMAND;
+			if (fabs(r.tenants[i].gds - G[i]) > 1e-6 * fmax(1, G[i])) {
+				print_error("seed %llu: tenant %zu: G %.12g, the reference %.12g\n",
+					    (unsigned long long)f.seed, i, r.tenants[i].gds, G[i]);
+				fail();
+			}
+		}
+		if (debug)
+			print_message("seed %llu: %zu tenants, %zu at their counts, %llu LPs\n",
+				      (unsigned long long)f.seed, f.n, capped,
+				      (unsigned long long)r.rounds);
 		drfh_result_free(&r);
 	}
 }
@@ -663,6 +754,163 @@ static void test_place_from_keeps(void **state)
 	}
 }
 
+/*
+ * Best-Fit by the book: each task scans every server, computing H exactly as the
+ * engine does (directions as fractions of the pool summing to 1, H the sum of
+ * |a_r - b_r| in resource order), the least H winning, ties the earlier server.
+ * counts: tasks per tenant and server, n x ns.
+ */
+static void brute_best_fit(const struct drfh_problem *p, size_t ns, double *units, double *counts)
+{
+	double pool[DRF_NRES], (*rem)[DRF_NRES] = calloc(ns, sizeof(*rem));
+	double *key = calloc(p->n, sizeof(*key)), *dom = calloc(p->n, sizeof(*dom));
+	bool *placing = calloc(p->n, sizeof(*placing));
+	int res[DRF_NRES], m = 0;
+
+	drfh_pool(p, pool);
+	for (int r = 0; r < DRF_NRES; r++)
+		if (pool[r] > 0)
+			res[m++] = r;
+	for (size_t s = 0, l = 0; s < p->nspecs; s++)
+		for (size_t k = 0; k < p->specs[s].count; k++, l++)
+			for (int r = 0; r < DRF_NRES; r++)
+				rem[l][r] = pool[r] > 0 ? p->specs[s].capacity[r] : 0;
+	for (size_t i = 0; i < p->n; i++) {
+		dom[i] = dom_of(pool, &p->demands[i]);
+		placing[i] = dom[i] > 0;
+		units[i] = placing[i] ? 0 : p->demands[i].max_units;
+	}
+	memset(counts, 0, p->n * ns * sizeof(*counts));
+	for (;;) {
+		const struct drf_demand *d;
+		double a[DRF_NRES] = { 0 }, sum = 0, best_h = INFINITY;
+		size_t i = p->n, best = ns;
+
+		for (size_t j = 0; j < p->n; j++)
+			if (placing[j] && (i == p->n || key[j] < key[i]))
+				i = j;
+		if (i == p->n)
+			break;
+		d = &p->demands[i];
+		if (units[i] >= d->max_units) {
+			placing[i] = false;
+			continue;
+		}
+		for (int k = 0; k < m; k++)
+			sum += d->shape[res[k]] / pool[res[k]];
+		for (int k = 0; k < m; k++)
+			a[res[k]] = d->shape[res[k]] / pool[res[k]] / sum;
+		for (size_t l = 0; l < ns; l++) {
+			double dir[DRF_NRES] = { 0 }, s = 0, h = 0;
+			bool fit = true;
+
+			for (int k = 0; k < m; k++)
+				fit = fit && !(d->shape[res[k]] > 0 &&
+					       rem[l][res[k]] < d->shape[res[k]] - 1e-12 * pool[res[k]]);
+			if (!fit)
+				continue;
+			for (int k = 0; k < m; k++)
+				s += rem[l][res[k]] / pool[res[k]];
+			for (int k = 0; k < m; k++)
+				dir[res[k]] = s > 0 ? rem[l][res[k]] / pool[res[k]] / s : 0;
+			for (int k = 0; k < m; k++)
+				h += fabs(a[res[k]] - dir[res[k]]);
+			if (h < best_h) {
+				best_h = h;
+				best = l;
+			}
+		}
+		if (best == ns) {
+			placing[i] = false;
+			continue;
+		}
+		for (int k = 0; k < m; k++) {
+			double *v = &rem[best][res[k]];
+
+			if (d->shape[res[k]] > 0) {
+				*v -= d->shape[res[k]];
+				if (*v < 1e-12 * pool[res[k]])
+					*v = 0;
+			}
+		}
+		units[i] += 1;
+		counts[i * ns + best] += 1;
+		key[i] = units[i] * dom[i] / d->weight;
+	}
+	free(rem);
+	free(key);
+	free(dom);
+	free(placing);
+}
+
+/*
+ * Best-Fit's search (classes of servers, bucketed by direction) against the scan
+ * of every server, task by task, on random fleets with many servers: shapes on
+ * a grid of quarters, so that remaining capacities meet and H ties.
+ */
+static void test_best_fit_against_scan(void **state)
+{
+	int n = nrounds() / 3 + 1;
+
+	(void)state;
+	for (int k = 0; k < n; k++) {
+		struct rng g = { base_seed * 65537 + (uint64_t)k };
+		struct drfh_server_spec specs[8] = { 0 };
+		struct drf_demand dem[24] = { 0 };
+		struct drfh_problem p = { .specs = specs, .demands = dem };
+		struct drfh_result r;
+		double units[24], *counts, *got;
+		int m = rng_int(&g, 2, 3);
+		size_t ns = 0;
+
+		p.nspecs = (size_t)rng_int(&g, 1, 8);
+		p.n = (size_t)rng_int(&g, 1, 24);
+		for (size_t s = 0; s < p.nspecs; s++) {
+			double scale = rng_int(&g, 1, 4);
+
+			specs[s].count = (size_t)rng_int(&g, 1, 30);
+			ns += specs[s].count;
+			for (int res = 0; res < m; res++)
+				specs[s].capacity[res] =
+					s > 0 && rng_int(&g, 0, 9) == 0 ? 0
+									: scale * rng_int(&g, 4, 32) / 4;
+		}
+		for (size_t i = 0; i < p.n; i++) {
+			dem[i].weight = rng_int(&g, 1, 4);
+			for (int res = 0; res < m; res++)
+				dem[i].shape[res] = rng_int(&g, 0, 5) == 0 ? 0 : rng_int(&g, 1, 12) / 4.0;
+			if (dem[i].shape[0] == 0 && dem[i].shape[1] == 0)
+				dem[i].shape[1] = 0.25;
+			dem[i].max_units = rng_int(&g, 0, 2) == 0 ? INFINITY : rng_int(&g, 1, 60);
+		}
+		counts = calloc(p.n * ns, sizeof(*counts));
+		got = calloc(p.n * ns, sizeof(*got));
+		brute_best_fit(&p, ns, units, counts);
+		assert_int_equal(drfh_place(&p, DRFH_BEST_FIT, &r), 0);
+		for (size_t q = 0; q < r.nplaces; q++)
+			got[r.places[q].tenant * ns + r.places[q].where] = r.places[q].tasks;
+		for (size_t i = 0; i < p.n; i++) {
+			if (r.tenants[i].units != units[i]) {
+				print_error("fleet %d of seed %llu: tenant %zu: Best-Fit %g tasks, "
+					    "the scan %g\n", k, (unsigned long long)base_seed, i,
+					    r.tenants[i].units, units[i]);
+				fail();
+			}
+			for (size_t l = 0; l < ns; l++)
+				if (got[i * ns + l] != counts[i * ns + l]) {
+					print_error("fleet %d of seed %llu: tenant %zu on server "
+						    "%zu: Best-Fit %g tasks, the scan %g\n", k,
+						    (unsigned long long)base_seed, i, l,
+						    got[i * ns + l], counts[i * ns + l]);
+					fail();
+				}
+		}
+		drfh_result_free(&r);
+		free(counts);
+		free(got);
+	}
+}
+
 static void test_rejects_malformed(void **state)
 {
 	struct drfh_server_spec sv = { .capacity = { 4, 4 }, .count = 1 };
@@ -694,11 +942,13 @@ int main(void)
 		cmocka_unit_test(test_seed_example),
 		cmocka_unit_test(test_best_fit_matches_shapes),
 		cmocka_unit_test(test_random_against_reference),
+		cmocka_unit_test(test_capped_against_reference),
 		cmocka_unit_test(test_envy_free_and_weak_sharing_incentive),
 		cmocka_unit_test(test_one_server_is_drf),
 		cmocka_unit_test(test_identical_servers_group),
 		cmocka_unit_test(test_whole_tasks_feasible),
 		cmocka_unit_test(test_place_from_keeps),
+		cmocka_unit_test(test_best_fit_against_scan),
 		cmocka_unit_test(test_rejects_malformed),
 	};
 
