@@ -169,7 +169,6 @@ BENCH_PROBE_BIN := $(BUILD)/tests/bench_probe
 TESTLIB_OBJS := $(BUILD)/tests/lib/fakecg.o $(BUILD)/tests/lib/faketc.o \
 	$(BUILD)/tests/lib/fakedrfd.o $(BUILD)/tests/lib/fakeetcd.o
 
-.PHONY: vm-early
 .PHONY: all layers demo check check-build check-unit check-cli check-vm check-net check-all \
 	check-all-gcc check-all-clang check-tsan valgrind bench clean shellcheck install deb lintian fuzz
 
@@ -314,7 +313,7 @@ check-unit: $(UNIT_BINS)
 VM_TESTS ?=
 check-vm: $(BINS) deb
 	@echo "== tests/vm/run.sh"
-	@VM_EARLY=$(VM_EARLY) tests/vm/run.sh $(BUILD) $(VM_TESTS)
+	@tests/vm/run.sh $(BUILD) $(VM_TESTS)
 
 check-cli: $(BINS) layers $(BUILD)/tests/test_etcd
 	@echo "== tests/cli/test_plan.sh"
@@ -374,18 +373,11 @@ valgrind-%: $(BUILD)/tests/%
 # builds first, with every CPU; then two queues of tests side by side (the
 # tests within a queue run one at a time; -Orecurse prints each step whole,
 # as it ends); then the VM tests, which take both CPUs themselves.
-# The systemd-mode VM tests (t_systemd) boot once the builds and the package
-# are made, under nice 10, beside the host's tests (which wait much of their
-# time) and then the shared boot; check-vm waits for them and reports them.
 check-all:
 	$(MAKE) -j$(NPROC) check-build CC=gcc
 	$(MAKE) -j$(NPROC) check-build CC=clang SANITIZER=address+undefined
-	$(MAKE) vm-early CC=gcc
 	$(MAKE) -j2 -Orecurse check-all-gcc check-all-clang
-	$(MAKE) check-vm CC=gcc VM_EARLY=1
-
-vm-early: $(BINS) deb
-	@tests/vm/run.sh --early $(BUILD) $(VM_TESTS)
+	$(MAKE) check-vm CC=gcc
 
 check-all-gcc:
 	$(MAKE) check CC=gcc

@@ -4,19 +4,9 @@
 # reads PASS/FAIL/SKIP lines back from a writable 9p export. See
 # tests/README.md.
 #   tests/vm/run.sh BUILD_DIR [TEST...]     (TEST: t_NAME, default all)
-#   tests/vm/run.sh --early BUILD_DIR [TEST...]
-#       boots the systemd-mode tests now, in the background under nice 10, and
-#       returns at once: check-all starts them before the host's tests, whose
-#       waits leave them CPU; its later run.sh, with VM_EARLY=1, waits for
-#       them instead of booting them, and reports them with the rest.
 # On a host that cannot boot the VM every test is a loud SKIP, except under
 # CI=true, where that is a failure: CI must run these tests.
 set -u
-early=
-if [ "${1:-}" = --early ]; then
-	early=1
-	shift
-fi
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 build=$(cd "${1:?usage: run.sh BUILD_DIR [TEST...]}" && pwd)
@@ -81,36 +71,6 @@ boot_alone() {
 	echo $(($(date +%s) - start)) >"$res/seconds"
 }
 
-# The systemd-mode tests (alone, no throttled drive): booted beside the rest.
-beside() { alone "$1" && ! grep -q '^# vm-drive: ' "$here/$1.sh"; }
-
-# An early boot (run.sh --early) of TEST still running, or done: its marker
-# holds the pid of the shell that boots it.
-early_dir=$out/early
-early_pid() {
-	local pid
-	pid=$(cat "$early_dir/$1.pid" 2>/dev/null) || return 1
-	echo "$pid"
-}
-early_running() {
-	local pid
-	pid=$(early_pid "$1") || return 1
-	tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q 'tests/vm/run.sh'
-}
-
-if [ -n "$early" ]; then
-	rm -rf "$early_dir"
-	mkdir -p "$early_dir"
-	for t in "${tests[@]}"; do
-		beside "$t" || continue
-		# Its own session, its output in a file: make does not wait for it.
-		( VM_NICE=10 VM_LIMIT=1800 boot_alone "$t" ) </dev/null >"$early_dir/$t.log" 2>&1 &
-		echo $! >"$early_dir/$t.pid"
-		echo "== $t boots now, in the background (nice 10); the VM tests report it"
-	done
-	exit 0
-fi
-
 shared=()
 for t in "${tests[@]}"; do alone "$t" || shared+=("$t"); done
 # The systemd-mode tests boot at once, beside the shared boot, under VM_NICE=10:
@@ -118,15 +78,12 @@ for t in "${tests[@]}"; do alone "$t" || shared+=("$t"); done
 # it ends (it may take twice its time alone: its QEMU's limit is 1800 s, not
 # 900). A test that drives a throttled disk (vm-drive) boots after it, when
 # nothing else runs: its split is a measurement too.
-pids=() waits=()
+pids=()
 for t in "${tests[@]}"; do
-	beside "$t" || continue
-	if [ "${VM_EARLY:-}" = 1 ] && [ -f "$early_dir/$t.pid" ]; then
-		waits+=("$t") # booted by run.sh --early: waited for below
-		continue
+	if alone "$t" && ! grep -q '^# vm-drive: ' "$here/$t.sh"; then
+		VM_NICE=10 VM_LIMIT=1800 boot_alone "$t" &
+		pids+=($!)
 	fi
-	VM_NICE=10 VM_LIMIT=1800 boot_alone "$t" &
-	pids+=($!)
 done
 if [ ${#shared[@]} -gt 0 ]; then
 	grp=$out/results/shared-boot disk=$out/shared-boot.img
@@ -184,12 +141,6 @@ for t in "${tests[@]}"; do
 	fi
 done
 for p in "${pids[@]}"; do wait "$p"; done
-for t in "${waits[@]}"; do
-	while early_running "$t"; do sleep 5; done
-	cat "$early_dir/$t.log" 2>/dev/null
-	rm -f "$early_dir/$t.pid"
-	[ -f "$out/results/$t/seconds" ] || echo "FAIL $t: its early boot (run.sh --early) ended without a result"
-done
 
 pass=0 failed=0 skipped=0
 for t in "${tests[@]}"; do
