@@ -822,6 +822,128 @@ struct bucket {
 	uint32_t n, cap;
 };
 
+/* fmax without its NaN cases (none here), which compilers inline. */
+static inline double max2(double a, double b)
+{
+	return a > b ? a : b;
+}
+
+/*
+ * A max tree over n leaves (a power of two), m values each: every node holds,
+ * per value, the most any leaf below it holds, so a search for a leaf holding
+ * at least need skips the subtrees that cannot. Leaves start at -inf (hold
+ * nothing). Best-Fit keeps one over its direction buckets, First-Fit one over
+ * the servers.
+ */
+struct maxtree {
+	double *mx; /* node i's value k at i * m + k; leaf j is node n + j */
+	size_t n;
+	int m;
+};
+
+static int maxtree_init(struct maxtree *t, size_t n, int m)
+{
+	t->n = n;
+	t->m = m;
+	t->mx = malloc(2 * n * (size_t)m * sizeof(*t->mx) + 1);
+	if (!t->mx)
+		return -ENOMEM;
+	for (size_t k = 0; k < 2 * n * (size_t)m; k++)
+		t->mx[k] = -INFINITY;
+	return 0;
+}
+
+/* Every inner node from its children, once the leaves are written in t->mx. */
+static void maxtree_build(struct maxtree *t)
+{
+	for (size_t i = t->n; i-- > 1;)
+		for (int k = 0; k < t->m; k++)
+			t->mx[i * t->m + k] =
+				max2(t->mx[2 * i * t->m + k], t->mx[(2 * i + 1) * t->m + k]);
+}
+
+/* Sets leaf j's values to v (m of them, exact) and its ancestors' from their children. */
+static void maxtree_set(struct maxtree *t, size_t j, const double *v)
+{
+	size_t i = t->n + j;
+
+	memcpy(&t->mx[i * t->m], v, (size_t)t->m * sizeof(*v));
+	for (i /= 2; i >= 1; i /= 2)
+		for (int k = 0; k < t->m; k++)
+			t->mx[i * t->m + k] =
+				max2(t->mx[2 * i * t->m + k], t->mx[(2 * i + 1) * t->m + k]);
+}
+
+/* Raises leaf j's values to hold v too (an upper bound: its ancestors follow). */
+static void maxtree_raise(struct maxtree *t, size_t j, const double *v)
+{
+	for (size_t i = t->n + j; i >= 1; i /= 2) {
+		bool up = false;
+
+		for (int k = 0; k < t->m; k++)
+			if (v[k] > t->mx[i * t->m + k]) {
+				t->mx[i * t->m + k] = v[k];
+				up = true;
+			}
+		if (!up)
+			return;
+	}
+}
+
+static bool maxtree_holds(const struct maxtree *t, size_t i, const double *need)
+{
+	for (int k = 0; k < t->m; k++)
+		if (t->mx[i * t->m + k] < need[k])
+			return false;
+	return true;
+}
+
+/*
+ * The first leaf >= p that holds need, or -1: up from p's leaf to the next
+ * subtree on the right that holds, then down into it, left first. A node that
+ * holds may have no leaf that does (its maxima from different leaves): then on
+ * to the next subtree on the right of it.
+ */
+static long maxtree_next(const struct maxtree *t, size_t p, const double *need)
+{
+	size_t i = t->n + p;
+
+	for (;;) {
+		if (maxtree_holds(t, i, need)) {
+			if (i >= t->n)
+				return (long)(i - t->n);
+			i = 2 * i;
+			continue;
+		}
+		while (i & 1) { /* a right child: its parent is done */
+			if (i == 1)
+				return -1;
+			i /= 2;
+		}
+		i++;
+	}
+}
+
+/* The last leaf <= p that holds need, or -1: the same, mirrored. */
+static long maxtree_prev(const struct maxtree *t, size_t p, const double *need)
+{
+	size_t i = t->n + p;
+
+	for (;;) {
+		if (maxtree_holds(t, i, need)) {
+			if (i >= t->n)
+				return (long)(i - t->n);
+			i = 2 * i + 1;
+			continue;
+		}
+		while (!(i & 1)) /* a left child: its parent is done */
+			i /= 2;
+		if (i == 1)
+			return -1;
+		i--;
+	}
+}
+
 struct classes {
 	struct cls *c;
 	size_t n, cap;
@@ -831,7 +953,7 @@ struct classes {
 	size_t tcap;      /* power of two */
 	struct bucket *b;
 	uint32_t nb;      /* buckets, a power of two */
-	double *mx;       /* the max tree: node i's resource k at i * m + k; leaves nb + bucket */
+	struct maxtree tree; /* over the buckets: the most each resource a class there has left */
 	const double *pool;
 	const int *res;
 	int m;
@@ -896,12 +1018,9 @@ static int classes_init(struct classes *cs, size_t nservers)
 	while (cs->nb < nservers && cs->nb < 65536)
 		cs->nb *= 2;
 	cs->b = calloc(cs->nb, sizeof(*cs->b));
-	cs->mx = malloc(2 * (size_t)cs->nb * (size_t)cs->m * sizeof(*cs->mx));
-	if (!cs->b || !cs->mx)
+	if (!cs->b)
 		return -ENOMEM;
-	for (size_t k = 0; k < 2 * (size_t)cs->nb * (size_t)cs->m; k++)
-		cs->mx[k] = -INFINITY; /* no class: holds nothing */
-	return 0;
+	return maxtree_init(&cs->tree, cs->nb, cs->m);
 }
 
 static uint32_t bucket_of(const struct classes *cs, double b0)
@@ -911,93 +1030,6 @@ static uint32_t bucket_of(const struct classes *cs, double b0)
 	return x >= cs->nb - 1 ? cs->nb - 1 : x > 0 ? (uint32_t)x : 0;
 }
 
-/* fmax without its NaN cases (none here), which compilers inline. */
-static inline double max2(double a, double b)
-{
-	return a > b ? a : b;
-}
-
-/* Raises bucket b's values to hold rem too. */
-static void tree_raise(struct classes *cs, uint32_t b, const double *rem)
-{
-	for (size_t i = cs->nb + b; i >= 1; i /= 2) {
-		bool up = false;
-
-		for (int k = 0; k < cs->m; k++)
-			if (rem[cs->res[k]] > cs->mx[i * cs->m + k]) {
-				cs->mx[i * cs->m + k] = rem[cs->res[k]];
-				up = true;
-			}
-		if (!up)
-			return;
-	}
-}
-
-/* Sets bucket b's values to v (m of them, exact) and its ancestors' from their children. */
-static void tree_set(struct classes *cs, uint32_t b, const double *v)
-{
-	size_t i = cs->nb + b;
-
-	memcpy(&cs->mx[i * cs->m], v, (size_t)cs->m * sizeof(*v));
-	for (i /= 2; i >= 1; i /= 2)
-		for (int k = 0; k < cs->m; k++)
-			cs->mx[i * cs->m + k] =
-				max2(cs->mx[2 * i * cs->m + k], cs->mx[(2 * i + 1) * cs->m + k]);
-}
-
-static bool tree_holds(const struct classes *cs, size_t i, const double *need)
-{
-	for (int k = 0; k < cs->m; k++)
-		if (cs->mx[i * cs->m + k] < need[k])
-			return false;
-	return true;
-}
-
-/*
- * The first bucket >= p that may hold need, or -1: up from p's leaf to the next
- * subtree on the right that holds, then down into it, left first. A node that
- * holds may have no leaf that does (its maxima from different buckets): then on
- * to the next subtree on the right of it.
- */
-static long tree_next(const struct classes *cs, size_t p, const double *need)
-{
-	size_t i = cs->nb + p;
-
-	for (;;) {
-		if (tree_holds(cs, i, need)) {
-			if (i >= cs->nb)
-				return (long)(i - cs->nb);
-			i = 2 * i;
-			continue;
-		}
-		while (i & 1) { /* a right child: its parent is done */
-			if (i == 1)
-				return -1;
-			i /= 2;
-		}
-		i++;
-	}
-}
-
-/* The last bucket <= p that may hold need, or -1: the same, mirrored. */
-static long tree_prev(const struct classes *cs, size_t p, const double *need)
-{
-	size_t i = cs->nb + p;
-
-	for (;;) {
-		if (tree_holds(cs, i, need)) {
-			if (i >= cs->nb)
-				return (long)(i - cs->nb);
-			i = 2 * i + 1;
-			continue;
-		}
-		while (!(i & 1)) /* a left child: its parent is done */
-			i /= 2;
-		if (i == 1)
-			return -1;
-		i--;
-	}
-}
 
 /* Linear probing's deletion: later entries of the run move back over the hole. */
 static void table_del(struct classes *cs, size_t ci)
@@ -1057,7 +1089,13 @@ static int live_add(struct classes *cs, size_t ci)
 	}
 	c->pos = b->n;
 	b->v[b->n++] = (uint32_t)ci;
-	tree_raise(cs, c->bucket, c->rem);
+	{
+		double v[DRF_NRES];
+
+		for (int k = 0; k < cs->m; k++)
+			v[k] = c->rem[cs->res[k]];
+		maxtree_raise(&cs->tree, c->bucket, v);
+	}
 	return 0;
 }
 
@@ -1141,7 +1179,7 @@ static void classes_free(struct classes *cs)
 	for (uint32_t b = 0; cs->b && b < cs->nb; b++)
 		free(cs->b[b].v);
 	free(cs->b);
-	free(cs->mx);
+	free(cs->tree.mx);
 }
 
 static bool fits(const double *rem, const double *shape, const double *pool, const int *res, int m)
@@ -1431,8 +1469,8 @@ static size_t best_class(struct classes *cs, const double *shape, const double a
 	for (int k = 0; k < cs->m; k++)
 		need[k] = shape[cs->res[k]] > 0 ? shape[cs->res[k]] - FIT_EPS * cs->pool[cs->res[k]]
 						: -INFINITY;
-	left = tree_prev(cs, kb, need);
-	right = kb + 1 < cs->nb ? tree_next(cs, kb + 1, need) : -1;
+	left = maxtree_prev(&cs->tree, kb, need);
+	right = kb + 1 < cs->nb ? maxtree_next(&cs->tree, kb + 1, need) : -1;
 	for (;;) {
 		double dl = left >= 0 ? bucket_dist(cs, left, a0) : INFINITY;
 		double dr = right >= 0 ? bucket_dist(cs, right, a0) : INFINITY;
@@ -1464,11 +1502,11 @@ static size_t best_class(struct classes *cs, const double *shape, const double a
 				best = bk->v[k];
 			}
 		}
-		tree_set(cs, (uint32_t)b, mx); /* exact again: classes may have left it */
+		maxtree_set(&cs->tree, (size_t)b, mx); /* exact again: classes may have left it */
 		if (go_left)
-			left = b > 0 ? tree_prev(cs, (size_t)b - 1, need) : -1;
+			left = b > 0 ? maxtree_prev(&cs->tree, (size_t)b - 1, need) : -1;
 		else
-			right = b + 1 < (long)cs->nb ? tree_next(cs, (size_t)b + 1, need) : -1;
+			right = b + 1 < (long)cs->nb ? maxtree_next(&cs->tree, (size_t)b + 1, need) : -1;
 	}
 	return best;
 }
@@ -1572,65 +1610,27 @@ out:
 }
 
 /*
- * First-Fit: the servers' remaining capacities in a segment tree holding, per
- * node, the most of each resource any server below it has left; the first
- * server that fits is found going left first, past nodes that cannot hold it.
+ * First-Fit: the servers' remaining capacities in a max tree; the first server
+ * that fits is its first leaf that holds the task.
  */
-struct fftree {
-	double *mx;   /* (2 * size) nodes x m */
-	size_t size;
-	int m;
-};
-
-static void ff_pull(struct fftree *t, size_t i)
-{
-	for (int k = 0; k < t->m; k++)
-		t->mx[i * t->m + k] = fmax(t->mx[2 * i * t->m + k], t->mx[(2 * i + 1) * t->m + k]);
-}
-
-static bool ff_holds(const struct fftree *t, size_t i, const double *need)
-{
-	for (int k = 0; k < t->m; k++)
-		if (t->mx[i * t->m + k] < need[k])
-			return false;
-	return true;
-}
-
-static size_t ff_first(const struct fftree *t, size_t i, const double *need)
-{
-	if (!ff_holds(t, i, need))
-		return SIZE_MAX;
-	if (i >= t->size)
-		return i - t->size;
-	{
-		size_t l = ff_first(t, 2 * i, need);
-
-		return l != SIZE_MAX ? l : ff_first(t, 2 * i + 1, need);
-	}
-}
-
 static int place_first_fit(const struct drfh_problem *p, struct disc *d, struct drfh_result *out)
 {
-	struct fftree t = { .size = 1, .m = d->m };
-	size_t server = 0;
+	struct maxtree t;
+	size_t leaves = 1;
 
-	while (t.size < d->nservers)
-		t.size *= 2;
-	t.mx = malloc(2 * t.size * (size_t)d->m * sizeof(*t.mx) + 1);
-	if (!t.mx)
+	while (leaves < d->nservers)
+		leaves *= 2;
+	if (maxtree_init(&t, leaves, d->m) < 0)
 		return -ENOMEM;
-	for (size_t k = 0; k < 2 * t.size * (size_t)d->m; k++)
-		t.mx[k] = -INFINITY; /* no server: holds nothing */
-	for (; server < d->nservers; server++)
-		for (int k = 0; k < d->m; k++)
-			t.mx[(t.size + server) * d->m + k] = d->rem[server * d->m + k];
-	for (size_t i = t.size; i-- > 1;)
-		ff_pull(&t, i);
+	for (size_t server = 0; server < d->nservers; server++)
+		memcpy(&t.mx[(leaves + server) * d->m], &d->rem[server * d->m],
+		       (size_t)d->m * sizeof(*t.mx));
+	maxtree_build(&t);
 	while (d->q.n > 0) {
 		uint32_t i = d->q.h[0];
 		const struct drf_demand *dm = &p->demands[i];
-		double need[DRF_NRES];
-		size_t s;
+		double need[DRF_NRES], v[DRF_NRES];
+		long s;
 
 		if (out->tenants[i].units >= dm->max_units) {
 			theap_pop(&d->q);
@@ -1640,8 +1640,8 @@ static int place_first_fit(const struct drfh_problem *p, struct disc *d, struct 
 			need[k] = dm->shape[d->res[k]] > 0
 					  ? dm->shape[d->res[k]] - FIT_EPS * d->pool[d->res[k]]
 					  : -INFINITY;
-		s = ff_first(&t, 1, need);
-		if (s == SIZE_MAX) {
+		s = maxtree_next(&t, 0, need);
+		if (s < 0) {
 			theap_pop(&d->q);
 			continue;
 		}
@@ -1650,16 +1650,14 @@ static int place_first_fit(const struct drfh_problem *p, struct disc *d, struct 
 			return -E2BIG;
 		}
 		for (int k = 0; k < d->m; k++) {
-			double *v = &t.mx[(t.size + s) * d->m + k];
-
+			v[k] = t.mx[(leaves + (size_t)s) * d->m + k];
 			if (dm->shape[d->res[k]] > 0) {
-				*v -= dm->shape[d->res[k]];
-				if (*v < FIT_EPS * d->pool[d->res[k]])
-					*v = 0;
+				v[k] -= dm->shape[d->res[k]];
+				if (v[k] < FIT_EPS * d->pool[d->res[k]])
+					v[k] = 0;
 			}
 		}
-		for (size_t n = (t.size + s) / 2; n >= 1; n /= 2)
-			ff_pull(&t, n);
+		maxtree_set(&t, (size_t)s, v);
 		if (place_add(&d->pl, i, (uint32_t)s, 1) < 0) {
 			free(t.mx);
 			return -ENOMEM;
@@ -1757,35 +1755,9 @@ int drfh_per_server_drf(const struct drfh_problem *p, struct drfh_result *out)
 	return disc_finish(p, &d, out, err);
 }
 
-/* Free slots per server in a max segment tree, for the first server with k free. */
-struct segtree {
-	double *t;
-	size_t size; /* leaves, a power of two */
-};
-
-static void seg_set(struct segtree *st, size_t i, double v)
-{
-	i += st->size;
-	st->t[i] = v;
-	for (i /= 2; i >= 1; i /= 2)
-		st->t[i] = fmax(st->t[2 * i], st->t[2 * i + 1]);
-}
-
-/* The first leaf holding at least k, or SIZE_MAX. */
-static size_t seg_first(const struct segtree *st, double k)
-{
-	size_t i = 1;
-
-	if (st->t[1] < k)
-		return SIZE_MAX;
-	while (i < st->size)
-		i = st->t[2 * i] >= k ? 2 * i : 2 * i + 1;
-	return i - st->size;
-}
-
 int drfh_slots(const struct drfh_problem *p, const double slot[DRF_NRES], struct drfh_result *out)
 {
-	struct segtree st = { 0 };
+	struct maxtree st = { 0 }; /* free slots per server */
 	double *need = NULL, *held = NULL;
 	uint32_t server = 0;
 	struct disc d;
@@ -1796,13 +1768,13 @@ int drfh_slots(const struct drfh_problem *p, const double slot[DRF_NRES], struct
 		if (!(slot[r] >= 0) || !isfinite(slot[r]) || (d.pool[r] > 0 && !(slot[r] > 0)))
 			err = -EINVAL; /* a slot must say how much of each resource it holds */
 	if (err == 0) {
-		st.size = 1;
-		while (st.size < d.nservers)
-			st.size *= 2;
-		st.t = calloc(2 * st.size, sizeof(*st.t));
+		size_t leaves = 1;
+
+		while (leaves < d.nservers)
+			leaves *= 2;
 		need = calloc(p->n + 1, sizeof(*need));
 		held = calloc(p->n + 1, sizeof(*held));
-		if (!st.t || !need || !held)
+		if (maxtree_init(&st, leaves, 1) < 0 || !need || !held)
 			err = -ENOMEM;
 	}
 	for (size_t s = 0; s < p->nspecs && err == 0; s++) {
@@ -1811,11 +1783,10 @@ int drfh_slots(const struct drfh_problem *p, const double slot[DRF_NRES], struct
 		for (int k = 0; k < d.m; k++)
 			n = fmin(n, floor(p->specs[s].capacity[d.res[k]] / slot[d.res[k]] + 1e-9));
 		for (size_t k = 0; k < p->specs[s].count; k++)
-			st.t[st.size + server++] = n;
+			st.mx[st.n + server++] = n;
 	}
 	if (err == 0)
-		for (size_t i = st.size; i-- > 1;)
-			st.t[i] = fmax(st.t[2 * i], st.t[2 * i + 1]);
+		maxtree_build(&st);
 	for (size_t i = 0; i < p->n && err == 0; i++) {
 		double k = 0;
 
@@ -1825,14 +1796,15 @@ int drfh_slots(const struct drfh_problem *p, const double slot[DRF_NRES], struct
 	}
 	while (err == 0 && d.q.n > 0) {
 		uint32_t i = d.q.h[0];
-		size_t s;
+		double left;
+		long s;
 
 		if (out->tenants[i].units >= p->demands[i].max_units) {
 			theap_pop(&d.q);
 			continue;
 		}
-		s = seg_first(&st, need[i]);
-		if (s == SIZE_MAX) {
+		s = maxtree_next(&st, 0, &need[i]);
+		if (s < 0) {
 			theap_pop(&d.q);
 			continue;
 		}
@@ -1840,7 +1812,8 @@ int drfh_slots(const struct drfh_problem *p, const double slot[DRF_NRES], struct
 			err = -E2BIG;
 			break;
 		}
-		seg_set(&st, s, st.t[st.size + s] - need[i]);
+		left = st.mx[st.n + (size_t)s] - need[i];
+		maxtree_set(&st, (size_t)s, &left);
 		err = place_add(&d.pl, i, (uint32_t)s, 1);
 		out->tenants[i].units += 1;
 		out->rounds++;
@@ -1848,7 +1821,7 @@ int drfh_slots(const struct drfh_problem *p, const double slot[DRF_NRES], struct
 		d.key[i] = held[i] / p->demands[i].weight;
 		theap_down(&d.q, 0);
 	}
-	free(st.t);
+	free(st.mx);
 	free(need);
 	free(held);
 	return disc_finish(p, &d, out, err);
