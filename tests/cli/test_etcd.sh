@@ -25,42 +25,12 @@
 set -u
 bin=${TEST_ETCD:?set TEST_ETCD to the test_etcd binary}
 read -r -a runner <<<"${TEST_ETCD_RUNNER:-}"
-pass=0 failed=0
-ok() { pass=$((pass + 1)); echo "PASS $1"; }
-ko() { failed=$((failed + 1)); echo "FAIL $1"; }
+etcd_test=test_etcd
+# shellcheck source=tests/cli/etcd_lib.sh
+. "$(dirname "$0")/etcd_lib.sh"
+etcd_need etcd etcdctl openssl python3
 
-for c in etcd etcdctl openssl python3; do
-	if ! command -v $c >/dev/null; then
-		echo "FAIL test_etcd: $c is missing (deploy/install-deps.sh installs it)"
-		echo "0 passed, 1 failed"
-		exit 1
-	fi
-done
-
-# Where tests make their files: a tmpfs if there is one (etcd syncs its WAL).
-base=/dev/shm
-[ -d $base ] && [ -w $base ] || base=${TMPDIR:-/tmp}
-work=$(mktemp -d "$base/drfd-etcd.XXXXXX")
-etcd_pid=''
-cleanup() {
-	if [ -n "$etcd_pid" ]; then
-		kill "$etcd_pid" 2>/dev/null
-		wait "$etcd_pid" 2>/dev/null
-	fi
-	rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
-
-start=$(date +%s.%N)
-
-# Three ports of 127.0.0.1 free now (held together, so that they differ).
-read -r p_http p_https p_peer < <(python3 -c '
-import socket
-s = [socket.socket() for _ in range(3)]
-for x in s:
-    x.bind(("127.0.0.1", 0))
-print(*[x.getsockname()[1] for x in s])')
+read -r p_http p_https p_peer < <(free_ports 3)
 
 # The certificates: a CA; etcd's for 127.0.0.1, which etcd's gateway also
 # presents as a client to etcd's own gRPC port (so it has both uses); a

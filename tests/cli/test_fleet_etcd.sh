@@ -15,9 +15,10 @@
 #   DRFCTL=.output/cc/drfctl tests/cli/test_fleet_etcd.sh
 set -u
 DRFCTL=${DRFCTL:?set DRFCTL to the drfctl binary}
-pass=0 failed=0
-ok() { pass=$((pass + 1)); echo "PASS $1"; }
-ko() { failed=$((failed + 1)); echo "FAIL $1"; }
+etcd_test=test_fleet_etcd
+# shellcheck source=tests/cli/etcd_lib.sh
+. "$(dirname "$0")/etcd_lib.sh"
+etcd_need etcd etcdctl python3
 # check NAME CMD...: CMD's exit status 0 is a pass.
 check() {
 	local name=$1
@@ -25,36 +26,8 @@ check() {
 	if "$@"; then ok "$name"; else ko "$name"; fi
 }
 
-for c in etcd etcdctl python3; do
-	if ! command -v $c >/dev/null; then
-		echo "FAIL test_fleet_etcd: $c is missing (deploy/install-deps.sh installs it)"
-		echo "0 passed, 1 failed"
-		exit 1
-	fi
-done
-
-base=/dev/shm
-[ -d $base ] && [ -w $base ] || base=${TMPDIR:-/tmp}
-work=$(mktemp -d "$base/drfd-fleet-etcd.XXXXXX")
-etcd_pid=''
-cleanup() {
-	if [ -n "$etcd_pid" ]; then
-		kill "$etcd_pid" 2>/dev/null
-		wait "$etcd_pid" 2>/dev/null
-	fi
-	rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
-start=$(date +%s.%N)
-
-# Three ports of 127.0.0.1 free now: etcd's client and peer ports, and one nothing listens on.
-read -r p_client p_peer p_closed < <(python3 -c '
-import socket
-s = [socket.socket() for _ in range(3)]
-for x in s:
-    x.bind(("127.0.0.1", 0))
-print(*[x.getsockname()[1] for x in s])')
+# etcd's client and peer ports, and one nothing listens on.
+read -r p_client p_peer p_closed < <(free_ports 3)
 ep=http://127.0.0.1:$p_client
 etcd --name drfd-fleet --data-dir "$work/data" \
 	--listen-client-urls "$ep" --advertise-client-urls "$ep" \
