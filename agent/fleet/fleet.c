@@ -703,23 +703,35 @@ static void plan_failed(struct drf_fleet_node *n, int err, const char *msg, cons
 	plan_end(n);
 }
 
+/*
+ * A plan's etcd call answered: whether the plan goes on. Not when the node is
+ * closing, when its term changed meanwhile (the plan ends), or on an error
+ * (the plan fails, saying what it was doing).
+ */
+static bool plan_answered(struct drf_fleet_node *n, int err, const char *msg, const char *doing)
+{
+	if (n->closing)
+		return false;
+	if (n->plan_term != n->term) {
+		plan_end(n);
+		return false;
+	}
+	if (err) {
+		plan_failed(n, err, msg, doing);
+		return false;
+	}
+	note_ok(n);
+	return true;
+}
+
 static void plan_write(struct drf_fleet_node *n);
 
 static void plan_write_cb(void *userdata, int err, const char *msg, const struct etcd_txn_resp *t)
 {
 	struct drf_fleet_node *n = userdata;
 
-	if (n->closing)
+	if (!plan_answered(n, err, msg, "writing the assignments"))
 		return;
-	if (n->plan_term != n->term) {
-		plan_end(n);
-		return;
-	}
-	if (err) {
-		plan_failed(n, err, msg, "writing the assignments");
-		return;
-	}
-	note_ok(n);
 	if (!t->succeeded) {
 		/* The fence: P/planner is not (or no longer) ours. */
 		n->fenced++;
@@ -833,17 +845,8 @@ static void plan_read_cb(void *userdata, int err, const char *msg, struct drf_fl
 	struct drf_fleet_assignment *as = NULL;
 	int r;
 
-	if (n->closing)
+	if (!plan_answered(n, err, msg, "reading the fleet"))
 		return;
-	if (n->plan_term != n->term) {
-		plan_end(n);
-		return;
-	}
-	if (err) {
-		plan_failed(n, err, msg, "reading the fleet");
-		return;
-	}
-	note_ok(n);
 	n->plan_read_rev = v->revision;
 	n->seen_nodes = v->n_nodes;
 	n->seen_tenants = v->n_tenants;
