@@ -1523,6 +1523,14 @@ static int slice_paths(struct parser *ps)
 	return 0;
 }
 
+/* The parse state's own memory (what the config does not keep). */
+static void parser_free(struct parser *ps)
+{
+	free(ps->tenant_lines);
+	free(ps->server_lines);
+	drf_index_free(&ps->names);
+}
+
 /*
  * drfd.conf's [fleet]: its defaults and rules; a fleet node's tenants are the
  * fleet's, so the config has none of its own. Then the assignment's tenants.
@@ -1700,8 +1708,7 @@ int drf_config_load_assigned(const char *path, const struct drf_host_ops *host,
 		if (r < 0)
 			goto out_free;
 	}
-	free(ps.tenant_lines);
-	drf_index_free(&ps.names);
+	parser_free(&ps);
 	*ret = *c;
 	free(c);
 	return 0;
@@ -1709,8 +1716,7 @@ out_oom:
 	if (!ps.failed)
 		snprintf(err, errlen, "%s: out of memory", path);
 out_free:
-	free(ps.tenant_lines);
-	drf_index_free(&ps.names);
+	parser_free(&ps);
 	drf_config_free(c);
 	free(c);
 	return r;
@@ -1887,9 +1893,7 @@ static int fleet_load(const char *path, bool servers_optional, struct drf_fleet 
 	r = check_tenants(&ps);
 	if (r < 0)
 		goto out_free;
-	free(ps.tenant_lines);
-	free(ps.server_lines);
-	drf_index_free(&ps.names);
+	parser_free(&ps);
 	*ret = *f;
 	free(f);
 	return 0;
@@ -1897,9 +1901,7 @@ out_oom:
 	if (!ps.failed)
 		snprintf(err, errlen, "%s: out of memory", path);
 out_free:
-	free(ps.tenant_lines);
-	free(ps.server_lines);
-	drf_index_free(&ps.names);
+	parser_free(&ps);
 	drf_fleet_free(f);
 	free(f);
 	return r;
