@@ -65,6 +65,14 @@ static void on_assignment(void *userdata, const struct drf_fleet_assignment *a)
 
 		snprintf(t[i].name, sizeof(t[i].name), "%s", s->name);
 		t[i].cgroup = s->cgroup ? strdup(s->cgroup) : NULL;
+		if (s->cgroup && !t[i].cgroup) {
+			/* Not the tenant's own name in its place: the assignment waits for the next. */
+			for (size_t j = 0; j < i; j++)
+				free(t[j].cgroup);
+			free(t);
+			drf_log(d->log, LOG_ERR, "fleet: out of memory for an assignment");
+			return;
+		}
 		t[i].weight = s->weight;
 		/* A bounded demand of what it was given here, on each resource this node has. */
 		for (int res = 0; res < DRF_NRES; res++) {
