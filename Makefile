@@ -373,22 +373,35 @@ valgrind-%: $(BUILD)/tests/%
 # builds first, with every CPU; then two queues of tests side by side (the
 # tests within a queue run one at a time; -Orecurse prints each step whole,
 # as it ends); then the VM tests, which take both CPUs themselves.
+# Each step's start is stamped (STAMP), so that a CI log tells where the time went.
+STAMP = @date -u +'=== %T $@: $(1)'
 check-all:
+	$(call STAMP,builds)
 	$(MAKE) -j$(NPROC) check-build CC=gcc
 	$(MAKE) -j$(NPROC) check-build CC=clang SANITIZER=address+undefined
+	$(call STAMP,two queues)
 	$(MAKE) -j2 -Orecurse check-all-gcc check-all-clang
+	$(call STAMP,vm)
 	$(MAKE) check-vm CC=gcc
+	$(call STAMP,done)
 
 check-all-gcc:
 	$(MAKE) check CC=gcc
+	$(call STAMP,valgrind)
 	$(MAKE) valgrind CC=gcc
+	$(call STAMP,shellcheck)
 	$(MAKE) shellcheck
+	$(call STAMP,lintian)
 	$(MAKE) lintian
+	$(call STAMP,done)
 
 check-all-clang:
 	$(MAKE) check CC=clang SANITIZER=address+undefined
+	$(call STAMP,tsan)
 	$(MAKE) check-tsan
+	$(call STAMP,fuzz)
 	$(MAKE) fuzz
+	$(call STAMP,done)
 
 shellcheck:
 	shellcheck -x $(wildcard deploy/*.sh tests/*/*.sh) tests/vm/init .ci/run deploy/systemd/drfd-hold

@@ -22,6 +22,19 @@ void drf_start_keys_of(const struct drf_config *c, struct drf_start_keys *ret)
 		.status_group = c->status_group,
 		.net_replace_qdisc = c->net_replace_qdisc,
 	};
+	if (!c->fleet.on)
+		return;
+	ret->fleet = "yes";
+	ret->fleet_endpoints = c->fleet.endpoints;
+	ret->fleet_prefix = c->fleet.prefix;
+	ret->fleet_node = c->fleet.node;
+	ret->fleet_ca_file = c->fleet.ca_file;
+	ret->fleet_cert_file = c->fleet.cert_file;
+	ret->fleet_key_file = c->fleet.key_file;
+	ret->fleet_user = c->fleet.user;
+	ret->fleet_password_file = c->fleet.password_file;
+	snprintf(ret->fleet_lease_ttl, sizeof(ret->fleet_lease_ttl), "%llus",
+		 (unsigned long long)(c->fleet.lease_ttl_us / 1000000));
 }
 
 static int dup_str(const char *s, const char **ret)
@@ -42,10 +55,19 @@ int drf_start_keys_dup(const struct drf_start_keys *k, struct drf_start_keys *re
 {
 	struct drf_start_keys n = { .net_replace_qdisc = k->net_replace_qdisc };
 
+	memcpy(n.fleet_lease_ttl, k->fleet_lease_ttl, sizeof(n.fleet_lease_ttl));
 	if (dup_str(k->cgroup_root, &n.cgroup_root) < 0 || dup_str(k->io_device, &n.io_device) < 0 ||
 	    dup_str(k->net_device, &n.net_device) < 0 || dup_str(k->state_dir, &n.state_dir) < 0 ||
 	    dup_str(k->status_socket, &n.status_socket) < 0 ||
-	    dup_str(k->status_group, &n.status_group) < 0) {
+	    dup_str(k->status_group, &n.status_group) < 0 || dup_str(k->fleet, &n.fleet) < 0 ||
+	    dup_str(k->fleet_endpoints, &n.fleet_endpoints) < 0 ||
+	    dup_str(k->fleet_prefix, &n.fleet_prefix) < 0 ||
+	    dup_str(k->fleet_node, &n.fleet_node) < 0 ||
+	    dup_str(k->fleet_ca_file, &n.fleet_ca_file) < 0 ||
+	    dup_str(k->fleet_cert_file, &n.fleet_cert_file) < 0 ||
+	    dup_str(k->fleet_key_file, &n.fleet_key_file) < 0 ||
+	    dup_str(k->fleet_user, &n.fleet_user) < 0 ||
+	    dup_str(k->fleet_password_file, &n.fleet_password_file) < 0) {
 		drf_start_keys_free(&n);
 		*ret = (struct drf_start_keys){ 0 };
 		return -ENOMEM;
@@ -62,6 +84,15 @@ void drf_start_keys_free(struct drf_start_keys *k)
 	free((char *)k->state_dir);
 	free((char *)k->status_socket);
 	free((char *)k->status_group);
+	free((char *)k->fleet);
+	free((char *)k->fleet_endpoints);
+	free((char *)k->fleet_prefix);
+	free((char *)k->fleet_node);
+	free((char *)k->fleet_ca_file);
+	free((char *)k->fleet_cert_file);
+	free((char *)k->fleet_key_file);
+	free((char *)k->fleet_user);
+	free((char *)k->fleet_password_file);
 	*k = (struct drf_start_keys){ 0 };
 }
 
@@ -93,6 +124,27 @@ size_t drf_start_keys_diff(const struct drf_start_keys *old, const struct drf_st
 	if (old->net_replace_qdisc != n->net_replace_qdisc)
 		CHANGE("net-replace-qdisc", old->net_replace_qdisc ? "yes" : "no",
 		       n->net_replace_qdisc ? "yes" : "no", false);
+	if (!same(old->fleet, n->fleet)) {
+		/* The section itself: its keys come and go with it. */
+		CHANGE("[fleet]", old->fleet, n->fleet, true);
+		return k;
+	}
+	if (!n->fleet)
+		return k;
+#define FLEET(name, field) \
+	if (!same(old->field, n->field)) \
+		CHANGE(name, old->field, n->field, true)
+	FLEET("[fleet] endpoints", fleet_endpoints);
+	FLEET("[fleet] prefix", fleet_prefix);
+	FLEET("[fleet] node", fleet_node);
+	if (strcmp(old->fleet_lease_ttl, n->fleet_lease_ttl) != 0)
+		CHANGE("[fleet] lease-ttl", old->fleet_lease_ttl, n->fleet_lease_ttl, true);
+	FLEET("[fleet] ca-file", fleet_ca_file);
+	FLEET("[fleet] cert-file", fleet_cert_file);
+	FLEET("[fleet] key-file", fleet_key_file);
+	FLEET("[fleet] user", fleet_user);
+	FLEET("[fleet] password-file", fleet_password_file);
+#undef FLEET
 #undef CHANGE
 	return k;
 }
@@ -100,8 +152,12 @@ size_t drf_start_keys_diff(const struct drf_start_keys *old, const struct drf_st
 void drf_start_change_text(const struct drf_start_change *c, char *buf, size_t len)
 {
 	bool net = strcmp(c->key, "net-device") == 0;
+	bool fleet = strcmp(c->key, "[fleet]") == 0;
 
-	if (net && !c->was)
+	if (fleet)
+		snprintf(buf, len, "%s", c->now ? "[fleet] added (this drfd would become a fleet node)"
+					       : "[fleet] removed (this drfd would leave its fleet)");
+	else if (net && !c->was)
 		snprintf(buf, len, "network capacities added (net-device '%s')", c->now);
 	else if (net && !c->now)
 		snprintf(buf, len, "network capacities removed (net-device '%s')", c->was);

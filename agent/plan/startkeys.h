@@ -19,6 +19,10 @@
  *   net-replace-qdisc       ignored, said at warning: it is read when drfd installs
  *                           its root qdisc at start, and nothing a reload does
  *                           reads it
+ *   [fleet], and each of    need a restart: [fleet] added or removed (the node's
+ *   its keys                tenants come from etcd or from the config), or any of
+ *                           its keys changed (the etcd client, the node's name,
+ *                           lease and credentials are set up at start)
  *
  * Every other key takes effect at the reload. Pure: no I/O.
  */
@@ -39,6 +43,11 @@ struct drf_start_keys {
 	const char *status_socket;
 	const char *status_group;  /* NULL: root only */
 	bool net_replace_qdisc;
+	/* [fleet]: NULL when the config has none, else "yes"; its keys NULL where unset */
+	const char *fleet;
+	const char *fleet_endpoints, *fleet_prefix, *fleet_node, *fleet_ca_file, *fleet_cert_file,
+		*fleet_key_file, *fleet_user, *fleet_password_file;
+	char fleet_lease_ttl[24]; /* "10s"; "" without [fleet] */
 };
 
 /* c's start-only keys; the strings point into c. */
@@ -55,7 +64,7 @@ struct drf_start_change {
 	bool restart;           /* true: needs a restart, a reload is refused; false: ignored */
 };
 
-#define DRF_START_KEYS_MAX 8
+#define DRF_START_KEYS_MAX 18
 
 /*
  * The start-only keys that differ from in force (old) to n, in the order of

@@ -862,6 +862,39 @@ static void test_start_keys_rules(void **state)
 	assert_ptr_not_equal(cp.cgroup_root, b.cgroup_root);
 	assert_int_equal(drf_start_keys_diff(&b, &cp, ch), 0);
 	drf_start_keys_free(&cp);
+
+	/* [fleet]: the section added or removed is one change, whatever its keys. */
+	b = a;
+	b.fleet = "yes";
+	b.fleet_endpoints = "http://127.0.0.1:2379";
+	snprintf(b.fleet_lease_ttl, sizeof(b.fleet_lease_ttl), "10s");
+	assert_int_equal(drf_start_keys_diff(&a, &b, ch), 1);
+	assert_string_equal(ch[0].key, "[fleet]");
+	assert_true(ch[0].restart);
+	drf_start_change_text(&ch[0], text, sizeof(text));
+	assert_string_equal(text, "[fleet] added (this drfd would become a fleet node)");
+	assert_int_equal(drf_start_keys_diff(&b, &a, ch), 1);
+	drf_start_change_text(&ch[0], text, sizeof(text));
+	assert_string_equal(text, "[fleet] removed (this drfd would leave its fleet)");
+	/* Each of its keys needs a restart: the client, lease and name are set up at start. */
+	a = b;
+	b.fleet_endpoints = "http://127.0.0.1:2479";
+	snprintf(b.fleet_lease_ttl, sizeof(b.fleet_lease_ttl), "3s");
+	b.fleet_password_file = "/etc/drfd/etcd.pw";
+	assert_int_equal(drf_start_keys_diff(&a, &b, ch), 3);
+	assert_string_equal(ch[0].key, "[fleet] endpoints");
+	assert_string_equal(ch[1].key, "[fleet] lease-ttl");
+	assert_string_equal(ch[2].key, "[fleet] password-file");
+	for (int i = 0; i < 3; i++)
+		assert_true(ch[i].restart);
+	drf_start_change_text(&ch[1], text, sizeof(text));
+	assert_string_equal(text, "[fleet] lease-ttl changed from '10s' to '3s'");
+	drf_start_change_text(&ch[2], text, sizeof(text));
+	assert_string_equal(text, "[fleet] password-file added ('/etc/drfd/etcd.pw')");
+	assert_int_equal(drf_start_keys_dup(&b, &cp), 0);
+	assert_ptr_not_equal(cp.fleet_endpoints, b.fleet_endpoints);
+	assert_int_equal(drf_start_keys_diff(&b, &cp, ch), 0);
+	drf_start_keys_free(&cp);
 }
 
 int main(void)

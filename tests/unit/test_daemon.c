@@ -537,6 +537,14 @@ static void test_fleet_assignment(void **state)
 	assert_int_equal(drfd_reload(&d), -EINVAL);
 	assert_int_equal(d.decl.cfg.n_tenants, 2);
 	assert_false(d.reload_ok);
+	/* Another etcd is a restart too: the client is set up at start. */
+	assert_int_equal(fakedrfd_write(&fx, "mode = limit\n",
+					"[capacity]\ncpu = 4\nmemory = 4G\n[fleet]\n"
+					"endpoints = http://127.0.0.1:2\n"), 0);
+	assert_int_equal(drfd_reload(&d), -EINVAL);
+	assert_non_null(strstr(d.reload_error, "[fleet] endpoints"));
+	assert_int_equal(d.decl.cfg.n_tenants, 2);
+	assert_false(d.reload_ok);
 	/* The next assignment drops db: its cgroup goes (it holds no process). */
 	assert_int_equal(fakedrfd_write(&fx, "mode = limit\n", FLEET_CONF), 0);
 	assert_int_equal(drfd_assign(&d, a, 1, "fleet assignment of revision 7"), 0);
