@@ -16,7 +16,6 @@ vm_setup
 modprobe virtio_blk
 for _ in $(seq 50); do [ -b /dev/vda ] && break; sleep 0.1; done
 dev=$(cat /sys/block/vda/dev)
-WARMUP=2
 WINDOW=20 # seconds: BFQ serves 256 KiB requests, about 640 of them in 20 s at 8 MiB/s; over 8 s B/A ranged 2.72-3.42 for 3.00 in CI runs
 DISK_BPS=8388608         # the vm-drive throttle
 MODEL_BPS=7340032        # io.cost's model: under the disk, so io.cost decides
@@ -30,7 +29,7 @@ drf.slice (share mode; vda: read 8M/s, QEMU throttles the disk to 8 MiB/s)
 3. io.cost: scheduler none, io.cost.qos enable=1 (vrate fixed at 100%),
    io.cost.model linear rbps=7M                 -> drfd writes io.weight
 4. io.cost with weight 1 for both tenants: the even split of a 1:1 plan
-expect: io.max uncapped; B/A of io.stat rbytes over 8 s (after 2 s) = the ratio
+expect: io.max uncapped; B/A of io.stat rbytes over 20 s (after 2 s, 6 s at first) = the ratio
         of the weights drfd wrote = the plan's (drfctl plan --json), within 10%
 DIAGRAM
 
@@ -81,7 +80,7 @@ load() { # TENANT QUARTER QUARTER
 # One run: drfd --once, the knobs checked against the plan, then the load in
 # both tenants; the split over WINDOW, from WARMUP after both are reading.
 split_test() { # NAME WEIGHT-FILE HI
-	local name=$1 file=$2 hi=$3 rc w wa wb ha hb maxa maxb a0 b0 a1 b1 t0 t1 i
+	local name=$1 file=$2 hi=$3 warmup=${WARMUP:-2} rc w wa wb ha hb maxa maxb a0 b0 a1 b1 t0 t1 i
 	"$DRFD" -c "$conf" --once 2>"$work/$name.log"
 	rc=$?
 	w=$(plan_weights "$hi")
@@ -100,7 +99,7 @@ split_test() { # NAME WEIGHT-FILE HI
 		[ "$(rbytes A)" -gt "$a0" ] && [ "$(rbytes B)" -gt "$b0" ] && break
 		sleep 0.5
 	done
-	sleep $WARMUP
+	sleep "$warmup"
 	a0=$(rbytes A) b0=$(rbytes B) t0=$(date +%s.%N)
 	sleep $WINDOW
 	a1=$(rbytes A) b1=$(rbytes B) t1=$(date +%s.%N)
@@ -128,7 +127,10 @@ echo bfq >/sys/block/vda/queue/scheduler
 echo 0 >/sys/block/vda/queue/iosched/low_latency
 echo 512 >/sys/block/vda/queue/iosched/max_budget
 if grep -q '\[bfq\]' /sys/block/vda/queue/scheduler; then
-	split_test io-bfq io.bfq.weight 1000
+	# BFQ just switched on: its first seconds of a load (the peak rate it
+	# estimates for idling, from nothing) skewed the first split (B/A 2.70
+	# for 3.00 once, with the host's CPUs busy; the later runs 0.5% off).
+	WARMUP=6 split_test io-bfq io.bfq.weight 1000
 	# Someone gives A a weight of its own on vda, B's, and A reads on it
 	# for a moment; drfd puts "default 333" back and removes the line.
 	echo "$dev 1000" >"$CG/drf.slice/A/io.bfq.weight"
