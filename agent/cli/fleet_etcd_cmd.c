@@ -24,7 +24,7 @@
 #define DEADLINE_USEC (20 * DRF_USEC_PER_SEC)
 
 struct etcd_opts {
-	const char *endpoints, *prefix, *cacert, *cert, *key, *user, *password;
+	const char *endpoints, *prefix, *cacert, *cert, *key, *user, *password_file;
 };
 
 enum {
@@ -34,7 +34,7 @@ enum {
 	OPT_CERT,
 	OPT_KEY,
 	OPT_USER,
-	OPT_PASSWORD,
+	OPT_PASSWORD_FILE,
 	OPT_JSON,
 };
 
@@ -45,7 +45,7 @@ enum {
 	{ "cert", required_argument, NULL, OPT_CERT },                                           \
 	{ "key", required_argument, NULL, OPT_KEY },                                             \
 	{ "user", required_argument, NULL, OPT_USER },                                           \
-	{ "password", required_argument, NULL, OPT_PASSWORD }
+	{ "password-file", required_argument, NULL, OPT_PASSWORD_FILE }
 
 /* An option of the etcd client's: true when opt was one. */
 static bool etcd_opt(int opt, struct etcd_opts *o)
@@ -69,8 +69,8 @@ static bool etcd_opt(int opt, struct etcd_opts *o)
 	case OPT_USER:
 		o->user = optarg;
 		return true;
-	case OPT_PASSWORD:
-		o->password = optarg;
+	case OPT_PASSWORD_FILE:
+		o->password_file = optarg;
 		return true;
 	default:
 		return false;
@@ -82,9 +82,9 @@ static int connect_etcd(const char *cmd, const struct etcd_opts *o, sd_event **r
 			struct etcd **ret_e)
 {
 	struct etcd_config c = { .endpoints = o->endpoints, .cacert = o->cacert, .cert = o->cert,
-				 .key = o->key, .user = o->user, .password = o->password };
+				 .key = o->key, .user = o->user };
 	struct drf_fleet_keys k;
-	char err[512];
+	char err[512], password[512];
 	sd_event *ev = NULL;
 	int r;
 
@@ -97,12 +97,24 @@ static int connect_etcd(const char *cmd, const struct etcd_opts *o, sd_event **r
 			"ending with '/'\n", cmd, o->prefix, DRF_FLEET_PREFIX_MAX);
 		return DRFCTL_EXIT_USAGE;
 	}
+	/* A file, not the command line, which every user of the host can read in /proc. */
+	if (o->password_file) {
+		r = etcd_read_password(o->password_file, password, sizeof(password));
+		if (r < 0) {
+			fprintf(stderr, "drfctl fleet %s: --password-file '%s': %s\n", cmd,
+				o->password_file, r == -E2BIG ? "longer than 511 bytes" : strerror(-r));
+			return DRFCTL_EXIT_USAGE;
+		}
+		c.password = password;
+	}
 	r = sd_event_new(&ev);
 	if (r < 0) {
+		explicit_bzero(password, sizeof(password));
 		fprintf(stderr, "drfctl fleet %s: %s\n", cmd, strerror(-r));
 		return EXIT_FAILURE;
 	}
 	r = etcd_open(&c, ev, ret_e, err, sizeof(err));
+	explicit_bzero(password, sizeof(password));
 	if (r < 0) {
 		fprintf(stderr, "drfctl fleet %s: %s\n", cmd, r == -EINVAL ? err : strerror(-r));
 		sd_event_unref(ev);

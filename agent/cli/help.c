@@ -58,7 +58,7 @@ static const struct {
 	  "  --cert FILE         TLS: a client certificate\n"
 	  "  --key FILE          TLS: its key\n"
 	  "  --user NAME         etcd's authentication: the user\n"
-	  "  --password PASS     and its password\n"
+	  "  --password-file F  and the file that holds its password (first line)\n"
 	  "  --json              status: machine-readable output (see drfctl(8))\n"
 	  "\n"
 	  "exit status: 0 ok, 1 failure (etcd unreachable or refusing), 2 config error,\n"

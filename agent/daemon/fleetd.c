@@ -8,14 +8,11 @@
 #include "fleetd.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
-#include <unistd.h>
 
-#include "fileio.h"
 #include "fleet.h"
 #include "log.h"
 
@@ -121,23 +118,6 @@ static int node_name(const struct drf_config *c, char *buf, size_t len)
 	return drf_name_valid(buf) ? 0 : -EINVAL;
 }
 
-/* The password file's first line. */
-static int read_password(const char *path, char *buf, size_t len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = drf_read_full(fd, buf, len - 1);
-	close(fd);
-	if (n < 0)
-		return (int)n;
-	buf[n] = '\0';
-	buf[strcspn(buf, "\r\n")] = '\0';
-	return 0;
-}
-
 int drfd_fleet_open(struct drfd *d, char *err, size_t len)
 {
 	const struct drf_config *c = &d->decl.cfg;
@@ -164,10 +144,11 @@ int drfd_fleet_open(struct drfd *d, char *err, size_t len)
 		return -EINVAL;
 	}
 	if (c->fleet.password_file) {
-		r = read_password(c->fleet.password_file, password, sizeof(password));
+		r = etcd_read_password(c->fleet.password_file, password, sizeof(password));
 		if (r < 0) {
 			snprintf(err, len, "%s: [fleet] password-file = '%s': %s", d->config_path,
-				 c->fleet.password_file, strerror(-r));
+				 c->fleet.password_file,
+				 r == -E2BIG ? "longer than 511 bytes" : strerror(-r));
 			return r;
 		}
 		ec.password = password;

@@ -23,18 +23,21 @@
 #include "etcd.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <unistd.h>
 
 #include <curl/curl.h>
 #include <systemd/sd-event.h>
 
 #include "clock.h"
 #include "etcdjson.h"
+#include "fileio.h"
 
 /* The most a single answer may hold (a watch's stream is not bounded). */
 #define ANSWER_MAX (64u << 20)
@@ -1732,4 +1735,25 @@ fail:
 		snprintf(err, errlen, "etcd client: %s", strerror(-r));
 	client_destroy(c);
 	return r;
+}
+
+int etcd_read_password(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	/* One byte more than fits: a file that fills it is too long, not cut short. */
+	n = drf_read_full(fd, buf, len);
+	close(fd);
+	if (n < 0)
+		return (int)n;
+	if ((size_t)n == len) {
+		explicit_bzero(buf, len);
+		return -E2BIG;
+	}
+	buf[n] = '\0';
+	buf[strcspn(buf, "\r\n")] = '\0';
+	return 0;
 }

@@ -277,6 +277,13 @@ struct etcd_config {
 #define ETCD_DEFAULT_TIMEOUT_USEC (5 * 1000000ULL)
 
 /*
+ * A password file's first line (without its line end) into buf: 0, -E2BIG
+ * when the file holds more than len - 1 bytes (a password is not cut short),
+ * or the error of opening or reading it. The caller wipes buf after use.
+ */
+int etcd_read_password(const char *path, char *buf, size_t len);
+
+/*
  * The real client on event: 0 and *ret, or -EINVAL with err saying what is
  * wrong with the config (an endpoint that is not http:// or https://, a
  * password without a user), -ENOMEM. No connection is made before the

@@ -9,7 +9,9 @@
 #     nodes alive or gone, each assignment's revision, each tenant's placement
 #     and global dominant share;
 #   - the exit codes: 2 for a broken fleet file, 64 for usage, 1 when etcd
-#     cannot be reached.
+#     cannot be reached;
+#   - with etcd's auth on: a user and its --password-file, a wrong password
+#     and no user refused (exit 1), a password file that is not there (64).
 # etcd and etcdctl must be installed (deploy/install-deps.sh): without them
 # this test fails, it does not skip. etcd and the directory go on any exit.
 #   DRFCTL=.output/cc/drfctl tests/cli/test_fleet_etcd.sh
@@ -34,7 +36,7 @@ etcd --name drfd-fleet --data-dir "$work/data" \
 	--listen-peer-urls "http://127.0.0.1:$p_peer" \
 	--initial-advertise-peer-urls "http://127.0.0.1:$p_peer" \
 	--initial-cluster "drfd-fleet=http://127.0.0.1:$p_peer" \
-	--logger zap --log-outputs stderr --log-level warn >"$work/etcd.log" 2>&1 &
+	--bcrypt-cost 4 --logger zap --log-outputs stderr --log-level warn >"$work/etcd.log" 2>&1 &
 etcd_pid=$!
 ctl() { etcdctl --endpoints "$ep" --dial-timeout 2s "$@"; }
 up=0
@@ -192,6 +194,26 @@ check "fleet status with etcd unreachable: exit 1" [ $? -eq 1 ]
 check "fleet apply with etcd unreachable: exit 1" [ $? -eq 1 ]
 "$DRFCTL" fleet nothing >/dev/null 2>&1
 check "fleet with an unknown subcommand: exit 64" [ $? -eq 64 ]
+
+# etcd's users: the password from a file (its first line), never the command
+# line. Last: with auth on, etcdctl above would need a user too.
+printf 'fleet-pw\n' >"$work/pw"
+printf 'wrong\n' >"$work/pw-wrong"
+ctl user add root:root-pw >/dev/null && ctl user grant-role root root >/dev/null &&
+	ctl role add fleet >/dev/null &&
+	ctl role grant-permission fleet readwrite /drfd/ --prefix=true >/dev/null &&
+	ctl user add fleet:fleet-pw >/dev/null && ctl user grant-role fleet fleet >/dev/null &&
+	ctl auth enable >/dev/null 2>&1
+check "etcd auth enabled, user fleet on /drfd/" [ $? -eq 0 ]
+"$DRFCTL" fleet status --endpoints "$ep" --user fleet --password-file "$work/pw" --json >"$work/auth.json" 2>"$work/auth.err"
+check "fleet status as fleet with its password file: exit 0, the same planner" \
+	python3 -c 'import json, sys; sys.exit(json.load(open(sys.argv[1]))["planner"]["name"] != "n1")' "$work/auth.json"
+"$DRFCTL" fleet status --endpoints "$ep" --user fleet --password-file "$work/pw-wrong" >/dev/null 2>&1
+check "fleet status with a wrong password: exit 1" [ $? -eq 1 ]
+"$DRFCTL" fleet status --endpoints "$ep" >/dev/null 2>&1
+check "fleet status without a user, auth on: exit 1" [ $? -eq 1 ]
+"$DRFCTL" fleet status --endpoints "$ep" --user fleet --password-file "$work/none" >/dev/null 2>&1
+check "fleet status with no such password file: exit 64" [ $? -eq 64 ]
 
 end=$(date +%s.%N)
 echo "test_fleet_etcd: $pass passed, $failed failed ($(awk "BEGIN { printf \"%.1f\", $end - $start }") s)"
