@@ -1387,27 +1387,46 @@ static int keep_prev(const struct drfh_problem *p, struct disc *d, struct drfh_r
 			goto out;
 		}
 		keep[k].tasks = fmin(keep[k].tasks, left[keep[k].tenant]);
+		/*
+		 * No more than the server could hold of it alone: a count from
+		 * outside (an etcd value) may be anything, and what follows
+		 * sheds tasks by the thousand, not one at a time.
+		 */
+		for (int j = 0; j < d->m; j++) {
+			double sh = p->demands[keep[k].tenant].shape[d->res[j]];
+
+			if (sh > 0)
+				keep[k].tasks = fmin(keep[k].tasks,
+						     floor((d->rem[keep[k].where * d->m + j] +
+							    FIT_EPS * d->pool[d->res[j]]) / sh));
+		}
+		keep[k].tasks = fmax(keep[k].tasks, 0);
 		left[keep[k].tenant] -= keep[k].tasks;
 		for (int j = 0; j < d->m; j++)
 			d->rem[keep[k].where * d->m + j] -=
 				keep[k].tasks * p->demands[keep[k].tenant].shape[d->res[j]];
 	}
-	/* Over capacity: the last tenants' tasks leave, one at a time. */
+	/*
+	 * Over capacity: the last tenants' tasks leave, as many of each as the
+	 * most overdrawn resource needs (at most all of them).
+	 */
 	for (size_t k = nprev; k-- > 0;) {
 		double *rem = &d->rem[keep[k].where * d->m];
 		const double *shape = p->demands[keep[k].tenant].shape;
+		double shed = 0;
 
-		for (;;) {
-			bool over = false;
+		for (int j = 0; j < d->m; j++) {
+			double over = -rem[j] - FIT_EPS * d->pool[d->res[j]];
 
-			for (int j = 0; j < d->m; j++)
-				over = over || rem[j] < -FIT_EPS * d->pool[d->res[j]];
-			if (!over || keep[k].tasks <= 0)
-				break;
-			keep[k].tasks -= 1;
-			for (int j = 0; j < d->m; j++)
-				rem[j] += shape[d->res[j]];
+			if (over > 0 && shape[d->res[j]] > 0)
+				shed = fmax(shed, ceil(over / shape[d->res[j]]));
 		}
+		shed = fmin(shed, keep[k].tasks);
+		if (shed <= 0)
+			continue;
+		keep[k].tasks -= shed;
+		for (int j = 0; j < d->m; j++)
+			rem[j] += shed * shape[d->res[j]];
 	}
 	for (size_t k = 0; k < nprev && err == 0; k++) {
 		uint32_t i = keep[k].tenant;

@@ -136,7 +136,7 @@ int drf_parse_quantity(const char *s, enum drf_unit unit, double *ret, const cha
 	for (const struct suffix *sf = suffixes_of(unit); sf->name; sf++) {
 		if (strcmp(s + n, sf->name) == 0) {
 			v *= sf->mult;
-			if (!isfinite(v) || v > 1e18) {
+			if (!isfinite(v) || v > DRF_QUANTITY_MAX) {
 				why = "number too large";
 				goto range;
 			}

@@ -40,6 +40,9 @@ enum drf_unit drf_res_unit(enum drf_res r);
  */
 int drf_parse_quantity(const char *s, enum drf_unit unit, double *ret, const char **ret_why);
 
+/* The largest quantity drf_parse_quantity() takes ("too large" past it). */
+#define DRF_QUANTITY_MAX 1e18
+
 /* Parse a duration: "250ms", "1s", "1.5s"; a plain number is seconds. */
 int drf_parse_duration_ms(const char *s, double *ret_ms, const char **ret_why);
 

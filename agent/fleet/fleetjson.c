@@ -21,6 +21,7 @@
 #include <json-c/json_tokener.h>
 #include <json-c/linkhash.h>
 
+#include "alloc.h"
 #include "fileio.h"
 #include "json.h"
 #include "statedir.h"
@@ -242,8 +243,15 @@ int drf_fleet_node_parse(const char *name, const char *text, size_t len,
 	r = get_resources(v, "capacity", false, n.capacity, NULL, err, errlen);
 	if (r < 0)
 		goto out;
-	for (int k = 0; k < DRF_NRES; k++)
+	for (int k = 0; k < DRF_NRES; k++) {
+		/* As a config's [capacity] (drf_parse_quantity): the pool stays finite. */
+		if (n.capacity[k] > DRF_QUANTITY_MAX) {
+			r = fail(err, errlen, -EINVAL, "capacity %s: %g is over %g",
+				 drf_res_name((enum drf_res)k), n.capacity[k], DRF_QUANTITY_MAX);
+			goto out;
+		}
 		any = any || n.capacity[k] > 0;
+	}
 	if (!any) {
 		r = fail(err, errlen, -EINVAL, "capacity: none of any resource");
 		goto out;
@@ -518,6 +526,10 @@ static int share_of(json_object *o, struct drf_fleet_share *s, char *err, size_t
 	r = get_quantity(v, "tasks", &s->tasks, err, errlen);
 	if (r < 0)
 		return r;
+	/* Whole, and no more than a plan places: the planner continues from it. */
+	if (s->tasks != floor(s->tasks) || s->tasks > DRF_DISCRETE_MAX_TASKS)
+		return fail(err, errlen, -EINVAL, "tenant '%s': tasks %g is not a whole number "
+			    "up to %.0f", s->name, s->tasks, DRF_DISCRETE_MAX_TASKS);
 	if (!json_object_object_get_ex(o, "alloc", &v))
 		return fail(err, errlen, -EBADMSG, "tenant '%s': no alloc", s->name);
 	return get_resources(v, "alloc", false, s->alloc, NULL, err, errlen);

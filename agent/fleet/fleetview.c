@@ -90,6 +90,71 @@ static int cmp_assign(const void *a, const void *b)
 		      ((const struct drf_fleet_assign_entry *)b)->node);
 }
 
+/* Whether cgroup paths a and b are one, or one holds the other. */
+static bool cgroups_overlap(const char *a, const char *b)
+{
+	size_t na = strlen(a), nb = strlen(b), n = na < nb ? na : nb;
+
+	return strncmp(a, b, n) == 0 && (na == nb || (na < nb ? b : a)[n] == '/');
+}
+
+/*
+ * The tenants no node could take together with the others, or that no plan
+ * could place, passed over as values that do not decode are (each by name,
+ * the later one of two):
+ *  - a cgroup that is another tenant's, or holds or is held by it: every node
+ *    would refuse an assignment with both, as it refuses such a config;
+ *  - a task so small against the fleet's pool (under 1/DRF_DISCRETE_MAX_TASKS
+ *    of it in every resource it needs) and so many of them that whole-task
+ *    placement would run to its task limit and fail the whole plan.
+ */
+static void tenants_check(struct drf_fleet_view *v)
+{
+	double pool[DRF_NRES] = { 0 };
+	size_t kept = 0;
+
+	for (size_t k = 0; k < v->n_nodes; k++)
+		for (int r = 0; r < DRF_NRES; r++)
+			pool[r] += v->nodes[k].capacity[r];
+	for (size_t i = 0; i < v->n_tenants; i++) {
+		struct drf_tenant *t = &v->tenants[i].t;
+		const char *why = NULL, *other = NULL;
+		char buf[256];
+
+		for (size_t j = 0; j < kept && !why; j++)
+			if (cgroups_overlap(t->cgroup, v->tenants[j].t.cgroup)) {
+				why = "cgroup overlaps";
+				other = v->tenants[j].t.name;
+			}
+		if (!why && t->task_model && t->tasks > DRF_DISCRETE_MAX_TASKS) {
+			double dom = 0;
+
+			for (int r = 0; r < DRF_NRES; r++)
+				if (pool[r] > 0 && t->declared[r] && t->vec[r] > 0)
+					dom = fmax(dom, t->vec[r] / pool[r]);
+			if (dom > 0 && dom < 1 / DRF_DISCRETE_MAX_TASKS)
+				why = "task too small";
+		}
+		if (!why) {
+			if (kept != i)
+				v->tenants[kept] = v->tenants[i];
+			kept++;
+			continue;
+		}
+		if (other)
+			snprintf(buf, sizeof(buf), "tenant '%s': cgroup '%.64s' overlaps tenant '%s''s",
+				 t->name, t->cgroup, other);
+		else
+			snprintf(buf, sizeof(buf), "tenant '%s': its task is under 1/%.0f of the "
+				 "fleet's pool in every resource, with no count to bound it: more tasks "
+				 "than a plan places", t->name, DRF_DISCRETE_MAX_TASKS);
+		if (v->n_invalid++ == 0)
+			snprintf(v->invalid, sizeof(v->invalid), "%s", buf);
+		drf_fleet_tenant_clear(t);
+	}
+	v->n_tenants = kept;
+}
+
 int drf_fleet_view_decode(const struct drf_fleet_keys *k, const struct etcd_txn_resp *t,
 			  struct drf_fleet_view *ret)
 {
@@ -173,9 +238,15 @@ int drf_fleet_view_decode(const struct drf_fleet_keys *k, const struct etcd_txn_
 	if (r == 0 && planner->n_kvs) {
 		const struct etcd_kv *kv = &planner->kvs[0];
 
-		snprintf(v.planner, sizeof(v.planner), "%s", kv->value);
-		v.planner_revision = kv->create_revision;
-		v.planner_lease = kv->lease;
+		/* A name, or none: the value goes to logs, status and terminals. */
+		if (kv->value_len < sizeof(v.planner) && strlen(kv->value) == kv->value_len &&
+		    drf_name_valid(kv->value)) {
+			snprintf(v.planner, sizeof(v.planner), "%s", kv->value);
+			v.planner_revision = kv->create_revision;
+			v.planner_lease = kv->lease;
+		} else {
+			invalid(&v, kv, "not a node's name");
+		}
 	}
 out:
 	if (r < 0) {
@@ -186,6 +257,7 @@ out:
 	qsort(v.nodes, v.n_nodes, sizeof(*v.nodes), cmp_node);
 	qsort(v.tenants, v.n_tenants, sizeof(*v.tenants), cmp_tenant);
 	qsort(v.assigns, v.n_assigns, sizeof(*v.assigns), cmp_assign);
+	tenants_check(&v);
 	*ret = v;
 	return 0;
 }

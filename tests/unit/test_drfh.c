@@ -752,6 +752,23 @@ static void test_place_from_keeps(void **state)
 		drfh_result_free(&b);
 		drfh_result_free(&a);
 	}
+	/*
+	 * A count in force of any size (it comes from etcd): kept as far as the
+	 * server holds it, at once (one task at a time, 1e300 never ended).
+	 */
+	for (int k = 0; k < 20; k++) {
+		struct fleet f;
+		struct drfh_problem p;
+		struct drfh_result b;
+		struct drfh_place huge[2] = { { .tenant = 0, .where = 0, .tasks = 1e300 },
+					      { .tenant = 1, .where = 0, .tasks = 1e17 } };
+
+		gen(&f, base_seed * 103 + (uint64_t)k, false, false);
+		p = prob(&f);
+		assert_int_equal(drfh_place_from(&p, DRFH_BEST_FIT, huge, p.n > 1 ? 2 : 1, &b), 0);
+		check_places(&f, &b);
+		drfh_result_free(&b);
+	}
 }
 
 /*

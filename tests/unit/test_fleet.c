@@ -859,6 +859,52 @@ static void test_invalid_tenant_skipped(void **state)
 	assert_null(fakeetcd_get(env.fake, PREFIX "tenants/t-bad"));
 }
 
+/*
+ * Values that decode but that no plan could use are passed over too, and the
+ * planner plans the rest, at once: two tenants on one cgroup (the later by name
+ * goes), a task too small to count with no count to bound it, a node of a
+ * capacity past any config's, an assignment in force with a count past any
+ * plan's (1e300 tasks, which shedding one at a time never ended): A's is
+ * planned again.
+ */
+static void test_unplannable_skipped(void **state)
+{
+	struct drf_fleet_status st;
+	int64_t rev;
+
+	(void)state;
+	fleet_up();
+	admin_put(PREFIX "tenants/zz-a", "{\"weight\": 1, \"cgroup\": \"shared\", \"tasks\": 1, "
+					 "\"task\": {\"cpu\": 0.5}}");
+	admin_put(PREFIX "tenants/zz-b", "{\"weight\": 1, \"cgroup\": \"shared/inner\", "
+					 "\"tasks\": 1, \"task\": {\"cpu\": 0.5}}");
+	admin_put(PREFIX "tenants/zz-tiny", "{\"weight\": 1, \"cgroup\": \"tiny\", "
+					    "\"tasks\": \"unlimited\", \"task\": {\"cpu\": 1e-11}}");
+	admin_put(PREFIX "nodes/huge", "{\"capacity\": {\"cpu\": 2e18, \"memory\": 2e18}}");
+	admin_put(PREFIX "assign/A", "{\"revision\": 1, \"planner\": \"A\", \"tenants\": "
+				     "[{\"name\": \"t-web\", \"cgroup\": \"t-web\", \"weight\": 1, "
+				     "\"tasks\": 1e300, \"alloc\": {}}]}");
+	rev = admin_put(PREFIX "tenants/zz-c", "{\"weight\": 1, \"cgroup\": \"other\", "
+						 "\"tasks\": 1, \"task\": {\"cpu\": 0.5}}");
+	advance(STEP);
+	assert_true(settled());
+	st = status_of(planner());
+	assert_true(st.plan_revision >= rev);
+	/* the three tenants of fleet_up, zz-a and zz-c */
+	assert_int_equal(st.tenants, 5);
+	assert_int_equal(st.nodes, 3);
+	for (int i = 0; i < 3; i++) {
+		char key[128];
+		const struct etcd_kv *kv;
+
+		snprintf(key, sizeof(key), PREFIX "assign/%s", names[i]);
+		kv = fakeetcd_get(env.fake, key);
+		assert_non_null(kv);
+		assert_null(strstr(kv->value, "zz-b"));
+		assert_null(strstr(kv->value, "zz-tiny"));
+	}
+}
+
 /* The formats. */
 
 static void test_formats(void **state)
@@ -1007,6 +1053,7 @@ int main(void)
 		T(test_compaction_resync),
 		T(test_only_changed_written),
 		T(test_invalid_tenant_skipped),
+		T(test_unplannable_skipped),
 		T(test_node_config),
 		cmocka_unit_test(test_formats),
 	};
