@@ -69,6 +69,7 @@ struct drfd_env {
 
 struct drf_fleet_node;
 struct drf_fleet_status;
+struct drfd_fleet_task;
 
 struct drfd {
 	const struct drfd_env *env;
@@ -132,6 +133,8 @@ struct drfd {
 	struct drf_tenant *fleet_pending; /* an assignment to put in force from the loop */
 	size_t fleet_pending_n;
 	char fleet_pending_source[128];
+	struct drfd_fleet_task *fleet_tasks; /* fleet tasks handed over, until final (fleetd.c) */
+	size_t fleet_tasks_n, fleet_tasks_cap;
 };
 
 /*
