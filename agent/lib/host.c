@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
@@ -102,6 +103,7 @@ int drf_host_user_real(void *ctx, const char *name, struct drf_host_user *ret)
 {
 	struct drf_host_user u = { 0 };
 	struct passwd pw, *res = NULL;
+	struct stat st;
 	long sz = sysconf(_SC_GETPW_R_SIZE_MAX);
 	size_t len = sz > 0 ? (size_t)sz : 16384;
 	char *buf = malloc(len);
@@ -118,7 +120,9 @@ int drf_host_user_real(void *ctx, const char *name, struct drf_host_user *ret)
 	}
 	u.uid = pw.pw_uid;
 	u.gid = pw.pw_gid;
-	u.home = strdup(pw.pw_dir ? pw.pw_dir : "");
+	/* A home that is not a directory (nobody's /nonexistent) is none. */
+	u.home = strdup(pw.pw_dir && stat(pw.pw_dir, &st) == 0 && S_ISDIR(st.st_mode) ? pw.pw_dir
+										     : "");
 	for (;;) {
 		int want = n;
 

@@ -16,7 +16,7 @@ struct drf_host_user {
 	gid_t gid;
 	gid_t *groups;   /* supplementary, its primary group among them as getgrouplist() says */
 	size_t ngroups;
-	char *home;      /* "" when it has none */
+	char *home;      /* "" when it has none (or it is not a directory) */
 };
 void drf_host_user_clear(struct drf_host_user *u);
 
