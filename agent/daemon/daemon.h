@@ -43,6 +43,10 @@ struct drfd_httpd;
 struct drfd_http_ops;
 
 /* Every side effect of the daemon, as ops: built once in main(). */
+struct etcd;
+struct etcd_config;
+struct sd_event;
+
 struct drfd_env {
 	const struct drf_logger *log;
 	const struct drf_clock *clock;
@@ -64,6 +68,10 @@ struct drfd_env {
 	void *http_ctx;
 	const struct drf_spawn_ops *spawn;      /* NULL: no task queue */
 	void *spawn_ctx;
+	/* The fleet's etcd client ([fleet]): as etcd_open() (etcd.h); NULL: etcd_open itself. */
+	int (*etcd_open)(void *ctx, const struct etcd_config *c, struct sd_event *event,
+			 struct etcd **ret, char *err, size_t len);
+	void *etcd_ctx;
 	bool dry_run;
 };
 

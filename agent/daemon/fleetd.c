@@ -385,7 +385,8 @@ int drfd_fleet_open(struct drfd *d, char *err, size_t len)
 		}
 		ec.password = password;
 	}
-	r = etcd_open(&ec, d->event, &e, err, len);
+	r = d->env->etcd_open ? d->env->etcd_open(d->env->etcd_ctx, &ec, d->event, &e, err, len)
+			      : etcd_open(&ec, d->event, &e, err, len);
 	explicit_bzero(password, sizeof(password));
 	if (r < 0)
 		return r;
