@@ -576,7 +576,7 @@ int drfctl_fleet_status(int argc, char **argv)
 	ret = connect_etcd("status", &o, &ev, &e);
 	if (ret)
 		return ret;
-	r = drf_fleet_read(e, o.prefix, view_cb, &w, &id);
+	r = drf_fleet_read_tasks(e, o.prefix, view_cb, &w, &id);
 	if (r == 0)
 		r = etcd_wait(e, id, DEADLINE_USEC);
 	if (r == 0 && w.err) {
@@ -847,7 +847,7 @@ int drfctl_fleet_submit(int argc, char **argv)
 	ret = connect_etcd("submit", &a.o, &ev, &e);
 	if (ret)
 		return ret;
-	r = drf_fleet_read(e, a.o.prefix, view_cb, &w, &id);
+	r = drf_fleet_read_tasks(e, a.o.prefix, view_cb, &w, &id);
 	if (r == 0)
 		r = etcd_wait(e, id, DEADLINE_USEC);
 	if (r == 0 && w.err) {

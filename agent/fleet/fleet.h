@@ -272,7 +272,7 @@ struct drf_fleet_view {
 	char planner[DRF_TENANT_NAME_MAX + 1]; /* "" when there is none */
 	int64_t planner_revision;              /* its create_revision, the token; 0: none */
 	int64_t planner_lease;
-	struct drf_fleet_task_entry *tasks; /* by node, then id */
+	struct drf_fleet_task_entry *tasks; /* by node, then id (drf_fleet_read_tasks only) */
 	size_t n_tasks;
 	size_t n_invalid;
 	char invalid[256];
@@ -290,6 +290,12 @@ typedef void (*drf_fleet_view_cb)(void *userdata, int err, const char *msg,
  */
 int drf_fleet_read(struct etcd *e, const char *prefix, drf_fleet_view_cb cb, void *userdata,
 		   uint64_t *ret_id);
+/*
+ * The same with the fleet's tasks and their states (v->tasks), for drfctl:
+ * the planner's reads leave them out (they grow with every task submitted).
+ */
+int drf_fleet_read_tasks(struct etcd *e, const char *prefix, drf_fleet_view_cb cb,
+			 void *userdata, uint64_t *ret_id);
 /* The view of a txn_resp of the read's ranges (nodes, tenants, assign, planner, tasks, taskstate). */
 int drf_fleet_view_decode(const struct drf_fleet_keys *k, const struct etcd_txn_resp *t,
 			  struct drf_fleet_view *ret);

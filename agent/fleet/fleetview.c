@@ -332,8 +332,8 @@ static void read_done(void *userdata, int err, const char *msg, const struct etc
 	free(c);
 }
 
-int drf_fleet_read(struct etcd *e, const char *prefix, drf_fleet_view_cb cb, void *userdata,
-		   uint64_t *ret_id)
+static int fleet_read(struct etcd *e, const char *prefix, bool tasks, drf_fleet_view_cb cb,
+		      void *userdata, uint64_t *ret_id)
 {
 	struct read_ctx *c = calloc(1, sizeof(*c));
 	int r;
@@ -357,12 +357,24 @@ int drf_fleet_read(struct etcd *e, const char *prefix, drf_fleet_view_cb cb, voi
 		 * A txn's requests all see one revision: the nodes and tenants planned
 		 * together; the tasks for drfctl fleet submit's placement and status.
 		 */
-		r = etcd_txn(e, &(struct etcd_txn){ .success = q, .n_success = 6 }, read_done, c,
-			     ret_id);
+		r = etcd_txn(e, &(struct etcd_txn){ .success = q, .n_success = tasks ? 6 : 4 },
+			     read_done, c, ret_id);
 	}
 	if (r < 0)
 		free(c);
 	return r;
+}
+
+int drf_fleet_read(struct etcd *e, const char *prefix, drf_fleet_view_cb cb, void *userdata,
+		   uint64_t *ret_id)
+{
+	return fleet_read(e, prefix, false, cb, userdata, ret_id);
+}
+
+int drf_fleet_read_tasks(struct etcd *e, const char *prefix, drf_fleet_view_cb cb,
+			 void *userdata, uint64_t *ret_id)
+{
+	return fleet_read(e, prefix, true, cb, userdata, ret_id);
 }
 
 /* The plan. */
