@@ -24,6 +24,12 @@
 
 /* How often the node's timers are looked at: keepalives and retries are due in seconds. */
 #define FLEET_TICK_USEC (200 * 1000ULL)
+/*
+ * How long a fleet task of a tenant this node does not have waits for an
+ * assignment that brings it: drfctl placed it by an assignment the node's
+ * own watch may deliver after the task's.
+ */
+#define FLEET_TASK_TENANT_WAIT_USEC (10 * 1000000ULL)
 
 static void pending_free(struct drfd *d)
 {
@@ -101,6 +107,7 @@ struct drfd_fleet_task {
 	struct drf_fleet_task t;
 	bool queued;                  /* in the local queue: local is its id */
 	uint64_t local;
+	uint64_t since;               /* handed over (monotonic usec) */
 	struct drf_fleet_task_state last; /* as written (or read) */
 };
 
@@ -158,6 +165,7 @@ static void on_task(void *userdata, const struct drf_fleet_task *t,
 		return;
 	}
 	ft->last = *s;
+	ft->since = drf_mono_usec(d->env->clock);
 	d->fleet_tasks_n++;
 	drf_log(d->log, LOG_INFO, "fleet: task %s of tenant '%s' handed over (%zu words)", t->id,
 		t->tenant, t->argc);
@@ -166,6 +174,14 @@ static void on_task(void *userdata, const struct drf_fleet_task *t,
 static int64_t unix_now(const struct drfd *d)
 {
 	return (int64_t)(drf_real_usec(d->env->clock) / DRF_USEC_PER_SEC);
+}
+
+static bool has_tenant(const struct drf_config *c, const char *name)
+{
+	for (size_t i = 0; i < c->n_tenants; i++)
+		if (strcmp(c->tenants[i].name, name) == 0)
+			return true;
+	return false;
 }
 
 /* Queues ft in the local queue as task-user: its state (queued, or refused/failed and why). */
@@ -188,6 +204,11 @@ static void fleet_task_queue(struct drfd *d, struct drfd_fleet_task *ft,
 		st->st = DRF_FLEET_TASK_REFUSED;
 		snprintf(st->why, sizeof(st->why), "the task queue is off on this node (it needs a "
 			 "state-dir)");
+		return;
+	}
+	if (!has_tenant(&d->decl.cfg, ft->t.tenant) &&
+	    drf_mono_usec(d->env->clock) - ft->since < FLEET_TASK_TENANT_WAIT_USEC) {
+		*st = ft->last; /* no change: asked again at the next step */
 		return;
 	}
 	snprintf(key, sizeof(key), "fleet:%s", ft->t.id);

@@ -726,7 +726,10 @@ static void test_fleet_tasks(void **state)
 	assert_int_equal(fakedrfd_restart(&fx), 0);
 	fl_node_start();
 	fl_put("/drfd/tasks/n1/job-3", "{\"tenant\":\"db\",\"argv\":[\"x\"],\"task\":{\"cpu\":1}}");
+	/* ...after a while: an assignment that brings the tenant may be on its way. */
 	fl_steps(10);
+	assert_int_equal(fl_state("job-3").st, DRF_FLEET_TASK_NONE);
+	fl_steps(50);
 	assert_int_equal(d.tasks->n, 1);
 	st = fl_state("job-3");
 	assert_int_equal(st.st, DRF_FLEET_TASK_REFUSED);
