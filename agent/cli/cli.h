@@ -67,6 +67,8 @@ int drfctl_fleet(int argc, char **argv);
 /* drfctl fleet apply, status (fleet_etcd_cmd.c): the fleet in etcd. */
 int drfctl_fleet_apply(int argc, char **argv);
 int drfctl_fleet_status(int argc, char **argv);
+/* drfctl fleet submit (fleet_etcd_cmd.c): a task placed by Best-Fit on a node of the fleet. */
+int drfctl_fleet_submit(int argc, char **argv);
 
 /* drfctl top (top.c): the live view of drfd's metrics. */
 int drfctl_top(int argc, char **argv);

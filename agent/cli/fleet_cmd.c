@@ -347,6 +347,9 @@ int drfctl_fleet(int argc, char **argv)
 		return drfctl_fleet_apply(argc - 1, argv + 1);
 	if (strcmp(argv[1], "status") == 0)
 		return drfctl_fleet_status(argc - 1, argv + 1);
-	fprintf(stderr, "drfctl fleet: unknown command '%s' (plan, apply, status)\n", argv[1]);
+	if (strcmp(argv[1], "submit") == 0)
+		return drfctl_fleet_submit(argc - 1, argv + 1);
+	fprintf(stderr, "drfctl fleet: unknown command '%s' (plan, apply, status, submit)\n",
+		argv[1]);
 	return DRFCTL_EXIT_USAGE;
 }

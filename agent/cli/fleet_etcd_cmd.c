@@ -1,18 +1,24 @@
 // SPDX-License-Identifier: MIT
 /*
- * drfctl fleet apply and status: the fleet's tenants put in etcd, and what
- * etcd holds of the fleet (fleet.h): the nodes alive with their capacity,
- * the tenants with their global dominant shares and placements, each node's
- * assignment and its revision, the planner. One etcd client (etcd.h) on an
- * sd-event loop of the command's own, waited on with a deadline.
+ * drfctl fleet apply, status and submit: the fleet's tenants put in etcd,
+ * what etcd holds of the fleet (fleet.h): the nodes alive with their
+ * capacity, the tenants with their global dominant shares and placements,
+ * each node's assignment and its revision, the planner, the fleet tasks and
+ * their states; and a task placed on a node by Best-Fit (drf_fleet_place_task)
+ * for its task queue. One etcd client (etcd.h) on an sd-event loop of the
+ * command's own, waited on with a deadline.
  */
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <math.h>
+#include <pwd.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
 
 #include <systemd/sd-event.h>
 
@@ -36,6 +42,8 @@ enum {
 	OPT_USER,
 	OPT_PASSWORD_FILE,
 	OPT_JSON,
+	OPT_TASK_KEY,
+	OPT_RES, /* OPT_RES + enum drf_res: --cpu, --memory, ... */
 };
 
 #define ETCD_LONGOPTS                                                                            \
@@ -406,6 +414,36 @@ static int status_json(const struct drf_fleet_view *v)
 							 v->assigns[a].a.tenants[j].tasks);
 		}
 	}
+	arr = drf_json_set_array(doc, "tasks");
+	for (size_t i = 0; i < v->n_tasks; i++) {
+		const struct drf_fleet_task_entry *te = &v->tasks[i];
+		json_object *o = drf_json_append_object(arr), *a;
+
+		drf_json_set_str(o, "id", te->t.id);
+		drf_json_set_str(o, "node", te->t.node);
+		drf_json_set_str(o, "tenant", te->t.tenant);
+		drf_json_set_str(o, "state", te->s.st == DRF_FLEET_TASK_NONE
+						     ? "submitted" : drf_fleet_task_st_name(te->s.st));
+		if (te->s.st == DRF_FLEET_TASK_EXITED)
+			drf_json_set_int(o, "code", te->s.code);
+		else
+			drf_json_set_null(o, "code");
+		if (te->s.st == DRF_FLEET_TASK_FAILED || te->s.st == DRF_FLEET_TASK_REFUSED)
+			drf_json_set_str(o, "why", te->s.why);
+		else
+			drf_json_set_null(o, "why");
+		if (te->s.task)
+			drf_json_set_u64(o, "local_task", te->s.task);
+		else
+			drf_json_set_null(o, "local_task");
+		res_json(o, "task", te->t.vec, NULL);
+		a = drf_json_set_array(o, "argv");
+		for (size_t k = 0; k < te->t.argc; k++)
+			drf_json_append_str(a, te->t.argv[k]);
+		drf_json_set_int(o, "submitted", te->t.submitted);
+		drf_json_set_str(o, "by", te->t.by);
+		drf_json_set_str(o, "key", te->t.key);
+	}
 	drf_json_set_u64(doc, "invalid_values", v->n_invalid);
 	r = drf_json_print(stdout, doc);
 	json_object_put(doc);
@@ -482,6 +520,29 @@ static int status_text(const struct drf_fleet_view *v)
 		quantities(t->vec, t->declared);
 		printf("\n");
 	}
+	if (v->n_tasks)
+		printf("\n%-24s %-20s %-20s %s\n", "TASK", "NODE", "TENANT", "STATE");
+	for (size_t i = 0; i < v->n_tasks; i++) {
+		const struct drf_fleet_task_entry *te = &v->tasks[i];
+
+		printf("%-24s %-20s %-20s ", te->t.id, te->t.node, te->t.tenant);
+		switch (te->s.st) {
+		case DRF_FLEET_TASK_NONE:
+			printf("submitted (not yet taken by the node)\n");
+			break;
+		case DRF_FLEET_TASK_EXITED:
+			printf("exited %d\n", te->s.code);
+			break;
+		case DRF_FLEET_TASK_FAILED:
+		case DRF_FLEET_TASK_REFUSED:
+			printf("%s: ", drf_fleet_task_st_name(te->s.st));
+			drfctl_print_text(stdout, te->s.why);
+			printf("\n");
+			break;
+		default:
+			printf("%s\n", drf_fleet_task_st_name(te->s.st));
+		}
+	}
 	if (v->n_invalid)
 		printf("\n%zu values passed over; the first: %s\n", v->n_invalid, v->invalid);
 	free(s);
@@ -527,7 +588,7 @@ int drfctl_fleet_status(int argc, char **argv)
 	ret = connect_etcd("status", &o, &ev, &e);
 	if (ret)
 		return ret;
-	r = drf_fleet_read(e, o.prefix, view_cb, &w, &id);
+	r = drf_fleet_read_tasks(e, o.prefix, view_cb, &w, &id);
 	if (r == 0)
 		r = etcd_wait(e, id, DEADLINE_USEC);
 	if (r == 0 && w.err) {
@@ -551,4 +612,332 @@ int drfctl_fleet_status(int argc, char **argv)
 		return EXIT_FAILURE;
 	}
 	return EXIT_SUCCESS;
+}
+
+/* drfctl fleet submit. */
+
+struct submit_wait {
+	bool done;
+	int err;
+	char msg[512];
+	bool placed;
+	char node[DRF_TENANT_NAME_MAX + 1];
+	int64_t revision;
+};
+
+static void submit_cb(void *userdata, int err, const char *msg, bool placed, const char *node,
+		      int64_t revision)
+{
+	struct submit_wait *w = userdata;
+
+	w->done = true;
+	w->err = err;
+	if (err) {
+		snprintf(w->msg, sizeof(w->msg), "%s", msg ? msg : strerror(-err));
+		return;
+	}
+	w->placed = placed;
+	snprintf(w->node, sizeof(w->node), "%s", node ? node : "");
+	w->revision = revision;
+}
+
+/* Runs the loop until *done, or the deadline (-ETIMEDOUT): 0 or -errno with why in msg. */
+static int wait_done(sd_event *ev, const bool *done, char *msg, size_t len)
+{
+	uint64_t end = drf_mono_usec(&drf_clock_system) + DEADLINE_USEC;
+
+	while (!*done) {
+		uint64_t t = drf_mono_usec(&drf_clock_system);
+		int r;
+
+		if (t >= end) {
+			snprintf(msg, len, "no answer within %llu s", DEADLINE_USEC / DRF_USEC_PER_SEC);
+			return -ETIMEDOUT;
+		}
+		r = sd_event_run(ev, end - t);
+		if (r < 0) {
+			snprintf(msg, len, "%s", strerror(-r));
+			return r;
+		}
+	}
+	return 0;
+}
+
+/* A new task's ID: the time (sorting as it) and 64 random bits. */
+static int new_id(char *buf, size_t len)
+{
+	uint64_t rnd;
+
+	if (getrandom(&rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+		return -errno ? -errno : -EIO;
+	snprintf(buf, len, "%lld-%016" PRIx64,
+		 (long long)(drf_real_usec(&drf_clock_system) / DRF_USEC_PER_SEC), rnd);
+	return 0;
+}
+
+static void submit_print(const struct drf_fleet_task *t, bool json, bool placed, bool waits,
+			 int64_t revision)
+{
+	if (json) {
+		json_object *doc = drf_json_object();
+
+		drf_json_set_str(doc, "id", t->id);
+		drf_json_set_str(doc, "node", t->node);
+		drf_json_set_str(doc, "tenant", t->tenant);
+		res_json(doc, "task", t->vec, NULL);
+		drf_json_set_bool(doc, "placed", placed);
+		drf_json_set_bool(doc, "waits", waits);
+		drf_json_set_int(doc, "revision", revision);
+		drf_json_print(stdout, doc);
+		json_object_put(doc);
+		return;
+	}
+	if (!placed) {
+		printf("task %s was placed on node %s before (the same --task-key): nothing "
+		       "written\n", t->id, t->node);
+		return;
+	}
+	printf("task %s placed on node %s (tenant %s, task ", t->id, t->node, t->tenant);
+	quantities(t->vec, NULL);
+	printf(")%s\n", waits ? "; no node has room for it now: it waits in that node's queue"
+			      : "");
+}
+
+static const struct option submit_opts[] = {
+	ETCD_LONGOPTS,
+	{ "cpu", required_argument, NULL, OPT_RES + DRF_RES_CPU },
+	{ "memory", required_argument, NULL, OPT_RES + DRF_RES_MEMORY },
+	{ "io-read-bps", required_argument, NULL, OPT_RES + DRF_RES_IO_READ },
+	{ "io-write-bps", required_argument, NULL, OPT_RES + DRF_RES_IO_WRITE },
+	{ "net-rate", required_argument, NULL, OPT_RES + DRF_RES_NET },
+	{ "task-key", required_argument, NULL, OPT_TASK_KEY },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+struct submit_args {
+	struct etcd_opts o;
+	const char *task_key;
+	double vec[DRF_NRES];
+	bool given[DRF_NRES];
+	bool json;
+};
+
+/* Options up to the first word; -1 to go on, else the exit code. */
+static int submit_options(int argc, char **argv, struct submit_args *a)
+{
+	int opt;
+
+	while ((opt = getopt_long(argc, argv, "+h", submit_opts, NULL)) != -1) {
+		int res = opt - OPT_RES;
+		const char *why = NULL;
+
+		if (etcd_opt(opt, &a->o))
+			continue;
+		if (opt == OPT_JSON) {
+			a->json = true;
+		} else if (opt == OPT_TASK_KEY) {
+			if (!drf_name_valid(optarg)) {
+				fprintf(stderr, "drfctl fleet submit: --task-key '%s': 1-%d characters "
+					"of [A-Za-z0-9_.-] not starting with '.' (it is the task's ID)\n",
+					optarg, DRF_TENANT_NAME_MAX);
+				return DRFCTL_EXIT_USAGE;
+			}
+			a->task_key = optarg;
+		} else if (opt == 'h') {
+			drfctl_help(stdout, "fleet");
+			return EXIT_SUCCESS;
+		} else if (res >= 0 && res < DRF_NRES) {
+			if (drf_parse_quantity(optarg, drf_res_unit(res), &a->vec[res], &why) < 0) {
+				fprintf(stderr, "drfctl fleet submit: --%s '%s': %s\n",
+					drf_res_name(res), optarg, why);
+				return DRFCTL_EXIT_USAGE;
+			}
+			a->given[res] = true;
+		} else {
+			drfctl_help(stderr, "fleet");
+			return DRFCTL_EXIT_USAGE;
+		}
+	}
+	return -1;
+}
+
+/* Who submits, for people: the etcd user, else the local user's name (or uid). */
+static char *submitter(const struct etcd_opts *o)
+{
+	struct passwd *pw;
+	char buf[32];
+
+	if (o->user)
+		return strdup(o->user);
+	pw = getpwuid(getuid());
+	if (pw && pw->pw_name)
+		return strdup(pw->pw_name);
+	snprintf(buf, sizeof(buf), "uid %u", (unsigned)getuid());
+	return strdup(buf);
+}
+
+/*
+ * The task's vector: the tenant's task shape, with what the command line
+ * gives instead; a demand tenant has no shape, so the command line says it.
+ * EXIT_SUCCESS, or DRFCTL_EXIT_CONFIG with why said.
+ */
+static int task_vector(const struct drf_fleet_view *v, const char *tenant,
+		       const struct submit_args *a, double vec[DRF_NRES])
+{
+	const struct drf_tenant *t = NULL;
+	bool any = false;
+
+	for (size_t i = 0; i < v->n_tenants; i++)
+		if (strcmp(v->tenants[i].t.name, tenant) == 0)
+			t = &v->tenants[i].t;
+	if (!t) {
+		fprintf(stderr, "drfctl fleet submit: refused: no tenant '%s' in the fleet under "
+			"%stenants/ (drfctl fleet apply)\n", tenant, a->o.prefix);
+		return DRFCTL_EXIT_CONFIG;
+	}
+	for (int r = 0; r < DRF_NRES; r++) {
+		vec[r] = a->given[r] ? a->vec[r] : t->task_model && t->declared[r] ? t->vec[r] : 0;
+		any = any || vec[r] > 0;
+	}
+	if (!any) {
+		fprintf(stderr, "drfctl fleet submit: refused: tenant '%s': the task needs nothing%s\n",
+			tenant, t->task_model ? "" : " (a demand tenant has no task shape: give --cpu, "
+			"--memory, ...)");
+		return DRFCTL_EXIT_CONFIG;
+	}
+	return EXIT_SUCCESS;
+}
+
+int drfctl_fleet_submit(int argc, char **argv)
+{
+	struct submit_args a = { .o = { .prefix = DRF_FLEET_DEFAULT_PREFIX } };
+	struct drf_fleet_task t = { 0 };
+	struct status_wait w = { 0 };
+	struct submit_wait sw = { 0 };
+	struct etcd *e = NULL;
+	sd_event *ev = NULL;
+	const char *tenant;
+	char err[512];
+	bool waits = false;
+	size_t node;
+	uint64_t id = 0;
+	int i, r, ret;
+
+	/* Options before TENANT, then after it, up to "--" or CMD. */
+	optind = 1;
+	ret = submit_options(argc, argv, &a);
+	if (ret >= 0)
+		return ret;
+	if (optind >= argc) {
+		fputs("drfctl fleet submit: which tenant? usage: drfctl fleet submit TENANT "
+		      "--endpoints URL [options] -- CMD [ARG...]\n", stderr);
+		return DRFCTL_EXIT_USAGE;
+	}
+	tenant = argv[optind++];
+	ret = submit_options(argc, argv, &a);
+	if (ret >= 0)
+		return ret;
+	i = optind;
+	if (i < argc && strcmp(argv[i], "--") == 0)
+		i++;
+	if (i >= argc) {
+		fputs("drfctl fleet submit: no command; usage: drfctl fleet submit TENANT "
+		      "--endpoints URL [options] -- CMD [ARG...]\n", stderr);
+		return DRFCTL_EXIT_USAGE;
+	}
+	if (!drf_name_valid(tenant)) {
+		fprintf(stderr, "drfctl fleet submit: tenant '%s': not a tenant's name\n", tenant);
+		return DRFCTL_EXIT_USAGE;
+	}
+	if (argc - i > DRF_FLEET_TASK_ARGS_MAX) {
+		fprintf(stderr, "drfctl fleet submit: %d words: at most %d\n", argc - i,
+			DRF_FLEET_TASK_ARGS_MAX);
+		return DRFCTL_EXIT_USAGE;
+	}
+	ret = connect_etcd("submit", &a.o, &ev, &e);
+	if (ret)
+		return ret;
+	r = drf_fleet_read_tasks(e, a.o.prefix, view_cb, &w, &id);
+	if (r == 0)
+		r = etcd_wait(e, id, DEADLINE_USEC);
+	if (r == 0 && w.err) {
+		fprintf(stderr, "drfctl fleet submit: reading the fleet: %s\n", w.msg);
+		ret = EXIT_FAILURE;
+		goto out;
+	} else if (r < 0) {
+		fprintf(stderr, "drfctl fleet submit: reading the fleet: %s\n",
+			r == -ETIMEDOUT ? "no answer in time" : strerror(-r));
+		ret = EXIT_FAILURE;
+		goto out;
+	}
+	snprintf(t.tenant, sizeof(t.tenant), "%s", tenant);
+	/* A retry of a keyed submit: where it went, with nothing written. */
+	if (a.task_key) {
+		for (size_t k = 0; k < w.v.n_tasks; k++) {
+			if (strcmp(w.v.tasks[k].t.id, a.task_key) != 0)
+				continue;
+			snprintf(t.id, sizeof(t.id), "%s", a.task_key);
+			snprintf(t.node, sizeof(t.node), "%s", w.v.tasks[k].t.node);
+			snprintf(t.tenant, sizeof(t.tenant), "%s", w.v.tasks[k].t.tenant);
+			memcpy(t.vec, w.v.tasks[k].t.vec, sizeof(t.vec));
+			submit_print(&t, a.json, false, false, w.v.revision);
+			ret = EXIT_SUCCESS;
+			goto out;
+		}
+	}
+	ret = task_vector(&w.v, tenant, &a, t.vec);
+	if (ret)
+		goto out;
+	r = drf_fleet_place_task(&w.v, tenant, t.vec, &node, &waits, err, sizeof(err));
+	if (r < 0) {
+		fprintf(stderr, "drfctl fleet submit: refused: %s\n", err);
+		ret = DRFCTL_EXIT_CONFIG;
+		goto out;
+	}
+	snprintf(t.node, sizeof(t.node), "%s", w.v.nodes[node].name);
+	if (a.task_key)
+		snprintf(t.id, sizeof(t.id), "%s", a.task_key);
+	else if ((r = new_id(t.id, sizeof(t.id))) < 0) {
+		fprintf(stderr, "drfctl fleet submit: cannot make an ID: %s\n", strerror(-r));
+		ret = EXIT_FAILURE;
+		goto out;
+	}
+	t.argv = argv + i;
+	t.argc = (size_t)(argc - i);
+	t.submitted = (int64_t)(drf_real_usec(&drf_clock_system) / DRF_USEC_PER_SEC);
+	t.by = submitter(&a.o);
+	t.key = (char *)a.task_key;
+	r = drf_fleet_submit(e, a.o.prefix, &t, submit_cb, &sw);
+	if (r == 0)
+		r = wait_done(ev, &sw.done, sw.msg, sizeof(sw.msg));
+	else
+		snprintf(sw.msg, sizeof(sw.msg), "%s", strerror(-r));
+	if (r == 0 && sw.err)
+		r = sw.err;
+	free(t.by);
+	t.argv = NULL;
+	t.argc = 0;
+	t.by = t.key = NULL;
+	if (r < 0) {
+		/* A txn without an answer may have been done: a retry with --task-key says. */
+		fprintf(stderr, "drfctl fleet submit: writing %stasks/%s/%s: %s%s\n", a.o.prefix,
+			t.node, t.id, sw.msg, a.task_key ? "" : " (it may be written all the same; "
+			"--task-key makes a retry safe)");
+		ret = EXIT_FAILURE;
+		goto out;
+	}
+	if (!sw.placed) {
+		snprintf(t.node, sizeof(t.node), "%s", sw.node);
+		waits = false;
+	}
+	submit_print(&t, a.json, sw.placed, waits, sw.revision);
+	ret = EXIT_SUCCESS;
+out:
+	/* A call still pending ends here. */
+	etcd_close(e);
+	sd_event_unref(ev);
+	drf_fleet_view_clear(&w.v);
+	return ret;
 }

@@ -26,7 +26,9 @@ static const struct {
 	{ "fleet",
 	  "drfctl fleet plan -c FLEET.conf [--json] [--compare | --discrete | --first-fit]\n"
 	  "  drfctl fleet apply -f FLEET.conf --endpoints URL[,URL...] [ETCD OPTIONS]\n"
-	  "  drfctl fleet status --endpoints URL[,URL...] [ETCD OPTIONS] [--json]",
+	  "  drfctl fleet status --endpoints URL[,URL...] [ETCD OPTIONS] [--json]\n"
+	  "  drfctl fleet submit TENANT --endpoints URL[,URL...] [ETCD OPTIONS] [--cpu N]\n"
+	  "                      [--memory SIZE] ... [--task-key KEY] [--json] -- CMD [ARG...]",
 	  "DRFH: dominant resource fairness over a fleet of servers that differ, offline, from\n"
 	  "a fleet file: [server NAME] sections with a capacity (cpu, memory, io-read-bps, ...;\n"
 	  "`count = N` makes NAME-1 .. NAME-N of that shape) and [tenant NAME] sections as in\n"
@@ -49,7 +51,12 @@ static const struct {
 	  "of FLEET.conf (one txn; its [server] sections are not applied: the servers are\n"
 	  "the nodes that register), `status` shows the nodes alive with their capacity and\n"
 	  "assignment (its revision), the tenants with their global share and placement,\n"
-	  "and the planner.\n"
+	  "the planner, and the fleet tasks with their node and state. `submit` places a\n"
+	  "task of TENANT (its task shape, or the quantities given) on the node alive\n"
+	  "whose assignment gives TENANT room for it, by Best-Fit (the node whose capacity\n"
+	  "left is nearest the task's shape); with no room anywhere now, on such a node\n"
+	  "whose share could hold it, to wait in its queue. The node runs it as its\n"
+	  "[fleet] task-user, in TENANT's cgroup there.\n"
 	  "\n"
 	  "  -f, --file FILE     apply: the fleet file whose tenants to put\n"
 	  "  --endpoints URLS    etcd's client URLs, tried in turn (http:// or https://)\n"
@@ -59,10 +66,16 @@ static const struct {
 	  "  --key FILE          TLS: its key\n"
 	  "  --user NAME         etcd's authentication: the user\n"
 	  "  --password-file F  and the file that holds its password (first line)\n"
-	  "  --json              status: machine-readable output (see drfctl(8))\n"
+	  "  --json              status, submit: machine-readable output (see drfctl(8))\n"
+	  "  --cpu N, --memory SIZE, --io-read-bps N, --io-write-bps N, --net-rate N\n"
+	  "                      submit: the task's vector (default: the tenant's task shape;\n"
+	  "                      a demand tenant's task needs them)\n"
+	  "  --task-key KEY      submit: the task's ID (a name): a retry with the same KEY\n"
+	  "                      places nothing twice\n"
 	  "\n"
-	  "exit status: 0 ok, 1 failure (etcd unreachable or refusing), 2 config error,\n"
-	  "             64 usage error\n" },
+	  "exit status: 0 ok, 1 failure (etcd unreachable or refusing), 2 config error (or a\n"
+	  "             task refused: no such tenant, no node with a share for it), 64 usage\n"
+	  "             error\n" },
 	{ "reload",
 	  "drfctl reload [-c FILE] [--socket PATH]",
 	  "Asks the running drfd to reload its config (as SIGHUP does) and waits for the\n"

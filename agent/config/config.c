@@ -97,7 +97,7 @@ struct parser {
 	int *server_lines;       /* SK_N per server */
 	int fleet_line[DRF_NRES];
 	int fleet_sec_line;
-	int member_line[9];      /* drfd.conf's [fleet] keys */
+	int member_line[10];     /* drfd.conf's [fleet] keys */
 	/* drf_fleet_load_tenants: no [server] needed; with none, no pool to check tenants against */
 	bool servers_optional;
 };
@@ -735,9 +735,9 @@ static void fleet_key(struct parser *ps, const char *name, const char *value)
 	ps->fleet->slot[r] = v;
 }
 
-static const char *const member_keys[9] = {
+static const char *const member_keys[10] = {
 	"endpoints", "prefix", "node", "lease-ttl", "ca-file", "cert-file", "key-file", "user",
-	"password-file",
+	"password-file", "task-user",
 };
 
 static bool valid_endpoints(const char *s)
@@ -762,13 +762,13 @@ static bool valid_endpoints(const char *s)
 static void member_key(struct parser *ps, const char *name, const char *value)
 {
 	struct drf_fleet_member *m = &ps->cfg->fleet;
-	int k = lookup(member_keys, 9, name);
+	int k = lookup(member_keys, 10, name);
 	double ms;
 	const char *why;
 
 	if (k < 0) {
 		fail(ps, "unknown key '%s' in [fleet] (known: endpoints, prefix, node, lease-ttl, "
-			 "ca-file, cert-file, key-file, user, password-file)", name);
+			 "ca-file, cert-file, key-file, user, password-file, task-user)", name);
 		return;
 	}
 	duplicate_key(ps, &ps->member_line[k], name);
@@ -815,6 +815,10 @@ static void member_key(struct parser *ps, const char *name, const char *value)
 			return;
 		}
 		m->lease_ttl_us = (uint64_t)ms * DRF_USEC_PER_MSEC;
+		return;
+	case 9:
+		/* Resolved once the file is read (fleet_member), with the host's user database. */
+		set_string(ps, &m->task_user, value);
 		return;
 	case 7:
 		for (const char *q = value; *q; q++)
@@ -1535,8 +1539,49 @@ static void parser_free(struct parser *ps)
  * drfd.conf's [fleet]: its defaults and rules; a fleet node's tenants are the
  * fleet's, so the config has none of its own. Then the assignment's tenants.
  */
+/* [fleet] task-user: the user fleet tasks run as, looked up now; never root. */
+static int task_user(struct parser *ps, const struct drf_host_ops *host)
+{
+	struct drf_fleet_member *m = &ps->cfg->fleet;
+	struct drf_host_user u = { 0 };
+	int line = ps->member_line[9], r;
+
+	if (!m->task_user)
+		return 0;
+	r = host && host->user ? host->user(host->ctx, m->task_user, &u) : -ENOSYS;
+	if (r < 0) {
+		fail_at(ps, line, "task-user = '%s': %s", m->task_user,
+			r == -ENOENT ? "no such user" : r == -ENOSYS ? "users cannot be looked up here"
+								      : strerror(-r));
+		return r == -ENOMEM ? r : -EINVAL;
+	}
+	if (u.uid == 0) {
+		fail_at(ps, line, "task-user = '%s': uid 0; fleet tasks never run as root (whoever "
+			"may write the fleet's tasks in etcd would be root here): name a user of "
+			"their own", m->task_user);
+		drf_host_user_clear(&u);
+		return -EINVAL;
+	}
+	m->task_uid = u.uid;
+	m->task_gid = u.gid;
+	m->task_groups = u.groups;
+	m->task_ngroups = u.ngroups;
+	/* A task runs in its user's home, or "/" when it has none (tasks.h wants an absolute path). */
+	if (u.home && u.home[0] == '/') {
+		m->task_home = u.home;
+	} else {
+		free(u.home);
+		m->task_home = strdup("/");
+	}
+	if (!m->task_home) {
+		fail_at(ps, 0, "out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 static int fleet_member(struct parser *ps, const struct drf_tenant *assigned, size_t n,
-			const char *source)
+			const char *source, const struct drf_host_ops *host)
 {
 	struct drf_config *c = ps->cfg;
 	struct drf_fleet_member *m = &c->fleet;
@@ -1573,6 +1618,8 @@ static int fleet_member(struct parser *ps, const struct drf_tenant *assigned, si
 	}
 	if (!m->lease_ttl_us)
 		m->lease_ttl_us = 10 * DRF_USEC_PER_SEC;
+	if (task_user(ps, host) < 0)
+		return -EINVAL;
 	if (c->n_tenants > 0) {
 		ps->file = c->tenants[0].file;
 		fail_at(ps, c->tenants[0].line, "tenant '%s': a fleet node's tenants come from the "
@@ -1693,7 +1740,8 @@ int drf_config_load_assigned(const char *path, const struct drf_host_ops *host,
 	r = parse_tenants_dir(&ps, ps.agent_line[AK_TENANTS_DIR] > 0);
 	if (r < 0)
 		goto out_free;
-	r = fleet_member(&ps, assigned, n_assigned, source ? source : "the fleet's assignment");
+	r = fleet_member(&ps, assigned, n_assigned, source ? source : "the fleet's assignment",
+			 host);
 	if (r < 0)
 		goto out_free;
 	r = resolve_capacity(&ps, host);
@@ -1750,6 +1798,9 @@ void drf_config_free(struct drf_config *c)
 	free(c->fleet.key_file);
 	free(c->fleet.user);
 	free(c->fleet.password_file);
+	free(c->fleet.task_user);
+	free(c->fleet.task_groups);
+	free(c->fleet.task_home);
 	memset(c, 0, sizeof(*c));
 }
 

@@ -72,6 +72,17 @@ struct drf_fleet_member {
 	uint64_t lease_ttl_us;
 	char *ca_file, *cert_file, *key_file; /* TLS */
 	char *user, *password_file;           /* etcd authentication */
+	/*
+	 * task-user: fleet tasks (P/tasks/NODE/) run as this local user, never
+	 * root, with its uid, gid, groups and home directory ("/" if none) as
+	 * the user database had them at load. NULL: the node runs no fleet task.
+	 */
+	char *task_user;
+	uid_t task_uid;
+	gid_t task_gid;
+	gid_t *task_groups;
+	size_t task_ngroups;
+	char *task_home;
 	int line;             /* of the section */
 };
 

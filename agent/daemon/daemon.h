@@ -43,6 +43,10 @@ struct drfd_httpd;
 struct drfd_http_ops;
 
 /* Every side effect of the daemon, as ops: built once in main(). */
+struct etcd;
+struct etcd_config;
+struct sd_event;
+
 struct drfd_env {
 	const struct drf_logger *log;
 	const struct drf_clock *clock;
@@ -64,11 +68,16 @@ struct drfd_env {
 	void *http_ctx;
 	const struct drf_spawn_ops *spawn;      /* NULL: no task queue */
 	void *spawn_ctx;
+	/* The fleet's etcd client ([fleet]): as etcd_open() (etcd.h); NULL: etcd_open itself. */
+	int (*etcd_open)(void *ctx, const struct etcd_config *c, struct sd_event *event,
+			 struct etcd **ret, char *err, size_t len);
+	void *etcd_ctx;
 	bool dry_run;
 };
 
 struct drf_fleet_node;
 struct drf_fleet_status;
+struct drfd_fleet_task;
 
 struct drfd {
 	const struct drfd_env *env;
@@ -132,6 +141,8 @@ struct drfd {
 	struct drf_tenant *fleet_pending; /* an assignment to put in force from the loop */
 	size_t fleet_pending_n;
 	char fleet_pending_source[128];
+	struct drfd_fleet_task *fleet_tasks; /* fleet tasks handed over, until final (fleetd.c) */
+	size_t fleet_tasks_n, fleet_tasks_cap;
 };
 
 /*

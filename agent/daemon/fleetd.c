@@ -8,6 +8,8 @@
 #include "fleetd.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,9 +17,17 @@
 
 #include "fleet.h"
 #include "log.h"
+#include "tasks.h"
+#include "vec.h"
 
 /* How often the node's timers are looked at: keepalives and retries are due in seconds. */
 #define FLEET_TICK_USEC (200 * 1000ULL)
+/*
+ * How long a fleet task of a tenant this node does not have waits for an
+ * assignment that brings it: drfctl placed it by an assignment the node's
+ * own watch may deliver after the task's.
+ */
+#define FLEET_TASK_TENANT_WAIT_USEC (10 * 1000000ULL)
 
 static void pending_free(struct drfd *d)
 {
@@ -90,11 +100,236 @@ static void on_assignment(void *userdata, const struct drf_fleet_assignment *a)
 		apply_pending(NULL, d);
 }
 
+/* A fleet task handed over: its task (until queued), its local id, the state etcd has. */
+struct drfd_fleet_task {
+	struct drf_fleet_task t;
+	bool queued;                  /* in the local queue: local is its id */
+	uint64_t local;
+	uint64_t since;               /* handed over (monotonic usec) */
+	struct drf_fleet_task_state last; /* as written (or read) */
+};
+
+static void fleet_task_drop(struct drfd *d, size_t i)
+{
+	drf_fleet_task_clear(&d->fleet_tasks[i].t);
+	d->fleet_tasks[i] = d->fleet_tasks[--d->fleet_tasks_n];
+}
+
+static void fleet_tasks_free(struct drfd *d)
+{
+	while (d->fleet_tasks_n)
+		fleet_task_drop(d, d->fleet_tasks_n - 1);
+	free(d->fleet_tasks);
+	d->fleet_tasks = NULL;
+	d->fleet_tasks_cap = 0;
+}
+
+static int copy_task(struct drf_fleet_task *dst, const struct drf_fleet_task *src)
+{
+	*dst = *src;
+	dst->argv = calloc(src->argc + 1, sizeof(*dst->argv));
+	dst->argc = 0;
+	dst->by = dst->key = NULL;
+	if (!dst->argv)
+		return -ENOMEM;
+	for (size_t i = 0; i < src->argc; i++) {
+		dst->argv[i] = strdup(src->argv[i]);
+		if (!dst->argv[i])
+			return -ENOMEM;
+		dst->argc++;
+	}
+	return 0;
+}
+
+/* The node hands over a task: kept, to be queued from the next tick (not from its callback). */
+static void on_task(void *userdata, const struct drf_fleet_task *t,
+		    const struct drf_fleet_task_state *s)
+{
+	struct drfd *d = userdata;
+	struct drfd_fleet_task *ft;
+
+	for (size_t i = 0; i < d->fleet_tasks_n; i++)
+		if (strcmp(d->fleet_tasks[i].t.id, t->id) == 0)
+			return; /* under way already */
+	if (DRF_VEC_GROW(d->fleet_tasks, &d->fleet_tasks_cap, d->fleet_tasks_n + 1) < 0) {
+		drf_log(d->log, LOG_ERR, "fleet: out of memory for task %s", t->id);
+		return;
+	}
+	ft = &d->fleet_tasks[d->fleet_tasks_n];
+	memset(ft, 0, sizeof(*ft));
+	if (copy_task(&ft->t, t) < 0) {
+		drf_fleet_task_clear(&ft->t);
+		drf_log(d->log, LOG_ERR, "fleet: out of memory for task %s", t->id);
+		return;
+	}
+	ft->last = *s;
+	ft->since = drf_mono_usec(d->env->clock);
+	d->fleet_tasks_n++;
+	drf_log(d->log, LOG_INFO, "fleet: task %s of tenant '%s' handed over (%zu words)", t->id,
+		t->tenant, t->argc);
+}
+
+static int64_t unix_now(const struct drfd *d)
+{
+	return (int64_t)(drf_real_usec(d->env->clock) / DRF_USEC_PER_SEC);
+}
+
+static bool has_tenant(const struct drf_config *c, const char *name)
+{
+	for (size_t i = 0; i < c->n_tenants; i++)
+		if (strcmp(c->tenants[i].name, name) == 0)
+			return true;
+	return false;
+}
+
+/* Queues ft in the local queue as task-user: its state (queued, or refused/failed and why). */
+static void fleet_task_queue(struct drfd *d, struct drfd_fleet_task *ft,
+			     struct drf_fleet_task_state *st)
+{
+	const struct drf_fleet_member *m = &d->decl.cfg.fleet;
+	struct drf_task_req req = { 0 };
+	char key[DRF_TENANT_NAME_MAX + 8], err[DRF_FLEET_TASK_WHY_MAX];
+	uint64_t id = 0;
+	int r;
+
+	if (!m->task_user) {
+		st->st = DRF_FLEET_TASK_REFUSED;
+		snprintf(st->why, sizeof(st->why), "this node runs no fleet tasks ([fleet] "
+			 "task-user is not set)");
+		return;
+	}
+	if (!d->tasks) {
+		st->st = DRF_FLEET_TASK_REFUSED;
+		snprintf(st->why, sizeof(st->why), "the task queue is off on this node (it needs a "
+			 "state-dir)");
+		return;
+	}
+	if (!has_tenant(&d->decl.cfg, ft->t.tenant) &&
+	    drf_mono_usec(d->env->clock) - ft->since < FLEET_TASK_TENANT_WAIT_USEC) {
+		*st = ft->last; /* no change: asked again at the next step */
+		return;
+	}
+	snprintf(key, sizeof(key), "fleet:%s", ft->t.id);
+	snprintf(req.tenant, sizeof(req.tenant), "%s", ft->t.tenant);
+	for (int k = 0; k < DRF_NRES; k++) {
+		req.vec[k] = ft->t.vec[k];
+		req.given[k] = true;
+	}
+	/* Whom it runs as is this node's word, never the value's. */
+	req.uid = m->task_uid;
+	req.gid = m->task_gid;
+	req.groups = m->task_groups;
+	req.ngroups = m->task_ngroups;
+	req.key = key;
+	req.cwd = m->task_home;
+	req.argv = ft->t.argv;
+	req.argc = ft->t.argc;
+	r = drf_tasks_submit(d->tasks, &d->decl.cfg, d->decl.problem.capacity, &req, &id, err,
+			     sizeof(err));
+	if (r == 0 || r == DRF_TASKS_KNOWN) {
+		ft->queued = true;
+		ft->local = id;
+		st->st = DRF_FLEET_TASK_QUEUED;
+		st->task = id;
+		drf_log(d->log, LOG_NOTICE, "fleet: task %s of tenant '%s' is local task %" PRIu64
+			"%s", ft->t.id, ft->t.tenant, id, r == 0 ? "" : " (queued before)");
+		return;
+	}
+	st->st = r == DRF_TASKS_REFUSED ? DRF_FLEET_TASK_REFUSED : DRF_FLEET_TASK_FAILED;
+	snprintf(st->why, sizeof(st->why), "%s", err);
+}
+
+/* The local task's state as a fleet task's. */
+static void local_state(const struct drfd *d, const struct drfd_fleet_task *ft,
+			struct drf_fleet_task_state *st)
+{
+	const struct drf_task *t = NULL;
+
+	for (size_t i = 0; d->tasks && i < d->tasks->n && !t; i++)
+		if (d->tasks->t[i].id == ft->local)
+			t = &d->tasks->t[i];
+	st->task = ft->local;
+	if (!t) {
+		st->st = DRF_FLEET_TASK_FAILED;
+		snprintf(st->why, sizeof(st->why), "local task %" PRIu64 " is gone from the "
+			 "node's queue", ft->local);
+		return;
+	}
+	switch (t->state) {
+	case DRF_TASK_QUEUED:
+	case DRF_TASK_STARTING:
+		st->st = DRF_FLEET_TASK_QUEUED;
+		return;
+	case DRF_TASK_RUNNING:
+		st->st = DRF_FLEET_TASK_RUNNING;
+		return;
+	case DRF_TASK_DONE:
+		break;
+	}
+	if (strcmp(t->result, "exited") == 0 && t->exit_code >= 0) {
+		st->st = DRF_FLEET_TASK_EXITED;
+		st->code = t->exit_code;
+		return;
+	}
+	st->st = DRF_FLEET_TASK_FAILED;
+	if (t->signal > 0)
+		snprintf(st->why, sizeof(st->why), "%s (signal %d)", t->result, t->signal);
+	else
+		snprintf(st->why, sizeof(st->why), "%s%s%.400s", t->result, t->error ? ": " : "",
+			 t->error ? t->error : "");
+}
+
+void drfd_fleet_tasks_step(struct drfd *d)
+{
+	bool queued = false;
+
+	if (!d->fleet)
+		return;
+	for (size_t i = 0; i < d->fleet_tasks_n;) {
+		struct drfd_fleet_task *ft = &d->fleet_tasks[i];
+		struct drf_fleet_task_state st = { 0 };
+
+		if (!ft->queued) {
+			/* An assignment about to be put in force first: it may bring the tenant. */
+			if (d->fleet_defer) {
+				i++;
+				continue;
+			}
+			fleet_task_queue(d, ft, &st);
+			queued = queued || ft->queued;
+		} else {
+			local_state(d, ft, &st);
+		}
+		if (!drf_fleet_task_state_same(&st, &ft->last)) {
+			st.at = unix_now(d);
+			if (st.st == DRF_FLEET_TASK_REFUSED || st.st == DRF_FLEET_TASK_FAILED)
+				drf_log(d->log, LOG_WARNING, "fleet: task %s of tenant '%s': %s: %s",
+					ft->t.id, ft->t.tenant, drf_fleet_task_st_name(st.st),
+					st.why);
+			/* Kept by the node until written (retried from its tick). */
+			if (drf_fleet_node_task_state(d->fleet, ft->t.id, &st) < 0) {
+				i++;
+				continue;
+			}
+			ft->last = st;
+		}
+		if (drf_fleet_task_st_final(ft->last.st)) {
+			fleet_task_drop(d, i);
+			continue;
+		}
+		i++;
+	}
+	/* Started now if it fits, not at the next tick. */
+	if (queued)
+		drfd_settle(d);
+}
+
 static int on_fleet_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	struct drfd *d = userdata;
 
 	drf_fleet_node_tick(d->fleet);
+	drfd_fleet_tasks_step(d);
 	sd_event_source_set_time(s, usec + FLEET_TICK_USEC);
 	return sd_event_source_set_enabled(s, SD_EVENT_ON);
 }
@@ -131,7 +366,7 @@ int drfd_fleet_open(struct drfd *d, char *err, size_t len)
 	struct drf_fleet_node_config nc = {
 		.prefix = c->fleet.prefix, .ttl = (int64_t)(c->fleet.lease_ttl_us / 1000000),
 		.state_dir = c->state_dir, .clock = d->env->clock, .log = d->log,
-		.on_assignment = on_assignment, .userdata = d,
+		.on_assignment = on_assignment, .on_task = on_task, .userdata = d,
 	};
 	int r;
 
@@ -153,7 +388,8 @@ int drfd_fleet_open(struct drfd *d, char *err, size_t len)
 		}
 		ec.password = password;
 	}
-	r = etcd_open(&ec, d->event, &e, err, len);
+	r = d->env->etcd_open ? d->env->etcd_open(d->env->etcd_ctx, &ec, d->event, &e, err, len)
+			      : etcd_open(&ec, d->event, &e, err, len);
 	explicit_bzero(password, sizeof(password));
 	if (r < 0)
 		return r;
@@ -190,6 +426,7 @@ void drfd_fleet_free(struct drfd *d)
 	d->fleet_timer = sd_event_source_unref(d->fleet_timer);
 	d->fleet_defer = sd_event_source_unref(d->fleet_defer);
 	pending_free(d);
+	fleet_tasks_free(d);
 	drf_fleet_node_free(d->fleet);
 	d->fleet = NULL;
 	free(d->fleet_status);

@@ -17,6 +17,15 @@ int drfd_fleet_open(struct drfd *d, char *err, size_t len);
 /* Once drfd has started: the state dir's assignment, then etcd's. 0 or -errno. */
 int drfd_fleet_start(struct drfd *d);
 void drfd_fleet_free(struct drfd *d);
+/*
+ * Fleet tasks: each task the node hands over is queued in the local task
+ * queue (tasks.h) from the loop, as [fleet] task-user, under the idempotency
+ * key "fleet:ID" (a task handed over again, after a restart or a re-read,
+ * finds its local task); its state goes back to etcd when it changes. A node
+ * without task-user, or without a task queue, refuses each task.
+ */
+void drfd_fleet_tasks_step(struct drfd *d);
+
 /* The node's state for status and metrics (on false without [fleet]). */
 void drfd_fleet_view(const struct drfd *d, struct drf_view_fleet *ret);
 

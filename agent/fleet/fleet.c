@@ -16,7 +16,8 @@
 #include <string.h>
 
 #define BACKOFF_MIN_USEC (250 * DRF_USEC_PER_MSEC)
-#define KEY_MAX (DRF_FLEET_PREFIX_MAX + DRF_TENANT_NAME_MAX + 16)
+/* The longest: P/taskstate/NODE/ID. */
+#define KEY_MAX (DRF_FLEET_PREFIX_MAX + 2 * DRF_TENANT_NAME_MAX + 24)
 
 struct backoff {
 	unsigned failures;
@@ -51,6 +52,12 @@ struct pending_write {
 	char *value; /* NULL: delete */
 };
 
+/* A task's state to put (P/taskstate/NODE/ID). */
+struct state_write {
+	char id[DRF_TENANT_NAME_MAX + 1];
+	char *value;
+};
+
 struct drf_fleet_node {
 	char name[DRF_TENANT_NAME_MAX + 1];
 	struct drf_fleet_keys k;
@@ -62,6 +69,8 @@ struct drf_fleet_node {
 	const struct drf_clock *clock;
 	const struct drf_logger *log;
 	void (*on_assignment)(void *userdata, const struct drf_fleet_assignment *a);
+	void (*on_task)(void *userdata, const struct drf_fleet_task *t,
+			const struct drf_fleet_task_state *s);
 	void *userdata;
 	struct etcd *e;
 	bool started, closing;
@@ -106,6 +115,16 @@ struct drf_fleet_node {
 	bool have_cur, cur_from_file;
 	bool assign_read_busy;
 	struct fwatch assign_w;
+
+	/* The node's fleet tasks (on_task) and the states it writes back. */
+	char tasks_key[KEY_MAX];     /* P/tasks/NODE/ */
+	char taskstate_key[KEY_MAX]; /* P/taskstate/NODE/ */
+	bool tasks_read_busy;
+	struct fwatch tasks_w;
+	struct state_write *sw;      /* in order; sw[0] is the one under way when sw_busy */
+	size_t nsw, sw_cap;
+	bool sw_busy;
+	struct backoff sw_bo;
 
 	/* For the status. */
 	bool reachable;
@@ -380,6 +399,206 @@ static void assign_events(struct fwatch *w, const struct etcd_watch_resp *r)
 
 		assign_apply(w->n, ev->kv.value, ev->kv.value_len, ev->type == ETCD_EVENT_DELETE);
 	}
+}
+
+/* The node's fleet tasks. */
+
+/* A task's key and value as etcd has it: handed over if it parses, else refused there. */
+static void task_seen(struct drf_fleet_node *n, const struct etcd_kv *kv,
+		      const struct drf_fleet_task_state *s)
+{
+	struct drf_fleet_task t;
+	const char *id = kv->key + strlen(n->tasks_key);
+	char why[256];
+	int r;
+
+	if (strlen(kv->key) != kv->key_len || !drf_name_valid(id)) {
+		drf_log(n->log, LOG_WARNING, "fleet: %.200s: not a task's key (P/tasks/NODE/ID): "
+			"passed over", kv->key);
+		return;
+	}
+	r = drf_fleet_task_parse(n->name, id, kv->value, kv->value_len, &t, why, sizeof(why));
+	if (r == -ENOMEM) {
+		drf_log(n->log, LOG_ERR, "fleet: out of memory for task %s", id);
+		return;
+	}
+	if (r < 0) {
+		struct drf_fleet_task_state st = { .st = DRF_FLEET_TASK_REFUSED,
+						   .at = (int64_t)(drf_real_usec(n->clock) /
+								   DRF_USEC_PER_SEC) };
+
+		snprintf(st.why, sizeof(st.why), "its value does not parse: %s", why);
+		drf_log(n->log, LOG_WARNING, "fleet: %.200s: %s: refused", kv->key, st.why);
+		drf_fleet_node_task_state(n, id, &st);
+		return;
+	}
+	n->on_task(n->userdata, &t, s);
+	drf_fleet_task_clear(&t);
+}
+
+/* The state of kv's task among the states read (sorted by key, as etcd answers), or NULL. */
+static const struct etcd_kv *state_of(const struct drf_fleet_node *n, const struct etcd_kv *kv,
+				      const struct etcd_resp *states)
+{
+	const char *id = kv->key + strlen(n->tasks_key);
+	size_t plen = strlen(n->taskstate_key);
+
+	for (size_t i = 0; i < states->n_kvs; i++)
+		if (strncmp(states->kvs[i].key, n->taskstate_key, plen) == 0 &&
+		    strcmp(states->kvs[i].key + plen, id) == 0)
+			return &states->kvs[i];
+	return NULL;
+}
+
+static void tasks_read_cb(void *userdata, int err, const char *msg,
+			  const struct etcd_txn_resp *t)
+{
+	struct drf_fleet_node *n = userdata;
+
+	if (n->closing)
+		return;
+	n->tasks_read_busy = false;
+	if (err || t->n_resps != 2) {
+		note_err(n, err ? err : -EBADMSG, msg, n->tasks_key);
+		bo_fail(n, &n->tasks_w.bo);
+		return;
+	}
+	note_ok(n);
+	for (size_t i = 0; i < t->resps[0].n_kvs; i++) {
+		const struct etcd_kv *kv = &t->resps[0].kvs[i], *skv;
+		struct drf_fleet_task_state st = { 0 };
+
+		skv = state_of(n, kv, &t->resps[1]);
+		/* A state that does not parse says nothing: the task is handed over again. */
+		if (skv && drf_fleet_task_state_parse(skv->value, skv->value_len, &st, NULL, 0) < 0)
+			memset(&st, 0, sizeof(st));
+		if (drf_fleet_task_st_final(st.st))
+			continue;
+		task_seen(n, kv, &st);
+		if (n->closing)
+			return;
+	}
+	fwatch_begin(&n->tasks_w, t->revision + 1);
+}
+
+static void tasks_resync(struct fwatch *w)
+{
+	struct drf_fleet_node *n = w->n;
+	struct etcd_req q[2] = {
+		{ .type = ETCD_RANGE, .key = n->tasks_key, .prefix = true },
+		{ .type = ETCD_RANGE, .key = n->taskstate_key, .prefix = true },
+	};
+	uint64_t id;
+	int r;
+
+	if (n->tasks_read_busy)
+		return;
+	r = etcd_txn(n->e, &(struct etcd_txn){ .success = q, .n_success = 2 }, tasks_read_cb, n,
+		     &id);
+	if (r < 0) {
+		note_err(n, r, NULL, n->tasks_key);
+		bo_fail(n, &w->bo);
+		return;
+	}
+	n->tasks_read_busy = true;
+}
+
+static void tasks_events(struct fwatch *w, const struct etcd_watch_resp *r)
+{
+	static const struct drf_fleet_task_state none = { 0 };
+
+	for (size_t i = 0; i < r->n_events && !w->n->closing; i++) {
+		const struct etcd_event *ev = &r->events[i];
+
+		/* A task is created once; a rewrite (by hand) or a delete cancels nothing. */
+		if (ev->type == ETCD_EVENT_PUT && ev->kv.version == 1)
+			task_seen(w->n, &ev->kv, &none);
+	}
+}
+
+static void state_kick(struct drf_fleet_node *n);
+
+static void state_cb(void *userdata, int err, const char *msg, const struct etcd_resp *r)
+{
+	struct drf_fleet_node *n = userdata;
+
+	(void)r;
+	if (n->closing)
+		return;
+	n->sw_busy = false;
+	if (err) {
+		note_err(n, err, msg, n->taskstate_key);
+		bo_fail(n, &n->sw_bo);
+		return;
+	}
+	note_ok(n);
+	bo_ok(&n->sw_bo);
+	free(n->sw[0].value);
+	memmove(n->sw, n->sw + 1, (n->nsw - 1) * sizeof(*n->sw));
+	n->nsw--;
+	state_kick(n);
+}
+
+static void state_kick(struct drf_fleet_node *n)
+{
+	char key[KEY_MAX];
+	uint64_t id;
+	int r;
+
+	if (!n->nsw || n->sw_busy || n->closing || !n->started || !bo_due(n, &n->sw_bo))
+		return;
+	if (drf_fleet_key(key, sizeof(key), n->taskstate_key, n->sw[0].id) < 0)
+		return;
+	r = etcd_put(n->e, &(struct etcd_req){ .key = key, .value = n->sw[0].value,
+					       .value_len = strlen(n->sw[0].value) },
+		     state_cb, n, &id);
+	if (r < 0) {
+		note_err(n, r, NULL, key);
+		bo_fail(n, &n->sw_bo);
+		return;
+	}
+	n->sw_busy = true;
+}
+
+int drf_fleet_node_task_state(struct drf_fleet_node *n, const char *id,
+			      const struct drf_fleet_task_state *s)
+{
+	char *value;
+	int r;
+
+	if (!drf_name_valid(id))
+		return -EINVAL;
+	r = drf_fleet_task_state_value(s, &value);
+	if (r < 0)
+		return r;
+	/* One not yet sent is replaced: only the newest state matters. */
+	for (size_t i = n->sw_busy ? 1 : 0; i < n->nsw; i++) {
+		if (strcmp(n->sw[i].id, id) == 0) {
+			free(n->sw[i].value);
+			n->sw[i].value = value;
+			return 0;
+		}
+	}
+	if (n->nsw == n->sw_cap) {
+		size_t c = n->sw_cap ? 2 * n->sw_cap : 8;
+		struct state_write *sw = realloc(n->sw, c * sizeof(*sw));
+
+		if (!sw) {
+			free(value);
+			return -ENOMEM;
+		}
+		n->sw = sw;
+		n->sw_cap = c;
+	}
+	snprintf(n->sw[n->nsw].id, sizeof(n->sw[n->nsw].id), "%s", id);
+	n->sw[n->nsw++].value = value;
+	state_kick(n);
+	return 0;
+}
+
+size_t drf_fleet_node_task_states_pending(const struct drf_fleet_node *n)
+{
+	return n->nsw;
 }
 
 /* The election. */
@@ -971,7 +1190,10 @@ int drf_fleet_node_new(const struct drf_fleet_node_config *c, struct etcd *e,
 	n->clock = c->clock ? c->clock : &drf_clock_system;
 	n->log = c->log;
 	n->on_assignment = c->on_assignment;
+	n->on_task = c->on_task;
 	n->userdata = c->userdata;
+	snprintf(n->tasks_key, sizeof(n->tasks_key), "%s%s/", n->k.tasks, n->name);
+	snprintf(n->taskstate_key, sizeof(n->taskstate_key), "%s%s/", n->k.taskstate, n->name);
 	r = drf_fleet_node_value(c->capacity, c->labels, c->n_labels, &n->node_value);
 	if (r == 0 && c->state_dir) {
 		n->state_dir = strdup(c->state_dir);
@@ -988,6 +1210,8 @@ int drf_fleet_node_new(const struct drf_fleet_node_config *c, struct etcd *e,
 	}
 	watch_init(n, &n->assign_w, "watching the assignment", n->assign_key, false, assign_events,
 		   assign_resync);
+	watch_init(n, &n->tasks_w, "watching the node's tasks", n->tasks_key, true, tasks_events,
+		   tasks_resync);
 	watch_init(n, &n->planner_w, "watching the planner", n->k.planner, false, planner_events,
 		   planner_resync);
 	watch_init(n, &n->nodes_w, "watching the nodes", n->k.nodes, true, fleet_events,
@@ -1029,8 +1253,11 @@ int drf_fleet_node_start(struct drf_fleet_node *n)
 	}
 	n->assign_w.want = true;
 	n->planner_w.want = true;
+	n->tasks_w.want = n->on_task != NULL;
 	lease_kick(n);
 	fwatch_kick(&n->assign_w);
+	fwatch_kick(&n->tasks_w);
+	state_kick(n);
 	return 0;
 }
 
@@ -1053,6 +1280,8 @@ void drf_fleet_node_tick(struct drf_fleet_node *n)
 	fwatch_kick(&n->planner_w);
 	fwatch_kick(&n->nodes_w);
 	fwatch_kick(&n->tenants_w);
+	fwatch_kick(&n->tasks_w);
+	state_kick(n);
 	plan_kick(n);
 }
 
@@ -1088,6 +1317,9 @@ uint64_t drf_fleet_node_next_tick(const struct drf_fleet_node *n)
 	watch_next(&n->planner_w, &m);
 	watch_next(&n->nodes_w, &m);
 	watch_next(&n->tenants_w, &m);
+	watch_next(&n->tasks_w, &m);
+	if (n->nsw && !n->sw_busy)
+		at_most(&m, n->sw_bo.at);
 	if (n->is_planner && n->plan_dirty && !n->plan_busy)
 		at_most(&m, n->plan_bo.at);
 	return m;
@@ -1140,6 +1372,9 @@ void drf_fleet_node_free(struct drf_fleet_node *n)
 	n->closing = true;
 	etcd_close(n->e);
 	pw_free(n);
+	for (size_t i = 0; i < n->nsw; i++)
+		free(n->sw[i].value);
+	free(n->sw);
 	drf_fleet_assignment_clear(&n->cur);
 	free(n->node_value);
 	free(n->state_dir);

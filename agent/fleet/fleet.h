@@ -24,6 +24,29 @@
  *                   that compares P/planner's create_revision to its token
  *                   and P/planner's value to its name: a planner that lost
  *                   the role cannot write, and steps down when its txn fails.
+ *   P/tasks/NODE/ID {"tenant": NAME, "argv": [WORD, ...], "task": {RES: n},
+ *                   "submitted": unix seconds, "by": WHO, "key": KEY}: one
+ *                   task for NODE's task queue (tasks.h), put by `drfctl
+ *                   fleet submit` (drf_fleet_submit) together with
+ *                   P/taskids/ID, in a txn that holds only if P/taskids/ID
+ *                   does not exist (create_revision == 0): an ID is placed
+ *                   once in the whole fleet, so that a retry with the same
+ *                   --key (ID = the key) never runs twice, even where it
+ *                   would place the task elsewhere. "by" (the etcd user, or
+ *                   the local user who ran drfctl) is for people only; "key"
+ *                   is absent without --key. Never rewritten: the task's
+ *                   state is a key of its own.
+ *   P/taskids/ID    NODE: where task ID was placed (the txn's guard).
+ *   P/taskstate/NODE/ID  {"state": "queued" | "running" | "exited" |
+ *                   "failed" | "refused", "code": N (exited: the exit code),
+ *                   "why": TEXT (failed, refused), "task": the local task id
+ *                   (0: none), "at": unix seconds}, put by NODE when the
+ *                   state changes (only then). exited, failed and refused
+ *                   are final: a node that reads its tasks again (a restart,
+ *                   a compaction) hands over only those not final. Whoever
+ *                   may write P/tasks/ in etcd may run commands on the nodes
+ *                   as their [fleet] task-user: give that right (etcd's roles)
+ *                   as one gives a login there.
  *
  * Resources are named as in drfd.conf (cpu, memory, io-read-bps, ...), in
  * drfd's units (cores, bytes, bytes/s, bits/s). Values are one line of JSON.
@@ -149,11 +172,71 @@ struct drf_fleet_keys {
 	char tenants[DRF_FLEET_PREFIX_MAX + 16]; /* P/tenants/ */
 	char assign[DRF_FLEET_PREFIX_MAX + 16];  /* P/assign/ */
 	char planner[DRF_FLEET_PREFIX_MAX + 16]; /* P/planner */
+	char tasks[DRF_FLEET_PREFIX_MAX + 16];   /* P/tasks/ */
+	char taskids[DRF_FLEET_PREFIX_MAX + 16]; /* P/taskids/ */
+	char taskstate[DRF_FLEET_PREFIX_MAX + 16]; /* P/taskstate/ */
 };
 /* 0, or -EINVAL for a prefix that is empty, too long, or not '/' first and last. */
 int drf_fleet_keys_init(struct drf_fleet_keys *k, const char *prefix);
 /* dir (k->nodes, k->tenants, k->assign) followed by name, into buf: 0 or -ENAMETOOLONG. */
 int drf_fleet_key(char *buf, size_t len, const char *dir, const char *name);
+
+/*
+ * Fleet tasks (P/tasks/NODE/ID, P/taskstate/NODE/ID). An ID is a name
+ * (drf_name_valid): the --key given, or one made of the time and random bits.
+ */
+#define DRF_FLEET_TASK_ARGS_MAX 4096
+#define DRF_FLEET_TASK_WHY_MAX 512
+
+struct drf_fleet_task {
+	char node[DRF_TENANT_NAME_MAX + 1];
+	char id[DRF_TENANT_NAME_MAX + 1];
+	char tenant[DRF_TENANT_NAME_MAX + 1];
+	char **argv;             /* argc words and NULL */
+	size_t argc;
+	double vec[DRF_NRES];    /* the task's; a resource not listed is 0 */
+	int64_t submitted;       /* unix seconds */
+	char *by;                /* NULL: not said */
+	char *key;               /* NULL: none */
+};
+
+enum drf_fleet_task_st {
+	DRF_FLEET_TASK_NONE,     /* no state written yet */
+	DRF_FLEET_TASK_QUEUED,
+	DRF_FLEET_TASK_RUNNING,
+	DRF_FLEET_TASK_EXITED,   /* final: code */
+	DRF_FLEET_TASK_FAILED,   /* final: why (killed, out of memory, lost, could not start) */
+	DRF_FLEET_TASK_REFUSED,  /* final: why (the node would not run it) */
+};
+
+struct drf_fleet_task_state {
+	enum drf_fleet_task_st st;
+	int code;
+	char why[DRF_FLEET_TASK_WHY_MAX];
+	uint64_t task;           /* the node's local task id; 0: none */
+	int64_t at;              /* unix seconds */
+};
+
+/* "queued", ..., "none"; and whether st is final (exited, failed, refused). */
+const char *drf_fleet_task_st_name(enum drf_fleet_task_st st);
+bool drf_fleet_task_st_final(enum drf_fleet_task_st st);
+
+/*
+ * The values, as the other formats (above): t->node and t->id come from the
+ * key, not the value; parse takes them as given (checked: names). A task
+ * without a command, a word with a NUL or over DRF_FLEET_TASK_ARGS_MAX
+ * words, a tenant that is not a name, a quantity < 0: -EINVAL or -EBADMSG.
+ */
+int drf_fleet_task_value(const struct drf_fleet_task *t, char **ret);
+int drf_fleet_task_parse(const char *node, const char *id, const char *text, size_t len,
+			 struct drf_fleet_task *ret, char *err, size_t errlen);
+void drf_fleet_task_clear(struct drf_fleet_task *t);
+int drf_fleet_task_state_value(const struct drf_fleet_task_state *s, char **ret);
+int drf_fleet_task_state_parse(const char *text, size_t len, struct drf_fleet_task_state *ret,
+			       char *err, size_t errlen);
+/* Whether a and b say the same (their time aside): a node writes only changes. */
+bool drf_fleet_task_state_same(const struct drf_fleet_task_state *a,
+			       const struct drf_fleet_task_state *b);
 
 /*
  * The fleet as etcd has it, read at one revision (one txn of ranges), each
@@ -171,6 +254,13 @@ struct drf_fleet_assign_entry {
 	int64_t mod_revision;
 };
 
+/* A fleet task and its state (st NONE when the node wrote none yet). */
+struct drf_fleet_task_entry {
+	struct drf_fleet_task t;
+	struct drf_fleet_task_state s;
+	int64_t mod_revision;
+};
+
 struct drf_fleet_view {
 	int64_t revision;
 	struct drf_fleet_nodeinfo *nodes;
@@ -182,6 +272,8 @@ struct drf_fleet_view {
 	char planner[DRF_TENANT_NAME_MAX + 1]; /* "" when there is none */
 	int64_t planner_revision;              /* its create_revision, the token; 0: none */
 	int64_t planner_lease;
+	struct drf_fleet_task_entry *tasks; /* by node, then id (drf_fleet_read_tasks only) */
+	size_t n_tasks;
 	size_t n_invalid;
 	char invalid[256];
 };
@@ -198,7 +290,13 @@ typedef void (*drf_fleet_view_cb)(void *userdata, int err, const char *msg,
  */
 int drf_fleet_read(struct etcd *e, const char *prefix, drf_fleet_view_cb cb, void *userdata,
 		   uint64_t *ret_id);
-/* The view of a txn_resp of the read's ranges (nodes, tenants, assign, planner). */
+/*
+ * The same with the fleet's tasks and their states (v->tasks), for drfctl:
+ * the planner's reads leave them out (they grow with every task submitted).
+ */
+int drf_fleet_read_tasks(struct etcd *e, const char *prefix, drf_fleet_view_cb cb,
+			 void *userdata, uint64_t *ret_id);
+/* The view of a txn_resp of the read's ranges (nodes, tenants, assign, planner, tasks, taskstate). */
 int drf_fleet_view_decode(const struct drf_fleet_keys *k, const struct etcd_txn_resp *t,
 			  struct drf_fleet_view *ret);
 void drf_fleet_view_clear(struct drf_fleet_view *v);
@@ -217,6 +315,37 @@ ssize_t drf_fleet_view_assign(const struct drf_fleet_view *v, const char *node);
 int drf_fleet_compute(const struct drf_fleet_view *v, const char *planner,
 		      struct drf_fleet_assignment **ret);
 void drf_fleet_assignments_free(struct drf_fleet_assignment *a, size_t n);
+
+/*
+ * Where a fleet task of tenant (vector task) goes, by DRFH Best-Fit (drfh.h)
+ * over the view. A node is a candidate if it is alive and its assignment in
+ * force gives the tenant an allocation; the tenant's room there is that
+ * allocation minus the vectors of its fleet tasks on the node not yet ended
+ * (no state, queued, running). Among the candidates where the task fits the
+ * room now, the least H(task, c) = || D/|D|_1 - c/|c|_1 ||_1, D the task and
+ * c the node's capacity less the vectors of every tenant's fleet tasks on it
+ * not yet ended, both as fractions of the pool (the nodes alive); ties by
+ * node name. None with room now: the same among those whose allocation could
+ * ever hold the task (its local queue waits for room), with *ret_waits set.
+ * 0 and the node's index in v->nodes in *ret, or with why in err: -ENOENT
+ * (no such tenant), -EINVAL (a task of nothing), -ESRCH (no node alive),
+ * -ENOSPC (the tenant is assigned nowhere, or its task is larger than its
+ * allocation on every node). Pure.
+ */
+int drf_fleet_place_task(const struct drf_fleet_view *v, const char *tenant,
+			 const double task[DRF_NRES], size_t *ret, bool *ret_waits, char *err,
+			 size_t errlen);
+
+/*
+ * drfctl fleet submit's write: P/tasks/NODE/ID = t's value and P/taskids/ID
+ * = NODE, only if P/taskids/ID does not exist. cb from the loop: err 0 and
+ * placed true, or placed false with the node that has ID already in node
+ * (a retry: nothing written); or an error of etcd's. Do not etcd_cancel().
+ */
+typedef void (*drf_fleet_submit_cb)(void *userdata, int err, const char *msg, bool placed,
+				    const char *node, int64_t revision);
+int drf_fleet_submit(struct etcd *e, const char *prefix, const struct drf_fleet_task *t,
+		     drf_fleet_submit_cb cb, void *userdata);
 
 /*
  * drfctl fleet apply: P/tenants/ made to hold exactly tenants t (n of them):
@@ -250,6 +379,15 @@ struct drf_fleet_node_config {
 	 * the loop (or from drf_fleet_node_start). a lives for the call only.
 	 */
 	void (*on_assignment)(void *userdata, const struct drf_fleet_assignment *a);
+	/*
+	 * A fleet task for this node (P/tasks/NODE/ID) not in a final state:
+	 * new (a watch event of its creation), or found when the node reads its
+	 * tasks (at start, after a compaction), with its state (st NONE: none).
+	 * The same task may come again after such a read: the owner's queue
+	 * takes its ID as an idempotency key. NULL: the node reads no tasks.
+	 */
+	void (*on_task)(void *userdata, const struct drf_fleet_task *t,
+			const struct drf_fleet_task_state *s);
 	void *userdata;
 };
 
@@ -281,6 +419,16 @@ uint64_t drf_fleet_node_next_tick(const struct drf_fleet_node *n);
  * planner as far as the node knows. The write still goes through the fence.
  */
 int drf_fleet_node_replan(struct drf_fleet_node *n);
+
+/*
+ * Puts task id's state (P/taskstate/NODE/ID), from the loop; a newer state
+ * of the same task replaces one not yet written; a write that fails is tried
+ * again from the tick. 0, -EINVAL (id not a name), -ENOMEM.
+ */
+int drf_fleet_node_task_state(struct drf_fleet_node *n, const char *id,
+			      const struct drf_fleet_task_state *s);
+/* State writes not yet done (tests). */
+size_t drf_fleet_node_task_states_pending(const struct drf_fleet_node *n);
 
 /* The assignment in force, or NULL. */
 const struct drf_fleet_assignment *drf_fleet_node_assignment(const struct drf_fleet_node *n);

@@ -669,3 +669,228 @@ int drf_fleet_assignment_load(const char *state_dir, const char *node, const cha
 	json_object_put(doc);
 	return r;
 }
+
+/* Fleet tasks. */
+
+static const char *const task_st_names[] = {
+	[DRF_FLEET_TASK_NONE] = "none",       [DRF_FLEET_TASK_QUEUED] = "queued",
+	[DRF_FLEET_TASK_RUNNING] = "running", [DRF_FLEET_TASK_EXITED] = "exited",
+	[DRF_FLEET_TASK_FAILED] = "failed",   [DRF_FLEET_TASK_REFUSED] = "refused",
+};
+
+const char *drf_fleet_task_st_name(enum drf_fleet_task_st st)
+{
+	return (unsigned)st < sizeof(task_st_names) / sizeof(*task_st_names) ? task_st_names[st]
+									      : "?";
+}
+
+bool drf_fleet_task_st_final(enum drf_fleet_task_st st)
+{
+	return st == DRF_FLEET_TASK_EXITED || st == DRF_FLEET_TASK_FAILED ||
+	       st == DRF_FLEET_TASK_REFUSED;
+}
+
+void drf_fleet_task_clear(struct drf_fleet_task *t)
+{
+	if (!t)
+		return;
+	for (size_t i = 0; i < t->argc; i++)
+		free(t->argv[i]);
+	free(t->argv);
+	free(t->by);
+	free(t->key);
+	memset(t, 0, sizeof(*t));
+}
+
+int drf_fleet_task_value(const struct drf_fleet_task *t, char **ret)
+{
+	json_object *doc, *a;
+
+	if (!drf_name_valid(t->tenant) || t->argc == 0 || t->argc > DRF_FLEET_TASK_ARGS_MAX)
+		return -EINVAL;
+	doc = drf_json_object();
+	drf_json_set_str(doc, "tenant", t->tenant);
+	a = drf_json_set_array(doc, "argv");
+	for (size_t i = 0; i < t->argc; i++)
+		drf_json_append_str(a, t->argv[i]);
+	res_json(doc, "task", t->vec, NULL);
+	drf_json_set_int(doc, "submitted", t->submitted);
+	if (t->by)
+		drf_json_set_str(doc, "by", t->by);
+	if (t->key)
+		drf_json_set_str(doc, "key", t->key);
+	return to_text(doc, ret);
+}
+
+/* A string without a NUL under key, in a new copy. */
+static int get_text(json_object *v, const char *what, char **ret, char *err, size_t errlen)
+{
+	const char *s;
+
+	if (!json_object_is_type(v, json_type_string))
+		return fail(err, errlen, -EBADMSG, "%s: not a string", what);
+	s = json_object_get_string(v);
+	if (strlen(s) != (size_t)json_object_get_string_len(v))
+		return fail(err, errlen, -EINVAL, "%s: holds a NUL byte", what);
+	*ret = strdup(s);
+	return *ret ? 0 : -ENOMEM;
+}
+
+static int task_argv(json_object *v, struct drf_fleet_task *t, char *err, size_t errlen)
+{
+	size_t n;
+
+	if (!json_object_is_type(v, json_type_array))
+		return fail(err, errlen, -EBADMSG, "argv: not an array");
+	n = json_object_array_length(v);
+	if (n == 0 || n > DRF_FLEET_TASK_ARGS_MAX)
+		return fail(err, errlen, -EINVAL, "argv: %zu words (1 to %d)", n,
+			    DRF_FLEET_TASK_ARGS_MAX);
+	t->argv = calloc(n + 1, sizeof(*t->argv));
+	if (!t->argv)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		char what[32];
+		int r;
+
+		snprintf(what, sizeof(what), "argv[%zu]", i);
+		r = get_text(json_object_array_get_idx(v, i), what, &t->argv[i], err, errlen);
+		if (r < 0)
+			return r;
+		t->argc++;
+	}
+	return 0;
+}
+
+int drf_fleet_task_parse(const char *node, const char *id, const char *text, size_t len,
+			 struct drf_fleet_task *ret, char *err, size_t errlen)
+{
+	struct drf_fleet_task t = { 0 };
+	json_object *doc;
+	bool tenant = false, argv = false;
+	int r;
+
+	if (!drf_name_valid(node) || !drf_name_valid(id))
+		return fail(err, errlen, -EINVAL, "node '%s' or task id '%s' is not 1-%d of "
+			    "[A-Za-z0-9_.-]", node, id, DRF_TENANT_NAME_MAX);
+	r = parse_object(text, len, &doc, err, errlen);
+	if (r < 0)
+		return r;
+	snprintf(t.node, sizeof(t.node), "%s", node);
+	snprintf(t.id, sizeof(t.id), "%s", id);
+	json_object_object_foreach(doc, k, v)
+	{
+		if (strcmp(k, "tenant") == 0) {
+			const char *s = json_object_get_string(v);
+
+			if (!json_object_is_type(v, json_type_string) || !drf_name_valid(s))
+				r = fail(err, errlen, -EINVAL, "tenant: not a tenant's name");
+			else
+				snprintf(t.tenant, sizeof(t.tenant), "%s", s);
+			tenant = true;
+		} else if (strcmp(k, "argv") == 0) {
+			r = task_argv(v, &t, err, errlen);
+			argv = true;
+		} else if (strcmp(k, "task") == 0) {
+			r = get_resources(v, "task", true, t.vec, NULL, err, errlen);
+		} else if (strcmp(k, "submitted") == 0) {
+			if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 0)
+				r = fail(err, errlen, -EBADMSG, "submitted: not a time");
+			else
+				t.submitted = json_object_get_int64(v);
+		} else if (strcmp(k, "by") == 0) {
+			r = get_text(v, "by", &t.by, err, errlen);
+		} else if (strcmp(k, "key") == 0) {
+			r = get_text(v, "key", &t.key, err, errlen);
+		}
+		/* Other keys: a newer drfctl's, passed over. */
+		if (r < 0)
+			goto out;
+	}
+	if (!tenant || !argv)
+		r = fail(err, errlen, -EBADMSG, "no %s", tenant ? "argv" : "tenant");
+out:
+	json_object_put(doc);
+	if (r < 0) {
+		drf_fleet_task_clear(&t);
+		return r;
+	}
+	*ret = t;
+	return 0;
+}
+
+int drf_fleet_task_state_value(const struct drf_fleet_task_state *s, char **ret)
+{
+	json_object *doc;
+
+	if (s->st == DRF_FLEET_TASK_NONE || (unsigned)s->st > DRF_FLEET_TASK_REFUSED)
+		return -EINVAL;
+	doc = drf_json_object();
+	drf_json_set_str(doc, "state", drf_fleet_task_st_name(s->st));
+	if (s->st == DRF_FLEET_TASK_EXITED)
+		drf_json_set_int(doc, "code", s->code);
+	if (s->st == DRF_FLEET_TASK_FAILED || s->st == DRF_FLEET_TASK_REFUSED)
+		drf_json_set_str(doc, "why", s->why);
+	drf_json_set_u64(doc, "task", s->task);
+	drf_json_set_int(doc, "at", s->at);
+	return to_text(doc, ret);
+}
+
+int drf_fleet_task_state_parse(const char *text, size_t len, struct drf_fleet_task_state *ret,
+			       char *err, size_t errlen)
+{
+	struct drf_fleet_task_state s = { 0 };
+	json_object *doc, *v;
+	const char *name;
+	int r;
+
+	r = parse_object(text, len, &doc, err, errlen);
+	if (r < 0)
+		return r;
+	if (!json_object_object_get_ex(doc, "state", &v) ||
+	    !json_object_is_type(v, json_type_string)) {
+		r = fail(err, errlen, -EBADMSG, "no state");
+		goto out;
+	}
+	name = json_object_get_string(v);
+	for (int k = DRF_FLEET_TASK_QUEUED; k <= DRF_FLEET_TASK_REFUSED; k++)
+		if (strcmp(name, task_st_names[k]) == 0)
+			s.st = (enum drf_fleet_task_st)k;
+	if (s.st == DRF_FLEET_TASK_NONE) {
+		r = fail(err, errlen, -EINVAL, "state '%.32s': not one of queued, running, exited, "
+			 "failed, refused", name);
+		goto out;
+	}
+	if (json_object_object_get_ex(doc, "code", &v)) {
+		int64_t c = json_object_get_int64(v);
+
+		if (!json_object_is_type(v, json_type_int) || c < -1 || c > 255) {
+			r = fail(err, errlen, -EINVAL, "code: not an exit code");
+			goto out;
+		}
+		s.code = (int)c;
+	}
+	if (json_object_object_get_ex(doc, "why", &v)) {
+		if (!json_object_is_type(v, json_type_string)) {
+			r = fail(err, errlen, -EBADMSG, "why: not a string");
+			goto out;
+		}
+		snprintf(s.why, sizeof(s.why), "%s", json_object_get_string(v));
+	}
+	if (json_object_object_get_ex(doc, "task", &v) && json_object_is_type(v, json_type_int))
+		s.task = (uint64_t)json_object_get_int64(v);
+	if (json_object_object_get_ex(doc, "at", &v) && json_object_is_type(v, json_type_int))
+		s.at = json_object_get_int64(v);
+out:
+	json_object_put(doc);
+	if (r == 0)
+		*ret = s;
+	return r;
+}
+
+bool drf_fleet_task_state_same(const struct drf_fleet_task_state *a,
+			       const struct drf_fleet_task_state *b)
+{
+	return a->st == b->st && a->code == b->code && a->task == b->task &&
+	       strcmp(a->why, b->why) == 0;
+}

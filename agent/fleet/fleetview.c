@@ -28,6 +28,9 @@ int drf_fleet_keys_init(struct drf_fleet_keys *k, const char *prefix)
 	snprintf(k->tenants, sizeof(k->tenants), "%stenants/", prefix);
 	snprintf(k->assign, sizeof(k->assign), "%sassign/", prefix);
 	snprintf(k->planner, sizeof(k->planner), "%splanner", prefix);
+	snprintf(k->tasks, sizeof(k->tasks), "%stasks/", prefix);
+	snprintf(k->taskids, sizeof(k->taskids), "%staskids/", prefix);
+	snprintf(k->taskstate, sizeof(k->taskstate), "%staskstate/", prefix);
 	return 0;
 }
 
@@ -60,6 +63,9 @@ void drf_fleet_view_clear(struct drf_fleet_view *v)
 		drf_fleet_tenant_clear(&v->tenants[i].t);
 	for (size_t i = 0; i < v->n_assigns; i++)
 		drf_fleet_assignment_clear(&v->assigns[i].a);
+	for (size_t i = 0; i < v->n_tasks; i++)
+		drf_fleet_task_clear(&v->tasks[i].t);
+	free(v->tasks);
 	free(v->nodes);
 	free(v->tenants);
 	free(v->assigns);
@@ -155,6 +161,94 @@ static void tenants_check(struct drf_fleet_view *v)
 	v->n_tenants = kept;
 }
 
+static int cmp_task(const void *a, const void *b)
+{
+	const struct drf_fleet_task *x = &((const struct drf_fleet_task_entry *)a)->t;
+	const struct drf_fleet_task *y = &((const struct drf_fleet_task_entry *)b)->t;
+	int c = strcmp(x->node, y->node);
+
+	return c ? c : strcmp(x->id, y->id);
+}
+
+/* NODE and ID of dir + NODE/ID, into node and id: false if the key is not one. */
+static bool node_id_under(const struct etcd_kv *kv, const char *dir, char *node, char *id)
+{
+	size_t n = strlen(dir);
+	const char *rest = kv->key + n, *slash;
+
+	if (kv->key_len <= n || strncmp(kv->key, dir, n) != 0 || strlen(kv->key) != kv->key_len)
+		return false;
+	slash = strchr(rest, '/');
+	if (!slash || (size_t)(slash - rest) > DRF_TENANT_NAME_MAX ||
+	    strlen(slash + 1) > DRF_TENANT_NAME_MAX)
+		return false;
+	memcpy(node, rest, (size_t)(slash - rest));
+	node[slash - rest] = '\0';
+	strcpy(id, slash + 1);
+	return drf_name_valid(node) && drf_name_valid(id);
+}
+
+/* The tasks (resps[4]) with their states (resps[5]), into v. */
+static int decode_tasks(const struct drf_fleet_keys *k, const struct etcd_resp *tasks,
+			const struct etcd_resp *states, struct drf_fleet_view *v)
+{
+	char node[DRF_TENANT_NAME_MAX + 1], id[DRF_TENANT_NAME_MAX + 1], why[256];
+	int r = 0;
+
+	v->tasks = calloc(tasks->n_kvs + 1, sizeof(*v->tasks));
+	if (!v->tasks)
+		return -ENOMEM;
+	for (size_t i = 0; i < tasks->n_kvs && r == 0; i++) {
+		const struct etcd_kv *kv = &tasks->kvs[i];
+		struct drf_fleet_task_entry *e = &v->tasks[v->n_tasks];
+
+		if (!node_id_under(kv, k->tasks, node, id)) {
+			invalid(v, kv, "not NODE/ID");
+			continue;
+		}
+		r = drf_fleet_task_parse(node, id, kv->value, kv->value_len, &e->t, why,
+					 sizeof(why));
+		if (r == -EBADMSG || r == -EINVAL) {
+			invalid(v, kv, why);
+			r = 0;
+			continue;
+		}
+		if (r == 0) {
+			e->mod_revision = kv->mod_revision;
+			v->n_tasks++;
+		}
+	}
+	if (r < 0)
+		return r;
+	qsort(v->tasks, v->n_tasks, sizeof(*v->tasks), cmp_task);
+	for (size_t i = 0; i < states->n_kvs; i++) {
+		const struct etcd_kv *kv = &states->kvs[i];
+		struct drf_fleet_task_entry key, *hit;
+		struct drf_fleet_task_state st;
+
+		if (!node_id_under(kv, k->taskstate, node, id)) {
+			invalid(v, kv, "not NODE/ID");
+			continue;
+		}
+		memset(&key, 0, sizeof(key));
+		memcpy(key.t.node, node, sizeof(node));
+		memcpy(key.t.id, id, sizeof(id));
+		hit = bsearch(&key, v->tasks, v->n_tasks, sizeof(*v->tasks), cmp_task);
+		/* A state without its task (deleted by hand): nothing to show it with. */
+		if (!hit)
+			continue;
+		r = drf_fleet_task_state_parse(kv->value, kv->value_len, &st, why, sizeof(why));
+		if (r == -ENOMEM)
+			return r;
+		if (r < 0) {
+			invalid(v, kv, why);
+			continue;
+		}
+		hit->s = st;
+	}
+	return 0;
+}
+
 int drf_fleet_view_decode(const struct drf_fleet_keys *k, const struct etcd_txn_resp *t,
 			  struct drf_fleet_view *ret)
 {
@@ -163,7 +257,7 @@ int drf_fleet_view_decode(const struct drf_fleet_keys *k, const struct etcd_txn_
 	char why[256];
 	int r = 0;
 
-	if (!t->succeeded || t->n_resps != 4)
+	if (!t->succeeded || (t->n_resps != 4 && t->n_resps != 6))
 		return -EBADMSG;
 	nodes = &t->resps[0];
 	tenants = &t->resps[1];
@@ -248,6 +342,8 @@ int drf_fleet_view_decode(const struct drf_fleet_keys *k, const struct etcd_txn_
 			invalid(&v, kv, "not a node's name");
 		}
 	}
+	if (r == 0 && t->n_resps == 6)
+		r = decode_tasks(k, &t->resps[4], &t->resps[5], &v);
 out:
 	if (r < 0) {
 		drf_fleet_view_clear(&v);
@@ -308,8 +404,8 @@ static void read_done(void *userdata, int err, const char *msg, const struct etc
 	free(c);
 }
 
-int drf_fleet_read(struct etcd *e, const char *prefix, drf_fleet_view_cb cb, void *userdata,
-		   uint64_t *ret_id)
+static int fleet_read(struct etcd *e, const char *prefix, bool tasks, drf_fleet_view_cb cb,
+		      void *userdata, uint64_t *ret_id)
 {
 	struct read_ctx *c = calloc(1, sizeof(*c));
 	int r;
@@ -318,22 +414,39 @@ int drf_fleet_read(struct etcd *e, const char *prefix, drf_fleet_view_cb cb, voi
 		return -ENOMEM;
 	r = drf_fleet_keys_init(&c->k, prefix);
 	if (r == 0) {
-		struct etcd_req q[4] = {
+		struct etcd_req q[6] = {
 			{ .type = ETCD_RANGE, .key = c->k.nodes, .prefix = true },
 			{ .type = ETCD_RANGE, .key = c->k.tenants, .prefix = true },
 			{ .type = ETCD_RANGE, .key = c->k.assign, .prefix = true },
 			{ .type = ETCD_RANGE, .key = c->k.planner },
+			{ .type = ETCD_RANGE, .key = c->k.tasks, .prefix = true },
+			{ .type = ETCD_RANGE, .key = c->k.taskstate, .prefix = true },
 		};
 
 		c->cb = cb;
 		c->userdata = userdata;
-		/* A txn's requests all see one revision: the nodes and tenants planned together. */
-		r = etcd_txn(e, &(struct etcd_txn){ .success = q, .n_success = 4 }, read_done, c,
-			     ret_id);
+		/*
+		 * A txn's requests all see one revision: the nodes and tenants planned
+		 * together; the tasks for drfctl fleet submit's placement and status.
+		 */
+		r = etcd_txn(e, &(struct etcd_txn){ .success = q, .n_success = tasks ? 6 : 4 },
+			     read_done, c, ret_id);
 	}
 	if (r < 0)
 		free(c);
 	return r;
+}
+
+int drf_fleet_read(struct etcd *e, const char *prefix, drf_fleet_view_cb cb, void *userdata,
+		   uint64_t *ret_id)
+{
+	return fleet_read(e, prefix, false, cb, userdata, ret_id);
+}
+
+int drf_fleet_read_tasks(struct etcd *e, const char *prefix, drf_fleet_view_cb cb,
+			 void *userdata, uint64_t *ret_id)
+{
+	return fleet_read(e, prefix, true, cb, userdata, ret_id);
 }
 
 /* The plan. */

@@ -3,6 +3,9 @@
 #include "host.h"
 
 #include <errno.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdlib.h>
 #include <linux/ethtool.h>
 #include <linux/sockios.h>
 #include <net/if.h>
@@ -11,6 +14,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
@@ -86,10 +90,67 @@ static int real_systemd(void *ctx)
 	return sd_booted() > 0;
 }
 
+void drf_host_user_clear(struct drf_host_user *u)
+{
+	if (!u)
+		return;
+	free(u->groups);
+	free(u->home);
+	memset(u, 0, sizeof(*u));
+}
+
+int drf_host_user_real(void *ctx, const char *name, struct drf_host_user *ret)
+{
+	struct drf_host_user u = { 0 };
+	struct passwd pw, *res = NULL;
+	struct stat st;
+	long sz = sysconf(_SC_GETPW_R_SIZE_MAX);
+	size_t len = sz > 0 ? (size_t)sz : 16384;
+	char *buf = malloc(len);
+	int n = 64, r;
+
+	(void)ctx;
+	if (!buf)
+		return -ENOMEM;
+	errno = 0;
+	r = getpwnam_r(name, &pw, buf, len, &res);
+	if (r != 0 || !res) {
+		free(buf);
+		return r == 0 || r == ENOENT || r == ESRCH ? -ENOENT : -r;
+	}
+	u.uid = pw.pw_uid;
+	u.gid = pw.pw_gid;
+	/* A home that is not a directory (nobody's /nonexistent) is none. */
+	u.home = strdup(pw.pw_dir && stat(pw.pw_dir, &st) == 0 && S_ISDIR(st.st_mode) ? pw.pw_dir
+										     : "");
+	for (;;) {
+		int want = n;
+
+		free(u.groups);
+		u.groups = calloc((size_t)n, sizeof(*u.groups));
+		if (!u.groups || !u.home)
+			break;
+		if (getgrouplist(name, pw.pw_gid, u.groups, &want) >= 0) {
+			u.ngroups = (size_t)want;
+			free(buf);
+			*ret = u;
+			return 0;
+		}
+		/* Too small: want says how many it holds (at most NGROUPS_MAX in the kernel). */
+		if (want <= n || want > 65536)
+			break;
+		n = want;
+	}
+	free(buf);
+	drf_host_user_clear(&u);
+	return -ENOMEM;
+}
+
 const struct drf_host_ops drf_host_real = {
 	.online_cpus = real_online_cpus,
 	.mem_total = real_mem_total,
 	.link_speed = real_link_speed,
 	.ctx = NULL,
 	.systemd = real_systemd,
+	.user = drf_host_user_real,
 };

@@ -7,6 +7,19 @@
 #ifndef DRF_HOST_H
 #define DRF_HOST_H
 
+#include <stddef.h>
+#include <sys/types.h>
+
+/* A local user, as the user database has it (getpwnam, getgrouplist). */
+struct drf_host_user {
+	uid_t uid;
+	gid_t gid;
+	gid_t *groups;   /* supplementary, its primary group among them as getgrouplist() says */
+	size_t ngroups;
+	char *home;      /* "" when it has none (or it is not a directory) */
+};
+void drf_host_user_clear(struct drf_host_user *u);
+
 /* What `auto` capacities read from the host; injectable for tests. */
 struct drf_host_ops {
 	int (*online_cpus)(void *ctx, double *ret);
@@ -18,6 +31,11 @@ struct drf_host_ops {
 	 * auto` then puts the tenants in systemd slices. NULL: not systemd.
 	 */
 	int (*systemd)(void *ctx);
+	/*
+	 * The user called name: 0 and *ret (drf_host_user_clear()), -ENOENT if
+	 * there is none, or another -errno. NULL: users cannot be looked up.
+	 */
+	int (*user)(void *ctx, const char *name, struct drf_host_user *ret);
 };
 
 /*
@@ -25,5 +43,7 @@ struct drf_host_ops {
  * speed, sd_booted() for systemd.
  */
 extern const struct drf_host_ops drf_host_real;
+/* The user database's answer (getpwnam_r, getgrouplist), as drf_host_real's user. */
+int drf_host_user_real(void *ctx, const char *name, struct drf_host_user *ret);
 
 #endif

@@ -174,7 +174,8 @@ expect "drfctl top --sort=n<TAB>" "name network" drfctl top --sort = n
 expect "drfctl top -d <TAB>: nothing (seconds)" "" drfctl top -d ""
 expect "drfctl top -n <TAB>: nothing (a count)" "" drfctl top -n ""
 expect "drfctl plan --sort <TAB>: plan has no --sort" "" drfctl plan --sort ""
-expect "drfctl fleet <TAB>: its subcommands" "plan apply status" drfctl fleet ""
+expect "drfctl fleet <TAB>: its subcommands" "plan apply status submit" drfctl fleet ""
+expect "drfctl fleet submit --task-key <TAB>: nothing (a key)" "" drfctl fleet submit --task-key ""
 expect "drfctl fleet a<TAB>" "apply" drfctl fleet a
 expect "drfctl fleet status --e<TAB>" "--endpoints" drfctl fleet status --e
 expect "drfctl fleet apply --endpoints <TAB>: nothing (URLs)" "" drfctl fleet apply --endpoints ""

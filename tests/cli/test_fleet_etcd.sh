@@ -178,6 +178,93 @@ assert d["invalid_values"] == 1 and len(d["tenants"]) == 2, d' "$work/status2.js
 "$DRFCTL" fleet apply -f "$work/tenants.conf" --endpoints "$ep" >/dev/null 2>&1
 check "fleet apply: the broken value deleted" [ -z "$(ctl get /drfd/tenants/broken --print-value-only)" ]
 
+# fleet submit: Best-Fit over the nodes alive whose assignment gives the tenant room. web's task
+# is (2 cores, 1G) of a pool of (16, 32G), (0.8, 0.2) as a direction; n1 and n2 are (8, 16G),
+# (0.5, 0.5): H = 0.6 on both, the tie to n1. n1 then has (6, 15G) left, H 0.711: n2 next
+# (H 0.6, room for one task of web's there). n2's room is then gone: n1 (room for one more).
+# Then neither has room: the one with the least H among those that could hold it (n2, waits).
+submit_node() { # submit_node OUT ARGS...: the node of drfctl fleet submit --json, or "exit N".
+	local out=$1 rc
+	shift
+	"$DRFCTL" fleet submit --endpoints "$ep" --json "$@" >"$out" 2>"$out.err"
+	rc=$?
+	if [ $rc -ne 0 ]; then echo "exit $rc"; return; fi
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["node"], "waits" if d["waits"] else "now")' "$out"
+}
+ntasks() { ctl get --prefix /drfd/tasks/ --keys-only | grep -c .; }
+check "fleet submit web: n1 (a tie of H, by node order)" [ "$(submit_node "$work/s1" web -- /bin/true)" = "n1 now" ]
+check "fleet submit web: n2 (the least H)" [ "$(submit_node "$work/s2" web -- /bin/true)" = "n2 now" ]
+check "fleet submit web: n1 (the only room left)" [ "$(submit_node "$work/s3" web -- /bin/true)" = "n1 now" ]
+check "fleet submit web: n2, waiting (no room now; the least H)" [ "$(submit_node "$work/s4" web -- /bin/true)" = "n2 waits" ]
+check "fleet submit: the task's value" python3 - "$work/s1" <<PY
+import base64, json, subprocess, sys
+d = json.load(open(sys.argv[1]))
+out = subprocess.run(["etcdctl", "--endpoints", "$ep", "get", "/drfd/tasks/n1/" + d["id"],
+                      "--write-out=json"], capture_output=True, check=True).stdout
+v = json.loads(base64.b64decode(json.loads(out)["kvs"][0]["value"]))
+assert v["tenant"] == "web" and v["argv"] == ["/bin/true"], v
+assert v["task"] == {"cpu": 2, "memory": 1 << 30}, v
+assert "key" not in v and isinstance(v["submitted"], int) and v["by"], v
+ids = subprocess.run(["etcdctl", "--endpoints", "$ep", "get", "/drfd/taskids/" + d["id"],
+                      "--print-value-only"], capture_output=True, check=True).stdout
+assert ids.decode().strip() == "n1", ids
+PY
+# The first task ended (as its node writes it): its room on n1 is free again.
+ctl put "/drfd/taskstate/n1/$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$work/s1")" \
+	'{"state":"exited","code":0,"task":1,"at":1}' >/dev/null
+check "fleet submit web after one ended: n1, room now" [ "$(submit_node "$work/s5" web -- /bin/true)" = "n1 now" ]
+# --cpu/--memory instead of the tenant's shape.
+r6=$(submit_node "$work/s6" web --cpu 1 --memory 512M -- sleep 1)
+check "fleet submit web --cpu 1 --memory 512M: placed ($r6)" [ "${r6#exit}" = "$r6" ]
+check "fleet submit --cpu 1 --memory 512M: the vector given" python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["task"] == {"cpu": 1, "memory": 512 << 20}, d' "$work/s6"
+# Refusals: nothing written (etcd's revision stays).
+rev=$(revision)
+n=$(ntasks)
+check "fleet submit to an unknown tenant: exit 2" [ "$(submit_node "$work/r1" nope -- /bin/true)" = "exit 2" ]
+check "fleet submit of a task larger than every share: exit 2" [ "$(submit_node "$work/r2" web --cpu 5 -- /bin/true)" = "exit 2" ]
+check "fleet submit refused: the tenant, the task, why" grep -q "tenant 'web': the task is larger than its share on each of the 2 nodes" "$work/r2.err"
+check "fleet submit refused: etcd's revision stays" [ "$(revision)" = "$rev" ]
+check "fleet submit refused: no task written" [ "$(ntasks)" = "$n" ]
+ctl put /drfd/tenants/lonely '{"weight":1,"task":{"cpu":1}}' >/dev/null
+rev=$(revision)
+check "fleet submit for a tenant assigned nowhere: exit 2" [ "$(submit_node "$work/r3" lonely -- /bin/true)" = "exit 2" ]
+check "fleet submit for a tenant assigned nowhere: nothing written" [ "$(revision)" = "$rev" ]
+check "fleet submit for a tenant assigned nowhere: says so" grep -q "no node alive has an assignment for it" "$work/r3.err"
+ctl del /drfd/tenants/lonely >/dev/null
+# --task-key: the task's ID; a retry writes nothing and answers where it went.
+first=$(submit_node "$work/k1" web --task-key job-1 -- /bin/echo once)
+rev=$(revision)
+second=$(submit_node "$work/k2" web --task-key job-1 -- /bin/echo once)
+check "fleet submit --task-key: placed ($first)" grep -qxE 'n[12] waits' <<<"$first"
+check "fleet submit --task-key again: the same node, nothing written" [ "${second% *}" = "${first% *}" ]
+check "fleet submit --task-key again: etcd's revision stays" [ "$(revision)" = "$rev" ]
+check "fleet submit --task-key again: one task job-1" [ "$(ctl get --prefix /drfd/tasks/ --keys-only | grep -c '/job-1$')" = 1 ]
+check "fleet submit --task-key again: placed false" python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["placed"] is False and d["id"] == "job-1", d' "$work/k2"
+"$DRFCTL" fleet submit web --endpoints "$ep" --task-key 'bad key' -- /bin/true >/dev/null 2>&1
+check "fleet submit --task-key that is not a name: exit 64" [ $? -eq 64 ]
+"$DRFCTL" fleet submit web --endpoints "$ep" >/dev/null 2>&1
+check "fleet submit without a command: exit 64" [ $? -eq 64 ]
+# status shows the tasks and their states.
+"$DRFCTL" fleet status --endpoints "$ep" --json >"$work/status3.json" 2>&1
+check "fleet status --json: the tasks, their nodes and states" python3 - "$work/status3.json" "$work/s1" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+first = json.load(open(sys.argv[2]))["id"]
+t = {x["id"]: x for x in d["tasks"]}
+assert len(t) == 7, t
+assert t[first]["node"] == "n1" and t[first]["state"] == "exited" and t[first]["code"] == 0, t[first]
+assert t["job-1"]["state"] == "submitted" and t["job-1"]["key"] == "job-1", t["job-1"]
+assert t["job-1"]["argv"] == ["/bin/echo", "once"], t["job-1"]
+PY
+"$DRFCTL" fleet status --endpoints "$ep" >"$work/status3.txt" 2>&1
+check "fleet status: a line per task" [ "$(grep -cE '^[0-9a-z-]+ +n[12] +web +(submitted|exited 0)' "$work/status3.txt")" = 7 ]
+
 # Exit codes.
 printf '[tenant x]\nweight = 0\n' >"$work/bad.conf"
 "$DRFCTL" fleet apply -f "$work/bad.conf" --endpoints "$ep" >/dev/null 2>&1

@@ -129,6 +129,33 @@ static void test_fleet_member(void **state)
 	expect_error("[capacity]\ncpu = 4\n[fleet]\nendpoints = http://a\n[tenant t]\ncpu = 1\n",
 		     5, "come from the fleet");
 
+	/* task-user: looked up at load, never root; its uid, gid, groups and home kept. */
+	assert_int_equal(load_with("[capacity]\ncpu = 4\n[fleet]\nendpoints = http://a\n"
+				   "task-user = alice\n", &t_fake_host, &c), 0);
+	assert_string_equal(c.fleet.task_user, "alice");
+	assert_int_equal(c.fleet.task_uid, 1000);
+	assert_int_equal(c.fleet.task_gid, 1000);
+	assert_int_equal(c.fleet.task_ngroups, 2);
+	assert_int_equal(c.fleet.task_groups[1], 27);
+	assert_string_equal(c.fleet.task_home, "/home/alice");
+	drf_config_free(&c);
+	assert_int_equal(load_with("[capacity]\ncpu = 4\n[fleet]\nendpoints = http://a\n"
+				   "task-user = nohome\n", &t_fake_host, &c), 0);
+	assert_string_equal(c.fleet.task_home, "/");
+	drf_config_free(&c);
+	assert_int_equal(load_with("[capacity]\ncpu = 4\n[fleet]\nendpoints = http://a\n",
+				   &t_fake_host, &c), 0);
+	assert_null(c.fleet.task_user);
+	drf_config_free(&c);
+	expect_error("[capacity]\ncpu = 4\n[fleet]\nendpoints = http://a\ntask-user = root\n", 5,
+		     "uid 0");
+	expect_error("[capacity]\ncpu = 4\n[fleet]\nendpoints = http://a\n\ntask-user = bob\n", 6,
+		     "task-user = 'bob': no such user");
+	expect_error("[capacity]\ncpu = 4\n[fleet]\nendpoints = http://a\ntask-user = alice\n"
+		     "task-user = alice\n", 6, "task-user");
+	expect_error("[capacity]\ncpu = 4\n[fleet]\nendpoints = http://a\ntask-user =\n", 5,
+		     "empty value");
+
 	/* The assignment's tenants, checked as a config's own: */
 	assert_int_equal(t_write_file(main_path, "[capacity]\ncpu = 4\nmemory = 8G\n[fleet]\n"
 				      "endpoints = http://a\n"), 0);

@@ -36,7 +36,11 @@
 #include <json-c/json_tokener.h>
 
 #include "daemon.h"
+#include "fakecg.h"
 #include "fakedrfd.h"
+#include "fakeetcd.h"
+#include "fleet.h"
+#include "fleetd.h"
 #include "json.h"
 #include "listener.h"
 #include "log.h"
@@ -44,6 +48,7 @@
 #include "statedir.h"
 #include "statefile.h"
 #include "status.h"
+#include "tasks.h"
 #include "testlib.h"
 #include "text.h"
 
@@ -550,6 +555,198 @@ static void test_fleet_assignment(void **state)
 	assert_int_equal(drfd_assign(&d, a, 1, "fleet assignment of revision 7"), 0);
 	assert_int_equal(d.decl.cfg.n_tenants, 1);
 	assert_string_equal(fakedrfd_get(&fx, "db", "cpu.max"), "");
+}
+
+
+/*
+ * Fleet tasks on a node: its etcd the fake one (env.etcd_open), its task
+ * queue on a spawn whose tasks never end. A task placed on the node runs as
+ * [fleet] task-user (nobody: no home, so "/"), under the key fleet:ID; its
+ * state goes back to etcd; a restart that reads it again queues nothing new;
+ * a node without task-user refuses the task in etcd and queues nothing.
+ */
+static int fleet_etcd_open(void *ctx, const struct etcd_config *c, struct sd_event *event,
+			   struct etcd **ret, char *err, size_t len)
+{
+	(void)c;
+	(void)event;
+	(void)err;
+	(void)len;
+	return fakeetcd_connect(ctx, ret);
+}
+
+static int running_spawn(void *ctx, const struct cgfs *cfs, const char *cg,
+			 const struct drf_task *t, const struct drf_knobs *limits, int dirfd,
+			 const char *tdir, pid_t *ret)
+{
+	char p[4096];
+
+	(void)ctx;
+	(void)t;
+	(void)limits;
+	(void)dirfd;
+	(void)tdir;
+	snprintf(p, sizeof(p), "%s/cgroup.events", cg);
+	assert_int_equal(fakecg_put(cfs->rootfd, p, "populated 1\n"), 0);
+	*ret = 0;
+	return 0;
+}
+
+static void running_reap(void *ctx, pid_t pid)
+{
+	(void)ctx;
+	(void)pid;
+}
+
+static const struct drf_spawn_ops running_ops = { running_spawn, running_reap };
+
+static struct {
+	sd_event *ev;
+	struct fakeetcd *fake;
+	struct etcd *admin;
+} fl;
+
+static void fl_pump(void)
+{
+	while (sd_event_run(fl.ev, 0) > 0)
+		;
+}
+
+/* The node started on fx (after fakedrfd_start or _restart), as drfd.c starts it. */
+static void fl_node_start(void)
+{
+	char err[512];
+
+	d.event = sd_event_ref(fl.ev);
+	d.fleet_mode = true;
+	assert_int_equal(drfd_fleet_open(&d, err, sizeof(err)), 0);
+	assert_int_equal(drfd_fleet_start(&d), 0);
+}
+
+/* Ticks of the node and its tasks, 200 ms apart, with the loop run between. */
+static void fl_steps(int n)
+{
+	for (int i = 0; i < n; i++) {
+		fakedrfd_advance(&fx, 200 * 1000);
+		fakeetcd_tick(fl.fake);
+		drf_fleet_node_tick(d.fleet);
+		fl_pump();
+		drfd_fleet_tasks_step(&d);
+		fl_pump();
+	}
+}
+
+static void fl_put_cb(void *userdata, int err, const char *msg, const struct etcd_resp *r)
+{
+	(void)msg;
+	(void)r;
+	*(int *)userdata = err ? err : 1;
+}
+
+static void fl_put(const char *key, const char *value)
+{
+	int done = 0;
+	uint64_t id;
+
+	assert_int_equal(etcd_put(fl.admin, &(struct etcd_req){ .key = key, .value = value,
+								 .value_len = strlen(value) },
+				  fl_put_cb, &done, &id), 0);
+	fl_pump();
+	assert_int_equal(done, 1);
+}
+
+/* P/taskstate/n1/ID as the store has it (st NONE: none). */
+static struct drf_fleet_task_state fl_state(const char *id)
+{
+	struct drf_fleet_task_state st = { 0 };
+	char key[128];
+	const struct etcd_kv *kv;
+
+	snprintf(key, sizeof(key), "/drfd/taskstate/n1/%s", id);
+	kv = fakeetcd_get(fl.fake, key);
+	if (kv)
+		assert_int_equal(drf_fleet_task_state_parse(kv->value, kv->value_len, &st, NULL, 0),
+				 0);
+	return st;
+}
+
+#define FLEET_NODE_CONF                                                                        \
+	"[capacity]\ncpu = 4\nmemory = 4G\n[fleet]\nendpoints = http://127.0.0.1:1\nnode = n1\n"
+#define FLEET_TASK "{\"tenant\":\"web\",\"argv\":[\"/bin/true\"],\"task\":{\"cpu\":1}}"
+
+static void test_fleet_tasks(void **state)
+{
+	const struct drf_task *t;
+	struct drf_fleet_task_state st;
+
+	(void)state;
+	memset(&fl, 0, sizeof(fl));
+	assert_int_equal(fakedrfd_setup(&fx, "mode = limit\n",
+					FLEET_NODE_CONF "task-user = nobody\n"), 0);
+	assert_int_equal(sd_event_new(&fl.ev), 0);
+	fl.fake = fakeetcd_new(fl.ev, &fx.clock);
+	assert_non_null(fl.fake);
+	assert_int_equal(fakeetcd_connect(fl.fake, &fl.admin), 0);
+	fx.env.spawn = &running_ops;
+	fx.env.etcd_open = fleet_etcd_open;
+	fx.env.etcd_ctx = fl.fake;
+	assert_int_equal(fakedrfd_start(&fx), 0);
+	assert_non_null(d.tasks);
+	fl_node_start();
+	/* The node plans (it is the only one): web's two tasks are its. */
+	fl_put("/drfd/tenants/web", "{\"weight\":1,\"tasks\":2,\"task\":{\"cpu\":1,"
+				    "\"memory\":268435456}}");
+	fl_steps(5);
+	assert_int_equal(d.decl.cfg.n_tenants, 1);
+	fl_put("/drfd/tasks/n1/job-1", FLEET_TASK);
+	fl_steps(10);
+	/* Queued as task-user, never as whoever wrote etcd; running (it never ends here). */
+	assert_int_equal(d.tasks->n, 1);
+	t = &d.tasks->t[0];
+	assert_string_equal(t->tenant, "web");
+	assert_int_equal(t->uid, 65534);
+	assert_string_equal(t->key, "fleet:job-1");
+	assert_string_equal(t->cwd, "/");
+	assert_string_equal(t->argv[0], "/bin/true");
+	assert_true(t->vec[DRF_RES_CPU] == 1);
+	st = fl_state("job-1");
+	assert_int_equal(st.st, DRF_FLEET_TASK_RUNNING);
+	assert_int_equal(st.task, t->id);
+	/* A restart reads it again (not final): the key finds its task, nothing new queued. */
+	assert_int_equal(fakedrfd_restart(&fx), 0);
+	fl_node_start();
+	fl_steps(10);
+	assert_int_equal(d.tasks->n, 1);
+	assert_int_equal(fl_state("job-1").st, DRF_FLEET_TASK_RUNNING);
+	/* Without task-user: the next task refused in etcd, nothing queued. */
+	assert_int_equal(fakedrfd_write(&fx, "mode = limit\n", FLEET_NODE_CONF), 0);
+	assert_int_equal(fakedrfd_restart(&fx), 0);
+	fl_node_start();
+	fl_put("/drfd/tasks/n1/job-2", FLEET_TASK);
+	fl_steps(10);
+	assert_int_equal(d.tasks->n, 1);
+	st = fl_state("job-2");
+	assert_int_equal(st.st, DRF_FLEET_TASK_REFUSED);
+	assert_non_null(strstr(st.why, "task-user is not set"));
+	/* A task of a tenant the node is not assigned: refused by the queue, with why. */
+	assert_int_equal(fakedrfd_write(&fx, "mode = limit\n",
+					FLEET_NODE_CONF "task-user = nobody\n"), 0);
+	assert_int_equal(fakedrfd_restart(&fx), 0);
+	fl_node_start();
+	fl_put("/drfd/tasks/n1/job-3", "{\"tenant\":\"db\",\"argv\":[\"x\"],\"task\":{\"cpu\":1}}");
+	/* ...after a while: an assignment that brings the tenant may be on its way. */
+	fl_steps(10);
+	assert_int_equal(fl_state("job-3").st, DRF_FLEET_TASK_NONE);
+	fl_steps(50);
+	assert_int_equal(d.tasks->n, 1);
+	st = fl_state("job-3");
+	assert_int_equal(st.st, DRF_FLEET_TASK_REFUSED);
+	assert_non_null(strstr(st.why, "db"));
+	drfd_fleet_free(&d);
+	etcd_close(fl.admin);
+	fakeetcd_free(fl.fake);
+	fl_pump();
+	sd_event_unref(fl.ev);
 }
 
 static void test_reload_refused_changes_nothing(void **state)
@@ -1464,6 +1661,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_reload_hands_plan_to_network, NULL, teardown),
 		cmocka_unit_test_setup_teardown(test_fleet_assignment, NULL, teardown),
+		cmocka_unit_test_setup_teardown(test_fleet_tasks, NULL, teardown),
 		cmocka_unit_test_setup_teardown(test_status_cpu_usage, setup_observed, teardown),
 		cmocka_unit_test_setup_teardown(test_reload_refused_changes_nothing, setup_observed,
 						teardown),

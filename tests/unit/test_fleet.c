@@ -905,6 +905,460 @@ static void test_unplannable_skipped(void **state)
 	}
 }
 
+/* Fleet tasks. */
+
+/* The tasks handed to a node's on_task, by the test's nodes (index in env.node). */
+static struct {
+	int n[NNODES];
+	char last_id[NNODES][DRF_TENANT_NAME_MAX + 1];
+	enum drf_fleet_task_st last_st[NNODES];
+	char last_arg[NNODES][64];
+} handed;
+
+static void on_task(void *userdata, const struct drf_fleet_task *t,
+		    const struct drf_fleet_task_state *s)
+{
+	struct tnode *tn = userdata;
+	int i = (int)(tn - env.node);
+
+	assert_string_equal(t->node, tn->name);
+	handed.n[i]++;
+	snprintf(handed.last_id[i], sizeof(handed.last_id[i]), "%s", t->id);
+	handed.last_st[i] = s->st;
+	snprintf(handed.last_arg[i], sizeof(handed.last_arg[i]), "%s", t->argv[t->argc - 1]);
+}
+
+/* Node i with on_task, registered. */
+static struct tnode *task_node(int i)
+{
+	struct tnode *t = &env.node[i];
+	struct drf_fleet_node_config c = {
+		.node = names[i], .ttl = TTL, .clock = &env.clock, .on_task = on_task,
+		.userdata = t,
+	};
+	char err[256];
+
+	c.capacity[DRF_RES_CPU] = caps[i][0];
+	c.capacity[DRF_RES_MEMORY] = caps[i][1];
+	t->name = names[i];
+	assert_int_equal(fakeetcd_connect(env.fake, &t->e), 0);
+	assert_int_equal(drf_fleet_node_new(&c, t->e, &t->n, err, sizeof(err)), 0);
+	assert_int_equal(drf_fleet_node_start(t->n), 0);
+	t->alive = true;
+	advance(STEP);
+	return t;
+}
+
+struct submitted {
+	bool done, placed;
+	int err;
+	char node[DRF_TENANT_NAME_MAX + 1];
+};
+
+static void submitted_cb(void *userdata, int err, const char *msg, bool placed, const char *node,
+			 int64_t revision)
+{
+	struct submitted *s = userdata;
+
+	(void)msg;
+	(void)revision;
+	s->done = true;
+	s->err = err;
+	s->placed = placed;
+	snprintf(s->node, sizeof(s->node), "%s", node ? node : "");
+}
+
+/* drfctl fleet submit's write of task id on node (argument arg): what it answered. */
+static struct submitted submit(const char *node, const char *id, const char *arg)
+{
+	char *argv[] = { "/bin/echo", (char *)arg, NULL };
+	struct drf_fleet_task t = { .argv = argv, .argc = 2, .submitted = 1700000000 };
+	struct submitted s = { 0 };
+
+	snprintf(t.node, sizeof(t.node), "%s", node);
+	snprintf(t.id, sizeof(t.id), "%s", id);
+	snprintf(t.tenant, sizeof(t.tenant), "t-web");
+	t.vec[DRF_RES_CPU] = 2;
+	assert_int_equal(drf_fleet_submit(env.admin, PREFIX, &t, submitted_cb, &s), 0);
+	pump();
+	assert_true(s.done);
+	assert_int_equal(s.err, 0);
+	return s;
+}
+
+/* One ID is placed once: a retry that would place it elsewhere writes nothing, and says where. */
+static void test_task_submit_once(void **state)
+{
+	struct submitted s;
+	int64_t rev;
+
+	(void)state;
+	s = submit("A", "job-1", "x");
+	assert_true(s.placed);
+	assert_string_equal(s.node, "A");
+	assert_non_null(fakeetcd_get(env.fake, PREFIX "tasks/A/job-1"));
+	assert_string_equal(fakeetcd_get(env.fake, PREFIX "taskids/job-1")->value, "A");
+	rev = fakeetcd_revision(env.fake);
+	s = submit("B", "job-1", "y");
+	assert_false(s.placed);
+	assert_string_equal(s.node, "A");
+	assert_int_equal(fakeetcd_revision(env.fake), rev);
+	assert_null(fakeetcd_get(env.fake, PREFIX "tasks/B/job-1"));
+	/* Another ID goes where it is sent. */
+	assert_true(submit("B", "job-2", "z").placed);
+	assert_non_null(fakeetcd_get(env.fake, PREFIX "tasks/B/job-2"));
+}
+
+static bool a_handed_two(void)
+{
+	return handed.n[0] >= 2;
+}
+
+/*
+ * A node's tasks: each new one handed over once, only its own; its state
+ * written back; read again after a restart or a compaction, only those not
+ * in a final state are handed over again (the owner's queue takes the ID as
+ * its key); a value that does not parse is refused there.
+ */
+static void test_task_node(void **state)
+{
+	const struct etcd_kv *kv;
+	struct drf_fleet_task_state st = { .st = DRF_FLEET_TASK_QUEUED, .task = 7, .at = 5 }, got;
+
+	(void)state;
+	memset(&handed, 0, sizeof(handed));
+	submit("A", "early", "before"); /* before the node starts: found by its first read */
+	task_node(0);
+	task_node(1);
+	assert_int_equal(handed.n[0], 1);
+	assert_string_equal(handed.last_id[0], "early");
+	assert_int_equal(handed.last_st[0], DRF_FLEET_TASK_NONE);
+	submit("A", "job-1", "one");
+	submit("B", "job-2", "two");
+	advance(STEP);
+	assert_int_equal(handed.n[0], 2);
+	assert_string_equal(handed.last_id[0], "job-1");
+	assert_string_equal(handed.last_arg[0], "one");
+	assert_int_equal(handed.n[1], 1);
+	assert_string_equal(handed.last_id[1], "job-2");
+	/* A rewrite of a task's value (by hand) is not a new task. */
+	admin_put(PREFIX "tasks/A/job-1", "{\"tenant\":\"t-web\",\"argv\":[\"/bin/false\"]}");
+	advance(STEP);
+	assert_int_equal(handed.n[0], 2);
+	/* The state, written back; only the newest of those not yet sent. */
+	assert_int_equal(drf_fleet_node_task_state(env.node[0].n, "job-1", &st), 0);
+	st.st = DRF_FLEET_TASK_RUNNING;
+	assert_int_equal(drf_fleet_node_task_state(env.node[0].n, "job-1", &st), 0);
+	st.st = DRF_FLEET_TASK_EXITED;
+	st.code = 3;
+	assert_int_equal(drf_fleet_node_task_state(env.node[0].n, "job-1", &st), 0);
+	assert_int_equal(drf_fleet_node_task_state(env.node[0].n, "not a name", &st), -EINVAL);
+	advance(STEP);
+	assert_int_equal(drf_fleet_node_task_states_pending(env.node[0].n), 0);
+	kv = fakeetcd_get(env.fake, PREFIX "taskstate/A/job-1");
+	assert_non_null(kv);
+	assert_int_equal(drf_fleet_task_state_parse(kv->value, kv->value_len, &got, NULL, 0), 0);
+	assert_int_equal(got.st, DRF_FLEET_TASK_EXITED);
+	assert_int_equal(got.code, 3);
+	assert_int_equal(got.task, 7);
+	/* A restart: "early" (no state) is handed over again, job-1 (exited) is not. */
+	node_free(&env.node[0]);
+	memset(&handed, 0, sizeof(handed));
+	task_node(0);
+	assert_int_equal(handed.n[0], 1);
+	assert_string_equal(handed.last_id[0], "early");
+	/* A state that is not final hands it over again, with that state. */
+	st.st = DRF_FLEET_TASK_RUNNING;
+	assert_int_equal(drf_fleet_node_task_state(env.node[0].n, "early", &st), 0);
+	advance(STEP);
+	/* Behind a compaction: read again, the same rule. */
+	fakeetcd_break_watches(env.fake, -ECONNRESET);
+	admin_put("/elsewhere", "x");
+	assert_int_equal(fakeetcd_compact(env.fake, fakeetcd_revision(env.fake)), 0);
+	advance_until(a_handed_two, 5 * DRF_USEC_PER_SEC);
+	assert_string_equal(handed.last_id[0], "early");
+	assert_int_equal(handed.last_st[0], DRF_FLEET_TASK_RUNNING);
+	assert_true(status_of(&env.node[0]).resyncs >= 1);
+	/* A value that does not parse: refused, by the node, in its state. */
+	admin_put(PREFIX "tasks/A/broken", "{\"tenant\":\"t-web\",\"argv\":[]}");
+	advance(STEP);
+	assert_int_equal(handed.n[0], 2);
+	kv = fakeetcd_get(env.fake, PREFIX "taskstate/A/broken");
+	assert_non_null(kv);
+	assert_int_equal(drf_fleet_task_state_parse(kv->value, kv->value_len, &got, NULL, 0), 0);
+	assert_int_equal(got.st, DRF_FLEET_TASK_REFUSED);
+	assert_non_null(strstr(got.why, "argv"));
+}
+
+/* A state write that fails is tried again from the tick, and lands. */
+static void test_task_state_retried(void **state)
+{
+	struct drf_fleet_task_state st = { .st = DRF_FLEET_TASK_FAILED, .why = "killed" };
+
+	(void)state;
+	task_node(0);
+	env.fake->fault = (struct drf_fault){ .ops = FAKEETCD_OP_PUT, .err = EAGAIN, .path = "/j" };
+	env.fake->fault_times = 2;
+	assert_int_equal(drf_fleet_node_task_state(env.node[0].n, "j", &st), 0);
+	pump();
+	assert_int_equal(drf_fleet_node_task_states_pending(env.node[0].n), 1);
+	assert_null(fakeetcd_get(env.fake, PREFIX "taskstate/A/j"));
+	advance(3 * DRF_USEC_PER_SEC);
+	assert_int_equal(drf_fleet_node_task_states_pending(env.node[0].n), 0);
+	assert_non_null(fakeetcd_get(env.fake, PREFIX "taskstate/A/j"));
+}
+
+/* The task formats: round trips, and what they refuse. */
+static void test_task_formats(void **state)
+{
+	char *argv[] = { "/bin/sh", "-c", "echo \"a b\"\n\t\\", NULL };
+	struct drf_fleet_task t = { .node = "n1", .id = "job-1", .tenant = "web", .argv = argv,
+				    .argc = 3, .submitted = 1700000000, .by = "alice", .key = "job-1" };
+	struct drf_fleet_task u;
+	struct drf_fleet_task_state s = { .st = DRF_FLEET_TASK_REFUSED, .why = "no \"user\"",
+					  .task = 0, .at = 9 }, v;
+	static const char *const bad_tasks[] = {
+		"", "[]", "{\"argv\":[\"x\"]}", "{\"tenant\":\"web\"}",
+		"{\"tenant\":\"web\",\"argv\":[]}", "{\"tenant\":\".x\",\"argv\":[\"x\"]}",
+		"{\"tenant\":\"web\",\"argv\":[1]}", "{\"tenant\":\"web\",\"argv\":\"x\"}",
+		"{\"tenant\":\"web\",\"argv\":[\"x\"],\"task\":{\"cpu\":-1}}",
+		"{\"tenant\":\"web\",\"argv\":[\"x\"],\"task\":{\"gpu\":1}}",
+		"{\"tenant\":\"web\",\"argv\":[\"a\\u0000b\"]}",
+		"{\"tenant\":\"web\",\"argv\":[\"x\"],\"submitted\":\"now\"}",
+	};
+	static const char *const bad_states[] = {
+		"{}", "{\"state\":\"done\"}", "{\"state\":1}", "{\"state\":\"exited\",\"code\":256}",
+		"{\"state\":\"failed\",\"why\":3}", "not json",
+	};
+	char *text, err[256];
+
+	(void)state;
+	t.vec[DRF_RES_CPU] = 1.5;
+	t.vec[DRF_RES_MEMORY] = G;
+	assert_int_equal(drf_fleet_task_value(&t, &text), 0);
+	assert_null(strchr(text, '\n'));
+	assert_int_equal(drf_fleet_task_parse("n1", "job-1", text, strlen(text), &u, err,
+					      sizeof(err)), 0);
+	assert_string_equal(u.tenant, "web");
+	assert_int_equal(u.argc, 3);
+	for (size_t i = 0; i < 3; i++)
+		assert_string_equal(u.argv[i], argv[i]);
+	assert_null(u.argv[3]);
+	assert_true(u.vec[DRF_RES_CPU] == 1.5 && u.vec[DRF_RES_MEMORY] == G);
+	assert_int_equal(u.submitted, 1700000000);
+	assert_string_equal(u.by, "alice");
+	assert_string_equal(u.key, "job-1");
+	drf_fleet_task_clear(&u);
+	/* The key's names are checked; the value's own keys a newer drfctl adds are passed over. */
+	assert_int_equal(drf_fleet_task_parse("n1", "a/b", text, strlen(text), &u, NULL, 0), -EINVAL);
+	free(text);
+	text = "{\"tenant\":\"web\",\"argv\":[\"x\"],\"priority\":3}";
+	assert_int_equal(drf_fleet_task_parse("n1", "j", text, strlen(text), &u, NULL, 0), 0);
+	assert_null(u.by);
+	assert_null(u.key);
+	drf_fleet_task_clear(&u);
+	memset(&u, 0x5a, sizeof(u));
+	for (size_t i = 0; i < sizeof(bad_tasks) / sizeof(*bad_tasks); i++) {
+		int r = drf_fleet_task_parse("n1", "j", bad_tasks[i], strlen(bad_tasks[i]), &u, err,
+					     sizeof(err));
+
+		if (r != -EBADMSG && r != -EINVAL)
+			fail_msg("task value %zu: %d", i, r);
+		assert_true(err[0] != '\0');
+		assert_int_equal(u.argc, 0x5a5a5a5a5a5a5a5aull); /* untouched */
+	}
+	/* A task of no command, or a tenant not a name, is not written. */
+	t.argc = 0;
+	assert_int_equal(drf_fleet_task_value(&t, &text), -EINVAL);
+	t.argc = 3;
+	snprintf(t.tenant, sizeof(t.tenant), "a b");
+	assert_int_equal(drf_fleet_task_value(&t, &text), -EINVAL);
+	/* States. */
+	assert_int_equal(drf_fleet_task_state_value(&s, &text), 0);
+	assert_int_equal(drf_fleet_task_state_parse(text, strlen(text), &v, NULL, 0), 0);
+	free(text);
+	assert_true(drf_fleet_task_state_same(&s, &v));
+	assert_int_equal(v.at, 9);
+	s = (struct drf_fleet_task_state){ .st = DRF_FLEET_TASK_EXITED, .code = 0, .task = 12 };
+	assert_int_equal(drf_fleet_task_state_value(&s, &text), 0);
+	assert_string_equal(text, "{\"state\":\"exited\",\"code\":0,\"task\":12,\"at\":0}");
+	assert_int_equal(drf_fleet_task_state_parse(text, strlen(text), &v, NULL, 0), 0);
+	free(text);
+	assert_true(drf_fleet_task_state_same(&s, &v));
+	v.code = 1;
+	assert_false(drf_fleet_task_state_same(&s, &v));
+	s.st = DRF_FLEET_TASK_NONE;
+	assert_int_equal(drf_fleet_task_state_value(&s, &text), -EINVAL);
+	for (size_t i = 0; i < sizeof(bad_states) / sizeof(*bad_states); i++) {
+		int r = drf_fleet_task_state_parse(bad_states[i], strlen(bad_states[i]), &v, err,
+						   sizeof(err));
+
+		if (r != -EBADMSG && r != -EINVAL)
+			fail_msg("state value %zu: %d", i, r);
+	}
+	assert_true(drf_fleet_task_st_final(DRF_FLEET_TASK_EXITED));
+	assert_true(drf_fleet_task_st_final(DRF_FLEET_TASK_REFUSED));
+	assert_false(drf_fleet_task_st_final(DRF_FLEET_TASK_RUNNING));
+	assert_false(drf_fleet_task_st_final(DRF_FLEET_TASK_NONE));
+}
+
+/* A view by hand: nodes (cpu, memory G), tenants' shapes, assignments' allocs, tasks. */
+struct pv {
+	struct drf_fleet_view v;
+	struct drf_fleet_nodeinfo nodes[4];
+	struct drf_fleet_tenant_entry tenants[2];
+	struct drf_fleet_assign_entry assigns[4];
+	struct drf_fleet_share shares[4][2];
+	struct drf_fleet_task_entry tasks[8];
+};
+
+static void pv_node(struct pv *p, const char *name, double cpu, double memg)
+{
+	struct drf_fleet_nodeinfo *n = &p->nodes[p->v.n_nodes++];
+
+	snprintf(n->name, sizeof(n->name), "%s", name);
+	n->capacity[DRF_RES_CPU] = cpu;
+	n->capacity[DRF_RES_MEMORY] = memg * G;
+}
+
+/* Tenant t's alloc on node k (its assignment made if need be; nodes in order). */
+static void pv_alloc(struct pv *p, size_t k, const char *t, double cpu, double memg)
+{
+	struct drf_fleet_assign_entry *a = &p->assigns[k];
+	struct drf_fleet_share *s;
+
+	if (p->v.n_assigns <= k)
+		p->v.n_assigns = k + 1;
+	snprintf(a->node, sizeof(a->node), "%s", p->nodes[k].name);
+	a->a.tenants = p->shares[k];
+	s = &p->shares[k][a->a.n++];
+	snprintf(s->name, sizeof(s->name), "%s", t);
+	s->alloc[DRF_RES_CPU] = cpu;
+	s->alloc[DRF_RES_MEMORY] = memg * G;
+}
+
+/* A task of t on node (tasks in node order), in state st. */
+static void pv_task(struct pv *p, const char *node, const char *t, double cpu, double memg,
+		    enum drf_fleet_task_st st)
+{
+	struct drf_fleet_task_entry *e = &p->tasks[p->v.n_tasks];
+
+	snprintf(e->t.node, sizeof(e->t.node), "%s", node);
+	snprintf(e->t.id, sizeof(e->t.id), "t%zu", p->v.n_tasks++);
+	snprintf(e->t.tenant, sizeof(e->t.tenant), "%s", t);
+	e->t.vec[DRF_RES_CPU] = cpu;
+	e->t.vec[DRF_RES_MEMORY] = memg * G;
+	e->s.st = st;
+}
+
+static void pv_init(struct pv *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->v.nodes = p->nodes;
+	p->v.tenants = p->tenants;
+	p->v.assigns = p->assigns;
+	p->v.tasks = p->tasks;
+	snprintf(p->tenants[0].t.name, sizeof(p->tenants[0].t.name), "web");
+	snprintf(p->tenants[1].t.name, sizeof(p->tenants[1].t.name), "zz");
+	p->v.n_tenants = 2;
+}
+
+/* Where a task of (cpu, memg) of tenant goes: the node's name, "-" waits marked with '+', or the error. */
+static const char *place(const struct pv *p, const char *tenant, double cpu, double memg,
+			 char *buf, size_t len)
+{
+	double task[DRF_NRES] = { 0 };
+	char err[256] = "";
+	size_t k = 99;
+	bool waits = false;
+	int r;
+
+	task[DRF_RES_CPU] = cpu;
+	task[DRF_RES_MEMORY] = memg * G;
+	r = drf_fleet_place_task(&p->v, tenant, task, &k, &waits, err, sizeof(err));
+	if (r < 0) {
+		assert_true(err[0] != '\0');
+		assert_int_equal(k, 99); /* untouched */
+		snprintf(buf, len, "%s", strerror(-r));
+	} else {
+		snprintf(buf, len, "%s%s", p->nodes[k].name, waits ? "+" : "");
+	}
+	return buf;
+}
+
+/*
+ * Placement, worked by hand. Nodes A (8, 32G) and B (8, 8G), pool (16, 40G);
+ * web's task (1, 4G) is (1/16, 1/10) of the pool, as a direction (0.385, 0.615).
+ * A's (8, 32G) is (0.5, 0.8), direction (0.385, 0.615): H 0; B's (0.5, 0.2),
+ * (0.714, 0.286): H 0.659. So A, while web has room there.
+ */
+static void test_place_task(void **state)
+{
+	struct pv p;
+	char b[64];
+
+	(void)state;
+	pv_init(&p);
+	assert_string_equal(place(&p, "web", 1, 4, b, sizeof(b)), strerror(ESRCH));
+	pv_node(&p, "A", 8, 32);
+	pv_node(&p, "B", 8, 8);
+	/* Assigned nowhere. */
+	assert_string_equal(place(&p, "web", 1, 4, b, sizeof(b)), strerror(ENOSPC));
+	assert_string_equal(place(&p, "nope", 1, 4, b, sizeof(b)), strerror(ENOENT));
+	assert_string_equal(place(&p, "web", 0, 0, b, sizeof(b)), strerror(EINVAL));
+	pv_alloc(&p, 0, "web", 2, 8);
+	pv_alloc(&p, 1, "web", 4, 8);
+	pv_alloc(&p, 1, "zz", 4, 0);
+	assert_string_equal(place(&p, "web", 1, 4, b, sizeof(b)), "A");
+	/* Larger than web's share anywhere. */
+	assert_string_equal(place(&p, "web", 5, 1, b, sizeof(b)), strerror(ENOSPC));
+	assert_string_equal(place(&p, "web", 3, 9, b, sizeof(b)), strerror(ENOSPC));
+	/* Only B's share holds (3, 1G): there, room now. */
+	assert_string_equal(place(&p, "web", 3, 1, b, sizeof(b)), "B");
+	/* Two tasks of web on A fill its room there (2, 8G): B, though its H is worse. */
+	pv_task(&p, "A", "web", 1, 4, DRF_FLEET_TASK_RUNNING);
+	pv_task(&p, "A", "web", 1, 4, DRF_FLEET_TASK_NONE);
+	assert_string_equal(place(&p, "web", 1, 4, b, sizeof(b)), "B");
+	/* B's room taken too (an exited task frees its room; zz's does not take web's). */
+	pv_task(&p, "B", "web", 3, 4, DRF_FLEET_TASK_QUEUED);
+	pv_task(&p, "B", "web", 1, 4, DRF_FLEET_TASK_EXITED);
+	pv_task(&p, "B", "zz", 1, 0, DRF_FLEET_TASK_RUNNING);
+	assert_string_equal(place(&p, "web", 1, 4, b, sizeof(b)), "B");
+	pv_task(&p, "B", "web", 1, 4, DRF_FLEET_TASK_RUNNING);
+	/*
+	 * No room now: the least H among the shares that could hold it. A has
+	 * (6, 24G) left: (0.375, 0.6), direction (0.385, 0.615), H 0; B (3, 0G
+	 * left): (1, 0), H 1.23. A, to wait there.
+	 */
+	assert_string_equal(place(&p, "web", 1, 4, b, sizeof(b)), "A+");
+	/* (3, 1G) fits only B's share: B, waiting. */
+	assert_string_equal(place(&p, "web", 3, 1, b, sizeof(b)), "B+");
+}
+
+/* Ties of H go to the earlier node; a node without the tenant's share is no candidate. */
+static void test_place_task_ties(void **state)
+{
+	struct pv p;
+	char b[64];
+
+	(void)state;
+	pv_init(&p);
+	pv_node(&p, "A", 8, 8);
+	pv_node(&p, "B", 8, 8);
+	pv_node(&p, "C", 16, 4);
+	pv_alloc(&p, 0, "zz", 8, 8);
+	pv_alloc(&p, 1, "web", 4, 4);
+	pv_alloc(&p, 2, "web", 4, 4);
+	/* web is on B and C: C's shape (16, 4G) is (4, 1G)'s direction, H 0; B's H 0.659. */
+	assert_string_equal(place(&p, "web", 4, 1, b, sizeof(b)), "C");
+	p.nodes[2].capacity[DRF_RES_CPU] = 8;
+	p.nodes[2].capacity[DRF_RES_MEMORY] = 8 * G;
+	/* With B and C alike, H ties: the earlier, B. */
+	assert_string_equal(place(&p, "web", 4, 1, b, sizeof(b)), "B");
+	/* zz is only on A. */
+	assert_string_equal(place(&p, "zz", 4, 1, b, sizeof(b)), "A");
+}
+
 /* The formats. */
 
 static void test_formats(void **state)
@@ -1055,7 +1509,13 @@ int main(void)
 		T(test_invalid_tenant_skipped),
 		T(test_unplannable_skipped),
 		T(test_node_config),
+		T(test_task_submit_once),
+		T(test_task_node),
+		T(test_task_state_retried),
 		cmocka_unit_test(test_formats),
+		cmocka_unit_test(test_task_formats),
+		cmocka_unit_test(test_place_task),
+		cmocka_unit_test(test_place_task_ties),
 	};
 
 	return cmocka_run_group_tests_name("fleet", tests, NULL, NULL);

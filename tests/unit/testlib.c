@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 void t_assert_close_at(double actual, double expected, double rel, double abs_tol,
@@ -98,4 +99,35 @@ static int fake_speed(void *ctx, const char *dev, double *ret)
 	return 0;
 }
 
-const struct drf_host_ops t_fake_host = { fake_cpus, fake_mem, fake_speed, NULL, NULL };
+/* Users: alice (1000, groups 1000 and 27, home /home/alice), nohome (1001, no home), root. */
+static int fake_user(void *ctx, const char *name, struct drf_host_user *ret)
+{
+	static const struct {
+		const char *name, *home;
+		uid_t uid;
+	} users[] = { { "alice", "/home/alice", 1000 }, { "nohome", "", 1001 }, { "root", "/root", 0 } };
+
+	(void)ctx;
+	for (size_t i = 0; i < sizeof(users) / sizeof(*users); i++) {
+		if (strcmp(users[i].name, name) != 0)
+			continue;
+		memset(ret, 0, sizeof(*ret));
+		ret->uid = users[i].uid;
+		ret->gid = users[i].uid;
+		ret->groups = calloc(2, sizeof(*ret->groups));
+		ret->home = strdup(users[i].home);
+		if (!ret->groups || !ret->home) {
+			/* not drf_host_user_clear(): the core tests link no host.c */
+			free(ret->groups);
+			free(ret->home);
+			return -ENOMEM;
+		}
+		ret->groups[0] = users[i].uid;
+		ret->groups[1] = 27;
+		ret->ngroups = 2;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+const struct drf_host_ops t_fake_host = { fake_cpus, fake_mem, fake_speed, NULL, NULL, fake_user };

@@ -4,7 +4,9 @@
 # `drfctl fleet apply` are placed by the elected planner (DRFH, Best-Fit); each
 # node writes the knobs of its share, which must be what `drfctl fleet plan
 # --discrete` gives for the same nodes. Then the faults: a node killed (its tasks
-# re-planned onto the others within its lease's TTL + 2 s), the planner killed
+# re-planned onto the others within its lease's TTL + 2 s), a task submitted to
+# the fleet (run on the node Best-Fit chose, in web's cgroup there, as that
+# node's task-user nobody, its state in etcd reaching exited 0), the planner killed
 # (another elected within one TTL), an etcd member killed (the fleet goes on),
 # and etcd gone (each node keeps its assignment, and a restarted node takes it
 # back from its state dir).
@@ -23,6 +25,8 @@ etcd e1 e2 e3 (127.0.0.1:22379/22381/22383)       drfctl fleet apply: web tasks 
  |- drfd b  /sys/fs/cgroup/fleet-b  cpu 2, memory 2G
  '- drfd c  /sys/fs/cgroup/fleet-c  cpu 1, memory 1G
 expect: each node's cpu.max and memory.max = its tasks x the task (drfctl fleet plan --discrete);
+        drfctl fleet submit web -- id -u; cat /proc/self/cgroup -> uid 65534 (task-user), cgroup
+        /fleet-NODE/web/task-ID on the node chosen, its taskstate exited 0;
         kill -9 c -> its tasks on a and b within 3 + 2 s; kill the planner -> another within 3 s;
         kill e3 -> a new tenant still placed; kill e1 e2 -> assignments kept, status says
         unreachable, a restarted node has its assignment from its state dir
@@ -66,6 +70,7 @@ memory = $3
 endpoints = $EP
 node = $1
 lease-ttl = 3s
+task-user = nobody
 CONF
 }
 declare -A npid
@@ -182,6 +187,27 @@ PY
 knobs_quiet() { knobs_ok >/dev/null; }
 t=$(wait_until 30 knobs_quiet)
 check knobs-as-planned "[ '$t' != timeout ]" "$(knobs_ok) ($t s)"
+
+# A fleet task: placed by drfctl on a node where web has room, queued there as
+# task-user (nobody: no home, so "/"), in web's cgroup, and its state written back.
+"$DRFCTL" fleet submit web --endpoints "$EP" --json -- sh -c 'id -u; cat /proc/self/cgroup' \
+	>"$work/submit.json" 2>"$work/submit.err"
+rc=$?
+sub_node=$($PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["node"])' "$work/submit.json" 2>/dev/null)
+sub_id=$($PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$work/submit.json" 2>/dev/null)
+task_state() { # the task's state in etcd, as `drfctl fleet status` shows it
+	"$DRFCTL" fleet status --endpoints "$EP" --json 2>/dev/null | $PY -c '
+import json, sys
+for t in json.load(sys.stdin)["tasks"]:
+    if t["id"] == sys.argv[1]:
+        print(t["state"], t["code"], t["local_task"])' "$sub_id"
+}
+task_exited() { [ "$(task_state | cut -d" " -f1,2)" = "exited 0" ]; }
+t=$(wait_until 20 task_exited)
+local_id=$(task_state | cut -d" " -f3)
+out=$(cat "$work/$sub_node"/state/*.tasks/"$local_id"/stdout 2>/dev/null | tr '\n' ' ')
+check fleet-task-runs "[ $rc -eq 0 ] && [ '$t' != timeout ] && [ \"\${out%% *}\" = 65534 ] && [ \"\${out#* }\" = '0::/fleet-$sub_node/web/task-$local_id ' ]" \
+	"exit $rc, task ${sub_id:-?} on ${sub_node:-?}: $(task_state) after $t s; it said: $out$(head -c 200 "$work/submit.err")"
 
 # Fault 1: a node dies; its lease runs out (3 s) and the planner places its tasks on a and b.
 before_c=$(ask tasks c)
