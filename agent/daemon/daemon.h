@@ -140,6 +140,7 @@ struct drfd {
 	char fleet_node[65];            /* this node's name */
 	struct drf_tenant *fleet_pending; /* an assignment to put in force from the loop */
 	size_t fleet_pending_n;
+	int64_t fleet_pending_rev; /* its revision, for the node's verdict */
 	char fleet_pending_source[128];
 	struct drfd_fleet_task *fleet_tasks; /* fleet tasks handed over, until final (fleetd.c) */
 	size_t fleet_tasks_n, fleet_tasks_cap;

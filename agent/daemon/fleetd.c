@@ -53,6 +53,9 @@ static int apply_pending(sd_event_source *s, void *userdata)
 	else
 		drf_log(d->log, LOG_NOTICE, "fleet: %s in force: %zu tenants",
 			d->fleet_pending_source, d->fleet_pending_n);
+	/* The node keeps (in the state dir) only what is in force, and offers a refused one again. */
+	drf_fleet_node_applied(d->fleet, d->fleet_pending_rev, r < 0 ? r : 0,
+			       r < 0 ? d->reload_error : NULL);
 	pending_free(d);
 	return 0;
 }
@@ -65,6 +68,7 @@ static void on_assignment(void *userdata, const struct drf_fleet_assignment *a)
 
 	if (!t) {
 		drf_log(d->log, LOG_ERR, "fleet: out of memory for an assignment");
+		drf_fleet_node_applied(d->fleet, a->revision, -ENOMEM, "out of memory");
 		return;
 	}
 	for (size_t i = 0; i < a->n; i++) {
@@ -78,6 +82,7 @@ static void on_assignment(void *userdata, const struct drf_fleet_assignment *a)
 				free(t[j].cgroup);
 			free(t);
 			drf_log(d->log, LOG_ERR, "fleet: out of memory for an assignment");
+			drf_fleet_node_applied(d->fleet, a->revision, -ENOMEM, "out of memory");
 			return;
 		}
 		t[i].weight = s->weight;
@@ -92,6 +97,7 @@ static void on_assignment(void *userdata, const struct drf_fleet_assignment *a)
 	pending_free(d); /* a newer one replaces one not yet in force */
 	d->fleet_pending = t;
 	d->fleet_pending_n = a->n;
+	d->fleet_pending_rev = a->revision;
 	snprintf(d->fleet_pending_source, sizeof(d->fleet_pending_source),
 		 "fleet assignment of revision %lld (planner %s)", (long long)a->revision,
 		 a->planner[0] ? a->planner : "?");
@@ -447,7 +453,9 @@ void drfd_fleet_view(const struct drfd *d, struct drf_view_fleet *ret)
 		.registered = st->registered, .planner = st->planner,
 		.planner_name = st->planner_name, .has_assignment = st->has_assignment,
 		.from_file = st->assignment_from_file,
-		.assignment_revision = st->assignment_revision, .nodes = st->nodes,
+		.assignment_revision = st->assignment_revision,
+		.in_force_revision = st->applied_revision, .refused = st->refused,
+		.refused_why = st->refused_why, .nodes = st->nodes,
 		.tenants = st->tenants, .plans = st->plans, .keys_written = st->keys_written,
 		.fenced = st->fenced, .resyncs = st->resyncs,
 	};

@@ -113,6 +113,11 @@ struct drf_fleet_node {
 	/* The assignment. */
 	struct drf_fleet_assignment cur;
 	bool have_cur, cur_from_file;
+	/* The owner's verdict on cur (drf_fleet_node_applied): in force, or refused and retried. */
+	int64_t applied_rev;         /* of the last one in force; 0: none */
+	bool cur_refused;
+	char refused_why[256];
+	struct backoff refused_bo;
 	bool assign_read_busy;
 	struct fwatch assign_w;
 
@@ -300,16 +305,48 @@ static void fwatch_stop(struct fwatch *w)
 
 static void assign_set(struct drf_fleet_node *n, struct drf_fleet_assignment *a)
 {
-	int r;
-
 	drf_fleet_assignment_clear(&n->cur);
 	n->cur = *a;
 	memset(a, 0, sizeof(*a));
 	n->have_cur = true;
 	n->cur_from_file = false;
-	drf_log(n->log, LOG_INFO, "fleet: assignment of revision %" PRId64 " in force: %zu tenants",
+	n->cur_refused = false;
+	bo_ok(&n->refused_bo);
+	drf_log(n->log, LOG_INFO, "fleet: assignment of revision %" PRId64 ": %zu tenants",
 		n->cur.revision, n->cur.n);
-	if (n->state_dir) {
+	/* Saved in the state dir once the owner has it in force (drf_fleet_node_applied). */
+	if (n->on_assignment)
+		n->on_assignment(n->userdata, &n->cur);
+	else
+		drf_fleet_node_applied(n, n->cur.revision, 0, NULL);
+}
+
+void drf_fleet_node_applied(struct drf_fleet_node *n, int64_t revision, int err, const char *why)
+{
+	int r;
+
+	/* A verdict on one that a newer assignment has replaced since. */
+	if (!n->have_cur || revision != n->cur.revision)
+		return;
+	if (err) {
+		n->cur_refused = true;
+		snprintf(n->refused_why, sizeof(n->refused_why), "%s", why ? why : strerror(-err));
+		/* Again in 5 s, then 10, 20, 40, at most a minute: what refused it may be mended. */
+		n->refused_bo.at = now(n) + (5 * DRF_USEC_PER_SEC << (n->refused_bo.failures < 4
+									? n->refused_bo.failures
+									: 4));
+		if (n->refused_bo.at > now(n) + 60 * DRF_USEC_PER_SEC)
+			n->refused_bo.at = now(n) + 60 * DRF_USEC_PER_SEC;
+		if (n->refused_bo.failures < 64)
+			n->refused_bo.failures++;
+		return;
+	}
+	n->cur_refused = false;
+	n->refused_why[0] = '\0';
+	bo_ok(&n->refused_bo);
+	n->applied_rev = revision;
+	/* The state dir keeps only what was in force: a restart starts from it. */
+	if (n->state_dir && !n->cur_from_file) {
 		r = drf_fleet_assignment_save(n->state_dir, n->name, n->k.prefix, &n->cur);
 		if (r < 0) {
 			snprintf(n->last_error, sizeof(n->last_error), "cannot save the assignment "
@@ -317,8 +354,6 @@ static void assign_set(struct drf_fleet_node *n, struct drf_fleet_assignment *a)
 			drf_log(n->log, LOG_WARNING, "fleet: %s", n->last_error);
 		}
 	}
-	if (n->on_assignment)
-		n->on_assignment(n->userdata, &n->cur);
 }
 
 /* P/assign/NODE as etcd has it: value (len bytes), or none (gone). */
@@ -1283,6 +1318,11 @@ void drf_fleet_node_tick(struct drf_fleet_node *n)
 	fwatch_kick(&n->tasks_w);
 	state_kick(n);
 	plan_kick(n);
+	/* A refused assignment is offered again (a cgroup write failed, or the config was bad). */
+	if (n->cur_refused && bo_due(n, &n->refused_bo) && n->on_assignment) {
+		n->cur_refused = false;
+		n->on_assignment(n->userdata, &n->cur);
+	}
 }
 
 static void at_most(uint64_t *m, uint64_t t)
@@ -1322,6 +1362,8 @@ uint64_t drf_fleet_node_next_tick(const struct drf_fleet_node *n)
 		at_most(&m, n->sw_bo.at);
 	if (n->is_planner && n->plan_dirty && !n->plan_busy)
 		at_most(&m, n->plan_bo.at);
+	if (n->cur_refused)
+		at_most(&m, n->refused_bo.at);
 	return m;
 }
 
@@ -1352,6 +1394,9 @@ void drf_fleet_node_status(const struct drf_fleet_node *n, struct drf_fleet_stat
 	ret->planner_token = n->is_planner ? n->token : n->planner_token;
 	ret->has_assignment = n->have_cur;
 	ret->assignment_revision = n->have_cur ? n->cur.revision : 0;
+	ret->applied_revision = n->applied_rev;
+	ret->refused = n->have_cur && n->cur_refused;
+	snprintf(ret->refused_why, sizeof(ret->refused_why), "%s", ret->refused ? n->refused_why : "");
 	ret->assignment_from_file = n->have_cur && n->cur_from_file;
 	if (n->is_planner) {
 		ret->plan_revision = n->plan_rev;

@@ -375,8 +375,10 @@ struct drf_fleet_node_config {
 	const struct drf_clock *clock; /* NULL: the system's */
 	const struct drf_logger *log;  /* NULL: none */
 	/*
-	 * A new assignment in force (etcd's, or at start the state dir's), from
-	 * the loop (or from drf_fleet_node_start). a lives for the call only.
+	 * A new assignment to put in force (etcd's, or at start the state dir's),
+	 * from the loop (or from drf_fleet_node_start); again after a refusal.
+	 * The owner answers with drf_fleet_node_applied(), then or later. a lives
+	 * for the call only. NULL: each is taken as in force.
 	 */
 	void (*on_assignment)(void *userdata, const struct drf_fleet_assignment *a);
 	/*
@@ -443,8 +445,11 @@ struct drf_fleet_status {
 	char planner_name[DRF_TENANT_NAME_MAX + 1]; /* "" none known */
 	int64_t planner_token;          /* P/planner's create_revision, as last seen */
 	bool has_assignment;
-	int64_t assignment_revision;
+	int64_t assignment_revision;    /* etcd's latest for this node (or the state dir's) */
 	bool assignment_from_file;      /* the state dir's, not yet confirmed by etcd */
+	int64_t applied_revision;       /* the one the owner has in force; 0: none */
+	bool refused;                   /* the owner refused assignment_revision (retried) */
+	char refused_why[256];
 	/* As the planner: its last plan. */
 	int64_t plan_revision;
 	size_t nodes, tenants;
@@ -455,6 +460,16 @@ struct drf_fleet_status {
 };
 
 void drf_fleet_node_status(const struct drf_fleet_node *n, struct drf_fleet_status *ret);
+
+/*
+ * The owner's verdict on the assignment of revision (on_assignment's): 0 when
+ * it is in force (then, and only then, it is kept in the state dir), or err
+ * and why (NULL: err's text) when it was refused: the status says so, and the
+ * node offers it again after 5 s, then 10, 20, 40, then every minute, until a
+ * verdict of 0 or a newer assignment. A verdict on one already replaced is
+ * ignored.
+ */
+void drf_fleet_node_applied(struct drf_fleet_node *n, int64_t revision, int err, const char *why);
 
 /* Closes the client (its calls end, with -ECANCELED) and frees the node. NULL is fine. */
 void drf_fleet_node_free(struct drf_fleet_node *n);

@@ -216,7 +216,11 @@ static void render_daemon(const struct drf_view *v, FILE *f)
 		       "A fleet node: the etcd revision its assignment in force was planned from; "
 		       "NaN before the first.");
 		sample(f, "drfd_fleet_assignment_revision",
-		       v->fleet.has_assignment ? (double)v->fleet.assignment_revision : NAN, NULL);
+		       v->fleet.in_force_revision ? (double)v->fleet.in_force_revision : NAN, NULL);
+		family(f, "drfd_fleet_assignment_refused", "gauge",
+		       "A fleet node: whether it refused its latest assignment (1: the one before "
+		       "stays in force, and the node offers it again).");
+		sample(f, "drfd_fleet_assignment_refused", v->fleet.refused ? 1 : 0, NULL);
 	}
 	family(f, "drfd_probes_up", "gauge",
 	       "Whether the eBPF probes (run-queue wait, on-CPU time, IO requests) are attached "

@@ -370,6 +370,18 @@ static void json_fleet(const struct drf_view *v, json_object *o)
 		drf_json_set_null(x, "assignment_revision");
 		drf_json_set_bool(x, "assignment_from_state_dir", false);
 	}
+	if (fl->in_force_revision)
+		drf_json_set_int(x, "in_force_revision", fl->in_force_revision);
+	else
+		drf_json_set_null(x, "in_force_revision");
+	if (fl->refused) {
+		json_object *rf = drf_json_set_object(x, "refused");
+
+		drf_json_set_int(rf, "revision", fl->assignment_revision);
+		drf_json_set_str(rf, "why", fl->refused_why);
+	} else {
+		drf_json_set_null(x, "refused");
+	}
 	if (fl->planner) {
 		drf_json_set_u64(x, "plan_nodes", fl->nodes);
 		drf_json_set_u64(x, "plan_tenants", fl->tenants);
@@ -659,13 +671,17 @@ static int render_text(const struct drf_view *v, FILE *f, int *problems)
 			!fl->reachable && fl->last_error ? fl->last_error : "",
 			fl->planner_name && fl->planner_name[0] ? fl->planner_name : "none known",
 			fl->planner ? " (this node)" : "");
-		if (fl->has_assignment)
-			fprintf(f, "assignment of revision %lld in force%s\n",
-				(long long)fl->assignment_revision,
+		if (fl->in_force_revision)
+			fprintf(f, "assignment of revision %lld in force%s",
+				(long long)fl->in_force_revision,
 				fl->from_file ? " (from the state dir: etcd has not confirmed it)" : "");
 		else
-			fprintf(f, "no assignment yet\n");
-		if (!fl->reachable)
+			fprintf(f, "no assignment in force yet");
+		if (fl->refused)
+			fprintf(f, "; revision %lld REFUSED (offered again): %s",
+				(long long)fl->assignment_revision, fl->refused_why);
+		fputc('\n', f);
+		if (!fl->reachable || fl->refused)
 			(*problems)++;
 	}
 	if (v->reload_at && !v->reload_ok) {

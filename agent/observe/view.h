@@ -46,7 +46,10 @@ struct drf_view_fleet {
 	const char *planner_name;     /* "" or NULL: none known */
 	bool has_assignment;
 	bool from_file;               /* the state dir's, not yet confirmed by etcd */
-	int64_t assignment_revision;
+	int64_t assignment_revision;  /* etcd's latest for this node */
+	int64_t in_force_revision;    /* the one in force here; 0: none */
+	bool refused;                 /* assignment_revision refused (offered again) */
+	const char *refused_why;
 	size_t nodes, tenants;        /* as the planner: its last plan's */
 	uint64_t plans, keys_written, fenced, resyncs;
 };

@@ -53,6 +53,7 @@ struct tnode {
 	struct etcd *e;
 	bool alive;
 	int assignments; /* on_assignment calls */
+	bool refuse;     /* the owner refuses each assignment (as drfd a bad one) */
 	struct drf_fleet_assignment last;
 	int64_t revs[64]; /* each one's revision (0: withdrawn), the first 64 */
 	char state_dir[128];
@@ -86,6 +87,8 @@ static void on_assignment(void *userdata, const struct drf_fleet_assignment *a)
 	t->assignments++;
 	drf_fleet_assignment_clear(&t->last);
 	assert_int_equal(drf_fleet_assignment_copy(&t->last, a), 0);
+	drf_fleet_node_applied(t->n, a->revision, t->refuse ? -EINVAL : 0,
+			       t->refuse ? "refused by the test" : NULL);
 }
 
 static struct tnode *node_start(int i, bool cut)
@@ -774,6 +777,57 @@ static void test_restart_unreachable(void **state)
 	assert_true(st.reachable);
 	assert_false(st.assignment_from_file);
 	drf_fleet_assignment_clear(&kept);
+}
+
+/*
+ * An assignment its owner refuses: the one before stays the one in force (and
+ * the state dir's), the status says refused and why, and the node offers it
+ * again (after 5 s) until the owner takes it, which the state dir then keeps.
+ */
+static void test_refused_assignment(void **state)
+{
+	struct drf_fleet_assignment file;
+	struct drf_fleet_status st;
+	struct tnode *b = NULL;
+	int64_t before[NNODES];
+	int calls;
+
+	(void)state;
+	fleet_up();
+	for (int i = 0; i < 3; i++) {
+		env.node[i].refuse = true;
+		before[i] = status_of(&env.node[i]).applied_revision;
+		assert_true(before[i] > 0);
+	}
+	web_count = 9;
+	apply(9, false);
+	advance_until(settled, 5 * DRF_USEC_PER_SEC);
+	for (int i = 0; i < 3 && !b; i++)
+		if (status_of(&env.node[i]).refused)
+			b = &env.node[i];
+	assert_non_null(b); /* web's ninth task went somewhere */
+	st = status_of(b);
+	assert_true(st.assignment_revision > st.applied_revision);
+	assert_string_equal(st.refused_why, "refused by the test");
+	assert_int_equal(drf_fleet_assignment_load(b->state_dir, b->name, PREFIX, &file), 0);
+	assert_int_equal(file.revision, st.applied_revision);
+	assert_int_equal(st.applied_revision, before[b - env.node]);
+	drf_fleet_assignment_clear(&file);
+	/* Offered again after 5 s, refused again. */
+	calls = b->assignments;
+	advance(6 * DRF_USEC_PER_SEC);
+	assert_true(b->assignments > calls);
+	assert_true(status_of(b).refused);
+	/* Taken at the next offer (10 s after that one): in force, and kept. */
+	for (int i = 0; i < 3; i++)
+		env.node[i].refuse = false;
+	advance(11 * DRF_USEC_PER_SEC);
+	st = status_of(b);
+	assert_false(st.refused);
+	assert_int_equal(st.applied_revision, st.assignment_revision);
+	assert_int_equal(drf_fleet_assignment_load(b->state_dir, b->name, PREFIX, &file), 0);
+	assert_int_equal(file.revision, st.assignment_revision);
+	drf_fleet_assignment_clear(&file);
 }
 
 /* Every watch behind a compaction: re-read, and the next change still comes. */
@@ -1508,6 +1562,7 @@ int main(void)
 		T(test_only_changed_written),
 		T(test_invalid_tenant_skipped),
 		T(test_unplannable_skipped),
+		T(test_refused_assignment),
 		T(test_node_config),
 		T(test_task_submit_once),
 		T(test_task_node),
