@@ -681,6 +681,29 @@ static void test_planner_key_deleted(void **state)
 	assert_int_equal(status_of(p).fenced, 0);
 }
 
+/*
+ * A node's key deleted while its lease lives (by hand, or by another drfd of
+ * its name whose lease ended): the planner withdraws its assignment, and the
+ * node registers again and gets one back.
+ */
+static void test_node_key_deleted(void **state)
+{
+	struct etcd_req q = { .key = PREFIX "nodes/B" };
+	int64_t rev = 0;
+	uint64_t id;
+
+	(void)state;
+	fleet_up();
+	assert_int_equal(etcd_delete(env.admin, &q, put_cb, &rev, &id), 0);
+	pump();
+	assert_true(rev > 0);
+	advance(STEP);
+	advance_until(settled, 3 * DRF_USEC_PER_SEC);
+	assert_non_null(fakeetcd_get(env.fake, PREFIX "nodes/B"));
+	assert_true(status_of(&env.node[1]).registered);
+	assert_true(total_tasks("t-web") == web_count);
+}
+
 /* etcd unreachable for a node: it keeps its assignment, and says so. */
 static void test_unreachable_keeps(void **state)
 {
@@ -1563,6 +1586,7 @@ int main(void)
 		T(test_invalid_tenant_skipped),
 		T(test_unplannable_skipped),
 		T(test_refused_assignment),
+		T(test_node_key_deleted),
 		T(test_node_config),
 		T(test_task_submit_once),
 		T(test_task_node),
