@@ -708,6 +708,7 @@ int drfd_reload(struct drfd *d)
 	drf_log(d->log, LOG_NOTICE, "reloaded %s: %zu tenants", d->config_path,
 		d->decl.cfg.n_tenants);
 	log_ignored(d);
+	drfd_fleet_reloaded(d);
 	drfd_log_plan(d->log, &d->plan, d->has_io ? &d->io : NULL);
 	d->verify = drf_verify_per_tick(d->rc.n + d->rc.n_inner, d->decl.cfg.interval_us,
 					d->decl.cfg.verify_period_us);

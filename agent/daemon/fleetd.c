@@ -427,6 +427,18 @@ int drfd_fleet_start(struct drfd *d)
 	return drf_fleet_node_start(d->fleet);
 }
 
+void drfd_fleet_reloaded(struct drfd *d)
+{
+	int r;
+
+	if (!d->fleet)
+		return;
+	r = drf_fleet_node_set_host(d->fleet, d->decl.cfg.capacity, NULL, 0);
+	if (r < 0)
+		drf_log(d->log, LOG_ERR, "fleet: cannot register the new capacity: %s",
+			strerror(-r));
+}
+
 void drfd_fleet_free(struct drfd *d)
 {
 	d->fleet_timer = sd_event_source_unref(d->fleet_timer);

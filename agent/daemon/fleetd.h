@@ -17,6 +17,8 @@ int drfd_fleet_open(struct drfd *d, char *err, size_t len);
 /* Once drfd has started: the state dir's assignment, then etcd's. 0 or -errno. */
 int drfd_fleet_start(struct drfd *d);
 void drfd_fleet_free(struct drfd *d);
+/* A reload in force: the node's capacity as the config now gives it (registered again if changed). */
+void drfd_fleet_reloaded(struct drfd *d);
 /*
  * Fleet tasks: each task the node hands over is queued in the local task
  * queue (tasks.h) from the loop, as [fleet] task-user, under the idempotency

@@ -84,6 +84,7 @@ struct drf_fleet_node {
 	struct backoff lease_bo;
 	bool registered, register_busy;
 	int64_t register_lease;
+	uint64_t value_gen, register_gen; /* node_value's changes; the one being put */
 	struct backoff register_bo;
 
 	/* The election. */
@@ -907,8 +908,8 @@ static void register_cb(void *userdata, int err, const char *msg, const struct e
 	}
 	note_ok(n);
 	bo_ok(&n->register_bo);
-	if (n->register_lease != n->lease) {
-		register_kick(n); /* a new lease meanwhile: register with it */
+	if (n->register_lease != n->lease || n->register_gen != n->value_gen) {
+		register_kick(n); /* a new lease or value meanwhile: register with it */
 		return;
 	}
 	if (!n->registered)
@@ -916,6 +917,32 @@ static void register_cb(void *userdata, int err, const char *msg, const struct e
 			" s)", n->name, n->lease, n->lease_ttl);
 	n->registered = true;
 	campaign_kick(n);
+}
+
+int drf_fleet_node_set_host(struct drf_fleet_node *n, const double capacity[DRF_NRES],
+			    const struct drf_fleet_label *labels, size_t n_labels)
+{
+	char *v = NULL;
+	int r;
+
+	if (n_labels > DRF_FLEET_LABELS_MAX)
+		return -EINVAL;
+	r = drf_fleet_node_value(capacity, labels, n_labels, &v);
+	if (r < 0)
+		return r;
+	if (strcmp(v, n->node_value) == 0) {
+		free(v);
+		return 0;
+	}
+	free(n->node_value);
+	n->node_value = v;
+	n->value_gen++;
+	drf_log(n->log, LOG_INFO, "fleet: %s's capacity changed: registering it again", n->name);
+	/* Put again under the lease in force; one under way is followed by another. */
+	n->registered = false;
+	bo_ok(&n->register_bo);
+	register_kick(n);
+	return 1;
 }
 
 static void register_kick(struct drf_fleet_node *n)
@@ -937,6 +964,7 @@ static void register_kick(struct drf_fleet_node *n)
 	}
 	n->register_busy = true;
 	n->register_lease = n->lease;
+	n->register_gen = n->value_gen;
 }
 
 /* Planning. */

@@ -471,6 +471,14 @@ void drf_fleet_node_status(const struct drf_fleet_node *n, struct drf_fleet_stat
  */
 void drf_fleet_node_applied(struct drf_fleet_node *n, int64_t revision, int err, const char *why);
 
+/*
+ * The host's capacity (and labels) changed, a reload's: P/nodes/NODE is put
+ * again under the lease in force, and the planner re-plans. 1 when it changed,
+ * 0 when it is the same, -EINVAL (too many labels, or one refused), -ENOMEM.
+ */
+int drf_fleet_node_set_host(struct drf_fleet_node *n, const double capacity[DRF_NRES],
+			    const struct drf_fleet_label *labels, size_t n_labels);
+
 /* Closes the client (its calls end, with -ECANCELED) and frees the node. NULL is fine. */
 void drf_fleet_node_free(struct drf_fleet_node *n);
 

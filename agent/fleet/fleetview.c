@@ -112,7 +112,10 @@ static bool cgroups_overlap(const char *a, const char *b)
  *    would refuse an assignment with both, as it refuses such a config;
  *  - a task so small against the fleet's pool (under 1/DRF_DISCRETE_MAX_TASKS
  *    of it in every resource it needs) and so many of them that whole-task
- *    placement would run to its task limit and fail the whole plan.
+ *    placement would run to its task limit and fail the whole plan;
+ *  - a bounded demand that no single node could hold (placed whole, it would
+ *    get nothing, silently): one that leaves a resource out asks for the
+ *    whole pool of it.
  */
 static void tenants_check(struct drf_fleet_view *v)
 {
@@ -132,6 +135,21 @@ static void tenants_check(struct drf_fleet_view *v)
 				why = "cgroup overlaps";
 				other = v->tenants[j].t.name;
 			}
+		if (!why && !t->task_model) {
+			bool fits = false;
+
+			for (size_t k = 0; k < v->n_nodes && !fits; k++) {
+				fits = true;
+				for (int r = 0; r < DRF_NRES && fits; r++) {
+					double want = t->declared[r] ? t->vec[r] : pool[r];
+
+					fits = !(pool[r] > 0) ||
+					       want <= v->nodes[k].capacity[r] * (1 + 1e-9);
+				}
+			}
+			if (!fits)
+				why = "demand fits no node";
+		}
 		if (!why && t->task_model && t->tasks > DRF_DISCRETE_MAX_TASKS) {
 			double dom = 0;
 
@@ -150,6 +168,10 @@ static void tenants_check(struct drf_fleet_view *v)
 		if (other)
 			snprintf(buf, sizeof(buf), "tenant '%s': cgroup '%.64s' overlaps tenant '%s''s",
 				 t->name, t->cgroup, other);
+		else if (!t->task_model)
+			snprintf(buf, sizeof(buf), "tenant '%s': its demand fits no single node (a "
+				 "resource it does not list asks for the whole pool): list each, or "
+				 "give it a task shape", t->name);
 		else
 			snprintf(buf, sizeof(buf), "tenant '%s': its task is under 1/%.0f of the "
 				 "fleet's pool in every resource, with no count to bound it: more tasks "

@@ -704,6 +704,37 @@ static void test_node_key_deleted(void **state)
 	assert_true(total_tasks("t-web") == web_count);
 }
 
+/* A reload that changes a node's capacity: put again, and planned with. */
+static void test_capacity_changed(void **state)
+{
+	double cap[DRF_NRES] = { 0 };
+	struct drf_fleet_nodeinfo info;
+	const struct etcd_kv *kv;
+	char why[128];
+	int64_t before;
+
+	(void)state;
+	fleet_up();
+	before = fakeetcd_get(env.fake, PREFIX "nodes/A")->mod_revision;
+	cap[DRF_RES_CPU] = caps[0][0];
+	cap[DRF_RES_MEMORY] = caps[0][1];
+	assert_int_equal(drf_fleet_node_set_host(env.node[0].n, cap, NULL, 0), 0);
+	pump();
+	assert_int_equal(fakeetcd_get(env.fake, PREFIX "nodes/A")->mod_revision, before);
+	cap[DRF_RES_CPU] = 2 * caps[0][0];
+	assert_int_equal(drf_fleet_node_set_host(env.node[0].n, cap, NULL, 0), 1);
+	advance(STEP);
+	advance_until(settled, 3 * DRF_USEC_PER_SEC);
+	kv = fakeetcd_get(env.fake, PREFIX "nodes/A");
+	assert_true(kv->mod_revision > before);
+	assert_int_equal(kv->lease, status_of(&env.node[0]).lease);
+	assert_int_equal(drf_fleet_node_parse("A", kv->value, kv->value_len, &info, why,
+					      sizeof(why)), 0);
+	assert_true(info.capacity[DRF_RES_CPU] == 2 * caps[0][0]);
+	drf_fleet_nodeinfo_clear(&info);
+	assert_true(status_of(planner()).plan_revision >= kv->mod_revision);
+}
+
 /* etcd unreachable for a node: it keeps its assignment, and says so. */
 static void test_unreachable_keeps(void **state)
 {
@@ -940,7 +971,8 @@ static void test_invalid_tenant_skipped(void **state)
  * Values that decode but that no plan could use are passed over too, and the
  * planner plans the rest, at once: two tenants on one cgroup (the later by name
  * goes), a task too small to count with no count to bound it, a node of a
- * capacity past any config's, an assignment in force with a count past any
+ * capacity past any config's, a demand no node could hold (it leaves memory
+ * out: the whole pool's), an assignment in force with a count past any
  * plan's (1e300 tasks, which shedding one at a time never ended): A's is
  * planned again.
  */
@@ -958,6 +990,9 @@ static void test_unplannable_skipped(void **state)
 	admin_put(PREFIX "tenants/zz-tiny", "{\"weight\": 1, \"cgroup\": \"tiny\", "
 					    "\"tasks\": \"unlimited\", \"task\": {\"cpu\": 1e-11}}");
 	admin_put(PREFIX "nodes/huge", "{\"capacity\": {\"cpu\": 2e18, \"memory\": 2e18}}");
+	/* memory not listed: the whole pool's, which no node has */
+	admin_put(PREFIX "tenants/zz-dem", "{\"weight\": 1, \"cgroup\": \"dem\", "
+					   "\"demand\": {\"cpu\": 2}}");
 	admin_put(PREFIX "assign/A", "{\"revision\": 1, \"planner\": \"A\", \"tenants\": "
 				     "[{\"name\": \"t-web\", \"cgroup\": \"t-web\", \"weight\": 1, "
 				     "\"tasks\": 1e300, \"alloc\": {}}]}");
@@ -979,6 +1014,7 @@ static void test_unplannable_skipped(void **state)
 		assert_non_null(kv);
 		assert_null(strstr(kv->value, "zz-b"));
 		assert_null(strstr(kv->value, "zz-tiny"));
+		assert_null(strstr(kv->value, "zz-dem"));
 	}
 }
 
@@ -1587,6 +1623,7 @@ int main(void)
 		T(test_unplannable_skipped),
 		T(test_refused_assignment),
 		T(test_node_key_deleted),
+		T(test_capacity_changed),
 		T(test_node_config),
 		T(test_task_submit_once),
 		T(test_task_node),
