@@ -1411,6 +1411,14 @@ static int tenant_line(const struct parser *ps, size_t i, int k)
 	return l ? l : ps->cfg->tenants[i].line;
 }
 
+/* Where a tenant's cgroup path comes from: its cgroup key, else its group key. */
+static int path_line(const struct parser *ps, size_t i)
+{
+	int l = ps->tenant_lines[i * TK_N + TK_CGROUP];
+
+	return l ? l : tenant_line(ps, i, TK_GROUP);
+}
+
 static int cmp_cgroup(const void *a, const void *b)
 {
 	const char *x = (*(const struct drf_tenant *const *)a)->cgroup;
@@ -1508,7 +1516,7 @@ static int check_tenants(struct parser *ps)
 		if (!is_under(a->cgroup, b->cgroup))
 			continue;
 		ps->file = b->file;
-		fail_at(ps, tenant_line(ps, (size_t)(b - c->tenants), TK_CGROUP),
+		fail_at(ps, path_line(ps, (size_t)(b - c->tenants)),
 			"tenant '%s': cgroup '%s' %s cgroup '%s' of tenant '%s' (%s:%d); "
 			"tenant cgroups must not overlap", b->name, b->cgroup,
 			strcmp(a->cgroup, b->cgroup) == 0 ? "is the same as" : "is inside",
@@ -1558,6 +1566,12 @@ static int resolve_groups(struct parser *ps)
 	bool *used;
 	char what[DRF_TENANT_NAME_MAX + 16];
 
+	for (size_t i = 0; ng == 0 && i < c->n_tenants; i++) {
+		snprintf(what, sizeof(what), "tenant '%s'", c->tenants[i].name);
+		if (ps->tenant_group[i])
+			return group_ref(ps, what, ps->tenant_group[i], c->tenants[i].file,
+					 tenant_line(ps, i, TK_GROUP)) ? 0 : -EINVAL;
+	}
 	if (ng == 0)
 		return 0;
 	ps->file = c->groups[0].file;
