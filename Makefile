@@ -162,6 +162,7 @@ UNIT_TESTS := test_units test_alloc test_props test_drfh test_hdrf test_config t
 UNIT_BINS := $(UNIT_TESTS:%=$(BUILD)/tests/%)
 BENCH_BIN := $(BUILD)/tests/bench_alloc
 BENCH_FLEET_BIN := $(BUILD)/tests/bench_fleet
+BENCH_HDRF_BIN := $(BUILD)/tests/bench_hdrf
 BENCH_TICK_BIN := $(BUILD)/tests/bench_tick
 BENCH_PROBE_BIN := $(BUILD)/tests/bench_probe
 # Shared by tests and benchmarks: the fake cgroup tree, the fake tc kernel, drfd over them;
@@ -257,6 +258,10 @@ $(BPF_OUT)/yardstick.bpf.o: tests/bench/yardstick.bpf.c bpf/vmlinux.h
 	$(BPF_COMPILE)
 
 $(BENCH_BIN): $(BUILD)/tests/bench/bench_alloc.o $(BUILD)/libdrf-core.a $(PURE_LIB_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(CORE_LDLIBS)
+
+$(BENCH_HDRF_BIN): $(BUILD)/tests/bench/bench_hdrf.o $(BUILD)/libdrf-core.a $(PURE_LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CORE_LDLIBS)
 
@@ -394,11 +399,13 @@ shellcheck:
 	shellcheck -x $(wildcard deploy/*.sh tests/*/*.sh) tests/vm/init .ci/run deploy/systemd/drfd-hold
 	shellcheck -s bash deploy/bash-completion/drfctl
 
-bench: $(BENCH_BIN) $(BENCH_FLEET_BIN) $(BENCH_TICK_BIN) $(BENCH_PROBE_BIN)
+bench: $(BENCH_BIN) $(BENCH_FLEET_BIN) $(BENCH_HDRF_BIN) $(BENCH_TICK_BIN) $(BENCH_PROBE_BIN)
 	@echo "command: make bench ($(BENCH_BIN), CC=$(CC) CFLAGS='$(DRF_CFLAGS) $(CFLAGS)')"
 	$(BENCH_BIN)
 	@echo "command: make bench ($(BENCH_FLEET_BIN))"
 	$(BENCH_FLEET_BIN)
+	@echo "command: make bench ($(BENCH_HDRF_BIN))"
+	$(BENCH_HDRF_BIN)
 	@echo "command: make bench ($(BENCH_TICK_BIN) 1000 declared|observed; tests/bench/tick_syscalls.sh)"
 	$(BENCH_TICK_BIN) 1000 declared
 	$(BENCH_TICK_BIN) 1000 observed
