@@ -468,6 +468,47 @@ static void test_random_trees_valid(void **state)
 	}
 }
 
+/*
+ * The divisible filling against whole tasks, on random trees whose leaves all
+ * have unlimited tasks of at most 1/1000 of any resource: drf_hdrf_pick(),
+ * which only ever descends to the lowest child, is a second, simpler road to
+ * the same allocation, so each leaf's dominant share must agree to within a
+ * few tasks (the crumbs at the end; 2% of the host here).
+ */
+static void test_whole_tasks_converge(void **state)
+{
+	static struct tinst in;
+	unsigned long n = n_instances / 50 + 1;
+
+	(void)state;
+	for (unsigned long k = 0; k < n; k++) {
+		struct drf_hresult h, w;
+
+		gen_tree(&in, base_seed + 31337 * k, true);
+		if (in.hp.base.n > 12)
+			in.hp.base.n = 12;
+		for (size_t i = 0; i < in.hp.base.n; i++)
+			for (int r = 0; r < DRF_NRES; r++) {
+				double c = in.hp.base.capacity[r];
+
+				if (c > 0 && in.d[i].shape[r] > 0)
+					in.d[i].shape[r] = c * (0.0002 + 0.0008 * in.d[i].shape[r] / c / 0.3);
+			}
+		assert_int_equal(drf_hdrf_allocate(&in.hp, &h), 0);
+		assert_int_equal(drf_hdrf_allocate_discrete(&in.hp, &w), 0);
+		for (size_t i = 0; i < in.hp.base.n; i++)
+			if (fabs(h.leaves.shares[i].dominant_share - w.leaves.shares[i].dominant_share) >
+			    0.02) {
+				print_error("leaf %zu: divisible %.6f, whole tasks %.6f\n", i,
+					    h.leaves.shares[i].dominant_share,
+					    w.leaves.shares[i].dominant_share);
+				fail_seed(&in, "whole tasks far from the divisible answer");
+			}
+		drf_hresult_free(&h);
+		drf_hresult_free(&w);
+	}
+}
+
 static void test_refuses_malformed(void **state)
 {
 	struct drf_demand d[3];
@@ -501,6 +542,7 @@ int main(void)
 		cmocka_unit_test(test_one_level_is_drf),
 		cmocka_unit_test(test_share_guarantee),
 		cmocka_unit_test(test_random_trees_valid),
+		cmocka_unit_test(test_whole_tasks_converge),
 		cmocka_unit_test(test_refuses_malformed),
 	};
 	const char *s = getenv("HDRF_SEED"), *n = getenv("HDRF_N");
