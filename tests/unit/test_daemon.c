@@ -544,6 +544,50 @@ static void test_fleet_assignment(void **state)
 	assert_string_equal(fakedrfd_get(&fx, "db", "cpu.max"), "");
 }
 
+/*
+ * Groups through reloads: a flat config, then the same tenants in a group
+ * (H-DRF's example, GPUs played by memory): the group's cgroup appears with
+ * its knobs and the plan has its allocation; then a config whose groups form
+ * a cycle is refused and changes nothing.
+ */
+#define HDRF_CAP "[capacity]\ncpu = 10\nmemory = 10G\n"
+#define HDRF_N1 "[tenant n1]\ntask-memory = 1G\n"
+
+static void test_reload_groups(void **state)
+{
+	struct snapshot s;
+
+	(void)state;
+	assert_int_equal(fakedrfd_setup(&fx, NULL, HDRF_CAP HDRF_N1
+				      "[tenant n21]\ntask-cpu = 1\n[tenant n22]\ntask-memory = 1G\n"),
+			 0);
+	assert_int_equal(fakedrfd_start(&fx), 0);
+	assert_null(d.plan.groups);
+	assert_string_equal(fakedrfd_get(&fx, "n21", "cpu.weight"), "10000");
+	assert_int_equal(fakedrfd_write(&fx, NULL, HDRF_CAP HDRF_N1 "[group n2]\n"
+				      "[tenant n21]\ngroup = n2\ntask-cpu = 1\n"
+				      "[tenant n22]\ngroup = n2\ntask-memory = 1G\n"),
+			 0);
+	assert_int_equal(drfd_reload(&d), 0);
+	assert_non_null(d.plan.groups);
+	assert_true(fabs(d.plan.groups[0].alloc[DRF_RES_CPU] - 10) < 1e-9);
+	assert_string_equal(fakedrfd_get(&fx, "n2", "cpu.weight"), "10000");
+	assert_string_equal(fakedrfd_get(&fx, "n2", "memory.low"), "5368709120");
+	assert_string_equal(fakedrfd_get(&fx, "n2/n21", "cpu.weight"), "10000");
+	assert_string_equal(fakedrfd_get(&fx, "n2/n22", "memory.low"), "5368709120");
+	/* A cycle: refused with its line, the plan in force stays. */
+	snap(&s);
+	assert_int_equal(fakedrfd_write(&fx, NULL, HDRF_CAP HDRF_N1 "[group n2]\ngroup = n3\n"
+				      "[group n3]\ngroup = n2\n"
+				      "[tenant n21]\ngroup = n2\ntask-cpu = 1\n"),
+			 0);
+	assert_int_equal(drfd_reload(&d), -EINVAL);
+	unchanged_but_refused(&s);
+	assert_non_null(strstr(d.reload_error, "makes a cycle"));
+	assert_int_equal(d.decl.cfg.n_groups, 1);
+	assert_string_equal(fakedrfd_get(&fx, "n2", "cpu.weight"), "10000");
+}
+
 static void test_reload_refused_changes_nothing(void **state)
 {
 	size_t n = DRF_HTB_MAX_TENANTS + 1, len = strlen(NET_CAP) + n * 40;
@@ -1456,6 +1500,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_reload_hands_plan_to_network, NULL, teardown),
 		cmocka_unit_test_setup_teardown(test_fleet_assignment, NULL, teardown),
+		cmocka_unit_test_setup_teardown(test_reload_groups, NULL, teardown),
 		cmocka_unit_test_setup_teardown(test_status_cpu_usage, setup_observed, teardown),
 		cmocka_unit_test_setup_teardown(test_reload_refused_changes_nothing, setup_observed,
 						teardown),
