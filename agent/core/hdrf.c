@@ -174,7 +174,7 @@ static int htree_build(struct htree *t, const struct drf_hproblem *hp)
 		for (size_t v = 1; v < nn; v++)
 			t->child[fill[t->parent[v]]++] = v;
 	}
-	/* Preorder by an explicit stack (held in order[] itself: BFS order suffices). */
+	/* Parents before children: breadth-first, queued in order[] itself. */
 	t->order[pos++] = 0;
 	while (top < pos) {
 		size_t v = t->order[top++];
@@ -468,7 +468,11 @@ static int fill(const struct htree *t, struct hstate *s)
 	}
 }
 
-/* dominant_share and dominant_res of a share's alloc over all participating resources. */
+/*
+ * dominant_share and dominant_res of a share's alloc over all participating
+ * resources; with nothing allocated, the shape's dominant resource (a leaf's)
+ * or the first resource with a capacity (a group's).
+ */
 static void finish_share(const struct drf_problem *p, const double *shape, struct drf_share *sh)
 {
 	double best = 0, best_u = 0;
@@ -484,8 +488,8 @@ static void finish_share(const struct drf_problem *p, const double *shape, struc
 			best = v;
 			best_r = r;
 		}
-		if (shape && (shape_r < 0 || shape[r] / p->capacity[r] > best_u)) {
-			best_u = shape[r] / p->capacity[r];
+		if (shape_r < 0 || (shape && shape[r] / p->capacity[r] > best_u)) {
+			best_u = shape ? shape[r] / p->capacity[r] : 0;
 			shape_r = r;
 		}
 	}

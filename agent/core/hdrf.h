@@ -43,7 +43,8 @@ struct drf_hresult {
 	struct drf_result leaves;        /* as drf_allocate()'s, one share per demand */
 	/*
 	 * Per group: alloc, the sum over its leaves; dominant_share and
-	 * dominant_res of that sum over all resources (used-up or not); units 0;
+	 * dominant_res of that sum over all resources (used-up or not; the first
+	 * resource with a capacity if the sum is 0); units 0;
 	 * limited_by DRF_LIMIT_DEMAND if every leaf below is at its cap, else a
 	 * used-up resource that stopped one of them.
 	 */

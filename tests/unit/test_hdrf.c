@@ -509,6 +509,32 @@ static void test_whole_tasks_converge(void **state)
 	}
 }
 
+/*
+ * A group whose only leaf needs nothing (a bounded demand of 0): met at once,
+ * the group holds nothing, and its dominant resource is still a resource.
+ */
+static void test_group_with_nothing(void **state)
+{
+	static const struct drf_hgroup gr[] = { { .weight = 1, .parent = DRF_HROOT } };
+	static const size_t par[] = { 0, DRF_HROOT };
+	struct drf_demand d[2] = { task(0, 0, 1), task(1, 0, 1) };
+	struct drf_hproblem hp = { .base = { .n = 2, .demands = d }, .n_groups = 1, .groups = gr,
+				   .leaf_parent = par };
+	struct drf_hresult res;
+
+	(void)state;
+	d[0].max_units = 1;
+	hp.base.capacity[CPU] = 4;
+	assert_int_equal(drf_hdrf_allocate(&hp, &res), 0);
+	assert_close(res.leaves.shares[0].units, 1, 0, "met");
+	assert_int_equal(res.leaves.shares[0].limited_by, DRF_LIMIT_DEMAND);
+	assert_close(res.groups[0].dominant_share, 0, 0, "group holds nothing");
+	assert_int_equal(res.groups[0].dominant_res, CPU);
+	assert_int_equal(res.groups[0].limited_by, DRF_LIMIT_DEMAND);
+	assert_close(res.leaves.shares[1].alloc[CPU], 4, REL, "the other takes every core");
+	drf_hresult_free(&res);
+}
+
 static void test_refuses_malformed(void **state)
 {
 	struct drf_demand d[3];
@@ -543,6 +569,7 @@ int main(void)
 		cmocka_unit_test(test_share_guarantee),
 		cmocka_unit_test(test_random_trees_valid),
 		cmocka_unit_test(test_whole_tasks_converge),
+		cmocka_unit_test(test_group_with_nothing),
 		cmocka_unit_test(test_refuses_malformed),
 	};
 	const char *s = getenv("HDRF_SEED"), *n = getenv("HDRF_N");
