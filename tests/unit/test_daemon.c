@@ -1492,6 +1492,37 @@ static void test_json_out_of_memory(void **state)
 #endif
 }
 
+/* The status shows each group's allocation, in JSON and in text. */
+static void test_status_groups(void **state)
+{
+	json_object *doc, *g;
+	char *js = NULL, *text;
+
+	(void)state;
+	assert_int_equal(fakedrfd_setup(&fx, NULL, HDRF_CAP HDRF_N1 "[group n2]\nweight = 2\n"
+				      "[tenant n21]\ngroup = n2\ntask-cpu = 1\n"),
+			 0);
+	assert_int_equal(fakedrfd_start(&fx), 0);
+	status_json(&js);
+	doc = parse_doc(js);
+	free(js);
+	g = json_object_array_get_idx(member(doc, "groups"), 0);
+	assert_non_null(g);
+	assert_string_equal(json_object_get_string(member(g, "name")), "n2");
+	assert_string_equal(json_object_get_string(member(g, "cgroup")), "n2");
+	assert_true(json_object_is_type(member(g, "group"), json_type_null));
+	assert_true(json_object_get_double(member(g, "weight")) == 2);
+	assert_true(fabs(json_object_get_double(member(member(g, "alloc"), "cpu")) - 10) < 1e-9);
+	assert_true(fabs(json_object_get_double(member(g, "dominant_share")) - 1) < 1e-9);
+	assert_string_equal(json_object_get_string(member(g, "limited_by")), "cpu");
+	json_object_put(doc);
+	text = status_text();
+	assert_non_null(strstr(text, "\ngroup n2 (cgroup "));
+	assert_non_null(strstr(text, "/n2, weight 2, in the root)\n  allocation: cpu 10 memory 0; "
+				     "dominant cpu 1.000, limited by cpu\n"));
+	free(text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1501,6 +1532,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_reload_hands_plan_to_network, NULL, teardown),
 		cmocka_unit_test_setup_teardown(test_fleet_assignment, NULL, teardown),
 		cmocka_unit_test_setup_teardown(test_reload_groups, NULL, teardown),
+		cmocka_unit_test_setup_teardown(test_status_groups, NULL, teardown),
 		cmocka_unit_test_setup_teardown(test_status_cpu_usage, setup_observed, teardown),
 		cmocka_unit_test_setup_teardown(test_reload_refused_changes_nothing, setup_observed,
 						teardown),
