@@ -2218,6 +2218,16 @@ static int fleet_load(const char *path, bool servers_optional, struct drf_fleet 
 	r = check_servers(&ps);
 	if (r < 0)
 		goto out_free;
+	/* DRFH shares a fleet's tenants flat: no groups (a [group] is an unknown section). */
+	for (size_t i = 0; i < c->n_tenants; i++) {
+		if (!ps.tenant_group[i])
+			continue;
+		ps.file = c->tenants[i].file;
+		fail_at(&ps, tenant_line(&ps, i, TK_GROUP), "tenant '%s': group = belongs in a host's "
+			"drfd.conf; a fleet's tenants are shared flat, by DRFH", c->tenants[i].name);
+		r = -EINVAL;
+		goto out_free;
+	}
 	for (size_t s = 0; s < f->n_servers; s++)
 		for (int k = 0; k < DRF_NRES; k++)
 			c->capacity[k] += f->servers[s].capacity[k] * (double)f->servers[s].count;
