@@ -155,13 +155,14 @@ BINS := $(BUILD)/drfctl $(BUILD)/drfd
 MANS := $(patsubst deploy/man/%.scd,.output/man/%,$(wildcard deploy/man/*.scd))
 DEB_DIR := .output/deb
 
-UNIT_TESTS := test_units test_alloc test_props test_drfh test_config test_fuzz_config test_cgroupfs \
+UNIT_TESTS := test_units test_alloc test_props test_drfh test_hdrf test_config test_fuzz_config test_cgroupfs \
 	test_reload_mem test_shaper test_expo test_metrics test_use \
 	test_demand test_history test_taskq test_tasks test_daemon test_httpd test_statedir test_socket \
 	test_lib test_slice test_etcd test_fleet
 UNIT_BINS := $(UNIT_TESTS:%=$(BUILD)/tests/%)
 BENCH_BIN := $(BUILD)/tests/bench_alloc
 BENCH_FLEET_BIN := $(BUILD)/tests/bench_fleet
+BENCH_HDRF_BIN := $(BUILD)/tests/bench_hdrf
 BENCH_TICK_BIN := $(BUILD)/tests/bench_tick
 BENCH_PROBE_BIN := $(BUILD)/tests/bench_probe
 # Shared by tests and benchmarks: the fake cgroup tree, the fake tc kernel, drfd over them;
@@ -226,7 +227,7 @@ $(BUILD)/drfd: $(BUILD)/agent/daemon/drfd.o $(DAEMON_LIBS)
 # linear programs of DRFH) and -lm alone: a call to anything that does I/O
 # would not link.
 CORE_LDLIBS := -lglpk -lm
-CORE_TESTS := test_units test_alloc test_taskq test_drfh
+CORE_TESTS := test_units test_alloc test_taskq test_drfh test_hdrf
 PURE_LIB_OBJS := $(patsubst %,$(BUILD)/agent/lib/%.o,$(LIB_PURE))
 # The exposition parser of drfctl top is pure too: it links with the pure primitives alone.
 $(BUILD)/tests/test_expo: $(BUILD)/tests/unit/test_expo.o $(BUILD)/agent/cli/expo.o \
@@ -257,6 +258,10 @@ $(BPF_OUT)/yardstick.bpf.o: tests/bench/yardstick.bpf.c bpf/vmlinux.h
 	$(BPF_COMPILE)
 
 $(BENCH_BIN): $(BUILD)/tests/bench/bench_alloc.o $(BUILD)/libdrf-core.a $(PURE_LIB_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(CORE_LDLIBS)
+
+$(BENCH_HDRF_BIN): $(BUILD)/tests/bench/bench_hdrf.o $(BUILD)/libdrf-core.a $(PURE_LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CORE_LDLIBS)
 
@@ -411,11 +416,13 @@ shellcheck:
 	shellcheck -x $(wildcard deploy/*.sh tests/*/*.sh) tests/vm/init .ci/run deploy/systemd/drfd-hold
 	shellcheck -s bash deploy/bash-completion/drfctl
 
-bench: $(BENCH_BIN) $(BENCH_FLEET_BIN) $(BENCH_TICK_BIN) $(BENCH_PROBE_BIN)
+bench: $(BENCH_BIN) $(BENCH_FLEET_BIN) $(BENCH_HDRF_BIN) $(BENCH_TICK_BIN) $(BENCH_PROBE_BIN)
 	@echo "command: make bench ($(BENCH_BIN), CC=$(CC) CFLAGS='$(DRF_CFLAGS) $(CFLAGS)')"
 	$(BENCH_BIN)
 	@echo "command: make bench ($(BENCH_FLEET_BIN))"
 	$(BENCH_FLEET_BIN)
+	@echo "command: make bench ($(BENCH_HDRF_BIN))"
+	$(BENCH_HDRF_BIN)
 	@echo "command: make bench ($(BENCH_TICK_BIN) 1000 declared|observed; tests/bench/tick_syscalls.sh)"
 	$(BENCH_TICK_BIN) 1000 declared
 	$(BENCH_TICK_BIN) 1000 observed

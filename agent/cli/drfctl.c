@@ -48,6 +48,10 @@ static int cmd_plan(int argc, char **argv)
 	struct drf_result result = { 0 };
 	struct drf_plan plan;
 	struct drfctl_running running = { 0 };
+	struct drf_hproblem hp;
+	struct drf_hresult hres = { 0 };
+	struct drf_hgroup *hgroups = NULL;
+	size_t *hparents = NULL;
 	char errbuf[1024];
 
 	while ((opt = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
@@ -113,6 +117,14 @@ static int cmd_plan(int argc, char **argv)
 	}
 	if (policy < 0)
 		policy = discrete ? DRF_POLICY_DRF : (int)cfg.policy;
+	/* Groups are hierarchical DRF's: the flat policies would ignore them. */
+	if (cfg.n_groups > 0 && (compare || policy != DRF_POLICY_DRF)) {
+		fprintf(stderr, "drfctl plan: %s has [group] sections, shared by hierarchical DRF; "
+				"%s\n", path, compare ? "--compare shows only flat policies"
+						      : "--policy must be drf");
+		ret = EXIT_USAGE;
+		goto out_config;
+	}
 	err = drf_config_problem(&cfg, &problem, &demands);
 	if (err < 0) {
 		fprintf(stderr, "drfctl: cannot build the allocation problem: %s\n", strerror(-err));
@@ -127,8 +139,19 @@ static int cmd_plan(int argc, char **argv)
 		ret = EXIT_SUCCESS;
 		goto out_demands;
 	}
-	err = discrete ? drf_allocate_discrete(&problem, &result)
-		       : drf_allocate(&problem, policy, &result);
+	if (cfg.n_groups > 0) {
+		err = drf_config_hproblem(&cfg, &problem, &hp, &hgroups, &hparents);
+		if (err == 0)
+			err = discrete ? drf_hdrf_allocate_discrete(&hp, &hres)
+				       : drf_hdrf_allocate(&hp, &hres);
+		if (err == 0) {
+			result = hres.leaves;
+			hres.leaves = (struct drf_result){ 0 };
+		}
+	} else {
+		err = discrete ? drf_allocate_discrete(&problem, &result)
+			       : drf_allocate(&problem, policy, &result);
+	}
 	if (err == -E2BIG) {
 		fprintf(stderr, "drfctl: the discrete plan would place more than %.0f tasks; "
 				"use the divisible plan (without --discrete)\n",
@@ -140,7 +163,7 @@ static int cmd_plan(int argc, char **argv)
 		goto out_demands;
 	}
 	plan = (struct drf_plan){ .cfg = &cfg, .problem = &problem, .result = &result,
-				  .policy = policy, .discrete = discrete };
+				  .policy = policy, .discrete = discrete, .groups = hres.groups };
 	/*
 	 * A drfd runs on this config's socket: which of the config's changes a
 	 * reload cannot take. None runs: the plan alone, as ever.
@@ -164,6 +187,9 @@ static int cmd_plan(int argc, char **argv)
 	ret = err < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 	drf_result_free(&result);
 out_demands:
+	drf_hresult_free(&hres);
+	free(hgroups);
+	free(hparents);
 	free(demands);
 out_config:
 	drf_config_free(&cfg);

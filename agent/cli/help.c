@@ -22,6 +22,9 @@ static const struct {
 	  "config's start-only keys differ from those in force: each needs a restart (a\n"
 	  "reload is refused), or is ignored until one (net-replace-qdisc).\n"
 	  "\n"
+	  "A config with [group NAME] sections is shared by hierarchical DRF: the table\n"
+	  "shows each tenant's group, and each group's allocation and dominant share.\n"
+	  "\n"
 	  "exit status: 0 ok, 1 failure, 2 config error, 64 usage error\n" },
 	{ "fleet",
 	  "drfctl fleet plan -c FLEET.conf [--json] [--compare | --discrete | --first-fit]\n"

@@ -91,6 +91,51 @@ static bool undeclared(const struct drf_tenant *t, int r)
 	return !t->task_model && !t->declared[r];
 }
 
+/*
+ * The groups' table: each group's allocation (the sum of its tenants'), its
+ * dominant share over every resource, and its parent group ("-": the root).
+ */
+static int print_groups(FILE *out, const struct drf_plan *pl, const int *res, int m)
+{
+	const struct drf_config *cfg = pl->cfg;
+	struct table t = { .cols = (size_t)(5 + m) };
+	size_t c = 0;
+
+	if (!table_row(&t))
+		return -ENOMEM;
+	snprintf(cell(&t, 0, c++), CELL, "GROUP");
+	snprintf(cell(&t, 0, c++), CELL, "IN");
+	snprintf(cell(&t, 0, c++), CELL, "WEIGHT");
+	for (int k = 0; k < m; k++)
+		snprintf(cell(&t, 0, c++), CELL, "%s", drf_res_name(res[k]));
+	snprintf(cell(&t, 0, c++), CELL, "DOMINANT");
+	snprintf(cell(&t, 0, c++), CELL, "LIMITED-BY");
+	for (size_t g = 0; g < cfg->n_groups; g++) {
+		const struct drf_group *gr = &cfg->groups[g];
+		const struct drf_share *s = &pl->groups[g];
+		char w[32];
+
+		if (!table_row(&t)) {
+			free(t.cells);
+			return -ENOMEM;
+		}
+		c = 0;
+		snprintf(cell(&t, t.rows - 1, c++), CELL, "%s", gr->name);
+		snprintf(cell(&t, t.rows - 1, c++), CELL, "%s",
+			 gr->parent ? cfg->groups[gr->parent - 1].name : "-");
+		snprintf(cell(&t, t.rows - 1, c++), CELL, "%s", drf_format_double(gr->weight, w, 32));
+		for (int k = 0; k < m; k++)
+			fmt_res(s->alloc[res[k]], res[k], cell(&t, t.rows - 1, c++), CELL);
+		snprintf(cell(&t, t.rows - 1, c++), CELL, "%s %.3f", drf_res_name(s->dominant_res),
+			 s->dominant_share);
+		snprintf(cell(&t, t.rows - 1, c++), CELL, "%s", limit_name(s->limited_by));
+	}
+	fputc('\n', out);
+	table_print(out, &t, "");
+	free(t.cells);
+	return 0;
+}
+
 int drf_plan_print_table(FILE *out, const struct drf_plan *pl)
 {
 	const struct drf_problem *p = pl->problem;
@@ -103,9 +148,10 @@ int drf_plan_print_table(FILE *out, const struct drf_plan *pl)
 	for (int r = 0; r < DRF_NRES; r++)
 		if (p->capacity[r] > 0)
 			res[m++] = r;
-	t.cols = (size_t)(5 + m);
+	t.cols = (size_t)(5 + m + (pl->groups != NULL));
 
-	fprintf(out, "policy %s%s, mode %s: %s\n", drf_policy_name(pl->policy),
+	fprintf(out, "policy %s%s%s, mode %s: %s\n", drf_policy_name(pl->policy),
+		pl->groups ? " (hierarchical, by [group])" : "",
 		pl->discrete ? " (discrete tasks)" : "", drf_mode_name(pl->cfg->mode),
 		pl->cfg->path);
 	fputs("capacity:", out);
@@ -121,6 +167,8 @@ int drf_plan_print_table(FILE *out, const struct drf_plan *pl)
 		goto out;
 	c = 0;
 	snprintf(cell(&t, 0, c++), CELL, "TENANT");
+	if (pl->groups)
+		snprintf(cell(&t, 0, c++), CELL, "GROUP");
 	snprintf(cell(&t, 0, c++), CELL, "WEIGHT");
 	for (int k = 0; k < m; k++)
 		snprintf(cell(&t, 0, c++), CELL, "%s", drf_res_name(res[k]));
@@ -136,6 +184,9 @@ int drf_plan_print_table(FILE *out, const struct drf_plan *pl)
 			goto out;
 		c = 0;
 		snprintf(cell(&t, t.rows - 1, c++), CELL, "%s", ten->name);
+		if (pl->groups)
+			snprintf(cell(&t, t.rows - 1, c++), CELL, "%s",
+				 ten->group ? pl->cfg->groups[ten->group - 1].name : "-");
 		snprintf(cell(&t, t.rows - 1, c++), CELL, "%s", drf_format_double(ten->weight, w, 32));
 		for (int k = 0; k < m; k++) {
 			char *cl = cell(&t, t.rows - 1, c++);
@@ -155,10 +206,12 @@ int drf_plan_print_table(FILE *out, const struct drf_plan *pl)
 		goto out;
 	c = 0;
 	snprintf(cell(&t, t.rows - 1, c++), CELL, "(unallocated)");
-	c++;
+	c += 1 + (pl->groups != NULL);
 	for (int k = 0; k < m; k++)
 		fmt_res(pl->result->unallocated[res[k]], res[k], cell(&t, t.rows - 1, c++), CELL);
 	table_print(out, &t, "");
+	if (pl->groups && print_groups(out, pl, res, m) < 0)
+		goto out;
 	if (p->n == 0)
 		fputs("\nno tenants yet: add [tenant NAME] sections, or *.conf files to the tenants "
 		      "directory\n", out);
@@ -210,6 +263,12 @@ int drf_plan_print_json(FILE *out, const struct drf_plan *pl)
 			demand[r] = d->shape[r] > 0 ? d->shape[r] * d->max_units : 0;
 		}
 		drf_json_set_str(to, "name", t->name);
+		if (pl->groups) {
+			if (t->group)
+				drf_json_set_str(to, "group", pl->cfg->groups[t->group - 1].name);
+			else
+				drf_json_set_null(to, "group");
+		}
 		drf_json_set_num(to, "weight", t->weight);
 		json_res_object(to, "demand", p, demand, unbounded);
 		json_res_object(to, "alloc", p, s->alloc, NULL);
@@ -222,6 +281,27 @@ int drf_plan_print_json(FILE *out, const struct drf_plan *pl)
 			if (p->capacity[r] > 0)
 				drf_json_set_bool(decl, drf_res_name(r), !undeclared(t, r));
 		drf_json_set_str(to, "limited_by", limit_name(s->limited_by));
+	}
+	if (pl->groups) {
+		json_object *groups = drf_json_set_array(o, "groups");
+
+		for (size_t g = 0; g < pl->cfg->n_groups; g++) {
+			const struct drf_group *gr = &pl->cfg->groups[g];
+			const struct drf_share *s = &pl->groups[g];
+			json_object *go = drf_json_append_object(groups);
+
+			drf_json_set_str(go, "name", gr->name);
+			if (gr->parent)
+				drf_json_set_str(go, "group", pl->cfg->groups[gr->parent - 1].name);
+			else
+				drf_json_set_null(go, "group");
+			drf_json_set_num(go, "weight", gr->weight);
+			drf_json_set_str(go, "cgroup", gr->cgroup);
+			json_res_object(go, "alloc", p, s->alloc, NULL);
+			drf_json_set_str(go, "dominant_resource", drf_res_name(s->dominant_res));
+			drf_json_set_num(go, "dominant_share", s->dominant_share);
+			drf_json_set_str(go, "limited_by", limit_name(s->limited_by));
+		}
 	}
 	err = pl->running ? drfctl_plan_json_running(o, pl->running) : 0;
 	if (err == 0)

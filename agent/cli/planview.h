@@ -18,6 +18,7 @@ struct drf_plan {
 	enum drf_policy policy;
 	bool discrete;
 	const struct drfctl_running *running; /* against the running drfd; NULL: none answered */
+	const struct drf_share *groups;       /* cfg->n_groups, hierarchical DRF's; NULL: none */
 };
 
 /*

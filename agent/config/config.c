@@ -38,6 +38,7 @@ enum section {
 	SEC_TENANT,
 	SEC_SERVER, /* a fleet file's [server NAME] */
 	SEC_FLEET,  /* a fleet file's [fleet] */
+	SEC_GROUP,  /* [group NAME] */
 };
 
 /* A server's keys: the resources, then count. */
@@ -65,9 +66,13 @@ static const char *const cap_keys[CK_N] = {
 /* How deep the network programs look for a tenant: DRF_NET_MAX_DEPTH in bpf/net.h. */
 #define NET_MAX_DEPTH 8
 
-/* Tenant keys: weight, cgroup, tasks, then the DRF_NRES demand and task keys. */
+/* Tenant keys: weight, cgroup, tasks, then the DRF_NRES demand and task keys, then group. */
 enum tenant_key { TK_WEIGHT, TK_CGROUP, TK_TASKS, TK_DEMAND0, TK_TASK0 = TK_DEMAND0 + DRF_NRES,
-		  TK_N = TK_TASK0 + DRF_NRES };
+		  TK_GROUP = TK_TASK0 + DRF_NRES, TK_N };
+
+/* A group's keys. */
+enum group_key { GK_WEIGHT, GK_CGROUP, GK_GROUP, GK_N };
+static const char *const group_keys[GK_N] = { "weight", "cgroup", "group" };
 
 /* Parse state: one per config; the file fields change as files are read. */
 struct parser {
@@ -100,6 +105,13 @@ struct parser {
 	int member_line[10];     /* drfd.conf's [fleet] keys */
 	/* drf_fleet_load_tenants: no [server] needed; with none, no pool to check tenants against */
 	bool servers_optional;
+	/* [group NAME]: `group =` names until resolved, where each key was set */
+	size_t group;            /* index into cfg->groups while sec == SEC_GROUP */
+	char **tenant_group;     /* per tenant: its `group =`, or NULL */
+	char **group_parent;     /* per group: its `group =`, or NULL */
+	int *group_lines;        /* GK_N per group */
+	size_t tgroup_cap, gparent_cap, glines_cap, groups_cap;
+	struct drf_index gnames; /* group name -> index into cfg->groups */
 };
 
 /*
@@ -575,6 +587,8 @@ static int tenant_key_index(const char *name)
 		return TK_CGROUP;
 	if (strcmp(name, "tasks") == 0)
 		return TK_TASKS;
+	if (strcmp(name, "group") == 0)
+		return TK_GROUP;
 	r = drf_res_from_name(name);
 	if (r >= 0)
 		return TK_DEMAND0 + r;
@@ -594,6 +608,8 @@ static const char *tenant_key_name(int k, char *buf, size_t len)
 		return "cgroup";
 	if (k == TK_TASKS)
 		return "tasks";
+	if (k == TK_GROUP)
+		return "group";
 	if (k < TK_TASK0)
 		return drf_res_name(k - TK_DEMAND0);
 	snprintf(buf, len, "task-%s", drf_res_name(k - TK_TASK0));
@@ -602,7 +618,7 @@ static const char *tenant_key_name(int k, char *buf, size_t len)
 
 static bool is_task_key(int k)
 {
-	return k == TK_TASKS || k >= TK_TASK0;
+	return k == TK_TASKS || (k >= TK_TASK0 && k < TK_TASK0 + DRF_NRES);
 }
 
 static bool is_demand_key(int k)
@@ -644,6 +660,8 @@ static void tenant_key(struct parser *ps, int k, const char *value)
 			return;
 		}
 		set_string(ps, &t->cgroup, value);
+	} else if (k == TK_GROUP) {
+		set_string(ps, &ps->tenant_group[ps->tenant], value);
 	} else if (k == TK_TASKS) {
 		t->task_model = true;
 		if (strcmp(value, "unlimited") == 0) {
@@ -840,6 +858,32 @@ static void member_key(struct parser *ps, const char *name, const char *value)
 	}
 }
 
+static void group_key(struct parser *ps, int k, const char *value)
+{
+	struct drf_group *g = &ps->cfg->groups[ps->group];
+	double v;
+
+	if (k == GK_WEIGHT) {
+		if (!parse_num(ps, "weight", value, DRF_UNIT_CORES, &v))
+			return;
+		if (!(v > 0 && v <= DRF_WEIGHT_MAX)) {
+			fail(ps, "weight = '%s': out of range (0, %g]", value, DRF_WEIGHT_MAX);
+			return;
+		}
+		g->weight = v;
+	} else if (k == GK_CGROUP) {
+		const char *why = drf_cgroup_path_problem(value);
+
+		if (why) {
+			fail(ps, "cgroup = '%s': the path %s", value, why);
+			return;
+		}
+		set_string(ps, &g->cgroup, value);
+	} else {
+		set_string(ps, &ps->group_parent[ps->group], value);
+	}
+}
+
 static int handler(void *user, const char *section, const char *name, const char *value)
 {
 	struct parser *ps = user;
@@ -897,7 +941,7 @@ static int handler(void *user, const char *section, const char *name, const char
 			fail(ps, "unknown key '%s' in [tenant %s] (known: weight, cgroup, cpu, memory, "
 				 "io-read-bps, io-write-bps, net-rate, net-ingress-rate, task-cpu, "
 				 "task-memory, task-io-read-bps, task-io-write-bps, task-net-rate, "
-				 "task-net-ingress-rate, tasks)",
+				 "task-net-ingress-rate, tasks, group)",
 			     name, ps->cfg->tenants[ps->tenant].name);
 			return 0;
 		}
@@ -907,6 +951,19 @@ static int handler(void *user, const char *section, const char *name, const char
 			fail(ps, "'%s' has an empty value", name);
 		if (!ps->failed)
 			tenant_key(ps, k, value);
+		break;
+	case SEC_GROUP:
+		k = lookup(group_keys, GK_N, name);
+		if (k < 0) {
+			fail(ps, "unknown key '%s' in [group %s] (known: weight, cgroup, group)", name,
+			     ps->cfg->groups[ps->group].name);
+			return 0;
+		}
+		duplicate_key(ps, &ps->group_lines[ps->group * GK_N + k], name);
+		if (value[0] == '\0')
+			fail(ps, "'%s' has an empty value", name);
+		if (!ps->failed)
+			group_key(ps, k, value);
 		break;
 	}
 	return ps->failed ? 0 : 1;
@@ -930,7 +987,8 @@ static void add_tenant(struct parser *ps, const char *name)
 
 	if (DRF_VEC_GROW(c->tenants, &ps->tenants_cap, c->n_tenants + 1) < 0 ||
 	    drf_vec_grow(&ps->tenant_lines, &ps->lines_cap, c->n_tenants + 1,
-			 TK_N * sizeof(*ps->tenant_lines)) < 0) {
+			 TK_N * sizeof(*ps->tenant_lines)) < 0 ||
+	    DRF_VEC_GROW(ps->tenant_group, &ps->tgroup_cap, c->n_tenants + 1) < 0) {
 		fail(ps, "out of memory");
 		return;
 	}
@@ -949,6 +1007,7 @@ static void add_tenant(struct parser *ps, const char *name)
 		return;
 	}
 	memset(&ps->tenant_lines[c->n_tenants * TK_N], 0, TK_N * sizeof(int));
+	ps->tenant_group[c->n_tenants] = NULL;
 	t->weight = 1;
 	t->tasks = INFINITY;
 	t->file = ps->file;
@@ -976,6 +1035,51 @@ static void add_server(struct parser *ps, const char *name)
 	memset(&ps->server_lines[f->n_servers * SK_N], 0, SK_N * sizeof(int));
 	f->n_servers++;
 	ps->sec = SEC_SERVER;
+}
+
+/* The key of the index of group names. */
+static const void *group_name(const void *ctx, size_t i, size_t *ret_len)
+{
+	const struct drf_config *c = ctx;
+
+	*ret_len = strlen(c->groups[i].name);
+	return c->groups[i].name;
+}
+
+static void add_group(struct parser *ps, const char *name)
+{
+	struct drf_config *c = ps->cfg;
+	struct drf_group *g;
+	size_t dup;
+	int r;
+
+	if (DRF_VEC_GROW(c->groups, &ps->groups_cap, c->n_groups + 1) < 0 ||
+	    drf_vec_grow(&ps->group_lines, &ps->glines_cap, c->n_groups + 1,
+			 GK_N * sizeof(*ps->group_lines)) < 0 ||
+	    DRF_VEC_GROW(ps->group_parent, &ps->gparent_cap, c->n_groups + 1) < 0) {
+		fail(ps, "out of memory");
+		return;
+	}
+	g = &c->groups[c->n_groups];
+	memset(g, 0, sizeof(*g));
+	snprintf(g->name, sizeof(g->name), "%s", name);
+	r = drf_index_add(&ps->gnames, c->n_groups, &dup);
+	if (r == -EEXIST) {
+		fail(ps, "duplicate group '%s' (first defined at %s:%d)", name, c->groups[dup].file,
+		     c->groups[dup].line);
+		return;
+	}
+	if (r < 0) {
+		fail(ps, "out of memory");
+		return;
+	}
+	memset(&ps->group_lines[c->n_groups * GK_N], 0, GK_N * sizeof(int));
+	ps->group_parent[c->n_groups] = NULL;
+	g->weight = 1;
+	g->file = ps->file;
+	g->line = ps->line;
+	ps->group = c->n_groups++;
+	ps->sec = SEC_GROUP;
 }
 
 /* "[WORD NAME]": NAME, or NULL if the section is not WORD's. */
@@ -1067,8 +1171,19 @@ static void enter_section(struct parser *ps, const char *name)
 		ps->sec = SEC_TENANT;
 		return;
 	}
-	fail(ps, "unknown section [%s] (expected [agent], [capacity], [fleet] or [tenant NAME])",
-	     name);
+	if (section_arg(name, "group")) {
+		const char *n = section_arg(name, "group");
+
+		if (!drf_name_valid(n)) {
+			fail(ps, "group name '%s' is not 1-%d characters of [A-Za-z0-9_.-] "
+				 "not starting with '.'", n, DRF_TENANT_NAME_MAX);
+			return;
+		}
+		add_group(ps, n);
+		return;
+	}
+	fail(ps, "unknown section [%s] (expected [agent], [capacity], [fleet], [tenant NAME] "
+		 "or [group NAME])", name);
 }
 
 /*
@@ -1300,6 +1415,14 @@ static int tenant_line(const struct parser *ps, size_t i, int k)
 	return l ? l : ps->cfg->tenants[i].line;
 }
 
+/* Where a tenant's cgroup path comes from: its cgroup key, else its group key. */
+static int path_line(const struct parser *ps, size_t i)
+{
+	int l = ps->tenant_lines[i * TK_N + TK_CGROUP];
+
+	return l ? l : tenant_line(ps, i, TK_GROUP);
+}
+
 static int cmp_cgroup(const void *a, const void *b)
 {
 	const char *x = (*(const struct drf_tenant *const *)a)->cgroup;
@@ -1397,7 +1520,7 @@ static int check_tenants(struct parser *ps)
 		if (!is_under(a->cgroup, b->cgroup))
 			continue;
 		ps->file = b->file;
-		fail_at(ps, tenant_line(ps, (size_t)(b - c->tenants), TK_CGROUP),
+		fail_at(ps, path_line(ps, (size_t)(b - c->tenants)),
 			"tenant '%s': cgroup '%s' %s cgroup '%s' of tenant '%s' (%s:%d); "
 			"tenant cgroups must not overlap", b->name, b->cgroup,
 			strcmp(a->cgroup, b->cgroup) == 0 ? "is the same as" : "is inside",
@@ -1406,6 +1529,171 @@ static int check_tenants(struct parser *ps)
 		return -EINVAL;
 	}
 	free(sorted);
+	return 0;
+}
+
+/* The group of `group = name` at file:line, as 1 + its index; 0 after failing. */
+static size_t group_ref(struct parser *ps, const char *what, const char *name, const char *file,
+			int line)
+{
+	ssize_t k = drf_index_find_str(&ps->gnames, name);
+
+	if (k >= 0)
+		return (size_t)k + 1;
+	ps->file = file;
+	fail_at(ps, line, "%s: group = '%s': there is no [group %s]", what, name, name);
+	return 0;
+}
+
+/* a/b, or what the allocation failed with. */
+static char *join_path(struct parser *ps, const char *a, const char *b)
+{
+	char *p;
+
+	if (asprintf(&p, "%s/%s", a, b) < 0) {
+		fail_at(ps, 0, "out of memory");
+		return NULL;
+	}
+	return p;
+}
+
+/*
+ * [group NAME] sections: each `group =` names a group; no cycles, no group
+ * without a tenant below it, no group with a tenant's name; groups only with
+ * policy = drf. Then the cgroup paths: a group's below its parent's, a
+ * member's below its group's.
+ */
+static int resolve_groups(struct parser *ps)
+{
+	struct drf_config *c = ps->cfg;
+	size_t ng = c->n_groups;
+	bool *used;
+	char what[DRF_TENANT_NAME_MAX + 16];
+
+	for (size_t i = 0; ng == 0 && i < c->n_tenants; i++) {
+		snprintf(what, sizeof(what), "tenant '%s'", c->tenants[i].name);
+		if (ps->tenant_group[i])
+			return group_ref(ps, what, ps->tenant_group[i], c->tenants[i].file,
+					 tenant_line(ps, i, TK_GROUP)) ? 0 : -EINVAL;
+	}
+	if (ng == 0)
+		return 0;
+	ps->file = c->groups[0].file;
+	if (c->policy != DRF_POLICY_DRF) {
+		fail_at(ps, c->groups[0].line, "group '%s': groups are shared by hierarchical DRF, "
+			"which needs policy = drf (policy is '%s')", c->groups[0].name,
+			drf_policy_name(c->policy));
+		return -EINVAL;
+	}
+	for (size_t k = 0; k < ng; k++) {
+		struct drf_group *g = &c->groups[k];
+		ssize_t t = drf_index_find_str(&ps->names, g->name);
+
+		if (t >= 0) {
+			ps->file = g->file;
+			fail_at(ps, g->line, "group '%s' has the name of tenant '%s' (%s:%d); a group and "
+				"a tenant cannot share a name", g->name, g->name, c->tenants[t].file,
+				c->tenants[t].line);
+			return -EINVAL;
+		}
+		if (ps->group_parent[k]) {
+			snprintf(what, sizeof(what), "group '%s'", g->name);
+			g->parent = group_ref(ps, what, ps->group_parent[k], g->file,
+					      ps->group_lines[k * GK_N + GK_GROUP]);
+			if (!g->parent)
+				return -EINVAL;
+		}
+	}
+	/* A chain of parents longer than the number of groups goes round a cycle. */
+	for (size_t k = 0; k < ng; k++) {
+		size_t at = k + 1, steps = 0;
+
+		while (at && steps <= ng) {
+			at = c->groups[at - 1].parent;
+			steps++;
+		}
+		if (at) {
+			const struct drf_group *g = &c->groups[k];
+
+			ps->file = g->file;
+			fail_at(ps, ps->group_lines[k * GK_N + GK_GROUP], "group '%s': group = '%s' "
+				"makes a cycle (a group inside itself)", g->name, ps->group_parent[k]);
+			return -EINVAL;
+		}
+	}
+	used = calloc(ng, sizeof(*used));
+	if (!used) {
+		fail_at(ps, 0, "out of memory");
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < c->n_tenants; i++) {
+		struct drf_tenant *t = &c->tenants[i];
+
+		if (!ps->tenant_group[i])
+			continue;
+		snprintf(what, sizeof(what), "tenant '%s'", t->name);
+		t->group = group_ref(ps, what, ps->tenant_group[i], t->file,
+				     tenant_line(ps, i, TK_GROUP));
+		if (!t->group) {
+			free(used);
+			return -EINVAL;
+		}
+		for (size_t at = t->group; at && !used[at - 1]; at = c->groups[at - 1].parent)
+			used[at - 1] = true;
+	}
+	for (size_t k = 0; k < ng; k++) {
+		if (used[k])
+			continue;
+		ps->file = c->groups[k].file;
+		fail_at(ps, c->groups[k].line, "group '%s' has no tenants (none names it, or a "
+			"group inside it, in group =)", c->groups[k].name);
+		free(used);
+		return -EINVAL;
+	}
+	/* Whole paths, parents first (used[] now says: path made), in at most ng passes. */
+	memset(used, 0, ng * sizeof(*used));
+	for (size_t done = 0, pass = 0; done < ng && pass < ng; pass++)
+		for (size_t k = 0; k < ng; k++) {
+			struct drf_group *g = &c->groups[k];
+			char *path;
+
+			if (used[k] || (g->parent && !used[g->parent - 1]))
+				continue;
+			path = g->parent ? join_path(ps, c->groups[g->parent - 1].cgroup,
+						     g->cgroup ? g->cgroup : g->name)
+					 : strdup(g->cgroup ? g->cgroup : g->name);
+			if (!path) {
+				fail_at(ps, 0, "out of memory");
+				free(used);
+				return -ENOMEM;
+			}
+			free(g->cgroup);
+			g->cgroup = path;
+			used[k] = true;
+			done++;
+		}
+	free(used);
+	for (size_t i = 0; i < c->n_tenants; i++) {
+		struct drf_tenant *t = &c->tenants[i];
+		const char *why;
+		char *path;
+
+		if (!t->group)
+			continue;
+		path = join_path(ps, c->groups[t->group - 1].cgroup, t->cgroup ? t->cgroup : t->name);
+		if (!path)
+			return -ENOMEM;
+		why = drf_cgroup_path_problem(path);
+		if (why) {
+			ps->file = t->file;
+			fail_at(ps, tenant_line(ps, i, TK_GROUP), "tenant '%s': its cgroup in group "
+				"'%s', '%s', %s", t->name, c->groups[t->group - 1].name, path, why);
+			free(path);
+			return -EINVAL;
+		}
+		free(t->cgroup);
+		t->cgroup = path;
+	}
 	return 0;
 }
 
@@ -1530,6 +1818,16 @@ static int slice_paths(struct parser *ps)
 /* The parse state's own memory (what the config does not keep). */
 static void parser_free(struct parser *ps)
 {
+	size_t nt = ps->cfg ? ps->cfg->n_tenants : 0, ng = ps->cfg ? ps->cfg->n_groups : 0;
+
+	for (size_t i = 0; ps->tenant_group && i < nt; i++)
+		free(ps->tenant_group[i]);
+	for (size_t i = 0; ps->group_parent && i < ng; i++)
+		free(ps->group_parent[i]);
+	free(ps->tenant_group);
+	free(ps->group_parent);
+	free(ps->group_lines);
+	drf_index_free(&ps->gnames);
 	free(ps->tenant_lines);
 	free(ps->server_lines);
 	drf_index_free(&ps->names);
@@ -1701,6 +1999,7 @@ int drf_config_load_assigned(const char *path, const struct drf_host_ops *host,
 	if (!c)
 		goto out_oom;
 	drf_index_init(&ps.names, tenant_name, c);
+	drf_index_init(&ps.gnames, group_name, c);
 	c->path = strdup(path);
 	c->cgroup_root = strdup(DEFAULT_CGROUP_ROOT);
 	if (!c->path || !c->cgroup_root)
@@ -1747,6 +2046,9 @@ int drf_config_load_assigned(const char *path, const struct drf_host_ops *host,
 	r = resolve_capacity(&ps, host);
 	if (r < 0)
 		goto out_free;
+	r = resolve_groups(&ps);
+	if (r < 0)
+		goto out_free;
 	/* No tenants is a valid config: drfd idles until a reload brings some. */
 	r = check_tenants(&ps);
 	if (r < 0)
@@ -1777,6 +2079,9 @@ void drf_config_free(struct drf_config *c)
 	for (size_t i = 0; i < c->n_tenants; i++)
 		free(c->tenants[i].cgroup);
 	free(c->tenants);
+	for (size_t k = 0; k < c->n_groups; k++)
+		free(c->groups[k].cgroup);
+	free(c->groups);
 	for (size_t i = 0; i < c->n_files; i++)
 		free(c->files[i]);
 	free(c->files);
@@ -1827,6 +2132,31 @@ int drf_config_problem(const struct drf_config *c, struct drf_problem *ret,
 	ret->n = c->n_tenants;
 	ret->demands = d;
 	*ret_demands = d;
+	return 0;
+}
+
+int drf_config_hproblem(const struct drf_config *c, const struct drf_problem *problem,
+			struct drf_hproblem *ret, struct drf_hgroup **ret_groups,
+			size_t **ret_parents)
+{
+	struct drf_hgroup *g = calloc(c->n_groups + 1, sizeof(*g));
+	size_t *par = calloc(c->n_tenants + 1, sizeof(*par));
+
+	if (!g || !par) {
+		free(g);
+		free(par);
+		return -ENOMEM;
+	}
+	for (size_t k = 0; k < c->n_groups; k++) {
+		g[k].weight = c->groups[k].weight;
+		g[k].parent = c->groups[k].parent ? c->groups[k].parent - 1 : DRF_HROOT;
+	}
+	for (size_t i = 0; i < c->n_tenants; i++)
+		par[i] = c->tenants[i].group ? c->tenants[i].group - 1 : DRF_HROOT;
+	*ret = (struct drf_hproblem){ .base = *problem, .n_groups = c->n_groups, .groups = g,
+				      .leaf_parent = par };
+	*ret_groups = g;
+	*ret_parents = par;
 	return 0;
 }
 
@@ -1928,6 +2258,7 @@ static int fleet_load(const char *path, bool servers_optional, struct drf_fleet 
 	if (!f)
 		goto out_oom;
 	drf_index_init(&ps.names, tenant_name, c);
+	drf_index_init(&ps.gnames, group_name, c);
 	c->path = strdup(path);
 	if (!c->path)
 		goto out_oom;
@@ -1938,6 +2269,16 @@ static int fleet_load(const char *path, bool servers_optional, struct drf_fleet 
 	r = check_servers(&ps);
 	if (r < 0)
 		goto out_free;
+	/* DRFH shares a fleet's tenants flat: no groups (a [group] is an unknown section). */
+	for (size_t i = 0; i < c->n_tenants; i++) {
+		if (!ps.tenant_group[i])
+			continue;
+		ps.file = c->tenants[i].file;
+		fail_at(&ps, tenant_line(&ps, i, TK_GROUP), "tenant '%s': group = belongs in a host's "
+			"drfd.conf; a fleet's tenants are shared flat, by DRFH", c->tenants[i].name);
+		r = -EINVAL;
+		goto out_free;
+	}
 	for (size_t s = 0; s < f->n_servers; s++)
 		for (int k = 0; k < DRF_NRES; k++)
 			c->capacity[k] += f->servers[s].capacity[k] * (double)f->servers[s].count;

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "alloc.h"
+#include "hdrf.h"
 #include "host.h"
 
 #define DRF_TENANT_NAME_MAX 64
@@ -55,6 +56,21 @@ struct drf_tenant {
 	bool declared[DRF_NRES];
 	double tasks;          /* task model only: count, or INFINITY for unlimited */
 	const char *file;      /* where its section is; points into drf_config.files */
+	int line;
+	size_t group;          /* `group =`: 1 + index into drf_config.groups; 0: none */
+};
+
+/*
+ * [group NAME]: an inner node of the tenant tree, shared by hierarchical DRF
+ * (agent/core/hdrf.h) among its tenants and groups. Its cgroup is below its
+ * parent group's (or cgroup-root), and its members' cgroups below its own.
+ */
+struct drf_group {
+	char name[DRF_TENANT_NAME_MAX + 1];
+	char *cgroup;          /* the whole path, relative to cgroup-root as a tenant's */
+	double weight;
+	size_t parent;         /* 1 + index of its parent group; 0: the root */
+	const char *file;
 	int line;
 };
 
@@ -115,6 +131,8 @@ struct drf_config {
 	char **files;
 	size_t n_files;
 	struct drf_fleet_member fleet; /* [fleet] in drfd.conf */
+	struct drf_group *groups;      /* [group NAME]; none: flat DRF among the tenants */
+	size_t n_groups;
 };
 
 /*
@@ -143,6 +161,16 @@ void drf_config_free(struct drf_config *c);
  */
 int drf_config_problem(const struct drf_config *c, struct drf_problem *ret,
 		       struct drf_demand **ret_demands);
+
+/*
+ * The tree of the config's groups for hierarchical DRF (hdrf.h), over a
+ * problem of drf_config_problem(): ret->base = *problem; the groups and each
+ * tenant's parent are allocated (ret_groups: n_groups + 1 entries, ret_parents:
+ * n_tenants + 1) and owned by the caller. 0 or -ENOMEM.
+ */
+int drf_config_hproblem(const struct drf_config *c, const struct drf_problem *problem,
+			struct drf_hproblem *ret, struct drf_hgroup **ret_groups,
+			size_t **ret_parents);
 
 /*
  * A fleet file (drfctl fleet): [server NAME] sections with a capacity (the

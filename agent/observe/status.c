@@ -434,6 +434,29 @@ static void json_res(json_object *o, const char *key, const double *cap, const d
 			drf_json_set_num(x, drf_res_name(r), v[r]);
 }
 
+/* Hierarchical DRF's groups: each one's allocation (its tenants' sum) and dominant share. */
+static void json_groups(const struct drf_plan *e, json_object *o)
+{
+	const struct drf_config *c = &e->decl->cfg;
+	json_object *a = drf_json_set_array(o, "groups");
+
+	for (size_t g = 0; g < c->n_groups; g++) {
+		const struct drf_group *gr = &c->groups[g];
+		const struct drf_share *sh = &e->groups[g];
+		json_object *x = drf_json_append_object(a);
+
+		drf_json_set_str(x, "name", gr->name);
+		drf_json_set_str(x, "group", gr->parent ? c->groups[gr->parent - 1].name : NULL);
+		drf_json_set_str(x, "cgroup", gr->cgroup);
+		drf_json_set_num(x, "weight", gr->weight);
+		json_res(x, "alloc", e->problem.capacity, sh->alloc);
+		drf_json_set_str(x, "dominant_resource", drf_res_name(sh->dominant_res));
+		drf_json_set_num(x, "dominant_share", sh->dominant_share);
+		drf_json_set_str(x, "limited_by", sh->limited_by == DRF_LIMIT_DEMAND
+				 ? "demand" : drf_res_name(sh->limited_by));
+	}
+}
+
 static int render_json(const struct drf_view *v, FILE *f, int *problems)
 {
 	const struct drf_plan *e = v->plan;
@@ -537,6 +560,8 @@ static int render_json(const struct drf_view *v, FILE *f, int *problems)
 			(*problems)++;
 		json_knobs(v, t, x, problems);
 	}
+	if (e->groups)
+		json_groups(e, o);
 	json_net(v, o, problems);
 	a = drf_json_set_array(o, "orphans");
 	for (size_t i = 0; i < rc->n_orphans; i++) {
@@ -761,6 +786,23 @@ static int render_text(const struct drf_view *v, FILE *f, int *problems)
 			text_demand(v, i, f);
 		if (i < v->use->n && v->use->samples)
 			text_use(v, i, f, problems);
+	}
+	for (size_t g = 0; e->groups && g < e->decl->cfg.n_groups; g++) {
+		const struct drf_group *gr = &e->decl->cfg.groups[g];
+		const struct drf_share *sh = &e->groups[g];
+
+		fprintf(f, "\ngroup %s (cgroup %s/%s, weight %g, in %s)\n  allocation:", gr->name,
+			v->root, gr->cgroup, gr->weight,
+			gr->parent ? e->decl->cfg.groups[gr->parent - 1].name : "the root");
+		for (int r = 0; r < DRF_NRES; r++) {
+			if (!(e->problem.capacity[r] > 0))
+				continue;
+			drf_format_quantity(sh->alloc[r], drf_res_unit(r), q, sizeof(q));
+			fprintf(f, " %s %s", drf_res_name(r), q);
+		}
+		fprintf(f, "; dominant %s %.3f, limited by %s\n", drf_res_name(sh->dominant_res),
+			sh->dominant_share,
+			sh->limited_by == DRF_LIMIT_DEMAND ? "demand" : drf_res_name(sh->limited_by));
 	}
 	for (size_t i = rc->n; i < rc->n + rc->n_inner; i++) {
 		const struct drf_tenant_rt *t = &rc->t[i];

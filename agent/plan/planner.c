@@ -8,6 +8,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+/*
+ * Hierarchical DRF over the config's groups (their tree, made at load, in d)
+ * for the problem p: the tenants' shares and the groups'.
+ */
+static int hier_allocate(const struct drf_declared *d, const struct drf_problem *p,
+			 struct drf_result *ret, struct drf_share **ret_groups)
+{
+	struct drf_hproblem hp = { .base = *p, .n_groups = d->cfg.n_groups, .groups = d->hgroups,
+				    .leaf_parent = d->hparents };
+	struct drf_hresult res;
+	int r = drf_hdrf_allocate(&hp, &res);
+
+	if (r < 0)
+		return r;
+	*ret = res.leaves;
+	*ret_groups = res.groups;
+	return 0;
+}
+
 int drf_declared_load(struct drf_declared *ret, const char *path, const struct drf_host_ops *host,
 		      char *err, size_t len)
 {
@@ -25,11 +44,21 @@ int drf_declared_load_assigned(struct drf_declared *ret, const char *path,
 	if (r < 0)
 		return r;
 	r = drf_config_problem(&n.cfg, &n.problem, &n.demands);
-	if (r == 0)
+	if (r == 0 && n.cfg.n_groups > 0) {
+		struct drf_hproblem hp;
+
+		r = drf_config_hproblem(&n.cfg, &n.problem, &hp, &n.hgroups, &n.hparents);
+		if (r == 0)
+			r = hier_allocate(&n, &n.problem, &n.result, &n.groups);
+	} else if (r == 0) {
 		r = drf_allocate(&n.problem, n.cfg.policy, &n.result);
+	}
 	if (r < 0) {
 		snprintf(err, len, "%s: cannot compute the allocation: %s", path, strerror(-r));
 		drf_result_free(&n.result);
+		free(n.groups);
+		free(n.hgroups);
+		free(n.hparents);
 		free(n.demands);
 		drf_config_free(&n.cfg);
 		return r == -EINVAL ? -EIO : r;
@@ -44,6 +73,9 @@ void drf_declared_free(struct drf_declared *d)
 	if (!d->loaded)
 		return;
 	drf_result_free(&d->result);
+	free(d->groups);
+	free(d->hgroups);
+	free(d->hparents);
 	free(d->demands);
 	drf_config_free(&d->cfg);
 	memset(d, 0, sizeof(*d));
@@ -55,6 +87,7 @@ void drf_plan_free(struct drf_plan *p)
 		return;
 	free(p->demands);
 	drf_result_free(&p->result);
+	free(p->groups);
 	free(p->knobs);
 	free(p->limit);
 	drf_cg_knobs_free(p->inner, p->n_inner);
@@ -104,11 +137,22 @@ int drf_plan_build(const struct drf_plan_input *in, struct drf_engine *eng, stru
 			p.demands[i].max_units = 1;
 			memcpy(p.demands[i].shape, in->effective[i], sizeof(p.demands[i].shape));
 		}
-		r = drf_engine_allocate(eng, &p.problem, c->policy, &res);
-		if (r == 0)
-			r = keep_result(&res, &p.result);
+		if (c->n_groups > 0) {
+			r = hier_allocate(d, &p.problem, &p.result, &p.groups);
+		} else {
+			r = drf_engine_allocate(eng, &p.problem, c->policy, &res);
+			if (r == 0)
+				r = keep_result(&res, &p.result);
+		}
 	} else {
 		r = keep_result(&d->result, &p.result);
+		if (r == 0 && d->groups) {
+			p.groups = malloc((c->n_groups + 1) * sizeof(*p.groups));
+			if (p.groups)
+				memcpy(p.groups, d->groups, c->n_groups * sizeof(*p.groups));
+			else
+				r = -ENOMEM;
+		}
 	}
 	if (r < 0)
 		goto fail;

@@ -35,6 +35,10 @@ struct drf_declared {
 	struct drf_demand *demands;     /* n_tenants */
 	struct drf_result result;       /* the declared allocation */
 	bool loaded;
+	/* With [group] sections: the tree (hdrf.h) and each group's declared allocation. */
+	struct drf_hgroup *hgroups;
+	size_t *hparents;
+	struct drf_share *groups;       /* cfg.n_groups; NULL without groups */
 };
 
 /*
@@ -87,6 +91,7 @@ struct drf_plan {
 	struct drf_problem problem;      /* the demands allocated */
 	struct drf_demand *demands;
 	struct drf_result result;        /* the allocation in force */
+	struct drf_share *groups;        /* per group, hierarchical DRF's; NULL without groups */
 	struct drf_knobs *knobs;         /* per tenant */
 	double (*limit)[DRF_NRES];       /* per tenant: the hard limits its knobs set */
 	struct drf_cg_knobs *inner;      /* inner nodes of nested paths, parents first */

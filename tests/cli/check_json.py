@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Checks `drfctl plan --json` output against the schema of issue 2, exactly:
 no missing and no extra keys, the right types, resources among the five names,
-and the expected numbers given as NAME.FIELD[.RES]=VALUE arguments."""
+and the expected numbers given as NAME.FIELD[.RES]=VALUE arguments (@NAME for
+a group of a config with [group] sections)."""
 import json
 import sys
 
@@ -55,7 +56,8 @@ def running(r):
 def main():
     doc = json.load(sys.stdin)
     # "running": only when a drfd answers on the config's status-socket.
-    if set(doc) - {"running"} != {"policy", "capacity", "unallocated", "tenants"}:
+    grouped = "groups" in doc
+    if set(doc) - {"running", "groups"} != {"policy", "capacity", "unallocated", "tenants"}:
         fail(f"top-level keys {sorted(doc)}")
     if "running" in doc:
         running(doc["running"])
@@ -69,8 +71,10 @@ def main():
     for t in doc["tenants"]:
         keys = {"name", "weight", "demand", "alloc", "dominant_resource", "dominant_share",
                 "declared", "limited_by"}
-        if set(t) - {"tasks"} != keys:
+        if set(t) - {"tasks"} != keys | ({"group"} if grouped else set()):
             fail(f"tenant keys {sorted(t)}")
+        if grouped and t["group"] is not None and not isinstance(t["group"], str):
+            fail(f"{t['name']}.group {t['group']!r}")
         if not isinstance(t["name"], str):
             fail("name is not a string")
         num(t["weight"], "weight")
@@ -87,6 +91,20 @@ def main():
         if t["limited_by"] != "demand" and t["limited_by"] not in RES:
             fail(f"limited_by {t['limited_by']!r}")
         by_name[t["name"]] = t
+    for g in doc.get("groups", []):
+        if set(g) != {"name", "group", "weight", "cgroup", "alloc", "dominant_resource",
+                      "dominant_share", "limited_by"}:
+            fail(f"group keys {sorted(g)}")
+        if not isinstance(g["name"], str) or not isinstance(g["cgroup"], str) or \
+                (g["group"] is not None and not isinstance(g["group"], str)):
+            fail(f"group {g!r}")
+        num(g["weight"], "group weight")
+        res_obj(g["alloc"], g["name"] + ".alloc")
+        num(g["dominant_share"], "group dominant_share")
+        if g["dominant_resource"] not in RES or \
+                (g["limited_by"] != "demand" and g["limited_by"] not in RES):
+            fail(f"group {g['name']} dominant_resource or limited_by")
+        by_name["@" + g["name"]] = g
     for arg in sys.argv[1:]:
         path, want = arg.split("=", 1)
         parts = path.split(".")

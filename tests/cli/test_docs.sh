@@ -6,7 +6,7 @@
 #     command's `drfctl help CMD` and `drfctl CMD --help` answer.
 #   - config keys: the [agent] and [capacity] keys of agent/config/config.c,
 #     the "known:" lists its errors print, and the tenant keys those name, are
-#     the keys drfd.conf(5) documents in the same section; with DRFCTL, every
+#     the keys drfd.conf(5) documents in the same section (and [group]'s); with DRFCTL, every
 #     key drfd.conf(5) documents is one `drfctl plan` does not call unknown.
 #   - metric families: every "drfd_*" family of agent/observe/metrics.c is in
 #     drfd(8)'s METRICS, and every drfd_* name drfd(8) mentions is one of them.
@@ -114,6 +114,11 @@ same "[capacity] keys: config.c's cap_keys against its error's known list" "$tmp
 same "[agent] keys: config.c against drfd.conf(5)" "$tmp/agent.code" "$tmp/agent.man"
 same "[capacity] keys: config.c against drfd.conf(5)" "$tmp/capacity.code" "$tmp/capacity.man"
 same "[tenant] keys: config.c's known list against drfd.conf(5)" "$tmp/tenant.known" "$tmp/tenant.man"
+code_keys group_keys >"$tmp/group.code"
+known group >"$tmp/group.known"
+man_keys group >"$tmp/group.man"
+same "[group] keys: config.c's group_keys against its error's known list" "$tmp/group.code" "$tmp/group.known"
+same "[group] keys: config.c against drfd.conf(5)" "$tmp/group.code" "$tmp/group.man"
 # drfd.conf's [fleet] (member_keys); a fleet file's [fleet] has the slot-* keys
 grep -v '^slot-' "$tmp/fleet.known.all" >"$tmp/fleet.known"
 same "[fleet] keys: config.c's member_keys against its error's known list" "$tmp/fleet.code" "$tmp/fleet.known"

@@ -138,6 +138,10 @@ check_err "count collision" "makes 'a-2'" $'[server a]\ncpu = 1\ncount = 2\n[ser
 check_err "no capacity" "has no capacity" $'[server a]\ncount = 2'
 check_err "bad count" "count = '0'" $'[server a]\ncpu = 1\ncount = 0'
 check_err "no servers" "no servers" $'[tenant t]\ncpu = 1'
+check_err "group in a fleet" "4: tenant 't': group = belongs in a host's drfd.conf" \
+	$'[server a]\ncpu = 1\n[tenant t]\ngroup = g\ncpu = 1'
+check_err "[group] in a fleet" "unknown section [group g]" $'[server a]\ncpu = 1\n[group g]'
+
 "$DRFCTL" fleet plan >/dev/null 2>&1
 rc=$?
 if [ $rc -eq 64 ]; then pass "no -c: exit 64"; else fail "no -c: exit $rc"; fi

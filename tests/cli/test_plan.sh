@@ -116,6 +116,40 @@ if python3 "$here/check_json.py" .capacity.cpu=4 <"$tmp/out" &&
 else
 	ko "no tenants --json"
 fi
+# Groups: the H-DRF example of drfd.conf(5), its table as the page prints it.
+expect "hdrf plan runs" 0 "$drfctl" plan -c "$fix/hdrf.conf"
+man5=$top/deploy/man/drfd.conf.5.scd
+sed -n '/^\$ drfctl plan$/,/^```$/p' "$man5" | sed -n '/hierarchical/,/^```$/p' | grep -v '^```$' |
+	tail -n +4 >"$tmp/man.rows"
+tail -n +4 "$tmp/out" >"$tmp/got.rows"
+if [ -s "$tmp/man.rows" ] && diff "$tmp/man.rows" "$tmp/got.rows" >"$tmp/diff"; then
+	ok "hdrf: the table is drfd.conf(5)'s worked example (n1 5G, n21 10 cores, n22 5G)"
+else
+	ko "hdrf: the table differs from drfd.conf(5)'s worked example"; cat "$tmp/diff" "$tmp/out"
+fi
+expect "hdrf --json runs" 0 "$drfctl" plan -c "$fix/hdrf.conf" --json
+if python3 "$here/check_json.py" n1.alloc.memory=$((5 * G)) n21.alloc.cpu=10 \
+	n22.alloc.memory=$((5 * G)) n21.group=n2 n1.group=null @n2.alloc.cpu=10 \
+	@n2.alloc.memory=$((5 * G)) @n2.dominant_share=1 @n2.cgroup=n2 @n2.group=null <"$tmp/out"; then
+	ok "hdrf --json: the groups and the tenants' groups"
+else
+	ko "hdrf --json"; cat "$tmp/out"
+fi
+expect "hdrf --discrete --json runs" 0 "$drfctl" plan -c "$fix/hdrf.conf" --discrete --json
+if python3 "$here/check_json.py" n1.tasks=5 n21.tasks=10 n22.tasks=5 <"$tmp/out"; then
+	ok "hdrf --discrete: 5, 10 and 5 whole tasks"
+else
+	ko "hdrf --discrete"; cat "$tmp/out"
+fi
+expect "hdrf --compare refused" 64 "$drfctl" plan -c "$fix/hdrf.conf" --compare
+expect "hdrf --policy asset refused" 64 "$drfctl" plan -c "$fix/hdrf.conf" --policy asset
+printf '[capacity]\ncpu = 4\n[tenant a]\ngroup = nowhere\n' >"$tmp/nogroup.conf"
+expect "an unknown group is a config error" 2 "$drfctl" plan -c "$tmp/nogroup.conf"
+if grep -q "nogroup.conf:4: tenant 'a': group = 'nowhere': there is no \[group nowhere\]" "$tmp/err"; then
+	ok "an unknown group names FILE:LINE"
+else
+	ko "an unknown group names FILE:LINE"; cat "$tmp/err"
+fi
 # A stream that fails: exit 1, not a cut table with exit 0.
 expect "a full stdout exits 1" 1 sh -c "\"$drfctl\" plan -c \"$ex\" >/dev/full"
 echo "$pass passed, $failed failed"

@@ -241,6 +241,37 @@ static void tick(struct fixture *f, size_t verify)
 	assert_int_equal(drf_reconcile_tick(&f->rc, verify, &f->st), 0);
 }
 
+/*
+ * [group NAME] through the reconciler: the H-DRF paper's example (GPUs played
+ * by memory). The group's cgroup n2 is made with its tenants below it, and its
+ * knobs come from its allocation: every core (the largest cpu.weight beside
+ * n1, which has none) and 5G of memory.low.
+ */
+static void test_reconcile_groups(void **state)
+{
+	struct fixture f;
+
+	(void)state;
+	write_conf("", "cpu = 10\nmemory = 10G\n",
+		   "[tenant n1]\ntask-memory = 1G\n[group n2]\n"
+		   "[tenant n21]\ngroup = n2\ntask-cpu = 1\n"
+		   "[tenant n22]\ngroup = n2\ntask-memory = 1G\n");
+	load(&f.e, NULL);
+	fixture_open(&f, NULL, false);
+	tick(&f, ALL);
+	assert_int_equal(f.st.errors, 0);
+	assert_int_equal(f.st.created, 4); /* n1, n2, n2/n21, n2/n22 */
+	assert_true(converged(&f.e, NULL));
+	assert_string_equal(slurp("n2/cgroup.subtree_control"), "cpu memory");
+	assert_string_equal(slurp("n2/cpu.weight"), "10000");
+	assert_string_equal(slurp("n1/cpu.weight"), "1");
+	assert_string_equal(slurp("n2/memory.low"), "5368709120");
+	assert_string_equal(slurp("n1/memory.low"), "5368709120");
+	assert_string_equal(slurp("n2/n21/cpu.weight"), "10000");
+	assert_string_equal(slurp("n2/n22/memory.low"), "5368709120");
+	fixture_close(&f);
+}
+
 static void test_reconcile_writes_only_changes(void **state)
 {
 	struct fixture f;
@@ -1149,6 +1180,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_paths_stay_beneath_root, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_read_held, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reconcile_groups, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_read_held_out_of_fds, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_read_held_recorded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_watch, setup, teardown),

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "planner.h"
 #include "startkeys.h"
 #include "clock.h"
 #include "testlib.h"
@@ -924,6 +925,139 @@ static void test_start_keys_rules(void **state)
 	drf_start_keys_free(&cp);
 }
 
+#define GROUPS_BASE "[capacity]\ncpu = 10\nmemory = 10G\n"
+
+/* [group NAME]: what each mistake says, and where. */
+static void test_groups_refused(void **state)
+{
+	(void)state;
+	expect_error(GROUPS_BASE "[tenant a]\ncpu = 1\ngroup = team\n", 6,
+		     "tenant 'a': group = 'team': there is no [group team]");
+	expect_error(GROUPS_BASE "[group x]\ngroup = y\n[group y]\ngroup = x\n[tenant a]\n"
+				 "group = x\n", 5, "makes a cycle");
+	expect_error(GROUPS_BASE "[group x]\ngroup = x\n[tenant a]\ngroup = x\n", 5,
+		     "group 'x': group = 'x' makes a cycle");
+	expect_error(GROUPS_BASE "[group x]\nweight = 2\n[tenant a]\n", 4,
+		     "group 'x' has no tenants");
+	/* a group with only an empty group inside is empty too */
+	expect_error(GROUPS_BASE "[group x]\n[group y]\ngroup = x\n[tenant a]\n", 4,
+		     "group 'x' has no tenants");
+	expect_error(GROUPS_BASE "[tenant a]\ngroup = a\n[group a]\n", 6,
+		     "group 'a' has the name of tenant 'a'");
+	expect_error(GROUPS_BASE "[group x]\n[group x]\n", 5, "duplicate group 'x' (first defined at");
+	expect_error(GROUPS_BASE "[group x]\ncolour = red\n", 5, "unknown key 'colour' in [group x]");
+	expect_error(GROUPS_BASE "[group x]\nweight = 0\n", 5, "out of range");
+	expect_error(GROUPS_BASE "[group x]\ncgroup = /abs\n", 5, "is absolute");
+	expect_error(GROUPS_BASE "[group x]\nweight = 1\nweight = 2\n", 6, "set twice");
+	expect_error(GROUPS_BASE "[group .x]\n", 4, "group name '.x' is not");
+	expect_error("[agent]\npolicy = asset\n" GROUPS_BASE "[group x]\n[tenant a]\ngroup = x\n", 6,
+		     "needs policy = drf (policy is 'asset')");
+	/* a tenant's path and a group's may not overlap either */
+	expect_error(GROUPS_BASE "[tenant t]\ncgroup = team\n[group x]\ncgroup = team\n[tenant a]\n"
+				 "group = x\n", 9, "is inside cgroup 'team' of tenant 't'");
+	/* in a tenants file, the tenants file's line */
+	write_tenant_file("a.conf", "[tenant a]\ncpu = 1\ngroup = nope\n");
+	{
+		char where[256];
+
+		snprintf(where, sizeof(where), "%s/tenants.d/a.conf", dir);
+		expect_error_in(GROUPS_BASE, where, 3, "there is no [group nope]");
+	}
+}
+
+/* Groups nest; their members' cgroups are below theirs; flat configs are as before. */
+static void test_groups_valid(void **state)
+{
+	struct drf_config c;
+
+	(void)state;
+	assert_int_equal(load_with(GROUPS_BASE "[group org]\nweight = 3\ncgroup = o\n"
+					       "[group team]\ngroup = org\n"
+					       "[tenant web]\ngroup = team\ntask-cpu = 1\n"
+					       "[tenant db]\ngroup = org\ncgroup = data/db\ntask-memory = 1G\n"
+					       "[tenant solo]\ncpu = 1\n",
+				 &t_fake_host, &c),
+			 0);
+	assert_int_equal(c.n_groups, 2);
+	assert_string_equal(c.groups[0].name, "org");
+	assert_close(c.groups[0].weight, 3, 0, "org weight");
+	assert_int_equal(c.groups[0].parent, 0);
+	assert_int_equal(c.groups[1].parent, 1);
+	assert_close(c.groups[1].weight, 1, 0, "team's default weight");
+	assert_string_equal(c.groups[0].cgroup, "o");
+	assert_string_equal(c.groups[1].cgroup, "o/team");
+	assert_string_equal(c.tenants[0].cgroup, "o/team/web");
+	assert_int_equal(c.tenants[0].group, 2);
+	assert_string_equal(c.tenants[1].cgroup, "o/data/db");
+	assert_int_equal(c.tenants[1].group, 1);
+	assert_string_equal(c.tenants[2].cgroup, "solo");
+	assert_int_equal(c.tenants[2].group, 0);
+	drf_config_free(&c);
+	assert_int_equal(load_with(GROUPS_BASE "[tenant solo]\ncpu = 1\n", &t_fake_host, &c), 0);
+	assert_int_equal(c.n_groups, 0);
+	assert_null(c.groups);
+	drf_config_free(&c);
+}
+
+/*
+ * The planner with groups: the paper's counterexample (GPUs played by
+ * memory) allocated by H-DRF, and the group's cgroup an inner node whose
+ * knobs come from the group's allocation: memory.low its 5G, cpu.weight the
+ * largest among its siblings (it holds every CPU).
+ */
+static void test_groups_plan(void **state)
+{
+	struct drf_declared d;
+	struct drf_engine eng;
+	struct drf_plan p;
+	struct drf_plan_input in = { .decl = &d };
+	bool found = false;
+
+	(void)state;
+	assert_int_equal(t_write_file(main_path, GROUPS_BASE "[tenant n1]\ntask-memory = 1G\n"
+							    "[group n2]\n"
+							    "[tenant n21]\ngroup = n2\ntask-cpu = 1\n"
+							    "[tenant n22]\ngroup = n2\ntask-memory = 1G\n"),
+			 0);
+	assert_int_equal(drf_declared_load(&d, main_path, &t_fake_host, err, sizeof(err)), 0);
+	assert_non_null(d.groups);
+	assert_close(d.result.shares[0].alloc[DRF_RES_MEMORY], 5 * G, 1e-9, "n1 memory");
+	assert_close(d.result.shares[1].alloc[DRF_RES_CPU], 10, 1e-9, "n21 cpu");
+	assert_close(d.result.shares[2].alloc[DRF_RES_MEMORY], 5 * G, 1e-9, "n22 memory");
+	assert_close(d.groups[0].alloc[DRF_RES_CPU], 10, 1e-9, "n2 cpu");
+	assert_close(d.groups[0].dominant_share, 1, 1e-9, "n2 dominant share");
+	drf_engine_init(&eng);
+	assert_int_equal(drf_plan_build(&in, &eng, &p), 0);
+	assert_non_null(p.groups);
+	for (size_t k = 0; k < p.n_inner; k++) {
+		const struct drf_knobs *kn = &p.inner[k].knobs;
+
+		if (strcmp(p.inner[k].cgroup, "n2") != 0)
+			continue;
+		found = true;
+		assert_string_equal(kn->val[DRF_KNOB_MEMORY_LOW], "5368709120");
+		assert_string_equal(kn->val[DRF_KNOB_CPU_WEIGHT], "10000");
+	}
+	assert_true(found);
+	/* observed demand: the same tree, on the effective demands */
+	{
+		double eff[3][DRF_NRES] = { { 0 } };
+
+		eff[0][DRF_RES_MEMORY] = 8 * G;
+		eff[1][DRF_RES_CPU] = 2;
+		eff[2][DRF_RES_MEMORY] = 8 * G;
+		in.effective = (const double (*)[DRF_NRES])eff;
+		drf_plan_free(&p);
+		assert_int_equal(drf_plan_build(&in, &eng, &p), 0);
+		assert_close(p.result.shares[0].alloc[DRF_RES_MEMORY], 5 * G, 1e-9, "n1 memory");
+		assert_close(p.result.shares[1].alloc[DRF_RES_CPU], 2, 1e-9, "n21 cpu (its demand)");
+		assert_close(p.groups[0].alloc[DRF_RES_MEMORY], 5 * G, 1e-9, "n2 memory");
+	}
+	drf_plan_free(&p);
+	drf_engine_free(&eng);
+	drf_declared_free(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -954,6 +1088,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_controls_escaped, setup, teardown),
 		cmocka_unit_test(test_start_keys_rules),
 		cmocka_unit_test_setup_teardown(test_fleet_member, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_groups_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_groups_valid, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_groups_plan, setup, teardown),
 	};
 
 	return cmocka_run_group_tests_name("config", tests, NULL, NULL);

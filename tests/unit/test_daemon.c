@@ -749,6 +749,50 @@ static void test_fleet_tasks(void **state)
 	sd_event_unref(fl.ev);
 }
 
+/*
+ * Groups through reloads: a flat config, then the same tenants in a group
+ * (H-DRF's example, GPUs played by memory): the group's cgroup appears with
+ * its knobs and the plan has its allocation; then a config whose groups form
+ * a cycle is refused and changes nothing.
+ */
+#define HDRF_CAP "[capacity]\ncpu = 10\nmemory = 10G\n"
+#define HDRF_N1 "[tenant n1]\ntask-memory = 1G\n"
+
+static void test_reload_groups(void **state)
+{
+	struct snapshot s;
+
+	(void)state;
+	assert_int_equal(fakedrfd_setup(&fx, NULL, HDRF_CAP HDRF_N1
+				      "[tenant n21]\ntask-cpu = 1\n[tenant n22]\ntask-memory = 1G\n"),
+			 0);
+	assert_int_equal(fakedrfd_start(&fx), 0);
+	assert_null(d.plan.groups);
+	assert_string_equal(fakedrfd_get(&fx, "n21", "cpu.weight"), "10000");
+	assert_int_equal(fakedrfd_write(&fx, NULL, HDRF_CAP HDRF_N1 "[group n2]\n"
+				      "[tenant n21]\ngroup = n2\ntask-cpu = 1\n"
+				      "[tenant n22]\ngroup = n2\ntask-memory = 1G\n"),
+			 0);
+	assert_int_equal(drfd_reload(&d), 0);
+	assert_non_null(d.plan.groups);
+	assert_true(fabs(d.plan.groups[0].alloc[DRF_RES_CPU] - 10) < 1e-9);
+	assert_string_equal(fakedrfd_get(&fx, "n2", "cpu.weight"), "10000");
+	assert_string_equal(fakedrfd_get(&fx, "n2", "memory.low"), "5368709120");
+	assert_string_equal(fakedrfd_get(&fx, "n2/n21", "cpu.weight"), "10000");
+	assert_string_equal(fakedrfd_get(&fx, "n2/n22", "memory.low"), "5368709120");
+	/* A cycle: refused with its line, the plan in force stays. */
+	snap(&s);
+	assert_int_equal(fakedrfd_write(&fx, NULL, HDRF_CAP HDRF_N1 "[group n2]\ngroup = n3\n"
+				      "[group n3]\ngroup = n2\n"
+				      "[tenant n21]\ngroup = n2\ntask-cpu = 1\n"),
+			 0);
+	assert_int_equal(drfd_reload(&d), -EINVAL);
+	unchanged_but_refused(&s);
+	assert_non_null(strstr(d.reload_error, "makes a cycle"));
+	assert_int_equal(d.decl.cfg.n_groups, 1);
+	assert_string_equal(fakedrfd_get(&fx, "n2", "cpu.weight"), "10000");
+}
+
 static void test_reload_refused_changes_nothing(void **state)
 {
 	size_t n = DRF_HTB_MAX_TENANTS + 1, len = strlen(NET_CAP) + n * 40;
@@ -1653,6 +1697,37 @@ static void test_json_out_of_memory(void **state)
 #endif
 }
 
+/* The status shows each group's allocation, in JSON and in text. */
+static void test_status_groups(void **state)
+{
+	json_object *doc, *g;
+	char *js = NULL, *text;
+
+	(void)state;
+	assert_int_equal(fakedrfd_setup(&fx, NULL, HDRF_CAP HDRF_N1 "[group n2]\nweight = 2\n"
+				      "[tenant n21]\ngroup = n2\ntask-cpu = 1\n"),
+			 0);
+	assert_int_equal(fakedrfd_start(&fx), 0);
+	status_json(&js);
+	doc = parse_doc(js);
+	free(js);
+	g = json_object_array_get_idx(member(doc, "groups"), 0);
+	assert_non_null(g);
+	assert_string_equal(json_object_get_string(member(g, "name")), "n2");
+	assert_string_equal(json_object_get_string(member(g, "cgroup")), "n2");
+	assert_true(json_object_is_type(member(g, "group"), json_type_null));
+	assert_true(json_object_get_double(member(g, "weight")) == 2);
+	assert_true(fabs(json_object_get_double(member(member(g, "alloc"), "cpu")) - 10) < 1e-9);
+	assert_true(fabs(json_object_get_double(member(g, "dominant_share")) - 1) < 1e-9);
+	assert_string_equal(json_object_get_string(member(g, "limited_by")), "cpu");
+	json_object_put(doc);
+	text = status_text();
+	assert_non_null(strstr(text, "\ngroup n2 (cgroup "));
+	assert_non_null(strstr(text, "/n2, weight 2, in the root)\n  allocation: cpu 10 memory 0; "
+				     "dominant cpu 1.000, limited by cpu\n"));
+	free(text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1662,6 +1737,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_reload_hands_plan_to_network, NULL, teardown),
 		cmocka_unit_test_setup_teardown(test_fleet_assignment, NULL, teardown),
 		cmocka_unit_test_setup_teardown(test_fleet_tasks, NULL, teardown),
+		cmocka_unit_test_setup_teardown(test_reload_groups, NULL, teardown),
+		cmocka_unit_test_setup_teardown(test_status_groups, NULL, teardown),
 		cmocka_unit_test_setup_teardown(test_status_cpu_usage, setup_observed, teardown),
 		cmocka_unit_test_setup_teardown(test_reload_refused_changes_nothing, setup_observed,
 						teardown),

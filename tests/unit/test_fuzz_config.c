@@ -28,7 +28,8 @@ static const char *const words[] = {
 	"cgroup-root", "tenants-dir", "memory-reserve", "=", ":", " ", ";", "#", "\t", "\r", "auto",
 	"unlimited", "share", "limit", "drf", "asset", "per-resource", "1", "0", "-1", "4.5", "18G",
 	"1K", "100mbit", "8:0", "/dev/sda", "eth0", "lo", "..", "/", "a/b", "cpu.max", "1e9",
-	"999999999999999999999", "\xef\xbb\xbf", "\xff", "250ms", "2s",
+	"999999999999999999999", "\xef\xbb\xbf", "\xff", "250ms", "2s", "[group g]", "[group a]",
+	"[group ", "group", "g",
 };
 
 static const char valid[] =
@@ -36,7 +37,8 @@ static const char valid[] =
 	"[capacity]\ncpu = 8\nmemory = 16G\nio-device = 8:0\nio-read-bps = 100M\n"
 	"net-device = eth0\nnet-rate = auto\n"
 	"[tenant a]\nweight = 2\ncpu = 2\nmemory = 4G\n"
-	"[tenant b]\ntask-cpu = 1\ntask-memory = 1G\ntasks = 4\n";
+	"[tenant b]\ntask-cpu = 1\ntask-memory = 1G\ntasks = 4\ngroup = g\n"
+	"[group g]\nweight = 3\n";
 
 
 static void write_bytes(const char *p, const char *buf, size_t n)
@@ -68,6 +70,18 @@ static int load_and_check(void)
 		assert_int_equal(drf_config_problem(&c, &p, &d), 0);
 		assert_int_equal(drf_allocate(&p, c.policy, &res), 0);
 		drf_result_free(&res);
+		if (c.n_groups > 0) {
+			struct drf_hproblem hp;
+			struct drf_hresult hr;
+			struct drf_hgroup *hg;
+			size_t *par;
+
+			assert_int_equal(drf_config_hproblem(&c, &p, &hp, &hg, &par), 0);
+			assert_int_equal(drf_hdrf_allocate(&hp, &hr), 0);
+			drf_hresult_free(&hr);
+			free(hg);
+			free(par);
+		}
 		free(d);
 	}
 	drf_config_free(&c);
