@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # CPU enforcement on a real kernel. Share mode: tenants with busy loops on the
 # same vCPU get CPU time in the ratio of their DRF cpu allocations (within 5%
-# over 10 s), with two and with three tenants. Limit mode: each tenant stays
-# within 5% of its cpu.max cap while the rest of the CPU idles.
+# over 10 s), with two and with three tenants, and with a group of two tenants
+# beside a third (hierarchical DRF). Limit mode: each tenant stays within 5% of
+# its cpu.max cap while the rest of the CPU idles.
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/vm/lib.sh
 . "$here/lib.sh"
@@ -16,6 +17,10 @@ drf.slice                                  drf.slice
  |- A  tasks (0.5 cpu, 64M)   busy vCPU0    |- A, B as before          busy vCPU0
  '- B  tasks (0.25 cpu, 256M) busy vCPU0    '- C  weight 2, tasks (0.25 cpu, 32M)
 expect: usage_usec ratios = DRF cpu allocation ratios (drfctl plan --json), 5%
+
+share, a group (H-DRF): n1 (0.5 cpu, 64M); g: g1 (0.25 cpu, 256M), g2 (0.5 cpu, 32M)
+drf.slice/{n1, g/g1, g/g2}, busy vCPU0; H-DRF: n1 1, g1 1/3, g2 2/3 cpu (flat: .8 .4 .8)
+expect: usage_usec ratios at each level (g/n1, g2/g1) = H-DRF's allocations' ratios, 5%
 
 limit (cpu 2): A demand 0.5 cpu, B demand 0.25 cpu, a busy loop each on vCPU 0
 expect: A uses 0.5 cores, B 0.25 cores per cpu.max period, within 5%; vCPU 0 idle 0.25
@@ -80,6 +85,65 @@ task-cpu = 0.25
 task-memory = 32M
 CONF
 share_test cpu-share-3-tenants A B C
+
+# Groups: H-DRF over a two-level tree, each level's split held by the kernel's
+# cpu.weight at that level (the group's cgroup holds its tenants). The plan:
+# n1 1 cpu, g 1 cpu (g1 1/3, g2 2/3); flat DRF would give n1 0.8, g1 0.4, g2
+# 0.8, so the split tells the two apart (g1/n1 1/3 against 1/2).
+cat >"$conf" <<'CONF'
+[agent]
+cgroup-root = /sys/fs/cgroup/drf.slice
+[capacity]
+cpu = 2
+memory = 1G
+[tenant n1]
+task-cpu = 0.5
+task-memory = 64M
+[group g]
+[tenant g1]
+group = g
+task-cpu = 0.25
+task-memory = 256M
+[tenant g2]
+group = g
+task-cpu = 0.5
+task-memory = 32M
+CONF
+hdrf_test() { # NAME
+	local name=$1 t pair pr ok=0 got want line detail=""
+	"$DRFD" -c "$conf" --once 2>"$work/$name.log" || {
+		result FAIL "$name" "drfd --once failed: $(tail -2 "$work/$name.log")"
+		return
+	}
+	"$DRFCTL" plan -c "$conf" --json >"$work/$name.json"
+	for t in n1 g1 g2; do busy "$conf" "$t" 0; done
+	sleep 2
+	declare -A u0 u1
+	for t in n1 g g/g1 g/g2; do u0[$t]=$(cpu_usec "drf.slice/$t"); done
+	sleep $HDRF_WINDOW
+	for t in n1 g g/g1 g/g2; do u1[$t]=$(cpu_usec "drf.slice/$t"); done
+	pkill -f 'while :; do :; done'
+	sleep 1
+	# Each level as the kernel holds it: g against n1 at the top, g2 against g1 in g.
+	for pair in "g n1" "g/g2 g/g1"; do
+		read -r -a pr <<<"$pair"
+		set -- "${pr[@]}"
+		got=$($PY -c "print(($((u1[$1] - u0[$1]))) / ($((u1[$2] - u0[$2]))))")
+		want=$($PY -c "
+import json
+p = json.load(open('$work/$name.json'))
+a = {t['name']: t['alloc']['cpu'] for t in p['tenants'] + p['groups']}
+print(a['${1##*/}'] / a['${2##*/}'])")
+		line=$(within "$got" "$want" 0.05) || ok=1
+		detail="$detail $1/$2 cpu time $line;"
+	done
+	for t in n1 g g/g1 g/g2; do
+		detail="$detail $t $(((u1[$t] - u0[$t]) / 1000)) ms (weight $(cat "$CG/drf.slice/$t/cpu.weight"));"
+	done
+	check "$name" "[ $ok -eq 0 ]" "${detail% ;}"
+}
+HDRF_WINDOW=15
+hdrf_test cpu-share-hdrf
 
 # Limit mode: hard caps at the allocation; here the demands are met in full.
 rmdir "$CG/drf.slice/C" 2>/dev/null
