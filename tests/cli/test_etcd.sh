@@ -6,7 +6,9 @@
 # (free ports, a data directory of the test's own, a plain and a TLS client
 # listener), and the suite three times:
 #   - plain HTTP, with the transport's tests: every endpoint refused
-#     (-ECONNREFUSED, naming the endpoint), failover from a dead endpoint;
+#     (-ECONNREFUSED, naming the endpoint), failover from a dead endpoint,
+#     and from one that takes connections and never answers (a stopped
+#     member: a listener of the test binary's, first in the list);
 #   - HTTPS with client certificates (a CA, etcd's certificate and a
 #     client's, made here by openssl; etcd with --client-cert-auth): then
 #     without a client certificate, or trusting another CA, calls fail,
