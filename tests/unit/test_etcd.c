@@ -21,13 +21,16 @@
  * Options of the real mode: --cacert/--cert/--key (TLS), --user/--password
  * (etcd's authentication; --denied KEY: a key the user may not touch;
  * --token-ttl N: etcd's --auth-token-ttl, to see a token renewed),
- * --lease-expiry (a lease left to expire, which takes its TTL of real time).
+ * --lease-expiry (a lease left to expire, which takes its TTL of real time);
+ * --no-leader PID: the endpoints are the two members of a cluster, PID the
+ * second's etcd, which the test stops (SIGSTOP) and lets go on (SIGCONT).
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +51,7 @@ static struct {
 	const char *endpoints, *cacert, *cert, *key, *user, *password, *denied;
 	bool lease_expiry;
 	int token_ttl;
+	pid_t stop_pid; /* --no-leader PID: the member to stop, so that the first loses its leader */
 } opt;
 
 #define REAL (opt.endpoints != NULL)
@@ -2900,6 +2904,44 @@ static void test_real_silent(void **state)
 	close(sfd);
 }
 
+/*
+ * A watch on a member that loses its leader (the other of two stopped):
+ * etcd cancels it, as it asked (require-leader), and it ends as a broken
+ * stream, rather than stay silent; the calls that follow go to the other
+ * member, and a watch again from the last revision seen + 1 misses nothing
+ * once the cluster has a leader again.
+ */
+static void test_real_no_leader(void **state)
+{
+	struct got g = { 0 };
+	struct watcher x, y;
+	int64_t rev = 0;
+	uint64_t t0;
+
+	(void)state;
+	rev = put(K("n"), "0");
+	watch(&(struct etcd_watch_req){ .key = K("n"), .start_revision = rev + 1 }, &x);
+	pump(200 * DRF_USEC_PER_MSEC);
+	assert_false(x.ended);
+	assert_int_equal(kill(opt.stop_pid, SIGSTOP), 0);
+	wait_end(&x, WAIT);
+	assert_int_equal(kill(opt.stop_pid, SIGCONT), 0);
+	assert_int_equal(x.err, -ECONNRESET);
+	assert_non_null(strstr(x.msg, "no leader"));
+	assert_int_equal(stat_failovers(), 1);
+	/* The cluster elects a leader again; writes go through once it has. */
+	t0 = mono();
+	while (put_full(K("n"), "1", 1, 0, false, &g) != 0 && mono() - t0 < WAIT)
+		pump(100 * DRF_USEC_PER_MSEC);
+	assert_int_equal(g.err, 0);
+	watch(&(struct etcd_watch_req){ .key = K("n"), .start_revision = rev + 1 }, &y);
+	wait_events(&y, 1, WAIT);
+	assert_int_equal(y.n, 1);
+	assert_string_equal(y.ev[0].value, "1");
+	assert_int_equal(etcd_cancel(env.e, y.id), 0);
+	got_clear(&g);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 #define CONFORMANCE                                                                            \
 	T(test_put_range), T(test_range_options), T(test_range_revision), T(test_delete),     \
@@ -2913,7 +2955,7 @@ static int usage(const char *argv0)
 {
 	fprintf(stderr,
 		"usage: %s [--endpoints URLS [--cacert F --cert F --key F] [--user U --password P"
-		" --denied KEY --token-ttl N] [--lease-expiry]]\n",
+		" --denied KEY --token-ttl N] [--lease-expiry] [--no-leader PID]]\n",
 		argv0);
 	return 2;
 }
@@ -2930,6 +2972,7 @@ int main(int argc, char **argv)
 		{ "denied", required_argument, NULL, 'd' },
 		{ "token-ttl", required_argument, NULL, 't' },
 		{ "lease-expiry", no_argument, NULL, 'l' },
+		{ "no-leader", required_argument, NULL, 'n' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const struct CMUnitTest fake[] = {
@@ -2958,6 +3001,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tls[] = { T(test_real_tls_refused) };
 	const struct CMUnitTest auth[] = { T(test_real_auth_refused) };
 	const struct CMUnitTest reauth[] = { T(test_real_reauth) };
+	const struct CMUnitTest no_leader[] = { T(test_real_no_leader) };
 	int c, failed;
 
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -2989,6 +3033,9 @@ int main(int argc, char **argv)
 		case 'l':
 			opt.lease_expiry = true;
 			break;
+		case 'n':
+			opt.stop_pid = (pid_t)atoi(optarg);
+			break;
 		default:
 			return usage(argv[0]);
 		}
@@ -2997,6 +3044,8 @@ int main(int argc, char **argv)
 		return usage(argv[0]);
 	if (!REAL)
 		return cmocka_run_group_tests_name("etcd (fake)", fake, NULL, NULL);
+	if (opt.stop_pid > 0)
+		return cmocka_run_group_tests_name("etcd without a leader", no_leader, NULL, NULL);
 	failed = cmocka_run_group_tests_name("etcd (real)", real, NULL, NULL);
 	if (opt.cacert)
 		failed += cmocka_run_group_tests_name("etcd TLS", tls, NULL, NULL);
