@@ -1026,6 +1026,7 @@ static void watch_finished(struct client *c, struct call *k, CURLcode res)
 		/* Nothing was delivered: another member may have a leader. */
 		free_msgs(k);
 		unready(c, k);
+		snprintf(k->errbuf, sizeof(k->errbuf), "etcdserver: no leader");
 		if (failover(c, k))
 			return;
 		leave_endpoint(c, k);
