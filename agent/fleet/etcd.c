@@ -15,7 +15,15 @@
  * no such host, no connection within its share of the timeout) or answers
  * gRPC Unavailable makes the next endpoint the current one, and the call is
  * sent there, until every endpoint was tried once: those are the errors that
- * say etcd did nothing with the request. With a user, calls wait for a token
+ * say etcd did nothing with the request. A member that takes the connection
+ * and then never answers (stopped, overloaded) is left too: after a call
+ * timed out there, the calls that follow go to the next endpoint; and a call
+ * that is safe to send twice (see resendable()) gets only its share of the
+ * time on each endpoint, and goes on to the next within its own timeout. A
+ * watch that has had no answer within its share goes on the same way.
+ * Watches ask for a member with a leader (require-leader metadata): etcd
+ * cancels them on a member that lost it, and they end as broken streams.
+ * With a user, calls wait for a token
  * (one authenticate for all of them) and carry it in the Authorization
  * header; a call whose token etcd refuses (expired: --auth-token-ttl) waits
  * for a new one and is sent again, once.
@@ -414,7 +422,8 @@ struct call {
 	uint64_t id;
 	enum kind kind;
 	enum etcd_req_type type; /* K_KV */
-	int64_t lease;           /* K_REVOKE, K_KEEPALIVE: the lease asked about */
+	int64_t lease;           /* K_REVOKE, K_KEEPALIVE: the lease asked about; K_GRANT: its id */
+	uint64_t timeout_usec;   /* its whole time; 0: the client's */
 	const char *path;
 	char *body;
 	CURL *easy;
@@ -430,6 +439,8 @@ struct call {
 	bool got_answer;          /* a watch: an object came */
 	bool ended;               /* a watch: etcd ended it (its END is queued) */
 	bool token_refused;       /* a watch: refused for its token before any event */
+	bool no_leader;           /* a watch: refused by a member without a leader, at once */
+	sd_event_source *first;   /* a watch: its share of the timeout for a first answer */
 	int feed_err;             /* the answer could not be kept, or did not parse */
 	/* State */
 	bool linked, in_multi, waiting_auth, ready, done, reauthed;
@@ -470,6 +481,15 @@ struct client {
 	struct call *calls, *calls_tail;
 	struct call *ready, *ready_tail;
 	uint64_t next_id;
+	/*
+	 * The TTLs of the leases this client granted or renewed (the latest
+	 * first), so that a keepalive gets at most a third of its lease's TTL:
+	 * one that waits longer may leave too little time to renew it elsewhere.
+	 */
+	struct lease_ttl {
+		int64_t id, ttl;
+	} ttls[16];
+	size_t n_ttls;
 	bool closing;
 	bool global; /* curl_global_init done */
 	struct etcd_stats stats;
@@ -509,6 +529,7 @@ static void free_msgs(struct call *k)
 
 static void call_free(struct call *k)
 {
+	sd_event_source_disable_unref(k->first);
 	if (k->easy) {
 		if (k->in_multi)
 			curl_multi_remove_handle(k->c->multi, k->easy);
@@ -575,6 +596,7 @@ static void unlink_call(struct client *c, struct call *k)
 		curl_multi_remove_handle(c->multi, k->easy);
 		k->in_multi = false;
 	}
+	k->first = sd_event_source_disable_unref(k->first);
 	if (k->prev)
 		k->prev->next = k->next;
 	else
@@ -652,18 +674,72 @@ static int curl_errno(CURLcode res)
 /* Whether the request did not reach an etcd that could take it (another endpoint may). */
 static bool unreached(struct call *k, CURLcode res)
 {
-	curl_off_t connect = 0;
+	curl_off_t sent = 0;
 
 	if (res == CURLE_COULDNT_CONNECT || res == CURLE_COULDNT_RESOLVE_HOST)
 		return true;
 	if (res != CURLE_OPERATION_TIMEDOUT)
 		return false;
-	/* A timeout before the connection was made: that endpoint is away. */
-	curl_easy_getinfo(k->easy, CURLINFO_CONNECT_TIME_T, &connect);
-	return connect == 0;
+	/*
+	 * A timeout before the request could be sent (no connection, or a TLS
+	 * handshake that never ended): that endpoint is away, and did nothing.
+	 */
+	curl_easy_getinfo(k->easy, CURLINFO_PRETRANSFER_TIME_T, &sent);
+	return sent == 0;
+}
+
+/*
+ * Whether k may be sent again after it went to a member that did not answer
+ * (which may have done it all the same): a read; a keepalive (renewing twice
+ * is renewing); an authenticate (one more token); a grant of a lease whose
+ * id etcd picks (one granted unseen holds no key, and expires by its TTL).
+ * Not a write, a compaction, a revoke or a grant of a given id: done twice,
+ * their second answer would say what the first did was not so (a txn's
+ * comparisons failing on its own write, -ENOENT, -EEXIST).
+ */
+static bool resendable(const struct call *k)
+{
+	switch (k->kind) {
+	case K_KV:
+		return k->type == ETCD_RANGE;
+	case K_KEEPALIVE:
+	case K_AUTH:
+	case K_WATCH:
+		return true;
+	case K_GRANT:
+		return k->lease == 0;
+	default:
+		return false;
+	}
+}
+
+/*
+ * k's endpoint took its request and did not answer in time: the calls that
+ * follow go to the next one (unless another call moved them already).
+ */
+static void leave_endpoint(struct client *c, struct call *k)
+{
+	if (c->n_endpoints < 2 || c->cur != k->endpoint || c->closing)
+		return;
+	c->cur = (k->endpoint + 1) % c->n_endpoints;
+	c->stats.failovers++;
+	drf_log(c->log, LOG_DEBUG, "etcd: %s did not answer, the next calls go to %s",
+		endpoint_of(k), c->endpoints[c->cur]);
+}
+
+/* The time an attempt of k may take, of the left it has. */
+static uint64_t attempt_usec(const struct client *c, const struct call *k, uint64_t left)
+{
+	uint64_t share = left / (c->n_endpoints - k->tries);
+
+	/* Too short a share would fail on a member that is merely slow. */
+	if (!resendable(k) || share < 250 * DRF_USEC_PER_MSEC)
+		return left;
+	return share;
 }
 
 static size_t on_data(char *p, size_t size, size_t nmemb, void *userdata);
+static int on_first_timeout(sd_event_source *s, uint64_t usec, void *userdata);
 
 static int set_headers(struct client *c, struct call *k)
 {
@@ -677,6 +753,14 @@ static int set_headers(struct client *c, struct call *k)
 	h = curl_slist_append(NULL, "Content-Type: application/json");
 	/* No "Expect: 100-continue" round trip before a larger body. */
 	n = h ? curl_slist_append(h, "Expect:") : NULL;
+	/*
+	 * The gateway passes Grpc-Metadata-* headers on as gRPC metadata:
+	 * hasleader=true makes etcd refuse the watch on a member without a
+	 * leader, and cancel it when its member loses the leader, rather than
+	 * leave it silent on the minority side of a partition.
+	 */
+	if (n && k->kind == K_WATCH)
+		n = curl_slist_append(n, "Grpc-Metadata-hasleader: true");
 	if (n && k->kind != K_AUTH && c->token) {
 		k->token = strdup(c->token);
 		auth = fmt("Authorization: %s", c->token);
@@ -715,12 +799,14 @@ static int start(struct client *c, struct call *k)
 	if (!url)
 		return -ENOMEM;
 	k->len = 0;
-	k->got_answer = k->ended = k->token_refused = false;
+	k->got_answer = k->ended = k->token_refused = k->no_leader = false;
 	k->feed_err = 0;
 	k->errbuf[0] = 0;
 	etcd_stream_free(&k->stream);
 	free_msgs(k);
 	unready(c, k);
+
+	uint64_t attempt = attempt_usec(c, k, left);
 
 	/* Each endpoint not yet tried gets its share of what is left to connect. */
 	uint64_t connect = left / (c->n_endpoints - k->tries);
@@ -741,8 +827,9 @@ static int start(struct client *c, struct call *k)
 	e |= curl_easy_setopt(k->easy, CURLOPT_NOSIGNAL, 1L);
 	e |= curl_easy_setopt(k->easy, CURLOPT_CONNECTTIMEOUT_MS,
 			      (long)(connect / DRF_USEC_PER_MSEC + 1));
+	/* A watch has no end; the rest, their attempt's time (see attempt_usec()). */
 	e |= curl_easy_setopt(k->easy, CURLOPT_TIMEOUT_MS,
-			      k->kind == K_WATCH ? 0L : (long)(left / DRF_USEC_PER_MSEC + 1));
+			      k->kind == K_WATCH ? 0L : (long)(attempt / DRF_USEC_PER_MSEC + 1));
 	if (k->kind == K_WATCH) {
 		/* A stream may be quiet for hours: the kernel's probes find a peer gone. */
 		e |= curl_easy_setopt(k->easy, CURLOPT_TCP_KEEPALIVE, 1L);
@@ -758,6 +845,20 @@ static int start(struct client *c, struct call *k)
 	free(url);
 	if (e != CURLE_OK)
 		return -ENOMEM;
+	if (k->kind == K_WATCH) {
+		/* A stream has no end, but its first answer (created) comes at once. */
+		uint64_t at = now + attempt_usec(c, k, c->timeout_usec);
+
+		if (k->first)
+			r = sd_event_source_set_time(k->first, at);
+		else
+			r = sd_event_add_time(c->event, &k->first, CLOCK_MONOTONIC, at,
+					      DRF_USEC_PER_MSEC, on_first_timeout, k);
+		if (r >= 0)
+			r = sd_event_source_set_enabled(k->first, SD_EVENT_ONESHOT);
+		if (r < 0)
+			return r;
+	}
 	if (curl_multi_add_handle(c->multi, k->easy) != CURLM_OK)
 		return -ENOMEM;
 	k->in_multi = true;
@@ -864,6 +965,12 @@ static void unary_finished(struct client *c, struct call *k, CURLcode res)
 	if (res != CURLE_OK) {
 		if (unreached(k, res) && failover(c, k))
 			return;
+		if (res == CURLE_OPERATION_TIMEDOUT) {
+			/* It took the request and did not answer: sent elsewhere if it may be. */
+			if (resendable(k) && now_usec() < k->deadline && failover(c, k))
+				return;
+			leave_endpoint(c, k);
+		}
 		r = curl_errno(res);
 		if (res == CURLE_WRITE_ERROR && k->feed_err)
 			r = k->feed_err;
@@ -915,6 +1022,17 @@ static void watch_finished(struct client *c, struct call *k, CURLcode res)
 
 	if (k->token_refused && retry_token(c, k))
 		return;
+	if (k->no_leader) {
+		/* Nothing was delivered: another member may have a leader. */
+		free_msgs(k);
+		unready(c, k);
+		snprintf(k->errbuf, sizeof(k->errbuf), "etcdserver: no leader");
+		if (failover(c, k))
+			return;
+		leave_endpoint(c, k);
+		call_done(c, k, -EAGAIN, fmt("%s: etcdserver: no leader", endpoint_of(k)));
+		return;
+	}
 	if (k->ended)
 		return; /* what etcd said is queued; the transfer was stopped after it */
 	if (!k->got_answer && unreached(k, res) && failover(c, k))
@@ -960,17 +1078,44 @@ static void check_done(struct client *c)
 	}
 }
 
+/*
+ * A watch had no answer within its share of the timeout: its member took the
+ * request and is silent (stopped, overloaded). Nothing was delivered, so it
+ * goes to the next endpoint, or ends with -ETIMEDOUT.
+ */
+static int on_first_timeout(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct call *k = userdata;
+	struct client *c = k->c;
+
+	(void)s;
+	(void)usec;
+	if (k->got_answer || !k->in_multi)
+		return 0;
+	curl_multi_remove_handle(c->multi, k->easy);
+	k->in_multi = false;
+	snprintf(k->errbuf, sizeof(k->errbuf), "no answer within %llu ms",
+		 (unsigned long long)(attempt_usec(c, k, c->timeout_usec) / DRF_USEC_PER_MSEC));
+	if (failover(c, k))
+		return 0;
+	leave_endpoint(c, k);
+	call_done(c, k, -ETIMEDOUT, curl_msg(k, CURLE_OPERATION_TIMEDOUT));
+	return 0;
+}
+
 /* Bytes of an answer. A watch's are parsed as they come. */
 static int watch_object(void *ctx, json_object *o)
 {
 	struct call *k = ctx;
 	struct etcd_watch_msg m;
+	bool first = !k->got_answer;
 	int r = etcd_json_watch_msg(o, &m);
 
 	json_object_put(o);
 	if (r < 0)
 		return r;
 	k->got_answer = true;
+	k->first = sd_event_source_disable_unref(k->first);
 	if (m.kind == ETCD_WATCH_NOTHING) {
 		etcd_watch_msg_clear(&m);
 		return 0;
@@ -986,6 +1131,21 @@ static int watch_object(void *ctx, json_object *o)
 		 * one (watch_finished); its END is delivered if it cannot be.
 		 */
 		k->token_refused = m.code == 16 && !events;
+		if (m.code == 14 && first) {
+			/* Refused at once (its member has no leader): watch_finished goes on. */
+			k->no_leader = true;
+			etcd_watch_msg_clear(&m);
+			return -ECANCELED;
+		}
+		if (m.code == 14) {
+			/*
+			 * Cancelled for its member having lost the leader: a broken
+			 * stream (watch again from the last revision seen + 1), and
+			 * the calls that follow go to another member.
+			 */
+			m.err = -ECONNRESET;
+			leave_endpoint(k->c, k);
+		}
 		char *msg = fmt("%s: %s", endpoint_of(k), m.msg);
 
 		if (msg) {
@@ -1216,6 +1376,58 @@ static void auth_done(struct client *c, struct call *a, int err, char *msg)
 		call_free(a);
 }
 
+/* The TTLs of leases (c->ttls). */
+
+static struct lease_ttl *find_ttl(struct client *c, int64_t id)
+{
+	for (size_t i = 0; i < c->n_ttls; i++)
+		if (c->ttls[i].id == id)
+			return &c->ttls[i];
+	return NULL;
+}
+
+static void forget_ttl(struct client *c, int64_t id)
+{
+	struct lease_ttl *t = find_ttl(c, id);
+
+	if (t) {
+		memmove(t, t + 1, (size_t)(c->ttls + c->n_ttls - (t + 1)) * sizeof(*t));
+		c->n_ttls--;
+	}
+}
+
+/* Lease id has ttl seconds: kept first (the oldest goes when the table is full). */
+static void note_ttl(struct client *c, int64_t id, int64_t ttl)
+{
+	const size_t max = sizeof(c->ttls) / sizeof(c->ttls[0]);
+
+	forget_ttl(c, id);
+	if (ttl <= 0)
+		return;
+	if (c->n_ttls == max)
+		c->n_ttls--;
+	memmove(c->ttls + 1, c->ttls, c->n_ttls * sizeof(c->ttls[0]));
+	c->ttls[0] = (struct lease_ttl){ .id = id, .ttl = ttl };
+	c->n_ttls++;
+}
+
+/*
+ * A keepalive's time: a third of its lease's TTL at most, as a holder renews
+ * a third of the way in; one that waited the whole call timeout (5 s) on a
+ * member that does not answer would outlive a lease of 2 or 3 s, while no
+ * other renewal goes. A lease this client did not grant: the client's.
+ */
+static uint64_t keepalive_usec(struct client *c, int64_t id)
+{
+	const struct lease_ttl *t = find_ttl(c, id);
+	uint64_t third;
+
+	if (!t)
+		return c->timeout_usec;
+	third = (uint64_t)t->ttl * DRF_USEC_PER_SEC / 3;
+	return third < c->timeout_usec ? third : c->timeout_usec;
+}
+
 /* Delivery: the callbacks, from the loop. */
 
 /* Why k failed, for its callback: never NULL. */
@@ -1229,7 +1441,6 @@ static void deliver_unary(struct client *c, struct call *k)
 	int err = k->err;
 	char *bad = NULL;
 
-	(void)c;
 	switch (k->kind) {
 	case K_KV:
 	case K_COMPACT: {
@@ -1262,6 +1473,10 @@ static void deliver_unary(struct client *c, struct call *k)
 			bad = fmt("%s: an answer that does not decode", endpoint_of(k));
 		if (!err && k->kind != K_GRANT)
 			l.id = k->lease;
+		if (!err && k->kind != K_REVOKE)
+			note_ttl(c, l.id, l.ttl);
+		else if (err == -ENOENT || (!err && k->kind == K_REVOKE))
+			forget_ttl(c, k->lease);
 		if (!err && k->kind == K_KEEPALIVE && l.ttl <= 0) {
 			err = -ENOENT;
 			bad = fmt("%s: lease %" PRId64 " not found (expired or revoked)",
@@ -1350,7 +1565,7 @@ static int submit(struct client *c, struct call *k, uint64_t *ret_id)
 	k->refs = 1;
 	k->id = ++c->next_id;
 	k->endpoint = c->cur;
-	k->deadline = now_usec() + c->timeout_usec;
+	k->deadline = now_usec() + (k->timeout_usec ? k->timeout_usec : c->timeout_usec);
 	k->linked = true;
 	k->prev = c->calls_tail;
 	if (c->calls_tail)
@@ -1446,6 +1661,8 @@ static int lease_call(void *ctx, enum kind kind, const char *path, int64_t ttl, 
 		return -ENOMEM;
 	k->cb.lease = cb;
 	k->lease = id;
+	if (kind == K_KEEPALIVE)
+		k->timeout_usec = keepalive_usec(ctx, id);
 	r = etcd_json_lease_req(ttl, id, &k->body);
 	if (r < 0) {
 		call_free(k);

@@ -20,7 +20,10 @@
  * Errors (etcd_errno() maps gRPC's codes; the gateway sends them as JSON):
  *   -ECONNREFUSED  no endpoint could be reached (every one was tried);
  *                  -EHOSTUNREACH if the last one's name did not resolve
- *   -ETIMEDOUT     no answer within the call's timeout (gRPC DeadlineExceeded)
+ *   -ETIMEDOUT     no answer within the call's timeout (gRPC DeadlineExceeded);
+ *                  the calls that follow go to the next endpoint (a range, a
+ *                  keepalive, a grant with id 0 were sent there already,
+ *                  within the same timeout: they are safe to send twice)
  *   -EACCES        authentication failed (wrong user or password, or the
  *                  token refused again after one new authentication), or
  *                  permission denied by etcd's roles
@@ -29,9 +32,11 @@
  *                  it, which also says the compact revision)
  *   -ERANGE        a revision in the future
  *   -EINVAL        a request etcd refused (duplicate keys in a txn, ...)
- *   -EAGAIN        etcd cannot serve now (no leader: gRPC Unavailable)
+ *   -EAGAIN        etcd cannot serve now (no leader: gRPC Unavailable; a watch
+ *                  that every endpoint refused for want of a leader)
  *   -ENOSPC        etcd's space quota is exhausted
- *   -ECONNRESET    a watch's stream broke (or ended) after it was set up; a
+ *   -ECONNRESET    a watch's stream broke (or ended) after it was set up, or
+ *                  etcd cancelled it as its member lost the leader; a
  *                  connection closed under a call (etcd refusing a client
  *                  certificate closes it after TLS 1.3's handshake)
  *   -EPROTO        a TLS handshake that failed (etcd's certificate not
@@ -210,7 +215,9 @@ typedef void (*etcd_lease_cb)(void *userdata, int err, const char *msg,
 /*
  * A watch's callback, per batch with err 0; once with an error at its end,
  * and no more: -ESTALE (resp set, with compact_revision), -ECONNRESET (the
- * stream broke: watch again from the last revision seen + 1), -EACCES, ...
+ * stream broke, or its member lost the leader: watch again from the last
+ * revision seen + 1), -ETIMEDOUT (no endpoint set it up within the
+ * timeout), -EACCES, ...
  */
 typedef void (*etcd_watch_cb)(void *userdata, int err, const char *msg,
 			      const struct etcd_watch_resp *w);
@@ -218,7 +225,7 @@ typedef void (*etcd_watch_cb)(void *userdata, int err, const char *msg,
 /* What a handle did, for logs and tests. */
 struct etcd_stats {
 	uint64_t calls;           /* calls made (each once, whatever their attempts) */
-	uint64_t failovers;       /* moves to the next endpoint after a connection error */
+	uint64_t failovers;       /* moves to the next endpoint: one not reached, or not answering */
 	uint64_t authentications; /* tokens asked for (the first, and each renewal) */
 };
 
@@ -268,7 +275,11 @@ struct etcd_config {
 	/* etcd's authentication: a token from user and password, renewed once when refused */
 	const char *user;
 	const char *password;
-	/* Each call's whole time, every endpoint it tries included; 0: ETCD_DEFAULT_TIMEOUT_USEC */
+	/*
+	 * Each call's whole time, every endpoint it tries included (a keepalive's:
+	 * a third of its lease's TTL at most, once this client saw the TTL); a
+	 * watch's time to be set up. 0: ETCD_DEFAULT_TIMEOUT_USEC
+	 */
 	uint64_t timeout_usec;
 	/* Debug lines (failovers, new tokens); NULL: none. */
 	const struct drf_logger *log;
@@ -320,14 +331,23 @@ int etcd_compact(struct etcd *e, int64_t revision, etcd_kv_cb cb, void *userdata
 /* A new lease of ttl seconds (etcd may raise it to its minimum); id 0: etcd picks one. */
 int etcd_lease_grant(struct etcd *e, int64_t ttl, int64_t id, etcd_lease_cb cb, void *userdata,
 		     uint64_t *ret_id);
-/* One renewal of lease id: its TTL again from now; -ENOENT when it is gone (expired, revoked). */
+/*
+ * One renewal of lease id: its TTL again from now; -ENOENT when it is gone
+ * (expired, revoked). It waits a third of the lease's TTL at most (the TTL
+ * its grant or last renewal by this handle said), so that a renewal that is
+ * not answered leaves time for another before the lease expires.
+ */
 int etcd_lease_keepalive(struct etcd *e, int64_t id, etcd_lease_cb cb, void *userdata,
 			 uint64_t *ret_id);
 /* Revokes lease id: the keys attached to it are deleted (one revision). -ENOENT if none. */
 int etcd_lease_revoke(struct etcd *e, int64_t id, etcd_lease_cb cb, void *userdata,
 		      uint64_t *ret_id);
 
-/* Watches w's keys until etcd_cancel() or an error (see etcd_watch_cb). */
+/*
+ * Watches w's keys until etcd_cancel() or an error (see etcd_watch_cb), on a
+ * member that has a leader (etcd's require-leader: it cancels the watch when
+ * its member loses the leader).
+ */
 int etcd_watch(struct etcd *e, const struct etcd_watch_req *w, etcd_watch_cb cb, void *userdata,
 	       uint64_t *ret_id);
 

@@ -6,7 +6,9 @@
 # (free ports, a data directory of the test's own, a plain and a TLS client
 # listener), and the suite three times:
 #   - plain HTTP, with the transport's tests: every endpoint refused
-#     (-ECONNREFUSED, naming the endpoint), failover from a dead endpoint;
+#     (-ECONNREFUSED, naming the endpoint), failover from a dead endpoint,
+#     and from one that takes connections and never answers (a stopped
+#     member: a listener of the test binary's, first in the list);
 #   - HTTPS with client certificates (a CA, etcd's certificate and a
 #     client's, made here by openssl; etcd with --client-cert-auth): then
 #     without a client certificate, or trusting another CA, calls fail,
@@ -16,7 +18,10 @@
 #     the role, a wrong password, no user at all are -EACCES; a token etcd let
 #     expire (--auth-token-ttl 1) is renewed once and the calls go through;
 #     and a lease of TTL 2 s left to expire, for real: its key deleted, its
-#     watcher told.
+#     watcher told;
+#   - a cluster of two members (elections in 0.5 s), one stopped by the
+#     test: a watch on the other, which lost its leader, is cancelled by etcd
+#     and ends as a broken stream, and resumes once a leader is back.
 # etcd and etcdctl must be installed (deploy/install-deps.sh): without them
 # this test fails, it does not skip. etcd and the directory go on any exit.
 #   TEST_ETCD=.output/cc/tests/test_etcd tests/cli/test_etcd.sh
@@ -126,6 +131,49 @@ if ctl --user drfd:drfd-pw get /denied/key 2>&1 | grep -q 'permission denied'; t
 	ok "etcdctl as drfd outside /t/: permission denied"
 else
 	ko "etcdctl as drfd outside /t/: permission denied"
+fi
+
+# Two members of a cluster of their own; the test stops the second (SIGSTOP)
+# and lets it go on. On any exit both go (let go on first), then etcd_cleanup.
+read -r c1 p1 c2 p2 < <(free_ports 4)
+pair_pids=()
+pair_cleanup() {
+	local p
+	for p in "${pair_pids[@]}"; do
+		kill -CONT "$p" 2>/dev/null
+		kill "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+	done
+	etcd_cleanup
+}
+trap pair_cleanup EXIT
+pair="m1=http://127.0.0.1:$p1,m2=http://127.0.0.1:$p2"
+for m in "m1 $c1 $p1" "m2 $c2 $p2"; do
+	read -r name cport pport <<<"$m"
+	etcd --name "$name" --data-dir "$work/$name" \
+		--listen-client-urls "http://127.0.0.1:$cport" \
+		--advertise-client-urls "http://127.0.0.1:$cport" \
+		--listen-peer-urls "http://127.0.0.1:$pport" \
+		--initial-advertise-peer-urls "http://127.0.0.1:$pport" \
+		--initial-cluster "$pair" --heartbeat-interval 50 --election-timeout 500 \
+		--logger zap --log-outputs stderr --log-level error >"$work/$name.log" 2>&1 &
+	pair_pids+=($!)
+done
+up=0
+for _ in $(seq 100); do
+	if etcdctl --endpoints "http://127.0.0.1:$c1,http://127.0.0.1:$c2" --dial-timeout 2s \
+		endpoint health >/dev/null 2>&1; then
+		up=1
+		break
+	fi
+	sleep 0.1
+done
+if [ $up -eq 1 ]; then
+	run "a watch on a member that lost its leader" \
+		--endpoints "http://127.0.0.1:$c1,http://127.0.0.1:$c2" --no-leader "${pair_pids[1]}"
+else
+	ko "a cluster of two members up"
+	tail -n 5 "$work/m1.log" "$work/m2.log"
 fi
 
 end=$(date +%s.%N)

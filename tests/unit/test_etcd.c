@@ -4,8 +4,10 @@
  *
  *   test_etcd                       the gateway's JSON (agent/fleet/etcdjson.h),
  *                                   the conformance suite over the fake etcd
- *                                   (tests/lib/fakeetcd.h), and the fake's own
- *                                   faults and record
+ *                                   (tests/lib/fakeetcd.h), the fake's own
+ *                                   faults and record, and the real client
+ *                                   against a scripted gateway (members that
+ *                                   do not answer, or lost their leader)
  *   test_etcd --endpoints URLS ...  the same conformance suite over a real
  *                                   etcd, and the transport's tests (failover,
  *                                   TLS, authentication); tests/cli/test_etcd.sh
@@ -19,13 +21,16 @@
  * Options of the real mode: --cacert/--cert/--key (TLS), --user/--password
  * (etcd's authentication; --denied KEY: a key the user may not touch;
  * --token-ttl N: etcd's --auth-token-ttl, to see a token renewed),
- * --lease-expiry (a lease left to expire, which takes its TTL of real time).
+ * --lease-expiry (a lease left to expire, which takes its TTL of real time);
+ * --no-leader PID: the endpoints are the two members of a cluster, PID the
+ * second's etcd, which the test stops (SIGSTOP) and lets go on (SIGCONT).
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +51,7 @@ static struct {
 	const char *endpoints, *cacert, *cert, *key, *user, *password, *denied;
 	bool lease_expiry;
 	int token_ttl;
+	pid_t stop_pid; /* --no-leader PID: the member to stop, so that the first loses its leader */
 } opt;
 
 #define REAL (opt.endpoints != NULL)
@@ -2489,6 +2495,453 @@ static void test_real_reauth(void **state)
 	got_clear(&g);
 }
 
+/*
+ * Members that take a connection and never answer, and a member without a
+ * leader: a scripted gateway in the test's loop (no etcd needed), and, with
+ * etcd, a silent listener before it in the list.
+ */
+
+/* A port of 127.0.0.1 that takes connections (the kernel's backlog) and never answers. */
+static int silent_listener(uint16_t *ret_port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(fd, 64), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+	*ret_port = ntohs(sa.sin_port);
+	return fd;
+}
+
+/*
+ * A scripted gateway: each request it is sent, whole, is kept (gw.log, its
+ * path in gw.paths) and answered with the next of gw.answers (raw HTTP), or
+ * not at all when there is none.
+ */
+struct gw_conn {
+	int fd;
+	sd_event_source *src;
+	char buf[8192];
+	size_t len;
+};
+
+struct gw {
+	int lfd;
+	uint16_t port;
+	sd_event_source *src;
+	struct gw_conn conn[16];
+	size_t n_conns;
+	const char *answers[8];
+	size_t n_answers, next_answer;
+	unsigned requests;
+	char paths[512];  /* the requests' paths, each followed by a space */
+	char log[16384];  /* the requests' headers */
+};
+
+static struct gw gws[2];
+
+/* The length of a whole request at the start of b, or 0. */
+static size_t request_len(const char *b, size_t len)
+{
+	const char *end = memmem(b, len, "\r\n\r\n", 4), *cl;
+	size_t head, body = 0;
+
+	if (!end)
+		return 0;
+	head = (size_t)(end - b) + 4;
+	cl = strcasestr(b, "\r\nContent-Length:");
+	if (cl && cl < end)
+		body = strtoul(cl + strlen("\r\nContent-Length:"), NULL, 10);
+	return len >= head + body ? head + body : 0;
+}
+
+static int gw_data(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct gw *g = userdata;
+	struct gw_conn *k = NULL;
+	ssize_t n;
+	size_t rl;
+
+	(void)revents;
+	for (size_t i = 0; i < g->n_conns; i++)
+		if (g->conn[i].fd == fd)
+			k = &g->conn[i];
+	assert_non_null(k);
+	n = read(fd, k->buf + k->len, sizeof(k->buf) - 1 - k->len);
+	if (n <= 0) {
+		k->src = sd_event_source_disable_unref(s);
+		close(fd);
+		k->fd = -1;
+		return 0;
+	}
+	k->len += (size_t)n;
+	k->buf[k->len] = 0;
+	while ((rl = request_len(k->buf, k->len))) {
+		const char *sp = strchr(k->buf, ' ');
+		size_t pl = strcspn(sp + 1, " ");
+		const char *a;
+
+		g->requests++;
+		snprintf(g->paths + strlen(g->paths), sizeof(g->paths) - strlen(g->paths), "%.*s ",
+			 (int)pl, sp + 1);
+		snprintf(g->log + strlen(g->log), sizeof(g->log) - strlen(g->log), "%.*s", (int)rl,
+			 k->buf);
+		memmove(k->buf, k->buf + rl, k->len - rl + 1);
+		k->len -= rl;
+		if (g->next_answer < g->n_answers) {
+			a = g->answers[g->next_answer++];
+			assert_int_equal(write(fd, a, strlen(a)), (ssize_t)strlen(a));
+		}
+	}
+	return 0;
+}
+
+static int gw_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct gw *g = userdata;
+	struct gw_conn *k = &g->conn[g->n_conns];
+
+	(void)s;
+	(void)revents;
+	assert_true(g->n_conns < 16);
+	memset(k, 0, sizeof(*k));
+	k->fd = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	assert_true(k->fd >= 0);
+	assert_int_equal(sd_event_add_io(env.ev, &k->src, k->fd, EPOLLIN, gw_data, g), 0);
+	g->n_conns++;
+	return 0;
+}
+
+static void gw_start(struct gw *g)
+{
+	memset(g, 0, sizeof(*g));
+	g->lfd = silent_listener(&g->port);
+	assert_int_equal(sd_event_add_io(env.ev, &g->src, g->lfd, EPOLLIN, gw_accept, g), 0);
+}
+
+static void gw_stop(struct gw *g)
+{
+	for (size_t i = 0; i < g->n_conns; i++) {
+		sd_event_source_disable_unref(g->conn[i].src);
+		if (g->conn[i].fd >= 0)
+			close(g->conn[i].fd);
+	}
+	sd_event_source_disable_unref(g->src);
+	close(g->lfd);
+}
+
+#define GW_HDR                                                                             \
+	"\"header\":{\"cluster_id\":\"1\",\"member_id\":\"2\",\"revision\":\"7\","    \
+	"\"raft_term\":\"2\"}"
+static char gw_answers[8][512];
+
+/* body as the gateway's answer (Content-Length), in one of gw_answers. */
+static const char *gw_unary(unsigned slot, const char *body)
+{
+	snprintf(gw_answers[slot], sizeof(gw_answers[slot]),
+		 "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+		 "Content-Length: %zu\r\n\r\n%s",
+		 strlen(body), body);
+	return gw_answers[slot];
+}
+
+/*
+ * A stream's objects (a watch's; a keepalive's) as chunks, then its end if
+ * end (a watch that goes on has none).
+ */
+static const char *gw_stream(unsigned slot, const char *o1, const char *o2, bool end)
+{
+	int n = snprintf(gw_answers[slot], sizeof(gw_answers[slot]),
+			 "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+			 "Transfer-Encoding: chunked\r\n\r\n%zx\r\n%s\n\r\n",
+			 strlen(o1) + 1, o1);
+
+	if (o2)
+		n += snprintf(gw_answers[slot] + n, sizeof(gw_answers[slot]) - (size_t)n,
+			      "%zx\r\n%s\n\r\n", strlen(o2) + 1, o2);
+	if (end)
+		snprintf(gw_answers[slot] + n, sizeof(gw_answers[slot]) - (size_t)n, "0\r\n\r\n");
+	return gw_answers[slot];
+}
+
+static const char gw_range[] = "{" GW_HDR ",\"count\":\"0\"}";
+static const char gw_put[] = "{" GW_HDR "}";
+static const char gw_lease[] = "{" GW_HDR ",\"ID\":\"77\",\"TTL\":\"3\"}";
+static const char gw_lease_result[] = "{\"result\":{" GW_HDR ",\"ID\":\"77\",\"TTL\":\"3\"}}";
+static const char gw_created[] = "{\"result\":{" GW_HDR ",\"created\":true}}";
+static const char gw_no_leader[] = "{\"error\":{\"grpc_code\":14,\"http_code\":503,"
+				   "\"message\":\"etcdserver: no leader\","
+				   "\"http_status\":\"Service Unavailable\"}}";
+
+static uint64_t mono(void)
+{
+	return drf_mono_usec(&drf_clock_system);
+}
+
+static uint64_t stat_failovers(void)
+{
+	struct etcd_stats st;
+
+	etcd_get_stats(env.e, &st);
+	return st.failovers;
+}
+
+/*
+ * A member that takes the request and never answers (stopped, overloaded):
+ * a write that went there times out, and the calls that follow go to the
+ * next endpoint; a read, a watch, a keepalive are sent there within their
+ * own time. A keepalive waits a third of its lease's TTL at most.
+ */
+static void test_gw_silent(void **state)
+{
+	struct etcd_config c = { .timeout_usec = DRF_USEC_PER_SEC };
+	struct got g = { 0 };
+	struct watcher x;
+	char list[128], one[64];
+	uint16_t sp;
+	int sfd = silent_listener(&sp);
+	uint64_t t0;
+
+	(void)state;
+	gw_start(&gws[0]);
+	snprintf(list, sizeof(list), "http://127.0.0.1:%u,http://127.0.0.1:%u", sp, gws[0].port);
+	snprintf(one, sizeof(one), "127.0.0.1:%u", sp);
+	c.endpoints = list;
+	reopen(&c);
+	/* A put is not sent twice: it times out, and the next call goes on. */
+	assert_int_equal(put_full("/g/p", "p", 1, 0, false, &g), -ETIMEDOUT);
+	assert_non_null(strstr(g.msg, one));
+	assert_int_equal(stat_failovers(), 1);
+	gws[0].answers[gws[0].n_answers++] = gw_unary(0, gw_put);
+	assert_int_equal(put_full("/g/p", "p", 1, 0, false, &g), 0);
+	assert_int_equal(g.r.revision, 7);
+
+	/* A range goes on within its own time: half of it on each endpoint. */
+	reopen(&c);
+	gws[0].answers[gws[0].n_answers++] = gw_unary(1, gw_range);
+	t0 = mono();
+	assert_int_equal(get("/g/r", &g), 0);
+	assert_true(mono() - t0 < DRF_USEC_PER_SEC);
+	assert_int_equal(stat_failovers(), 1);
+
+	/* A watch with no answer goes on too, asking for a member with a leader. */
+	reopen(&c);
+	gws[0].answers[gws[0].n_answers++] = gw_stream(2, gw_created, NULL, false);
+	watch(&(struct etcd_watch_req){ .key = "/g/w" }, &x);
+	t0 = mono();
+	while (!strstr(gws[0].paths, "/v3/watch") && mono() - t0 < WAIT)
+		assert_true(sd_event_run(env.ev, WAIT) >= 0);
+	assert_non_null(strstr(gws[0].paths, "/v3/watch"));
+	assert_non_null(strcasestr(gws[0].log, "\r\nGrpc-Metadata-hasleader: true\r\n"));
+	assert_int_equal(stat_failovers(), 1);
+	pump(100 * DRF_USEC_PER_MSEC);
+	assert_false(x.ended);
+	assert_int_equal(etcd_cancel(env.e, x.id), 0);
+
+	/* A keepalive of a lease of 3 s waits 1 s, not the client's 5. */
+	snprintf(list, sizeof(list), "http://127.0.0.1:%u", gws[0].port);
+	c.timeout_usec = 0;
+	reopen(&c);
+	gws[0].answers[gws[0].n_answers++] = gw_unary(3, gw_lease);
+	assert_int_equal(grant(3, 0, &g), 0);
+	assert_int_equal(g.l.ttl, 3);
+	t0 = mono();
+	assert_int_equal(keepalive(77, &g), -ETIMEDOUT);
+	assert_true(mono() - t0 < 1500 * DRF_USEC_PER_MSEC);
+
+	/* Before a member that answers: sent there within the same second. */
+	gw_start(&gws[1]);
+	snprintf(list, sizeof(list), "http://127.0.0.1:%u,http://127.0.0.1:%u", gws[0].port,
+		 gws[1].port);
+	c.endpoints = list;
+	reopen(&c);
+	gws[0].answers[gws[0].n_answers++] = gw_unary(4, gw_lease);
+	gws[1].answers[gws[1].n_answers++] = gw_stream(5, gw_lease_result, NULL, true);
+	assert_int_equal(grant(3, 0, &g), 0);
+	t0 = mono();
+	assert_int_equal(keepalive(77, &g), 0);
+	assert_int_equal(g.l.ttl, 3);
+	assert_true(mono() - t0 < DRF_USEC_PER_SEC);
+	assert_int_equal(stat_failovers(), 1);
+	assert_non_null(strstr(gws[1].paths, "/v3/lease/keepalive"));
+
+	got_clear(&g);
+	etcd_close(env.e);
+	env.e = NULL;
+	gw_stop(&gws[0]);
+	gw_stop(&gws[1]);
+	close(sfd);
+}
+
+/*
+ * A watch on a member that lost its leader: etcd (asked for it) cancels the
+ * stream, which ends as a broken one, and the calls that follow go to the
+ * next member; a watch refused at once goes to the next member itself.
+ */
+static void test_gw_no_leader(void **state)
+{
+	struct etcd_config c = { .timeout_usec = 2 * DRF_USEC_PER_SEC };
+	struct got g = { 0 };
+	struct watcher x;
+	char list[128];
+
+	(void)state;
+	gw_start(&gws[0]);
+	gw_start(&gws[1]);
+	snprintf(list, sizeof(list), "http://127.0.0.1:%u,http://127.0.0.1:%u", gws[0].port,
+		 gws[1].port);
+	c.endpoints = list;
+	reopen(&c);
+	gws[0].answers[gws[0].n_answers++] = gw_stream(0, gw_created, gw_no_leader, true);
+	watch(&(struct etcd_watch_req){ .key = "/g/w" }, &x);
+	wait_end(&x, WAIT);
+	assert_int_equal(x.err, -ECONNRESET);
+	assert_non_null(strstr(x.msg, "no leader"));
+	assert_non_null(strcasestr(gws[0].log, "\r\nGrpc-Metadata-hasleader: true\r\n"));
+	assert_int_equal(stat_failovers(), 1);
+	gws[1].answers[gws[1].n_answers++] = gw_unary(1, gw_range);
+	assert_int_equal(get("/g/r", &g), 0);
+	assert_string_equal(gws[1].paths, "/v3/kv/range ");
+	/* Refused at once by the second (no created): the first has the leader again. */
+	gws[1].answers[gws[1].n_answers++] = gw_stream(2, gw_no_leader, NULL, true);
+	gws[0].answers[gws[0].n_answers++] = gw_stream(3, gw_created, NULL, false);
+	watch(&(struct etcd_watch_req){ .key = "/g/w" }, &x);
+	while (!strstr(gws[0].paths, "/v3/watch /v3/watch") && !x.ended)
+		assert_true(sd_event_run(env.ev, WAIT) > 0);
+	pump(100 * DRF_USEC_PER_MSEC);
+	assert_false(x.ended);
+	assert_int_equal(stat_failovers(), 2);
+	assert_int_equal(etcd_cancel(env.e, x.id), 0);
+	/* Refused by both: -EAGAIN. */
+	gws[0].answers[gws[0].n_answers++] = gw_stream(4, gw_no_leader, NULL, true);
+	gws[1].answers[gws[1].n_answers++] = gw_stream(5, gw_no_leader, NULL, true);
+	watch(&(struct etcd_watch_req){ .key = "/g/w" }, &x);
+	wait_end(&x, WAIT);
+	assert_int_equal(x.err, -EAGAIN);
+
+	got_clear(&g);
+	etcd_close(env.e);
+	env.e = NULL;
+	gw_stop(&gws[0]);
+	gw_stop(&gws[1]);
+}
+
+/* The proxy stops relaying and taking connections (they wait in its backlog): a stopped member. */
+static void px_freeze(void)
+{
+	sd_event_source_set_enabled(px.src, SD_EVENT_OFF);
+	for (size_t i = 0; i < px.n; i++)
+		for (int j = 0; j < 2; j++)
+			if (px.pair[i].src[j])
+				sd_event_source_set_enabled(px.pair[i].src[j], SD_EVENT_OFF);
+}
+
+/*
+ * The same with etcd behind a member that takes connections and never
+ * answers (plain HTTP whatever the mode, so that the request is sent): a
+ * put times out there and the next goes to etcd; a range and a watch go on
+ * to etcd within their time; a keepalive through a proxy that stops
+ * relaying goes on to etcd within a third of its lease's TTL.
+ */
+static void test_real_silent(void **state)
+{
+	struct etcd_config c = real_config();
+	struct got g = { 0 };
+	struct watcher x;
+	char list[512], url[256];
+	uint16_t sp;
+	int sfd = silent_listener(&sp);
+	int64_t rev, lease;
+	uint64_t t0;
+
+	(void)state;
+	snprintf(list, sizeof(list), "http://127.0.0.1:%u,%s", sp, opt.endpoints);
+	c.endpoints = list;
+	c.timeout_usec = DRF_USEC_PER_SEC;
+	reopen(&c);
+	/* With a user, the authenticate goes first, and goes on (a token is safe to ask twice). */
+	assert_int_equal(put_full(K("s"), "0", 1, 0, false, &g), opt.user ? 0 : -ETIMEDOUT);
+	assert_int_equal(stat_failovers(), 1);
+	rev = put(K("s"), "1");
+	assert_int_equal(stat_failovers(), 1);
+
+	reopen(&c);
+	t0 = mono();
+	assert_int_equal(get(K("s"), &g), 0);
+	assert_true(mono() - t0 < DRF_USEC_PER_SEC);
+	assert_string_equal(g.r.kvs[0].value, "1");
+	assert_int_equal(stat_failovers(), 1);
+
+	reopen(&c);
+	watch(&(struct etcd_watch_req){ .key = K("s"), .start_revision = rev }, &x);
+	wait_events(&x, 1, WAIT);
+	assert_int_equal(x.n, 1);
+	assert_int_equal(stat_failovers(), 1);
+	assert_int_equal(etcd_cancel(env.e, x.id), 0);
+
+	px_start(url, sizeof(url));
+	snprintf(list, sizeof(list), "%s,%s", url, opt.endpoints);
+	c = real_config();
+	c.endpoints = list;
+	reopen(&c);
+	assert_int_equal(grant(3, 0, &g), 0);
+	assert_int_equal(g.l.ttl, 3);
+	lease = g.l.id;
+	px_freeze();
+	t0 = mono();
+	assert_int_equal(keepalive(lease, &g), 0);
+	assert_true(mono() - t0 < DRF_USEC_PER_SEC);
+	assert_int_equal(stat_failovers(), 1);
+	assert_int_equal(revoke_lease(lease, &g), 0);
+
+	got_clear(&g);
+	etcd_close(env.e);
+	env.e = NULL;
+	px_stop();
+	close(sfd);
+}
+
+/*
+ * A watch on a member that loses its leader (the other of two stopped):
+ * etcd cancels it, as it asked (require-leader), and it ends as a broken
+ * stream, rather than stay silent; the calls that follow go to the other
+ * member, and a watch again from the last revision seen + 1 misses nothing
+ * once the cluster has a leader again.
+ */
+static void test_real_no_leader(void **state)
+{
+	struct got g = { 0 };
+	struct watcher x, y;
+	int64_t rev = 0;
+	uint64_t t0;
+
+	(void)state;
+	rev = put(K("n"), "0");
+	watch(&(struct etcd_watch_req){ .key = K("n"), .start_revision = rev + 1 }, &x);
+	pump(200 * DRF_USEC_PER_MSEC);
+	assert_false(x.ended);
+	assert_int_equal(kill(opt.stop_pid, SIGSTOP), 0);
+	wait_end(&x, WAIT);
+	assert_int_equal(kill(opt.stop_pid, SIGCONT), 0);
+	assert_int_equal(x.err, -ECONNRESET);
+	assert_non_null(strstr(x.msg, "no leader"));
+	assert_int_equal(stat_failovers(), 1);
+	/* The cluster elects a leader again; writes go through once it has. */
+	t0 = mono();
+	while (put_full(K("n"), "1", 1, 0, false, &g) != 0 && mono() - t0 < WAIT)
+		pump(100 * DRF_USEC_PER_MSEC);
+	assert_int_equal(g.err, 0);
+	watch(&(struct etcd_watch_req){ .key = K("n"), .start_revision = rev + 1 }, &y);
+	wait_events(&y, 1, WAIT);
+	assert_int_equal(y.n, 1);
+	assert_string_equal(y.ev[0].value, "1");
+	assert_int_equal(etcd_cancel(env.e, y.id), 0);
+	got_clear(&g);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 #define CONFORMANCE                                                                            \
 	T(test_put_range), T(test_range_options), T(test_range_revision), T(test_delete),     \
@@ -2502,7 +2955,7 @@ static int usage(const char *argv0)
 {
 	fprintf(stderr,
 		"usage: %s [--endpoints URLS [--cacert F --cert F --key F] [--user U --password P"
-		" --denied KEY --token-ttl N] [--lease-expiry]]\n",
+		" --denied KEY --token-ttl N] [--lease-expiry] [--no-leader PID]]\n",
 		argv0);
 	return 2;
 }
@@ -2519,6 +2972,7 @@ int main(int argc, char **argv)
 		{ "denied", required_argument, NULL, 'd' },
 		{ "token-ttl", required_argument, NULL, 't' },
 		{ "lease-expiry", no_argument, NULL, 'l' },
+		{ "no-leader", required_argument, NULL, 'n' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const struct CMUnitTest fake[] = {
@@ -2529,6 +2983,8 @@ int main(int argc, char **argv)
 		T(test_fake_partition),
 		T(test_fake_record),
 		T(test_fake_expiry_revisions),
+		T(test_gw_silent),
+		T(test_gw_no_leader),
 		cmocka_unit_test(test_b64),
 		cmocka_unit_test(test_int64),
 		cmocka_unit_test(test_encode),
@@ -2540,10 +2996,12 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_open_config),
 	};
 	const struct CMUnitTest real[] = { CONFORMANCE, T(test_real_unreachable),
-					   T(test_real_failover), T(test_real_broken_watch) };
+					   T(test_real_failover), T(test_real_broken_watch),
+					   T(test_real_silent) };
 	const struct CMUnitTest tls[] = { T(test_real_tls_refused) };
 	const struct CMUnitTest auth[] = { T(test_real_auth_refused) };
 	const struct CMUnitTest reauth[] = { T(test_real_reauth) };
+	const struct CMUnitTest no_leader[] = { T(test_real_no_leader) };
 	int c, failed;
 
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -2575,6 +3033,9 @@ int main(int argc, char **argv)
 		case 'l':
 			opt.lease_expiry = true;
 			break;
+		case 'n':
+			opt.stop_pid = (pid_t)atoi(optarg);
+			break;
 		default:
 			return usage(argv[0]);
 		}
@@ -2583,6 +3044,8 @@ int main(int argc, char **argv)
 		return usage(argv[0]);
 	if (!REAL)
 		return cmocka_run_group_tests_name("etcd (fake)", fake, NULL, NULL);
+	if (opt.stop_pid > 0)
+		return cmocka_run_group_tests_name("etcd without a leader", no_leader, NULL, NULL);
 	failed = cmocka_run_group_tests_name("etcd (real)", real, NULL, NULL);
 	if (opt.cacert)
 		failed += cmocka_run_group_tests_name("etcd TLS", tls, NULL, NULL);
