@@ -639,6 +639,11 @@ int main(int argc, char **argv)
 			ret = r == -ENOMEM ? EXIT_FAIL : EXIT_CONFIG;
 			goto out_d;
 		}
+		if (drfd_fleet_preload(&d) < 0) {
+			drf_log(d.log, LOG_ERR, "out of memory; drfd does not start");
+			ret = EXIT_FAIL;
+			goto out_d;
+		}
 		/* The metrics endpoint, before anything is written: an address that cannot be
 		 * listened on is the operator's to mend, and drfd does not start. */
 		env.http = &drfd_http_real_ops;

@@ -60,30 +60,27 @@ static int apply_pending(sd_event_source *s, void *userdata)
 	return 0;
 }
 
-/* A new assignment: its tenants, each with what DRFH gave it on this node, to put in force. */
-static void on_assignment(void *userdata, const struct drf_fleet_assignment *a)
+/*
+ * An assignment's tenants, each a bounded demand of what DRFH gave it on this
+ * node; NULL without memory (never the tenant's own name in a cgroup's place).
+ */
+static struct drf_tenant *assignment_tenants(const struct drfd *d,
+					     const struct drf_fleet_assignment *a)
 {
-	struct drfd *d = userdata;
 	struct drf_tenant *t = calloc(a->n + 1, sizeof(*t));
 
-	if (!t) {
-		drf_log(d->log, LOG_ERR, "fleet: out of memory for an assignment");
-		drf_fleet_node_applied(d->fleet, a->revision, -ENOMEM, "out of memory");
-		return;
-	}
+	if (!t)
+		return NULL;
 	for (size_t i = 0; i < a->n; i++) {
 		const struct drf_fleet_share *s = &a->tenants[i];
 
 		snprintf(t[i].name, sizeof(t[i].name), "%s", s->name);
 		t[i].cgroup = s->cgroup ? strdup(s->cgroup) : NULL;
 		if (s->cgroup && !t[i].cgroup) {
-			/* Not the tenant's own name in its place: the assignment waits for the next. */
 			for (size_t j = 0; j < i; j++)
 				free(t[j].cgroup);
 			free(t);
-			drf_log(d->log, LOG_ERR, "fleet: out of memory for an assignment");
-			drf_fleet_node_applied(d->fleet, a->revision, -ENOMEM, "out of memory");
-			return;
+			return NULL;
 		}
 		t[i].weight = s->weight;
 		/* A bounded demand of what it was given here, on each resource this node has. */
@@ -93,6 +90,59 @@ static void on_assignment(void *userdata, const struct drf_fleet_assignment *a)
 			t[i].vec[res] = s->alloc[res];
 			t[i].declared[res] = true;
 		}
+	}
+	return t;
+}
+
+int drfd_fleet_preload(struct drfd *d)
+{
+	const struct drf_config *c = &d->decl.cfg;
+	struct drf_fleet_assignment a = { 0 };
+	struct drf_declared n = { 0 };
+	struct drf_tenant *t;
+	char err[1024];
+	int r;
+
+	if (!d->fleet || !c->state_dir ||
+	    drf_fleet_assignment_load(c->state_dir, d->fleet_node,
+				      c->fleet.prefix ? c->fleet.prefix : DRF_FLEET_DEFAULT_PREFIX,
+				      &a) < 0)
+		return 0; /* none; or the node says why when it starts */
+	t = assignment_tenants(d, &a);
+	if (!t) {
+		drf_fleet_assignment_clear(&a);
+		return -ENOMEM;
+	}
+	snprintf(d->assigned_source, sizeof(d->assigned_source),
+		 "fleet assignment of revision %lld (the state dir's)", (long long)a.revision);
+	r = drf_declared_load_assigned(&n, d->config_path, d->env->host, t, a.n,
+				       d->assigned_source, err, sizeof(err));
+	if (r == 0) {
+		drf_declared_free(&d->decl);
+		d->decl = n;
+		d->assigned = t;
+		d->n_assigned = a.n;
+	} else {
+		/* The node offers it again once started, and the refusal is said then. */
+		for (size_t i = 0; i < a.n; i++)
+			free(t[i].cgroup);
+		free(t);
+		d->assigned_source[0] = '\0';
+	}
+	drf_fleet_assignment_clear(&a);
+	return r == -ENOMEM ? r : 0;
+}
+
+/* A new assignment: its tenants, each with what DRFH gave it on this node, to put in force. */
+static void on_assignment(void *userdata, const struct drf_fleet_assignment *a)
+{
+	struct drfd *d = userdata;
+	struct drf_tenant *t = assignment_tenants(d, a);
+
+	if (!t) {
+		drf_log(d->log, LOG_ERR, "fleet: out of memory for an assignment");
+		drf_fleet_node_applied(d->fleet, a->revision, -ENOMEM, "out of memory");
+		return;
 	}
 	pending_free(d); /* a newer one replaces one not yet in force */
 	d->fleet_pending = t;

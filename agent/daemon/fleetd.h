@@ -16,6 +16,13 @@
 int drfd_fleet_open(struct drfd *d, char *err, size_t len);
 /* Once drfd has started: the state dir's assignment, then etcd's. 0 or -errno. */
 int drfd_fleet_start(struct drfd *d);
+/*
+ * Between drfd_fleet_open() and drfd_start(): the state dir's assignment as the
+ * tenants to start with, so that the first pass keeps them (and their cgroups)
+ * rather than take them for gone until the node hands it over. 0 (also when
+ * there is none, or it is refused: the node offers it again), or -ENOMEM.
+ */
+int drfd_fleet_preload(struct drfd *d);
 void drfd_fleet_free(struct drfd *d);
 /* A reload in force: the node's capacity as the config now gives it (registered again if changed). */
 void drfd_fleet_reloaded(struct drfd *d);

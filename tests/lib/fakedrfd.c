@@ -91,6 +91,13 @@ int fakedrfd_start(struct fakedrfd *f)
 
 int fakedrfd_restart(struct fakedrfd *f)
 {
+	int r = fakedrfd_reset(f);
+
+	return r < 0 ? r : fakedrfd_start(f);
+}
+
+int fakedrfd_reset(struct fakedrfd *f)
+{
 	bool net = f->d.has_net;
 	char err[1024];
 	int r;
@@ -111,7 +118,7 @@ int fakedrfd_restart(struct fakedrfd *f)
 				    f->env.netbpf, f->env.netbpf_ctx, &f->fs, DRF_BPFFS "/drfd/test", 1,
 				    NULL);
 	}
-	return r < 0 ? r : fakedrfd_start(f);
+	return r;
 }
 
 void fakedrfd_advance(struct fakedrfd *f, uint64_t usec)

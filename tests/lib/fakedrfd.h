@@ -50,6 +50,8 @@ int fakedrfd_start(struct fakedrfd *f);
  * network too if the first one shaped it. 0 or -errno.
  */
 int fakedrfd_restart(struct fakedrfd *f);
+/* The same, up to the start: the new daemon loaded, not started (fakedrfd_start()). */
+int fakedrfd_reset(struct fakedrfd *f);
 /* The clock moves by usec; the next tick sees it. */
 void fakedrfd_advance(struct fakedrfd *f, uint64_t usec);
 /* A cgroup file of the fake tree, as the kernel would show it (cpu.stat, ...). */

@@ -750,6 +750,56 @@ static void test_fleet_tasks(void **state)
 }
 
 /*
+ * A fleet node's restart: the state dir's assignment is its tenants from the
+ * first pass (drfd_fleet_preload), not gone until the node hands it over (an
+ * empty tenant's cgroup was removed, then made again).
+ */
+static void test_fleet_restart_preloaded(void **state)
+{
+	char knob[64];
+
+	(void)state;
+	memset(&fl, 0, sizeof(fl));
+	assert_int_equal(fakedrfd_setup(&fx, "mode = limit\n", FLEET_NODE_CONF), 0);
+	assert_int_equal(sd_event_new(&fl.ev), 0);
+	fl.fake = fakeetcd_new(fl.ev, &fx.clock);
+	assert_non_null(fl.fake);
+	assert_int_equal(fakeetcd_connect(fl.fake, &fl.admin), 0);
+	fx.env.etcd_open = fleet_etcd_open;
+	fx.env.etcd_ctx = fl.fake;
+	assert_int_equal(fakedrfd_start(&fx), 0);
+	fl_node_start();
+	fl_put("/drfd/tenants/web", "{\"weight\":1,\"tasks\":2,\"task\":{\"cpu\":1,"
+				    "\"memory\":268435456}}");
+	fl_steps(5);
+	assert_int_equal(d.decl.cfg.n_tenants, 1);
+	snprintf(knob, sizeof(knob), "%s", fakedrfd_get(&fx, "web", "cpu.max"));
+	assert_string_equal(knob, "200000 100000");
+	/* Restarted: web (no process in it) is there from the first pass, its knobs kept. */
+	assert_int_equal(fakedrfd_reset(&fx), 0);
+	d.event = sd_event_ref(fl.ev);
+	d.fleet_mode = true;
+	{
+		char err[512];
+
+		assert_int_equal(drfd_fleet_open(&d, err, sizeof(err)), 0);
+	}
+	assert_int_equal(drfd_fleet_preload(&d), 0);
+	assert_int_equal(d.decl.cfg.n_tenants, 1);
+	assert_int_equal(fakedrfd_start(&fx), 0);
+	assert_string_equal(fakedrfd_get(&fx, "web", "cpu.max"), knob);
+	assert_int_equal(drfd_fleet_start(&d), 0);
+	fl_steps(5);
+	assert_int_equal(d.decl.cfg.n_tenants, 1);
+	assert_string_equal(fakedrfd_get(&fx, "web", "cpu.max"), knob);
+	drfd_fleet_free(&d);
+	etcd_close(fl.admin);
+	fakeetcd_free(fl.fake);
+	fl_pump();
+	sd_event_unref(fl.ev);
+}
+
+/*
  * Groups through reloads: a flat config, then the same tenants in a group
  * (H-DRF's example, GPUs played by memory): the group's cgroup appears with
  * its knobs and the plan has its allocation; then a config whose groups form
@@ -1737,6 +1787,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_reload_hands_plan_to_network, NULL, teardown),
 		cmocka_unit_test_setup_teardown(test_fleet_assignment, NULL, teardown),
 		cmocka_unit_test_setup_teardown(test_fleet_tasks, NULL, teardown),
+		cmocka_unit_test_setup_teardown(test_fleet_restart_preloaded, NULL, teardown),
 		cmocka_unit_test_setup_teardown(test_reload_groups, NULL, teardown),
 		cmocka_unit_test_setup_teardown(test_status_groups, NULL, teardown),
 		cmocka_unit_test_setup_teardown(test_status_cpu_usage, setup_observed, teardown),
