@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "fleetplan.h"
+#include "text.h"
 
 /* How often apply reads and tries again when someone wrote in between. */
 #define APPLY_TRIES 5
@@ -74,8 +75,13 @@ void drf_fleet_view_clear(struct drf_fleet_view *v)
 
 static void invalid(struct drf_fleet_view *v, const struct etcd_kv *kv, const char *why)
 {
+	char key[128], w[128];
+
+	/* Keys (and values, which the why may quote) are anyone's bytes: for logs and terminals. */
 	if (v->n_invalid++ == 0)
-		snprintf(v->invalid, sizeof(v->invalid), "%.100s: %.120s", kv->key, why);
+		snprintf(v->invalid, sizeof(v->invalid), "%s: %s",
+			 drf_escape_controls(kv->key, key, sizeof(key)),
+			 drf_escape_controls(why, w, sizeof(w)));
 }
 
 static int cmp_node(const void *a, const void *b)

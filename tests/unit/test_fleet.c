@@ -1472,6 +1472,31 @@ static void test_place_task_ties(void **state)
 	assert_string_equal(place(&p, "zz", 4, 1, b, sizeof(b)), "A");
 }
 
+/* A key or a planner's value with control characters: said escaped, never raw. */
+static void test_view_escapes(void **state)
+{
+	struct etcd_kv tk = { .key = PREFIX "tenants/x\x1b]0;t\x07", .value = "{}" };
+	struct etcd_kv pk = { .key = PREFIX "planner", .value = "A\x1b[2J", .create_revision = 3 };
+	struct etcd_resp r[4] = { { .type = ETCD_RANGE }, { .type = ETCD_RANGE, .kvs = &tk, .n_kvs = 1 },
+				  { .type = ETCD_RANGE }, { .type = ETCD_RANGE, .kvs = &pk, .n_kvs = 1 } };
+	struct etcd_txn_resp t = { .revision = 9, .succeeded = true, .resps = r, .n_resps = 4 };
+	struct drf_fleet_keys k;
+	struct drf_fleet_view v;
+
+	(void)state;
+	tk.key_len = strlen(tk.key);
+	pk.key_len = strlen(pk.key);
+	pk.value_len = strlen(pk.value);
+	assert_int_equal(drf_fleet_keys_init(&k, PREFIX), 0);
+	assert_int_equal(drf_fleet_view_decode(&k, &t, &v), 0);
+	assert_int_equal(v.n_tenants, 0);
+	assert_string_equal(v.planner, "");
+	assert_int_equal(v.n_invalid, 2);
+	assert_null(strchr(v.invalid, '\x1b'));
+	assert_non_null(strstr(v.invalid, "\\x1b"));
+	drf_fleet_view_clear(&v);
+}
+
 /* The formats. */
 
 static void test_formats(void **state)
@@ -1624,6 +1649,7 @@ int main(void)
 		T(test_refused_assignment),
 		T(test_node_key_deleted),
 		T(test_capacity_changed),
+		T(test_view_escapes),
 		T(test_node_config),
 		T(test_task_submit_once),
 		T(test_task_node),
