@@ -20,6 +20,12 @@
 
 /* Relative slack for "this task still fits". */
 #define FIT_EPS 1e-12
+/*
+ * H (in [0, 2]) values this close are a tie, which the earlier server wins:
+ * two servers whose remaining capacities point the same way are at the same
+ * H mathematically, but their directions round apart.
+ */
+#define H_EPS 1e-12
 /* A level row's dual below this is taken for zero (legitimate ones are >= ~1/n). */
 #define DUAL_EPS 1e-9
 
@@ -1499,7 +1505,7 @@ static size_t best_class(struct classes *cs, const double *shape, const double a
 		struct bucket *bk;
 
 		/* the buckets further out are further still */
-		if (b < 0 || 2 * (go_left ? dl : dr) - 1e-12 > best_h)
+		if (b < 0 || 2 * (go_left ? dl : dr) - 1e-12 > best_h + H_EPS)
 			break;
 		bk = &cs->b[b];
 		for (int k = 0; k < cs->m; k++)
@@ -1515,7 +1521,7 @@ static size_t best_class(struct classes *cs, const double *shape, const double a
 				continue;
 			for (int j = 0; j < cs->m; j++)
 				h += fabs(a[cs->res[j]] - c->dir[cs->res[j]]);
-			if (h < best_h || (h == best_h && top < best_server)) {
+			if (h < best_h - H_EPS || (h <= best_h + H_EPS && top < best_server)) {
 				best_h = h;
 				best_server = top;
 				best = bk->v[k];
