@@ -539,6 +539,9 @@ static void call_free(struct call *k)
 	etcd_stream_free(&k->stream);
 	json_object_put(k->answer);
 	free_msgs(k);
+	/* An authenticate's body holds the password. */
+	if (k->kind == K_AUTH && k->body)
+		explicit_bzero(k->body, strlen(k->body));
 	free(k->body);
 	free(k->token);
 	free(k->buf);
@@ -1901,6 +1904,10 @@ int etcd_open(const struct etcd_config *conf, struct sd_event *event, struct etc
 		snprintf(err, errlen, "an etcd password without a user");
 		r = -EINVAL;
 	}
+	if (r == 0 && conf->user && conf->password && strstr(conf->endpoints, "http://"))
+		drf_log(conf->log, LOG_WARNING, "etcd: the password of user '%s' goes in clear to "
+			"the http:// endpoints of '%s' (https:// would carry it encrypted)",
+			conf->user, conf->endpoints);
 	if (r == 0)
 		r = dup_opt(conf->cacert, &c->cacert);
 	if (r == 0)
