@@ -51,6 +51,7 @@
 #include "fairfam.h"
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -224,12 +225,34 @@ static double kkt_residual(const struct fam *f, const double *p, const double *g
 	return worst;
 }
 
-/* The Newton direction on the free variables (0 elsewhere); gradient if singular. */
+/*
+ * A scale for prices: the largest one, or the price at which a capped tenant
+ * would start to take less than its cap.
+ */
+static double price_scale(const struct fam *f, const double *p)
+{
+	double sc = 0;
+
+	for (int r = 0; r < f->m; r++)
+		sc = fmax(sc, p[r]);
+	for (size_t i = 0; i < f->n; i++) {
+		double vmax = 0;
+
+		for (int r = 0; r < f->m; r++)
+			vmax = fmax(vmax, f->v[i * (size_t)f->m + (size_t)r]);
+		if (!isinf(f->h[i]))
+			sc = fmax(sc, (f->theta + exp(f->logk[i] - f->beta * log(f->h[i]))) / vmax);
+	}
+	return sc > 0 && isfinite(sc) ? sc : 1;
+}
+
+/* The Newton direction on the free variables with curvature (0 elsewhere, or if singular). */
 static void newton_step(const struct fam *f, const double *g, const unsigned char *free_r,
 			double *d)
 {
 	double H[DRF_NRES * DRF_NRES], b[DRF_NRES], maxdiag = 0;
 	int fr[DRF_NRES], k = 0, m = f->m;
+	bool curved[DRF_NRES];
 
 	for (int r = 0; r < m; r++) {
 		d[r] = 0;
@@ -249,16 +272,18 @@ static void newton_step(const struct fam *f, const double *g, const unsigned cha
 		b[a] = -g[fr[a]];
 	}
 	/*
-	 * A resource only capped tenants use has no curvature: a small ridge makes
-	 * its step a long gradient step, which the line search then cuts.
+	 * A resource without curvature (only capped tenants use it) is left to the
+	 * single-resource steps of dual_solve(): a tiny ridge keeps the rest solvable.
 	 */
+	for (int a = 0; a < k; a++) {
+		curved[a] = H[a * k + a] > 0;
+		H[a * k + a] += 1e-13 * maxdiag;
+	}
+	if (!(maxdiag > 0) || !solve(H, b, k))
+		return;
 	for (int a = 0; a < k; a++)
-		H[a * k + a] += maxdiag > 0 ? 1e-13 * maxdiag : 1e-300;
-	if (!solve(H, b, k))
-		for (int a = 0; a < k; a++)
-			b[a] = -g[fr[a]];
-	for (int a = 0; a < k; a++)
-		d[fr[a]] = b[a];
+		if (curved[a])
+			d[fr[a]] = b[a];
 }
 
 /*
@@ -298,37 +323,142 @@ static bool dual_start(struct fam *f, double *p)
 		else
 			hi = mid;
 	}
-	P = pmin + exp(hi);
+	/* Everything fits however low the price: only capped tenants, p = 0. */
+	P = hi <= -699 ? 0 : pmin + exp(hi);
 	for (int r = 0; r < f->m; r++)
 		p[r] = P;
 	return eval(f, p, g);
 }
 
-/* Minimizes D over p >= 0; p holds a start in the domain (or not: then dual_start()). */
-static int dual_solve(struct fam *f, double *p)
+/*
+ * What rounding leaves of the KKT residual: gamma_i depends on q_i - theta, whose
+ * rounding error is about eps * (q_i + theta), so where theta dominates (FDS and
+ * GFJ far off the alpha-fair line) use is only known to that much.
+ */
+static double attainable(const struct fam *f, const double *p)
+{
+	double worst = 0, use[DRF_NRES] = { 0 };
+
+	for (size_t i = 0; i < f->n; i++) {
+		double q = price(f, i, p), rel;
+
+		if (f->capped[i])
+			continue;
+		rel = 4 * DBL_EPSILON * (q + f->theta) / (q - f->theta) / f->beta;
+		for (int r = 0; r < f->m; r++)
+			use[r] += rel * f->gam[i] * f->v[i * (size_t)f->m + (size_t)r];
+	}
+	for (int r = 0; r < f->m; r++)
+		worst = fmax(worst, use[r]);
+	return worst;
+}
+
+/*
+ * Exact line search from p along d, p + t d >= 0 for t <= the largest such t:
+ * the root of the monotone slope. Where tenants are about to leave their caps the
+ * Newton model (which sees no curvature from capped tenants) is off by orders of
+ * magnitude either way, so it brackets geometrically from t = 1, then bisects to
+ * a tenth of the starting slope. Moves p; false if no step lowers D.
+ */
+static bool line_step(struct fam *f, double *p, const double *d, const double *g)
+{
+	double tmax = INFINITY, s0 = 0, lo, hi, s, t;
+	int hit = -1, m = f->m;
+
+	for (int r = 0; r < m; r++) {
+		s0 += g[r] * d[r];
+		if (d[r] < 0 && p[r] / -d[r] < tmax) {
+			tmax = p[r] / -d[r];
+			hit = r;
+		}
+	}
+	if (!(s0 < 0))
+		return false;
+	if (!(tmax > 1e-300)) {
+		/* A price already next to 0 that should fall: 0, if D still falls there. */
+		double keep, g0[DRF_NRES];
+
+		if (hit < 0 || !(slope_along(f, p, d, tmax) <= 0))
+			return false;
+		keep = p[hit];
+		p[hit] = 0;
+		if (eval(f, p, g0))
+			return true;
+		p[hit] = keep;
+		return false;
+	}
+	lo = hi = fmin(1, tmax);
+	s = slope_along(f, p, d, lo);
+	if (s <= 0) {
+		while (s < 0 && lo < tmax && lo < 1e300) {
+			hi = fmin(lo * 16, tmax);
+			s = slope_along(f, p, d, hi);
+			if (s <= 0)
+				lo = hi;
+		}
+	} else {
+		while (s > 0 && lo > 1e-300) {
+			hi = lo;
+			lo /= 16;
+			s = slope_along(f, p, d, lo);
+		}
+		if (s > 0)
+			return false;
+	}
+	for (int j = 0; j < 200 && hi > lo && s < 0.1 * s0; j++) {
+		double mid = (lo + hi) / 2;
+
+		s = slope_along(f, p, d, mid);
+		if (s > 0)
+			hi = mid;
+		else
+			lo = mid;
+	}
+	t = lo;
+	for (int r = 0; r < m; r++)
+		p[r] = fmax(0, p[r] + t * d[r]);
+	/* At the bound, the price is 0 (not what rounding left), if that is in the domain. */
+	if (t == tmax && hit >= 0 && p[hit] != 0) {
+		double keep = p[hit], g1[DRF_NRES];
+
+		p[hit] = 0;
+		if (!eval(f, p, g1))
+			p[hit] = keep;
+	}
+	return true;
+}
+
+/*
+ * Minimizes D over p >= 0, from p if warm and inside the domain, else from
+ * dual_start(). Each round: a projected Newton step on the resources with
+ * curvature, then an exact step along each free resource on its own (which is
+ * what moves a resource only capped tenants use, and keeps every round a
+ * descent whatever the Newton model says).
+ */
+static int dual_solve(struct fam *f, double *p, bool warm)
 {
 	double g[DRF_NRES], res = INFINITY;
 	int m = f->m;
 
-	if (!eval(f, p, g) && !dual_start(f, p))
+	if ((!warm || !eval(f, p, g)) && !dual_start(f, p))
 		return -ERANGE;
 	for (int it = 0; it < NEWTON_MAX; it++) {
-		double d[DRF_NRES], tmax = INFINITY, T, t, s0, sT;
+		double d[DRF_NRES];
 		unsigned char free_r[DRF_NRES];
-		int hit = -1;
+		bool moved;
 
 		if (!eval(f, p, g))
 			return -ERANGE;
 		res = kkt_residual(f, p, g);
-		if (res <= KKT_TOL)
+		if (res <= KKT_TOL || (it > 20 && res <= 0.5 * attainable(f, p)))
 			return 0;
 		/* Free variables: priced, or at 0 with use above capacity. */
 		for (int r = 0; r < m; r++)
 			free_r[r] = p[r] > 0 || g[r] < 0;
 		/*
-		 * Newton on the free variables; one at 0 that the step would push below
-		 * is held there and the step solved again (projected Newton: near the
-		 * optimum that is the optimum's face, where D is smooth).
+		 * One at 0 that the step would push below is held there and the step
+		 * solved again (projected Newton: near the optimum that is the optimum's
+		 * face, where D is smooth).
 		 */
 		for (int again = 1; again;) {
 			again = 0;
@@ -339,49 +469,29 @@ static int dual_solve(struct fam *f, double *p)
 					again = 1;
 				}
 		}
-		for (int r = 0; r < m; r++)
-			if (d[r] < 0 && p[r] / -d[r] < tmax) {
-				tmax = p[r] / -d[r];
-				hit = r;
-			}
-		s0 = 0;
-		for (int r = 0; r < m; r++)
-			s0 += g[r] * d[r];
-		if (!(s0 < 0))
-			break; /* no descent left: rounding */
-		T = fmin(1, tmax);
-		sT = slope_along(f, p, d, T);
-		if (sT <= 0) {
-			t = T;
-		} else {
-			/* The root of the monotone slope in (0, T): bisection, to a tenth of s0. */
-			double lo = 0, hi = T;
+		moved = line_step(f, p, d, g);
+		for (int r = 0; r < m; r++) {
+			double h = 0;
 
-			t = T / 2;
-			for (int j = 0; j < 200; j++) {
-				double s;
-
-				t = (lo + hi) / 2;
-				s = slope_along(f, p, d, t);
-				if (s > 0)
-					hi = t;
-				else {
-					lo = t;
-					if (s >= 0.1 * s0)
-						break;
-				}
-			}
-			t = lo > 0 ? lo : t;
+			if (!eval(f, p, g))
+				return -ERANGE;
+			if (!(p[r] > 0 || g[r] < 0) || fabs(g[r]) <= KKT_TOL)
+				continue;
+			for (size_t i = 0; i < f->n; i++)
+				h += f->slope[i] * f->v[i * (size_t)m + (size_t)r] *
+				     f->v[i * (size_t)m + (size_t)r];
+			memset(d, 0, sizeof(d));
+			/* Its own Newton step if it has curvature, else its price's scale. */
+			d[r] = h > 0 ? -g[r] / h : -copysign(price_scale(f, p), g[r]);
+			moved |= line_step(f, p, d, g);
 		}
-		for (int r = 0; r < m; r++)
-			p[r] = fmax(0, p[r] + t * d[r]);
-		if (t == tmax && hit >= 0)
-			p[hit] = 0;
+		if (!moved)
+			break; /* rounding: no step lowers D */
 	}
 	if (!eval(f, p, g))
 		return -ERANGE;
 	res = kkt_residual(f, p, g);
-	return res <= KKT_ACCEPT ? 0 : -ERANGE;
+	return res <= KKT_ACCEPT + attainable(f, p) ? 0 : -ERANGE;
 }
 
 /* log of sum_i K_i gamma_i^(1-beta) (beta != 1), or sum_i K_i log gamma_i; and S. */
@@ -406,7 +516,7 @@ static int root_fn(struct fam *f, double theta, double absa, double *p, double *
 	int err;
 
 	f->theta = theta;
-	err = dual_solve(f, p);
+	err = dual_solve(f, p, true);
 	if (err < 0)
 		return err;
 	objective_parts(f, &lphi, &s);
@@ -420,21 +530,25 @@ static int optimize(struct fam *f, double a)
 	int err;
 
 	f->theta = 0;
-	for (int r = 0; r < f->m; r++)
-		p[r] = -1; /* outside the domain: dual_start() */
-	if (a == 0)
-		return dual_solve(f, p);
+	err = dual_solve(f, p, false);
+	if (err < 0 || a == 0)
+		return err;
 	err = root_fn(f, 0, fabs(a), p, &glo);
 	if (err < 0)
 		return err;
 	memcpy(plo, p, sizeof(p));
 	hi = -glo;
+	/*
+	 * Far above the root SEP nears the linear program max S, whose dual Newton
+	 * may not reach the tolerance: a theta where it does not counts as above
+	 * the root, which only narrows the bracket from above.
+	 */
 	for (int k = 0;; k++) {
 		err = root_fn(f, hi, fabs(a), p, &ghi);
+		if (err == -ERANGE || (err == 0 && ghi >= 0))
+			break;
 		if (err < 0)
 			return err;
-		if (ghi >= 0)
-			break;
 		if (k == THETA_STEPS)
 			return -ERANGE;
 		lo = hi;
@@ -447,18 +561,24 @@ static int optimize(struct fam *f, double a)
 		/* A higher theta only raises the prices' floor: start from the lower end's. */
 		memcpy(p, plo, sizeof(p));
 		err = root_fn(f, mid, fabs(a), p, &gm);
-		if (err < 0)
+		if (err < 0 && err != -ERANGE)
 			return err;
-		if (gm < 0) {
+		if (err == 0 && gm < 0) {
 			lo = mid;
 			memcpy(plo, p, sizeof(p));
 		} else {
 			hi = mid;
 		}
 	}
+	if (hi - lo > 1e-12 * hi)
+		return -ERANGE;
 	memcpy(p, plo, sizeof(p));
 	f->theta = hi;
-	return dual_solve(f, p);
+	if (dual_solve(f, p, true) == 0)
+		return 0;
+	memcpy(p, plo, sizeof(p));
+	f->theta = lo;
+	return dual_solve(f, p, true);
 }
 
 static void fam_free(struct fam *f)
