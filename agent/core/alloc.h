@@ -49,7 +49,7 @@ struct drf_problem {
 	double capacity[DRF_NRES]; /* a resource with capacity 0 takes no part */
 	size_t n;
 	const struct drf_demand *demands;
-	const struct drf_family *family; /* FDS and GFJ; NULL: fairfam.h's defaults */
+	struct drf_family family;  /* FDS and GFJ; beta = 0: fairfam.h's defaults */
 };
 
 struct drf_share {

@@ -95,9 +95,9 @@ int drf_family_check(double beta, double lambda, const char **ret_why)
 
 void drf_family_of(const struct drf_problem *p, double *ret_beta, double *ret_lambda)
 {
-	if (p->family) {
-		*ret_beta = p->family->beta;
-		*ret_lambda = p->family->lambda;
+	if (p->family.beta != 0) {
+		*ret_beta = p->family.beta;
+		*ret_lambda = p->family.lambda;
 	} else {
 		*ret_beta = DRF_FAMILY_BETA_DEFAULT;
 		*ret_lambda = drf_family_alpha_lambda(DRF_FAMILY_BETA_DEFAULT);

@@ -57,7 +57,7 @@ double drf_family_alpha_lambda(double beta);
  */
 int drf_family_check(double beta, double lambda, const char **ret_why);
 
-/* The parameters a problem asks for: p->family's, or beta 2 on the alpha-fair line. */
+/* The parameters a problem asks for: p->family, or (beta 0) beta 2 on the alpha-fair line. */
 void drf_family_of(const struct drf_problem *p, double *ret_beta, double *ret_lambda);
 
 /*
