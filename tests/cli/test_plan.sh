@@ -79,6 +79,53 @@ else
 	ko "--compare"; cat "$tmp/out"
 fi
 
+# FDS, GFJ, CEEI (drfd.conf(5), "Policies"): E1's closed forms, and their errors.
+expect "E1 fds --json" 0 "$drfctl" plan -c "$fix/e1-fds.conf" --json
+if python3 "$here/check_json.py" .policy=fds .beta=3 A.tasks~3.478394 B.tasks~1.840535 \
+	<"$tmp/out"; then
+	ok "E1 fds beta 3: B 6 / (2 + 2^(1/3)) tasks, A 9 - 3 B"
+else
+	ko "E1 fds"; cat "$tmp/out"
+fi
+expect "E1 --policy gfj --beta 2" 0 "$drfctl" plan -c "$ex" --policy gfj --beta 2 --json
+if python3 "$here/check_json.py" .policy=gfj .beta=2 .lambda=-0.5 A.tasks~3.294229 \
+	B.tasks~1.901924 <"$tmp/out"; then
+	ok "E1 gfj beta 2: B 9 / (3 + 3^(1/2)) tasks"
+else
+	ko "E1 gfj"; cat "$tmp/out"
+fi
+expect "E1 --policy ceei" 0 "$drfctl" plan -c "$ex" --policy ceei --json
+if python3 "$here/check_json.py" .policy=ceei A.tasks~4.090909 B.tasks~1.636364 \
+	.unallocated.cpu~0 <"$tmp/out"; then
+	ok "E1 ceei: the vertex (45/11, 18/11), both resources used up"
+else
+	ko "E1 ceei"; cat "$tmp/out"
+fi
+expect "--compare lists fds, gfj, ceei" 0 "$drfctl" plan -c "$ex" --compare --beta 3
+if grep -Eq '^fds\(beta=3,lambda=-0.666667\) +[0-9.]+ +0 ' "$tmp/out" &&
+	grep -Eq '^gfj\(beta=3,lambda=-0.666667\) ' "$tmp/out" &&
+	grep -Eq '^ceei +0\.941 +0 +100\.0% +100\.0%$' "$tmp/out"; then
+	ok "--compare shows fds and gfj with their beta, ceei using all of E1"
+else
+	ko "--compare with the families"; cat "$tmp/out"
+fi
+expect "refused lambda exits 64" 64 "$drfctl" plan -c "$ex" --policy fds --beta 3 --lambda 0
+if grep -q "with beta above 1, lambda above (1 - beta) / beta" "$tmp/err"; then
+	ok "refused --lambda says why"
+else
+	ko "refused --lambda says why"; cat "$tmp/err"
+fi
+expect "--beta with --policy drf exits 64" 64 "$drfctl" plan -c "$ex" --policy drf --beta 2
+expect "--beta on a drf config exits 64" 64 "$drfctl" plan -c "$ex" --beta 2
+expect "--beta not a number exits 64" 64 "$drfctl" plan -c "$ex" --policy fds --beta 1e3
+expect "--discrete with fds exits 64" 64 "$drfctl" plan -c "$ex" --policy fds --discrete
+expect "refused lambda in drfd.conf exits 2" 2 "$drfctl" plan -c "$fix/bad-lambda.conf"
+if grep -q "bad-lambda.conf:5: lambda = 0.5 with beta = 2: with beta above 1" "$tmp/err"; then
+	ok "refused lambda in drfd.conf names FILE:LINE and why"
+else
+	ko "refused lambda in drfd.conf"; cat "$tmp/err"
+fi
+
 expect "config error exits 2" 2 "$drfctl" plan -c "$fix/bad.conf"
 if grep -q "bad.conf:4: weight = '0': out of range" "$tmp/err"; then
 	ok "config error names FILE:LINE"

@@ -617,7 +617,7 @@ static void run_family(enum drf_policy pol)
 		if (pol != DRF_POLICY_CEEI) {
 			fam.beta = rng_unit(&g) < 0.1 ? 1 : rng_log(&g, 0.2, 10);
 			fam.lambda = drf_family_alpha_lambda(fam.beta);
-			in->p.family = &fam;
+			in->p.family = fam;
 		}
 		for (int r = 0; r < DRF_NRES; r++)
 			m += in->p.capacity[r] > 0;
@@ -628,7 +628,7 @@ static void run_family(enum drf_policy pol)
 				      (unsigned long long)in->seed, drf_policy_name(pol), fam.beta,
 				      fam.lambda);
 			counts[3]++;
-			in->p.family = NULL;
+			in->p.family = (struct drf_family){ 0 };
 			continue;
 		}
 		if (err != 0) {
@@ -652,7 +652,7 @@ static void run_family(enum drf_policy pol)
 			counts[2]++;
 		}
 		drf_result_free(&res);
-		in->p.family = NULL;
+		in->p.family = (struct drf_family){ 0 };
 	}
 	print_message("%s: %lu instances feasible, shape, capped, Pareto, locally optimal; "
 		      "envy-free (equal weights) %lu, single-resource %lu; solver gave up on %lu\n",
