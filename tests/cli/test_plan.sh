@@ -87,6 +87,21 @@ if python3 "$here/check_json.py" .policy=fds .beta=3 A.tasks~3.478394 B.tasks~1.
 else
 	ko "E1 fds"; cat "$tmp/out"
 fi
+# drfd.conf(5)'s worked example (FAIRNESS AND EFFICIENCY) is what drfctl prints.
+conf5=$top/deploy/man/drfd.conf.5.scd
+"$drfctl" plan -c "$fix/e1-fds.conf" >"$tmp/out" 2>&1
+b=$(sed -nE 's/^B +1 +[0-9.]+ +[0-9.]+G +([0-9.]+) tasks .*/\1/p' "$tmp/out")
+a=$(sed -nE 's/^A +1 +[0-9.]+ +[0-9.]+G +([0-9.]+) tasks .*/\1/p' "$tmp/out")
+"$drfctl" plan -c "$ex" --policy ceei >"$tmp/out2" 2>&1
+ca=$(sed -nE 's/^A +1 +[0-9.]+ +[0-9.]+G +([0-9.]+) tasks .*/\1/p' "$tmp/out2")
+cb=$(sed -nE 's/^B +1 +[0-9.]+ +[0-9.]+G +([0-9.]+) tasks .*/\1/p' "$tmp/out2")
+if [ -n "$b" ] && [ -n "$ca" ] && tr '\n' ' ' <"$conf5" | tr -s ' \t' ' ' |
+	grep -qF "B 6 / (2 + 2^(1/3)) = $b tasks and A 9 - 3 x $b = $a" &&
+	tr '\n' ' ' <"$conf5" | tr -s ' \t' ' ' | grep -qF "A 45/11 = $ca and B 18/11 = $cb"; then
+	ok "drfd.conf(5)'s fds and ceei example matches drfctl plan ($a/$b, $ca/$cb)"
+else
+	ko "drfd.conf(5)'s example: drfctl says fds A $a B $b, ceei A $ca B $cb"
+fi
 expect "E1 --policy gfj --beta 2" 0 "$drfctl" plan -c "$ex" --policy gfj --beta 2 --json
 if python3 "$here/check_json.py" .policy=gfj .beta=2 .lambda=-0.5 A.tasks~3.294229 \
 	B.tasks~1.901924 <"$tmp/out"; then
