@@ -79,7 +79,7 @@ struct drf_result {
  * Returns 0, -EINVAL for a malformed problem (non-positive weight, negative or
  * non-finite entries, an unlimited demand with no participating resource), or
  * -ENOMEM; for FDS and GFJ also -EDOM (parameters drf_family_check() refuses)
- * and -ERANGE (beyond the solver's doubles). ret is filled only on success; free
+ * and -ERANGE (the solver gave up: fairfam.h). ret is filled only on success; free
  * it with drf_result_free().
  */
 int drf_allocate(const struct drf_problem *p, enum drf_policy policy, struct drf_result *ret);
