@@ -55,6 +55,7 @@ static int cmd_plan(int argc, char **argv)
 		{ "discrete", no_argument, NULL, 'd' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "compare", no_argument, NULL, 'C' },
+		{ "tradeoff", no_argument, NULL, 'T' },
 		{ "beta", required_argument, NULL, 'B' },
 		{ "lambda", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
@@ -62,6 +63,7 @@ static int cmd_plan(int argc, char **argv)
 	};
 	const char *path = DEFAULT_CONFIG;
 	bool json = false, discrete = false, compare = false, has_beta = false, has_lambda = false;
+	bool tradeoff = false;
 	double beta = 0, lambda = 0;
 	const char *why;
 	int policy = -1, opt, err, ret = EXIT_FAILURE;
@@ -94,6 +96,9 @@ static int cmd_plan(int argc, char **argv)
 			break;
 		case 'C':
 			compare = true;
+			break;
+		case 'T':
+			tradeoff = true;
 			break;
 		case 'B':
 		case 'L':
@@ -135,6 +140,12 @@ static int cmd_plan(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
+	if (tradeoff && (json || discrete || compare || has_beta || has_lambda ||
+			 (policy >= 0 && policy != DRF_POLICY_FDS && policy != DRF_POLICY_GFJ))) {
+		fputs("drfctl plan: --tradeoff sweeps beta for fds and gfj; it takes --policy fds or "
+		      "gfj and no --json, --discrete, --compare, --beta or --lambda\n", stderr);
+		return EXIT_USAGE;
+	}
 	if (compare && (json || discrete || policy >= 0)) {
 		fputs("drfctl plan: --compare shows every divisible policy; it does not combine "
 		      "with --json, --discrete or --policy\n", stderr);
@@ -161,6 +172,18 @@ static int cmd_plan(int argc, char **argv)
 			ret = EXIT_CONFIG;
 			goto out_config;
 		}
+	}
+	if (tradeoff) {
+		err = drf_config_problem(&cfg, &problem, &demands);
+		if (err == 0)
+			err = drf_plan_print_tradeoff(stdout, &cfg, &problem, policy);
+		if (err == 0 && fflush(stdout) != 0)
+			err = -errno;
+		if (err < 0)
+			fprintf(stderr, "drfctl: cannot show the trade-off: %s\n", strerror(-err));
+		ret = err < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+		free(demands);
+		goto out_config;
 	}
 	if (policy < 0)
 		policy = discrete ? DRF_POLICY_DRF : (int)cfg.policy;

@@ -9,7 +9,7 @@ static const struct {
 } cmds[] = {
 	{ "plan",
 	  "drfctl plan [-c FILE] [--policy drf|asset|per-resource|fds|gfj|ceei] [--beta B] "
-	  "[--lambda L] [--discrete] [--json | --compare]",
+	  "[--lambda L] [--discrete] [--json | --compare | --tradeoff]",
 	  "Shows what each tenant gets under a policy, offline: reads the config and touches no\n"
 	  "cgroup. `auto` capacities are read from this machine.\n"
 	  "\n"
@@ -21,6 +21,8 @@ static const struct {
 	  "  --discrete          whole tasks only (task tenants): DRF's Algorithm 1\n"
 	  "  --json              machine-readable output\n"
 	  "  --compare           the six policies side by side (--beta/--lambda apply)\n"
+	  "  --tradeoff          fds and gfj for beta from 0.25 to 100: Jain's index and\n"
+	  "                      each resource's utilization, beside drf\n"
 	  "\n"
 	  "When a drfd answers on the config's status-socket, it also says which of the\n"
 	  "config's start-only keys differ from those in force: each needs a restart (a\n"

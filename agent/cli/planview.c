@@ -370,3 +370,78 @@ out:
 		drf_result_free(&res[pol]);
 	return err;
 }
+
+int drf_plan_print_tradeoff(FILE *out, const struct drf_config *cfg,
+			    const struct drf_problem *problem, int policy)
+{
+	static const double betas[] = { 0.25, 0.5, 1, 1.5, 2, 3, 5, 10, 20, 50, 100 };
+	const int pols[] = { DRF_POLICY_FDS, DRF_POLICY_GFJ, DRF_POLICY_DRF };
+	struct table t = { .cols = 0 };
+	struct drf_problem p = *problem;
+	int ids[DRF_NRES], m = 0, err = 0;
+
+	for (int r = 0; r < DRF_NRES; r++)
+		if (p.capacity[r] > 0)
+			ids[m++] = r;
+	t.cols = (size_t)(4 + m);
+	if (!table_row(&t))
+		return -ENOMEM;
+	snprintf(cell(&t, 0, 0), CELL, "POLICY");
+	snprintf(cell(&t, 0, 1), CELL, "BETA");
+	snprintf(cell(&t, 0, 2), CELL, "LAMBDA");
+	snprintf(cell(&t, 0, 3), CELL, "JAIN");
+	for (int k = 0; k < m; k++)
+		snprintf(cell(&t, 0, 4 + (size_t)k), CELL, "%s-used", drf_res_name(ids[k]));
+	for (size_t q = 0; q < 3; q++) {
+		size_t nb = pols[q] == DRF_POLICY_DRF ? 1 : sizeof(betas) / sizeof(betas[0]);
+
+		if (policy >= 0 && pols[q] != policy && pols[q] != DRF_POLICY_DRF)
+			continue;
+		for (size_t b = 0; b < nb; b++) {
+			struct drf_result res;
+			struct drf_metrics met;
+			size_t row = t.rows;
+
+			if (!table_row(&t)) {
+				err = -ENOMEM;
+				goto out;
+			}
+			snprintf(cell(&t, row, 0), CELL, "%s", drf_policy_name(pols[q]));
+			if (pols[q] == DRF_POLICY_DRF) {
+				snprintf(cell(&t, row, 1), CELL, "inf");
+				snprintf(cell(&t, row, 2), CELL, "-1");
+			} else {
+				p.family = (struct drf_family){ betas[b],
+								drf_family_alpha_lambda(betas[b]) };
+				snprintf(cell(&t, row, 1), CELL, "%g", betas[b]);
+				snprintf(cell(&t, row, 2), CELL, "%.3f", p.family.lambda);
+			}
+			err = drf_allocate(&p, pols[q], &res);
+			if (err == -ERANGE) {
+				snprintf(cell(&t, row, 3), CELL, "solver gave up");
+				for (int k = 0; k < m; k++)
+					snprintf(cell(&t, row, 4 + (size_t)k), CELL, "-");
+				err = 0;
+				continue;
+			}
+			if (err < 0)
+				goto out;
+			drf_metrics_compute(&p, &res, &met);
+			snprintf(cell(&t, row, 3), CELL, "%.3f", met.jain);
+			for (int k = 0; k < m; k++)
+				snprintf(cell(&t, row, 4 + (size_t)k), CELL, "%.1f%%",
+					 100 * met.utilization[ids[k]]);
+			drf_result_free(&res);
+		}
+	}
+	fprintf(out, "fairness against efficiency on %s, lambda = (1 - beta) / beta\n\n", cfg->path);
+	table_print(out, &t, "");
+	fputs("\nJAIN: Jain's index over weighted dominant shares (1 = equal); -used: share of\n"
+	      "capacity that tenants can use. As beta grows FDS tends to DRF (the last row) and\n"
+	      "GFJ to equal task counts.\n", out);
+	if (ferror(out))
+		err = -EIO;
+out:
+	free(t.cells);
+	return err;
+}

@@ -124,6 +124,25 @@ if grep -Eq '^fds\(beta=3,lambda=-0.666667\) +[0-9.]+ +0 ' "$tmp/out" &&
 else
 	ko "--compare with the families"; cat "$tmp/out"
 fi
+expect "--tradeoff runs" 0 "$drfctl" plan -c "$ex" --tradeoff
+# E1: FDS at beta 1 is CEEI's vertex (all memory used); at beta 100 near DRF's 77.8%.
+if grep -Eq '^fds +1 +0\.000 +0\.941 +100\.0% +100\.0%$' "$tmp/out" &&
+	grep -Eq '^fds +100 +-0\.990 +1\.000 +100\.0% +78\.1%$' "$tmp/out" &&
+	grep -Eq '^gfj +3 +-0\.667 +1\.000 ' "$tmp/out" &&
+	grep -Eq '^drf +inf +-1 +1\.000 +100\.0% +77\.8%$' "$tmp/out" &&
+	grep -q "78.1% at beta 100 (DRF: 77.8%)" "$top/deploy/man/drfctl.8.scd"; then
+	ok "--tradeoff on E1: fds from the vertex at beta 1 to near DRF at 100, as drfctl(8) says"
+else
+	ko "--tradeoff on E1"; cat "$tmp/out"
+fi
+expect "--tradeoff --policy gfj runs" 0 "$drfctl" plan -c "$ex" --tradeoff --policy gfj
+if ! grep -q '^fds ' "$tmp/out" && grep -q '^gfj ' "$tmp/out"; then
+	ok "--tradeoff --policy gfj shows gfj (and drf) only"
+else
+	ko "--tradeoff --policy gfj"; cat "$tmp/out"
+fi
+expect "--tradeoff --json exits 64" 64 "$drfctl" plan -c "$ex" --tradeoff --json
+expect "--tradeoff --policy drf exits 64" 64 "$drfctl" plan -c "$ex" --tradeoff --policy drf
 expect "refused lambda exits 64" 64 "$drfctl" plan -c "$ex" --policy fds --beta 3 --lambda 0
 if grep -q "with beta above 1, lambda above (1 - beta) / beta" "$tmp/err"; then
 	ok "refused --lambda says why"
