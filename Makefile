@@ -155,7 +155,8 @@ BINS := $(BUILD)/drfctl $(BUILD)/drfd
 MANS := $(patsubst deploy/man/%.scd,.output/man/%,$(wildcard deploy/man/*.scd))
 DEB_DIR := .output/deb
 
-UNIT_TESTS := test_units test_alloc test_props test_drfh test_hdrf test_config test_fuzz_config test_cgroupfs \
+UNIT_TESTS := test_units test_alloc test_fairfam test_props test_drfh test_hdrf test_config test_fuzz_config \
+	test_cgroupfs \
 	test_reload_mem test_shaper test_expo test_metrics test_use \
 	test_demand test_history test_taskq test_tasks test_daemon test_httpd test_statedir test_socket \
 	test_lib test_slice test_etcd test_fleet
@@ -227,7 +228,7 @@ $(BUILD)/drfd: $(BUILD)/agent/daemon/drfd.o $(DAEMON_LIBS)
 # linear programs of DRFH) and -lm alone: a call to anything that does I/O
 # would not link.
 CORE_LDLIBS := -lglpk -lm
-CORE_TESTS := test_units test_alloc test_taskq test_drfh test_hdrf
+CORE_TESTS := test_units test_alloc test_fairfam test_taskq test_drfh test_hdrf
 PURE_LIB_OBJS := $(patsubst %,$(BUILD)/agent/lib/%.o,$(LIB_PURE))
 # The exposition parser of drfctl top is pure too: it links with the pure primitives alone.
 $(BUILD)/tests/test_expo: $(BUILD)/tests/unit/test_expo.o $(BUILD)/agent/cli/expo.o \

@@ -3,6 +3,7 @@
  * drfctl: the user's window on drfd: plan (here), status and exec (status_cmd.c),
  * reload (reload_cmd.c), top (top.c), help (help.c). The exit codes are in cli.h and drfctl(8).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -16,6 +17,7 @@
 #include "cgroupfs.h"
 #include "cli.h"
 #include "config.h"
+#include "fairfam.h"
 #include "hostcheck.h"
 #include "knobs.h"
 #include "json.h"
@@ -28,6 +30,23 @@
 #define EXIT_USAGE DRFCTL_EXIT_USAGE
 #define DEFAULT_CONFIG DRFCTL_DEFAULT_CONFIG
 
+/* beta or lambda: a plain decimal, optionally negative (as drfd.conf takes them). */
+static int parse_family_number(const char *s, double *ret)
+{
+	const char *q = s + (*s == '-');
+	char *end;
+	double v;
+
+	if (!isdigit((unsigned char)*q))
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (*end || errno || !isfinite(v) || strpbrk(s, "eExXnNiI"))
+		return -EINVAL;
+	*ret = v;
+	return 0;
+}
+
 static int cmd_plan(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -36,11 +55,17 @@ static int cmd_plan(int argc, char **argv)
 		{ "discrete", no_argument, NULL, 'd' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "compare", no_argument, NULL, 'C' },
+		{ "tradeoff", no_argument, NULL, 'T' },
+		{ "beta", required_argument, NULL, 'B' },
+		{ "lambda", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *path = DEFAULT_CONFIG;
-	bool json = false, discrete = false, compare = false;
+	bool json = false, discrete = false, compare = false, has_beta = false, has_lambda = false;
+	bool tradeoff = false;
+	double beta = 0, lambda = 0;
+	const char *why;
 	int policy = -1, opt, err, ret = EXIT_FAILURE;
 	struct drf_config cfg;
 	struct drf_problem problem;
@@ -63,7 +88,7 @@ static int cmd_plan(int argc, char **argv)
 			policy = drf_policy_from_name(optarg);
 			if (policy < 0) {
 				fprintf(stderr, "drfctl plan: unknown policy '%s' (drf, asset, "
-						"per-resource)\n", optarg);
+						"per-resource, fds, gfj, ceei)\n", optarg);
 				return EXIT_USAGE;
 			}
 			break;
@@ -76,6 +101,21 @@ static int cmd_plan(int argc, char **argv)
 		case 'C':
 			compare = true;
 			break;
+		case 'T':
+			tradeoff = true;
+			break;
+		case 'B':
+		case 'L':
+			if (parse_family_number(optarg, opt == 'B' ? &beta : &lambda) < 0) {
+				fprintf(stderr, "drfctl plan: --%s '%s': expected a decimal number\n",
+					opt == 'B' ? "beta" : "lambda", optarg);
+				return EXIT_USAGE;
+			}
+			if (opt == 'B')
+				has_beta = true;
+			else
+				has_lambda = true;
+			break;
 		case 'h':
 			drfctl_help(stdout, "plan");
 			return EXIT_SUCCESS;
@@ -86,6 +126,28 @@ static int cmd_plan(int argc, char **argv)
 	}
 	if (optind < argc) {
 		fprintf(stderr, "drfctl plan: unexpected argument '%s'\n", argv[optind]);
+		return EXIT_USAGE;
+	}
+	if (policy >= 0 && (has_beta || has_lambda) && policy != DRF_POLICY_FDS &&
+	    policy != DRF_POLICY_GFJ) {
+		fprintf(stderr, "drfctl plan: --beta and --lambda apply to --policy fds and gfj, "
+				"not %s\n", drf_policy_name(policy));
+		return EXIT_USAGE;
+	}
+	if (has_beta || has_lambda) {
+		if (!has_beta)
+			beta = DRF_FAMILY_BETA_DEFAULT;
+		if (!has_lambda)
+			lambda = drf_family_alpha_lambda(beta);
+		if (drf_family_check(beta, lambda, &why) < 0) {
+			fprintf(stderr, "drfctl plan: --beta %g --lambda %g: %s\n", beta, lambda, why);
+			return EXIT_USAGE;
+		}
+	}
+	if (tradeoff && (json || discrete || compare || has_beta || has_lambda ||
+			 (policy >= 0 && policy != DRF_POLICY_FDS && policy != DRF_POLICY_GFJ))) {
+		fputs("drfctl plan: --tradeoff sweeps beta for fds and gfj; it takes --policy fds or "
+		      "gfj and no --json, --discrete, --compare, --beta or --lambda\n", stderr);
 		return EXIT_USAGE;
 	}
 	if (compare && (json || discrete || policy >= 0)) {
@@ -115,6 +177,24 @@ static int cmd_plan(int argc, char **argv)
 			goto out_config;
 		}
 	}
+	if (tradeoff && cfg.n_groups > 0) {
+		fprintf(stderr, "drfctl plan: %s has [group] sections, shared by hierarchical DRF; "
+				"--tradeoff sweeps only flat policies\n", path);
+		ret = EXIT_USAGE;
+		goto out_config;
+	}
+	if (tradeoff) {
+		err = drf_config_problem(&cfg, &problem, &demands);
+		if (err == 0)
+			err = drf_plan_print_tradeoff(stdout, &cfg, &problem, policy);
+		if (err == 0 && fflush(stdout) != 0)
+			err = -errno;
+		if (err < 0)
+			fprintf(stderr, "drfctl: cannot show the trade-off: %s\n", strerror(-err));
+		ret = err < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+		free(demands);
+		goto out_config;
+	}
 	if (policy < 0)
 		policy = discrete ? DRF_POLICY_DRF : (int)cfg.policy;
 	/* Groups are hierarchical DRF's: the flat policies would ignore them. */
@@ -125,11 +205,22 @@ static int cmd_plan(int argc, char **argv)
 		ret = EXIT_USAGE;
 		goto out_config;
 	}
+	if ((has_beta || has_lambda) && !compare && policy != DRF_POLICY_FDS &&
+	    policy != DRF_POLICY_GFJ) {
+		fprintf(stderr, "drfctl plan: --beta and --lambda apply to policy fds and gfj; "
+				"%s's policy is %s (add --policy fds or gfj)\n", path,
+			drf_policy_name(policy));
+		ret = EXIT_USAGE;
+		goto out_config;
+	}
 	err = drf_config_problem(&cfg, &problem, &demands);
 	if (err < 0) {
 		fprintf(stderr, "drfctl: cannot build the allocation problem: %s\n", strerror(-err));
 		goto out_config;
 	}
+	/* The command line's beta and lambda over the config's. */
+	if (has_beta || has_lambda)
+		problem.family = (struct drf_family){ beta, lambda };
 	if (compare) {
 		err = drf_plan_print_compare(stdout, &cfg, &problem);
 		if (err < 0) {
@@ -156,6 +247,12 @@ static int cmd_plan(int argc, char **argv)
 		fprintf(stderr, "drfctl: the discrete plan would place more than %.0f tasks; "
 				"use the divisible plan (without --discrete)\n",
 			DRF_DISCRETE_MAX_TASKS);
+		goto out_demands;
+	}
+	if (err == -ERANGE) {
+		fprintf(stderr, "drfctl: the %s solver gave up on this config (lambda far off "
+				"(1 - beta) / beta can be beyond it; see drfd.conf(5))\n",
+			drf_policy_name(policy));
 		goto out_demands;
 	}
 	if (err < 0) {

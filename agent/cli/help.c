@@ -8,15 +8,21 @@ static const struct {
 	const char *name, *synopsis, *text;
 } cmds[] = {
 	{ "plan",
-	  "drfctl plan [-c FILE] [--policy drf|asset|per-resource] [--discrete] [--json | --compare]",
+	  "drfctl plan [-c FILE] [--policy drf|asset|per-resource|fds|gfj|ceei] [--beta B] "
+	  "[--lambda L] [--discrete] [--json | --compare | --tradeoff]",
 	  "Shows what each tenant gets under a policy, offline: reads the config and touches no\n"
 	  "cgroup. `auto` capacities are read from this machine.\n"
 	  "\n"
 	  "  -c, --config FILE   main config file (default " DRFCTL_DEFAULT_CONFIG ")\n"
 	  "  --policy P          override the config's policy\n"
+	  "  --beta B            fds and gfj: beta in (0, 100] (default the config's, or 2)\n"
+	  "  --lambda L          fds and gfj: lambda (default (1 - beta) / beta); refused\n"
+	  "                      where the optimum need not be Pareto-efficient\n"
 	  "  --discrete          whole tasks only (task tenants): DRF's Algorithm 1\n"
 	  "  --json              machine-readable output\n"
-	  "  --compare           the three policies side by side\n"
+	  "  --compare           the six policies side by side (--beta/--lambda apply)\n"
+	  "  --tradeoff          fds and gfj for beta from 0.25 to 100: Jain's index and\n"
+	  "                      each resource's utilization, beside drf\n"
 	  "\n"
 	  "When a drfd answers on the config's status-socket, it also says which of the\n"
 	  "config's start-only keys differ from those in force: each needs a restart (a\n"

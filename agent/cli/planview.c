@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "fairfam.h"
 #include "json.h"
 #include "text.h"
 #include "vec.h"
@@ -136,12 +137,25 @@ static int print_groups(FILE *out, const struct drf_plan *pl, const int *res, in
 	return 0;
 }
 
+/* "drf", or "fds(beta=2,lambda=-0.5)" for the families with parameters. */
+static const char *policy_label(int pol, const struct drf_problem *p, char *buf, size_t len)
+{
+	double beta, lambda;
+
+	if (pol != DRF_POLICY_FDS && pol != DRF_POLICY_GFJ)
+		return drf_policy_name(pol);
+	drf_family_of(p, &beta, &lambda);
+	snprintf(buf, len, "%s(beta=%g,lambda=%g)", drf_policy_name(pol), beta, lambda);
+	return buf;
+}
+
 int drf_plan_print_table(FILE *out, const struct drf_plan *pl)
 {
 	const struct drf_problem *p = pl->problem;
 	struct table t = { .cols = 0 };
 	int res[DRF_NRES], m = 0, err = -ENOMEM;
 	bool marked = false;
+	char lab[CELL];
 	char *row;
 	size_t c;
 
@@ -150,7 +164,7 @@ int drf_plan_print_table(FILE *out, const struct drf_plan *pl)
 			res[m++] = r;
 	t.cols = (size_t)(5 + m + (pl->groups != NULL));
 
-	fprintf(out, "policy %s%s%s, mode %s: %s\n", drf_policy_name(pl->policy),
+	fprintf(out, "policy %s%s%s, mode %s: %s\n", policy_label(pl->policy, p, lab, sizeof(lab)),
 		pl->groups ? " (hierarchical, by [group])" : "",
 		pl->discrete ? " (discrete tasks)" : "", drf_mode_name(pl->cfg->mode),
 		pl->cfg->path);
@@ -247,6 +261,13 @@ int drf_plan_print_json(FILE *out, const struct drf_plan *pl)
 	int err;
 
 	drf_json_set_str(o, "policy", drf_policy_name(pl->policy));
+	if (pl->policy == DRF_POLICY_FDS || pl->policy == DRF_POLICY_GFJ) {
+		double beta, lambda;
+
+		drf_family_of(p, &beta, &lambda);
+		json_object_object_add(o, "beta", json_object_new_double(beta));
+		json_object_object_add(o, "lambda", json_object_new_double(lambda));
+	}
 	json_res_object(o, "capacity", p, p->capacity, NULL);
 	json_res_object(o, "unallocated", p, pl->result->unallocated, NULL);
 	tenants = drf_json_set_array(o, "tenants");
@@ -319,12 +340,20 @@ int drf_plan_print_compare(FILE *out, const struct drf_config *cfg,
 	struct drf_metrics met[DRF_NPOLICY];
 	struct table t = { .cols = 0 };
 	int ids[DRF_NRES], m = 0, err = 0;
+	bool gave_up[DRF_NPOLICY] = { false }, any_gave_up = false;
+	char lab[CELL];
 
 	for (int r = 0; r < DRF_NRES; r++)
 		if (p->capacity[r] > 0)
 			ids[m++] = r;
 	for (int pol = 0; pol < DRF_NPOLICY; pol++) {
 		err = drf_allocate(p, pol, &res[pol]);
+		/* The convex policies' solver may give up (fairfam.h): the row says so. */
+		if (err == -ERANGE) {
+			gave_up[pol] = any_gave_up = true;
+			err = 0;
+			continue;
+		}
 		if (err < 0)
 			goto out;
 		drf_metrics_compute(p, &res[pol], &met[pol]);
@@ -349,7 +378,14 @@ int drf_plan_print_compare(FILE *out, const struct drf_config *cfg,
 			err = -ENOMEM;
 			goto out;
 		}
-		snprintf(cell(&t, row, 0), CELL, "%s", drf_policy_name(pol));
+		snprintf(cell(&t, row, 0), CELL, "%s", policy_label(pol, p, lab, sizeof(lab)));
+		if (gave_up[pol]) {
+			snprintf(cell(&t, row, 1), CELL, "-");
+			snprintf(cell(&t, row, 2), CELL, "solver gave up");
+			for (int k = 0; k < m; k++)
+				snprintf(cell(&t, row, 3 + (size_t)k), CELL, "-");
+			continue;
+		}
 		snprintf(cell(&t, row, 1), CELL, "%.3f", met[pol].jain);
 		snprintf(cell(&t, row, 2), CELL, "%zu", met[pol].si_violations);
 		for (int k = 0; k < m; k++) {
@@ -367,8 +403,12 @@ int drf_plan_print_compare(FILE *out, const struct drf_config *cfg,
 	table_print(out, &t, "");
 	fputs("\nJAIN: Jain's index over weighted dominant shares of usable allocations (1 = equal).\n"
 	      "SI-VIOLATIONS: tenants getting less than their weighted slice of every resource.\n"
-	      "-used: share of capacity that tenants can use (allocations in their demand's shape).\n\n",
+	      "-used: share of capacity that tenants can use (allocations in their demand's shape).\n",
 	      out);
+	if (any_gave_up)
+		fputs("solver gave up: lambda far off (1 - beta) / beta can be beyond the FDS/GFJ "
+		      "solver; see drfd.conf(5).\n", out);
+	fputc('\n', out);
 
 	/* Per tenant: what each policy serves. */
 	free(t.cells);
@@ -379,7 +419,7 @@ int drf_plan_print_compare(FILE *out, const struct drf_config *cfg,
 	}
 	snprintf(cell(&t, 0, 0), CELL, "TENANT");
 	for (int pol = 0; pol < DRF_NPOLICY; pol++)
-		snprintf(cell(&t, 0, 1 + (size_t)pol), CELL, "%s", drf_policy_name(pol));
+		snprintf(cell(&t, 0, 1 + (size_t)pol), CELL, "%s", policy_label(pol, p, lab, sizeof(lab)));
 	for (size_t i = 0; i < p->n; i++) {
 		size_t row = t.rows;
 
@@ -390,8 +430,14 @@ int drf_plan_print_compare(FILE *out, const struct drf_config *cfg,
 		snprintf(cell(&t, row, 0), CELL, "%s", cfg->tenants[i].name);
 		for (int pol = 0; pol < DRF_NPOLICY; pol++) {
 			const struct drf_share *s = &res[pol].shares[i];
-			double usable = s->units * drf_shape_dominant(p, &p->demands[i], NULL);
+			double usable;
 			char u[32];
+
+			if (gave_up[pol]) {
+				snprintf(cell(&t, row, 1 + (size_t)pol), CELL, "-");
+				continue;
+			}
+			usable = s->units * drf_shape_dominant(p, &p->demands[i], NULL);
 
 			fmt_units(&cfg->tenants[i], s, false, u, sizeof(u));
 			snprintf(cell(&t, row, 1 + (size_t)pol), CELL, "%s (dom %.3f)", u, usable);
@@ -402,5 +448,80 @@ out:
 	free(t.cells);
 	for (int pol = 0; pol < DRF_NPOLICY; pol++)
 		drf_result_free(&res[pol]);
+	return err;
+}
+
+int drf_plan_print_tradeoff(FILE *out, const struct drf_config *cfg,
+			    const struct drf_problem *problem, int policy)
+{
+	static const double betas[] = { 0.25, 0.5, 1, 1.5, 2, 3, 5, 10, 20, 50, 100 };
+	const int pols[] = { DRF_POLICY_FDS, DRF_POLICY_GFJ, DRF_POLICY_DRF };
+	struct table t = { .cols = 0 };
+	struct drf_problem p = *problem;
+	int ids[DRF_NRES], m = 0, err = 0;
+
+	for (int r = 0; r < DRF_NRES; r++)
+		if (p.capacity[r] > 0)
+			ids[m++] = r;
+	t.cols = (size_t)(4 + m);
+	if (!table_row(&t))
+		return -ENOMEM;
+	snprintf(cell(&t, 0, 0), CELL, "POLICY");
+	snprintf(cell(&t, 0, 1), CELL, "BETA");
+	snprintf(cell(&t, 0, 2), CELL, "LAMBDA");
+	snprintf(cell(&t, 0, 3), CELL, "JAIN");
+	for (int k = 0; k < m; k++)
+		snprintf(cell(&t, 0, 4 + (size_t)k), CELL, "%s-used", drf_res_name(ids[k]));
+	for (size_t q = 0; q < 3; q++) {
+		size_t nb = pols[q] == DRF_POLICY_DRF ? 1 : sizeof(betas) / sizeof(betas[0]);
+
+		if (policy >= 0 && pols[q] != policy && pols[q] != DRF_POLICY_DRF)
+			continue;
+		for (size_t b = 0; b < nb; b++) {
+			struct drf_result res;
+			struct drf_metrics met;
+			size_t row = t.rows;
+
+			if (!table_row(&t)) {
+				err = -ENOMEM;
+				goto out;
+			}
+			snprintf(cell(&t, row, 0), CELL, "%s", drf_policy_name(pols[q]));
+			if (pols[q] == DRF_POLICY_DRF) {
+				snprintf(cell(&t, row, 1), CELL, "inf");
+				snprintf(cell(&t, row, 2), CELL, "-1");
+			} else {
+				p.family = (struct drf_family){ betas[b],
+								drf_family_alpha_lambda(betas[b]) };
+				snprintf(cell(&t, row, 1), CELL, "%g", betas[b]);
+				snprintf(cell(&t, row, 2), CELL, "%.3f", p.family.lambda);
+			}
+			err = drf_allocate(&p, pols[q], &res);
+			if (err == -ERANGE) {
+				snprintf(cell(&t, row, 3), CELL, "solver gave up");
+				for (int k = 0; k < m; k++)
+					snprintf(cell(&t, row, 4 + (size_t)k), CELL, "-");
+				err = 0;
+				continue;
+			}
+			if (err < 0)
+				goto out;
+			drf_metrics_compute(&p, &res, &met);
+			snprintf(cell(&t, row, 3), CELL, "%.3f", met.jain);
+			for (int k = 0; k < m; k++)
+				snprintf(cell(&t, row, 4 + (size_t)k), CELL, "%.1f%%",
+					 100 * met.utilization[ids[k]]);
+			drf_result_free(&res);
+		}
+	}
+	fprintf(out, "fairness against efficiency on %s, lambda = (1 - beta) / beta\n\n", cfg->path);
+	table_print(out, &t, "");
+	fputs("\nJAIN: Jain's index over weighted dominant shares (1 = equal); -used: share of\n"
+	      "capacity that tenants can use. As beta grows FDS tends to DRF (the last row) and\n"
+	      "GFJ to equal task counts.\n", out);
+	if (ferror(out))
+		err = -EIO;
+out:
+	free(t.cells);
 	return err;
 }

@@ -35,8 +35,17 @@ int drf_plan_print_table(FILE *out, const struct drf_plan *plan);
  */
 int drf_plan_print_json(FILE *out, const struct drf_plan *plan);
 
-/* The three policies side by side. Returns 0 or a negative errno. */
+/* The six policies side by side. Returns 0 or a negative errno. */
 int drf_plan_print_compare(FILE *out, const struct drf_config *cfg,
 			   const struct drf_problem *problem);
+
+/*
+ * The fairness-efficiency trade-off as a text table: FDS and GFJ (or only
+ * policy, when it is one of them) on the alpha-fair line for a sweep of beta,
+ * each row Jain's index and each resource's usable utilization, then DRF (FDS's
+ * limit) for reference. Returns 0 or a negative errno.
+ */
+int drf_plan_print_tradeoff(FILE *out, const struct drf_config *cfg,
+			    const struct drf_problem *problem, int policy);
 
 #endif

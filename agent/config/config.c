@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "fairfam.h"
 #include "fileio.h"
 #include "index.h"
 #include "text.h"
@@ -47,11 +48,11 @@ enum section {
 
 enum agent_key { AK_CGROUP_ROOT, AK_INTERVAL, AK_MODE, AK_POLICY, AK_TENANTS_DIR, AK_STATE_DIR,
 		 AK_STATUS_SOCKET, AK_STATUS_GROUP, AK_VERIFY_PERIOD, AK_NET_REPLACE, AK_METRICS_FILE,
-		 AK_DEMAND, AK_METRICS_DETAIL, AK_METRICS_LISTEN, AK_N };
+		 AK_DEMAND, AK_METRICS_DETAIL, AK_METRICS_LISTEN, AK_BETA, AK_LAMBDA, AK_N };
 static const char *const agent_keys[AK_N] = {
 	"cgroup-root", "interval", "mode", "policy", "tenants-dir", "state-dir", "status-socket",
 	"status-group", "verify-period", "net-replace-qdisc", "metrics-file", "demand",
-	"metrics-detail", "metrics-listen",
+	"metrics-detail", "metrics-listen", "beta", "lambda",
 };
 
 enum cap_key {
@@ -334,6 +335,72 @@ int drf_parse_listen(const char *s, struct drf_listen_addr *ret, const char **wh
 	return 0;
 }
 
+/*
+ * A plain decimal number, optionally negative: digits with an optional
+ * fraction, nothing else (no exponent, hex, inf or nan, as drf_parse_quantity()).
+ */
+static int parse_real(const char *s, double *ret)
+{
+	const char *q = s + (*s == '-');
+	char *end;
+	double v;
+
+	if (!isdigit((unsigned char)*q))
+		return -EINVAL;
+	while (isdigit((unsigned char)*q))
+		q++;
+	if (*q == '.') {
+		q++;
+		if (!isdigit((unsigned char)*q))
+			return -EINVAL;
+		while (isdigit((unsigned char)*q))
+			q++;
+	}
+	if (*q)
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || !isfinite(v))
+		return -ERANGE;
+	*ret = v;
+	return 0;
+}
+
+/*
+ * beta and lambda: only with the policies they belong to, lambda by default on
+ * the alpha-fair line, and the pair one that drf_family_check() accepts.
+ */
+static int check_family(struct parser *ps)
+{
+	struct drf_config *c = ps->cfg;
+	int lb = ps->agent_line[AK_BETA], ll = ps->agent_line[AK_LAMBDA];
+	bool fam = c->policy == DRF_POLICY_FDS || c->policy == DRF_POLICY_GFJ;
+	const char *why;
+
+	if (!fam && (lb || ll)) {
+		fail_at(ps, lb ? lb : ll, "%s applies to policy fds and gfj only; policy is '%s'",
+			lb ? "beta" : "lambda", drf_policy_name(c->policy));
+		return -EINVAL;
+	}
+	if (!fam) {
+		c->family = (struct drf_family){ 0 };
+		return 0;
+	}
+	if (!lb)
+		c->family.beta = DRF_FAMILY_BETA_DEFAULT;
+	if (!ll)
+		c->family.lambda = drf_family_alpha_lambda(c->family.beta);
+	if (drf_family_check(c->family.beta, c->family.lambda, &why) < 0) {
+		if (ll)
+			fail_at(ps, ll, "lambda = %g with beta = %g: %s", c->family.lambda,
+				c->family.beta, why);
+		else
+			fail_at(ps, lb, "beta = %g: %s", c->family.beta, why);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static void agent_key(struct parser *ps, int k, const char *value)
 {
 	struct drf_config *c = ps->cfg;
@@ -436,9 +503,16 @@ static void agent_key(struct parser *ps, int k, const char *value)
 	case AK_POLICY:
 		v = drf_policy_from_name(value);
 		if (v < 0)
-			fail(ps, "policy = '%s': expected 'drf', 'asset' or 'per-resource'", value);
+			fail(ps, "policy = '%s': expected 'drf', 'asset', 'per-resource', 'fds', "
+				 "'gfj' or 'ceei'", value);
 		else
 			c->policy = v;
+		return;
+	case AK_BETA:
+	case AK_LAMBDA:
+		if (parse_real(value, k == AK_BETA ? &c->family.beta : &c->family.lambda) < 0)
+			fail(ps, "%s = '%s': expected a decimal number%s", agent_keys[k], value,
+			     k == AK_LAMBDA ? " (a leading '-' is allowed)" : "");
 		return;
 	case AK_TENANTS_DIR: {
 		char *p = path_beside(c->path, value);
@@ -903,7 +977,7 @@ static int handler(void *user, const char *section, const char *name, const char
 			fail(ps, "unknown key '%s' in [agent] (known: cgroup-root, interval, mode, "
 				 "policy, tenants-dir, state-dir, status-socket, status-group, "
 				 "verify-period, net-replace-qdisc, metrics-file, metrics-detail, "
-				 "metrics-listen, demand)", name);
+				 "metrics-listen, demand, beta, lambda)", name);
 			return 0;
 		}
 		duplicate_key(ps, &ps->agent_line[k], name);
@@ -2036,6 +2110,9 @@ int drf_config_load_assigned(const char *path, const struct drf_host_ops *host,
 		r = -EINVAL;
 		goto out_free;
 	}
+	r = check_family(&ps);
+	if (r < 0)
+		goto out_free;
 	r = parse_tenants_dir(&ps, ps.agent_line[AK_TENANTS_DIR] > 0);
 	if (r < 0)
 		goto out_free;
@@ -2131,6 +2208,7 @@ int drf_config_problem(const struct drf_config *c, struct drf_problem *ret,
 	memcpy(ret->capacity, c->capacity, sizeof(ret->capacity));
 	ret->n = c->n_tenants;
 	ret->demands = d;
+	ret->family = c->family;
 	*ret_demands = d;
 	return 0;
 }

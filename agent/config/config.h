@@ -120,6 +120,7 @@ struct drf_config {
 	enum drf_mode mode;
 	bool observed;           /* demand = observed: demands follow measured use (online DRF) */
 	enum drf_policy policy;
+	struct drf_family family; /* fds and gfj's beta and lambda; all 0 for other policies */
 	char *tenants_dir; /* resolved against the main file's directory */
 	double capacity[DRF_NRES]; /* 0: takes no part */
 	double memory_reserve;

@@ -16,6 +16,7 @@
  * one does.
  */
 #include "alloc.h"
+#include "fairfam.h"
 
 #include <errno.h>
 #include <float.h>
@@ -49,6 +50,12 @@ const char *drf_policy_name(enum drf_policy p)
 		return "asset";
 	case DRF_POLICY_PER_RESOURCE:
 		return "per-resource";
+	case DRF_POLICY_FDS:
+		return "fds";
+	case DRF_POLICY_GFJ:
+		return "gfj";
+	case DRF_POLICY_CEEI:
+		return "ceei";
 	case DRF_NPOLICY:
 		break;
 	}
@@ -1153,14 +1160,15 @@ static int allocate(const struct drf_problem *p, enum drf_policy policy, struct 
 	if (err < 0)
 		return err;
 	/* fill() checks the demands as it reads them, and writes every share whole. */
-	if (policy != DRF_POLICY_PER_RESOURCE)
+	if (policy == DRF_POLICY_DRF || policy == DRF_POLICY_ASSET)
 		return fill(p, &rs, policy, out, e);
 	err = validate_demands(p, &rs);
 	if (err < 0)
 		return err;
 	if (e) /* Every share starts from zero, as calloc() gives drf_allocate(). */
 		memset(out->shares, 0, p->n * sizeof(*out->shares));
-	err = water_fill(p, &rs, out, e);
+	err = policy == DRF_POLICY_PER_RESOURCE ? water_fill(p, &rs, out, e)
+						: drf_fairfam_fill(p, policy, out);
 	if (err < 0)
 		return err;
 	finish_result(p, out);

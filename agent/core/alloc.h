@@ -21,6 +21,9 @@ enum drf_policy {
 	DRF_POLICY_DRF,          /* weighted dominant resource fairness */
 	DRF_POLICY_ASSET,        /* equalize the weighted sum of shares */
 	DRF_POLICY_PER_RESOURCE, /* weighted max-min on each resource on its own */
+	DRF_POLICY_FDS,          /* fairness on dominant shares, beta and lambda (fairfam.h) */
+	DRF_POLICY_GFJ,          /* generalized fairness on jobs, beta and lambda (fairfam.h) */
+	DRF_POLICY_CEEI,         /* competitive equilibrium from (weighted) equal incomes */
 	DRF_NPOLICY,
 };
 
@@ -36,10 +39,17 @@ struct drf_demand {
 	double max_units;       /* > 0, or INFINITY */
 };
 
+/* The FDS and GFJ families' parameters; fairfam.h says which are accepted. */
+struct drf_family {
+	double beta;
+	double lambda;
+};
+
 struct drf_problem {
 	double capacity[DRF_NRES]; /* a resource with capacity 0 takes no part */
 	size_t n;
 	const struct drf_demand *demands;
+	struct drf_family family;  /* FDS and GFJ; beta = 0: fairfam.h's defaults */
 };
 
 struct drf_share {
@@ -64,10 +74,13 @@ struct drf_result {
 
 /*
  * Divisible allocation under the given policy, by exact event-driven progressive
- * filling (DRF, asset) or per-resource water-filling. O(n log n + n*m).
+ * filling (DRF, asset) or per-resource water-filling, O(n log n + n*m); FDS, GFJ
+ * and CEEI by the convex programs of fairfam.h, O(n m^2) per Newton step.
  * Returns 0, -EINVAL for a malformed problem (non-positive weight, negative or
  * non-finite entries, an unlimited demand with no participating resource), or
- * -ENOMEM. ret is filled only on success; free it with drf_result_free().
+ * -ENOMEM; for FDS and GFJ also -EDOM (parameters drf_family_check() refuses)
+ * and -ERANGE (the solver gave up: fairfam.h). ret is filled only on success; free
+ * it with drf_result_free().
  */
 int drf_allocate(const struct drf_problem *p, enum drf_policy policy, struct drf_result *ret);
 
@@ -88,7 +101,8 @@ void drf_result_free(struct drf_result *r);
  * scratch memory and its result's shares between calls, so a call of the same
  * size allocates nothing. The result drf_engine_allocate() returns points into
  * the engine: valid until its next call or drf_engine_free(), and never passed
- * to drf_result_free(). Results are bit-identical to drf_allocate()'s.
+ * to drf_result_free(). Results are bit-identical to drf_allocate()'s. (FDS, GFJ
+ * and CEEI still allocate their solver's memory on each call.)
  */
 struct drf_engine {
 	void *buf;                 /* scratch */
@@ -104,7 +118,7 @@ int drf_engine_allocate(struct drf_engine *e, const struct drf_problem *p, enum 
 			struct drf_result *ret);
 void drf_engine_free(struct drf_engine *e);
 
-/* "drf", "asset", "per-resource" */
+/* "drf", "asset", "per-resource", "fds", "gfj", "ceei" */
 const char *drf_policy_name(enum drf_policy p);
 int drf_policy_from_name(const char *name);
 

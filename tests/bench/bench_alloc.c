@@ -5,7 +5,9 @@
  * variant, and a radix sort of n fresh doubles as a yardstick, interleaved in one
  * process (one run of each per round) so that they see the same machine load.
  * Prints the median per kind and the ratios of the medians. No target is
- * asserted here; the targets are printed beside the figures.
+ * asserted here; the targets are printed beside the figures. Then the convex
+ * policies (fds and gfj at beta 2 on the alpha-fair line, ceei) against DRF on
+ * the same problems, fresh calls.
  */
 #include <math.h>
 #include <stdint.h>
@@ -232,6 +234,40 @@ static void bench(size_t n, int rounds)
 	free(t_rx);
 }
 
+/* Median microseconds of fresh calls of each policy on one problem of n tenants. */
+static void bench_convex(size_t n, int rounds)
+{
+	static const enum drf_policy pols[] = { DRF_POLICY_DRF, DRF_POLICY_FDS, DRF_POLICY_GFJ,
+						DRF_POLICY_CEEI };
+	struct drf_demand *d = calloc(n, sizeof(*d));
+	double *t = malloc((size_t)rounds * sizeof(double));
+	struct drf_problem p = { 0 };
+
+	if (!d || !t) {
+		fprintf(stderr, "bench: out of memory\n");
+		exit(1);
+	}
+	make_problem(&p, d, n);
+	printf("%7zu x 5  %6d", n, rounds);
+	for (size_t k = 0; k < sizeof(pols) / sizeof(pols[0]); k++) {
+		for (int j = 0; j < rounds; j++) {
+			struct drf_result r;
+			double t0 = now_us();
+
+			if (drf_allocate(&p, pols[k], &r) < 0) {
+				fprintf(stderr, "bench: %s failed\n", drf_policy_name(pols[k]));
+				exit(1);
+			}
+			t[j] = now_us() - t0;
+			drf_result_free(&r);
+		}
+		printf("  %10.1f", median(t, rounds));
+	}
+	printf("\n");
+	free(d);
+	free(t);
+}
+
 int main(void)
 {
 	printf("median microseconds per run, interleaved rounds in one process; faults: minor page "
@@ -242,5 +278,10 @@ int main(void)
 	bench(1000, 301);
 	bench(10000, 101);
 	bench(100000, 21);
+	printf("\nconvex policies, median microseconds per fresh call\n");
+	printf("%-11s  %6s  %10s  %10s  %10s  %10s\n", "tenants", "rounds", "drf", "fds(2)",
+	       "gfj(2)", "ceei");
+	bench_convex(1000, 21);
+	bench_convex(10000, 5);
 	return 0;
 }

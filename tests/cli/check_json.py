@@ -2,7 +2,8 @@
 """Checks `drfctl plan --json` output against the schema of issue 2, exactly:
 no missing and no extra keys, the right types, resources among the five names,
 and the expected numbers given as NAME.FIELD[.RES]=VALUE arguments (@NAME for
-a group of a config with [group] sections)."""
+a group of a config with [group] sections; NAME~VALUE: within 1e-6, for answers
+written to 6 decimals)."""
 import json
 import sys
 
@@ -57,11 +58,18 @@ def main():
     doc = json.load(sys.stdin)
     # "running": only when a drfd answers on the config's status-socket.
     grouped = "groups" in doc
-    if set(doc) - {"running", "groups"} != {"policy", "capacity", "unallocated", "tenants"}:
+    # "beta" and "lambda": exactly for the policies that take them.
+    family = doc.get("policy") in ("fds", "gfj")
+    want_keys = {"policy", "capacity", "unallocated", "tenants"}
+    if family:
+        want_keys |= {"beta", "lambda"}
+        num(doc["beta"], "beta")
+        num(doc["lambda"], "lambda")
+    if set(doc) - {"running", "groups"} != want_keys:
         fail(f"top-level keys {sorted(doc)}")
     if "running" in doc:
         running(doc["running"])
-    if doc["policy"] not in ("drf", "asset", "per-resource"):
+    if doc["policy"] not in ("drf", "asset", "per-resource", "fds", "gfj", "ceei"):
         fail(f"policy {doc['policy']!r}")
     res_obj(doc["capacity"], "capacity")
     res_obj(doc["unallocated"], "unallocated")
@@ -106,7 +114,9 @@ def main():
             fail(f"group {g['name']} dominant_resource or limited_by")
         by_name["@" + g["name"]] = g
     for arg in sys.argv[1:]:
-        path, want = arg.split("=", 1)
+        # NAME~VALUE: to the 6 decimals written (hand-computed irrational answers)
+        approx = "~" in arg and ("=" not in arg or arg.index("~") < arg.index("="))
+        path, want = arg.split("~" if approx else "=", 1)
         parts = path.split(".")
         if parts[0] == "":
             node = doc
@@ -120,7 +130,8 @@ def main():
             ok = node is None
         else:
             try:
-                ok = abs(float(node) - float(want)) <= 1e-9 * max(1.0, abs(float(want)))
+                tol = 1e-6 if approx else 1e-9 * max(1.0, abs(float(want)))
+                ok = abs(float(node) - float(want)) <= tol
             except (TypeError, ValueError):
                 ok = str(node) == want
         if not ok:

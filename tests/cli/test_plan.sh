@@ -79,6 +79,87 @@ else
 	ko "--compare"; cat "$tmp/out"
 fi
 
+# FDS, GFJ, CEEI (drfd.conf(5), "Policies"): E1's closed forms, and their errors.
+expect "E1 fds --json" 0 "$drfctl" plan -c "$fix/e1-fds.conf" --json
+if python3 "$here/check_json.py" .policy=fds .beta=3 A.tasks~3.478394 B.tasks~1.840535 \
+	<"$tmp/out"; then
+	ok "E1 fds beta 3: B 6 / (2 + 2^(1/3)) tasks, A 9 - 3 B"
+else
+	ko "E1 fds"; cat "$tmp/out"
+fi
+# drfd.conf(5)'s worked example (FAIRNESS AND EFFICIENCY) is what drfctl prints.
+conf5=$top/deploy/man/drfd.conf.5.scd
+"$drfctl" plan -c "$fix/e1-fds.conf" >"$tmp/out" 2>&1
+b=$(sed -nE 's/^B +1 +[0-9.]+ +[0-9.]+G +([0-9.]+) tasks .*/\1/p' "$tmp/out")
+a=$(sed -nE 's/^A +1 +[0-9.]+ +[0-9.]+G +([0-9.]+) tasks .*/\1/p' "$tmp/out")
+"$drfctl" plan -c "$ex" --policy ceei >"$tmp/out2" 2>&1
+ca=$(sed -nE 's/^A +1 +[0-9.]+ +[0-9.]+G +([0-9.]+) tasks .*/\1/p' "$tmp/out2")
+cb=$(sed -nE 's/^B +1 +[0-9.]+ +[0-9.]+G +([0-9.]+) tasks .*/\1/p' "$tmp/out2")
+if [ -n "$b" ] && [ -n "$ca" ] && tr '\n' ' ' <"$conf5" | tr -s ' \t' ' ' |
+	grep -qF "B 6 / (2 + 2^(1/3)) = $b tasks and A 9 - 3 x $b = $a" &&
+	tr '\n' ' ' <"$conf5" | tr -s ' \t' ' ' | grep -qF "A 45/11 = $ca and B 18/11 = $cb"; then
+	ok "drfd.conf(5)'s fds and ceei example matches drfctl plan ($a/$b, $ca/$cb)"
+else
+	ko "drfd.conf(5)'s example: drfctl says fds A $a B $b, ceei A $ca B $cb"
+fi
+expect "E1 --policy gfj --beta 2" 0 "$drfctl" plan -c "$ex" --policy gfj --beta 2 --json
+if python3 "$here/check_json.py" .policy=gfj .beta=2 .lambda=-0.5 A.tasks~3.294229 \
+	B.tasks~1.901924 <"$tmp/out"; then
+	ok "E1 gfj beta 2: B 9 / (3 + 3^(1/2)) tasks"
+else
+	ko "E1 gfj"; cat "$tmp/out"
+fi
+expect "E1 --policy ceei" 0 "$drfctl" plan -c "$ex" --policy ceei --json
+if python3 "$here/check_json.py" .policy=ceei A.tasks~4.090909 B.tasks~1.636364 \
+	.unallocated.cpu~0 <"$tmp/out"; then
+	ok "E1 ceei: the vertex (45/11, 18/11), both resources used up"
+else
+	ko "E1 ceei"; cat "$tmp/out"
+fi
+expect "--compare lists fds, gfj, ceei" 0 "$drfctl" plan -c "$ex" --compare --beta 3
+if grep -Eq '^fds\(beta=3,lambda=-0.666667\) +[0-9.]+ +0 ' "$tmp/out" &&
+	grep -Eq '^gfj\(beta=3,lambda=-0.666667\) ' "$tmp/out" &&
+	grep -Eq '^ceei +0\.941 +0 +100\.0% +100\.0%$' "$tmp/out"; then
+	ok "--compare shows fds and gfj with their beta, ceei using all of E1"
+else
+	ko "--compare with the families"; cat "$tmp/out"
+fi
+expect "--tradeoff runs" 0 "$drfctl" plan -c "$ex" --tradeoff
+# E1: FDS at beta 1 is CEEI's vertex (all memory used); at beta 100 near DRF's 77.8%.
+if grep -Eq '^fds +1 +0\.000 +0\.941 +100\.0% +100\.0%$' "$tmp/out" &&
+	grep -Eq '^fds +100 +-0\.990 +1\.000 +100\.0% +78\.1%$' "$tmp/out" &&
+	grep -Eq '^gfj +3 +-0\.667 +1\.000 ' "$tmp/out" &&
+	grep -Eq '^drf +inf +-1 +1\.000 +100\.0% +77\.8%$' "$tmp/out" &&
+	grep -q "78.1% at beta 100 (DRF: 77.8%)" "$top/deploy/man/drfctl.8.scd"; then
+	ok "--tradeoff on E1: fds from the vertex at beta 1 to near DRF at 100, as drfctl(8) says"
+else
+	ko "--tradeoff on E1"; cat "$tmp/out"
+fi
+expect "--tradeoff --policy gfj runs" 0 "$drfctl" plan -c "$ex" --tradeoff --policy gfj
+if ! grep -q '^fds ' "$tmp/out" && grep -q '^gfj ' "$tmp/out"; then
+	ok "--tradeoff --policy gfj shows gfj (and drf) only"
+else
+	ko "--tradeoff --policy gfj"; cat "$tmp/out"
+fi
+expect "--tradeoff --json exits 64" 64 "$drfctl" plan -c "$ex" --tradeoff --json
+expect "--tradeoff --policy drf exits 64" 64 "$drfctl" plan -c "$ex" --tradeoff --policy drf
+expect "refused lambda exits 64" 64 "$drfctl" plan -c "$ex" --policy fds --beta 3 --lambda 0
+if grep -q "with beta above 1, lambda above (1 - beta) / beta" "$tmp/err"; then
+	ok "refused --lambda says why"
+else
+	ko "refused --lambda says why"; cat "$tmp/err"
+fi
+expect "--beta with --policy drf exits 64" 64 "$drfctl" plan -c "$ex" --policy drf --beta 2
+expect "--beta on a drf config exits 64" 64 "$drfctl" plan -c "$ex" --beta 2
+expect "--beta not a number exits 64" 64 "$drfctl" plan -c "$ex" --policy fds --beta 1e3
+expect "--discrete with fds exits 64" 64 "$drfctl" plan -c "$ex" --policy fds --discrete
+expect "refused lambda in drfd.conf exits 2" 2 "$drfctl" plan -c "$fix/bad-lambda.conf"
+if grep -q "bad-lambda.conf:5: lambda = 0.5 with beta = 2: with beta above 1" "$tmp/err"; then
+	ok "refused lambda in drfd.conf names FILE:LINE and why"
+else
+	ko "refused lambda in drfd.conf"; cat "$tmp/err"
+fi
+
 expect "config error exits 2" 2 "$drfctl" plan -c "$fix/bad.conf"
 if grep -q "bad.conf:4: weight = '0': out of range" "$tmp/err"; then
 	ok "config error names FILE:LINE"

@@ -165,6 +165,9 @@ static void check_single(const double *dem, const double *w, const double *want,
 	for (int pol = 0; pol < DRF_NPOLICY; pol++) {
 		struct drf_result r;
 
+		/* GFJ is fair on task counts, not amounts: one resource does not make it max-min. */
+		if (pol == DRF_POLICY_GFJ)
+			continue;
 		assert_int_equal(drf_allocate(&p, pol, &r), 0);
 		for (size_t i = 0; i < n; i++)
 			assert_close(r.shares[i].alloc[DRF_RES_CPU], want[i], EXACT,
@@ -1147,7 +1150,8 @@ static void test_matches_reference(void **state)
 		struct drf_problem p;
 
 		cmp_gen(&g, &p, d, nmax);
-		for (int pol = 0; pol < DRF_NPOLICY; pol++)
+		/* The reference knows the three filling policies; fairfam's are test_fairfam's. */
+		for (int pol = 0; pol <= DRF_POLICY_PER_RESOURCE; pol++)
 			cmp_instance(&e, &p, k, pol);
 	}
 	print_message("engine vs reference: %zu tenants; largest difference in units %.2e as a "

@@ -349,9 +349,60 @@ static void test_numbers(void **state)
 	expect_error("[agent]\ninterval = 1ms\n", 2, "between 10ms and 3600s");
 	expect_error("[agent]\ninterval = soon\n", 2, "not a duration");
 	expect_error("[agent]\nmode = hard\n", 2, "expected 'share' or 'limit'");
-	expect_error("[agent]\npolicy = fifo\n", 2, "expected 'drf', 'asset' or 'per-resource'");
+	expect_error("[agent]\npolicy = fifo\n", 2, "expected 'drf', 'asset', 'per-resource', 'fds'");
 	expect_error("[agent]\ncgroup-root = drf.slice\n", 2, "absolute path");
 	expect_error("[agent]\ncgroup-root = /sys/fs/cgroup/../x\n", 2, "absolute path");
+}
+
+/*
+ * policy = fds / gfj / ceei, with beta and lambda: defaults, the alpha-fair
+ * lambda, and the refusals at the key's line.
+ */
+static void test_family_keys(void **state)
+{
+	struct drf_config c;
+	struct drf_problem p;
+	struct drf_demand *d;
+
+	(void)state;
+	assert_int_equal(load_with("[agent]\npolicy = fds\n[capacity]\ncpu = 4\n", &t_fake_host, &c),
+			 0);
+	assert_int_equal(c.policy, DRF_POLICY_FDS);
+	assert_true(c.family.beta == 2 && c.family.lambda == -0.5);
+	drf_config_free(&c);
+	assert_int_equal(load_with("[agent]\npolicy = gfj\nbeta = 0.5\nlambda = 3\n"
+				   "[capacity]\ncpu = 4\n", &t_fake_host, &c), 0);
+	assert_int_equal(c.policy, DRF_POLICY_GFJ);
+	assert_true(c.family.beta == 0.5 && c.family.lambda == 3);
+	assert_int_equal(drf_config_problem(&c, &p, &d), 0);
+	assert_true(p.family.beta == 0.5 && p.family.lambda == 3);
+	free(d);
+	drf_config_free(&c);
+	assert_int_equal(load_with("[agent]\nbeta = 4\npolicy = fds\n[capacity]\ncpu = 4\n",
+				   &t_fake_host, &c), 0);
+	assert_true(c.family.beta == 4 && c.family.lambda == -0.75);
+	drf_config_free(&c);
+	assert_int_equal(load_with("[agent]\npolicy = ceei\n[capacity]\ncpu = 4\n", &t_fake_host,
+				   &c), 0);
+	assert_int_equal(c.policy, DRF_POLICY_CEEI);
+	assert_true(c.family.beta == 0);
+	drf_config_free(&c);
+	expect_error("[agent]\npolicy = fds\nbeta = 3\nlambda = 0\n", 4,
+		     "lambda = 0 with beta = 3: with beta above 1, lambda above (1 - beta) / beta");
+	expect_error("[agent]\npolicy = gfj\nbeta = 0.5\nlambda = 0.5\n", 4,
+		     "with beta below 1, lambda below (1 - beta) / beta");
+	expect_error("[agent]\npolicy = fds\nbeta = 1\nlambda = -0.5\n", 4,
+		     "at beta = 1 only lambda = 0");
+	expect_error("[agent]\npolicy = fds\nbeta = 0\n", 3, "beta = 0: beta must be above 0");
+	expect_error("[agent]\npolicy = fds\nbeta = 250\n", 3, "at most 100");
+	expect_error("[agent]\npolicy = drf\nbeta = 2\n", 3,
+		     "beta applies to policy fds and gfj only; policy is 'drf'");
+	expect_error("[agent]\nlambda = -1\npolicy = ceei\n", 2,
+		     "lambda applies to policy fds and gfj only; policy is 'ceei'");
+	expect_error("[agent]\npolicy = fds\nbeta = two\n", 3, "beta = 'two': expected a decimal");
+	expect_error("[agent]\npolicy = fds\nlambda = 1e3\n", 3, "expected a decimal number");
+	expect_error("[agent]\npolicy = fds\nbeta = -2\n", 3, "beta must be above 0");
+	expect_error("[agent]\npolicy = fds\nbeta = 2\nbeta = 3\n", 4, "set twice");
 }
 
 static void test_weights_and_tasks(void **state)
@@ -727,7 +778,7 @@ static void test_metrics_detail(void **state)
 	expect_error("[capacity]\ncpu = 4\nmetrics-detail = full\n", 3,
 		     "unknown key 'metrics-detail' in [capacity]");
 	/* a misspelt key: the list of known ones names it */
-	expect_error("[agent]\nmetrics_detail = full\n", 2, "metrics-detail, metrics-listen, demand)");
+	expect_error("[agent]\nmetrics_detail = full\n", 2, "metrics-detail, metrics-listen, demand, beta, lambda)");
 }
 
 /* What a new user tripped over: the messages name the real problem. */
@@ -1067,6 +1118,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_sections, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unknown_keys, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_numbers, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_family_keys, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_weights_and_tasks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mixed_models, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_names, setup, teardown),

@@ -843,6 +843,38 @@ static void test_reload_groups(void **state)
 	assert_string_equal(fakedrfd_get(&fx, "n2", "cpu.weight"), "10000");
 }
 
+/*
+ * A reload may switch the policy to fds (with beta) and back; one with a lambda
+ * drf_family_check() refuses is refused whole, and the policy in force stays.
+ */
+static void test_reload_switches_policy(void **state)
+{
+	struct snapshot s;
+	uint64_t plans = d.plans;
+
+	(void)state;
+	assert_int_equal(fakedrfd_write(&fx, OBSERVED "policy = fds\nbeta = 3\n", NET_CAP ABC("1")),
+			 0);
+	assert_int_equal(drfd_reload(&d), 0);
+	assert_int_equal(d.decl.cfg.policy, DRF_POLICY_FDS);
+	assert_true(d.decl.problem.family.beta == 3 && d.decl.problem.family.lambda == -2.0 / 3);
+	assert_int_equal(d.plans, plans + 1);
+	drfd_tick(&d, 0);
+	assert_false(d.replan);
+	snap(&s);
+	assert_int_equal(fakedrfd_write(&fx, OBSERVED "policy = fds\nbeta = 3\nlambda = 0\n",
+				       NET_CAP ABC("1")), 0);
+	assert_int_equal(drfd_reload(&d), -EINVAL);
+	unchanged_but_refused(&s);
+	assert_int_equal(d.decl.cfg.policy, DRF_POLICY_FDS);
+	assert_int_equal(fakedrfd_write(&fx, OBSERVED "policy = ceei\n", NET_CAP ABC("1")), 0);
+	assert_int_equal(drfd_reload(&d), 0);
+	assert_int_equal(d.decl.cfg.policy, DRF_POLICY_CEEI);
+	assert_int_equal(fakedrfd_write(&fx, OBSERVED, NET_CAP ABC("1")), 0);
+	assert_int_equal(drfd_reload(&d), 0);
+	assert_int_equal(d.decl.cfg.policy, DRF_POLICY_DRF);
+}
+
 static void test_reload_refused_changes_nothing(void **state)
 {
 	size_t n = DRF_HTB_MAX_TENANTS + 1, len = strlen(NET_CAP) + n * 40;
@@ -1791,6 +1823,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_reload_groups, NULL, teardown),
 		cmocka_unit_test_setup_teardown(test_status_groups, NULL, teardown),
 		cmocka_unit_test_setup_teardown(test_status_cpu_usage, setup_observed, teardown),
+		cmocka_unit_test_setup_teardown(test_reload_switches_policy, setup_observed, teardown),
 		cmocka_unit_test_setup_teardown(test_reload_refused_changes_nothing, setup_observed,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_tick_unchanged_writes_nothing, setup_observed,

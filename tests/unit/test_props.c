@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "fairfam.h"
 #include "knobs.h"
 #include "testlib.h"
 
@@ -455,6 +456,231 @@ static void test_per_resource_properties(void **state)
 }
 
 /*
+ * Pareto efficiency of a Leontief allocation: every tenant short of its cap needs
+ * a used-up resource (to give it more, someone sharing that resource must get
+ * less), and limited_by names one.
+ */
+static void check_pareto(const struct inst *in, const struct drf_result *res)
+{
+	const struct drf_problem *p = &in->p;
+	bool full[DRF_NRES];
+
+	for (int r = 0; r < DRF_NRES; r++)
+		full[r] = p->capacity[r] > 0 && used_of(p, res, r) >= p->capacity[r] * (1 - REL);
+	for (size_t i = 0; i < p->n; i++) {
+		const struct drf_demand *d = &p->demands[i];
+		bool ok = false;
+
+		if (at_cap(d, res->shares[i].units) || metric(p, d, 1, DRF_POLICY_DRF) == 0)
+			continue;
+		for (int r = 0; r < DRF_NRES && !ok; r++)
+			ok = full[r] && d->shape[r] > 0;
+		if (!ok) {
+			print_error("seed %llu: tenant %zu (units %.17g) needs no used-up resource\n",
+				    (unsigned long long)in->seed, i, res->shares[i].units);
+			fail();
+		}
+		assert_true(res->shares[i].limited_by >= 0 && full[res->shares[i].limited_by]);
+	}
+}
+
+/*
+ * The objective, straight from its definition (fairfam.h), in a form that
+ * orders allocations as f does: log f for beta < 1, -log(-f) for beta > 1, and
+ * sum_i w_i log gamma_i at beta = 1 and for CEEI. Tenants that need nothing take
+ * no part. -inf if some tenant that takes part has nothing.
+ */
+static double family_objective(const struct drf_problem *p, enum drf_policy pol, double beta,
+			       double lambda, const double *units)
+{
+	double gam[MAXN], lg = 0, sum = 0, mx = -INFINITY, s = 0, logscale = 0, a;
+	size_t cnt = 0, k = 0;
+
+	if (pol == DRF_POLICY_CEEI)
+		beta = 1;
+	for (size_t i = 0; i < p->n; i++) {
+		double dl = metric(p, &p->demands[i], 1, DRF_POLICY_DRF);
+
+		if (dl > 0) {
+			logscale += log(dl);
+			cnt++;
+		}
+	}
+	logscale = cnt ? logscale / (double)cnt : 0;
+	for (size_t i = 0; i < p->n; i++) {
+		const struct drf_demand *d = &p->demands[i];
+		double dl = metric(p, d, 1, DRF_POLICY_DRF);
+
+		if (!(dl > 0))
+			continue;
+		/* GFJ's gamma is the task count, scaled as fairfam.c does (f only changes by a factor). */
+		gam[k] = pol == DRF_POLICY_FDS ? units[i] * dl
+			 : pol == DRF_POLICY_GFJ ? units[i] * exp(logscale) : units[i];
+		if (!(gam[k] > 0))
+			return -INFINITY;
+		s += gam[k];
+		if (beta == 1)
+			lg += d->weight * log(gam[k]);
+		else
+			mx = fmax(mx, beta * log(d->weight) + (1 - beta) * log(gam[k]));
+		k++;
+	}
+	if (beta == 1 || k == 0)
+		return lg;
+	k = 0;
+	for (size_t i = 0; i < p->n; i++) {
+		const struct drf_demand *d = &p->demands[i];
+
+		if (!(metric(p, d, 1, DRF_POLICY_DRF) > 0))
+			continue;
+		sum += exp(beta * log(d->weight) + (1 - beta) * log(gam[k++]) - mx);
+	}
+	/* |f| = (sum_i w_i^beta gamma_i^(1-beta))^(1/beta) S^(lambda - (1-beta)/beta) */
+	a = lambda - (1 - beta) / beta;
+	lg = (mx + log(sum)) / beta + a * log(s);
+	return beta < 1 ? lg : -lg;
+}
+
+/*
+ * Optimality, locally: move a little from tenant j to a tenant i that shares a
+ * used-up resource with it (i takes all that then fits); f must not grow. At the
+ * optimum f changes by O(eps^2); an allocation off it by delta gains O(eps delta).
+ */
+static void check_no_better_neighbour(const struct inst *in, const struct drf_result *res,
+				      enum drf_policy pol, double beta, double lambda,
+				      struct rng *g)
+{
+	const struct drf_problem *p = &in->p;
+	double x[MAXN], f0, used[DRF_NRES];
+	size_t n = p->n;
+
+	if (n < 2)
+		return;
+	for (size_t i = 0; i < n; i++)
+		x[i] = res->shares[i].units;
+	f0 = family_objective(p, pol, beta, lambda, x);
+	for (int trial = 0; trial < 4; trial++) {
+		size_t i = (size_t)rng_int(g, 0, (int)n - 1), j = (size_t)rng_int(g, 0, (int)n - 1);
+		double eps = rng_log(g, 1e-6, 1e-3), room = INFINITY, f1, xi, xj;
+
+		if (i == j || !(metric(p, &p->demands[i], 1, DRF_POLICY_DRF) > 0) ||
+		    !(metric(p, &p->demands[j], 1, DRF_POLICY_DRF) > 0))
+			continue;
+		xi = x[i];
+		xj = x[j];
+		x[j] = xj * (1 - eps);
+		for (int r = 0; r < DRF_NRES; r++) {
+			used[r] = 0;
+			if (!(p->capacity[r] > 0))
+				continue;
+			for (size_t k = 0; k < n; k++)
+				used[r] += x[k] * p->demands[k].shape[r];
+			if (p->demands[i].shape[r] > 0)
+				room = fmin(room, fmax(0, p->capacity[r] - used[r]) /
+						  p->demands[i].shape[r]);
+		}
+		x[i] = fmin(xi + room, p->demands[i].max_units);
+		f1 = family_objective(p, pol, beta, lambda, x);
+		if (f1 > f0 + 1e-9 * fmax(1, fabs(f0))) {
+			print_error("seed %llu: %s beta %g lambda %g: moving %g of tenant %zu's "
+				    "units to %zu raises f from %.17g to %.17g\n",
+				    (unsigned long long)in->seed, drf_policy_name(pol), beta, lambda,
+				    eps, j, i, f0, f1);
+			fail();
+		}
+		x[i] = xi;
+		x[j] = xj;
+	}
+}
+
+/*
+ * FDS, GFJ and CEEI on the random instances: feasible, capped, in shape, Pareto,
+ * locally optimal; FDS and CEEI are weighted max-min on a single resource; CEEI
+ * is envy-free with equal weights and gives the sharing incentive. FDS and GFJ
+ * take a random beta in [0.2, 10] (1 now and then) with lambda on the alpha-fair
+ * line; lambda off it is checked on E1 in test_alloc.c (see fairfam.h for why
+ * not here: the solver may give up there with -ERANGE).
+ */
+static void run_family(enum drf_policy pol)
+{
+	struct inst *in = malloc(sizeof(*in));
+	unsigned long counts[4] = { 0 };
+
+	assert_non_null(in);
+	for (unsigned long k = 0; k < n_instances; k++) {
+		struct rng g = { base_seed * 1000003 + k * 7919 + (uint64_t)pol };
+		struct drf_family fam = { 1, 0 };
+		struct drf_result res;
+		int m = 0, err;
+
+		gen(in, rng_next(&g), MAXN);
+		if (pol != DRF_POLICY_CEEI) {
+			fam.beta = rng_unit(&g) < 0.1 ? 1 : rng_log(&g, 0.2, 10);
+			fam.lambda = drf_family_alpha_lambda(fam.beta);
+			in->p.family = fam;
+		}
+		for (int r = 0; r < DRF_NRES; r++)
+			m += in->p.capacity[r] > 0;
+		err = drf_allocate(&in->p, pol, &res);
+		if (err == -ERANGE) {
+			/* The solver's known limit (fairfam.h): counted, and bounded below. */
+			print_message("seed %llu: %s beta %g lambda %g: -ERANGE\n",
+				      (unsigned long long)in->seed, drf_policy_name(pol), fam.beta,
+				      fam.lambda);
+			counts[3]++;
+			in->p.family = (struct drf_family){ 0 };
+			continue;
+		}
+		if (err != 0) {
+			print_error("seed %llu: %s beta %g lambda %g: %d\n", (unsigned long long)in->seed,
+				    drf_policy_name(pol), fam.beta, fam.lambda, err);
+			fail();
+		}
+		check_feasible(in, &res, true);
+		check_pareto(in, &res);
+		check_no_better_neighbour(in, &res, pol, fam.beta, fam.lambda, &g);
+		counts[0]++;
+		if (pol == DRF_POLICY_CEEI) {
+			check_sharing_incentive(in, &res);
+			if (in->equal_weights) {
+				check_envy_free(in, &res);
+				counts[1]++;
+			}
+		}
+		if (m == 1 && pol != DRF_POLICY_GFJ) {
+			check_water_filled(in, &res, -1);
+			counts[2]++;
+		}
+		drf_result_free(&res);
+		in->p.family = (struct drf_family){ 0 };
+	}
+	print_message("%s: %lu instances feasible, shape, capped, Pareto, locally optimal; "
+		      "envy-free (equal weights) %lu, single-resource %lu; solver gave up on %lu\n",
+		      drf_policy_name(pol), counts[0], counts[1], counts[2], counts[3]);
+	/* Giving up is allowed only as rarely as measured: 1 in 10,000 (GFJ, beta near 7). */
+	assert_true(counts[3] * 2000 <= n_instances);
+	free(in);
+}
+
+static void test_fds_properties(void **state)
+{
+	(void)state;
+	run_family(DRF_POLICY_FDS);
+}
+
+static void test_gfj_properties(void **state)
+{
+	(void)state;
+	run_family(DRF_POLICY_GFJ);
+}
+
+static void test_ceei_properties(void **state)
+{
+	(void)state;
+	run_family(DRF_POLICY_CEEI);
+}
+
+/*
  * Asset fairness violates sharing incentive: on E2 (28 cpu, 56G; tasks (1, 2G)
  * and (1, 4G)) U1 gets 12 tasks, under half of both resources. DRF does not.
  */
@@ -827,6 +1053,9 @@ int main(void)
 		cmocka_unit_test(test_drf_properties),
 		cmocka_unit_test(test_asset_properties),
 		cmocka_unit_test(test_per_resource_properties),
+		cmocka_unit_test(test_fds_properties),
+		cmocka_unit_test(test_gfj_properties),
+		cmocka_unit_test(test_ceei_properties),
 		cmocka_unit_test(test_asset_violates_si),
 		cmocka_unit_test(test_population_monotonicity_needs_positive_demands),
 		cmocka_unit_test(test_discrete_converges),
