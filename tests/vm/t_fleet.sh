@@ -23,7 +23,7 @@ etcd e1 e2 e3 (127.0.0.1:22379/22381/22383)       drfctl fleet apply: web tasks 
  |                                                                    batch tasks of (0.25 cpu, 256M) x 4
  |- drfd a  /sys/fs/cgroup/fleet-a  cpu 2, memory 1G   (limit mode, [fleet] lease-ttl 3s)
  |- drfd b  /sys/fs/cgroup/fleet-b  cpu 2, memory 2G
- '- drfd c  /sys/fs/cgroup/fleet-c  cpu 1, memory 1G
+ '- drfd c  /sys/fs/cgroup/fleet-c  cpu 1, memory 512M
 expect: each node's cpu.max and memory.max = its tasks x the task (drfctl fleet plan --discrete);
         drfctl fleet submit web -- id -u; cat /proc/self/cgroup -> uid 65534 (task-user), cgroup
         /fleet-NODE/web/task-ID on the node chosen, its taskstate exited 0;
@@ -85,7 +85,7 @@ start_node() { # NAME
 }
 node_conf a 2 1G
 node_conf b 2 2G
-node_conf c 1 1G
+node_conf c 1 512M
 for n in a b c; do start_node $n; done
 
 cat >"$work/fleet.conf" <<'CONF'
@@ -153,7 +153,7 @@ cpu = 2
 memory = 2G
 [server c]
 cpu = 1
-memory = 1G
+memory = 512M
 CONF
 cat "$work/fleet.conf" >>"$work/expect.conf"
 "$DRFCTL" fleet plan -c "$work/expect.conf" --discrete --json >"$work/expect.json"
