@@ -128,11 +128,14 @@ int drf_fleet_place_task(const struct drf_fleet_view *v, const char *tenant,
 		if (!fits(task, sh->alloc, pool))
 			continue;
 		h = best_fit_h(task, left, pool);
-		/* Strictly less: ties go to the earlier node. */
+		/*
+		 * Less by more than rounding (drfh.c's H_EPS): ties go to the earlier
+		 * node, also between nodes whose capacities point the same way.
+		 */
 		for (int w = 0; w < 2; w++) {
 			if (w == 0 && !fits(task, room, pool))
 				continue;
-			if (h < best_h[w]) {
+			if (h < best_h[w] - 1e-12) {
 				best_h[w] = h;
 				best[w] = k;
 			}
