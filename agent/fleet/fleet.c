@@ -366,12 +366,13 @@ static void assign_apply(struct drf_fleet_node *n, const char *value, size_t len
 
 	if (gone) {
 		/*
-		 * The planner withdrew it: this node was gone from P/nodes/. Its
+		 * The planner withdrew it (none at a first read is not that): this
+		 * node was gone from P/nodes/. Its
 		 * lease may still be alive (its key deleted by hand, or by another
 		 * drfd of the same name whose lease ended): register again, or it
 		 * would stay out of the fleet with no tenants.
 		 */
-		if (n->registered && !n->register_busy) {
+		if (n->have_cur && n->registered && !n->register_busy) {
 			drf_log(n->log, LOG_WARNING, "fleet: the planner withdrew %s's assignment; "
 				"registering %s again", n->name, n->node_key);
 			n->registered = false;
