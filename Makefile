@@ -320,10 +320,9 @@ check-unit: $(UNIT_BINS)
 # Real-kernel tests in a QEMU VM (tests/vm/run.sh: Debian's kernel under TCG).
 # t_systemd installs the Debian package in the VM: it is built first.
 VM_TESTS ?=
-VM_PART ?= all
 check-vm: $(BINS) deb
-	@echo "== tests/vm/run.sh (VM_PART=$(VM_PART))"
-	@VM_PART=$(VM_PART) tests/vm/run.sh $(BUILD) $(VM_TESTS)
+	@echo "== tests/vm/run.sh"
+	@tests/vm/run.sh $(BUILD) $(VM_TESTS)
 
 check-cli: $(BINS) layers $(BUILD)/tests/test_etcd
 	@echo "== tests/cli/test_plan.sh"
@@ -380,31 +379,21 @@ valgrind-%: $(BUILD)/tests/%
 
 # Every test: the unit and CLI tests built by gcc, and again by clang with
 # AddressSanitizer and UndefinedBehaviorSanitizer; the rest once each. The gcc
-# build (and the package, which the VM installs) first, with every CPU; then two
-# queues side by side: gcc's tests, and clang's build and tests (many tests wait
-# on timers and sockets, which leaves CPU for the other build; the tests within
-# a queue run one at a time; -Orecurse prints each step whole, as it ends).
-# Beside them, the VM tests' first part (VM_PART=first in tests/vm/run.sh: the
-# tests that measure nothing a busy host skews, and those that boot alone);
-# after them, the VM tests that measure, with the CPUs to themselves. Each
-# step's start is stamped (STAMP), so that a CI log tells where the time went.
+# build first, with every CPU; then two queues side by side: gcc's tests, and
+# clang's build and tests (many tests wait on timers and sockets, which leaves
+# CPU for the other build; the tests within a queue run one at a time;
+# -Orecurse prints each step whole, as it ends); then the VM tests, which take
+# both CPUs themselves. Each step's start is stamped (STAMP), so that a CI log
+# tells where the time went.
 STAMP = @date -u +'=== %T $@: $(1)'
-VM_FIRST_LOG = .output/vm-first.log
 check-all:
 	$(call STAMP,gcc build)
-	$(MAKE) -j$(NPROC) check-build deb CC=gcc
-	$(call STAMP,two queues and beside them the first part of the VM tests)
-	@rc=0; \
-	$(MAKE) --no-print-directory check-vm CC=gcc VM_PART=first >$(VM_FIRST_LOG) 2>&1 & vm=$$!; \
-	$(MAKE) -j2 -Orecurse check-all-gcc check-all-clang || rc=$$?; \
-	date -u +'=== %T $@: the VM tests that measure'; \
-	if [ $$rc -eq 0 ]; then $(MAKE) check-vm CC=gcc VM_PART=rest || rc=$$?; \
-	else echo "== the host's tests failed: the VM tests that measure do not run"; fi; \
-	wait $$vm || rc=$$?; \
-	date -u +'=== %T $@: the first part of the VM tests, which ran beside the host tests:'; \
-	cat $(VM_FIRST_LOG); \
-	date -u +'=== %T $@: done'; \
-	exit $$rc
+	$(MAKE) -j$(NPROC) check-build CC=gcc
+	$(call STAMP,two queues)
+	$(MAKE) -j2 -Orecurse check-all-gcc check-all-clang
+	$(call STAMP,vm)
+	$(MAKE) check-vm CC=gcc
+	$(call STAMP,done)
 
 check-all-gcc:
 	$(call STAMP,tests)

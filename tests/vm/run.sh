@@ -71,43 +71,20 @@ boot_alone() {
 	echo $(($(date +%s) - start)) >"$res/seconds"
 }
 
+shared=()
+for t in "${tests[@]}"; do alone "$t" || shared+=("$t"); done
 # The shared boot runs first the tests that measure nothing a busy host skews
-# (states, files, processes), while t_ioweight boots beside it (below, about
-# 160 s); those that measure CPU time, rates or latencies follow.
+# (states, files, processes: about 290 s), while t_ioweight boots beside it
+# (below, about 160 s); those that measure CPU time, rates or latencies follow.
 # (With t_cpu first, the other VM's turns on the host CPUs were charged to
 # whichever tenant the vCPU ran: C/A 2.17 for 2.00 once.)
-# VM_PART splits the run in two for `make check-all`: "first" runs the tests
-# that boot alone and, in one shared boot, those of the list below; "rest" the
-# others in another. The first part runs beside the host's own tests (nothing
-# in it measures); the rest after them, with the host to itself but for the
-# systemd-mode tests at nice 10. VM_PART=all (the default) runs all of them.
-first=" t_hostcheck t_knobs t_reload t_crash t_daemon t_memory t_top t_metrics t_tasks "
-# The rest begins with t_usage, which compares counts of the same events (the
-# first part may not have ended yet when the rest begins), then the others.
-rest_first=" t_usage "
-part=${VM_PART:-all}
-case $part in
-all | first | rest) ;;
-*) echo "run.sh: VM_PART must be all, first or rest, not '$part'" >&2; exit 64 ;;
-esac
-shared=() ordered=()
-for t in "${tests[@]}"; do alone "$t" || shared+=("$t"); done
-if [ "$part" != rest ]; then
-	for t in $first; do
-		for s in "${shared[@]}"; do [ "$s" = "$t" ] && ordered+=("$t"); done
-	done
-fi
-if [ "$part" != first ]; then
-	for s in "${shared[@]}"; do [[ $rest_first == *" $s "* ]] && ordered+=("$s"); done
-	for s in "${shared[@]}"; do [[ $first$rest_first == *" $s "* ]] || ordered+=("$s"); done
-fi
+first=" t_hostcheck t_knobs t_reload t_crash t_daemon t_memory t_top t_tasks "
+ordered=()
+for t in $first; do
+	for s in "${shared[@]}"; do [ "$s" = "$t" ] && ordered+=("$t"); done
+done
+for s in "${shared[@]}"; do [[ $first == *" $s "* ]] || ordered+=("$s"); done
 shared=("${ordered[@]}")
-# The tests this run reports: its shared boot's and, but in the rest, those that boot alone.
-mine=("${shared[@]}")
-if [ "$part" != rest ]; then
-	for t in "${tests[@]}"; do alone "$t" && mine+=("$t"); done
-fi
-tests=("${mine[@]}")
 # The systemd-mode tests boot at once, beside the shared boot, under VM_NICE=10:
 # they yield the CPUs to it (its measurements count), and are done long before
 # it ends (it may take twice its time alone: its QEMU's limit is 1800 s, not
@@ -128,7 +105,7 @@ for t in "${tests[@]}"; do
 	fi
 done
 if [ ${#shared[@]} -gt 0 ]; then
-	grp=$out/results/shared-boot-$part disk=$out/shared-boot-$part.img
+	grp=$out/results/shared-boot disk=$out/shared-boot.img
 	rm -rf "$grp"
 	mkdir -p "$grp"
 	for t in "${shared[@]}"; do rm -rf "$out/results/$t"; done
