@@ -445,7 +445,7 @@ install: all
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man5 \
 		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(UNITDIR) \
 		$(DESTDIR)$(SYSCONFDIR)/drfd/tenants.d $(DESTDIR)$(DOCDIR)/examples/tenants.d \
-		$(DESTDIR)$(LIBEXECDIR)/drfd
+		$(DESTDIR)$(DOCDIR)/examples/ten-tenants $(DESTDIR)$(LIBEXECDIR)/drfd
 	install -m 0755 $(BUILD)/drfd $(DESTDIR)$(SBINDIR)/drfd
 	install -m 0755 deploy/systemd/drfd-hold $(DESTDIR)$(LIBEXECDIR)/drfd/drfd-hold
 	install -m 0755 $(BUILD)/drfctl $(DESTDIR)$(BINDIR)/drfctl
@@ -466,6 +466,7 @@ install: all
 	install -m 0644 deploy/examples/drfd.conf deploy/examples/fleet.conf \
 		$(DESTDIR)$(DOCDIR)/examples/
 	install -m 0644 deploy/examples/tenants.d/*.conf $(DESTDIR)$(DOCDIR)/examples/tenants.d/
+	install -m 0644 deploy/examples/ten-tenants/drfd.conf $(DESTDIR)$(DOCDIR)/examples/ten-tenants/
 	install -m 0644 docs/security.md $(DESTDIR)$(DOCDIR)/
 
 # The Debian package, built from a copy of the tree so that its outputs stay

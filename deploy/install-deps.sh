@@ -12,7 +12,7 @@ packages=(
 	dpkg-dev debhelper fakeroot lintian
 	# tests
 	libcmocka-dev python3 shellcheck iproute2 bash-completion valgrind iperf3 util-linux
-	tmux bash-builtins etcd-server etcd-client
+	tmux bash-builtins etcd-server etcd-client gnuplot-nox
 	# the real-kernel test VM (tests/vm): QEMU and Debian's kernel
 	qemu-system-x86 linux-image-amd64 busybox-static cpio kmod
 )

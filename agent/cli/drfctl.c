@@ -56,6 +56,7 @@ static int cmd_plan(int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "compare", no_argument, NULL, 'C' },
 		{ "tradeoff", no_argument, NULL, 'T' },
+		{ "svg", required_argument, NULL, 'S' },
 		{ "beta", required_argument, NULL, 'B' },
 		{ "lambda", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
@@ -64,6 +65,7 @@ static int cmd_plan(int argc, char **argv)
 	const char *path = DEFAULT_CONFIG;
 	bool json = false, discrete = false, compare = false, has_beta = false, has_lambda = false;
 	bool tradeoff = false;
+	const char *svg = NULL;
 	double beta = 0, lambda = 0;
 	const char *why;
 	int policy = -1, opt, err, ret = EXIT_FAILURE;
@@ -103,6 +105,9 @@ static int cmd_plan(int argc, char **argv)
 			break;
 		case 'T':
 			tradeoff = true;
+			break;
+		case 'S':
+			svg = optarg;
 			break;
 		case 'B':
 		case 'L':
@@ -144,10 +149,14 @@ static int cmd_plan(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
-	if (tradeoff && (json || discrete || compare || has_beta || has_lambda ||
+	if (tradeoff && (discrete || compare || has_beta || has_lambda ||
 			 (policy >= 0 && policy != DRF_POLICY_FDS && policy != DRF_POLICY_GFJ))) {
 		fputs("drfctl plan: --tradeoff sweeps beta for fds and gfj; it takes --policy fds or "
-		      "gfj and no --json, --discrete, --compare, --beta or --lambda\n", stderr);
+		      "gfj and no --discrete, --compare, --beta or --lambda\n", stderr);
+		return EXIT_USAGE;
+	}
+	if (svg && !tradeoff) {
+		fputs("drfctl plan: --svg FILE draws the trade-off: it needs --tradeoff\n", stderr);
 		return EXIT_USAGE;
 	}
 	if (compare && (json || discrete || policy >= 0)) {
@@ -184,14 +193,25 @@ static int cmd_plan(int argc, char **argv)
 		goto out_config;
 	}
 	if (tradeoff) {
+		struct drf_tradeoff sweep = { 0 };
+
 		err = drf_config_problem(&cfg, &problem, &demands);
 		if (err == 0)
-			err = drf_plan_print_tradeoff(stdout, &cfg, &problem, policy);
+			err = drf_tradeoff_sweep(&problem, policy, &sweep);
+		if (err == 0)
+			err = json ? drf_plan_print_tradeoff_json(stdout, &cfg, &sweep) :
+				     drf_plan_print_tradeoff(stdout, &cfg, &sweep);
 		if (err == 0 && fflush(stdout) != 0)
 			err = -errno;
 		if (err < 0)
 			fprintf(stderr, "drfctl: cannot show the trade-off: %s\n", strerror(-err));
+		if (err == 0 && svg) {
+			err = drf_plan_plot_tradeoff(svg, &cfg, &sweep, errbuf, sizeof(errbuf));
+			if (err < 0)
+				fprintf(stderr, "drfctl plan: --svg %s: %s\n", svg, errbuf);
+		}
 		ret = err < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+		drf_tradeoff_free(&sweep);
 		free(demands);
 		goto out_config;
 	}

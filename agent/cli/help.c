@@ -9,7 +9,7 @@ static const struct {
 } cmds[] = {
 	{ "plan",
 	  "drfctl plan [-c FILE] [--policy drf|asset|per-resource|fds|gfj|ceei] [--beta B] "
-	  "[--lambda L] [--discrete] [--json | --compare | --tradeoff]",
+	  "[--lambda L] [--discrete] [--json] [--compare | --tradeoff [--svg FILE]]",
 	  "Shows what each tenant gets under a policy, offline: reads the config and touches no\n"
 	  "cgroup. `auto` capacities are read from this machine.\n"
 	  "\n"
@@ -22,7 +22,10 @@ static const struct {
 	  "  --json              machine-readable output\n"
 	  "  --compare           the six policies side by side (--beta/--lambda apply)\n"
 	  "  --tradeoff          fds and gfj for beta from 0.25 to 100: Jain's index and\n"
-	  "                      each resource's utilization, beside drf\n"
+	  "                      each resource's utilization, beside drf; then lambda\n"
+	  "                      below (1 - beta) / beta at beta 2, 5 and 20\n"
+	  "                      (with --json: its rows as JSON)\n"
+	  "  --svg FILE          with --tradeoff: draws it with gnuplot, as an SVG picture\n"
 	  "\n"
 	  "When a drfd answers on the config's status-socket, it also says which of the\n"
 	  "config's start-only keys differ from those in force: each needs a restart (a\n"

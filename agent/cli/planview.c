@@ -451,77 +451,201 @@ out:
 	return err;
 }
 
-int drf_plan_print_tradeoff(FILE *out, const struct drf_config *cfg,
-			    const struct drf_problem *problem, int policy)
+/* The sweep's betas on the alpha-fair line, and off it (lambda below the line). */
+static const double line_betas[] = { 0.25, 0.5, 1, 1.5, 2, 3, 5, 10, 20, 50, 100 };
+static const double off_betas[] = { 2, 5, 20 };
+static const double off_steps[] = { 0, 0.1, 0.25, 0.5, 1, 2, 4 };
+
+static int sweep_row(struct drf_tradeoff *t, struct drf_problem *p, int policy, double beta,
+		     double lambda, bool off_sweep)
 {
-	static const double betas[] = { 0.25, 0.5, 1, 1.5, 2, 3, 5, 10, 20, 50, 100 };
-	const int pols[] = { DRF_POLICY_FDS, DRF_POLICY_GFJ, DRF_POLICY_DRF };
-	struct table t = { .cols = 0 };
+	struct drf_tradeoff_row *row;
+	struct drf_result res;
+	int err;
+
+	if (DRF_VEC_GROW(t->rows, &t->cap, t->n + 1) < 0)
+		return -ENOMEM;
+	row = &t->rows[t->n];
+	*row = (struct drf_tradeoff_row){ .policy = policy, .beta = beta, .lambda = lambda,
+					  .off_sweep = off_sweep };
+	if (policy != DRF_POLICY_DRF)
+		p->family = (struct drf_family){ beta, lambda };
+	err = drf_allocate(p, (enum drf_policy)policy, &res);
+	if (err == -ERANGE) {
+		row->gave_up = true;
+	} else if (err < 0) {
+		return err;
+	} else {
+		drf_metrics_compute(p, &res, &row->met);
+		drf_result_free(&res);
+	}
+	t->n++;
+	return 0;
+}
+
+int drf_tradeoff_sweep(const struct drf_problem *problem, int policy, struct drf_tradeoff *ret)
+{
+	const int pols[] = { DRF_POLICY_FDS, DRF_POLICY_GFJ };
 	struct drf_problem p = *problem;
-	int ids[DRF_NRES], m = 0, err = 0;
+	struct drf_tradeoff t = { 0 };
+	int err = 0;
 
 	for (int r = 0; r < DRF_NRES; r++)
 		if (p.capacity[r] > 0)
-			ids[m++] = r;
-	t.cols = (size_t)(4 + m);
+			t.ids[t.m++] = r;
+	for (size_t q = 0; q < 2 && err == 0; q++) {
+		if (policy >= 0 && pols[q] != policy)
+			continue;
+		for (size_t b = 0; b < sizeof(line_betas) / sizeof(line_betas[0]) && err == 0; b++)
+			err = sweep_row(&t, &p, pols[q], line_betas[b],
+					drf_family_alpha_lambda(line_betas[b]), false);
+	}
+	if (err == 0)
+		err = sweep_row(&t, &p, DRF_POLICY_DRF, INFINITY, -1, false);
+	/* Off the line: for beta > 1 a lambda below (1 - beta) / beta weighs efficiency more. */
+	for (size_t q = 0; q < 2 && err == 0; q++) {
+		if (policy >= 0 && pols[q] != policy)
+			continue;
+		for (size_t b = 0; b < sizeof(off_betas) / sizeof(off_betas[0]) && err == 0; b++)
+			for (size_t k = 0; k < sizeof(off_steps) / sizeof(off_steps[0]) && err == 0; k++)
+				err = sweep_row(&t, &p, pols[q], off_betas[b],
+						drf_family_alpha_lambda(off_betas[b]) - off_steps[k],
+						true);
+	}
+	if (err < 0) {
+		drf_tradeoff_free(&t);
+		return err;
+	}
+	*ret = t;
+	return 0;
+}
+
+void drf_tradeoff_free(struct drf_tradeoff *t)
+{
+	free(t->rows);
+	*t = (struct drf_tradeoff){ 0 };
+}
+
+double drf_tradeoff_mean_used(const struct drf_tradeoff *t, const struct drf_tradeoff_row *row)
+{
+	double sum = 0;
+
+	for (int k = 0; k < t->m; k++)
+		sum += row->met.utilization[t->ids[k]];
+	return t->m ? sum / t->m : 0;
+}
+
+/* One table of the sweep's rows: on the alpha-fair line (off false), or off it. */
+static int tradeoff_table(FILE *out, const struct drf_tradeoff *sw, bool off)
+{
+	struct table t = { .cols = (size_t)(4 + sw->m) };
+
 	if (!table_row(&t))
 		return -ENOMEM;
 	snprintf(cell(&t, 0, 0), CELL, "POLICY");
 	snprintf(cell(&t, 0, 1), CELL, "BETA");
 	snprintf(cell(&t, 0, 2), CELL, "LAMBDA");
 	snprintf(cell(&t, 0, 3), CELL, "JAIN");
-	for (int k = 0; k < m; k++)
-		snprintf(cell(&t, 0, 4 + (size_t)k), CELL, "%s-used", drf_res_name(ids[k]));
-	for (size_t q = 0; q < 3; q++) {
-		size_t nb = pols[q] == DRF_POLICY_DRF ? 1 : sizeof(betas) / sizeof(betas[0]);
+	for (int k = 0; k < sw->m; k++)
+		snprintf(cell(&t, 0, 4 + (size_t)k), CELL, "%s-used", drf_res_name(sw->ids[k]));
+	for (size_t i = 0; i < sw->n; i++) {
+		const struct drf_tradeoff_row *r = &sw->rows[i];
+		size_t row = t.rows;
 
-		if (policy >= 0 && pols[q] != policy && pols[q] != DRF_POLICY_DRF)
+		if (r->off_sweep != off)
 			continue;
-		for (size_t b = 0; b < nb; b++) {
-			struct drf_result res;
-			struct drf_metrics met;
-			size_t row = t.rows;
-
-			if (!table_row(&t)) {
-				err = -ENOMEM;
-				goto out;
-			}
-			snprintf(cell(&t, row, 0), CELL, "%s", drf_policy_name(pols[q]));
-			if (pols[q] == DRF_POLICY_DRF) {
-				snprintf(cell(&t, row, 1), CELL, "inf");
-				snprintf(cell(&t, row, 2), CELL, "-1");
-			} else {
-				p.family = (struct drf_family){ betas[b],
-								drf_family_alpha_lambda(betas[b]) };
-				snprintf(cell(&t, row, 1), CELL, "%g", betas[b]);
-				snprintf(cell(&t, row, 2), CELL, "%.3f", p.family.lambda);
-			}
-			err = drf_allocate(&p, pols[q], &res);
-			if (err == -ERANGE) {
-				snprintf(cell(&t, row, 3), CELL, "solver gave up");
-				for (int k = 0; k < m; k++)
-					snprintf(cell(&t, row, 4 + (size_t)k), CELL, "-");
-				err = 0;
-				continue;
-			}
-			if (err < 0)
-				goto out;
-			drf_metrics_compute(&p, &res, &met);
-			snprintf(cell(&t, row, 3), CELL, "%.3f", met.jain);
-			for (int k = 0; k < m; k++)
-				snprintf(cell(&t, row, 4 + (size_t)k), CELL, "%.1f%%",
-					 100 * met.utilization[ids[k]]);
-			drf_result_free(&res);
+		if (!table_row(&t)) {
+			free(t.cells);
+			return -ENOMEM;
 		}
+		snprintf(cell(&t, row, 0), CELL, "%s", drf_policy_name(r->policy));
+		if (r->policy == DRF_POLICY_DRF) {
+			snprintf(cell(&t, row, 1), CELL, "inf");
+			snprintf(cell(&t, row, 2), CELL, "-1");
+		} else {
+			snprintf(cell(&t, row, 1), CELL, "%g", r->beta);
+			snprintf(cell(&t, row, 2), CELL, "%.3f", r->lambda);
+		}
+		if (r->gave_up) {
+			snprintf(cell(&t, row, 3), CELL, "solver gave up");
+			for (int k = 0; k < sw->m; k++)
+				snprintf(cell(&t, row, 4 + (size_t)k), CELL, "-");
+			continue;
+		}
+		snprintf(cell(&t, row, 3), CELL, "%.3f", r->met.jain);
+		for (int k = 0; k < sw->m; k++)
+			snprintf(cell(&t, row, 4 + (size_t)k), CELL, "%.1f%%",
+				 100 * r->met.utilization[sw->ids[k]]);
 	}
-	fprintf(out, "fairness against efficiency on %s, lambda = (1 - beta) / beta\n\n", cfg->path);
 	table_print(out, &t, "");
+	free(t.cells);
+	return 0;
+}
+
+int drf_plan_print_tradeoff(FILE *out, const struct drf_config *cfg,
+			    const struct drf_tradeoff *sw)
+{
+	bool gave_up = false;
+	int err;
+
+	for (size_t i = 0; i < sw->n; i++)
+		gave_up |= sw->rows[i].gave_up;
+	fprintf(out, "fairness against efficiency on %s, lambda = (1 - beta) / beta\n\n", cfg->path);
+	err = tradeoff_table(out, sw, false);
+	if (err < 0)
+		return err;
 	fputs("\nJAIN: Jain's index over weighted dominant shares (1 = equal); -used: share of\n"
 	      "capacity that tenants can use. As beta grows FDS tends to DRF (the last row) and\n"
-	      "GFJ to equal task counts.\n", out);
-	if (ferror(out))
+	      "GFJ to equal task counts.\n\n"
+	      "lambda below (1 - beta) / beta: more weight on efficiency, at beta 2, 5 and 20\n\n",
+	      out);
+	err = tradeoff_table(out, sw, true);
+	if (err < 0)
+		return err;
+	if (gave_up)
+		fputs("\nsolver gave up: lambda far off (1 - beta) / beta can be beyond the FDS/GFJ "
+		      "solver; see drfd.conf(5).\n", out);
+	return ferror(out) ? -EIO : 0;
+}
+
+int drf_plan_print_tradeoff_json(FILE *out, const struct drf_config *cfg,
+				 const struct drf_tradeoff *sw)
+{
+	json_object *o = drf_json_object(), *rows;
+	int err;
+
+	drf_json_set_str(o, "config", cfg->path);
+	rows = drf_json_set_array(o, "rows");
+	for (size_t i = 0; i < sw->n; i++) {
+		const struct drf_tradeoff_row *r = &sw->rows[i];
+		json_object *ro = drf_json_append_object(rows), *used;
+
+		drf_json_set_str(ro, "policy", drf_policy_name(r->policy));
+		if (r->policy == DRF_POLICY_DRF) {
+			drf_json_set_null(ro, "beta");
+			drf_json_set_null(ro, "lambda");
+		} else {
+			drf_json_set_num(ro, "beta", r->beta);
+			drf_json_set_num(ro, "lambda", r->lambda);
+		}
+		drf_json_set_bool(ro, "lambda_sweep", r->off_sweep);
+		drf_json_set_bool(ro, "gave_up", r->gave_up);
+		if (r->gave_up) {
+			drf_json_set_null(ro, "jain");
+			drf_json_set_null(ro, "used");
+			drf_json_set_null(ro, "mean_used");
+			continue;
+		}
+		drf_json_set_num(ro, "jain", r->met.jain);
+		used = drf_json_set_object(ro, "used");
+		for (int k = 0; k < sw->m; k++)
+			drf_json_set_num(used, drf_res_name(sw->ids[k]),
+					 r->met.utilization[sw->ids[k]]);
+		drf_json_set_num(ro, "mean_used", drf_tradeoff_mean_used(sw, r));
+	}
+	err = drf_json_print(out, o);
+	json_object_put(o);
+	if (err == 0 && ferror(out))
 		err = -EIO;
-out:
-	free(t.cells);
 	return err;
 }

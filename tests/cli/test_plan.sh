@@ -141,7 +141,81 @@ if ! grep -q '^fds ' "$tmp/out" && grep -q '^gfj ' "$tmp/out"; then
 else
 	ko "--tradeoff --policy gfj"; cat "$tmp/out"
 fi
-expect "--tradeoff --json exits 64" 64 "$drfctl" plan -c "$ex" --tradeoff --json
+# The picture: gnuplot's SVG holds the sweep's numbers (check_svg.py maps every
+# point mark back to its row), for E1 and for ten tenants.
+for n in drfd ten-tenants; do
+	c=$ex
+	[ $n = ten-tenants ] && c=$top/deploy/examples/ten-tenants/drfd.conf
+	rm -f "$tmp/$n.svg"
+	expect "--tradeoff --json --svg $n exits 0" 0 "$drfctl" plan -c "$c" --tradeoff --json --svg "$tmp/$n.svg"
+	if cp "$tmp/out" "$tmp/$n.json" && python3 "$here/check_svg.py" "$tmp/$n.svg" "$tmp/$n.json" >"$tmp/chk" 2>&1; then
+		ok "the picture of $n is its sweep: $(tr '\n' ' ' <"$tmp/chk")"
+	else
+		ko "the picture of $n"; cat "$tmp/chk"
+	fi
+done
+# ... and the README's pictures are those drfctl draws now (redrawn with
+# `drfctl plan -c deploy/examples/drfd.conf --tradeoff --svg docs/tradeoff-drfd.svg`, and
+# ten-tenants/drfd.conf into docs/tradeoff-ten-tenants.svg).
+for n in drfd ten-tenants; do
+	if [ -f "$top/docs/tradeoff-$n.svg" ] &&
+		python3 "$here/check_svg.py" "$top/docs/tradeoff-$n.svg" "$tmp/$n.json" >"$tmp/chk" 2>&1; then
+		ok "docs/tradeoff-$n.svg is the sweep drfctl makes now"
+	else
+		ko "docs/tradeoff-$n.svg is stale or missing: redraw it"; cat "$tmp/chk"
+	fi
+done
+# The README's reading of the ten tenants' picture is the sweep's.
+if python3 - "$tmp/ten-tenants.json" "$top/README.md" >"$tmp/chk" 2>&1 <<'PY'; then
+import json, re, sys
+rows = json.load(open(sys.argv[1]))["rows"]
+readme = re.sub(r"\s+", " ", open(sys.argv[2]).read())
+line = lambda pol: [r for r in rows if r["policy"] == pol and not r["lambda_sweep"]]
+fds, gfj, drf = line("fds"), line("gfj"), line("drf")[0]
+top = max(gfj, key=lambda r: r["jain"])
+off = [r for r in rows if r["policy"] == "fds" and r["lambda_sweep"] and r["beta"] == 20]
+# the first row of the sweep at its most memory
+off = [off[0], next(r for r in off if r["used"]["memory"] >= max(x["used"]["memory"] for x in off) - 1e-9)]
+pct = lambda v: f"{100 * v:.1f}%".replace("100.0%", "100%")
+want = [f"rises from {fds[0]['jain']:.3f} to DRF's {drf['jain']:.3f}",
+        f"memory use falls from {pct(fds[0]['used']['memory'])} to "
+        f"{pct(fds[-1]['used']['memory'])} (DRF: {pct(drf['used']['memory'])})",
+        f"peaks at {top['jain']:.3f} (beta {top['beta']:g}) and falls to {gfj[-1]['jain']:.3f}",
+        f"FDS buys back memory, {pct(off[0]['used']['memory'])} to {pct(off[-1]['used']['memory'])}, "
+        f"for Jain's index {off[0]['jain']:.3f} to {off[-1]['jain']:.3f}"]
+missing = [w for w in want if w not in readme]
+print("; ".join(missing) if missing else "every figure")
+sys.exit(1 if missing else 0)
+PY
+	ok "the README's figures of the ten tenants are the sweep's: $(cat "$tmp/chk")"
+else
+	ko "the README's figures of the ten tenants: not found: $(cat "$tmp/chk")"
+fi
+if python3 "$here/check_svg.py" "$tmp/drfd.svg" "$tmp/ten-tenants.json" >"$tmp/chk" 2>&1; then
+	ko "check_svg.py takes E1's picture for ten tenants' sweep"
+else
+	ok "check_svg.py tells E1's picture from ten tenants' sweep"
+fi
+# A gnuplot that fails leaves the file as it was; no gnuplot at all writes none.
+mkdir -p "$tmp/badgp" "$tmp/nogp"
+printf '#!/bin/sh\ncat >/dev/null\necho "gnuplot: broken" >&2\nexit 3\n' >"$tmp/badgp/gnuplot"
+chmod +x "$tmp/badgp/gnuplot"
+echo keep >"$tmp/keep.svg"
+expect "--svg with a failing gnuplot exits 1" 1 env PATH="$tmp/badgp:$PATH" "$drfctl" plan -c "$ex" --tradeoff --svg "$tmp/keep.svg"
+if [ "$(cat "$tmp/keep.svg")" = keep ] && [ -z "$(find "$tmp" -maxdepth 1 -name 'keep.svg.tmp*')" ] &&
+	grep -q "gnuplot failed (exit 3)" "$tmp/err"; then
+	ok "a failing gnuplot: the file kept, no temporary left, the exit said"
+else
+	ko "a failing gnuplot"; cat "$tmp/err"; ls "$tmp"
+fi
+expect "--svg without gnuplot exits 1" 1 env PATH="$tmp/nogp" "$drfctl" plan -c "$ex" --tradeoff --svg "$tmp/none.svg"
+if [ ! -e "$tmp/none.svg" ] && grep -q "gnuplot is not installed" "$tmp/err"; then
+	ok "no gnuplot: no file, and the package named"
+else
+	ko "no gnuplot"; cat "$tmp/err"
+fi
+expect "--svg into a missing directory exits 1" 1 "$drfctl" plan -c "$ex" --tradeoff --svg "$tmp/no/such/dir.svg"
+expect "--svg without --tradeoff exits 64" 64 "$drfctl" plan -c "$ex" --svg "$tmp/x.svg"
 expect "--tradeoff --policy drf exits 64" 64 "$drfctl" plan -c "$ex" --tradeoff --policy drf
 expect "refused lambda exits 64" 64 "$drfctl" plan -c "$ex" --policy fds --beta 3 --lambda 0
 if grep -q "with beta above 1, lambda above (1 - beta) / beta" "$tmp/err"; then

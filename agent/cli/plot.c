@@ -1,0 +1,242 @@
+// SPDX-License-Identifier: MIT
+/*
+ * `drfctl plan --tradeoff --svg FILE`: the sweep of planview.c drawn by gnuplot
+ * (Debian's gnuplot-nox). drfctl writes the script, data inline, to gnuplot's
+ * stdin; gnuplot writes the SVG to its stdout, a temporary file beside FILE that
+ * replaces FILE only once gnuplot has exited 0.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "planview.h"
+
+extern char **environ;
+
+/* s as a gnuplot double-quoted string's contents. */
+static void put_quoted(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20 || c == 0x7f)
+			fputc('?', f);
+		else
+			fputc(c, f);
+	}
+}
+
+/* A data block of the rows of policy pol (off: of the lambda sweep at beta), in columns
+ * beta, lambda, jain, each resource's utilization, and their mean. */
+static void put_block(FILE *f, const char *name, const struct drf_tradeoff *t, int pol, bool off,
+		      double beta)
+{
+	fprintf(f, "$%s << EOD\n", name);
+	for (size_t i = 0; i < t->n; i++) {
+		const struct drf_tradeoff_row *r = &t->rows[i];
+
+		if (r->policy != pol || r->off_sweep != off || r->gave_up ||
+		    (off && r->beta != beta))
+			continue;
+		fprintf(f, "%.17g %.17g %.17g", r->beta, r->lambda, r->met.jain);
+		for (int k = 0; k < t->m; k++)
+			fprintf(f, " %.17g", r->met.utilization[t->ids[k]]);
+		fprintf(f, " %.17g\n", drf_tradeoff_mean_used(t, r));
+	}
+	fputs("EOD\n", f);
+}
+
+static bool has_rows(const struct drf_tradeoff *t, int pol, bool off, double beta)
+{
+	for (size_t i = 0; i < t->n; i++)
+		if (t->rows[i].policy == pol && t->rows[i].off_sweep == off && !t->rows[i].gave_up &&
+		    (!off || t->rows[i].beta == beta))
+			return true;
+	return false;
+}
+
+static void put_script(FILE *f, const struct drf_config *cfg, const struct drf_tradeoff *t)
+{
+	static const struct {
+		int pol;
+		const char *name, *block;
+		int dash;
+	} fam[] = { { DRF_POLICY_FDS, "FDS", "fds", 1 }, { DRF_POLICY_GFJ, "GFJ", "gfj", 2 } };
+	const double off_betas[] = { 2, 5, 20 };
+	const struct drf_tradeoff_row *drf = NULL;
+	int mean = 4 + t->m; /* the column of the mean utilization */
+	const char *sep;
+
+	for (size_t i = 0; i < t->n; i++)
+		if (t->rows[i].policy == DRF_POLICY_DRF && !t->rows[i].gave_up)
+			drf = &t->rows[i];
+	fputs("set terminal svg size 1200,640 dynamic noenhanced font 'sans,11'\n"
+	      "set output\n", f);
+	for (size_t q = 0; q < 2; q++) {
+		char name[32];
+
+		put_block(f, fam[q].block, t, fam[q].pol, false, 0);
+		for (size_t b = 0; b < 3; b++) {
+			snprintf(name, sizeof(name), "%s_off%g", fam[q].block, off_betas[b]);
+			put_block(f, name, t, fam[q].pol, true, off_betas[b]);
+		}
+	}
+	if (drf)
+		fprintf(f, "$drf << EOD\n%.17g %.17g\nEOD\n", drf->met.jain,
+			drf_tradeoff_mean_used(t, drf));
+	fputs("set multiplot layout 1,2 title \"fairness against efficiency: ", f);
+	put_quoted(f, cfg->path);
+	fputs("\"\n", f);
+
+	/* Left: against beta, on the alpha-fair line. */
+	fputs("set title \"against beta, lambda = (1 - beta) / beta\"\n"
+	      "set logscale x\nset xrange [0.2:120]\nset yrange [0:1.05]\n"
+	      "set xlabel \"beta\"\nset ylabel \"Jain's index; utilization\"\n"
+	      "set key below\nset grid\n", f);
+	sep = "plot ";
+	for (size_t q = 0; q < 2; q++) {
+		if (!has_rows(t, fam[q].pol, false, 0))
+			continue;
+		fprintf(f, "%s$%s using 1:3 with linespoints lc 1 dt %d pt 7 title \"%s: Jain's index\"",
+			sep, fam[q].block, fam[q].dash, fam[q].name);
+		sep = ", \\\n  ";
+		for (int k = 0; k < t->m; k++) {
+			fprintf(f, "%s$%s using 1:%d with linespoints lc %d dt %d pt %d "
+				   "title \"%s: %s used\"",
+				sep, fam[q].block, 4 + k, k + 2, fam[q].dash, 4 + k,
+				fam[q].name, drf_res_name(t->ids[k]));
+		}
+	}
+	if (drf) {
+		fprintf(f, "%s%.17g with lines lc 1 dt 3 title \"DRF: Jain's index\"", sep,
+			drf->met.jain);
+		sep = ", \\\n  ";
+		for (int k = 0; k < t->m; k++)
+			fprintf(f, "%s%.17g with lines lc %d dt 3 title \"DRF: %s used\"", sep,
+				drf->met.utilization[t->ids[k]], k + 2, drf_res_name(t->ids[k]));
+	}
+	fputs("\n", f);
+
+	/* Right: the frontier. */
+	fputs("unset logscale x\nset autoscale x\nset yrange [*:*]\n"
+	      "set title \"the frontier: fairness against efficiency\"\n"
+	      "set xlabel \"Jain's index (fairness)\"\n"
+	      "set ylabel \"mean utilization of the resources (efficiency)\"\n"
+	      "set key below maxrows 3\n", f);
+	sep = "plot ";
+	for (size_t q = 0; q < 2; q++) {
+		if (has_rows(t, fam[q].pol, false, 0)) {
+			fprintf(f, "%s$%s using 3:%d with linespoints lc %zu dt 1 pt 7 "
+				   "title \"%s, beta 0.25 to 100\"",
+				sep, fam[q].block, mean, q + 1, fam[q].name);
+			sep = ", \\\n  ";
+		}
+		for (size_t b = 0; b < 3; b++) {
+			if (!has_rows(t, fam[q].pol, true, off_betas[b]))
+				continue;
+			fprintf(f, "%s$%s_off%g using 3:%d with linespoints lc %zu dt 2 pt %zu "
+				   "title \"%s, beta %g, lambda below the line\"",
+				sep, fam[q].block, off_betas[b], mean, q + 1, 4 + b, fam[q].name,
+				off_betas[b]);
+			sep = ", \\\n  ";
+		}
+	}
+	if (drf)
+		fprintf(f, "%s$drf using 1:2 with points lc 7 pt 9 ps 2 title \"DRF\"", sep);
+	fputs("\nunset multiplot\n", f);
+}
+
+int drf_plan_plot_tradeoff(const char *path, const struct drf_config *cfg,
+			   const struct drf_tradeoff *sweep, char *err, size_t errlen)
+{
+	char *argv[] = { "gnuplot", NULL };
+	posix_spawn_file_actions_t fa;
+	struct sigaction ign = { .sa_handler = SIG_IGN }, old;
+	char *tmp = NULL;
+	int fds[2] = { -1, -1 }, out = -1, status, r = 0;
+	pid_t pid;
+	FILE *f;
+
+	if (asprintf(&tmp, "%s.tmp.%ld", path, (long)getpid()) < 0)
+		return -ENOMEM;
+	out = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (out < 0) {
+		r = -errno;
+		snprintf(err, errlen, "cannot write beside %s: %s", path, strerror(-r));
+		free(tmp);
+		return r;
+	}
+	if (pipe2(fds, O_CLOEXEC) < 0) {
+		r = -errno;
+		snprintf(err, errlen, "pipe: %s", strerror(-r));
+		goto out;
+	}
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, fds[0], STDIN_FILENO);
+	posix_spawn_file_actions_adddup2(&fa, out, STDOUT_FILENO);
+	r = -posix_spawnp(&pid, "gnuplot", &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	close(fds[0]);
+	fds[0] = -1;
+	if (r < 0) {
+		snprintf(err, errlen, r == -ENOENT ?
+			 "gnuplot is not installed; the picture needs it (Debian: gnuplot-nox)" :
+			 "cannot run gnuplot: %s", strerror(-r));
+		goto out;
+	}
+	/* gnuplot gone early must not kill drfctl with SIGPIPE: its exit says why. */
+	sigaction(SIGPIPE, &ign, &old);
+	f = fdopen(fds[1], "w");
+	if (f) {
+		fds[1] = -1;
+		put_script(f, cfg, sweep);
+		fclose(f);
+	}
+	sigaction(SIGPIPE, &old, NULL);
+	if (fds[1] >= 0) {
+		close(fds[1]);
+		fds[1] = -1;
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR) {
+			r = -errno;
+			snprintf(err, errlen, "waiting for gnuplot: %s", strerror(-r));
+			goto out;
+		}
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		r = -EIO;
+		snprintf(err, errlen, "gnuplot failed (%s %d); %s left as it was", WIFEXITED(status) ?
+			 "exit" : "signal", WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
+			 path);
+		goto out;
+	}
+	if (fsync(out) < 0 || close(out) < 0) {
+		out = -1;
+		r = -errno;
+		snprintf(err, errlen, "writing %s: %s", tmp, strerror(-r));
+		goto out;
+	}
+	out = -1;
+	if (rename(tmp, path) < 0) {
+		r = -errno;
+		snprintf(err, errlen, "cannot replace %s: %s", path, strerror(-r));
+	}
+out:
+	if (out >= 0)
+		close(out);
+	for (int i = 0; i < 2; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	if (r < 0)
+		unlink(tmp);
+	free(tmp);
+	return r;
+}
