@@ -140,13 +140,7 @@ static int print_groups(FILE *out, const struct drf_plan *pl, const int *res, in
 /* "drf", or "fds(beta=2,lambda=-0.5)" for the families with parameters. */
 static const char *policy_label(int pol, const struct drf_problem *p, char *buf, size_t len)
 {
-	double beta, lambda;
-
-	if (pol != DRF_POLICY_FDS && pol != DRF_POLICY_GFJ)
-		return drf_policy_name(pol);
-	drf_family_of(p, &beta, &lambda);
-	snprintf(buf, len, "%s(beta=%g,lambda=%g)", drf_policy_name(pol), beta, lambda);
-	return buf;
+	return drf_policy_label(pol, &p->family, buf, len);
 }
 
 int drf_plan_print_table(FILE *out, const struct drf_plan *pl)

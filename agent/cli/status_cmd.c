@@ -17,10 +17,12 @@
 #include "cli.h"
 #include "client.h"
 #include "config.h"
+#include "fairfam.h"
 #include "hostcheck.h"
 #include "knobs.h"
 #include "planner.h"
 #include "slice.h"
+#include "status.h"
 #include "json.h"
 #include "text.h"
 
@@ -92,7 +94,7 @@ static int fallback(const char *path, const char *sock, bool json)
 	struct drf_plan e;
 	struct cgfs fs;
 	json_object *doc = NULL, *tenants = NULL;
-	char err[2048], mount[4096] = "", root[4096];
+	char err[2048], mount[4096] = "", root[4096], lab[96];
 	int r, drift = 0;
 
 	r = drf_declared_load(&decl, path, &drf_host_real, err, sizeof(err));
@@ -138,12 +140,14 @@ static int fallback(const char *path, const char *sock, bool json)
 		drf_json_set_str(doc, "config", path);
 		drf_json_set_str(doc, "cgroup_root", root);
 		drf_json_set_str(doc, "policy", drf_policy_name(decl.cfg.policy));
+		drf_status_family_json(doc, &decl.cfg);
 		drf_json_set_str(doc, "mode", drf_mode_name(decl.cfg.mode));
 		tenants = drf_json_set_array(doc, "tenants");
 	} else {
 		printf("source: cgroupfs; no drfd answers on %s, so this is cgroupfs against the "
 		       "plan computed from the config\n%s: policy %s, mode %s, root %s\n", sock, path,
-		       drf_policy_name(decl.cfg.policy), drf_mode_name(decl.cfg.mode), root);
+		       drf_policy_label(decl.cfg.policy, &decl.cfg.family, lab, sizeof(lab)),
+		       drf_mode_name(decl.cfg.mode), root);
 	}
 	for (size_t i = 0; i < decl.cfg.n_tenants; i++) {
 		const struct drf_tenant *t = &decl.cfg.tenants[i];

@@ -75,6 +75,7 @@
 #include <float.h>
 #include <math.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -125,6 +126,18 @@ void drf_family_of(const struct drf_problem *p, double *ret_beta, double *ret_la
 		*ret_beta = DRF_FAMILY_BETA_DEFAULT;
 		*ret_lambda = drf_family_alpha_lambda(DRF_FAMILY_BETA_DEFAULT);
 	}
+}
+
+const char *drf_policy_label(int policy, const struct drf_family *fam, char *buf, size_t len)
+{
+	struct drf_problem p = { .family = *fam };
+	double beta, lambda;
+
+	if (policy != DRF_POLICY_FDS && policy != DRF_POLICY_GFJ)
+		return drf_policy_name(policy);
+	drf_family_of(&p, &beta, &lambda);
+	snprintf(buf, len, "%s(beta=%g,lambda=%g)", drf_policy_name(policy), beta, lambda);
+	return buf;
 }
 
 /* The tenants that take part, in the units of the comment at the top. */

@@ -61,6 +61,12 @@ int drf_family_check(double beta, double lambda, const char **ret_why);
 void drf_family_of(const struct drf_problem *p, double *ret_beta, double *ret_lambda);
 
 /*
+ * A policy's name, with its beta and lambda for fds and gfj (as drf_family_of()
+ * reads fam): "fds(beta=3,lambda=-0.666667)". Returns buf, or the bare name.
+ */
+const char *drf_policy_label(int policy, const struct drf_family *fam, char *buf, size_t len);
+
+/*
  * For alloc.c: fills units, alloc and limited_by of out's n zeroed shares for a
  * problem drf_allocate() has validated, under DRF_POLICY_FDS, _GFJ or _CEEI.
  * Returns 0, -EDOM for refused parameters, -ENOMEM, or -ERANGE if the solver

@@ -14,10 +14,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fairfam.h"
 #include "json.h"
 #include "keyfile.h"
 
 enum knob_state { KS_OK, KS_DRIFT, KS_RETRYING, KS_WAITING, KS_UNREAD };
+
+void drf_status_family_json(json_object *o, const struct drf_config *cfg)
+{
+	struct drf_problem p = { .family = cfg->family };
+	double beta, lambda;
+
+	if (cfg->policy != DRF_POLICY_FDS && cfg->policy != DRF_POLICY_GFJ)
+		return;
+	drf_family_of(&p, &beta, &lambda);
+	drf_json_set_num(o, "beta", beta);
+	drf_json_set_num(o, "lambda", lambda);
+}
 
 static const char *const ks_names[] = {
 	[KS_OK] = "ok",
@@ -469,6 +482,7 @@ static int render_json(const struct drf_view *v, FILE *f, int *problems)
 	drf_json_set_str(o, "config", v->config_path);
 	drf_json_set_str(o, "cgroup_root", v->root);
 	drf_json_set_str(o, "policy", drf_policy_name(e->decl->cfg.policy));
+	drf_status_family_json(o, &e->decl->cfg);
 	drf_json_set_str(o, "mode", drf_mode_name(e->decl->cfg.mode));
 	drf_json_set_str(o, "demand", v->decl->cfg.observed ? "observed" : "declared");
 	x = drf_json_set_object(o, "online");
@@ -668,12 +682,13 @@ static int render_text(const struct drf_view *v, FILE *f, int *problems)
 	const struct drf_reconciler *rc = v->rc;
 	/* In the same clock and precision as started and last_tick. */
 	double now = (double)v->now / 1e6;
-	char up[32], ago[32], q[64];
+	char up[32], ago[32], q[64], lab[96];
 
 	human_duration(now - (double)v->started / 1e6, up, sizeof(up));
 	human_duration(now - (double)v->last_tick / 1e6, ago, sizeof(ago));
 	fprintf(f, "drfd (pid %d): %s: policy %s, mode %s, demand %s, root %s\n", v->pid,
-		v->config_path, drf_policy_name(e->decl->cfg.policy), drf_mode_name(e->decl->cfg.mode),
+		v->config_path, drf_policy_label(e->decl->cfg.policy, &e->decl->cfg.family, lab,
+						 sizeof(lab)), drf_mode_name(e->decl->cfg.mode),
 		v->decl->cfg.observed ? "observed" : "declared", v->root);
 	if (v->plan->effective)
 		fprintf(f, "observed demand: %llu steps, the effective plan changed %llu times\n",

@@ -15,4 +15,8 @@
  */
 int drf_status_render(const struct drf_view *v, bool json, FILE *out, int *ret_problems);
 
+struct json_object;
+/* "beta" and "lambda" in o when cfg's policy is fds or gfj (the defaults filled in). */
+void drf_status_family_json(struct json_object *o, const struct drf_config *cfg);
+
 #endif

@@ -851,6 +851,7 @@ static void test_reload_switches_policy(void **state)
 {
 	struct snapshot s;
 	uint64_t plans = d.plans;
+	char *js;
 
 	(void)state;
 	assert_int_equal(fakedrfd_write(&fx, OBSERVED "policy = fds\nbeta = 3\n", NET_CAP ABC("1")),
@@ -861,6 +862,10 @@ static void test_reload_switches_policy(void **state)
 	assert_int_equal(d.plans, plans + 1);
 	drfd_tick(&d, 0);
 	assert_false(d.replan);
+	/* The status says the parameters in force. */
+	status_json(&js);
+	assert_non_null(strstr(js, "\"policy\":\"fds\",\"beta\":3,\"lambda\":-0.6666666666666"));
+	free(js);
 	snap(&s);
 	assert_int_equal(fakedrfd_write(&fx, OBSERVED "policy = fds\nbeta = 3\nlambda = 0\n",
 				       NET_CAP ABC("1")), 0);
@@ -870,6 +875,10 @@ static void test_reload_switches_policy(void **state)
 	assert_int_equal(fakedrfd_write(&fx, OBSERVED "policy = ceei\n", NET_CAP ABC("1")), 0);
 	assert_int_equal(drfd_reload(&d), 0);
 	assert_int_equal(d.decl.cfg.policy, DRF_POLICY_CEEI);
+	status_json(&js);
+	assert_non_null(strstr(js, "\"policy\":\"ceei\""));
+	assert_null(strstr(js, "\"beta\""));
+	free(js);
 	assert_int_equal(fakedrfd_write(&fx, OBSERVED, NET_CAP ABC("1")), 0);
 	assert_int_equal(drfd_reload(&d), 0);
 	assert_int_equal(d.decl.cfg.policy, DRF_POLICY_DRF);
