@@ -17,43 +17,14 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "benchlib.h"
 #include "alloc.h"
 
 static uint64_t rng_state = 42;
 
 static double unit(void)
 {
-	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return (double)((z ^ (z >> 31)) >> 11) * 0x1p-53;
-}
-
-static double now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-static int cmp_time(const void *a, const void *b)
-{
-	return cmp_double(a, b);
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), cmp_time);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	return bench_unit(&rng_state);
 }
 
 /*
@@ -172,39 +143,39 @@ static void bench(size_t n, int rounds)
 		long f0;
 
 		f0 = minflt();
-		t0 = now_us();
+		t0 = bench_now_us();
 		if (drf_engine_allocate(&eng, &p, DRF_POLICY_DRF, &r) < 0) {
 			fprintf(stderr, "bench: drf_engine_allocate failed\n");
 			exit(1);
 		}
-		t_eng[k] = now_us() - t0;
+		t_eng[k] = bench_now_us() - t0;
 		flt_eng += minflt() - f0;
 
 		f0 = minflt();
-		t0 = now_us();
+		t0 = bench_now_us();
 		if (drf_allocate(&p, DRF_POLICY_DRF, &r) < 0) {
 			fprintf(stderr, "bench: drf_allocate failed\n");
 			exit(1);
 		}
-		t_drf[k] = now_us() - t0;
+		t_drf[k] = bench_now_us() - t0;
 		flt_drf += minflt() - f0;
 		drf_result_free(&r);
 
-		t0 = now_us();
+		t0 = bench_now_us();
 		if (drf_allocate_discrete(&p, &r) < 0) {
 			fprintf(stderr, "bench: drf_allocate_discrete failed\n");
 			exit(1);
 		}
-		t_dis[k] = now_us() - t0;
+		t_dis[k] = bench_now_us() - t0;
 		if (k == 0)
 			for (size_t i = 0; i < n; i++)
 				tasks += r.shares[i].units;
 		drf_result_free(&r);
 
 		memcpy(work, keys, n * sizeof(*work));
-		t0 = now_us();
+		t0 = bench_now_us();
 		radix_sort_doubles(work, tmp, n);
-		t_rx[k] = now_us() - t0;
+		t_rx[k] = bench_now_us() - t0;
 		if (k == 0)
 			for (size_t i = 1; i < n; i++)
 				if (work[i - 1] > work[i]) {
@@ -212,10 +183,10 @@ static void bench(size_t n, int rounds)
 					exit(1);
 				}
 	}
-	m_eng = median(t_eng, rounds);
-	m_drf = median(t_drf, rounds);
-	m_dis = median(t_dis, rounds);
-	m_rx = median(t_rx, rounds);
+	m_eng = bench_median(t_eng, rounds);
+	m_drf = bench_median(t_drf, rounds);
+	m_dis = bench_median(t_dis, rounds);
+	m_rx = bench_median(t_rx, rounds);
 	printf("%7zu x 5  %6d  %9.1f  %9.1f  %10.1f  %9.1f  %8.2f  %8.2f  %7.1f  %7.1f\n", n,
 	       rounds, m_eng, m_drf, m_dis, m_rx, m_eng / m_rx, m_drf / m_rx,
 	       (double)flt_eng / rounds, (double)flt_drf / rounds);
@@ -252,16 +223,16 @@ static void bench_convex(size_t n, int rounds)
 	for (size_t k = 0; k < sizeof(pols) / sizeof(pols[0]); k++) {
 		for (int j = 0; j < rounds; j++) {
 			struct drf_result r;
-			double t0 = now_us();
+			double t0 = bench_now_us();
 
 			if (drf_allocate(&p, pols[k], &r) < 0) {
 				fprintf(stderr, "bench: %s failed\n", drf_policy_name(pols[k]));
 				exit(1);
 			}
-			t[j] = now_us() - t0;
+			t[j] = bench_now_us() - t0;
 			drf_result_free(&r);
 		}
-		printf("  %10.1f", median(t, rounds));
+		printf("  %10.1f", bench_median(t, rounds));
 	}
 	printf("\n");
 	free(d);

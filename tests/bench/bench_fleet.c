@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "benchlib.h"
 #include "drfh.h"
 
 #define GIB (1024.0 * 1024 * 1024)
@@ -28,11 +29,7 @@ static uint64_t rng_state;
 
 static double unit(void)
 {
-	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return (double)((z ^ (z >> 31)) >> 11) * 0x1p-53;
+	return bench_unit(&rng_state);
 }
 
 static double now_s(void)

@@ -14,38 +14,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "benchlib.h"
 #include "hdrf.h"
 
 static uint64_t rng_state = 7;
 
 static double unit(void)
 {
-	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return (double)((z ^ (z >> 31)) >> 11) * 0x1p-53;
-}
-
-static double now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	return bench_unit(&rng_state);
 }
 
 static int bench(size_t n, int rounds)
@@ -88,24 +64,24 @@ static int bench(size_t n, int rounds)
 	for (int k = 0; k < rounds; k++) {
 		struct drf_hresult hr;
 		struct drf_result fr;
-		double t0 = now_us();
+		double t0 = bench_now_us();
 
 		if (drf_hdrf_allocate(&hp, &hr) < 0) {
 			err = -1;
 			goto out;
 		}
-		th[k] = now_us() - t0;
+		th[k] = bench_now_us() - t0;
 		drf_hresult_free(&hr);
-		t0 = now_us();
+		t0 = bench_now_us();
 		if (drf_allocate(&hp.base, DRF_POLICY_DRF, &fr) < 0) {
 			err = -1;
 			goto out;
 		}
-		tf[k] = now_us() - t0;
+		tf[k] = bench_now_us() - t0;
 		drf_result_free(&fr);
 	}
 	{
-		double mh = median(th, rounds), mf = median(tf, rounds);
+		double mh = bench_median(th, rounds), mf = bench_median(tf, rounds);
 
 		printf("%6zu tenants in %4zu groups: H-DRF %10.1f us, flat DRF %8.1f us (x%.0f), "
 		       "median of %d\n", n, ng + top, mh, mf, mf > 0 ? mh / mf : 0, rounds);

@@ -36,30 +36,10 @@
 
 #include <ini.h>
 
+#include "benchlib.h"
 #include "fakecg.h"
 #include "fakedrfd.h"
 #include "metrics.h"
-
-static double now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 /* As drfd does: the files it may hold open, malloc's thresholds (drfd_tune_process()). */
 static size_t held_files;
@@ -246,34 +226,34 @@ static int reload_bench(int n, int rounds)
 			fprintf(stderr, "bench_tick: cannot write the config\n");
 			return 1;
 		}
-		t0 = now_us();
+		t0 = bench_now_us();
 		if (drfd_reload(&f.d) < 0 || f.rec.changes == before) {
 			fprintf(stderr, "bench_tick: reload failed: %s\n", f.d.reload_error);
 			return 1;
 		}
-		t_reload[i] = now_us() - t0;
-		t0 = now_us();
+		t_reload[i] = bench_now_us() - t0;
+		t0 = bench_now_us();
 		if (ini_parse(f.conf, noop_handler, NULL) != 0) {
 			fprintf(stderr, "bench_tick: libinih cannot parse %s\n", f.conf);
 			return 1;
 		}
-		t_parse[i] = now_us() - t0;
-		t0 = now_us();
+		t_parse[i] = bench_now_us() - t0;
+		t0 = bench_now_us();
 		if (drf_config_load(f.conf, &drf_host_real, &c, err, sizeof(err)) < 0) {
 			fprintf(stderr, "bench_tick: %s\n", err);
 			return 1;
 		}
-		t_load[i] = now_us() - t0;
+		t_load[i] = bench_now_us() - t0;
 		drf_config_free(&c);
 	}
 	{
 		double p99, p50, mp, ml;
 
-		qsort(t_reload, (size_t)rounds, sizeof(double), cmp_double);
-		p50 = median(t_reload, rounds);
+		qsort(t_reload, (size_t)rounds, sizeof(double), bench_cmp_double);
+		p50 = bench_median(t_reload, rounds);
 		p99 = t_reload[(int)((rounds - 1) * 0.99)];
-		mp = median(t_parse, rounds);
-		ml = median(t_load, rounds);
+		mp = bench_median(t_parse, rounds);
+		ml = bench_median(t_load, rounds);
 		printf("tenants %d, %d reloads: drfd_reload() to the changed knobs p50 %.1f ms, p99 "
 		       "%.1f ms (target p99 < 100 ms at 1,000); inih alone %.1f ms, config load "
 		       "%.1f ms; reload/inih %.2f, reload/load %.2f (target <= 2 at 10,000)\n", n,
@@ -331,19 +311,19 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	for (int i = 0; !only && i < rounds; i++) {
-		double t0 = now_us();
+		double t0 = bench_now_us();
 
 		if (tick(&f) < 0) {
 			fprintf(stderr, "bench_tick: a steady tick wrote or failed\n");
 			return 1;
 		}
-		t_tick[i] = now_us() - t0;
-		t0 = now_us();
+		t_tick[i] = bench_now_us() - t0;
+		t0 = bench_now_us();
 		bare_loop(&f);
-		t_bare[i] = now_us() - t0;
+		t_bare[i] = bench_now_us() - t0;
 	}
 	if (!only) {
-		double mt = median(t_tick, rounds), mb = median(t_bare, rounds);
+		double mt = bench_median(t_tick, rounds), mb = bench_median(t_bare, rounds);
 		size_t mbytes = metrics_bytes(&f, DRF_METRICS_BASIC);
 		size_t fbytes = metrics_bytes(&f, DRF_METRICS_FULL);
 

@@ -16,32 +16,14 @@
 #define G (1024.0 * 1024 * 1024)
 #define EXACT 1e-12
 
-static struct drf_demand task(double w, double cpu, double mem, double tasks)
-{
-	struct drf_demand d = { .weight = w, .max_units = tasks };
-
-	d.shape[DRF_RES_CPU] = cpu;
-	d.shape[DRF_RES_MEMORY] = mem;
-	return d;
-}
-
-static struct drf_problem problem(double cpu, double mem, const struct drf_demand *d, size_t n)
-{
-	struct drf_problem p = { .n = n, .demands = d };
-
-	p.capacity[DRF_RES_CPU] = cpu;
-	p.capacity[DRF_RES_MEMORY] = mem;
-	return p;
-}
-
 /*
  * E1: 9 cpu, 18G; A task (1, 4G), B task (3, 1G), unlimited, equal weights.
  * s = 2/3: A 3 tasks (3 cpu, 12G), B 2 tasks (6 cpu, 2G); cpu used up, 4G left.
  */
 static void test_e1_drf(void **state)
 {
-	struct drf_demand d[] = { task(1, 1, 4 * G, INFINITY), task(1, 3, 1 * G, INFINITY) };
-	struct drf_problem p = problem(9, 18 * G, d, 2);
+	struct drf_demand d[] = { t_task(1, 1, 4 * G, INFINITY), t_task(1, 3, 1 * G, INFINITY) };
+	struct drf_problem p = t_problem(9, 18 * G, d, 2);
 	struct drf_result r;
 
 	(void)state;
@@ -65,8 +47,8 @@ static void test_e1_drf(void **state)
 
 static void test_e1_discrete(void **state)
 {
-	struct drf_demand d[] = { task(1, 1, 4 * G, INFINITY), task(1, 3, 1 * G, INFINITY) };
-	struct drf_problem p = problem(9, 18 * G, d, 2);
+	struct drf_demand d[] = { t_task(1, 1, 4 * G, INFINITY), t_task(1, 3, 1 * G, INFINITY) };
+	struct drf_problem p = t_problem(9, 18 * G, d, 2);
 	struct drf_result r;
 
 	(void)state;
@@ -85,8 +67,8 @@ static void test_e1_discrete(void **state)
  */
 static void test_e2(void **state)
 {
-	struct drf_demand d[] = { task(1, 1, 2 * G, INFINITY), task(1, 1, 4 * G, INFINITY) };
-	struct drf_problem p = problem(28, 56 * G, d, 2);
+	struct drf_demand d[] = { t_task(1, 1, 2 * G, INFINITY), t_task(1, 1, 4 * G, INFINITY) };
+	struct drf_problem p = t_problem(28, 56 * G, d, 2);
 	struct drf_result r;
 	struct drf_metrics m;
 
@@ -125,8 +107,8 @@ static void test_e2(void **state)
  */
 static void test_e3(void **state)
 {
-	struct drf_demand d[] = { task(1, 2, 8 * G, 1), task(1, 3, 1 * G, INFINITY) };
-	struct drf_problem p = problem(9, 18 * G, d, 2);
+	struct drf_demand d[] = { t_task(1, 2, 8 * G, 1), t_task(1, 3, 1 * G, INFINITY) };
+	struct drf_problem p = t_problem(9, 18 * G, d, 2);
 	struct drf_result r;
 
 	(void)state;
@@ -201,8 +183,8 @@ static void test_weighted_unbounded(void **state)
 /* Per-resource max-min on E1: each gets 4.5 cpu and 9G; usable A 2.25, B 1.5 tasks. */
 static void test_per_resource_e1(void **state)
 {
-	struct drf_demand d[] = { task(1, 1, 4 * G, INFINITY), task(1, 3, 1 * G, INFINITY) };
-	struct drf_problem p = problem(9, 18 * G, d, 2);
+	struct drf_demand d[] = { t_task(1, 1, 4 * G, INFINITY), t_task(1, 3, 1 * G, INFINITY) };
+	struct drf_problem p = t_problem(9, 18 * G, d, 2);
 	struct drf_result r;
 	struct drf_metrics m;
 
@@ -224,8 +206,8 @@ static void test_per_resource_e1(void **state)
 /* A tenant that needs nothing shared is served at once and takes nothing. */
 static void test_zero_demand(void **state)
 {
-	struct drf_demand d[] = { task(1, 0, 0, 1), task(1, 3, 1 * G, INFINITY) };
-	struct drf_problem p = problem(9, 18 * G, d, 2);
+	struct drf_demand d[] = { t_task(1, 0, 0, 1), t_task(1, 3, 1 * G, INFINITY) };
+	struct drf_problem p = t_problem(9, 18 * G, d, 2);
 	struct drf_result r;
 
 	(void)state;
@@ -241,8 +223,8 @@ static void test_zero_demand(void **state)
 /* A resource with capacity 0 takes no part, whatever the demands say of it. */
 static void test_nonparticipating(void **state)
 {
-	struct drf_demand d[] = { task(1, 1, 4 * G, INFINITY), task(1, 3, 1 * G, INFINITY) };
-	struct drf_problem p = problem(9, 0, d, 2);
+	struct drf_demand d[] = { t_task(1, 1, 4 * G, INFINITY), t_task(1, 3, 1 * G, INFINITY) };
+	struct drf_problem p = t_problem(9, 0, d, 2);
 	struct drf_result r;
 
 	(void)state;
@@ -257,8 +239,8 @@ static void test_nonparticipating(void **state)
 
 static void test_invalid(void **state)
 {
-	struct drf_demand d[] = { task(1, 1, 4 * G, INFINITY) };
-	struct drf_problem p = problem(9, 18 * G, d, 1);
+	struct drf_demand d[] = { t_task(1, 1, 4 * G, INFINITY) };
+	struct drf_problem p = t_problem(9, 18 * G, d, 1);
 	struct drf_result r;
 
 	(void)state;
@@ -289,8 +271,8 @@ static void test_invalid(void **state)
 /* The discrete variant refuses to hand out absurd numbers of tasks. */
 static void test_discrete_too_many(void **state)
 {
-	struct drf_demand d[] = { task(1, 1e-9, 0, INFINITY) };
-	struct drf_problem p = problem(9, 18 * G, d, 1);
+	struct drf_demand d[] = { t_task(1, 1e-9, 0, INFINITY) };
+	struct drf_problem p = t_problem(9, 18 * G, d, 1);
 	struct drf_result r;
 
 	(void)state;
@@ -304,8 +286,8 @@ static void test_discrete_too_many(void **state)
  */
 static void check_discrete_cpu(double cap, double want_a, double want_b)
 {
-	struct drf_demand d[] = { task(1, 3, 0, INFINITY), task(1, 1, 0, INFINITY) };
-	struct drf_problem p = problem(cap, 0, d, 2);
+	struct drf_demand d[] = { t_task(1, 3, 0, INFINITY), t_task(1, 1, 0, INFINITY) };
+	struct drf_problem p = t_problem(cap, 0, d, 2);
 	struct drf_result r;
 
 	assert_int_equal(drf_allocate_discrete(&p, &r), 0);
@@ -337,8 +319,8 @@ static void test_discrete_ties_and_skip(void **state)
 /* Bounded task counts stop a tenant at its demand. */
 static void test_task_count_cap(void **state)
 {
-	struct drf_demand d[] = { task(1, 1, 4 * G, 2), task(1, 3, 1 * G, INFINITY) };
-	struct drf_problem p = problem(9, 18 * G, d, 2);
+	struct drf_demand d[] = { t_task(1, 1, 4 * G, 2), t_task(1, 3, 1 * G, INFINITY) };
+	struct drf_problem p = t_problem(9, 18 * G, d, 2);
 	struct drf_result r;
 
 	(void)state;
@@ -362,8 +344,8 @@ static void test_task_count_cap(void **state)
  */
 static void test_tie_goes_to_cap(void **state)
 {
-	struct drf_demand d[] = { task(1, 5, 0, 1), task(1, 1, 0, INFINITY) };
-	struct drf_problem p = problem(10, 0, d, 2);
+	struct drf_demand d[] = { t_task(1, 5, 0, 1), t_task(1, 1, 0, INFINITY) };
+	struct drf_problem p = t_problem(10, 0, d, 2);
 	struct drf_result r;
 
 	(void)state;
@@ -387,8 +369,8 @@ static void test_tie_goes_to_cap(void **state)
  */
 static void test_weight_underflow(void **state)
 {
-	struct drf_demand d[] = { task(0x1p-1074, 0, 1, INFINITY), task(1, 1, 0, INFINITY) };
-	struct drf_problem p = problem(10, 10, d, 2);
+	struct drf_demand d[] = { t_task(0x1p-1074, 0, 1, INFINITY), t_task(1, 1, 0, INFINITY) };
+	struct drf_problem p = t_problem(10, 10, d, 2);
 	struct drf_result r;
 
 	(void)state;

@@ -20,29 +20,11 @@
 #define G (1024.0 * 1024 * 1024)
 #define EXACT 1e-12
 
-static struct drf_demand task(double w, double cpu, double mem, double tasks)
-{
-	struct drf_demand d = { .weight = w, .max_units = tasks };
-
-	d.shape[DRF_RES_CPU] = cpu;
-	d.shape[DRF_RES_MEMORY] = mem;
-	return d;
-}
-
-static struct drf_problem problem(double cpu, double mem, const struct drf_demand *d, size_t n)
-{
-	struct drf_problem p = { .n = n, .demands = d };
-
-	p.capacity[DRF_RES_CPU] = cpu;
-	p.capacity[DRF_RES_MEMORY] = mem;
-	return p;
-}
-
 /* E1 under a policy: A's and B's task counts. */
 static void e1(enum drf_policy pol, double beta, double lambda, double *x, double *y)
 {
-	struct drf_demand d[] = { task(1, 1, 4 * G, INFINITY), task(1, 3, 1 * G, INFINITY) };
-	struct drf_problem p = problem(9, 18 * G, d, 2);
+	struct drf_demand d[] = { t_task(1, 1, 4 * G, INFINITY), t_task(1, 3, 1 * G, INFINITY) };
+	struct drf_problem p = t_problem(9, 18 * G, d, 2);
 	struct drf_result r;
 
 	p.family = (struct drf_family){ beta, lambda };
@@ -179,10 +161,10 @@ static double gap(const struct drf_result *a, const struct drf_result *b, size_t
 static void test_limits(void **state)
 {
 	struct drf_demand d[3] = {
-		task(1, 1, 4 * G, INFINITY), task(2, 3, 1 * G, INFINITY), task(1, 2, 2 * G, INFINITY)
+		t_task(1, 1, 4 * G, INFINITY), t_task(2, 3, 1 * G, INFINITY), t_task(1, 2, 2 * G, INFINITY)
 	};
 	struct drf_demand dj[3];
-	struct drf_problem p = problem(20, 40 * G, d, 3), pj;
+	struct drf_problem p = t_problem(20, 40 * G, d, 3), pj;
 	struct drf_result drf, eq, r, pf;
 	const double betas[] = { 2, 10, 100 };
 	double prev_f = INFINITY, prev_g = INFINITY;
@@ -243,8 +225,8 @@ static void test_refusals(void **state)
 		{ 1, -0.1, -EDOM }, { 0, 0, -EDOM },  { -1, 0, -EDOM },  { 101, -1, -EDOM },
 		{ 100, -0.99, 0 },  { NAN, 0, -EDOM }, { 2, NAN, -EDOM }, { 2, INFINITY, -EDOM },
 	};
-	struct drf_demand d[] = { task(1, 1, 4 * G, INFINITY), task(1, 3, 1 * G, INFINITY) };
-	struct drf_problem p = problem(9, 18 * G, d, 2);
+	struct drf_demand d[] = { t_task(1, 1, 4 * G, INFINITY), t_task(1, 3, 1 * G, INFINITY) };
+	struct drf_problem p = t_problem(9, 18 * G, d, 2);
 
 	(void)state;
 	for (size_t k = 0; k < sizeof(c) / sizeof(c[0]); k++) {
@@ -276,9 +258,9 @@ static void test_refusals(void **state)
  */
 static void test_ceei_e2_e3(void **state)
 {
-	struct drf_demand e2[] = { task(1, 1, 2 * G, INFINITY), task(1, 1, 4 * G, INFINITY) };
-	struct drf_demand e3[] = { task(1, 2, 8 * G, 1), task(1, 3, 1 * G, INFINITY) };
-	struct drf_problem p2 = problem(28, 56 * G, e2, 2), p3 = problem(9, 18 * G, e3, 2);
+	struct drf_demand e2[] = { t_task(1, 1, 2 * G, INFINITY), t_task(1, 1, 4 * G, INFINITY) };
+	struct drf_demand e3[] = { t_task(1, 2, 8 * G, 1), t_task(1, 3, 1 * G, INFINITY) };
+	struct drf_problem p2 = t_problem(28, 56 * G, e2, 2), p3 = t_problem(9, 18 * G, e3, 2);
 	struct drf_result r;
 
 	(void)state;
@@ -306,8 +288,8 @@ static void test_ceei_e2_e3(void **state)
  */
 static void test_ceei_profitable_lie(void **state)
 {
-	struct drf_demand d[] = { task(1, 3, 11 * G, INFINITY), task(1, 3, 1 * G, INFINITY) };
-	struct drf_problem p = problem(9, 18 * G, d, 2);
+	struct drf_demand d[] = { t_task(1, 3, 11 * G, INFINITY), t_task(1, 3, 1 * G, INFINITY) };
+	struct drf_problem p = t_problem(9, 18 * G, d, 2);
 	struct drf_result r;
 	double x, y, useful;
 

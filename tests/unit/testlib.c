@@ -131,3 +131,21 @@ static int fake_user(void *ctx, const char *name, struct drf_host_user *ret)
 }
 
 const struct drf_host_ops t_fake_host = { fake_cpus, fake_mem, fake_speed, NULL, NULL, fake_user };
+
+struct drf_demand t_task(double w, double cpu, double mem, double tasks)
+{
+	struct drf_demand d = { .weight = w, .max_units = tasks };
+
+	d.shape[DRF_RES_CPU] = cpu;
+	d.shape[DRF_RES_MEMORY] = mem;
+	return d;
+}
+
+struct drf_problem t_problem(double cpu, double mem, const struct drf_demand *d, size_t n)
+{
+	struct drf_problem p = { .n = n, .demands = d };
+
+	p.capacity[DRF_RES_CPU] = cpu;
+	p.capacity[DRF_RES_MEMORY] = mem;
+	return p;
+}

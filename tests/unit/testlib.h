@@ -26,6 +26,11 @@ void t_assert_le_at(double actual, double limit, double rel, double abs_tol, con
 #define assert_le_tol(actual, limit, rel, abs_tol, what) \
 	t_assert_le_at((actual), (limit), (rel), (abs_tol), (what), __FILE__, __LINE__)
 
+/* A tenant of tasks of (cpu, mem) with weight w, at most tasks of them (INFINITY: any). */
+struct drf_demand t_task(double w, double cpu, double mem, double tasks);
+/* A problem of n such tenants on cpu cores and mem bytes. */
+struct drf_problem t_problem(double cpu, double mem, const struct drf_demand *d, size_t n);
+
 /* splitmix64: small, fast, and the same stream on every machine. */
 struct rng {
 	uint64_t s;
