@@ -558,7 +558,7 @@ static int tradeoff_table(FILE *out, const struct drf_tradeoff *sw, bool off)
 			snprintf(cell(&t, row, 2), CELL, "-1");
 		} else {
 			snprintf(cell(&t, row, 1), CELL, "%g", r->beta);
-			snprintf(cell(&t, row, 2), CELL, "%.3f", r->lambda);
+			snprintf(cell(&t, row, 2), CELL, "%.10g", r->lambda);
 		}
 		if (r->gave_up) {
 			snprintf(cell(&t, row, 3), CELL, "solver gave up");

@@ -1,17 +1,21 @@
 // SPDX-License-Identifier: MIT
 /*
  * `drfctl plan --tradeoff --svg FILE`: the sweep of planview.c drawn by gnuplot
- * (Debian's gnuplot-nox). drfctl writes the script, data inline, to gnuplot's
- * stdin; gnuplot writes the SVG to its stdout, a temporary file beside FILE that
- * replaces FILE only once gnuplot has exited 0.
+ * (Debian's gnuplot-nox, with its default settings: -d). drfctl writes the
+ * script, data inline, to gnuplot's stdin; gnuplot writes the SVG to its stdout,
+ * a temporary file beside FILE that replaces FILE only once gnuplot has exited 0
+ * within a minute and the file ends as an SVG does. FILE must be a regular file
+ * or absent. (drfctl killed meanwhile leaves FILE.tmp.PID.)
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,7 +31,7 @@ static void put_quoted(FILE *f, const char *s)
 
 		if (c == '"' || c == '\\')
 			fprintf(f, "\\%c", c);
-		else if (c < 0x20 || c == 0x7f)
+		else if (c < 0x20 || c >= 0x7f) /* (not every path is UTF-8: the SVG must be) */
 			fputc('?', f);
 		else
 			fputc(c, f);
@@ -70,21 +74,31 @@ static void put_script(FILE *f, const struct drf_config *cfg, const struct drf_t
 		const char *name, *block;
 		int dash;
 	} fam[] = { { DRF_POLICY_FDS, "FDS", "fds", 1 }, { DRF_POLICY_GFJ, "GFJ", "gfj", 2 } };
-	const double off_betas[] = { 2, 5, 20 };
+	double off_betas[8];
+	size_t nob = 0;
 	const struct drf_tradeoff_row *drf = NULL;
 	int mean = 4 + t->m; /* the column of the mean utilization */
 	const char *sep;
 
-	for (size_t i = 0; i < t->n; i++)
-		if (t->rows[i].policy == DRF_POLICY_DRF && !t->rows[i].gave_up)
-			drf = &t->rows[i];
+	for (size_t i = 0; i < t->n; i++) {
+		const struct drf_tradeoff_row *r = &t->rows[i];
+		size_t k = 0;
+
+		if (r->policy == DRF_POLICY_DRF && !r->gave_up)
+			drf = r;
+		/* The betas of the lambda sweep, in the sweep's order. */
+		while (r->off_sweep && k < nob && off_betas[k] != r->beta)
+			k++;
+		if (r->off_sweep && k == nob && nob < sizeof(off_betas) / sizeof(off_betas[0]))
+			off_betas[nob++] = r->beta;
+	}
 	fputs("set terminal svg size 1200,640 dynamic noenhanced font 'sans,11'\n"
 	      "set output\n", f);
 	for (size_t q = 0; q < 2; q++) {
 		char name[32];
 
 		put_block(f, fam[q].block, t, fam[q].pol, false, 0);
-		for (size_t b = 0; b < 3; b++) {
+		for (size_t b = 0; b < nob; b++) {
 			snprintf(name, sizeof(name), "%s_off%g", fam[q].block, off_betas[b]);
 			put_block(f, name, t, fam[q].pol, true, off_betas[b]);
 		}
@@ -139,7 +153,7 @@ static void put_script(FILE *f, const struct drf_config *cfg, const struct drf_t
 				sep, fam[q].block, mean, q + 1, fam[q].name);
 			sep = ", \\\n  ";
 		}
-		for (size_t b = 0; b < 3; b++) {
+		for (size_t b = 0; b < nob; b++) {
 			if (!has_rows(t, fam[q].pol, true, off_betas[b]))
 				continue;
 			fprintf(f, "%s$%s_off%g using 3:%d with linespoints lc %zu dt 2 pt %zu "
@@ -154,20 +168,59 @@ static void put_script(FILE *f, const struct drf_config *cfg, const struct drf_t
 	fputs("\nunset multiplot\n", f);
 }
 
+/* fd moved to 3 or above (close-on-exec), so that a closed stdin, stdout or stderr
+ * cannot make it one of the child's standard streams by accident. */
+static int above_stdio(int fd)
+{
+	int moved;
+
+	if (fd < 0 || fd > STDERR_FILENO)
+		return fd;
+	moved = fcntl(fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
+	close(fd);
+	return moved;
+}
+
+/* Whether the file at fd holds a whole SVG document: not empty, ending in </svg>. */
+static bool whole_svg(int fd)
+{
+	char tail[64];
+	struct stat st;
+	ssize_t n;
+	off_t at;
+
+	if (fstat(fd, &st) < 0 || st.st_size <= 0)
+		return false;
+	at = st.st_size > (off_t)sizeof(tail) - 1 ? st.st_size - (off_t)sizeof(tail) + 1 : 0;
+	n = pread(fd, tail, sizeof(tail) - 1, at);
+	if (n <= 0)
+		return false;
+	tail[n] = '\0';
+	return strstr(tail, "</svg>") != NULL;
+}
+
 int drf_plan_plot_tradeoff(const char *path, const struct drf_config *cfg,
 			   const struct drf_tradeoff *sweep, char *err, size_t errlen)
 {
-	char *argv[] = { "gnuplot", NULL };
+	/* -d: gnuplot's defaults, not the user's ~/.gnuplot, which could change the picture */
+	char *argv[] = { "gnuplot", "-d", NULL };
 	posix_spawn_file_actions_t fa;
 	struct sigaction ign = { .sa_handler = SIG_IGN }, old;
+	struct stat st;
 	char *tmp = NULL;
-	int fds[2] = { -1, -1 }, out = -1, status, r = 0;
-	pid_t pid;
+	int fds[2] = { -1, -1 }, out = -1, status = 0, r = 0;
+	bool wrote = false;
+	pid_t pid = -1;
 	FILE *f;
 
+	/* A device, a directory, a symlink: not replaced by a rename (--svg /dev/null). */
+	if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "%s exists and is not a regular file: not replaced", path);
+		return -EEXIST;
+	}
 	if (asprintf(&tmp, "%s.tmp.%ld", path, (long)getpid()) < 0)
 		return -ENOMEM;
-	out = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	out = above_stdio(open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
 	if (out < 0) {
 		r = -errno;
 		snprintf(err, errlen, "cannot write beside %s: %s", path, strerror(-r));
@@ -175,6 +228,13 @@ int drf_plan_plot_tradeoff(const char *path, const struct drf_config *cfg,
 		return r;
 	}
 	if (pipe2(fds, O_CLOEXEC) < 0) {
+		r = -errno;
+		snprintf(err, errlen, "pipe: %s", strerror(-r));
+		goto out;
+	}
+	fds[0] = above_stdio(fds[0]);
+	fds[1] = above_stdio(fds[1]);
+	if (fds[0] < 0 || fds[1] < 0) {
 		r = -errno;
 		snprintf(err, errlen, "pipe: %s", strerror(-r));
 		goto out;
@@ -187,6 +247,7 @@ int drf_plan_plot_tradeoff(const char *path, const struct drf_config *cfg,
 	close(fds[0]);
 	fds[0] = -1;
 	if (r < 0) {
+		pid = -1;
 		snprintf(err, errlen, r == -ENOENT ?
 			 "gnuplot is not installed; the picture needs it (Debian: gnuplot-nox)" :
 			 "cannot run gnuplot: %s", strerror(-r));
@@ -198,19 +259,36 @@ int drf_plan_plot_tradeoff(const char *path, const struct drf_config *cfg,
 	if (f) {
 		fds[1] = -1;
 		put_script(f, cfg, sweep);
-		fclose(f);
+		wrote = !ferror(f);
+		wrote &= fclose(f) == 0;
 	}
 	sigaction(SIGPIPE, &old, NULL);
 	if (fds[1] >= 0) {
 		close(fds[1]);
 		fds[1] = -1;
 	}
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR) {
+	/* At most a minute: a gnuplot that hangs is killed, and nothing is replaced. */
+	for (int waited = 0;; waited++) {
+		pid_t w = waitpid(pid, &status, WNOHANG);
+
+		if (w == pid)
+			break;
+		if (w < 0 && errno != EINTR) {
 			r = -errno;
 			snprintf(err, errlen, "waiting for gnuplot: %s", strerror(-r));
 			goto out;
 		}
+		if (waited == 60 * 20) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			pid = -1;
+			r = -ETIMEDOUT;
+			snprintf(err, errlen, "gnuplot did not finish in 60 s; %s left as it was", path);
+			goto out;
+		}
+		usleep(50000);
+	}
+	pid = -1;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		r = -EIO;
 		snprintf(err, errlen, "gnuplot failed (%s %d); %s left as it was", WIFEXITED(status) ?
@@ -218,13 +296,24 @@ int drf_plan_plot_tradeoff(const char *path, const struct drf_config *cfg,
 			 path);
 		goto out;
 	}
-	if (fsync(out) < 0 || close(out) < 0) {
-		out = -1;
+	if (!wrote || !whole_svg(out)) {
+		r = -EIO;
+		snprintf(err, errlen, "%s; %s left as it was", !wrote ?
+			 "the script did not reach gnuplot whole" :
+			 "gnuplot exited 0 without a whole SVG picture", path);
+		goto out;
+	}
+	if (fsync(out) < 0) {
 		r = -errno;
 		snprintf(err, errlen, "writing %s: %s", tmp, strerror(-r));
 		goto out;
 	}
+	r = close(out) < 0 ? -errno : 0;
 	out = -1;
+	if (r < 0) {
+		snprintf(err, errlen, "writing %s: %s", tmp, strerror(-r));
+		goto out;
+	}
 	if (rename(tmp, path) < 0) {
 		r = -errno;
 		snprintf(err, errlen, "cannot replace %s: %s", path, strerror(-r));

@@ -126,9 +126,9 @@ else
 fi
 expect "--tradeoff runs" 0 "$drfctl" plan -c "$ex" --tradeoff
 # E1: FDS at beta 1 is CEEI's vertex (all memory used); at beta 100 near DRF's 77.8%.
-if grep -Eq '^fds +1 +0\.000 +0\.941 +100\.0% +100\.0%$' "$tmp/out" &&
-	grep -Eq '^fds +100 +-0\.990 +1\.000 +100\.0% +78\.1%$' "$tmp/out" &&
-	grep -Eq '^gfj +3 +-0\.667 +1\.000 ' "$tmp/out" &&
+if grep -Eq '^fds +1 +0 +0\.941 +100\.0% +100\.0%$' "$tmp/out" &&
+	grep -Eq '^fds +100 +-0\.99 +1\.000 +100\.0% +78\.1%$' "$tmp/out" &&
+	grep -Eq '^gfj +3 +-0\.6666666667 +1\.000 ' "$tmp/out" &&
 	grep -Eq '^drf +inf +-1 +1\.000 +100\.0% +77\.8%$' "$tmp/out" &&
 	grep -q "78.1% at beta 100 (DRF: 77.8%)" "$top/deploy/man/drfctl.8.scd"; then
 	ok "--tradeoff on E1: fds from the vertex at beta 1 to near DRF at 100, as drfctl(8) says"
@@ -213,6 +213,31 @@ if [ ! -e "$tmp/none.svg" ] && grep -q "gnuplot is not installed" "$tmp/err"; th
 	ok "no gnuplot: no file, and the package named"
 else
 	ko "no gnuplot"; cat "$tmp/err"
+fi
+# A gnuplot that exits 0 with nothing written, one that hangs past its minute is
+# not tried (a minute); a target that is not a regular file is refused whole.
+printf '#!/bin/sh\ncat >/dev/null\nexit 0\n' >"$tmp/badgp/gnuplot"
+expect "--svg with a gnuplot that writes nothing exits 1" 1 env PATH="$tmp/badgp:$PATH" "$drfctl" plan -c "$ex" --tradeoff --svg "$tmp/keep.svg"
+if [ "$(cat "$tmp/keep.svg")" = keep ] && grep -q "without a whole SVG" "$tmp/err"; then
+	ok "gnuplot's exit 0 without a picture: the file kept"
+else
+	ko "gnuplot's exit 0 without a picture"; cat "$tmp/err"
+fi
+ln -s keep.svg "$tmp/link.svg"
+expect "--svg onto a symlink exits 1" 1 "$drfctl" plan -c "$ex" --tradeoff --svg "$tmp/link.svg"
+if [ -L "$tmp/link.svg" ] && [ "$(cat "$tmp/keep.svg")" = keep ]; then
+	ok "--svg onto a symlink: the link and its target kept"
+else
+	ko "--svg onto a symlink"; ls -l "$tmp"
+fi
+# With stdin closed, the temporary file must not become gnuplot's stdin or stdout.
+rm -f "$tmp/closed.svg"
+"$drfctl" plan -c "$ex" --tradeoff --svg "$tmp/closed.svg" <&- >/dev/null 2>"$tmp/err"
+rc=$?
+if [ $rc -eq 0 ] && grep -q '</svg>' "$tmp/closed.svg"; then
+	ok "--svg with stdin closed: a whole picture"
+else
+	ko "--svg with stdin closed: exit $rc"; cat "$tmp/err"
 fi
 expect "--svg into a missing directory exits 1" 1 "$drfctl" plan -c "$ex" --tradeoff --svg "$tmp/no/such/dir.svg"
 expect "--svg without --tradeoff exits 64" 64 "$drfctl" plan -c "$ex" --svg "$tmp/x.svg"

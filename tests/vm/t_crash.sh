@@ -129,7 +129,7 @@ while [ $tries -lt 5 ]; do
 	p=$!
 	start=${EPOCHREALTIME/./}
 	seen=0
-	while [ $seen -eq 0 ] && [ $((${EPOCHREALTIME/./} - start)) -lt 60000000 ]; do
+	while [ $seen -eq 0 ] && [ $((${EPOCHREALTIME/./} - start)) -lt 60000000 ] && kill -0 $p 2>/dev/null; do
 		for fw in "${sample[@]}"; do
 			v=
 			read -r v <"${fw% *}"
