@@ -346,7 +346,7 @@ check-cli: $(BINS) layers $(BUILD)/tests/test_etcd
 	@echo "== tests/cli/test_metrics.sh"
 	@DRFD=$(abspath $(BUILD)/drfd) DRFCTL=$(abspath $(BUILD)/drfctl) tests/cli/test_metrics.sh
 	@echo "== tests/cli/test_etcd.sh"
-	@TEST_ETCD=$(abspath $(BUILD)/tests/test_etcd) tests/cli/test_etcd.sh
+	@TEST_ETCD=$(abspath $(BUILD)/tests/test_etcd) DRFCTL=$(abspath $(BUILD)/drfctl) tests/cli/test_etcd.sh
 	@echo "== tests/cli/test_fleet_etcd.sh"
 	@DRFCTL=$(abspath $(BUILD)/drfctl) tests/cli/test_fleet_etcd.sh
 

@@ -134,6 +134,8 @@ static int connect_etcd(const char *cmd, const struct etcd_opts *o, sd_event **r
 
 /* drfctl fleet apply. */
 
+#define RETRY_USEC (500 * DRF_USEC_PER_MSEC)
+
 struct apply_wait {
 	bool done;
 	int err;
@@ -209,28 +211,41 @@ int drfctl_fleet_apply(int argc, char **argv)
 		fprintf(stderr, "drfctl fleet apply: note: the %zu [server] sections of %s are not "
 			"applied: the fleet's servers are the drfd nodes that register\n",
 			fleet.n_servers, path);
-	r = drf_fleet_apply(e, o.prefix, fleet.cfg.tenants, fleet.cfg.n_tenants, apply_cb, &w);
-	if (r < 0) {
-		w.done = true;
-		w.err = r;
-		snprintf(w.msg, sizeof(w.msg), "%s", strerror(-r));
-	}
 	end = drf_mono_usec(&drf_clock_system) + DEADLINE_USEC;
-	while (!w.done) {
-		uint64_t t = drf_mono_usec(&drf_clock_system);
-
-		if (t >= end) {
-			w.err = -ETIMEDOUT;
-			snprintf(w.msg, sizeof(w.msg), "no answer within %llu s",
-				 DEADLINE_USEC / DRF_USEC_PER_SEC);
-			break;
-		}
-		r = sd_event_run(ev, end - t);
+	/*
+	 * -EAGAIN: every member said it has no leader (an election, after the
+	 * leader died); nothing was written. The whole apply (idempotent: it writes
+	 * what differs) is tried again every half second until the deadline.
+	 */
+	for (;;) {
+		w = (struct apply_wait){ 0 };
+		r = drf_fleet_apply(e, o.prefix, fleet.cfg.tenants, fleet.cfg.n_tenants, apply_cb,
+				    &w);
 		if (r < 0) {
+			w.done = true;
 			w.err = r;
 			snprintf(w.msg, sizeof(w.msg), "%s", strerror(-r));
-			break;
 		}
+		while (!w.done) {
+			uint64_t t = drf_mono_usec(&drf_clock_system);
+
+			if (t >= end) {
+				w.err = -ETIMEDOUT;
+				snprintf(w.msg, sizeof(w.msg), "no answer within %llu s",
+					 DEADLINE_USEC / DRF_USEC_PER_SEC);
+				break;
+			}
+			r = sd_event_run(ev, end - t);
+			if (r < 0) {
+				w.err = r;
+				snprintf(w.msg, sizeof(w.msg), "%s", strerror(-r));
+				break;
+			}
+		}
+		if (w.err != -EAGAIN || drf_mono_usec(&drf_clock_system) + RETRY_USEC >= end)
+			break;
+		fprintf(stderr, "drfctl fleet apply: %s; trying again\n", w.msg);
+		usleep(RETRY_USEC);
 	}
 	etcd_close(e); /* a call still pending ends here (its callback sees -ECANCELED) */
 	sd_event_unref(ev);

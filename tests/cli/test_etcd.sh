@@ -21,14 +21,17 @@
 #     watcher told;
 #   - a cluster of two members (elections in 0.5 s), one stopped by the
 #     test: a watch on the other, which lost its leader, is cancelled by etcd
-#     and ends as a broken stream, and resumes once a leader is back.
+#     and ends as a broken stream, and resumes once a leader is back; and
+#     `drfctl fleet apply` (with DRFCTL) while the cluster has no leader: it
+#     says so, tries again every half second, and is done once a leader is back.
 # etcd and etcdctl must be installed (deploy/install-deps.sh): without them
 # this test fails, it does not skip. etcd and the directory go on any exit.
-#   TEST_ETCD=.output/cc/tests/test_etcd tests/cli/test_etcd.sh
+#   TEST_ETCD=.output/cc/tests/test_etcd DRFCTL=.output/cc/drfctl tests/cli/test_etcd.sh
 # TEST_ETCD_RUNNER runs the binary under something, e.g.
 #   TEST_ETCD_RUNNER="valgrind -q --error-exitcode=99 --leak-check=full"
 set -u
 bin=${TEST_ETCD:?set TEST_ETCD to the test_etcd binary}
+drfctl=${DRFCTL:?set DRFCTL to the drfctl binary}
 read -r -a runner <<<"${TEST_ETCD_RUNNER:-}"
 etcd_test=test_etcd
 # shellcheck source=tests/cli/etcd_lib.sh
@@ -171,6 +174,24 @@ done
 if [ $up -eq 1 ]; then
 	run "a watch on a member that lost its leader" \
 		--endpoints "http://127.0.0.1:$c1,http://127.0.0.1:$c2" --no-leader "${pair_pids[1]}"
+	# An apply during an election: m2 stopped, m1 alone has no leader until m2
+	# goes on 3 s later. The apply must not give up meanwhile.
+	printf '[tenant web]\ntask-cpu = 1\ntask-memory = 1G\ntasks = 2\n' >"$work/fleet.conf"
+	kill -STOP "${pair_pids[1]}"
+	sleep 1.5
+	(sleep 3; kill -CONT "${pair_pids[1]}") &
+	cont=$!
+	"$drfctl" fleet apply -f "$work/fleet.conf" --endpoints "http://127.0.0.1:$c1" \
+		>"$work/apply.out" 2>"$work/apply.err"
+	rc=$?
+	wait "$cont"
+	got=$(etcdctl --endpoints "http://127.0.0.1:$c1,http://127.0.0.1:$c2" get --print-value-only \
+		/drfd/tenants/web 2>/dev/null)
+	if [ $rc -eq 0 ] && grep -q "gRPC code 14); trying again" "$work/apply.err" && [ -n "$got" ]; then
+		ok "fleet apply while the cluster has no leader: tried again, exit 0 once it has one"
+	else
+		ko "fleet apply without a leader: exit $rc, web ${got:-absent}: $(cat "$work/apply.err")"
+	fi
 else
 	ko "a cluster of two members up"
 	tail -n 5 "$work/m1.log" "$work/m2.log"

@@ -300,7 +300,7 @@ rc=$?
 extra_placed() { [ "$(ask tasks a b c)" = 9 ]; }
 t=$(wait_until 30 extra_placed)
 check etcd-member-lost "[ $rc -eq 0 ] && [ '$t' != timeout ]" \
-	"e3 killed: apply exit $rc, 9 tasks placed after $t s"
+	"e3 killed: apply exit $rc, 9 tasks placed after $t s; apply said: $(head -c 300 "$work/apply2.out" | tr '\n' ' ')"
 
 # Fault 4: etcd gone; every node keeps its assignment and says etcd is unreachable.
 rev_a=$(ask rev a)
