@@ -213,9 +213,10 @@ int drfctl_fleet_apply(int argc, char **argv)
 			fleet.n_servers, path);
 	end = drf_mono_usec(&drf_clock_system) + DEADLINE_USEC;
 	/*
-	 * -EAGAIN: every member said it has no leader (an election, after the
-	 * leader died); nothing was written. The whole apply (idempotent: it writes
-	 * what differs) is tried again every half second until the deadline.
+	 * -EAGAIN: etcd is electing a leader ("no leader", "leader changed": gRPC
+	 * code 14). The write may or may not have been made; the whole apply reads
+	 * again and writes only what differs, so it is tried again every half
+	 * second until the deadline.
 	 */
 	for (;;) {
 		w = (struct apply_wait){ 0 };

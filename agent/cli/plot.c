@@ -38,8 +38,14 @@ static void put_quoted(FILE *f, const char *s)
 	}
 }
 
-/* A data block of the rows of policy pol (off: of the lambda sweep at beta), in columns
- * beta, lambda, jain, each resource's utilization, and their mean. */
+/* Whether row r is of policy pol's sweep on the line (off false) or, off it, at beta. */
+static bool row_of(const struct drf_tradeoff_row *r, int pol, bool off, double beta)
+{
+	return r->policy == pol && r->off_sweep == off && !r->gave_up && (!off || r->beta == beta);
+}
+
+/* A data block of those rows, in columns beta, lambda, jain, each resource's
+ * utilization, and their mean. */
 static void put_block(FILE *f, const char *name, const struct drf_tradeoff *t, int pol, bool off,
 		      double beta)
 {
@@ -47,8 +53,7 @@ static void put_block(FILE *f, const char *name, const struct drf_tradeoff *t, i
 	for (size_t i = 0; i < t->n; i++) {
 		const struct drf_tradeoff_row *r = &t->rows[i];
 
-		if (r->policy != pol || r->off_sweep != off || r->gave_up ||
-		    (off && r->beta != beta))
+		if (!row_of(r, pol, off, beta))
 			continue;
 		fprintf(f, "%.17g %.17g %.17g", r->beta, r->lambda, r->met.jain);
 		for (int k = 0; k < t->m; k++)
@@ -61,8 +66,7 @@ static void put_block(FILE *f, const char *name, const struct drf_tradeoff *t, i
 static bool has_rows(const struct drf_tradeoff *t, int pol, bool off, double beta)
 {
 	for (size_t i = 0; i < t->n; i++)
-		if (t->rows[i].policy == pol && t->rows[i].off_sweep == off && !t->rows[i].gave_up &&
-		    (!off || t->rows[i].beta == beta))
+		if (row_of(&t->rows[i], pol, off, beta))
 			return true;
 	return false;
 }

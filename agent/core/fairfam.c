@@ -119,25 +119,29 @@ int drf_family_check(double beta, double lambda, const char **ret_why)
 	return why ? -EDOM : 0;
 }
 
-void drf_family_of(const struct drf_problem *p, double *ret_beta, double *ret_lambda)
+void drf_family_resolve(const struct drf_family *fam, double *ret_beta, double *ret_lambda)
 {
-	if (p->family.beta != 0) {
-		*ret_beta = p->family.beta;
-		*ret_lambda = p->family.lambda;
+	if (fam->beta != 0) {
+		*ret_beta = fam->beta;
+		*ret_lambda = fam->lambda;
 	} else {
 		*ret_beta = DRF_FAMILY_BETA_DEFAULT;
 		*ret_lambda = drf_family_alpha_lambda(DRF_FAMILY_BETA_DEFAULT);
 	}
 }
 
+void drf_family_of(const struct drf_problem *p, double *ret_beta, double *ret_lambda)
+{
+	drf_family_resolve(&p->family, ret_beta, ret_lambda);
+}
+
 const char *drf_policy_label(int policy, const struct drf_family *fam, char *buf, size_t len)
 {
-	struct drf_problem p = { .family = *fam };
 	double beta, lambda;
 
 	if (policy != DRF_POLICY_FDS && policy != DRF_POLICY_GFJ)
 		return drf_policy_name(policy);
-	drf_family_of(&p, &beta, &lambda);
+	drf_family_resolve(fam, &beta, &lambda);
 	snprintf(buf, len, "%s(beta=%g,lambda=%g)", drf_policy_name(policy), beta, lambda);
 	return buf;
 }

@@ -57,7 +57,9 @@ double drf_family_alpha_lambda(double beta);
  */
 int drf_family_check(double beta, double lambda, const char **ret_why);
 
-/* The parameters a problem asks for: p->family, or (beta 0) beta 2 on the alpha-fair line. */
+/* The parameters fam asks for: its own, or (beta 0) beta 2 on the alpha-fair line. */
+void drf_family_resolve(const struct drf_family *fam, double *ret_beta, double *ret_lambda);
+/* The same for p->family. */
 void drf_family_of(const struct drf_problem *p, double *ret_beta, double *ret_lambda);
 
 /*

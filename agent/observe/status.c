@@ -22,12 +22,11 @@ enum knob_state { KS_OK, KS_DRIFT, KS_RETRYING, KS_WAITING, KS_UNREAD };
 
 void drf_status_family_json(json_object *o, const struct drf_config *cfg)
 {
-	struct drf_problem p = { .family = cfg->family };
 	double beta, lambda;
 
 	if (cfg->policy != DRF_POLICY_FDS && cfg->policy != DRF_POLICY_GFJ)
 		return;
-	drf_family_of(&p, &beta, &lambda);
+	drf_family_resolve(&cfg->family, &beta, &lambda);
 	drf_json_set_num(o, "beta", beta);
 	drf_json_set_num(o, "lambda", lambda);
 }
