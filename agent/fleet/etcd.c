@@ -440,6 +440,7 @@ struct call {
 	bool ended;               /* a watch: etcd ended it (its END is queued) */
 	bool token_refused;       /* a watch: refused for its token before any event */
 	bool no_leader;           /* a watch: refused by a member without a leader, at once */
+	bool unavailable;         /* a member said it has no leader (gRPC 14): kept across endpoints */
 	sd_event_source *first;   /* a watch: its share of the timeout for a first answer */
 	int feed_err;             /* the answer could not be kept, or did not parse */
 	/* State */
@@ -966,7 +967,9 @@ static void unary_finished(struct client *c, struct call *k, CURLcode res)
 	int code, r;
 
 	if (res != CURLE_OK) {
-		if (unreached(k, res) && failover(c, k))
+		bool away = unreached(k, res);
+
+		if (away && failover(c, k))
 			return;
 		if (res == CURLE_OPERATION_TIMEDOUT) {
 			/* It took the request and did not answer: sent elsewhere if it may be. */
@@ -977,6 +980,9 @@ static void unary_finished(struct client *c, struct call *k, CURLcode res)
 		r = curl_errno(res);
 		if (res == CURLE_WRITE_ERROR && k->feed_err)
 			r = k->feed_err;
+		/* The last endpoint away, but another had no leader: the cluster is electing. */
+		if (away && k->unavailable)
+			r = -EAGAIN;
 		call_done(c, k, r, curl_msg(k, res));
 		goto auth;
 	}
@@ -996,6 +1002,8 @@ static void unary_finished(struct client *c, struct call *k, CURLcode res)
 			json_object_put(o);
 			return;
 		}
+		if (code == 14)
+			k->unavailable = true;
 		if (code == 14 && failover(c, k)) {
 			json_object_put(o);
 			return;
