@@ -229,20 +229,23 @@ test_limit3() {
 # share mode, weights 1:2:3, all backlogged: split 1:2:3 within 5%; c goes idle,
 # a and b take the link (1:2) within 2 s; c comes back, 1:2:3 again within 2 s.
 # iperf3 makes the load; the split is measured in the tenants' classes' byte
-# counters (tc -s class), sampled at the same instants for all three, which
-# the clients' own clocks are not.
+# counters (tc -s class), sampled every quarter second at the same instants for
+# all three, which the clients' own clocks are not. The windows after c stops
+# and after it starts again begin 2 s after its class's counter says so (a
+# client starts a second or so late under TCG, and so stops late).
 class_bytes() { # prints "MINOR BYTES" for every class
 	tc -n "$nsA" -s class show dev va |
 		awk '$1 == "class" { id = $3 } $1 == "Sent" { split(id, h, ":"); print h[2], $2 }'
 }
 
-# at SECONDS: sleeps until that many seconds after $t0, then samples the classes
-at() {
-	local now
-	now=$(date +%s.%N)
-	sleep "$(awk -v t0="$t0" -v n="$now" -v at="$1" 'BEGIN { d = t0 + at - n; print (d > 0 ? d : 0) }')"
-	class_bytes >"$work/cls.$1"
-	date +%s.%N >"$work/cls.$1.t"
+# appends "TIME MINOR BYTES" for every class to FILE, every quarter second,
+# until SECS after T0
+sample_classes() { # FILE T0 SECS
+	local t
+	while t=$(date +%s.%N) && awk -v t="$t" -v e="$2" -v s="$3" 'BEGIN { exit !(t < e + s) }'; do
+		class_bytes | sed "s/^/$t /" >>"$1"
+		sleep 0.25
+	done
 }
 
 test_share() {
@@ -254,48 +257,72 @@ test_share() {
 		python3 -c "import json,sys; [print(t['name'], t['net']['class'].split(':')[1]) for t in json.load(sys.stdin)['tenants']]" \
 			>"$work/minors"
 	t0=$(date +%s.%N)
+	: >"$work/cls"
+	sample_classes "$work/cls" "$t0" 26 &
 	# Four streams each, to keep every class backlogged.
-	client a 5201 24 -P 4
-	client b 5202 24 -P 4
+	client a 5201 27 -P 4
+	client b 5202 27 -P 4
 	client c 5203 12 -P 4
-	at 3
-	at 11
-	at 14
-	at 17.5
+	sleep "$(awk -v t0="$t0" -v n="$(date +%s.%N)" 'BEGIN { d = t0 + 18.5 - n; print (d > 0 ? d : 0) }')"
 	client c 5204 7 -P 4
-	at 19.5
-	at 23.5
 	wait_clients
 	stop_drfd
-	r=$(python3 - "$work" "$GOODPUT" "$scale" <<'PY'
+	r=$(python3 - "$work" "$t0" "$scale" <<'PY'
 import sys
-w, gp, scale = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+w, t0, scale = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
 minor = dict(l.split() for l in open(w + "/minors"))
-def snap(at):
-    b = dict((k, int(v)) for k, v in (l.split() for l in open(f"{w}/cls.{at}")))
-    return b, float(open(f"{w}/cls.{at}.t").read())
-def rates(lo, hi):  # Mbit/s on the wire per tenant between two samples
-    (b1, t1), (b2, t2) = snap(lo), snap(hi)
-    return {n: (b2[m] - b1[m]) * 8 / (t2 - t1) / 1e6 for n, m in minor.items()}
+snaps = {}  # time since t0 -> {minor: bytes}
+for l in open(w + "/cls"):
+    t, m, b = l.split()
+    snaps.setdefault(float(t) - t0, {})[m] = int(b)
+times = sorted(t for t in snaps if all(m in snaps[t] for m in minor.values()))
+def rates(lo, hi):  # Mbit/s on the wire per tenant, first sample at or after lo to last at or before hi
+    t1 = min(t for t in times if t >= lo)
+    t2 = max(t for t in times if t <= hi)
+    return {n: (snaps[t2][m] - snaps[t1][m]) * 8 / (t2 - t1) / 1e6 for n, m in minor.items()}
 def split(r, names):
     tot = sum(r[n] for n in names)
     return [r[n] / tot if tot else 0 for n in names]
 def near(got, want, tol=0.05):
     return all(abs(g - e) <= tol * e for g, e in zip(got, want))
+c = minor["c"]
+def moved(i):  # bytes c's class sent between sample i-1 and i
+    return snaps[times[i]][c] - snaps[times[i - 1]][c]
+link = 100 * scale
 r1 = rates(3, 11)
 s1 = split(r1, "abc")
-r2 = rates(14, 17.5)
-link = 100 * scale
-s2 = split(r2, "ab")
-ok2 = r2["a"] + r2["b"] >= 0.95 * link and near(s2, (1/3, 2/3))
-r3 = rates(19.5, 23.5)
-s3 = split(r3, "abc")
-print(int(near(s1, (1/6, 2/6, 3/6))), int(ok2), int(near(s3, (1/6, 2/6, 3/6))),
+# c's client ran 12 s, started again at 18.5 s: it stopped at the first sample
+# after which its class sent under 2% of its backlogged rate, and started again
+# at the first sample after 18.5 s at which it sent more than that
+quiet = r1["c"] * 1e6 / 8 * 0.25 * 0.02
+stop = next((times[i - 1] for i in range(1, len(times))
+             if 11 < times[i] < 18.5 and moved(i) < quiet), None)
+back = next((times[i - 1] for i in range(1, len(times))
+             if times[i - 1] >= 18.5 and moved(i) > quiet), None)
+ok2 = ok3 = 0
+d2 = d3 = "c did not stop after 11 s" if stop is None else ""
+if stop is not None:
+    if stop + 2 + 2 > 18.5:
+        d2 = "c stopped at %.1f s, too late for 2 s of window before 18.5 s" % stop
+    else:
+        r2 = rates(stop + 2, 18.5)
+        s2 = split(r2, "ab")
+        ok2 = int(r2["a"] + r2["b"] >= 0.95 * link and near(s2, (1/3, 2/3)))
+        d2 = ("c idle from %.1f s, %.1f-18.5 s: a %.1f + b %.1f = %.1f of the link's %.1f Mbit/s, "
+              "split %.3f:%.3f (want 1/3:2/3)"
+              % (stop, stop + 2, r2["a"], r2["b"], r2["a"] + r2["b"], link, *s2))
+    if back is None:
+        d3 = "c did not start again after 18.5 s"
+    elif back + 2 + 2 > 25.5:
+        d3 = "c started again at %.1f s, too late for 2 s of window before 25.5 s" % back
+    else:
+        s3 = split(rates(back + 2, 25.5), "abc")
+        ok3 = int(near(s3, (1/6, 2/6, 3/6)))
+        d3 = ("c back at %.1f s, %.1f-25.5 s: split %.3f:%.3f:%.3f"
+              % (back, back + 2, *s3))
+print(int(near(s1, (1/6, 2/6, 3/6))), ok2, ok3,
       "all backlogged, 3-11 s: a %.1f b %.1f c %.1f Mbit/s, split %.3f:%.3f:%.3f (want 1/6:2/6:3/6);"
-      % (r1["a"], r1["b"], r1["c"], *s1),
-      "c idle from 12 s, 14-17.5 s: a %.1f + b %.1f = %.1f of the link's %.1f Mbit/s, split %.3f:%.3f (want 1/3:2/3);"
-      % (r2["a"], r2["b"], r2["a"] + r2["b"], link, *s2),
-      "c back at 17.5 s, 19.5-23.5 s: split %.3f:%.3f:%.3f" % tuple(s3))
+      % (r1["a"], r1["b"], r1["c"], *s1), d2 + ";", d3)
 PY
 )
 	read -r s1 s2 s3 detail <<<"$r"
