@@ -31,9 +31,16 @@ results=${NET_RESULTS:-/dev/null}
 pass=0 failed=0
 GOODPUT=$(awk 'BEGIN { printf "%.6f", 1448 / 1514 }')
 
+# NET_TIMES: a file for "NAME SECONDS" at each result, seconds since the start
+times=${NET_TIMES:-/dev/null}
+t0_us=${EPOCHREALTIME/./}
 say() { echo "$*" | tee -a "$results"; }
-ok() { pass=$((pass + 1)); say "PASS $1: $2"; }
-ko() { failed=$((failed + 1)); say "FAIL $1: $2"; }
+stamp() {
+	local d=$(((${EPOCHREALTIME/./} - t0_us) / 100000))
+	echo "$1 $((d / 10)).$((d % 10))" >>"$times"
+}
+ok() { pass=$((pass + 1)); say "PASS $1: $2"; stamp "$1"; }
+ko() { failed=$((failed + 1)); say "FAIL $1: $2"; stamp "$1"; }
 check() { if eval "$2"; then ok "$1" "$3"; else ko "$1" "$3"; fi; }
 
 skip_all() {
@@ -238,43 +245,51 @@ class_bytes() { # prints "MINOR BYTES" for every class
 		awk '$1 == "class" { id = $3 } $1 == "Sent" { split(id, h, ":"); print h[2], $2 }'
 }
 
-# appends "TIME MINOR BYTES" for every class to FILE, every quarter second,
-# until SECS after T0
-sample_classes() { # FILE T0 SECS
-	local t
-	while t=$(date +%s.%N) && awk -v t="$t" -v e="$2" -v s="$3" 'BEGIN { exit !(t < e + s) }'; do
-		class_bytes | sed "s/^/$t /" >>"$1"
+# appends "TIME SPREAD MINOR BYTES" for every class to FILE, every quarter
+# second, until the clock reads END (microseconds): TIME is halfway between the
+# clock read before tc and after it, SPREAD the time tc took (a sample that took
+# more than twice the median is left out: in a busy VM, tc may wait a few tenths)
+sample_classes() { # FILE END
+	local t1 t2
+	while t1=${EPOCHREALTIME/./} && [ "$t1" -lt "$2" ]; do
+		class_bytes >"$1.one"
+		t2=${EPOCHREALTIME/./}
+		sed "s/^/$(((t1 + t2) / 2)) $((t2 - t1)) /" "$1.one" >>"$1"
 		sleep 0.25
 	done
 }
 
 test_share() {
-	local r t0
+	local r t0 d
 	write_conf share "net-rate = $(mbit 90)\nnet-link-rate = $(mbit 100)" "a weight=1" \
 		"b weight=2" "c weight=3"
 	start_drfd || { ko share "drfd did not start: $(tail -3 "$work/drfd.log")"; return; }
 	"$drfctl" status -c "$work/drfd.conf" --json |
 		python3 -c "import json,sys; [print(t['name'], t['net']['class'].split(':')[1]) for t in json.load(sys.stdin)['tenants']]" \
 			>"$work/minors"
-	t0=$(date +%s.%N)
+	t0=${EPOCHREALTIME/./}
 	: >"$work/cls"
-	sample_classes "$work/cls" "$t0" 26 &
+	sample_classes "$work/cls" $((t0 + 29000000)) &
 	# Four streams each, to keep every class backlogged.
-	client a 5201 27 -P 4
-	client b 5202 27 -P 4
+	client a 5201 30 -P 4
+	client b 5202 30 -P 4
 	client c 5203 12 -P 4
-	sleep "$(awk -v t0="$t0" -v n="$(date +%s.%N)" 'BEGIN { d = t0 + 18.5 - n; print (d > 0 ? d : 0) }')"
-	client c 5204 7 -P 4
+	d=$((t0 + 20500000 - ${EPOCHREALTIME/./}))
+	[ "$d" -gt 0 ] && sleep "$((d / 1000000)).$(printf %06d $((d % 1000000)))"
+	client c 5204 8 -P 4
 	wait_clients
 	stop_drfd
 	r=$(python3 - "$work" "$t0" "$scale" <<'PY'
 import sys
-w, t0, scale = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+w, t0, scale = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
 minor = dict(l.split() for l in open(w + "/minors"))
-snaps = {}  # time since t0 -> {minor: bytes}
-for l in open(w + "/cls"):
-    t, m, b = l.split()
-    snaps.setdefault(float(t) - t0, {})[m] = int(b)
+rows = [l.split() for l in open(w + "/cls")]
+spreads = sorted(int(r[1]) for r in rows)
+slow = 2 * spreads[len(spreads) // 2]
+snaps = {}  # seconds since t0 -> {minor: bytes}, of the samples tc took under twice its median to read
+for t, spread, m, b in rows:
+    if int(spread) <= slow:
+        snaps.setdefault((int(t) - t0) / 1e6, {})[m] = int(b)
 times = sorted(t for t in snaps if all(m in snaps[t] for m in minor.values()))
 def rates(lo, hi):  # Mbit/s on the wire per tenant, first sample at or after lo to last at or before hi
     t1 = min(t for t in times if t >= lo)
@@ -291,38 +306,39 @@ def moved(i):  # bytes c's class sent between sample i-1 and i
 link = 100 * scale
 r1 = rates(3, 11)
 s1 = split(r1, "abc")
-# c's client ran 12 s, started again at 18.5 s: it stopped at the first sample
+# c's client ran 12 s, started again at 20.5 s: it stopped at the first sample
 # after which its class sent under 2% of its backlogged rate, and started again
-# at the first sample after 18.5 s at which it sent more than that
+# at the first sample after 20.5 s at which it sent more than that
 quiet = r1["c"] * 1e6 / 8 * 0.25 * 0.02
 stop = next((times[i - 1] for i in range(1, len(times))
-             if 11 < times[i] < 18.5 and moved(i) < quiet), None)
+             if 11 < times[i] < 20.5 and moved(i) < quiet), None)
 back = next((times[i - 1] for i in range(1, len(times))
-             if times[i - 1] >= 18.5 and moved(i) > quiet), None)
+             if times[i - 1] >= 20.5 and moved(i) > quiet), None)
 ok2 = ok3 = 0
 d2 = d3 = "c did not stop after 11 s" if stop is None else ""
 if stop is not None:
-    if stop + 2 + 2 > 18.5:
-        d2 = "c stopped at %.1f s, too late for 2 s of window before 18.5 s" % stop
+    if stop + 2 + 3 > 20.5:
+        d2 = "c stopped at %.1f s, too late for 3 s of window before 20.5 s" % stop
     else:
-        r2 = rates(stop + 2, 18.5)
+        r2 = rates(stop + 2, 20.5)
         s2 = split(r2, "ab")
         ok2 = int(r2["a"] + r2["b"] >= 0.95 * link and near(s2, (1/3, 2/3)))
-        d2 = ("c idle from %.1f s, %.1f-18.5 s: a %.1f + b %.1f = %.1f of the link's %.1f Mbit/s, "
+        d2 = ("c idle from %.1f s, %.1f-20.5 s: a %.1f + b %.1f = %.1f of the link's %.1f Mbit/s, "
               "split %.3f:%.3f (want 1/3:2/3)"
               % (stop, stop + 2, r2["a"], r2["b"], r2["a"] + r2["b"], link, *s2))
     if back is None:
-        d3 = "c did not start again after 18.5 s"
-    elif back + 2 + 2 > 25.5:
-        d3 = "c started again at %.1f s, too late for 2 s of window before 25.5 s" % back
+        d3 = "c did not start again after 20.5 s"
+    elif back + 2 + 3 > 28:
+        d3 = "c started again at %.1f s, too late for 3 s of window before 28 s" % back
     else:
-        s3 = split(rates(back + 2, 25.5), "abc")
+        s3 = split(rates(back + 2, 28), "abc")
         ok3 = int(near(s3, (1/6, 2/6, 3/6)))
-        d3 = ("c back at %.1f s, %.1f-25.5 s: split %.3f:%.3f:%.3f"
+        d3 = ("c back at %.1f s, %.1f-28 s: split %.3f:%.3f:%.3f"
               % (back, back + 2, *s3))
 print(int(near(s1, (1/6, 2/6, 3/6))), ok2, ok3,
-      "all backlogged, 3-11 s: a %.1f b %.1f c %.1f Mbit/s, split %.3f:%.3f:%.3f (want 1/6:2/6:3/6);"
-      % (r1["a"], r1["b"], r1["c"], *s1), d2 + ";", d3)
+      "all backlogged, 3-11 s: a %.1f b %.1f c %.1f Mbit/s, split %.3f:%.3f:%.3f (want 1/6:2/6:3/6,"
+      " %d samples, tc's median read %.0f ms);"
+      % (r1["a"], r1["b"], r1["c"], *s1, len(times), slow / 2e3), d2 + ";", d3)
 PY
 )
 	read -r s1 s2 s3 detail <<<"$r"

@@ -21,10 +21,22 @@ vm_setup() {
 	echo "+cpu +memory +io +pids" >$CG/cgroup.subtree_control
 }
 
+# when the test started, in microseconds (no fork: bash's EPOCHREALTIME)
+T0_US=${EPOCHREALTIME/./}
+
+# seconds since the test started, to a tenth, as "NAME 12.3" in $R/times.txt:
+# tests/vm/run.sh prints them beside the results, so that a log tells where the
+# time went
+stamp() { # NAME
+	local d=$(((${EPOCHREALTIME/./} - T0_US) / 100000))
+	echo "$1 $((d / 10)).$((d % 10))" >>"$R/times.txt"
+}
+
 result() { # STATUS NAME DETAIL...
 	local st=$1 name=$2
 	shift 2
 	echo "$st $name: $*" | tee -a "$R/results.txt"
+	stamp "$name"
 }
 
 # check NAME COND-COMMAND DETAIL: PASS if the command succeeds.

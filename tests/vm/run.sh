@@ -173,6 +173,7 @@ for t in "${tests[@]}"; do
 		SKIP*) skipped=$((skipped + 1)) ;;
 		esac
 	done <"$res/results.txt"
+	[ -s "$res/times.txt" ] && echo "    seconds at each result: $(awk '{ printf "%s%s %s", (NR > 1 ? ", " : ""), $1, $2 }' "$res/times.txt")"
 	if [ "$(cat "$res/exit-status" 2>/dev/null)" != 0 ]; then
 		echo "FAIL $t: the test script did not finish cleanly; its console:"
 		tail -n 30 "$res/console.log" | sed 's/^/    /'
