@@ -394,7 +394,7 @@ VM_ALL := $(sort $(basename $(notdir $(wildcard tests/vm/t_*.sh))))
 check-all:
 	$(call STAMP,gcc build and the package)
 	$(MAKE) -j$(NPROC) check-build deb CC=gcc
-	$(call STAMP,two queues; t_systemd's VM beside them)
+	$(call STAMP,two queues and the VM of t_systemd beside them)
 	@rc=0; \
 	setsid $(MAKE) --no-print-directory check-vm CC=gcc VM_TESTS=t_systemd >.output/vm-systemd.log 2>&1 & vm=$$!; \
 	$(MAKE) -j2 -Orecurse check-all-gcc check-all-clang || rc=$$?; \
