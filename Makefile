@@ -379,36 +379,21 @@ valgrind-%: $(BUILD)/tests/%
 
 # Every test: the unit and CLI tests built by gcc, and again by clang with
 # AddressSanitizer and UndefinedBehaviorSanitizer; the rest once each. The gcc
-# build and the Debian package first, with every CPU; then two queues side by
-# side: gcc's tests, and clang's build and tests (many tests wait on timers and
-# sockets, which leaves CPU for the other build; the tests within a queue run
-# one at a time; -Orecurse prints each step whole, as it ends); then the other
-# VM tests, which take both CPUs themselves. t_systemd's VM (systemd as PID 1,
-# about 15 minutes under TCG, mostly waiting on its own guest) boots with the
-# queues, under nice 10, and goes on beside the other VM tests: they no longer
-# share the CPUs with it for the whole of their run. Each step's start is
-# stamped (STAMP), so that a CI log tells where the time went; t_systemd's
-# results come last.
+# build first, with every CPU; then two queues side by side: gcc's tests, and
+# clang's build and tests (many tests wait on timers and sockets, which leaves
+# CPU for the other build; the tests within a queue run one at a time;
+# -Orecurse prints each step whole, as it ends); then the VM tests, which take
+# both CPUs themselves. Each step's start is stamped (STAMP), so that a CI log
+# tells where the time went.
 STAMP = @date -u +'=== %T $@: $(1)'
-VM_ALL := $(sort $(basename $(notdir $(wildcard tests/vm/t_*.sh))))
 check-all:
-	$(call STAMP,gcc build and the package)
-	$(MAKE) -j$(NPROC) check-build deb CC=gcc
-	$(call STAMP,two queues and the VM of t_systemd beside them)
-	@rc=0; \
-	setsid $(MAKE) --no-print-directory check-vm CC=gcc VM_TESTS=t_systemd >.output/vm-systemd.log 2>&1 & vm=$$!; \
-	$(MAKE) -j2 -Orecurse check-all-gcc check-all-clang || rc=$$?; \
-	if [ $$rc -eq 0 ]; then \
-		date -u +'=== %T $@: the other VM tests'; \
-		$(MAKE) check-vm CC=gcc VM_TESTS="$(filter-out t_systemd,$(VM_ALL))" || rc=$$?; \
-	else \
-		pkill -TERM -s $$vm; \
-	fi; \
-	wait $$vm || { [ $$rc -ne 0 ] || rc=1; }; \
-	date -u +'=== %T $@: t_systemd (its VM booted with the queues)'; \
-	cat .output/vm-systemd.log; \
-	date -u +'=== %T $@: done'; \
-	exit $$rc
+	$(call STAMP,gcc build)
+	$(MAKE) -j$(NPROC) check-build CC=gcc
+	$(call STAMP,two queues)
+	$(MAKE) -j2 -Orecurse check-all-gcc check-all-clang
+	$(call STAMP,vm)
+	$(MAKE) check-vm CC=gcc
+	$(call STAMP,done)
 
 check-all-gcc:
 	$(call STAMP,tests)

@@ -17,8 +17,9 @@ drf.slice (share mode; cpu 2, memory 1G, vda read/write 100M/s)   drfd --foregro
  '- B   busy loops
 expect: on-CPU time (se.sum_exec_runtime) = cpu.stat usage_usec within 2%;
         IO bytes (block_rq_issue) = io.stat within 5%, direct and buffered writes,
-        direct reads; run-queue wait of A and B high when both loop on CPU 0,
-        near zero when each has its own CPU; a restart (SIGTERM, SIGKILL) adopts
+        direct reads; run-queue wait of A and B high when both loop on CPU 0
+        (over 0.3 s/s), low when each has its own CPU (under 0.1 s/s: the guest's
+        own processes and a busy host's TCG make 0.03-0.05); a restart (SIGTERM, SIGKILL) adopts
         the pinned probes: the counts go on, one set of pins; exited tasks leave
         no entries; a recreated cgroup is counted again
 DIAGRAM
@@ -116,8 +117,8 @@ shr_a=$(rq "$work/c2" "$work/c3" A) shr_b=$(rq "$work/c2" "$work/c3" B)
 check runq-wait-rises-when-shared \
 	"$PY -c 'import sys; sys.exit(0 if min($shr_a, $shr_b) > 0.3 else 1)'" \
 	"both on CPU 0: A waits $(printf %.3f "$shr_a"), B $(printf %.3f "$shr_b") s/s"
-check runq-wait-near-zero-when-own-cpu \
-	"$PY -c 'import sys; sys.exit(0 if max($own_a, $own_b) < 0.05 else 1)'" \
+check runq-wait-low-when-own-cpu \
+	"$PY -c 'import sys; sys.exit(0 if max($own_a, $own_b) < 0.1 else 1)'" \
 	"each on its own CPU: A waits $(printf %.4f "$own_a"), B $(printf %.4f "$own_b") s/s"
 
 # IO: direct writes and reads on the raw disk, then buffered writes through ext4.
