@@ -238,8 +238,8 @@ test_limit3() {
 # iperf3 makes the load; the split is measured in the tenants' classes' byte
 # counters (tc -s class), sampled every quarter second at the same instants for
 # all three, which the clients' own clocks are not. The windows after c stops
-# and after it starts again begin 2 s after its class's counter says so (a
-# client starts a second or so late under TCG, and so stops late).
+# (5 s) and after it starts again begin 2 s after its class's counter says so (a
+# client starts one to three seconds late under TCG, and so stops late).
 class_bytes() { # prints "MINOR BYTES" for every class
 	tc -n "$nsA" -s class show dev va |
 		awk '$1 == "class" { id = $3 } $1 == "Sent" { split(id, h, ":"); print h[2], $2 }'
@@ -260,7 +260,7 @@ sample_classes() { # FILE END
 }
 
 test_share() {
-	local r t0 d
+	local r t0 again
 	write_conf share "net-rate = $(mbit 90)\nnet-link-rate = $(mbit 100)" "a weight=1" \
 		"b weight=2" "c weight=3"
 	start_drfd || { ko share "drfd did not start: $(tail -3 "$work/drfd.log")"; return; }
@@ -269,19 +269,22 @@ test_share() {
 			>"$work/minors"
 	t0=${EPOCHREALTIME/./}
 	: >"$work/cls"
-	sample_classes "$work/cls" $((t0 + 29000000)) &
-	# Four streams each, to keep every class backlogged.
-	client a 5201 30 -P 4
-	client b 5202 30 -P 4
+	sample_classes "$work/cls" $((t0 + 31000000)) &
+	# Four streams each, to keep every class backlogged. c's first client
+	# runs 12 s; its second starts 7 s after the first ended.
+	client a 5201 31 -P 4
+	client b 5202 31 -P 4
 	client c 5203 12 -P 4
-	d=$((t0 + 20500000 - ${EPOCHREALTIME/./}))
-	[ "$d" -gt 0 ] && sleep "$((d / 1000000)).$(printf %06d $((d % 1000000)))"
+	wait $!
+	sleep 7
+	again=${EPOCHREALTIME/./}
 	client c 5204 8 -P 4
 	wait_clients
 	stop_drfd
-	r=$(python3 - "$work" "$t0" "$scale" <<'PY'
+	r=$(python3 - "$work" "$t0" "$scale" "$again" <<'PY'
 import sys
 w, t0, scale = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+again = (int(sys.argv[4]) - t0) / 1e6  # seconds at which c's second client started
 minor = dict(l.split() for l in open(w + "/minors"))
 rows = [l.split() for l in open(w + "/cls")]
 spreads = sorted(int(r[1]) for r in rows)
@@ -306,35 +309,37 @@ def moved(i):  # bytes c's class sent between sample i-1 and i
 link = 100 * scale
 r1 = rates(3, 11)
 s1 = split(r1, "abc")
-# c's client ran 12 s, started again at 20.5 s: it stopped at the first sample
-# after which its class sent under 2% of its backlogged rate, and started again
-# at the first sample after 20.5 s at which it sent more than that
+# c stopped at the first sample after which its class sent under 2% of its
+# backlogged rate, and started again at the first sample after its second
+# client started at which it sent more than that
 quiet = r1["c"] * 1e6 / 8 * 0.25 * 0.02
 stop = next((times[i - 1] for i in range(1, len(times))
-             if 11 < times[i] < 20.5 and moved(i) < quiet), None)
+             if 11 < times[i] < again and moved(i) < quiet), None)
 back = next((times[i - 1] for i in range(1, len(times))
-             if times[i - 1] >= 20.5 and moved(i) > quiet), None)
+             if times[i - 1] >= again and moved(i) > quiet), None)
 ok2 = ok3 = 0
 d2 = d3 = "c did not stop after 11 s" if stop is None else ""
 if stop is not None:
-    if stop + 2 + 3 > 20.5:
-        d2 = "c stopped at %.1f s, too late for 3 s of window before 20.5 s" % stop
+    if stop + 2 + 3 > again:
+        d2 = "c stopped at %.1f s, too late for 3 s of window before %.1f s" % (stop, again)
     else:
-        r2 = rates(stop + 2, 20.5)
+        r2 = rates(stop + 2, again)
         s2 = split(r2, "ab")
         ok2 = int(r2["a"] + r2["b"] >= 0.95 * link and near(s2, (1/3, 2/3)))
-        d2 = ("c idle from %.1f s, %.1f-20.5 s: a %.1f + b %.1f = %.1f of the link's %.1f Mbit/s, "
+        d2 = ("c idle from %.1f s, %.1f-%.1f s: a %.1f + b %.1f = %.1f of the link's %.1f Mbit/s, "
               "split %.3f:%.3f (want 1/3:2/3)"
-              % (stop, stop + 2, r2["a"], r2["b"], r2["a"] + r2["b"], link, *s2))
+              % (stop, stop + 2, again, r2["a"], r2["b"], r2["a"] + r2["b"], link, *s2))
+    # c's second client runs 8 s: the window ends 6 s after it came back
+    end = min(times[-1], 30, (back or 0) + 6)
     if back is None:
-        d3 = "c did not start again after 20.5 s"
-    elif back + 2 + 3 > 28:
-        d3 = "c started again at %.1f s, too late for 3 s of window before 28 s" % back
+        d3 = "c did not start again after %.1f s" % again
+    elif back + 2 + 3 > end:
+        d3 = "c started again at %.1f s, too late for 3 s of window before %.1f s" % (back, end)
     else:
-        s3 = split(rates(back + 2, 28), "abc")
+        s3 = split(rates(back + 2, end), "abc")
         ok3 = int(near(s3, (1/6, 2/6, 3/6)))
-        d3 = ("c back at %.1f s, %.1f-28 s: split %.3f:%.3f:%.3f"
-              % (back, back + 2, *s3))
+        d3 = ("c back at %.1f s, %.1f-%.1f s: split %.3f:%.3f:%.3f"
+              % (back, back + 2, end, *s3))
 print(int(near(s1, (1/6, 2/6, 3/6))), ok2, ok3,
       "all backlogged, 3-11 s: a %.1f b %.1f c %.1f Mbit/s, split %.3f:%.3f:%.3f (want 1/6:2/6:3/6,"
       " %d samples, tc's median read %.0f ms);"
