@@ -619,6 +619,21 @@ int cgfs_write(const struct cgfs *c, const char *cg, const char *file, const cha
 	return r < 0 ? r : c->ops->write(c->ctx, c->rootfd, path, val);
 }
 
+bool cgfs_async(const struct cgfs *c)
+{
+	return c->ops->apply != NULL;
+}
+
+int cgfs_apply(const struct cgfs *c, const char *cg, bool create, const struct cgfs_change *ch,
+	       size_t n, const struct cgfs_done *done)
+{
+	if (!c->ops->apply)
+		return -EOPNOTSUPP;
+	if (cgfs_path_problem(cg))
+		return -EINVAL;
+	return c->ops->apply(c->ctx, c->rootfd, cg, create, ch, n, done);
+}
+
 /* mkdir of one prefix of cgfs_mkdir_p()'s path, through the ops (fault injection, dry runs). */
 static int mkdir_prefix(void *ctx, const char *prefix)
 {

@@ -32,6 +32,24 @@ const char *cgfs_ctrl_name(unsigned bit);
 /* Parses "cpu io memory ..." into bits; names drfd does not use are ignored. */
 unsigned cgfs_parse_ctrls(const char *s);
 
+/* A change of one file, in an apply (below). */
+struct cgfs_change {
+	const char *file;
+	const char *val;
+};
+
+/*
+ * Where an apply's outcome goes: fn(data, cg, err) once, from the event loop
+ * (or from within apply itself, for a backend that makes its changes at
+ * once), with err 0 or the -errno of the apply (no change after the one that
+ * failed was made). fn must not call back into the backend: it notes the
+ * outcome for later.
+ */
+struct cgfs_done {
+	void (*fn)(void *data, const char *cg, int err);
+	void *data;
+};
+
 struct cgfs_ops {
 	const char *name;
 	/* Reads a whole small file into buf (NUL-terminated); returns its length. */
@@ -64,6 +82,16 @@ struct cgfs_ops {
 	int (*watch_add)(void *ctx, int wfd, int dirfd, const char *path);
 	void (*watch_rm)(void *ctx, int wfd, int wd);
 	ssize_t (*watch_read)(void *ctx, int wfd, int *wds, size_t n);
+	/*
+	 * Optional (NULL: the changes are writes, one at a time): cg made if
+	 * create (below a parent that exists or whose apply came before), and
+	 * the changes, in order, as one operation that completes later (the
+	 * slice ops: one D-Bus call, whose reply the event loop reads). 0: under
+	 * way, done->fn follows; -EAGAIN: as many under way as the backend
+	 * takes (again after a done); another -errno: nothing was sent.
+	 */
+	int (*apply)(void *ctx, int dirfd, const char *cg, bool create,
+		     const struct cgfs_change *ch, size_t n, const struct cgfs_done *done);
 };
 
 extern const struct cgfs_ops cgfs_real_ops;
@@ -156,6 +184,12 @@ int cgfs_watch(const struct cgfs *c, int wfd, const char *cg, const char *file);
 void cgfs_unwatch(const struct cgfs *c, int wfd, int wd);
 ssize_t cgfs_watch_read(const struct cgfs *c, int wfd, int *wds, size_t n);
 void cgfs_watch_close(const struct cgfs *c, int wfd);
+
+/* Whether c's changes complete later, through cgfs_apply() (see apply in struct cgfs_ops). */
+bool cgfs_async(const struct cgfs *c);
+/* apply of c's ops: -EOPNOTSUPP for ops that have none. */
+int cgfs_apply(const struct cgfs *c, const char *cg, bool create, const struct cgfs_change *ch,
+	       size_t n, const struct cgfs_done *done);
 
 /* Creates CG and any missing parents below the root. 0 if it already existed. */
 int cgfs_mkdir_p(const struct cgfs *c, const char *cg);

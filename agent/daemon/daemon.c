@@ -271,6 +271,7 @@ void drfd_view(const struct drfd *d, struct drf_view *ret)
 		.reload_error = d->reload_error, .start = &d->start,
 	};
 	drfd_sock_stats(d, &ret->sock);
+	drfd_loop_stats(&d->loop, drf_mono_usec(d->env->clock), &ret->loop);
 	drfd_fleet_view(d, &ret->fleet);
 }
 
@@ -281,47 +282,184 @@ static int task_ready(void *ctx, const char *cg, const struct drf_knobs **limits
 	return drf_reconciler_ready(ctx, cg, why, len);
 }
 
+/* Work that waits for the pass in progress to end (drfd_when_settled). */
+struct drfd_settled {
+	struct drfd_settled *next;
+	void (*fn)(struct drfd *d, void *data);
+	void *data;
+};
+
+/* The next step of the pass, a turn of its own when the loop runs. */
+static void step_later(struct drfd *d)
+{
+	if (d->enforce_src)
+		sd_event_source_set_enabled(d->enforce_src, SD_EVENT_ONESHOT);
+}
+
+static void pass_done(struct drfd *d, const struct drf_reconcile_stats *st);
+
 /*
- * What a tick enforces: the queue's tasks that ended and those that start now,
- * the plan again if an input changed, the backends' writes (and, of `verify`
- * tenants, read-backs), and the start of the tasks whose cgroups are ready.
+ * A step of the pass in progress. Without an event loop (tests, a dry run)
+ * the pass goes on to its end at once: nothing else would step it.
  */
-static void enforce(struct drfd *d, size_t verify, struct drf_reconcile_stats *ret)
+static void enforce_step(struct drfd *d)
 {
 	struct drf_reconcile_stats st;
-	uint64_t now;
 
+	for (;;) {
+		switch (drf_reconcile_step(&d->rc, &st)) {
+		case DRF_PASS_DONE:
+			pass_done(d, &st);
+			return;
+		case DRF_PASS_MORE:
+			if (!d->event)
+				continue;
+			step_later(d);
+			return;
+		case DRF_PASS_WAITING:
+			/* An outcome wakes the loop (reconciler_wake); without one, it is run here. */
+			if (!d->event || d->rc.applied)
+				continue;
+			return;
+		}
+	}
+}
+
+static void reconciler_wake(void *ctx)
+{
+	step_later(ctx);
+}
+
+static int on_enforce(sd_event_source *s, void *userdata)
+{
+	struct drfd *d = userdata;
+
+	(void)s;
+	drfd_loop_doing(&d->loop, "enforce");
+	if (drf_reconcile_busy(&d->rc))
+		enforce_step(d);
+	return 0;
+}
+
+/*
+ * The backends' part of a tick, or of a new plan: the queue's tasks that
+ * ended and those that start now, the plan again if an input changed, and a
+ * pass of the reconciler over it (reading back `verify` tenants), stepped
+ * until its end; then (pass_done) the network, and the tasks whose cgroups
+ * are ready.
+ */
+static void enforce(struct drfd *d, size_t verify)
+{
 	if (d->tasks) {
 		drf_tasks_reap(d->tasks);
 		drf_tasks_pick(d->tasks, &d->decl.cfg, d->decl.problem.capacity);
 	}
 	replan(d);
-	drf_reconcile_tick(&d->rc, verify, ret);
+	if (!drf_reconcile_busy(&d->rc))
+		d->pass_verify = 0;
+	if (verify > d->pass_verify)
+		d->pass_verify = verify;
+	drf_reconcile_begin(&d->rc, verify);
+	enforce_step(d);
+}
+
+/* The end of a pass: the network, the tasks, and what waited for it. */
+static void pass_done(struct drfd *d, const struct drf_reconcile_stats *st)
+{
+	struct drfd_settled *w;
+	uint64_t now = drf_mono_usec(d->env->clock);
+	bool busy;
+
 	/* The network after the cgroups: its map entries need the tenants' cgroups. */
-	now = drf_mono_usec(d->env->clock);
 	if (d->has_net)
-		drf_shaper_tick(&d->net, now, verify, &d->net_last);
-	if (!d->tasks)
-		return;
-	drf_tasks_launch(d->tasks, task_ready, &d->rc);
-	/* Tasks that could not start leave the plan now, with their cgroups. */
-	if (d->tasks->generation != d->planned_tasks) {
-		replan(d);
-		drf_reconcile_tick(&d->rc, 0, &st);
-		ret->writes += st.writes;
-		ret->errors += st.errors;
-		ret->removed += st.removed;
-		ret->retrying = st.retrying;
-		ret->pending = st.pending;
+		drf_shaper_tick(&d->net, now, d->pass_verify, &d->net_last);
+	d->last = *st;
+	if (d->tasks) {
+		drf_tasks_launch(d->tasks, task_ready, &d->rc);
+		/* Tasks that could not start leave the plan now, with their cgroups: a pass more. */
+		if (d->tasks->generation != d->planned_tasks) {
+			replan(d);
+			d->pass_verify = 0;
+			drf_reconcile_begin(&d->rc, 0);
+			enforce_step(d);
+			return;
+		}
+	}
+	busy = st->writes || st->created || st->recreated || st->foreign || st->errors ||
+	       st->removed || (d->has_net && (d->net_last.writes || d->net_last.errors));
+	drf_log(d->log, busy ? LOG_INFO : LOG_DEBUG,
+		"tick %llu: %zu tenants, %u verified, %u written, %u created, %u recreated, "
+		"%u changed by others, %u waiting for memory to drop, %u errors, %u retrying, "
+		"%zu orphans; %u step%s", (unsigned long long)d->ticks, d->rc.n, st->verified,
+		st->writes, st->created, st->recreated, st->foreign, st->pending, st->errors,
+		st->retrying, d->rc.n_orphans, st->steps, st->steps == 1 ? "" : "s");
+	if (d->has_net && (d->net_last.writes || d->net_last.errors))
+		drf_log(d->log, LOG_INFO, "tick %llu: network on %s: %u written, %u errors, %u "
+					  "retrying",
+			(unsigned long long)d->ticks, d->net.ifname, d->net_last.writes,
+			d->net_last.errors, d->net_last.retrying);
+	notify_status(d);
+	/* What waited for this pass; one that adds a waiter adds it for the next. */
+	w = d->settled;
+	d->settled = NULL;
+	while (w) {
+		struct drfd_settled *next = w->next;
+
+		w->fn(d, w->data);
+		free(w);
+		w = next;
+	}
+}
+
+int drfd_when_settled(struct drfd *d, void (*fn)(struct drfd *d, void *data), void *data)
+{
+	struct drfd_settled *w, **end = &d->settled;
+
+	if (!drf_reconcile_busy(&d->rc)) {
+		fn(d, data);
+		return 0;
+	}
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->fn = fn;
+	w->data = data;
+	while (*end)
+		end = &(*end)->next;
+	*end = w;
+	return 0;
+}
+
+void drfd_settled_cancel(struct drfd *d, void *data)
+{
+	for (struct drfd_settled **p = &d->settled; *p;) {
+		struct drfd_settled *w = *p;
+
+		if (w->data == data) {
+			*p = w->next;
+			free(w);
+			continue;
+		}
+		p = &w->next;
 	}
 }
 
 void drfd_settle(struct drfd *d)
 {
-	struct drf_reconcile_stats st;
+	enforce(d, 0);
+}
 
-	enforce(d, 0, &st);
-	d->last.retrying = st.retrying;
+void drfd_finish_pass(struct drfd *d)
+{
+	while (drf_reconcile_busy(&d->rc) && d->event && sd_event_run(d->event, UINT64_MAX) >= 0)
+		;
+	/* No loop to wait on, or a broken one: whatever is left, at once. */
+	if (drf_reconcile_busy(&d->rc)) {
+		struct drf_reconcile_stats st;
+
+		drf_reconcile_tick(&d->rc, 0, &st);
+		pass_done(d, &st);
+	}
 }
 
 /*
@@ -356,40 +494,19 @@ static void publish_metrics(struct drfd *d)
  */
 void drfd_tick(struct drfd *d, size_t verify)
 {
-	struct drf_reconcile_stats st, again;
-	bool busy;
-
 	d->ticks++;
-	enforce(d, verify, &st);
+	enforce(d, verify);
 	d->last_tick = drf_real_usec(d->env->clock);
 	sample(d);
 	if (drf_online_step(&d->online, &d->use, &d->decl, &d->plan)) {
 		d->replan = true;
-		enforce(d, 0, &again);
-		st.writes += again.writes;
-		st.errors += again.errors;
-		st.retrying = again.retrying;
-		st.pending = again.pending;
+		enforce(d, 0);
 	}
-	d->last = st;
 	drf_history_tick(&d->history, &d->use, d->last_tick);
 	if (!d->dry_run)
 		publish_metrics(d);
 	if (drf_reconciler_membership_changed(&d->rc) || d->state_err)
 		save_state(d);
-	busy = st.writes || st.created || st.recreated || st.foreign || st.errors || st.removed ||
-	       (d->has_net && (d->net_last.writes || d->net_last.errors));
-	drf_log(d->log, busy ? LOG_INFO : LOG_DEBUG,
-		"tick %llu: %zu tenants, %u verified, %u written, %u created, %u recreated, "
-		"%u changed by others, %u waiting for memory to drop, %u errors, %u retrying, "
-		"%zu orphans", (unsigned long long)d->ticks, d->rc.n, st.verified, st.writes,
-		st.created, st.recreated, st.foreign, st.pending, st.errors, st.retrying,
-		d->rc.n_orphans);
-	if (d->has_net && (d->net_last.writes || d->net_last.errors))
-		drf_log(d->log, LOG_INFO, "tick %llu: network on %s: %u written, %u errors, %u "
-					  "retrying",
-			(unsigned long long)d->ticks, d->net.ifname, d->net_last.writes,
-			d->net_last.errors, d->net_last.retrying);
 	notify_status(d);
 }
 
@@ -471,6 +588,7 @@ int drfd_start(struct drfd *d, struct drf_reconcile_stats *ret)
 	d->dry_run = d->env->dry_run;
 	d->started = drf_real_usec(d->env->clock);
 	d->listen_fd = -1;
+	drfd_loop_init(&d->loop, d->env->clock);
 	/* What drfd sets up once, from the config it starts with: a reload compares with it. */
 	drf_start_keys_of(c, &keys);
 	if (!d->has_io)
@@ -493,6 +611,17 @@ int drfd_start(struct drfd *d, struct drf_reconcile_stats *ret)
 		return r;
 	d->rc.by_systemd = d->decl.cfg.slices;
 	d->rc.tasks_by_spawn = d->decl.cfg.slices;
+	d->rc.clock = d->env->clock;
+	d->rc.wake = reconciler_wake;
+	d->rc.wake_ctx = d;
+	/* Below the sockets' priority: they are served between two steps. */
+	if (d->event &&
+	    ((r = sd_event_add_defer(d->event, &d->enforce_src, on_enforce, d)) < 0 ||
+	     (r = sd_event_source_set_priority(d->enforce_src,
+					       SD_EVENT_PRIORITY_NORMAL + 20)) < 0 ||
+	     (r = sd_event_source_set_enabled(d->enforce_src, SD_EVENT_OFF)) < 0 ||
+	     (r = sd_event_source_set_description(d->enforce_src, "enforce")) < 0))
+		return r;
 	if (c->state_dir &&
 	    drf_statedir_path(c->state_dir, d->root, ".state", d->state_path,
 			      sizeof(d->state_path)) < 0) {
@@ -772,13 +901,22 @@ int drfd_assign(struct drfd *d, const struct drf_tenant *tenants, size_t n, cons
 	return 0;
 }
 
+static void reloaded_ready(struct drfd *d, void *data)
+{
+	(void)d;
+	(void)data;
+	sd_notify(0, "READY=1");
+}
+
 int drfd_reload_asked(struct drfd *d)
 {
 	int r;
 
 	sd_notify(0, "RELOADING=1");
 	r = drfd_reload(d);
-	sd_notify(0, "READY=1");
+	/* Reloading until the new plan's writes are made (or failed, to be retried). */
+	if (drfd_when_settled(d, reloaded_ready, NULL) < 0)
+		sd_notify(0, "READY=1");
 	return r;
 }
 
@@ -787,6 +925,7 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
 	struct drfd *d = userdata;
 
 	(void)usec;
+	drfd_loop_doing(&d->loop, "tick");
 	drfd_tick(d, d->verify);
 	sd_event_source_set_time_relative(s, d->decl.cfg.interval_us);
 	return sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
@@ -798,6 +937,7 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
 
 	(void)s;
 	if (si->ssi_signo == SIGHUP) {
+		drfd_loop_doing(&d->loop, "reload");
 		drfd_reload_asked(d);
 		return 0;
 	}
@@ -830,7 +970,7 @@ int drfd_run(struct drfd *d)
 	}
 	/* With WatchdogSec= in the unit, systemd restarts a drfd that stops ticking. */
 	sd_event_set_watchdog(d->event, true);
-	r = sd_event_loop(d->event);
+	r = drfd_loop_run(&d->loop, d->event);
 	if (r < 0) {
 		drf_log(d->log, LOG_ERR, "event loop failed: %s", strerror(-r));
 		return 1;
@@ -841,6 +981,13 @@ int drfd_run(struct drfd *d)
 void drfd_free(struct drfd *d)
 {
 	drfd_fleet_free(d); /* its etcd calls end first, while the loop is whole */
+	while (d->settled) {
+		struct drfd_settled *w = d->settled;
+
+		d->settled = w->next;
+		free(w);
+	}
+	d->enforce_src = sd_event_source_disable_unref(d->enforce_src);
 	drfd_tasks_free(d);
 	drf_reconciler_free(&d->rc);
 	drf_usage_free(&d->use);

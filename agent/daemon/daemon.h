@@ -25,6 +25,7 @@
 #include "histfile.h"
 #include "host.h"
 #include "log.h"
+#include "loop.h"
 #include "metrics.h"
 #include "netbpf.h"
 #include "online.h"
@@ -98,7 +99,11 @@ struct drfd {
 	char state_path[4096];          /* "" when there is no state file */
 	size_t verify;                  /* tenants read back per tick */
 	sd_event *event;
+	struct drfd_loop loop;          /* its turns, timed (loop.h) */
 	sd_event_source *timer;
+	sd_event_source *enforce_src;   /* the next step of the reconciler's pass (a defer) */
+	size_t pass_verify;             /* the tenants that pass reads back */
+	struct drfd_settled *settled;   /* what waits for the pass to end (drfd_when_settled) */
 	sd_event_source *listen_src;
 	int listen_fd;
 	char *socket_path;              /* the socket drfd bound, to unlink at exit */
@@ -191,6 +196,20 @@ void drfd_tick(struct drfd *d, size_t verify);
  * the queue's pick, the plan, the backends' writes, the tasks' start.
  */
 void drfd_settle(struct drfd *d);
+
+/*
+ * The backends' writes are a pass of the reconciler taken a step per turn of
+ * the event loop (reconcile.h), so that the watchdog, the sockets and the
+ * fleet's lease are served while a reload of 1,000 tenants lands. fn(d, data)
+ * runs once the pass in progress has ended (its writes made, or failed and
+ * retried from the next tick), at once when none is: a reload's answer,
+ * READY=1. 0 or -ENOMEM. drfd_settled_cancel() drops the waits with data.
+ */
+struct drfd_settled;
+int drfd_when_settled(struct drfd *d, void (*fn)(struct drfd *d, void *data), void *data);
+void drfd_settled_cancel(struct drfd *d, void *data);
+/* The pass in progress run to its end, the loop run meanwhile (a dry run, --once). */
+void drfd_finish_pass(struct drfd *d);
 
 /*
  * What drfd sets for its process before it starts: the soft limit on open

@@ -451,6 +451,32 @@ static void system_free(struct system *sys)
 	free(sys->bpf_rec);
 }
 
+/*
+ * The first pass has ended: READY=1, and the parent (without --foreground)
+ * is told its verdict: limits in place, or not (the network's failures count
+ * as much as the cgroups').
+ */
+static void first_pass_done(struct drfd *d, void *data)
+{
+	int *ready_fd = data;
+	unsigned errors = d->last.errors + (d->has_net ? d->net_last.errors : 0);
+
+	if (errors)
+		drf_log(d->log, LOG_WARNING, "the first pass had %u errors; drfd goes on and "
+					     "retries them each tick (drfctl status lists them)",
+			errors);
+	sd_notifyf(0, "READY=1\nSTATUS=%s", d->status_text[0] ? d->status_text : "enforcing");
+	if (*ready_fd >= 0) {
+		char verdict = errors ? 1 : 0;
+
+		if (write(*ready_fd, &verdict, 1) != 1)
+			drf_log(d->log, LOG_WARNING, "cannot tell the parent it is ready: %s",
+				strerror(errno));
+		close(*ready_fd);
+		*ready_fd = -1;
+	}
+}
+
 int main(int argc, char **argv)
 {
 	struct system sys = { .lock_fd = -1 };
@@ -689,6 +715,8 @@ int main(int argc, char **argv)
 	fs.created = false;
 	drfd_log_plan(d.log, &d.plan, d.has_io ? &d.io : NULL);
 	if (o.dry_run || o.once) {
+		drfd_finish_pass(&d);
+		st = d.last;
 		drf_reconciler_drain(&d.rc);
 		/* A dry run works on any host: the network's failures count for --once. */
 		ret = st.errors || d.rc.worker_failures ||
@@ -697,14 +725,6 @@ int main(int argc, char **argv)
 			      : EXIT_OK;
 		goto out_d;
 	}
-	/* The parent is promised the first tick's verdict: limits in place, or not. */
-	/* The network's failures count as much as the cgroups'. */
-	st.errors += d.has_net ? d.net_last.errors : 0;
-	if (st.errors) {
-		drf_log(d.log, LOG_WARNING, "the first pass had %u errors; drfd goes on and "
-					    "retries them each tick (drfctl status lists them)",
-			st.errors);
-	}
 	/* A fleet node's last good assignment (the state dir's), then etcd's. */
 	r = drfd_fleet_start(&d);
 	if (r < 0) {
@@ -712,14 +732,12 @@ int main(int argc, char **argv)
 		ret = EXIT_FAIL;
 		goto out_d;
 	}
-	sd_notifyf(0, "READY=1\nSTATUS=%s", d.status_text[0] ? d.status_text : "enforcing");
-	if (ready_fd >= 0) {
-		char verdict = st.errors ? 1 : 0;
-
-		if (write(ready_fd, &verdict, 1) != 1)
-			drf_log(d.log, LOG_WARNING, "cannot tell the parent it is ready: %s",
-				strerror(errno));
-		close(ready_fd);
+	/* Ready once the first pass has ended, its steps taken by the loop (watchdog served). */
+	r = drfd_when_settled(&d, first_pass_done, &ready_fd);
+	if (r < 0) {
+		drf_log(d.log, LOG_ERR, "cannot start: %s", strerror(-r));
+		ret = EXIT_FAIL;
+		goto out_d;
 	}
 	ret = drfd_run(&d);
 out_d:

@@ -182,6 +182,7 @@ static int answer_reload(struct drfd *d, int fd, char **out, size_t *out_len)
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0)
 		return reply(out, out_len, "drfd-reload 1 denied\ncannot tell who asks "
 			     "(SO_PEERCRED): %s\n", strerror(errno));
+	drfd_loop_doing(&d->loop, "reload");
 	if (cr.uid != 0) {
 		drf_log(d->log, LOG_WARNING, "status socket: a reload asked by uid %u (pid %d) is "
 					     "refused: only root may reload drfd", (unsigned)cr.uid,
@@ -329,6 +330,7 @@ static int on_conn_io(sd_event_source *s, int fd, uint32_t revents, void *userda
 	int r;
 
 	(void)s;
+	drfd_loop_doing(&c->l->d->loop, "socket");
 	if (c->out) {
 		if (revents & (EPOLLOUT | EPOLLERR | EPOLLHUP))
 			conn_send(c);

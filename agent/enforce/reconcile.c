@@ -20,6 +20,13 @@ _Static_assert((unsigned)DRF_CTRL_CPU == (unsigned)CGFS_CPU &&
 		       (unsigned)DRF_CTRL_IO == (unsigned)CGFS_IO,
 	       "the plan's controller bits are cgroupfs's");
 
+/* An apply's outcome, noted by the backend for the next step (struct cgfs_done). */
+struct drf_applied {
+	struct drf_applied *next;
+	int err;
+	char cgroup[];
+};
+
 /* seen[k] = v; v may be another field of t, hence no snprintf. */
 static void set_seen(struct drf_tenant_rt *t, enum drf_knob k, const char *v)
 {
@@ -245,6 +252,8 @@ int drf_reconciler_init(struct drf_reconciler *rc, const struct cgfs *fs,
 		rc->log = *log;
 	rc->async_memory = async_memory;
 	rc->page_size = page_size;
+	rc->step_nodes = DRF_RECONCILE_STEP_NODES;
+	rc->step_usec = DRF_RECONCILE_STEP_USEC;
 	return async_memory ? worker_start(rc) : 0;
 }
 
@@ -266,6 +275,12 @@ void drf_reconciler_free(struct drf_reconciler *rc)
 		free(rc->orphans[i].cgroup);
 	}
 	free(rc->orphans);
+	while (rc->applied) {
+		struct drf_applied *a = rc->applied;
+
+		rc->applied = a->next;
+		free(a);
+	}
 	memset(rc, 0, sizeof(*rc));
 }
 
@@ -534,6 +549,9 @@ void drf_reconciler_commit(struct drf_reconciler *rc, struct drf_reconciler_stag
 			tenant_free(t);
 			continue;
 		}
+		/* Its outcome, when it comes, finds no node: not waited for. */
+		if (t->applying)
+			rc->applying--;
 		r = retire(rc, t->name, t->cgroup, t->kind);
 		if (r < 0)
 			drf_log(&rc->log, LOG_ERR, "cannot track departed %s '%s': %s",
@@ -576,6 +594,8 @@ void drf_reconciler_commit(struct drf_reconciler *rc, struct drf_reconciler_stag
 	rc->root_checked = false;
 	if (rc->cursor >= st->total)
 		rc->cursor = 0;
+	/* A pass in progress goes on over the new nodes, from the first. */
+	rc->pass_pos = 0;
 	free(st->kept);
 	memset(st, 0, sizeof(*st));
 }
@@ -684,7 +704,10 @@ static unsigned set_subtree(struct drf_reconciler *rc, const char *cg, int *errs
 	return failed;
 }
 
-/* mkdir the tenant's path, with the controllers enabled in each inner node. */
+/*
+ * mkdir the tenant's path, with the controllers enabled in each inner node:
+ * 1 if it made the node's own cgroup, 0 if that was there, or -errno.
+ */
 static int ensure_cgroup(struct drf_reconciler *rc, struct drf_tenant_rt *t,
 			 struct drf_reconcile_stats *st)
 {
@@ -737,16 +760,15 @@ static int ensure_cgroup(struct drf_reconciler *rc, struct drf_tenant_rt *t,
 						       "someone else; recreated it",
 				KIND(t), t->name, rc->fs->root, t->cgroup);
 		} else {
+			/* Said with its knobs, in one line (write_changes). */
 			st->created++;
-			drf_log(&rc->log, LOG_INFO, "created cgroup '%s/%s'",
-				rc->fs->root, t->cgroup);
 		}
 		/* A new cgroup holds the kernel's defaults, not what drfd saw before. */
 		t->known = 0;
 	}
 	t->exists = true;
 	t->seen_once = true;
-	return 0;
+	return made;
 }
 
 static unsigned long long parse_bytes(const char *s)
@@ -796,43 +818,26 @@ static bool has_device_line(const char *content, const struct drf_io_target *io)
 	return false;
 }
 
-static int write_knob(struct drf_reconciler *rc, struct drf_tenant_rt *t, enum drf_knob k,
-		      const char *have, struct drf_reconcile_stats *st)
+/* seen[k] = v as the kernel holds it once written (memory in whole pages). */
+static void set_seen_written(const struct drf_reconciler *rc, struct drf_tenant_rt *t,
+			     enum drf_knob k, const char *v)
 {
-	const char *file = drf_knob_file(k, rc->io);
-	int r = 0;
+	char form[DRF_KNOB_LEN];
 
-	if (k == DRF_KNOB_IO_WEIGHT && have && has_device_line(have, rc->io)) {
-		char reset[48];
+	drf_knob_kernel_form(k, v, rc->page_size, form, sizeof(form));
+	set_seen(t, k, form);
+}
 
-		/*
-		 * A per-device weight overrides "default N" for our device: drop
-		 * it, and before "default N". BFQ drops a device's weight by
-		 * setting the group to the weight it has in effect, which would
-		 * be the old device weight again after "default N"
-		 * (bfq_io_set_device_weight()); "default N" then sets every
-		 * device without a weight of its own to N.
-		 */
-		snprintf(reset, sizeof(reset), "%u:%u default", rc->io->major, rc->io->minor);
-		r = cgfs_write(rc->fs, t->cgroup, file, reset);
-	}
-	if (r == 0)
-		r = cgfs_write(rc->fs, t->cgroup, file, t->want->val[k]);
-	if (r < 0) {
-		knob_failed(rc, t, k, true, r, st);
-		return r;
-	}
-	st->writes++;
+/* Knob k of t holds what was wanted: its failure, if any, is over. */
+static void knob_holds(struct drf_reconciler *rc, struct drf_tenant_rt *t, enum drf_knob k,
+		       const char *file, bool written)
+{
 	if (t->err[k])
-		drf_log(&rc->log, LOG_NOTICE, "%s '%s': %s written after %s",
-			KIND(t), t->name, file, strerror(t->err[k]));
+		drf_log(&rc->log, LOG_NOTICE, "%s '%s': %s %s after %s", KIND(t), t->name, file,
+			written ? "written" : "holds its value again", strerror(t->err[k]));
 	t->err[k] = 0;
 	t->failed &= ~KNOB_BIT(k);
 	t->known |= KNOB_BIT(k);
-	drf_log(&rc->log, LOG_INFO, "%s '%s': %s %s -> %s",
-		KIND(t), t->name, file, have ? have : "(unread)", t->want->val[k]);
-	set_seen(t, k, t->want->val[k]);
-	return 0;
 }
 
 /*
@@ -905,19 +910,22 @@ static const enum drf_knob write_order[] = {
 	DRF_KNOB_MEMORY_SWAP_MAX, DRF_KNOB_MEMORY_HIGH, DRF_KNOB_IO_WEIGHT, DRF_KNOB_IO_MAX,
 };
 
-static bool in_sync(const struct drf_tenant_rt *t, enum drf_knob k)
+/* What was last read back or written of k is what is wanted, as the kernel holds it. */
+static bool in_sync(const struct drf_reconciler *rc, const struct drf_tenant_rt *t,
+		    enum drf_knob k)
 {
 	return (t->known & KNOB_BIT(k)) && !(t->failed & KNOB_BIT(k)) &&
-	       strcmp(t->seen[k], t->want->val[k]) == 0;
+	       (strcmp(t->seen[k], t->want->val[k]) == 0 ||
+		drf_knob_matches(k, t->want->val[k], t->seen[k], rc->io, rc->page_size));
 }
 
 /* Whether a tick has anything to do for t without verifying it. */
-static bool needs_work(const struct drf_tenant_rt *t)
+static bool needs_work(const struct drf_reconciler *rc, const struct drf_tenant_rt *t)
 {
 	if (!t->exists || t->failed || t->tightening)
 		return true;
 	for (int k = 0; k < DRF_NKNOBS; k++)
-		if (t->want->set[k] && !in_sync(t, k))
+		if (t->want->set[k] && !in_sync(rc, t, k))
 			return true;
 	return false;
 }
@@ -929,34 +937,258 @@ static int cgroup_gone(struct drf_reconciler *rc, struct drf_tenant_rt *t)
 	return cgfs_read(rc->fs, t->cgroup, "cgroup.type", buf, sizeof(buf)) == -ENOENT;
 }
 
-static void process(struct drf_reconciler *rc, struct drf_tenant_rt *t, bool verify,
+/*
+ * The changes a node needs, in write order: its knobs, and before io.weight,
+ * when a line for our device overrides "default N", that line dropped.
+ */
+struct changes {
+	struct cgfs_change ch[DRF_NKNOBS + 1];
+	enum drf_knob knob[DRF_NKNOBS + 1];
+	char have[DRF_NKNOBS + 1][DRF_KNOB_LEN]; /* what it held: for the log; "" unread */
+	char reset[48];
+	size_t n;
+	unsigned bits;
+};
+
+static void add_change(struct changes *c, const struct drf_reconciler *rc,
+		       const struct drf_tenant_rt *t, enum drf_knob k, const char *have)
+{
+	const char *file = drf_knob_file(k, rc->io);
+
+	if (k == DRF_KNOB_IO_WEIGHT && have && has_device_line(have, rc->io)) {
+		/*
+		 * A per-device weight overrides "default N" for our device: drop
+		 * it, and before "default N". BFQ drops a device's weight by
+		 * setting the group to the weight it has in effect, which would
+		 * be the old device weight again after "default N"
+		 * (bfq_io_set_device_weight()); "default N" then sets every
+		 * device without a weight of its own to N.
+		 */
+		snprintf(c->reset, sizeof(c->reset), "%u:%u default", rc->io->major,
+			 rc->io->minor);
+		c->ch[c->n] = (struct cgfs_change){ .file = file, .val = c->reset };
+		c->knob[c->n] = k;
+		c->have[c->n][0] = '\0';
+		c->n++;
+	}
+	c->ch[c->n] = (struct cgfs_change){ .file = file, .val = t->want->val[k] };
+	c->knob[c->n] = k;
+	snprintf(c->have[c->n], sizeof(c->have[c->n]), "%s", have ? have : "");
+	c->n++;
+	c->bits |= KNOB_BIT(k);
+}
+
+/* "cpu.weight 100 -> 200, memory.low (unread) -> 1G": the changes, for one log line. */
+static void changes_text(const struct changes *c, bool fresh, char *buf, size_t len)
+{
+	size_t o = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < c->n && o < len; i++) {
+		/* A device line dropped before io.weight is said with it. */
+		if (i + 1 < c->n && c->knob[i + 1] == c->knob[i])
+			continue;
+		if (fresh)
+			o += (size_t)snprintf(buf + o, len - o, "%s%s %s", i ? ", " : "",
+					      c->ch[i].file, c->ch[i].val);
+		else
+			o += (size_t)snprintf(buf + o, len - o, "%s%s %s -> %s", i ? ", " : "",
+					      c->ch[i].file, c->have[i][0] ? c->have[i]
+								       : "(unread)",
+					      c->ch[i].val);
+	}
+}
+
+/* The changes made one write at a time: each knob's outcome its own. */
+static void write_changes(struct drf_reconciler *rc, struct drf_tenant_rt *t,
+			  const struct changes *c, bool fresh, struct drf_reconcile_stats *st)
+{
+	struct changes done = { 0 };
+	char text[1024];
+
+	for (size_t i = 0; i < c->n; i++) {
+		enum drf_knob k = c->knob[i];
+		int r = cgfs_write(rc->fs, t->cgroup, c->ch[i].file, c->ch[i].val);
+
+		if (r < 0) {
+			/* The device line not dropped: "default N" is not tried either. */
+			if (i + 1 < c->n && c->knob[i + 1] == k)
+				i++;
+			knob_failed(rc, t, k, true, r, st);
+			continue;
+		}
+		if (i + 1 < c->n && c->knob[i + 1] == k)
+			continue;
+		st->writes++;
+		knob_holds(rc, t, k, c->ch[i].file, true);
+		set_seen_written(rc, t, k, c->ch[i].val);
+		done.ch[done.n] = c->ch[i];
+		done.knob[done.n] = k;
+		memcpy(done.have[done.n], c->have[i], sizeof(done.have[0]));
+		done.n++;
+	}
+	if (!done.n)
+		return;
+	/* One line a node: a new tenant's knobs are said with its creation. */
+	changes_text(&done, fresh, text, sizeof(text));
+	if (fresh)
+		drf_log(&rc->log, LOG_INFO, "%s '%s': created '%s/%s' with %s", KIND(t), t->name,
+			rc->fs->root, t->cgroup, text);
+	else
+		drf_log(&rc->log, LOG_INFO, "%s '%s': %s", KIND(t), t->name, text);
+}
+
+static void on_applied(void *data, const char *cg, int err)
+{
+	struct drf_reconciler *rc = data;
+	size_t n = strlen(cg);
+	struct drf_applied *a = malloc(sizeof(*a) + n + 1);
+
+	if (a) {
+		a->err = err;
+		memcpy(a->cgroup, cg, n + 1);
+		a->next = rc->applied;
+		rc->applied = a;
+	} else {
+		/* Its node stays under way until a new plan: said, since nothing retries it. */
+		drf_log(&rc->log, LOG_ERR, "cannot note the outcome of '%s/%s''s changes: out of "
+					   "memory", rc->fs->root, cg);
+	}
+	if (rc->wake)
+		rc->wake(rc->wake_ctx);
+}
+
+/* The outcome of node t's apply: a failure is each of its knobs', retried like a write's. */
+static void applied(struct drf_reconciler *rc, struct drf_tenant_rt *t, int err,
 		    struct drf_reconcile_stats *st)
 {
-	bool hold = false, made = false;
+	bool create = t->apply_create;
+	unsigned bits = t->apply_bits;
+
+	t->applying = false;
+	t->apply_create = false;
+	t->apply_bits = 0;
+	rc->applying--;
+	if (err == 0) {
+		for (int k = 0; k < DRF_NKNOBS; k++)
+			if (bits & KNOB_BIT(k))
+				knob_holds(rc, t, (enum drf_knob)k, drf_knob_file((enum drf_knob)k,
+										  rc->io), true);
+		if (create)
+			t->cg_err = 0;
+		return;
+	}
+	if (create) {
+		st->errors++;
+		if (t->cg_err != -err)
+			drf_log(&rc->log, LOG_ERR, "cannot create cgroup '%s/%s' of %s '%s': %s; will "
+						   "retry", rc->fs->root, t->cgroup, KIND(t), t->name,
+				strerror(-err));
+		t->cg_err = -err;
+		t->exists = false;
+		t->known = 0;
+		return;
+	}
+	for (int k = 0; k < DRF_NKNOBS; k++)
+		if (bits & KNOB_BIT(k))
+			knob_failed(rc, t, (enum drf_knob)k, true, err, st);
+}
+
+/* Takes the outcomes that came since the last step, oldest first. */
+static void take_applied(struct drf_reconciler *rc, struct drf_reconcile_stats *st)
+{
+	struct drf_applied *a = rc->applied, *rev = NULL;
+
+	rc->applied = NULL;
+	while (a) {
+		struct drf_applied *next = a->next;
+
+		a->next = rev;
+		rev = a;
+		a = next;
+	}
+	while (rev) {
+		struct drf_applied *next = rev->next;
+		ssize_t i = index_find(&rc->index, rev->cgroup);
+
+		/* A node that left the plan meanwhile was counted off when it left. */
+		if (i >= 0 && rc->t[i].applying)
+			applied(rc, &rc->t[i], rev->err, st);
+		free(rev);
+		rev = next;
+	}
+}
+
+/*
+ * The changes sent as one apply: the node is under way until its outcome,
+ * what it will hold taken as seen meanwhile (a failure undoes that).
+ * -EAGAIN: the backend takes no more now; the node is worked on again later.
+ */
+static int send_changes(struct drf_reconciler *rc, struct drf_tenant_rt *t,
+			const struct changes *c, bool create, struct drf_reconcile_stats *st)
+{
+	const struct cgfs_done done = { .fn = on_applied, .data = rc };
+	char text[1024];
 	int r;
 
-	if (!t->exists && t->kind == DRF_NODE_TASK && rc->tasks_by_spawn) {
-		/* Its unit starts with its limits and its command: only looked for here. */
-		if (cgroup_gone(rc, t))
-			return;
-		t->exists = t->seen_once = true;
-		verify = true;
-	}
-	if (!t->exists) {
-		made = true;
-		r = ensure_cgroup(rc, t, st);
-		if (r < 0) {
+	/* Under way before the call: a backend may give the outcome from within it. */
+	t->applying = true;
+	t->apply_create = create;
+	t->apply_bits = c->bits;
+	rc->applying++;
+	for (size_t i = 0; i < c->n; i++)
+		if (!(i + 1 < c->n && c->knob[i + 1] == c->knob[i]))
+			set_seen_written(rc, t, c->knob[i], c->ch[i].val);
+	t->known |= c->bits;
+	r = cgfs_apply(rc->fs, t->cgroup, create, c->ch, c->n, &done);
+	if (r < 0) {
+		t->applying = false;
+		t->apply_create = false;
+		t->apply_bits = 0;
+		rc->applying--;
+		t->known &= ~c->bits;
+		if (r == -EAGAIN)
+			return r;
+		if (create) {
 			st->errors++;
 			if (t->cg_err != -r)
-				drf_log(&rc->log, LOG_ERR, "cannot create cgroup '%s/%s' of %s "
-							   "'%s': %s; will retry",
-					rc->fs->root, t->cgroup, KIND(t), t->name, strerror(-r));
+				drf_log(&rc->log, LOG_ERR, "cannot create cgroup '%s/%s' of %s '%s': "
+							   "%s; will retry", rc->fs->root, t->cgroup,
+					KIND(t), t->name, strerror(-r));
 			t->cg_err = -r;
-			return;
+			return 0;
 		}
-		t->cg_err = 0;
-		verify = true; /* first look at it (after a restart): read before writing */
+		for (size_t i = 0; i < c->n; i++)
+			knob_failed(rc, t, c->knob[i], true, r, st);
+		return 0;
 	}
+	st->applies++;
+	st->writes += (unsigned)__builtin_popcount(c->bits);
+	if (create) {
+		st->created++;
+		t->exists = true;
+		t->seen_once = true;
+	}
+	changes_text(c, create, text, sizeof(text));
+	if (create)
+		drf_log(&rc->log, LOG_INFO, "%s '%s': creating '%s/%s' with %s", KIND(t), t->name,
+			rc->fs->root, t->cgroup, text);
+	else if (c->n)
+		drf_log(&rc->log, LOG_INFO, "%s '%s': %s", KIND(t), t->name, text);
+	return 0;
+}
+
+/*
+ * What node t needs, into c: each knob set and not as wanted (read back first
+ * when verifying or unknown), memory.max and memory.high held while usage is
+ * above the new memory.max (memory_gate). Returns 1 if the cgroup vanished
+ * under us (made again by the caller), else 0.
+ */
+static int collect(struct drf_reconciler *rc, struct drf_tenant_rt *t, bool verify, bool made,
+		   bool create, struct changes *c, struct drf_reconcile_stats *st)
+{
+	bool hold = false;
+
 	for (size_t o = 0; o < sizeof(write_order) / sizeof(write_order[0]); o++) {
 		enum drf_knob k = write_order[o];
 		const char *file = drf_knob_file(k, rc->io);
@@ -967,7 +1199,11 @@ static void process(struct drf_reconciler *rc, struct drf_tenant_rt *t, bool ver
 			continue;
 		if (hold && (KNOB_BIT(k) & MEMORY_BITS))
 			continue;
-		if (!verify && in_sync(t, k) && !(k == DRF_KNOB_MEMORY_MAX && t->tightening))
+		if (create) {
+			add_change(c, rc, t, k, NULL);
+			continue;
+		}
+		if (!verify && in_sync(rc, t, k) && !(k == DRF_KNOB_MEMORY_MAX && t->tightening))
 			continue;
 		n = -1;
 		if (verify || !(t->known & KNOB_BIT(k))) {
@@ -978,13 +1214,10 @@ static void process(struct drf_reconciler *rc, struct drf_tenant_rt *t, bool ver
 				 * gone is a dry run's tree: write without reading.
 				 */
 				if (made) {
-					write_knob(rc, t, k, NULL, st);
+					add_change(c, rc, t, k, NULL);
 					continue;
 				}
-				t->exists = false;
-				t->known = 0;
-				process(rc, t, true, st);
-				return;
+				return 1;
 			}
 			/*
 			 * systemd makes a knob's file once a property needs its
@@ -992,7 +1225,7 @@ static void process(struct drf_reconciler *rc, struct drf_tenant_rt *t, bool ver
 			 * makes it.
 			 */
 			if (n == -ENOENT && rc->by_systemd) {
-				write_knob(rc, t, k, NULL, st);
+				add_change(c, rc, t, k, NULL);
 				continue;
 			}
 			if (n < 0) {
@@ -1001,14 +1234,8 @@ static void process(struct drf_reconciler *rc, struct drf_tenant_rt *t, bool ver
 			}
 			if (drf_knob_matches(k, t->want->val[k], have, rc->io, rc->page_size) &&
 			    !(k == DRF_KNOB_IO_WEIGHT && has_device_line(have, rc->io))) {
-				set_seen(t, k, t->want->val[k]);
-				t->known |= KNOB_BIT(k);
-				t->failed &= ~KNOB_BIT(k);
-				if (t->err[k])
-					drf_log(&rc->log, LOG_NOTICE, "%s '%s': %s holds its value "
-								      "again",
-						KIND(t), t->name, file);
-				t->err[k] = 0;
+				set_seen_written(rc, t, k, t->want->val[k]);
+				knob_holds(rc, t, k, file, false);
 				if (k == DRF_KNOB_MEMORY_MAX)
 					t->tightening = false;
 				continue;
@@ -1030,12 +1257,80 @@ static void process(struct drf_reconciler *rc, struct drf_tenant_rt *t, bool ver
 			hold = true;
 			continue;
 		}
-		write_knob(rc, t, k, n >= 0 ? have : NULL, st);
+		add_change(c, rc, t, k, n >= 0 ? have : NULL);
+	}
+	return 0;
+}
+
+/*
+ * One node's work: its cgroup made if missing, its knobs read back if
+ * verify, what differs written (or sent as one apply). -EAGAIN: the backend
+ * takes no more applies now (nothing was done to t); else 0.
+ */
+static int process(struct drf_reconciler *rc, struct drf_tenant_rt *t, bool verify,
+		   struct drf_reconcile_stats *st)
+{
+	bool made = false, fresh = false, create = false, async = cgfs_async(rc->fs);
+	struct changes c = { 0 };
+	int r;
+
+	if (!t->exists && t->kind == DRF_NODE_TASK && rc->tasks_by_spawn) {
+		/* Its unit starts with its limits and its command: only looked for here. */
+		if (cgroup_gone(rc, t))
+			return 0;
+		t->exists = t->seen_once = true;
+		verify = true;
+	}
+	if (!t->exists && async) {
+		/*
+		 * Made by its apply, with its knobs: its parents are nodes of the
+		 * plan before it, whose applies went first.
+		 */
+		create = cgroup_gone(rc, t);
+		if (create && t->seen_once) {
+			st->recreated++;
+			drf_log(&rc->log, LOG_WARNING, "%s '%s': '%s/%s' had been removed by "
+						       "someone else; making it again",
+				KIND(t), t->name, rc->fs->root, t->cgroup);
+		}
+		t->known = 0;
+		if (!create) {
+			t->exists = t->seen_once = true;
+			verify = true;
+		}
+	} else if (!t->exists) {
+		made = true;
+		r = ensure_cgroup(rc, t, st);
+		fresh = r > 0;
+		if (r < 0) {
+			st->errors++;
+			if (t->cg_err != -r)
+				drf_log(&rc->log, LOG_ERR, "cannot create cgroup '%s/%s' of %s "
+							   "'%s': %s; will retry",
+					rc->fs->root, t->cgroup, KIND(t), t->name, strerror(-r));
+			t->cg_err = -r;
+			return 0;
+		}
+		t->cg_err = 0;
+		verify = true; /* first look at it (after a restart): read before writing */
+	}
+	if (collect(rc, t, verify, made, create, &c, st)) {
+		t->exists = false;
+		t->known = 0;
+		return process(rc, t, true, st);
+	}
+	if (async && (c.n || create)) {
+		r = send_changes(rc, t, &c, create, st);
+		if (r < 0)
+			return r;
+	} else if (c.n) {
+		write_changes(rc, t, &c, fresh, st);
 	}
 	if (verify) {
 		t->verified_tick = rc->ticks;
 		st->verified++;
 	}
+	return 0;
 }
 
 static void check_root(struct drf_reconciler *rc, struct drf_reconcile_stats *st)
@@ -1044,40 +1339,43 @@ static void check_root(struct drf_reconciler *rc, struct drf_reconcile_stats *st
 	rc->root_checked = true;
 }
 
-int drf_reconcile_tick(struct drf_reconciler *rc, size_t verify, struct drf_reconcile_stats *ret)
+void drf_reconcile_begin(struct drf_reconciler *rc, size_t verify)
 {
-	struct drf_reconcile_stats st = { 0 };
-	size_t start = rc->cursor, end, total = rc->n + rc->n_inner + rc->n_task;
+	size_t total = rc->n + rc->n_inner + rc->n_task;
 
-	worker_collect(rc, false, &st);
+	if (!rc->pass_on)
+		rc->pass_st = (struct drf_reconcile_stats){ 0 };
+	rc->pass_on = true;
+	rc->pass_pos = 0;
 	if (verify > total)
 		verify = total;
-	/* The root's controllers: at start, while failing, and once per verify round. */
-	if (!rc->root_checked || rc->root_failed || start == 0)
-		check_root(rc, &st);
-	end = start + verify;
-	/*
-	 * Inner nodes (at n and above, parents first) before the tenants below them,
-	 * and the tenants before their tasks' cgroups (last).
-	 */
-	for (size_t o = 0; o < total; o++) {
-		size_t i = o < rc->n_inner ? rc->n + o : o < rc->n_inner + rc->n ? o - rc->n_inner : o;
-		struct drf_tenant_rt *t = &rc->t[i];
-		bool v = (i >= start && i < end) || (end > total && i < end - total);
-
-		if (t->job_queued)
-			continue; /* its memory.high write is still with the worker */
-		if (v || needs_work(t))
-			process(rc, t, v, &st);
-	}
+	rc->pass_start = rc->cursor;
+	rc->pass_end = rc->cursor + verify;
 	if (total)
-		rc->cursor = end % total;
+		rc->cursor = rc->pass_end % total;
+	/* The root's controllers: at start, while failing, and once per verify round. */
+	if (!rc->root_checked || rc->root_failed || rc->pass_start == 0)
+		check_root(rc, &rc->pass_st);
+}
+
+/* Node i of the pass's order: inner nodes (parents first), tenants, tasks' cgroups (last). */
+static size_t pass_node(const struct drf_reconciler *rc, size_t o)
+{
+	return o < rc->n_inner ? rc->n + o : o < rc->n_inner + rc->n ? o - rc->n_inner : o;
+}
+
+/* The end of a pass: orphans that became empty removed, the figures. */
+static void pass_end(struct drf_reconciler *rc, struct drf_reconcile_stats *ret)
+{
+	struct drf_reconcile_stats *st = &rc->pass_st;
+	size_t total = rc->n + rc->n_inner + rc->n_task;
+
 	for (size_t i = 0; i < rc->n_orphans;) {
 		int r = cgfs_remove(rc->fs, rc->orphans[i].cgroup);
 
 		if (r == 0 || r == -ENOENT) {
 			if (r == 0) {
-				st.removed++;
+				st->removed++;
 				drf_log(&rc->log, LOG_NOTICE, "orphan '%s/%s' of departed tenant "
 							      "'%s' is empty now; removed it",
 					rc->fs->root, rc->orphans[i].cgroup, rc->orphans[i].name);
@@ -1087,13 +1385,66 @@ int drf_reconcile_tick(struct drf_reconciler *rc, size_t verify, struct drf_reco
 		}
 		i++;
 	}
+	st->retrying = 0;
 	for (size_t i = 0; i < total; i++)
-		st.retrying += (unsigned)__builtin_popcount(rc->t[i].failed) + (rc->t[i].cg_err != 0);
+		st->retrying += (unsigned)__builtin_popcount(rc->t[i].failed) + (rc->t[i].cg_err != 0);
 	rc->ticks++;
-	rc->total_writes += st.writes;
-	rc->total_errors += st.errors;
+	rc->total_writes += st->writes;
+	rc->total_errors += st->errors;
+	rc->pass_on = false;
 	if (ret)
-		*ret = st;
+		*ret = *st;
+}
+
+enum drf_pass drf_reconcile_step(struct drf_reconciler *rc, struct drf_reconcile_stats *ret)
+{
+	struct drf_reconcile_stats *st = &rc->pass_st;
+	size_t total = rc->n + rc->n_inner + rc->n_task, worked = 0;
+	uint64_t t0 = rc->clock && rc->step_usec ? drf_mono_usec(rc->clock) : 0;
+
+	if (!rc->pass_on)
+		drf_reconcile_begin(rc, 0);
+	st->steps++;
+	worker_collect(rc, false, st);
+	take_applied(rc, st);
+	while (rc->pass_pos < total) {
+		size_t o = rc->pass_pos, i = pass_node(rc, o);
+		struct drf_tenant_rt *t = &rc->t[i];
+		bool v = (i >= rc->pass_start && i < rc->pass_end) ||
+			 (rc->pass_end > total && i < rc->pass_end - total);
+
+		if (worked >= rc->step_nodes ||
+		    (t0 && worked && drf_mono_usec(rc->clock) - t0 >= rc->step_usec))
+			return DRF_PASS_MORE;
+		/* Its memory.high write is with the worker, or its apply under way. */
+		if (!t->job_queued && !t->applying && (v || needs_work(rc, t))) {
+			if (process(rc, t, v, st) == -EAGAIN)
+				return DRF_PASS_WAITING;
+			worked++;
+		}
+		rc->pass_pos++;
+	}
+	if (rc->applying)
+		return DRF_PASS_WAITING;
+	pass_end(rc, ret);
+	return DRF_PASS_DONE;
+}
+
+int drf_reconcile_tick(struct drf_reconciler *rc, size_t verify, struct drf_reconcile_stats *ret)
+{
+	size_t nodes = rc->step_nodes;
+	uint64_t usec = rc->step_usec;
+
+	rc->step_nodes = SIZE_MAX;
+	rc->step_usec = 0;
+	drf_reconcile_begin(rc, verify);
+	while (drf_reconcile_step(rc, ret) != DRF_PASS_DONE) {
+		/* Applies that complete later: a caller with a loop steps instead. */
+		if (rc->applying && !rc->applied)
+			break;
+	}
+	rc->step_nodes = nodes;
+	rc->step_usec = usec;
 	return 0;
 }
 
@@ -1122,7 +1473,9 @@ int drf_reconciler_ready(const struct drf_reconciler *rc, const char *cg, char *
 	/* Not started yet: its unit is started with its limits (drf_reconciler_want). */
 	if (!t->exists && t->kind == DRF_NODE_TASK && rc->tasks_by_spawn)
 		return 1;
-	return t->exists && !needs_work(t) ? 1 : 0;
+	if (t->applying)
+		return 0;
+	return t->exists && !needs_work(rc, t) ? 1 : 0;
 }
 
 const struct drf_knobs *drf_reconciler_want(const struct drf_reconciler *rc, const char *cg)

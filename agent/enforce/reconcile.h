@@ -14,6 +14,21 @@
  * Tenants are matched across plans by cgroup path through a hash index built
  * when the plan is set, so a reload and a tick are O(n).
  *
+ * A tick's work is a pass over the nodes, taken in steps
+ * (drf_reconcile_begin(), drf_reconcile_step()) so that an event loop serves
+ * its other sources between two: a step works on at most step_nodes nodes and
+ * for at most step_usec (a tick that finds nothing to do is one step). What
+ * is compared is the kernel's form of a value (memory in whole pages), so a
+ * wanted value that moves within a page costs no write.
+ *
+ * With a backend whose changes complete later (cgfs_async(): systemd's slices,
+ * one D-Bus call per cgroup whose reply the loop reads), a node's changes go
+ * out as one apply, many nodes' at once; a node is left alone while its apply
+ * is under way, and its outcome, noted when it comes (struct cgfs_done), is
+ * taken at the next step: a failure is counted, said once and retried like a
+ * failed write. A pass ends once every node was seen and no apply is under
+ * way; wake is called when an outcome comes, so that the loop steps again.
+ *
  * Lowering memory.max below current usage is done in two steps off the
  * caller's thread: memory.high first (the kernel reclaims inside that write),
  * memory.max only once usage is under it. A failure of that asynchronous write
@@ -32,6 +47,7 @@
 #include <sys/types.h>
 
 #include "cgroupfs.h"
+#include "clock.h"
 #include "config.h"
 #include "index.h"
 #include "knobs.h"
@@ -62,6 +78,9 @@ struct drf_tenant_rt {
 	char target[DRF_KNOB_LEN];             /* the memory.max being waited for */
 	uint64_t verified_tick;                /* the last tick that read every knob back */
 	size_t from;                           /* staged: 1 + its index in the plan in force; 0 */
+	bool applying;                         /* an apply of its changes is under way */
+	bool apply_create;                     /* ... which makes its cgroup */
+	unsigned apply_bits;                   /* ... of these knobs */
 };
 
 struct drf_orphan {
@@ -70,7 +89,26 @@ struct drf_orphan {
 	enum drf_node_kind kind;
 };
 
+struct drf_reconcile_stats {
+	unsigned writes;    /* knob values written */
+	unsigned created;   /* cgroups created */
+	unsigned recreated; /* tenant cgroups that had vanished, created again */
+	unsigned foreign;   /* values found changed by someone else */
+	unsigned pending;   /* memory limits waiting for usage to drop */
+	unsigned errors;    /* failed operations this tick (each logged once) */
+	unsigned retrying;  /* knobs whose write failed and will be retried */
+	unsigned verified;  /* tenants whose every knob was read back */
+	unsigned removed;   /* orphans removed now that they are empty */
+	unsigned applies;   /* applies sent (one per node whose knobs change; cgfs_async) */
+	unsigned steps;     /* steps the pass took */
+};
+
 struct drf_mem_worker;
+struct drf_applied;
+
+/* A pass's budget per step: drf_reconciler_init()'s, which its caller may change. */
+#define DRF_RECONCILE_STEP_NODES 256
+#define DRF_RECONCILE_STEP_USEC (20 * 1000)
 
 struct drf_reconciler {
 	const struct cgfs *fs;
@@ -105,19 +143,20 @@ struct drf_reconciler {
 	struct drf_mem_worker *worker;
 	/* totals since start */
 	uint64_t total_writes, total_errors, total_foreign, worker_failures;
+	/* the pass in progress (drf_reconcile_begin, drf_reconcile_step) */
+	const struct drf_clock *clock;  /* for step_usec; NULL: no time limit */
+	size_t step_nodes;              /* nodes a step works on at most */
+	uint64_t step_usec;             /* a step stops after this long (0: no limit) */
+	bool pass_on;
+	size_t pass_pos;                /* next node, in the pass's order */
+	size_t pass_start, pass_end;    /* the nodes read back (verified) in this pass */
+	struct drf_reconcile_stats pass_st; /* what the pass counted so far */
+	size_t applying;                /* nodes whose apply is under way */
+	struct drf_applied *applied;    /* outcomes that came, not yet taken (newest first) */
+	void (*wake)(void *ctx);        /* an outcome came: step again */
+	void *wake_ctx;
 };
 
-struct drf_reconcile_stats {
-	unsigned writes;    /* knob values written */
-	unsigned created;   /* cgroups created */
-	unsigned recreated; /* tenant cgroups that had vanished, created again */
-	unsigned foreign;   /* values found changed by someone else */
-	unsigned pending;   /* memory limits waiting for usage to drop */
-	unsigned errors;    /* failed operations this tick (each logged once) */
-	unsigned retrying;  /* knobs whose write failed and will be retried */
-	unsigned verified;  /* tenants whose every knob was read back */
-	unsigned removed;   /* orphans removed now that they are empty */
-};
 
 int drf_reconciler_init(struct drf_reconciler *rc, const struct cgfs *fs,
 			const struct drf_io_target *io, const struct drf_logger *log,
@@ -177,9 +216,27 @@ const struct drf_knobs *drf_reconciler_want(const struct drf_reconciler *rc, con
 int drf_reconciler_forget(struct drf_reconciler *rc, const char *name, const char *cgroup);
 
 /*
- * One tick: writes what differs, retries what failed, reads back `verify`
- * tenants (SIZE_MAX: all), removes orphans that became empty. Returns 0; the
- * failures are in ret and the tenants' state.
+ * A pass: writes what differs, retries what failed, reads back `verify`
+ * tenants (SIZE_MAX: all), removes orphans that became empty.
+ * drf_reconcile_begin() starts one (a pass in progress starts over from its
+ * first node, with what it counted so far); drf_reconcile_step() goes on with
+ * it for at most the step's budget and returns DRF_PASS_MORE (step again),
+ * DRF_PASS_WAITING (only applies under way are left: wake says when to step
+ * again), or DRF_PASS_DONE with the pass's figures in *ret (the failures are
+ * in ret and the tenants' state). A new plan (drf_reconciler_commit) starts
+ * the pass in progress over from its first node.
+ */
+enum drf_pass { DRF_PASS_DONE, DRF_PASS_MORE, DRF_PASS_WAITING };
+void drf_reconcile_begin(struct drf_reconciler *rc, size_t verify);
+enum drf_pass drf_reconcile_step(struct drf_reconciler *rc, struct drf_reconcile_stats *ret);
+/* Whether a pass is in progress. */
+static inline bool drf_reconcile_busy(const struct drf_reconciler *rc)
+{
+	return rc->pass_on;
+}
+/*
+ * A whole pass at once (tests, dry runs; with cgfs_async ops, only those
+ * whose applies complete within apply): 0, the failures in ret.
  */
 int drf_reconcile_tick(struct drf_reconciler *rc, size_t verify, struct drf_reconcile_stats *ret);
 

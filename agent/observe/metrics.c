@@ -194,6 +194,16 @@ static void render_daemon(const struct drf_view *v, FILE *f)
 	       v->last_tick ? (double)v->last_tick / 1e6 : NAN, NULL);
 	family(f, "drfd_ticks_total", "counter", "Ticks (sample, allocate, enforce) since start.");
 	sample(f, "drfd_ticks_total", (double)v->ticks, NULL);
+	family(f, "drfd_loop_turn_max_seconds", "gauge",
+	       "The longest turn of drfd's event loop (one event source served: a tick, a step of "
+	       "enforcement, an answer) in the last minute; the watchdog and the sockets wait for "
+	       "a turn in progress.");
+	sample(f, "drfd_loop_turn_max_seconds", (double)v->loop.max_us / 1e6, NULL);
+	family(f, "drfd_loop_turns_total", "counter", "Turns of drfd's event loop since start.");
+	sample(f, "drfd_loop_turns_total", (double)v->loop.turns, NULL);
+	family(f, "drfd_loop_slow_turns_total", "counter",
+	       "Turns of drfd's event loop over 0.1 s since start.");
+	sample(f, "drfd_loop_slow_turns_total", (double)v->loop.slow, NULL);
 	/* Named as Prometheus names its own: alert on successful == 0. */
 	family(f, "drfd_config_last_reload_successful", "gauge",
 	       "Whether the last reload put its config in force (1), or was refused (0) and the "

@@ -355,6 +355,21 @@ static void json_socket(const struct drf_view *v, json_object *o)
 	drf_json_set_bool(so, "accepting", st.listening);
 }
 
+/* The event loop's turns: the longest of the last minute, and since start. */
+static void json_loop(const struct drf_view *v, json_object *o)
+{
+	const struct drf_loop_stats *l = &v->loop;
+	json_object *x = drf_json_set_object(o, "loop");
+
+	drf_json_set_u64(x, "turns_total", l->turns);
+	drf_json_set_u64(x, "slow_turns_total", l->slow);
+	drf_json_set_fixed(x, "slow_turn_ms", (double)DRF_LOOP_SLOW_US / 1000, 0);
+	drf_json_set_fixed(x, "longest_turn_ms", (double)l->max_us / 1000, 3);
+	drf_json_set_str(x, "longest_turn_served", l->max_what);
+	drf_json_set_fixed(x, "longest_turn_since_start_ms", (double)l->max_ever_us / 1000, 3);
+	drf_json_set_str(x, "longest_turn_since_start_served", l->max_ever_what);
+}
+
 /* A fleet node's fleet: null when drfd is not one. */
 static void json_fleet(const struct drf_view *v, json_object *o)
 {
@@ -505,6 +520,7 @@ static int render_json(const struct drf_view *v, FILE *f, int *problems)
 	drf_json_set_u64(o, "writes_total", rc->total_writes);
 	drf_json_set_u64(o, "foreign_total", rc->total_foreign);
 	json_socket(v, o);
+	json_loop(v, o);
 	a = drf_json_set_array(o, "root_errors");
 	for (int i = 0; i < CGFS_NCTRL; i++) {
 		if (!(rc->root_failed & (1u << i)))
@@ -700,6 +716,12 @@ static int render_text(const struct drf_view *v, FILE *f, int *problems)
 		(unsigned long long)rc->total_errors, v->last->retrying,
 		(unsigned long long)rc->worker_failures, (unsigned long long)v->reloads,
 		(unsigned long long)v->reloads_refused);
+	fprintf(f, "event loop: the longest turn of the last minute %.1f ms (%s), since start "
+		   "%.1f ms (%s); %llu of %llu turns over %.0f ms\n", (double)v->loop.max_us / 1000,
+		v->loop.max_what ? v->loop.max_what : "none yet", (double)v->loop.max_ever_us / 1000,
+		v->loop.max_ever_what ? v->loop.max_ever_what : "none yet",
+		(unsigned long long)v->loop.slow, (unsigned long long)v->loop.turns,
+		(double)DRF_LOOP_SLOW_US / 1000);
 	if (v->fleet.on) {
 		const struct drf_view_fleet *fl = &v->fleet;
 

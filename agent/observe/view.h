@@ -54,6 +54,21 @@ struct drf_view_fleet {
 	uint64_t plans, keys_written, fenced, resyncs;
 };
 
+/*
+ * The event loop's turns (agent/daemon/loop.c): a turn is one event source
+ * served (a tick, a step of enforcement, a status answer, a bus reply...);
+ * the watchdog, the lease and the sockets wait for the turn in progress.
+ */
+struct drf_loop_stats {
+	uint64_t turns;                 /* served since start */
+	uint64_t slow;                  /* of them longer than DRF_LOOP_SLOW_US */
+	uint64_t max_us;                /* the longest of the last minute (or since start) */
+	const char *max_what;           /* what it served: "tick", "reload", "status", ... */
+	uint64_t max_ever_us;           /* the longest since start */
+	const char *max_ever_what;
+};
+#define DRF_LOOP_SLOW_US 100000
+
 struct drf_view {
 	const char *config_path;
 	const char *root;                       /* the resolved cgroup-root */
@@ -76,6 +91,7 @@ struct drf_view {
 	const char *reload_error;               /* "" or NULL unless refused */
 	const struct drf_start_keys *start;     /* the start-only keys in force; NULL: unknown */
 	struct drf_sock_stats sock;
+	struct drf_loop_stats loop;
 	struct drf_view_fleet fleet;            /* on false: not a fleet node */
 };
 

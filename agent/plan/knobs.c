@@ -563,6 +563,24 @@ static bool memory_matches(const char *want, const char *have, unsigned long pag
 	return h == w || (page && h == w / page * page);
 }
 
+void drf_knob_kernel_form(enum drf_knob k, const char *val, unsigned long page_size, char *out,
+			  size_t len)
+{
+	unsigned long long v;
+	char *end;
+
+	if ((k == DRF_KNOB_MEMORY_LOW || k == DRF_KNOB_MEMORY_HIGH || k == DRF_KNOB_MEMORY_MAX ||
+	     k == DRF_KNOB_MEMORY_SWAP_MAX) && page_size && strcmp(val, "max") != 0) {
+		v = strtoull(val, &end, 10);
+		if (!*end && end != val) {
+			snprintf(out, len, "%llu", v / page_size * page_size);
+			return;
+		}
+	}
+	if (out != val)
+		snprintf(out, len, "%s", val);
+}
+
 /* The value of key= for device MAJ:MIN in io.max content; "max" if no line or no key. */
 static void io_max_value(const char *content, const char *dev, const char *key, char *out,
 			 size_t len)

@@ -133,6 +133,15 @@ bool drf_knob_matches(enum drf_knob k, const char *want, const char *have,
 		      const struct drf_io_target *io, unsigned long page_size);
 
 /*
+ * val as the kernel will hold it once written (memory values rounded down to
+ * pages; others as they are), into out: what a write of val leaves in the
+ * file, against which the next value wanted is compared, so that a value that
+ * moves within a page costs no write.
+ */
+void drf_knob_kernel_form(enum drf_knob k, const char *val, unsigned long page_size, char *out,
+			  size_t len);
+
+/*
  * Raises memory.max (which = DRF_KNOB_MEMORY_MAX) or memory.high
  * (DRF_KNOB_MEMORY_HIGH, never above memory.max) in k to at least `bytes`, if
  * it is a number. With observed demand in limit mode, memory.max stays at

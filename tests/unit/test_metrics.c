@@ -389,6 +389,7 @@ static void families(const char *text, char *out, size_t len)
 
 /* The daemon's families, at either detail (no state-dir: no drfd_state_saved). */
 #define DAEMON_FAMILIES " drfd_up drfd_last_tick_timestamp_seconds drfd_ticks_total" \
+	" drfd_loop_turn_max_seconds drfd_loop_turns_total drfd_loop_slow_turns_total" \
 	" drfd_config_last_reload_successful drfd_config_last_reload_success_timestamp_seconds" \
 	" drfd_probes_up drfd_write_errors_total drfd_writes_retrying drfd_jain_index" \
 	" drfd_effective_plan_changes_total drfd_capacity drfd_knob_no_effect"
