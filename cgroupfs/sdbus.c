@@ -21,14 +21,27 @@
 #define MANAGER "org.freedesktop.systemd1.Manager"
 /* A slice's start or stop job is quick; one stuck this long is a failure. */
 #define JOB_TIMEOUT_USEC (30ULL * 1000000)
+/* systemd's longest unit name is 255 bytes. */
+#define DRF_SUBMIT_UNIT_MAX 256
 
 /* The connection, made again in a child after fork() or after systemd closed it (daemon-reexec). */
+struct pending;
+
 struct bus {
 	sd_bus *b;
 	pid_t pid;
 	int fd;          /* b's socket: a child closes the parent's */
 	sd_event *event; /* where it is read between calls (cgfs_bus_attach) */
+	/* submits under way (submit below), oldest first */
+	struct pending *head, *tail;
+	size_t inflight;
+	sd_bus_slot *jobs;          /* JobRemoved, for the submits' jobs */
+	sd_event_source *deadline;  /* the jobs waited for too long */
 };
+
+static int on_submit_job(sd_bus_message *m, void *data, sd_bus_error *err);
+static void fail_pending(struct bus *c, int err);
+static void pending_free(struct bus *c, struct pending *p);
 
 static int connect_bus(struct bus *c)
 {
@@ -55,18 +68,30 @@ static int connect_bus(struct bus *c)
 		sd_bus_flush_close_unref(b);
 		return r;
 	}
+	/* The jobs of the submits' starts end with JobRemoved, read by the loop. */
+	if (c->event && (r = sd_bus_match_signal(b, &c->jobs, DEST, PATH, MANAGER, "JobRemoved",
+						 on_submit_job, c)) < 0) {
+		sd_bus_flush_close_unref(b);
+		return r;
+	}
 	c->b = b;
 	c->pid = getpid();
 	c->fd = sd_bus_get_fd(b);
 	return 0;
 }
 
-/* Lets go of the connection: a child closes the parent's socket, and leaves the rest. */
+/*
+ * Lets go of the connection: a child closes the parent's socket, and leaves
+ * the rest. The parent's submits under way end with -ECONNRESET (their
+ * answers would come on the connection let go).
+ */
 static void drop(struct bus *c)
 {
 	if (!c->b)
 		return;
 	if (c->pid == getpid()) {
+		c->jobs = sd_bus_slot_unref(c->jobs);
+		fail_pending(c, -ECONNRESET);
 		sd_bus_detach_event(c->b);
 		sd_bus_flush_close_unref(c->b);
 	} else if (c->fd >= 0) {
@@ -122,7 +147,11 @@ void cgfs_bus_close(void *bus)
 
 	if (!c)
 		return;
+	/* Whoever submitted is gone by now: its submits end unanswered. */
+	while (c->head)
+		pending_free(c, c->head);
 	drop(c);
+	c->deadline = sd_event_source_disable_unref(c->deadline);
 	sd_event_unref(c->event);
 	free(c);
 }
@@ -508,6 +537,290 @@ static int real_kill(void *ctx, const char *unit, int sig)
 	return r;
 }
 
+/*
+ * Submits: many calls under way on the one connection, their answers read by
+ * the event loop. A start is StartTransientUnit, then its job waited for
+ * (JobRemoved, matched once per connection); a slice loaded already
+ * (UnitExists) gets SetUnitProperties, then StartUnit and its job. systemd
+ * answers the calls of one connection in the order they were sent.
+ */
+enum pending_step { P_START, P_SET, P_EXISTS_SET, P_EXISTS_START, P_JOB };
+
+struct pending {
+	struct bus *c;
+	struct pending *prev, *next;
+	enum pending_step step;
+	void (*fn)(void *data, int err);
+	void *data;
+	char unit[DRF_SUBMIT_UNIT_MAX];
+	struct cgfs_prop *props;    /* a start's, for a slice loaded already */
+	size_t n;
+	char *job;                  /* P_JOB: the job's object path */
+	uint64_t until;             /* P_JOB: CLOCK_MONOTONIC usec */
+};
+
+static void pending_free(struct bus *c, struct pending *p)
+{
+	if (p->prev)
+		p->prev->next = p->next;
+	else
+		c->head = p->next;
+	if (p->next)
+		p->next->prev = p->prev;
+	else
+		c->tail = p->prev;
+	c->inflight--;
+	free(p->props);
+	free(p->job);
+	free(p);
+}
+
+/* p's outcome to its submitter; p is gone after. */
+static void finish(struct bus *c, struct pending *p, int err)
+{
+	void (*fn)(void *data, int err) = p->fn;
+	void *data = p->data;
+
+	pending_free(c, p);
+	fn(data, err);
+}
+
+static void fail_pending(struct bus *c, int err)
+{
+	while (c->head)
+		finish(c, c->head, err);
+}
+
+static uint64_t now_usec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+static int send_step(struct bus *c, struct pending *p);
+
+/* A call's error as -errno; UnitExists as -EEXIST. */
+static int reply_error(sd_bus_message *m)
+{
+	const sd_bus_error *e = sd_bus_message_get_error(m);
+	int r;
+
+	if (sd_bus_error_has_name(e, "org.freedesktop.systemd1.UnitExists"))
+		return -EEXIST;
+	r = sd_bus_message_get_errno(m);
+	return r > 0 ? -r : -EIO;
+}
+
+/* The jobs waited for past their time end with -ETIMEDOUT; the timer set for the next. */
+static int on_deadline(sd_event_source *s, uint64_t usec, void *data)
+{
+	struct bus *c = data;
+	uint64_t next = 0, now = now_usec();
+
+	(void)s;
+	(void)usec;
+	for (struct pending *p = c->head, *n; p; p = n) {
+		n = p->next;
+		if (p->step != P_JOB)
+			continue;
+		if (p->until <= now) {
+			finish(c, p, -ETIMEDOUT);
+			continue;
+		}
+		if (!next || p->until < next)
+			next = p->until;
+	}
+	if (next && c->deadline && sd_event_source_set_time(c->deadline, next) >= 0)
+		sd_event_source_set_enabled(c->deadline, SD_EVENT_ONESHOT);
+	return 0;
+}
+
+/* p now waits for its job, until JOB_TIMEOUT_USEC from now. */
+static void wait_for_job(struct bus *c, struct pending *p, const char *job)
+{
+	int r;
+
+	p->job = strdup(job);
+	if (!p->job) {
+		finish(c, p, -ENOMEM);
+		return;
+	}
+	p->step = P_JOB;
+	p->until = now_usec() + JOB_TIMEOUT_USEC;
+	if (!c->deadline) {
+		r = sd_event_add_time(c->event, &c->deadline, CLOCK_MONOTONIC, p->until, 0,
+				      on_deadline, c);
+		if (r < 0) {
+			finish(c, p, r);
+			return;
+		}
+	}
+	/* The earliest deadline is the oldest job's; a later one is found when it fires. */
+	if (sd_event_source_get_enabled(c->deadline, &r) >= 0 && r == SD_EVENT_OFF &&
+	    sd_event_source_set_time(c->deadline, p->until) >= 0)
+		sd_event_source_set_enabled(c->deadline, SD_EVENT_ONESHOT);
+}
+
+static int on_submit_reply(sd_bus_message *m, void *data, sd_bus_error *err)
+{
+	struct pending *p = data;
+	struct bus *c = p->c;
+	const char *job;
+	int r;
+
+	(void)err;
+	if (sd_bus_message_is_method_error(m, NULL)) {
+		r = reply_error(m);
+		if (r == -EEXIST && p->step == P_START && p->props) {
+			/* A slice loaded already: given its properties, then started. */
+			p->step = P_EXISTS_SET;
+			r = send_step(c, p);
+			if (r < 0)
+				finish(c, p, r);
+			return 0;
+		}
+		finish(c, p, r);
+		return 0;
+	}
+	switch (p->step) {
+	case P_SET:
+		finish(c, p, 0);
+		return 0;
+	case P_EXISTS_SET:
+		p->step = P_EXISTS_START;
+		r = send_step(c, p);
+		if (r < 0)
+			finish(c, p, r);
+		return 0;
+	case P_START:
+	case P_EXISTS_START:
+		if (sd_bus_message_read(m, "o", &job) < 0) {
+			finish(c, p, -EBADMSG);
+			return 0;
+		}
+		wait_for_job(c, p, job);
+		return 0;
+	case P_JOB:
+		break;
+	}
+	return 0;
+}
+
+static int on_submit_job(sd_bus_message *m, void *data, sd_bus_error *err)
+{
+	struct bus *c = data;
+	const char *path, *unit, *result;
+	uint32_t id;
+
+	(void)err;
+	if (sd_bus_message_read(m, "uoss", &id, &path, &unit, &result) < 0)
+		return 0;
+	for (struct pending *p = c->head; p; p = p->next)
+		if (p->step == P_JOB && strcmp(p->job, path) == 0) {
+			finish(c, p, job_result(result) > 0 ? 0 : -EIO);
+			break;
+		}
+	return 0;
+}
+
+/* The call of p's step, sent; its answer to on_submit_reply. */
+static int send_step(struct bus *c, struct pending *p)
+{
+	static const char *const method[] = {
+		[P_START] = "StartTransientUnit", [P_SET] = "SetUnitProperties",
+		[P_EXISTS_SET] = "SetUnitProperties", [P_EXISTS_START] = "StartUnit",
+	};
+	sd_bus_message *m = NULL;
+	int r;
+
+	r = sd_bus_message_new_method_call(c->b, &m, DEST, PATH, MANAGER, method[p->step]);
+	switch (p->step) {
+	case P_START:
+		if (r >= 0)
+			r = sd_bus_message_append(m, "ss", p->unit, "fail");
+		if (r >= 0)
+			r = append_props(m, p->props, p->n);
+		if (r >= 0)
+			r = sd_bus_message_append(m, "a(sa(sv))", 0);
+		break;
+	case P_SET:
+	case P_EXISTS_SET:
+		if (r >= 0)
+			r = sd_bus_message_append(m, "sb", p->unit, 1);
+		if (r >= 0)
+			r = append_props(m, p->props, p->n);
+		break;
+	case P_EXISTS_START:
+		if (r >= 0)
+			r = sd_bus_message_append(m, "ss", p->unit, "fail");
+		break;
+	case P_JOB:
+		r = -EINVAL;
+		break;
+	}
+	if (r >= 0)
+		r = sd_bus_call_async(c->b, NULL, m, on_submit_reply, p, JOB_TIMEOUT_USEC);
+	sd_bus_message_unref(m);
+	return r;
+}
+
+static int real_submit(void *ctx, bool start, const char *unit, const struct cgfs_prop *p,
+		       size_t n, void (*fn)(void *data, int err), void *data)
+{
+	struct bus *c = ctx;
+	struct pending *q;
+	sd_bus *b;
+	int r;
+
+	/* Without a loop to read the answers, the call is made and waited for. */
+	if (!c->event) {
+		r = start ? real_start(ctx, unit, p, n) : real_set(ctx, unit, p, n);
+		if (r == -EEXIST && start)
+			r = real_set(ctx, unit, p, n);
+		fn(data, r);
+		return 0;
+	}
+	if (c->inflight >= CGFS_BUS_INFLIGHT_MAX)
+		return -EAGAIN;
+	if (strlen(unit) >= DRF_SUBMIT_UNIT_MAX)
+		return -ENAMETOOLONG;
+	r = get_bus(c, &b);
+	if (r < 0)
+		return r;
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		return -ENOMEM;
+	q->props = malloc((n + 1) * sizeof(*p));
+	if (!q->props) {
+		free(q);
+		return -ENOMEM;
+	}
+	memcpy(q->props, p, n * sizeof(*p));
+	q->n = n;
+	q->c = c;
+	q->fn = fn;
+	q->data = data;
+	q->step = start ? P_START : P_SET;
+	memcpy(q->unit, unit, strlen(unit) + 1);
+	q->prev = c->tail;
+	if (c->tail)
+		c->tail->next = q;
+	else
+		c->head = q;
+	c->tail = q;
+	c->inflight++;
+	r = send_step(c, q);
+	if (r < 0) {
+		pending_free(c, q);
+		/* The connection went: nothing of this call was sent; the next one connects again. */
+		lost(c, r);
+		return r;
+	}
+	return 0;
+}
+
 const struct cgfs_bus_ops cgfs_bus_real_ops = {
 	.name = "systemd",
 	.start = real_start,
@@ -515,4 +828,5 @@ const struct cgfs_bus_ops cgfs_bus_real_ops = {
 	.stop = real_stop,
 	.busy = real_busy,
 	.kill = real_kill,
+	.submit = real_submit,
 };

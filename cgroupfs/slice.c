@@ -401,6 +401,73 @@ static int slice_rmdir(void *ctx, int dirfd, const char *path)
 	return s->bus->stop(s->bus_ctx, unit);
 }
 
+/* An apply under way: its outcome goes to done, for its cgroup. */
+struct slice_apply {
+	struct cgfs_done done;
+	char cg[];
+};
+
+static void slice_applied(void *data, int err)
+{
+	struct slice_apply *a = data;
+
+	a->done.fn(a->done.data, a->cg, err);
+	free(a);
+}
+
+static int slice_apply(void *ctx, int dirfd, const char *cg, bool create,
+		       const struct cgfs_change *ch, size_t n, const struct cgfs_done *done)
+{
+	struct cgfs_slice *s = ctx;
+	char unit[DRF_UNIT_NAME_MAX + 1];
+	size_t np = 0, cap = n * CGFS_PROPS_MAX + 1, len = strlen(cg);
+	struct cgfs_prop *p;
+	struct slice_apply *a;
+	int r = 0;
+
+	(void)dirfd;
+	if (!*cg || cgfs_slice_unit(cg, unit, sizeof(unit)) < 0 ||
+	    (create && cgfs_slice_is_task_unit(unit)))
+		return -EPERM;
+	p = calloc(cap, sizeof(*p));
+	a = malloc(sizeof(*a) + len + 1);
+	if (!p || !a) {
+		free(p);
+		free(a);
+		return -ENOMEM;
+	}
+	if (create) {
+		p[np] = (struct cgfs_prop){ .name = "Description", .type = CGFS_PROP_STR };
+		snprintf(p[np++].s, sizeof(p[0].s), "drfd tenant %s", cg);
+	}
+	for (size_t i = 0; i < n && r >= 0; i++) {
+		r = cgfs_slice_props(ch[i].file, ch[i].val, p + np, cap - np);
+		if (r >= 0)
+			np += (size_t)r;
+	}
+	if (r < 0) {
+		free(p);
+		free(a);
+		return r;
+	}
+	a->done = *done;
+	memcpy(a->cg, cg, len + 1);
+	if (s->bus->submit) {
+		r = s->bus->submit(s->bus_ctx, create, unit, p, np, slice_applied, a);
+		if (r < 0)
+			free(a);
+		free(p);
+		return r;
+	}
+	/* A bus that answers at once: a slice loaded already is started, then given p. */
+	r = create ? s->bus->start(s->bus_ctx, unit, p, np) : s->bus->set(s->bus_ctx, unit, p, np);
+	if (r == -EEXIST)
+		r = s->bus->set(s->bus_ctx, unit, p, np);
+	free(p);
+	slice_applied(a, r);
+	return 0;
+}
+
 static int slice_id(void *ctx, int dirfd, const char *path, uint64_t *ret)
 {
 	struct cgfs_slice *s = ctx;
@@ -471,6 +538,7 @@ const struct cgfs_ops cgfs_slice_ops = {
 	.watch_add = slice_watch_add,
 	.watch_rm = slice_watch_rm,
 	.watch_read = slice_watch_read,
+	.apply = slice_apply,
 };
 
 static void rec_call(struct cgfs_bus_recorder *r, const char *what, const char *unit,
@@ -541,6 +609,31 @@ static int rec_kill(void *ctx, const char *unit, int sig)
 	return r->inner ? r->inner->kill(r->inner_ctx, unit, sig) : 0;
 }
 
+static int rec_submit(void *ctx, bool start, const char *unit, const struct cgfs_prop *p,
+		      size_t n, void (*fn)(void *data, int err), void *data)
+{
+	struct cgfs_bus_recorder *r = ctx;
+	int f = drf_fault_inject(&r->fault, start ? CGFS_BUS_START : CGFS_BUS_SET, 0, unit);
+
+	/* A fault is the call's answer, as the real bus gives it. */
+	if (f < 0) {
+		fn(data, f);
+		return 0;
+	}
+	rec_call(r, start ? "start" : "set", unit, p, n);
+	if (r->inner && r->inner->submit)
+		return r->inner->submit(r->inner_ctx, start, unit, p, n, fn, data);
+	f = 0;
+	if (r->inner)
+		f = start ? r->inner->start(r->inner_ctx, unit, p, n)
+			  : r->inner->set(r->inner_ctx, unit, p, n);
+	/* A slice loaded already was started: its properties set now. */
+	if (f == -EEXIST && start)
+		f = r->inner->set(r->inner_ctx, unit, p, n);
+	fn(data, f);
+	return 0;
+}
+
 const struct cgfs_bus_ops cgfs_bus_recording_ops = {
 	.name = "recording",
 	.start = rec_start,
@@ -548,4 +641,5 @@ const struct cgfs_bus_ops cgfs_bus_recording_ops = {
 	.stop = rec_stop,
 	.busy = rec_busy,
 	.kill = rec_kill,
+	.submit = rec_submit,
 };

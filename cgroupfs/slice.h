@@ -77,7 +77,21 @@ struct cgfs_bus_ops {
 	int (*busy)(void *ctx, const char *unit);
 	/* KillUnit(unit, "all", sig): every process of the unit gets sig (no job). */
 	int (*kill)(void *ctx, const char *unit, int sig);
+	/*
+	 * Optional: start (as start above, but a slice loaded already gets the
+	 * properties p too, then is started) or set, without waiting for the
+	 * answer: fn(data, err) follows once systemd answered (a start: once its
+	 * job is done), from the event loop the bus reads on (cgfs_bus_attach),
+	 * or from within submit for a bus that answers at once. Many may be under
+	 * way: 0, sent; -EAGAIN, as many under way as the bus takes (fn not
+	 * called); another -errno, nothing sent (fn not called).
+	 */
+	int (*submit)(void *ctx, bool start, const char *unit, const struct cgfs_prop *p, size_t n,
+		      void (*fn)(void *data, int err), void *data);
 };
+
+/* Submits under way at most, on the real bus. */
+#define CGFS_BUS_INFLIGHT_MAX 128
 
 /* The bus operations, as bits, for the recorder's fault injection. */
 enum cgfs_bus_op {
@@ -93,7 +107,9 @@ enum cgfs_bus_op {
  * P=V ...", "systemd stop UNIT", "systemd kill UNIT SIG" and passes it to inner
  * if pass (tests); inner
  * NULL: every start finds no unit loaded. fault (fault.h): the operations in
- * fault.ops on units ending in fault.path fail with fault.err.
+ * fault.ops on units ending in fault.path fail with fault.err. A submit is
+ * recorded as the start or set it is, passed to inner's submit, or made with
+ * inner's start or set and answered at once (a fault too, as its outcome).
  */
 struct cgfs_bus_recorder {
 	const struct cgfs_bus_ops *inner;
@@ -121,6 +137,13 @@ void cgfs_bus_close(void *bus);
  */
 struct sd_event;
 int cgfs_bus_attach(void *bus, struct sd_event *event);
+
+/*
+ * The slice ops' apply (struct cgfs_ops): a cgroup's changes as one call, the
+ * properties of every file together: a transient slice started with them
+ * (create), or SetUnitProperties. With a bus that has no submit, the call is
+ * made and answered at once.
+ */
 
 /*
  * FILE = VAL of a unit's cgroup as properties (into p, at most max): the

@@ -1257,7 +1257,7 @@ static int collect(struct drf_reconciler *rc, struct drf_tenant_rt *t, bool veri
 			hold = true;
 			continue;
 		}
-		add_change(c, rc, t, k, n >= 0 ? have : NULL);
+		add_change(c, rc, t, k, n >= 0 ? have : t->known & KNOB_BIT(k) ? t->seen[k] : NULL);
 	}
 	return 0;
 }

@@ -559,8 +559,12 @@ static bool memory_matches(const char *want, const char *have, unsigned long pag
 	h = strtoull(have, &end, 10);
 	if (*end)
 		return false;
-	/* The kernel keeps memory limits in pages, rounding down. */
-	return h == w || (page && h == w / page * page);
+	/*
+	 * The kernel keeps memory limits in pages, rounding down; a value within
+	 * a page of another is the same limit for any use (and a plan that moves
+	 * by less, as 1,000 tenants' do when one weight changes, costs no write).
+	 */
+	return h == w || (page && (h > w ? h - w : w - h) < page);
 }
 
 void drf_knob_kernel_form(enum drf_knob k, const char *val, unsigned long page_size, char *out,

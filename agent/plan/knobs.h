@@ -125,7 +125,8 @@ void drf_knobs_limits(const struct drf_knobs *k, double ret[DRF_NRES]);
 
 /*
  * Whether the kernel's value `have` (as read, newline trimmed) is `want`,
- * allowing for the kernel's rounding: memory values round down to pages, io.max
+ * allowing for the kernel's rounding: memory values round down to pages (and
+ * two within a page of each other are the same limit), io.max
  * prints riops/wiops and every device, io weights print a "default" line.
  * page_size is the host's (memory limits round down to it).
  */

@@ -266,6 +266,7 @@ static int unit_path(struct fakesd *sd, const char *unit, char *path, size_t len
 	return 0;
 }
 
+static void set_props(struct fakesd *sd, const char *unit, const struct cgfs_prop *p, size_t n);
 static int sd_set(void *ctx, const char *unit, const struct cgfs_prop *p, size_t n);
 
 /*
@@ -339,6 +340,8 @@ static int sd_start(void *ctx, const char *unit, const struct cgfs_prop *p, size
 		assert_int_equal(unlinkat(sd->rootfd, f, 0), 0);
 		snprintf(f, sizeof(f), "%s/cpu.max", path);
 		assert_int_equal(unlinkat(sd->rootfd, f, 0), 0);
+		/* A transient unit starts with the properties it was given. */
+		set_props(sd, unit, p, n);
 	}
 	return r;
 }
@@ -378,12 +381,11 @@ static void enable_above(struct fakesd *sd, const char *path, const char *prop)
 	} while (up[0]);
 }
 
-static int sd_set(void *ctx, const char *unit, const struct cgfs_prop *p, size_t n)
+/* The unit's properties, written to its cgroup's files as systemd's cgroup.c does. */
+static void set_props(struct fakesd *sd, const char *unit, const struct cgfs_prop *p, size_t n)
 {
-	struct fakesd *sd = ctx;
 	char path[1024], v[64];
 
-	sd->sets++;
 	unit_path(sd, unit, path, sizeof(path));
 	for (size_t i = 0; i < n; i++) {
 		char f[1100];
@@ -430,6 +432,14 @@ static int sd_set(void *ctx, const char *unit, const struct cgfs_prop *p, size_t
 			put(sd, path, file, v);
 		enable_above(sd, path, p[i].name);
 	}
+}
+
+static int sd_set(void *ctx, const char *unit, const struct cgfs_prop *p, size_t n)
+{
+	struct fakesd *sd = ctx;
+
+	sd->sets++;
+	set_props(sd, unit, p, n);
 	return 0;
 }
 
@@ -496,15 +506,24 @@ static const char *tenants = "[capacity]\ncpu = 4\nmemory = 4G\n"
 			     "[tenant my-batch]\ncpu = 2\nmemory = 512M\n"
 			     "[tenant api]\ncgroup = team/api\ncpu = 1\nmemory = 256M\n";
 
+/* The config: cgroup-root = auto, with agent's keys and text's sections. */
+static void sliced_write(struct sliced *s, const char *agent, const char *text)
+{
+	FILE *fp = fopen(s->f.conf, "w");
+
+	assert_non_null(fp);
+	fprintf(fp, "[agent]\ncgroup-root = auto\nstate-dir = %s\n%s%s", s->f.statedir, agent,
+		text);
+	assert_int_equal(fclose(fp), 0);
+}
+
 static void sliced_setup_with(struct sliced *s, const char *agent, const char *text)
 {
-	char conf[1024], err[1024];
+	char err[1024];
 
 	assert_int_equal(fakedrfd_setup(&s->f, "", text), 0);
 	/* cgroup-root = auto, on a host whose init is systemd. */
-	snprintf(conf, sizeof(conf), "[agent]\ncgroup-root = auto\nstate-dir = %s\n%s%s",
-		 s->f.statedir, agent, text);
-	assert_int_equal(t_write_file(s->f.conf, conf), 0);
+	sliced_write(s, agent, text);
 	s->host = t_fake_host;
 	s->host.systemd = yes;
 	s->f.env.host = &s->host;
@@ -576,9 +595,14 @@ static void test_daemon_on_slices(void **state)
 	assert_string_equal(s.f.d.decl.cfg.tenants[1].cgroup, "drf-my\\x2dbatch.slice");
 	assert_string_equal(s.f.d.decl.cfg.tenants[2].cgroup, "drf-team.slice/drf-team-api.slice");
 	assert_int_equal(fakedrfd_start(&s.f), 0);
-	/* Each slice started through systemd (team's found there for api), no file written. */
-	assert_int_equal(s.sd.starts - s.sd.exists, 4);
-	assert_true(s.sd.sets > 0);
+	/*
+	 * Each slice started through systemd with its knobs, one call a slice (team's
+	 * first, for api), no property set after, no file written.
+	 */
+	assert_int_equal(s.sd.starts, 4);
+	assert_int_equal(s.sd.exists, 0);
+	assert_int_equal(s.sd.sets, 0);
+	assert_int_equal(s.bus.calls, 4);
 	assert_int_equal(s.f.rec.changes, 0);
 	assert_knobs_as_planned(&s);
 
@@ -647,6 +671,232 @@ static void test_limit_quota_survives_daemon_reload(void **state)
 	assert_int_equal(s.sd.sets, sets);
 	assert_knobs_as_planned(&s);
 	fakedrfd_teardown(&s.f);
+}
+
+/*
+ * A bus whose answers come when the test gives them (as the real one's come
+ * when the loop reads them): submits wait in a queue of at most cap; the
+ * calls are made on the fake systemd when answered.
+ */
+struct lazycall {
+	bool start;
+	char unit[256];
+	struct cgfs_prop p[2 * CGFS_PROPS_MAX];
+	size_t n;
+	void (*fn)(void *data, int err);
+	void *data;
+};
+
+struct lazybus {
+	struct fakesd *sd;
+	struct lazycall *q;
+	size_t n, cap, most, submits, props;
+	size_t starts, sets;
+};
+
+static struct lazybus *lazy_of(void *ctx)
+{
+	return ctx;
+}
+
+static int lazy_start(void *ctx, const char *unit, const struct cgfs_prop *p, size_t n)
+{
+	return sd_start(lazy_of(ctx)->sd, unit, p, n);
+}
+
+static int lazy_set(void *ctx, const char *unit, const struct cgfs_prop *p, size_t n)
+{
+	return sd_set(lazy_of(ctx)->sd, unit, p, n);
+}
+
+static int lazy_stop(void *ctx, const char *unit)
+{
+	return sd_stop(lazy_of(ctx)->sd, unit);
+}
+
+static int lazy_busy(void *ctx, const char *unit)
+{
+	return sd_busy(lazy_of(ctx)->sd, unit);
+}
+
+static int lazy_kill(void *ctx, const char *unit, int sig)
+{
+	return sd_kill(lazy_of(ctx)->sd, unit, sig);
+}
+
+static int lazy_submit(void *ctx, bool start, const char *unit, const struct cgfs_prop *p,
+		       size_t n, void (*fn)(void *data, int err), void *data)
+{
+	struct lazybus *b = ctx;
+	struct lazycall *c;
+
+	if (b->n >= b->cap)
+		return -EAGAIN;
+	assert_true(n <= 2 * CGFS_PROPS_MAX);
+	c = &b->q[b->n++];
+	*c = (struct lazycall){ .start = start, .n = n, .fn = fn, .data = data };
+	snprintf(c->unit, sizeof(c->unit), "%s", unit);
+	memcpy(c->p, p, n * sizeof(*p));
+	b->most = b->n > b->most ? b->n : b->most;
+	b->submits++;
+	b->props += n;
+	b->starts += start;
+	b->sets += !start;
+	return 0;
+}
+
+static const struct cgfs_bus_ops lazybus_ops = {
+	.name = "lazy", .start = lazy_start, .set = lazy_set, .stop = lazy_stop,
+	.busy = lazy_busy, .kill = lazy_kill, .submit = lazy_submit,
+};
+
+/* The calls waiting, made on the fake systemd and answered (err: refused, nothing made). */
+static void lazy_answer(struct lazybus *b, int err)
+{
+	size_t n = b->n;
+	struct lazycall *q = malloc((n + 1) * sizeof(*q));
+
+	assert_non_null(q);
+	memcpy(q, b->q, n * sizeof(*q));
+	b->n = 0;
+	for (size_t i = 0; i < n; i++) {
+		int r = err;
+
+		if (!r && q[i].start)
+			r = sd_start(b->sd, q[i].unit, q[i].p, q[i].n);
+		else if (!r)
+			r = sd_set(b->sd, q[i].unit, q[i].p, q[i].n);
+		q[i].fn(q[i].data, r);
+	}
+	free(q);
+}
+
+/* The loop run until nothing is ready: every step the answers made ready. */
+static size_t run_loop(sd_event *ev)
+{
+	size_t turns = 0;
+
+	while (sd_event_run(ev, 0) > 0)
+		turns++;
+	return turns;
+}
+
+/*
+ * N tenants with weights and demands of different sizes, more than the host
+ * has of either resource, as a 2-core, 2G host with 1,000 tenants sees them:
+ * a weight changed moves every tenant's allocation, by a few hundred bytes.
+ */
+static char *many_tenants(int n, int heavy_weight)
+{
+	size_t len = (size_t)n * 80 + 256, off = 0;
+	char *t = malloc(len);
+
+	assert_non_null(t);
+	off += (size_t)snprintf(t, len, "[capacity]\ncpu = 2\nmemory = 2G\n");
+	for (int i = 0; i < n; i++)
+		off += (size_t)snprintf(t + off, len - off,
+					"[tenant t%d]\nweight = %d\ncpu = 0.%d\nmemory = %dM\n", i,
+					i == 7 ? heavy_weight : 1 + i % 5, 1 + i % 7, 1 + i % 13);
+	return t;
+}
+
+/*
+ * 1,000 tenants through a bus that answers later: each slice is one start
+ * with its knobs, at most the bus's cap under way, each step bounded (the
+ * loop serves its other sources between two); the pass ends, and a waiter
+ * runs, only once every answer came; a refused start is retried at the next
+ * tick. A reload that changes one tenant's weight costs one call, for that
+ * tenant: the others' memory moves within a page, their weights not at all.
+ */
+static int settled_count;
+static void count_settled(struct drfd *d, void *data)
+{
+	(void)d;
+	(void)data;
+	settled_count++;
+}
+
+static void test_slices_at_scale(void **state)
+{
+	enum { N = 1000, CAP = 64 };
+	struct sliced s;
+	struct lazybus lb = { 0 };
+	char *text = many_tenants(N, 3);
+	size_t answers = 0, turns = 0, starts, calls;
+	sd_event *ev;
+
+	(void)state;
+	sliced_setup_with(&s, "", text);
+	free(text);
+	lb.sd = &s.sd;
+	lb.cap = CAP;
+	lb.q = calloc(CAP, sizeof(*lb.q));
+	assert_non_null(lb.q);
+	s.bus.inner = &lazybus_ops;
+	s.bus.inner_ctx = &lb;
+	assert_int_equal(sd_event_new(&ev), 0);
+	s.f.d.event = ev;
+	assert_int_equal(fakedrfd_start(&s.f), 0);
+	/* The first step filled the bus and waits: nothing started yet, not settled. */
+	assert_int_equal(lb.n, CAP);
+	assert_true(drf_reconcile_busy(&s.f.d.rc));
+	settled_count = 0;
+	assert_int_equal(drfd_when_settled(&s.f.d, count_settled, NULL), 0);
+	/* The first 10 answers refused: those tenants are retried at the next tick. */
+	while (drf_reconcile_busy(&s.f.d.rc)) {
+		size_t before = lb.submits;
+
+		assert_true(lb.n > 0);
+		lazy_answer(&lb, answers++ == 0 ? -EIO : 0);
+		turns += run_loop(ev);
+		/* A step works on at most step_nodes nodes, and the bus takes at most CAP. */
+		assert_true(lb.submits - before <= s.f.d.rc.step_nodes);
+		assert_true(lb.most <= CAP);
+	}
+	assert_int_equal(settled_count, 1);
+	assert_int_equal(lb.starts, N);
+	assert_int_equal(lb.sets, 0);
+	assert_true(s.f.d.last.errors >= 1);
+	assert_true(s.f.d.last.retrying >= 1);
+	/* Each answered batch was taken in a turn or a few: many turns, each bounded. */
+	assert_true(turns >= N / CAP);
+	/* The next tick starts the refused ones again; then every knob is as planned. */
+	starts = lb.starts;
+	sliced_tick(&s, 0);
+	while (drf_reconcile_busy(&s.f.d.rc)) {
+		lazy_answer(&lb, 0);
+		run_loop(ev);
+	}
+	assert_int_equal(lb.starts - starts, CAP);
+	assert_int_equal(s.f.d.last.retrying, 0);
+	assert_knobs_as_planned(&s);
+
+	/* Steady: no call. */
+	calls = lb.submits;
+	sliced_tick(&s, SIZE_MAX);
+	while (drf_reconcile_busy(&s.f.d.rc) || lb.n) {
+		lazy_answer(&lb, 0);
+		run_loop(ev);
+	}
+	assert_int_equal(lb.submits, calls);
+
+	/* One weight changed: one call, of one property. */
+	text = many_tenants(N, 4);
+	sliced_write(&s, "", text);
+	free(text);
+	calls = lb.submits;
+	starts = lb.props;
+	assert_int_equal(drfd_reload(&s.f.d), 0);
+	while (drf_reconcile_busy(&s.f.d.rc) || lb.n) {
+		lazy_answer(&lb, 0);
+		run_loop(ev);
+	}
+	/* The one tenant's call: its cpu.weight, and its memory.low (its share moved). */
+	assert_int_equal(lb.submits - calls, 1);
+	assert_int_equal(lb.props - starts, 2);
+	assert_knobs_as_planned(&s);
+	fakedrfd_teardown(&s.f);
+	free(lb.q);
 }
 
 static void test_remove_and_exec(void **state)
@@ -944,6 +1194,7 @@ int main(void)
 		cmocka_unit_test(test_props_round_trip),
 		cmocka_unit_test(test_daemon_on_slices),
 		cmocka_unit_test(test_limit_quota_survives_daemon_reload),
+		cmocka_unit_test(test_slices_at_scale),
 		cmocka_unit_test(test_remove_and_exec),
 		cmocka_unit_test(test_tasks_on_slices),
 		cmocka_unit_test(test_task_unit_fails),
