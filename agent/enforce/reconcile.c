@@ -292,61 +292,33 @@ static ssize_t orphan_find(const struct drf_reconciler *rc, const char *cgroup)
 	return -1;
 }
 
+/* Orphan i gone; the others keep their order (children before their parents). */
 static void orphan_drop(struct drf_reconciler *rc, size_t i)
 {
 	free(rc->orphans[i].name);
 	free(rc->orphans[i].cgroup);
-	rc->orphans[i] = rc->orphans[--rc->n_orphans];
+	memmove(&rc->orphans[i], &rc->orphans[i + 1],
+		(rc->n_orphans - i - 1) * sizeof(rc->orphans[0]));
+	rc->n_orphans--;
+	if (rc->orphan_pos > i)
+		rc->orphan_pos--;
 	rc->membership_changed = true;
 }
 
 /*
- * A cgroup that is no longer in the plan: removed if empty, else kept with
- * its limits as an orphan (a task's is removed only once its task has ended,
- * so it is empty). name and cgroup are copied.
+ * A cgroup that is no longer in the plan: an orphan, which the pass removes
+ * if empty (try_remove), else keeps with its limits (a task's is removed
+ * only once its task has ended, so it is empty). name and cgroup are copied.
  */
 static int retire(struct drf_reconciler *rc, const char *name, const char *cgroup,
 		  enum drf_node_kind kind)
 {
 	struct drf_orphan *no;
-	int r = cgfs_remove(rc->fs, cgroup);
 
-	if (r == 0) {
-		if (kind == DRF_NODE_INNER)
-			drf_log(&rc->log, LOG_NOTICE, "'%s/%s' is above no tenant any more; "
-						      "removed it", rc->fs->root, cgroup);
-		else if (kind == DRF_NODE_TASK)
-			drf_log(&rc->log, LOG_DEBUG, "removed task cgroup '%s/%s'", rc->fs->root,
-				cgroup);
-		else
-			drf_log(&rc->log, LOG_NOTICE, "tenant '%s' is gone from the config; "
-						      "removed '%s/%s'",
-				name, rc->fs->root, cgroup);
-		rc->membership_changed = true;
-		return 0;
-	}
-	if (r == -ENOENT)
-		return 0;
-	if (r == -EBUSY && kind != DRF_NODE_TENANT)
-		drf_log(&rc->log, LOG_NOTICE, "'%s/%s' is in the plan no more, but still holds "
-					      "processes or cgroups; removing it once it is empty",
-			rc->fs->root, cgroup);
-	else if (r == -EBUSY)
-		drf_log(&rc->log, LOG_WARNING, "tenant '%s' is gone from the config but '%s/%s' "
-					       "still holds processes%s; leaving it and its limits "
-					       "in place until it is empty",
-			name, rc->fs->root, cgroup,
-			rc->by_systemd ? " or an active unit (stopping the slice would stop it)" : "");
-	else
-		drf_log(&rc->log, LOG_ERR, "cannot remove '%s/%s' of departed %s '%s': %s; will "
-					   "retry", rc->fs->root, cgroup, kind_names[kind], name,
-			strerror(-r));
 	if (DRF_VEC_GROW(rc->orphans, &rc->cap_orphans, rc->n_orphans + 1) < 0)
 		return -ENOMEM;
 	no = &rc->orphans[rc->n_orphans];
-	no->name = strdup(name);
-	no->cgroup = strdup(cgroup);
-	no->kind = kind;
+	*no = (struct drf_orphan){ .name = strdup(name), .cgroup = strdup(cgroup), .kind = kind };
 	if (!no->name || !no->cgroup) {
 		free(no->name);
 		free(no->cgroup);
@@ -354,6 +326,81 @@ static int retire(struct drf_reconciler *rc, const char *name, const char *cgrou
 	}
 	rc->n_orphans++;
 	rc->membership_changed = true;
+	return 0;
+}
+
+/* Whether any node of t[0 .. n) is a task's cgroup right below cgroup cg. */
+static bool has_task_below(const struct drf_tenant_rt *t, size_t n, const char *cg)
+{
+	size_t len = strlen(cg);
+
+	for (size_t i = 0; i < n; i++)
+		if (t[i].kind == DRF_NODE_TASK && strncmp(t[i].cgroup, cg, len) == 0 &&
+		    t[i].cgroup[len] == '/' && !strchr(t[i].cgroup + len + 1, '/'))
+			return true;
+	return false;
+}
+
+/*
+ * Orphan i's cgroup removed if it is empty: 1 if it is gone (dropped), 0 if
+ * it stays (said the first time, or when the failure changes).
+ */
+static int try_remove(struct drf_reconciler *rc, size_t i, struct drf_reconcile_stats *st)
+{
+	struct drf_orphan *o = &rc->orphans[i];
+	const char *root = rc->fs->root;
+	int r = cgfs_remove(rc->fs, o->cgroup);
+
+	if (r == 0 && o->tried)
+		drf_log(&rc->log, LOG_NOTICE, "orphan '%s/%s' of departed tenant '%s' is empty "
+					      "now; removed it", root, o->cgroup, o->name);
+	else if (r == 0 && o->kind == DRF_NODE_INNER)
+		drf_log(&rc->log, LOG_NOTICE, "'%s/%s' is above no tenant any more; removed it",
+			root, o->cgroup);
+	else if (r == 0 && o->kind == DRF_NODE_TASK)
+		drf_log(&rc->log, LOG_DEBUG, "removed task cgroup '%s/%s'", root, o->cgroup);
+	else if (r == 0)
+		drf_log(&rc->log, LOG_NOTICE, "tenant '%s' is gone from the config; removed '%s/%s'",
+			o->name, root, o->cgroup);
+	if (r == 0 && o->tried)
+		st->removed++;
+	/*
+	 * Its tenant's last task gone: the tenant's cgroup may hold processes
+	 * again. Not a slice's: it holds none, and what it passes down is systemd's.
+	 */
+	if (r == 0 && o->kind == DRF_NODE_TASK && !rc->tasks_by_spawn) {
+		char *slash = strrchr(o->cgroup, '/');
+
+		if (slash) {
+			*slash = '\0';
+			if (!has_task_below(rc->t, rc->n + rc->n_inner + rc->n_task, o->cgroup) &&
+			    cgfs_set_subtree(rc->fs, o->cgroup, 0, MANAGED_CTRLS) < 0)
+				drf_log(&rc->log, LOG_DEBUG, "controllers stay enabled in '%s/%s'",
+					root, o->cgroup);
+		}
+	}
+	if (r == 0 || r == -ENOENT) {
+		orphan_drop(rc, i);
+		return 1;
+	}
+	if (o->tried && o->err == r)
+		return 0;
+	if (r == -EBUSY && o->kind != DRF_NODE_TENANT)
+		drf_log(&rc->log, LOG_NOTICE, "'%s/%s' is in the plan no more, but still holds "
+					      "processes or cgroups; removing it once it is empty",
+			root, o->cgroup);
+	else if (r == -EBUSY)
+		drf_log(&rc->log, LOG_WARNING, "tenant '%s' is gone from the config but '%s/%s' "
+					       "still holds processes%s; leaving it and its limits "
+					       "in place until it is empty",
+			o->name, root, o->cgroup,
+			rc->by_systemd ? " or an active unit (stopping the slice would stop it)" : "");
+	else
+		drf_log(&rc->log, LOG_ERR, "cannot remove '%s/%s' of departed %s '%s': %s; will "
+					   "retry", root, o->cgroup, kind_names[o->kind], o->name,
+			strerror(-r));
+	o->tried = true;
+	o->err = r;
 	return 0;
 }
 
@@ -488,18 +535,6 @@ fail:
 	return r;
 }
 
-/* Whether any node of t[0 .. n) is a task's cgroup right below cgroup cg. */
-static bool has_task_below(const struct drf_tenant_rt *t, size_t n, const char *cg)
-{
-	size_t len = strlen(cg);
-
-	for (size_t i = 0; i < n; i++)
-		if (t[i].kind == DRF_NODE_TASK && strncmp(t[i].cgroup, cg, len) == 0 &&
-		    t[i].cgroup[len] == '/' && !strchr(t[i].cgroup + len + 1, '/'))
-			return true;
-	return false;
-}
-
 void drf_reconciler_commit(struct drf_reconciler *rc, struct drf_reconciler_stage *st)
 {
 	size_t old = rc->n + rc->n_inner + rc->n_task;
@@ -556,22 +591,6 @@ void drf_reconciler_commit(struct drf_reconciler *rc, struct drf_reconciler_stag
 		if (r < 0)
 			drf_log(&rc->log, LOG_ERR, "cannot track departed %s '%s': %s",
 				kind_names[t->kind], t->name, strerror(-r));
-		/*
-		 * Its tenant's last task gone: the tenant's cgroup may hold processes
-		 * again. Not a slice's: it holds none, and what it passes down is systemd's.
-		 */
-		if (t->kind == DRF_NODE_TASK && r == 0 && !rc->tasks_by_spawn) {
-			char *slash = strrchr(t->cgroup, '/');
-
-			if (slash) {
-				*slash = '\0';
-				if (!has_task_below(st->t, st->total, t->cgroup) &&
-				    cgfs_set_subtree(rc->fs, t->cgroup, 0, MANAGED_CTRLS) < 0)
-					drf_log(&rc->log, LOG_DEBUG, "controllers stay enabled in "
-								     "'%s/%s'", rc->fs->root,
-						t->cgroup);
-			}
-		}
 		tenant_free(t);
 	}
 	/* A node that comes back is no orphan any more. */
@@ -596,6 +615,7 @@ void drf_reconciler_commit(struct drf_reconciler *rc, struct drf_reconciler_stag
 		rc->cursor = 0;
 	/* A pass in progress goes on over the new nodes, from the first. */
 	rc->pass_pos = 0;
+	rc->orphan_pos = 0;
 	free(st->kept);
 	memset(st, 0, sizeof(*st));
 }
@@ -1347,6 +1367,7 @@ void drf_reconcile_begin(struct drf_reconciler *rc, size_t verify)
 		rc->pass_st = (struct drf_reconcile_stats){ 0 };
 	rc->pass_on = true;
 	rc->pass_pos = 0;
+	rc->orphan_pos = 0;
 	if (verify > total)
 		verify = total;
 	rc->pass_start = rc->cursor;
@@ -1364,27 +1385,12 @@ static size_t pass_node(const struct drf_reconciler *rc, size_t o)
 	return o < rc->n_inner ? rc->n + o : o < rc->n_inner + rc->n ? o - rc->n_inner : o;
 }
 
-/* The end of a pass: orphans that became empty removed, the figures. */
+/* The end of a pass: its figures. */
 static void pass_end(struct drf_reconciler *rc, struct drf_reconcile_stats *ret)
 {
 	struct drf_reconcile_stats *st = &rc->pass_st;
 	size_t total = rc->n + rc->n_inner + rc->n_task;
 
-	for (size_t i = 0; i < rc->n_orphans;) {
-		int r = cgfs_remove(rc->fs, rc->orphans[i].cgroup);
-
-		if (r == 0 || r == -ENOENT) {
-			if (r == 0) {
-				st->removed++;
-				drf_log(&rc->log, LOG_NOTICE, "orphan '%s/%s' of departed tenant "
-							      "'%s' is empty now; removed it",
-					rc->fs->root, rc->orphans[i].cgroup, rc->orphans[i].name);
-			}
-			orphan_drop(rc, i);
-			continue;
-		}
-		i++;
-	}
 	st->retrying = 0;
 	for (size_t i = 0; i < total; i++)
 		st->retrying += (unsigned)__builtin_popcount(rc->t[i].failed) + (rc->t[i].cg_err != 0);
@@ -1423,6 +1429,15 @@ enum drf_pass drf_reconcile_step(struct drf_reconciler *rc, struct drf_reconcile
 			worked++;
 		}
 		rc->pass_pos++;
+	}
+	/* Departed nodes' cgroups, removed if empty, in the order they left. */
+	while (rc->orphan_pos < rc->n_orphans) {
+		if (worked >= rc->step_nodes ||
+		    (t0 && worked && drf_mono_usec(rc->clock) - t0 >= rc->step_usec))
+			return DRF_PASS_MORE;
+		worked++;
+		if (!try_remove(rc, rc->orphan_pos, st))
+			rc->orphan_pos++;
 	}
 	if (rc->applying)
 		return DRF_PASS_WAITING;

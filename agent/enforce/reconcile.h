@@ -34,9 +34,10 @@
  * memory.max only once usage is under it. A failure of that asynchronous write
  * is counted and retried like any other.
  *
- * A tenant that leaves the plan loses its cgroup if no process is left in it;
- * otherwise it becomes an orphan: kept with its limits, reported, and removed
- * by a later tick once empty.
+ * A tenant that leaves the plan becomes an orphan, whose cgroup the pass
+ * removes (in its steps, after the plan's nodes) if no process is left in it;
+ * otherwise it is kept with its limits, reported, and removed by a later pass
+ * once empty.
  */
 #ifndef DRF_RECONCILE_H
 #define DRF_RECONCILE_H
@@ -87,6 +88,8 @@ struct drf_orphan {
 	char *name;
 	char *cgroup;
 	enum drf_node_kind kind;
+	bool tried;                     /* removal tried: it held processes (or failed) */
+	int err;                        /* the last try's -errno */
 };
 
 struct drf_reconcile_stats {
@@ -134,6 +137,7 @@ struct drf_reconciler {
 	struct drf_index index;         /* cgroup -> t[] */
 	struct drf_orphan *orphans;
 	size_t n_orphans, cap_orphans;
+	size_t orphan_pos;              /* the pass's next orphan to try to remove */
 	size_t cursor;                  /* next tenant to verify */
 	uint64_t ticks;
 	unsigned root_failed;           /* controllers the root could not pass down */
@@ -185,8 +189,8 @@ struct drf_reconciler_stage {
  * committed is dropped with drf_reconciler_unstage(). Nodes are carried over
  * by cgroup path with what was observed of them; one whose values changed is
  * written by the next tick without waiting for its turn to be verified. Those
- * of the previous plan that are not in this one are removed if empty and
- * become orphans otherwise; once a tenant's last task cgroup is removed, the
+ * of the previous plan that are not in this one become orphans, removed by
+ * the next pass if empty; once a tenant's last task cgroup is removed, the
  * tenant's cgroup stops passing controllers down, so that it may hold
  * processes again (drfctl exec).
  */
@@ -209,9 +213,9 @@ const struct drf_knobs *drf_reconciler_want(const struct drf_reconciler *rc, con
 
 /*
  * A cgroup that drfd managed before (from its state file) and that is not in
- * the plan: removed if empty, otherwise kept as an orphan; so are the inner
- * nodes of its path that the plan does not use. Ignored if it is a tenant of
- * the plan or already an orphan.
+ * the plan: an orphan, removed by the next pass if empty, otherwise kept; so
+ * are the inner nodes of its path that the plan does not use. Ignored if it
+ * is a tenant of the plan or already an orphan.
  */
 int drf_reconciler_forget(struct drf_reconciler *rc, const char *name, const char *cgroup);
 
