@@ -82,6 +82,7 @@ struct conn {
 	struct drfd_req req;
 	char *out;
 	size_t out_len, out_off;
+	bool reloading;                 /* a reload's answer waits for its writes */
 };
 
 static void conn_free(struct conn *c)
@@ -97,6 +98,8 @@ static void conn_free(struct conn *c)
 	l->st.conns--;
 	if (c->uid == 0)
 		l->st.root_conns--;
+	if (c->reloading)
+		drfd_settled_cancel(l->d, c);
 	sd_event_source_disable_unref(c->io);
 	sd_event_source_disable_unref(c->timeout);
 	close(c->fd);
@@ -192,8 +195,18 @@ static int answer_reload(struct drfd *d, int fd, char **out, size_t *out_len)
 	}
 	if (drfd_reload_asked(d) < 0)
 		return reply(out, out_len, "drfd-reload 1 refused\n%s\n", d->reload_error);
-	return reply(out, out_len, "drfd-reload 1 ok\nreloaded %s: %zu tenants in force\n",
-		     d->config_path, d->decl.cfg.n_tenants);
+	/* Answered once the writes are made (conn_answer waits for the pass). */
+	if (drf_reconcile_busy(&d->rc))
+		return 1;
+	return drfd_reload_answer(d, true, out, out_len);
+}
+
+int drfd_reload_answer(const struct drfd *d, bool done, char **out, size_t *out_len)
+{
+	return reply(out, out_len, "drfd-reload 1 ok\nreloaded %s: %zu tenants in force%s\n",
+		     d->config_path, d->decl.cfg.n_tenants,
+		     done ? "" : "; their knobs are still being written (drfctl status shows "
+				 "each)");
 }
 
 /* The answer to one request line (NUL-terminated, without its newline). */
@@ -304,6 +317,25 @@ static void conn_send(struct conn *c)
 	conn_free(c);
 }
 
+/* The reload's writes are made (or it waited long enough): its answer, sent. */
+static void reload_done(struct conn *c, bool done)
+{
+	c->reloading = false;
+	if (drfd_reload_answer(c->l->d, done, &c->out, &c->out_len) < 0 ||
+	    sd_event_source_set_time_relative(c->timeout, DRFD_SEND_TIMEOUT_USEC) < 0 ||
+	    sd_event_source_set_enabled(c->timeout, SD_EVENT_ONESHOT) < 0) {
+		conn_free(c);
+		return;
+	}
+	conn_send(c);
+}
+
+static void reload_settled(struct drfd *d, void *data)
+{
+	(void)d;
+	reload_done(data, true);
+}
+
 /* The request is complete: the answer, and the deadline to send it. */
 static void conn_answer(struct conn *c)
 {
@@ -313,6 +345,15 @@ static void conn_answer(struct conn *c)
 	if (c->req.seen > DRF_REQ_MAX)
 		l->st.too_long++;
 	drfd_req_free(&c->req);
+	/* A reload in force: answered when its writes are made, or at the wait's end. */
+	if (r == 1) {
+		c->reloading = true;
+		if (sd_event_source_set_time_relative(c->timeout, DRFD_RELOAD_WAIT_USEC) < 0 ||
+		    sd_event_source_set_enabled(c->timeout, SD_EVENT_ONESHOT) < 0 ||
+		    drfd_when_settled(l->d, reload_settled, c) < 0)
+			reload_done(c, false);
+		return;
+	}
 	if (r < 0 || !c->out ||
 	    sd_event_source_set_time_relative(c->timeout, DRFD_SEND_TIMEOUT_USEC) < 0 ||
 	    sd_event_source_set_enabled(c->timeout, SD_EVENT_ONESHOT) < 0) {
@@ -342,6 +383,12 @@ static int on_conn_io(sd_event_source *s, int fd, uint32_t revents, void *userda
 	n = read(fd, chunk, sizeof(chunk));
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return 0;
+	/* Waiting for a reload's writes: only a hang-up counts (the reload stays in force). */
+	if (c->reloading) {
+		if (n <= 0)
+			conn_free(c);
+		return 0;
+	}
 	/* A client that hangs up without asking gets nothing. */
 	if (n < 0 || (n == 0 && c->req.seen == 0)) {
 		conn_free(c);
@@ -361,6 +408,11 @@ static int on_conn_timeout(sd_event_source *s, uint64_t usec, void *userdata)
 
 	(void)s;
 	(void)usec;
+	if (c->reloading) {
+		drfd_settled_cancel(c->l->d, c);
+		reload_done(c, false);
+		return 0;
+	}
 	c->l->st.dropped++;
 	conn_free(c);
 	return 0;

@@ -44,6 +44,14 @@
 #define DRFD_SEND_TIMEOUT_USEC (5 * 1000000ULL)
 
 /*
+ * A reload is answered once its writes are made (the reconciler's pass has
+ * ended), so that `systemctl reload drfd` returns with the knobs in place; a
+ * pass longer than this (1,000 new slices on a slow host) is answered "ok" at
+ * this point, saying the writes go on: drfctl reload waits 60 s.
+ */
+#define DRFD_RELOAD_WAIT_USEC (45 * 1000000ULL)
+
+/*
  * Refusing a connection costs drfd an accept and a close, and a client that
  * reconnects at once asks for that in a loop: past 20 refusals in 100 ms,
  * accepting pauses for the rest of the 100 ms (clients wait in the backlog,
@@ -75,11 +83,14 @@ struct drfd;
 /*
  * The answer to a complete request, from the connection fd (its peer is who
  * asks), into *out (malloc'ed). A line over DRF_REQ_MAX or holding a NUL byte
- * is refused, never run. 0 or -errno.
+ * is refused, never run. 0 or -errno; 1 for a reload put in force whose writes
+ * are under way (*out NULL): drfd_reload_answer() gives its answer later.
  */
 int drfd_req_answer(struct drfd *d, int fd, const struct drfd_req *r, char **out,
 		    size_t *out_len);
 void drfd_req_free(struct drfd_req *r);
+/* The answer to a reload in force: its writes made, or (done false) still under way. */
+int drfd_reload_answer(const struct drfd *d, bool done, char **out, size_t *out_len);
 
 /* All zero without a socket. */
 void drfd_sock_stats(const struct drfd *d, struct drf_sock_stats *ret);

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -880,16 +881,44 @@ static void test_slices_at_scale(void **state)
 	}
 	assert_int_equal(lb.submits, calls);
 
-	/* One weight changed: one call, of one property. */
+	/*
+	 * One weight changed, reloaded over the socket as systemctl reload does:
+	 * the answer comes once the write is made, not before.
+	 */
 	text = many_tenants(N, 4);
 	sliced_write(&s, "", text);
 	free(text);
 	calls = lb.submits;
 	starts = lb.props;
-	assert_int_equal(drfd_reload(&s.f.d), 0);
-	while (drf_reconcile_busy(&s.f.d.rc) || lb.n) {
+	{
+		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+		char why[256], answer[512] = "";
+		ssize_t got = 0, r;
+		int fd;
+
+		snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/sock", s.f.dir);
+		if (drfd_listen(&s.f.d, sa.sun_path, NULL, why, sizeof(why)) < 0)
+			fail_msg("drfd_listen: %s", why);
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		assert_true(fd >= 0);
+		assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+		assert_int_equal(write(fd, "reload\n", 7), 7);
+		run_loop(ev);
+		/* In force, its one call under way: no answer yet. */
+		assert_int_equal(s.f.d.reloads, 1);
+		assert_true(drf_reconcile_busy(&s.f.d.rc));
+		assert_int_equal(lb.n, 1);
+		assert_int_equal(read(fd, answer, sizeof(answer)), -1);
+		assert_int_equal(errno, EAGAIN);
 		lazy_answer(&lb, 0);
 		run_loop(ev);
+		while ((r = read(fd, answer + got, sizeof(answer) - 1 - (size_t)got)) > 0)
+			got += r;
+		answer[got] = '\0';
+		assert_false(drf_reconcile_busy(&s.f.d.rc));
+		assert_true(strncmp(answer, "drfd-reload 1 ok\n", 17) == 0);
+		assert_null(strstr(answer, "still being written"));
+		close(fd);
 	}
 	/* The one tenant's call: its cpu.weight, and its memory.low (its share moved). */
 	assert_int_equal(lb.submits - calls, 1);
