@@ -435,6 +435,8 @@ bench: $(BENCH_BIN) $(BENCH_FLEET_BIN) $(BENCH_HDRF_BIN) $(BENCH_TICK_BIN) $(BEN
 	tests/bench/tick_syscalls.sh $(BENCH_TICK_BIN) 1000 10
 	$(BENCH_TICK_BIN) 1000 reload 101
 	$(BENCH_TICK_BIN) 10000 reload 21
+	@echo "command: make bench ($(BENCH_TICK_BIN) 1000 loop 11)"
+	$(BENCH_TICK_BIN) 1000 loop 11
 	@DRFD=$(abspath $(BUILD)/drfd) DRFCTL=$(abspath $(BUILD)/drfctl) tests/bench/net_bench.sh 5 4
 	@echo "command: make bench (BENCH_PROBE=$(BENCH_PROBE_BIN) tests/bench/probe_bench.sh 7 200000)"
 	@BENCH_PROBE=$(abspath $(BENCH_PROBE_BIN)) tests/bench/probe_bench.sh 7 200000

@@ -19,6 +19,12 @@
  *                                    default) or full
  *   bench_tick N reload ROUNDS       reload latency against the config load
  *                                    and libinih's bare parse, interleaved
+ *   bench_tick N loop [ROUNDS]       a reload from 0 to N tenants under drfd's
+ *                                    event loop (taken in steps): each turn
+ *                                    timed, the longest printed, for the
+ *                                    cgroupfs backend over the fake tree (the
+ *                                    yardstick) and for slices over a fake
+ *                                    systemd whose answers the loop reads
  *
  * MODE: declared (the default: demand = declared, no metrics-file) or
  * observed (demand = observed, an io device, a metrics-file: every file the
@@ -40,6 +46,7 @@
 #include "fakecg.h"
 #include "fakedrfd.h"
 #include "metrics.h"
+#include "slice.h"
 
 /* As drfd does: the files it may hold open, malloc's thresholds (drfd_tune_process()). */
 static size_t held_files;
@@ -268,6 +275,248 @@ static int reload_bench(int n, int rounds)
 	return 0;
 }
 
+/*
+ * A systemd whose answers come as the real one's do, read by the loop: a
+ * submit waits in a queue, and a defer source of the loop answers every one
+ * waiting (a start makes its slice's cgroup in the fake tree, as systemd's
+ * job does, its time not counted in drfd's turn; properties are taken as
+ * given).
+ */
+struct lazysd {
+	struct fakedrfd *f;
+	sd_event_source *answer;
+	struct lazycall {
+		bool start;
+		char unit[256];
+		void (*fn)(void *data, int err);
+		void *data;
+	} *q;
+	size_t n, cap, calls;
+	double systemd_us;       /* of the turn just served: systemd's part, not drfd's */
+};
+
+static int lazy_answer(sd_event_source *s, void *userdata)
+{
+	struct lazysd *l = userdata;
+	size_t n = l->n;
+
+	(void)s;
+	l->n = 0;
+	for (size_t i = 0; i < n; i++) {
+		double t0 = bench_now_us();
+		int r = l->q[i].start ? fakecg_ops.mkdir(NULL, l->f->fs.rootfd, l->q[i].unit) : 0;
+
+		l->systemd_us += bench_now_us() - t0;
+		l->q[i].fn(l->q[i].data, r == -EEXIST ? 0 : r);
+	}
+	return 0;
+}
+
+static int lazy_submit(void *ctx, bool start, const char *unit, const struct cgfs_prop *p,
+		       size_t n, void (*fn)(void *data, int err), void *data)
+{
+	struct lazysd *l = ctx;
+
+	(void)p;
+	(void)n;
+	if (l->n >= l->cap)
+		return -EAGAIN;
+	l->q[l->n] = (struct lazycall){ .start = start, .fn = fn, .data = data };
+	snprintf(l->q[l->n].unit, sizeof(l->q[0].unit), "%s", unit);
+	l->n++;
+	l->calls++;
+	return sd_event_source_set_enabled(l->answer, SD_EVENT_ONESHOT);
+}
+
+static int lazy_none(void *ctx, const char *unit)
+{
+	(void)ctx;
+	(void)unit;
+	return 0;
+}
+
+static int lazy_call(void *ctx, const char *unit, const struct cgfs_prop *p, size_t n)
+{
+	(void)ctx;
+	(void)unit;
+	(void)p;
+	(void)n;
+	return 0;
+}
+
+static int lazy_kill(void *ctx, const char *unit, int sig)
+{
+	(void)ctx;
+	(void)unit;
+	(void)sig;
+	return 0;
+}
+
+static const struct cgfs_bus_ops lazysd_ops = {
+	.name = "lazy systemd", .start = lazy_call, .set = lazy_call, .stop = lazy_none,
+	.busy = lazy_none, .kill = lazy_kill, .submit = lazy_submit,
+};
+
+static int yes(void *ctx)
+{
+	(void)ctx;
+	return 1;
+}
+
+/* The config with cgroup-root = auto (on a host whose init is systemd: slices). */
+static int conf_auto(struct fakedrfd *f, const char *text)
+{
+	FILE *fp = fopen(f->conf, "w");
+
+	if (!fp)
+		return -errno;
+	fprintf(fp, "[agent]\ncgroup-root = auto\nstate-dir = %s\n%s", f->statedir, text);
+	return fclose(fp) == 0 ? 0 : -errno;
+}
+
+struct loop_run {
+	double total_us, longest_us, reload_us;
+	unsigned turns;
+	size_t calls;
+};
+
+/*
+ * A reload from 0 to n tenants under the loop: the reload's own turn, then
+ * each turn until the pass has ended, timed. slices: cgroup-root = auto over
+ * the lazy systemd.
+ */
+static int loop_reload(int n, bool slices, struct loop_run *ret)
+{
+	static struct drf_host_ops host;
+	static struct cgfs_slice sl;
+	struct lazysd lsd = { 0 };
+	struct fakedrfd f;
+	char *t = tenants(n, -1, false);
+	double t0;
+	int r;
+
+	/* Share mode, as shipped: the knobs a systemd host gets. */
+	r = t ? fakedrfd_setup(&f, "", "[capacity]\ncpu = 100000\nmemory = 100T\n") : -ENOMEM;
+	if (r == 0 && slices)
+		r = conf_auto(&f, "[capacity]\ncpu = 100000\nmemory = 100T\n");
+	if (r == 0 && slices) {
+		char err[512];
+
+		host = drf_host_real;
+		host.systemd = yes;
+		f.env.host = &host;
+		lsd.f = &f;
+		lsd.cap = CGFS_BUS_INFLIGHT_MAX;
+		lsd.q = calloc(lsd.cap, sizeof(*lsd.q));
+		sl = (struct cgfs_slice){ .fs = &cgfs_recording_ops, .fs_ctx = &f.rec,
+					  .bus = &lazysd_ops, .bus_ctx = &lsd };
+		drf_declared_free(&f.d.decl);
+		cgfs_close(&f.fs);
+		r = lsd.q ? 0 : -ENOMEM;
+		if (r == 0)
+			r = drf_declared_load(&f.d.decl, f.conf, &host, err, sizeof(err));
+		if (r == 0)
+			r = cgfs_open(&f.fs, f.root, false, &cgfs_slice_ops, &sl);
+		if (r == 0)
+			f.rec.root = f.fs.root;
+	}
+	if (r == 0)
+		r = sd_event_new(&f.d.event);
+	if (r == 0 && slices)
+		r = sd_event_add_defer(f.d.event, &lsd.answer, lazy_answer, &lsd);
+	if (r == 0 && slices)
+		r = sd_event_source_set_enabled(lsd.answer, SD_EVENT_OFF);
+	f.env.clock = &drf_clock_system;
+	if (r == 0)
+		r = fakedrfd_start(&f);
+	if (r == 0)
+		r = slices ? conf_auto(&f, t) : fakedrfd_write(&f, "", t);
+	free(t);
+	if (r < 0) {
+		fprintf(stderr, "bench_tick: loop setup failed: %s\n", strerror(-r));
+		return r;
+	}
+	*ret = (struct loop_run){ 0 };
+	t0 = bench_now_us();
+	r = drfd_reload(&f.d);
+	ret->reload_us = bench_now_us() - t0;
+	ret->longest_us = ret->reload_us;
+	ret->turns = 1;
+	while (r == 0 && drf_reconcile_busy(&f.d.rc)) {
+		double t1;
+
+		r = sd_event_prepare(f.d.event);
+		if (r == 0)
+			r = sd_event_wait(f.d.event, 1000000);
+		if (r <= 0) {
+			r = r < 0 ? r : -ETIMEDOUT;
+			break;
+		}
+		lsd.systemd_us = 0;
+		t1 = bench_now_us();
+		r = sd_event_dispatch(f.d.event);
+		/* systemd makes the cgroups in its own process, not in drfd's turn. */
+		t1 = bench_now_us() - t1 - lsd.systemd_us;
+		r = r < 0 ? r : 0;
+		ret->turns++;
+		if (t1 > ret->longest_us)
+			ret->longest_us = t1;
+	}
+	ret->total_us = bench_now_us() - t0;
+	ret->calls = lsd.calls;
+	if (r == 0 && (f.d.decl.cfg.n_tenants != (size_t)n || f.d.last.errors)) {
+		fprintf(stderr, "bench_tick: the reload did not land: %zu tenants, %u errors\n",
+			f.d.decl.cfg.n_tenants, f.d.last.errors);
+		r = -EIO;
+	}
+	lsd.answer = sd_event_source_disable_unref(lsd.answer);
+	fakedrfd_teardown(&f);
+	free(lsd.q);
+	return r;
+}
+
+/* Rounds of both, interleaved: the medians of the whole and of the longest turn. */
+static int loop_bench(int n, int rounds)
+{
+	double *cg_total = calloc((size_t)rounds, sizeof(double));
+	double *cg_long = calloc((size_t)rounds, sizeof(double));
+	double *sl_total = calloc((size_t)rounds, sizeof(double));
+	double *sl_long = calloc((size_t)rounds, sizeof(double));
+	double cg_max = 0, sl_max = 0;
+	struct loop_run cg, sl = { 0 };
+
+	if (!cg_total || !cg_long || !sl_total || !sl_long)
+		return 1;
+	for (int i = 0; i < rounds; i++) {
+		if (loop_reload(n, false, &cg) < 0 || loop_reload(n, true, &sl) < 0)
+			return 1;
+		cg_total[i] = cg.total_us;
+		cg_long[i] = cg.longest_us;
+		sl_total[i] = sl.total_us;
+		sl_long[i] = sl.longest_us;
+		cg_max = cg.longest_us > cg_max ? cg.longest_us : cg_max;
+		sl_max = sl.longest_us > sl_max ? sl.longest_us : sl_max;
+	}
+	printf("tenants %d, a reload from 0 under drfd's loop, %d rounds each, interleaved (medians; "
+	       "target: no turn over 100 ms):\n"
+	       "  cgroupfs (fake tree, the yardstick): %.0f ms in %u turns, the longest turn %.1f ms "
+	       "(max %.1f; the reload's own %.1f)\n"
+	       "  slices (a systemd that answers through the loop): %.0f ms in %u turns, %zu calls, "
+	       "the longest turn %.1f ms (max %.1f; the reload's own %.1f)\n"
+	       "  slices/cgroupfs: whole %.2f, longest turn %.2f\n",
+	       n, rounds, bench_median(cg_total, rounds) / 1000, cg.turns,
+	       bench_median(cg_long, rounds) / 1000, cg_max / 1000, cg.reload_us / 1000,
+	       bench_median(sl_total, rounds) / 1000, sl.turns, sl.calls,
+	       bench_median(sl_long, rounds) / 1000, sl_max / 1000, sl.reload_us / 1000,
+	       bench_median(sl_total, rounds) / bench_median(cg_total, rounds),
+	       bench_median(sl_long, rounds) / bench_median(cg_long, rounds));
+	free(cg_total);
+	free(cg_long);
+	free(sl_total);
+	free(sl_long);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 1000, rounds = 31;
@@ -279,6 +528,8 @@ int main(int argc, char **argv)
 	held_files = drfd_tune_process();
 	if (strcmp(mode, "reload") == 0)
 		return reload_bench(n, argc > 3 ? atoi(argv[3]) : 21);
+	if (strcmp(mode, "loop") == 0)
+		return loop_bench(n, argc > 3 ? atoi(argv[3]) : 5);
 	if (only && strcmp(only, "metrics") == 0 && argc > 4)
 		full = strcmp(argv[4], "full") == 0;
 	else if (argc > 4)
@@ -288,7 +539,8 @@ int main(int argc, char **argv)
 	     strcmp(argv[4], "basic") != 0)) {
 		fprintf(stderr, "usage: bench_tick N [declared|observed [tick|none ROUNDS]]\n"
 				"       bench_tick N declared|observed metrics [basic|full]\n"
-				"       bench_tick N reload [ROUNDS]\n");
+				"       bench_tick N reload [ROUNDS]\n"
+				"       bench_tick N loop [ROUNDS]\n");
 		return 64;
 	}
 	if (daemon_up(&f, n, observed) < 0 || tick(&f) < 0) {
