@@ -588,7 +588,7 @@ int drfd_start(struct drfd *d, struct drf_reconcile_stats *ret)
 	d->dry_run = d->env->dry_run;
 	d->started = drf_real_usec(d->env->clock);
 	d->listen_fd = -1;
-	drfd_loop_init(&d->loop, d->env->clock);
+	drfd_loop_init(&d->loop, d->env->clock, d->env->log);
 	/* What drfd sets up once, from the config it starts with: a reload compares with it. */
 	drf_start_keys_of(c, &keys);
 	if (!d->has_io)

@@ -4,10 +4,27 @@
 
 #include <string.h>
 
-void drfd_loop_init(struct drfd_loop *l, const struct drf_clock *clock)
+void drfd_loop_init(struct drfd_loop *l, const struct drf_clock *clock,
+		    const struct drf_logger *log)
 {
 	memset(l, 0, sizeof(*l));
 	l->clock = clock;
+	l->log = log;
+}
+
+/* A turn of a second or more is said: the watchdog and the sockets waited that long. */
+static void log_slow(struct drfd_loop *l, uint64_t now_us, uint64_t dur_us, const char *what)
+{
+	if (l->logged_at && now_us - l->logged_at < DRFD_LOOP_LOG_US) {
+		l->unlogged++;
+		return;
+	}
+	drf_log(l->log, LOG_WARNING, "a turn of the event loop took %.1f s (%s); the watchdog "
+				     "and the sockets waited meanwhile (%llu more such turns since "
+				     "the last said)", (double)dur_us / 1e6, what,
+		(unsigned long long)l->unlogged);
+	l->logged_at = now_us;
+	l->unlogged = 0;
 }
 
 void drfd_loop_note(struct drfd_loop *l, uint64_t now_us, uint64_t dur_us, const char *what)
@@ -18,6 +35,8 @@ void drfd_loop_note(struct drfd_loop *l, uint64_t now_us, uint64_t dur_us, const
 	l->turns++;
 	if (dur_us > DRF_LOOP_SLOW_US)
 		l->slow++;
+	if (dur_us >= DRFD_LOOP_LOG_TURN_US)
+		log_slow(l, now_us, dur_us, what);
 	if (dur_us > l->max_ever_us || !l->max_ever_what) {
 		l->max_ever_us = dur_us;
 		l->max_ever_what = what;

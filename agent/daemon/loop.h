@@ -17,14 +17,21 @@
 #include <systemd/sd-event.h>
 
 #include "clock.h"
+#include "log.h"
 #include "view.h"
 
 /* The last minute, in buckets of 10 s. */
 #define DRFD_LOOP_BUCKETS 6
 #define DRFD_LOOP_BUCKET_US (10 * DRF_USEC_PER_SEC)
 
+/* A turn this long is logged (at most one line per DRFD_LOOP_LOG_US, with a count). */
+#define DRFD_LOOP_LOG_TURN_US (1000 * 1000ULL)
+#define DRFD_LOOP_LOG_US (60 * DRF_USEC_PER_SEC)
+
 struct drfd_loop {
 	const struct drf_clock *clock;
+	const struct drf_logger *log;
+	uint64_t logged_at, unlogged;          /* the last slow turn logged; those since */
 	uint64_t turns, slow;
 	uint64_t max_ever_us;
 	const char *max_ever_what;
@@ -34,7 +41,8 @@ struct drfd_loop {
 	const char *doing;                     /* the turn in progress */
 };
 
-void drfd_loop_init(struct drfd_loop *l, const struct drf_clock *clock);
+void drfd_loop_init(struct drfd_loop *l, const struct drf_clock *clock,
+		    const struct drf_logger *log);
 
 /* What the turn in progress serves: a string that outlives the loop. */
 static inline void drfd_loop_doing(struct drfd_loop *l, const char *what)

@@ -526,7 +526,15 @@ static void sample_tenant(struct drf_usage *u, const struct drf_usage_in *in, si
 
 	for (int c = 0; c < DRF_NCTR; c++)
 		s.c[c] = NAN;
+	t->gauge[DRF_GAUGE_MEM_CURRENT] = NAN;
+	t->gauge[DRF_GAUGE_MEM_WORKING_SET] = NAN;
 	identify(u, i, cg);
+	/*
+	 * No id: its cgroup is not there (yet: a slice under way), and none of
+	 * its files would open. Measured again at the next tick.
+	 */
+	if (!u->cgid[i])
+		goto absent;
 	got = read_file(u, i, cg, DRF_UF_CPU_STAT, buf, sizeof(buf));
 	if (got == -ENODEV) {
 		/* Removed since the last tick, perhaps made again: which cgroup is it now? */
@@ -535,8 +543,6 @@ static void sample_tenant(struct drf_usage *u, const struct drf_usage_in *in, si
 	}
 	if (got >= 0)
 		drf_kv_scan(buf, cpu, 3);
-	t->gauge[DRF_GAUGE_MEM_CURRENT] = NAN;
-	t->gauge[DRF_GAUGE_MEM_WORKING_SET] = NAN;
 	if (read_file(u, i, cg, DRF_UF_MEM_CURRENT, buf, sizeof(buf)) > 0)
 		t->gauge[DRF_GAUGE_MEM_CURRENT] = strtod(buf, NULL);
 	if (read_file(u, i, cg, DRF_UF_MEM_STAT, buf, sizeof(buf)) > 0) {
@@ -565,6 +571,7 @@ static void sample_tenant(struct drf_usage *u, const struct drf_usage_in *in, si
 	}
 	/* Its id is its cgroup's for as long as cpu.stat stays open (ENODEV closes it). */
 	u->files[i].known = u->cgid[i] && u->files[i].fd[DRF_UF_CPU_STAT] >= 0;
+absent:
 	if (u->probes && u->cgid[i] && u->in_map[i]) {
 		struct keyed want = { .key = u->cgid[i] };
 		const struct keyed *k = n_keys ? bsearch(&want, keys, n_keys, sizeof(*keys), cmp_key)
