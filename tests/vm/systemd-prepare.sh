@@ -30,7 +30,7 @@ apt-daily-upgrade.timer dpkg-db-backup.timer logrotate.timer
 postgresql.service docker.service docker.socket containerd.service ssh.service
 cron.service rsyslog.service exim4.service networking.service
 systemd-networkd.service NetworkManager.service ModemManager.service
-unattended-upgrades.service"
+unattended-upgrades.service etcd.service redis-server.service nginx.service memcached.service"
 mkdir -p "$etc/multi-user.target.wants"
 for u in $masks; do
 	rm -f "$etc/$u"
