@@ -239,18 +239,37 @@ size_t drfd_tune_process(void)
 }
 
 /* The measurements of every tenant, against the plan in force. */
-static void sample(struct drfd *d)
+/* What the sample reads, as of now. */
+static void sample_in(const struct drfd *d, struct drf_usage_in *in)
 {
-	struct drf_usage_in in = {
+	*in = (struct drf_usage_in){
 		.cfg = &d->decl.cfg, .plan = &d->plan, .io = d->has_io ? &d->io : NULL,
 		.net = d->has_net ? &d->net : NULL, .now_us = drf_mono_usec(d->env->clock),
 	};
-
 	/* PSI: for observed demand, the metrics-file or endpoint, and a status or metrics asked
 	 * for lately. */
-	in.pressure = d->decl.cfg.observed || d->decl.cfg.metrics_file || d->http ||
-		      in.now_us < d->asked_until_us;
-	drf_usage_sample(&d->use, &in);
+	in->pressure = d->decl.cfg.observed || d->decl.cfg.metrics_file || d->http ||
+		       in->now_us < d->asked_until_us;
+}
+
+/*
+ * The tick's sample, for DRFD_SAMPLE_USEC at most a turn, DRFD_SAMPLE_TENANTS
+ * tenants at a time: true once it is whole. Without an event loop, all at once.
+ */
+#define DRFD_SAMPLE_TENANTS 16
+#define DRFD_SAMPLE_USEC (20 * 1000)
+static bool sample_step(struct drfd *d)
+{
+	uint64_t t0 = drf_mono_usec(d->env->clock);
+	struct drf_usage_in in;
+
+	do {
+		sample_in(d, &in);
+		if (drf_usage_sample_step(&d->use, &in, DRFD_SAMPLE_TENANTS) == 0)
+			return true;
+	} while (!d->event || in.now_us - t0 < DRFD_SAMPLE_USEC);
+	sd_event_source_set_enabled(d->sample_src, SD_EVENT_ONESHOT);
+	return false;
 }
 
 void drfd_asked(struct drfd *d)
@@ -492,12 +511,13 @@ static void publish_metrics(struct drfd *d)
  * demand, when an effective demand changed, the plan again, written in this
  * same tick; then the history, the metrics and one log line.
  */
-void drfd_tick(struct drfd *d, size_t verify)
+/*
+ * The rest of a tick, once its sample is whole: observed demand's step (and
+ * a plan of its own if an effective demand changed), the history, the
+ * metrics, the state file, and the next tick an interval from now.
+ */
+static void tick_end(struct drfd *d)
 {
-	d->ticks++;
-	enforce(d, verify);
-	d->last_tick = drf_real_usec(d->env->clock);
-	sample(d);
 	if (drf_online_step(&d->online, &d->use, &d->decl, &d->plan)) {
 		d->replan = true;
 		enforce(d, 0);
@@ -508,6 +528,32 @@ void drfd_tick(struct drfd *d, size_t verify)
 	if (drf_reconciler_membership_changed(&d->rc) || d->state_err)
 		save_state(d);
 	notify_status(d);
+	if (d->timer && sd_event_source_set_time_relative(d->timer, d->decl.cfg.interval_us) >= 0)
+		sd_event_source_set_enabled(d->timer, SD_EVENT_ONESHOT);
+}
+
+void drfd_tick(struct drfd *d, size_t verify)
+{
+	struct drf_usage_in in;
+
+	d->ticks++;
+	enforce(d, verify);
+	d->last_tick = drf_real_usec(d->env->clock);
+	sample_in(d, &in);
+	drf_usage_sample_begin(&d->use, &in);
+	if (sample_step(d))
+		tick_end(d);
+}
+
+static int on_sample(sd_event_source *s, void *userdata)
+{
+	struct drfd *d = userdata;
+
+	(void)s;
+	drfd_loop_doing(&d->loop, "tick");
+	if (sample_step(d))
+		tick_end(d);
+	return 0;
 }
 
 /*
@@ -620,7 +666,11 @@ int drfd_start(struct drfd *d, struct drf_reconcile_stats *ret)
 	     (r = sd_event_source_set_priority(d->enforce_src,
 					       SD_EVENT_PRIORITY_NORMAL + 20)) < 0 ||
 	     (r = sd_event_source_set_enabled(d->enforce_src, SD_EVENT_OFF)) < 0 ||
-	     (r = sd_event_source_set_description(d->enforce_src, "enforce")) < 0))
+	     (r = sd_event_source_set_description(d->enforce_src, "enforce")) < 0 ||
+	     (r = sd_event_add_defer(d->event, &d->sample_src, on_sample, d)) < 0 ||
+	     (r = sd_event_source_set_priority(d->sample_src, SD_EVENT_PRIORITY_NORMAL + 20)) < 0 ||
+	     (r = sd_event_source_set_enabled(d->sample_src, SD_EVENT_OFF)) < 0 ||
+	     (r = sd_event_source_set_description(d->sample_src, "sample")) < 0))
 		return r;
 	if (c->state_dir &&
 	    drf_statedir_path(c->state_dir, d->root, ".state", d->state_path,
@@ -924,11 +974,12 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	struct drfd *d = userdata;
 
+	(void)s;
 	(void)usec;
 	drfd_loop_doing(&d->loop, "tick");
+	/* The next tick is set when this one's sample is whole (tick_end). */
 	drfd_tick(d, d->verify);
-	sd_event_source_set_time_relative(s, d->decl.cfg.interval_us);
-	return sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+	return 0;
 }
 
 static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
@@ -988,6 +1039,7 @@ void drfd_free(struct drfd *d)
 		free(w);
 	}
 	d->enforce_src = sd_event_source_disable_unref(d->enforce_src);
+	d->sample_src = sd_event_source_disable_unref(d->sample_src);
 	drfd_tasks_free(d);
 	drf_reconciler_free(&d->rc);
 	drf_usage_free(&d->use);

@@ -102,6 +102,7 @@ struct drfd {
 	struct drfd_loop loop;          /* its turns, timed (loop.h) */
 	sd_event_source *timer;
 	sd_event_source *enforce_src;   /* the next step of the reconciler's pass (a defer) */
+	sd_event_source *sample_src;    /* the next step of the tick's sample (a defer) */
 	size_t pass_verify;             /* the tenants that pass reads back */
 	struct drfd_settled *settled;   /* what waits for the pass to end (drfd_when_settled) */
 	sd_event_source *listen_src;
@@ -187,7 +188,10 @@ int drfd_reload_asked(struct drfd *d);
 /*
  * One tick: reconcile, sample, re-plan when an input changed, history,
  * metrics, and the state file when the cgroups changed or its last save
- * failed. verify: tenants read back (SIZE_MAX: all).
+ * failed. verify: tenants read back (SIZE_MAX: all). With an event loop the
+ * pass and the sample are taken in steps, a turn each (the rest of the tick
+ * follows the sample's last step, and sets the next tick an interval later);
+ * without one, all at once.
  */
 void drfd_tick(struct drfd *d, size_t verify);
 

@@ -44,8 +44,11 @@ static void files_release(struct drf_usage *u, struct drf_usage_files *f)
 	files_init(f);
 }
 
+static void sample_end(struct drf_usage *u);
+
 void drf_usage_free(struct drf_usage *u)
 {
+	sample_end(u);
 	for (size_t i = 0; u->files && i < u->n; i++)
 		files_release(u, &u->files[i]);
 	if (u->watching)
@@ -186,7 +189,11 @@ nomem:
 
 void drf_usage_commit(struct drf_usage *u, struct drf_usage_tenants *st)
 {
-	bool *kept = calloc(u->n + 1, sizeof(*kept));
+	bool *kept;
+
+	/* A sample in progress counts by the tenants of before: it ends here. */
+	sample_end(u);
+	kept = calloc(u->n + 1, sizeof(*kept));
 	struct drf_usage_tenants old = {
 		.n = u->n, .t = u->t, .name = u->name, .cgroup = u->cgroup, .cgid = u->cgid,
 		.in_map = u->in_map, .files = u->files,
@@ -623,16 +630,26 @@ absent:
 	drf_use_assess(t, in->cfg->capacity);
 }
 
-void drf_usage_sample(struct drf_usage *u, const struct drf_usage_in *in)
+/* The sample in progress dropped (its shared reads freed). */
+static void sample_end(struct drf_usage *u)
 {
-	uint64_t *keys = NULL;
-	struct drf_probe_cpu *pcpu = NULL;
-	struct drf_probe_io *pio = NULL;
-	struct keyed *order = NULL;
-	size_t n_keys = 0, m = 0, n_wds;
-	int wds[1024];
-	double *x;
+	free(u->order);
+	free(u->keys);
+	free(u->pcpu);
+	free(u->pio);
+	u->order = NULL;
+	u->keys = NULL;
+	u->pcpu = NULL;
+	u->pio = NULL;
+	u->n_keys = 0;
+	u->sampling = false;
+}
 
+void drf_usage_sample_begin(struct drf_usage *u, const struct drf_usage_in *in)
+{
+	struct keyed *order = NULL;
+
+	sample_end(u);
 	if (u->n != in->cfg->n_tenants) {
 		struct drf_usage_tenants st;
 
@@ -641,37 +658,49 @@ void drf_usage_sample(struct drf_usage *u, const struct drf_usage_in *in)
 		drf_usage_commit(u, &st);
 	}
 	if (u->probes) {
-		if (u->probe->read(u->probe_ctx, &keys, &pcpu, &pio, &n_keys) < 0) {
-			keys = NULL;
-			n_keys = 0;
+		if (u->probe->read(u->probe_ctx, &u->keys, &u->pcpu, &u->pio, &u->n_keys) < 0) {
+			u->keys = NULL;
+			u->n_keys = 0;
 		}
 		/* Sorted by key for the tenants' lookups. */
-		order = malloc((n_keys + 1) * sizeof(*order));
+		order = malloc((u->n_keys + 1) * sizeof(*order));
 		if (!order)
-			n_keys = 0;
-		for (size_t j = 0; j < n_keys; j++)
-			order[j] = (struct keyed){ .key = keys[j], .j = j };
-		if (n_keys)
-			qsort(order, n_keys, sizeof(*order), cmp_key);
+			u->n_keys = 0;
+		for (size_t j = 0; j < u->n_keys; j++)
+			order[j] = (struct keyed){ .key = u->keys[j], .j = j };
+		if (u->n_keys)
+			qsort(order, u->n_keys, sizeof(*order), cmp_key);
 	}
-	n_wds = events_changed(u, wds, sizeof(wds) / sizeof(wds[0]));
-	for (size_t i = 0; i < u->n; i++)
-		sample_tenant(u, in, i, order, pcpu, pio, n_keys, wds, n_wds);
-	free(order);
-	free(keys);
+	u->order = order;
+	u->n_wds = events_changed(u, u->wds, sizeof(u->wds) / sizeof(u->wds[0]));
+	u->pos = 0;
+	u->sampling = true;
+}
+
+int drf_usage_sample_step(struct drf_usage *u, const struct drf_usage_in *in, size_t n)
+{
+	size_t m = 0;
+	double *x;
+
+	if (!u->sampling)
+		return 0;
+	for (size_t end = n > u->n - u->pos ? u->n : u->pos + n; u->pos < end; u->pos++)
+		sample_tenant(u, in, u->pos, u->order, u->pcpu, u->pio, u->n_keys, u->wds,
+			      u->n_wds);
+	if (u->pos < u->n)
+		return 1;
 	/* After the tenants' entries changed: a new generation expires the tasks' caches. */
 	if (u->probes) {
 		probes_sweep(u);
 		probes_configure(u, in);
 	}
-	free(pcpu);
-	free(pio);
+	sample_end(u);
 	u->at_us = in->now_us;
 	u->samples++;
 	/* Jain's index over weighted dominant shares, of allocation and of use. */
 	x = calloc(u->n + 1, sizeof(*x));
 	if (!x)
-		return;
+		return 0;
 	for (size_t i = 0; i < u->n; i++)
 		x[i] = u->t[i].dominant_alloc / u->t[i].weight;
 	u->jain_alloc = drf_jain_index(x, u->n);
@@ -692,4 +721,12 @@ void drf_usage_sample(struct drf_usage *u, const struct drf_usage_in *in)
 				 in->io->major, in->io->minor);
 		}
 	}
+	return 0;
+}
+
+void drf_usage_sample(struct drf_usage *u, const struct drf_usage_in *in)
+{
+	drf_usage_sample_begin(u, in);
+	while (drf_usage_sample_step(u, in, SIZE_MAX) > 0)
+		;
 }

@@ -76,6 +76,16 @@ struct drf_usage {
 	unsigned no_effect;
 	char no_effect_why[DRF_NRES][160];
 	bool psi_missing;               /* no *.pressure files (kernel without PSI) */
+	/* The sample in progress (drf_usage_sample_begin, drf_usage_sample_step). */
+	bool sampling;
+	size_t pos;                     /* the next tenant */
+	uint64_t *keys;                 /* the probes' map, as read at its beginning */
+	struct drf_probe_cpu *pcpu;
+	struct drf_probe_io *pio;
+	void *order;                    /* keys sorted, for the tenants' lookups */
+	size_t n_keys;
+	int wds[1024];                  /* memory.events that changed (watch descriptors) */
+	size_t n_wds;
 };
 
 /* Measures the cgroups of fs; log: what it says (no PSI, probes off). */
@@ -126,6 +136,18 @@ struct drf_usage_in {
 
 /* One sample of every tenant of in->cfg (state made for its tenants first if need be). */
 void drf_usage_sample(struct drf_usage *u, const struct drf_usage_in *in);
+
+/*
+ * The same sample in steps, so that an event loop serves its other sources
+ * between two (1,000 tenants' files are a second's reading under emulation):
+ * begin reads what the sample shares (the probes' map, memory.events' watches),
+ * each step samples at most n tenants more at in->now_us (a tenant's rates are
+ * between its own samples), and returns 1 while tenants are left, 0 once the
+ * sample is whole (the indexes over all tenants computed). A new set of
+ * tenants (drf_usage_commit) ends a sample in progress: the step returns 0.
+ */
+void drf_usage_sample_begin(struct drf_usage *u, const struct drf_usage_in *in);
+int drf_usage_sample_step(struct drf_usage *u, const struct drf_usage_in *in, size_t n);
 
 void drf_usage_free(struct drf_usage *u);
 

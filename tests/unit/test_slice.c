@@ -928,6 +928,64 @@ static void test_slices_at_scale(void **state)
 	free(lb.q);
 }
 
+/* A clock that moves a millisecond each time it is read, as a slow host's would. */
+static uint64_t ticking_now(void *ctx, clockid_t id)
+{
+	struct drf_fake_clock *c = ctx;
+
+	c->mono += 1000;
+	c->real += 1000;
+	return id == CLOCK_MONOTONIC ? c->mono : c->real;
+}
+
+/*
+ * A tick of 1,000 tenants under the loop is taken in steps: its sample spans
+ * several turns, each of them bounded, the loop free between two; the rest of
+ * the tick (the history, the state file, the next tick's timer) follows the
+ * last step, once; every tenant was sampled.
+ */
+static void test_tick_in_steps(void **state)
+{
+	enum { N = 1000 };
+	struct fakedrfd f;
+	char *text = many_tenants(N, 3);
+	uint64_t samples, begun;
+	size_t turns = 0;
+	sd_event *ev;
+
+	(void)state;
+	assert_int_equal(fakedrfd_setup(&f, "", text), 0);
+	free(text);
+	assert_int_equal(sd_event_new(&ev), 0);
+	f.d.event = ev;
+	assert_int_equal(fakedrfd_start(&f), 0);
+	while (drf_reconcile_busy(&f.d.rc) || f.d.use.sampling)
+		assert_true(sd_event_run(ev, 0) > 0);
+	f.clock.now = ticking_now;
+	samples = f.d.use.samples;
+	begun = f.now.mono;
+	drfd_tick(&f.d, 0);
+	/* The first turn sampled part of the tenants: the rest waits for the loop. */
+	assert_true(f.d.use.sampling);
+	assert_true(f.d.use.pos > 0 && f.d.use.pos < N);
+	assert_int_equal(f.d.use.samples, samples);
+	while (f.d.use.sampling) {
+		size_t before = f.d.use.pos;
+
+		assert_true(sd_event_run(ev, 0) > 0);
+		turns++;
+		/* A turn's part: at most what 20 ms of this clock's reads allow. */
+		assert_true(f.d.use.pos - before <= 20 * 16 || !f.d.use.sampling);
+	}
+	assert_true(turns >= 2);
+	assert_int_equal(f.d.use.samples, samples + 1);
+	/* Each tenant's newest sample is this tick's, stamped at its own step. */
+	for (size_t i = 0; i < N; i++)
+		assert_true(f.d.use.t[i].now.t_us > begun);
+	f.clock.now = drf_fake_clock_now;
+	fakedrfd_teardown(&f);
+}
+
 static void test_remove_and_exec(void **state)
 {
 	struct sliced s;
@@ -1224,6 +1282,7 @@ int main(void)
 		cmocka_unit_test(test_daemon_on_slices),
 		cmocka_unit_test(test_limit_quota_survives_daemon_reload),
 		cmocka_unit_test(test_slices_at_scale),
+		cmocka_unit_test(test_tick_in_steps),
 		cmocka_unit_test(test_remove_and_exec),
 		cmocka_unit_test(test_tasks_on_slices),
 		cmocka_unit_test(test_task_unit_fails),
