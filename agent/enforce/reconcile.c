@@ -1199,6 +1199,31 @@ static int send_changes(struct drf_reconciler *rc, struct drf_tenant_rt *t,
 }
 
 /*
+ * Whether val is what a new cgroup's knob k holds (cgroup v2's defaults, and
+ * systemd's for a unit that sets nothing): no limit, weight 100, no protection.
+ */
+static bool kernel_default(enum drf_knob k, const char *val)
+{
+	switch (k) {
+	case DRF_KNOB_CPU_WEIGHT:
+		return strcmp(val, "100") == 0;
+	case DRF_KNOB_CPU_MAX:
+		return strcmp(val, "max 100000") == 0;
+	case DRF_KNOB_MEMORY_LOW:
+		return strcmp(val, "0") == 0;
+	case DRF_KNOB_MEMORY_HIGH:
+	case DRF_KNOB_MEMORY_MAX:
+	case DRF_KNOB_MEMORY_SWAP_MAX:
+		return strcmp(val, "max") == 0;
+	case DRF_KNOB_IO_WEIGHT:
+	case DRF_KNOB_IO_MAX:
+	case DRF_NKNOBS:
+		break;
+	}
+	return false;
+}
+
+/*
  * What node t needs, into c: each knob set and not as wanted (read back first
  * when verifying or unknown), memory.max and memory.high held while usage is
  * above the new memory.max (memory_gate). Returns 1 if the cgroup vanished
@@ -1219,6 +1244,12 @@ static int collect(struct drf_reconciler *rc, struct drf_tenant_rt *t, bool veri
 			continue;
 		if (hold && (KNOB_BIT(k) & MEMORY_BITS))
 			continue;
+		if (create && kernel_default(k, t->want->val[k])) {
+			/* What a new cgroup holds already: not asked of systemd. */
+			set_seen(t, k, t->want->val[k]);
+			t->known |= KNOB_BIT(k);
+			continue;
+		}
 		if (create) {
 			add_change(c, rc, t, k, NULL);
 			continue;
