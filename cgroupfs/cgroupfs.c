@@ -2,6 +2,7 @@
 #include "cgroupfs.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -270,6 +271,55 @@ static int real_id(void *ctx, int dirfd, const char *path, uint64_t *ret)
 	return r;
 }
 
+/* Whether the entry de of dir is a directory: a child cgroup (a symbolic link is not). */
+static bool is_subdir(DIR *dir, const struct dirent *de)
+{
+	struct stat st;
+
+	if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+		return false;
+	if (de->d_type != DT_UNKNOWN)
+		return de->d_type == DT_DIR;
+	/* A filesystem that does not fill d_type in (cgroupfs does; tmpfs too) */
+	return fstatat(dirfd(dir), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       S_ISDIR(st.st_mode);
+}
+
+static int real_children(void *ctx, int dirfd, const char *path,
+			 int (*fn)(void *data, const char *name), void *data)
+{
+	struct dirent *de;
+	DIR *dir;
+	int fd, r;
+
+	(void)ctx;
+	/* Opened beneath the root as every other access; readdir itself follows nothing. */
+	fd = open_beneath(dirfd, path[0] ? path : ".", O_RDONLY | O_DIRECTORY);
+	if (fd < 0)
+		return fd;
+	dir = fdopendir(fd);
+	if (!dir) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	for (;;) {
+		errno = 0;
+		de = readdir(dir);
+		if (!de) {
+			r = errno ? -errno : 0;
+			break;
+		}
+		if (!is_subdir(dir, de))
+			continue;
+		r = fn(data, de->d_name);
+		if (r)
+			break;
+	}
+	closedir(dir);
+	return r;
+}
+
 const struct cgfs_ops cgfs_real_ops = {
 	.name = "real",
 	.read = real_read,
@@ -284,6 +334,7 @@ const struct cgfs_ops cgfs_real_ops = {
 	.watch_add = real_watch_add,
 	.watch_rm = real_watch_rm,
 	.watch_read = real_watch_read,
+	.children = real_children,
 };
 
 /* A fault injected on op at path: its -errno (-EIO for a short write), else 0. */
@@ -431,6 +482,22 @@ static ssize_t rec_watch_read(void *ctx, int wfd, int *wds, size_t n)
 	return r->inner->watch_read(r->inner_ctx, wfd, wds, n);
 }
 
+static int rec_children(void *ctx, int dirfd, const char *path,
+			int (*fn)(void *data, const char *name), void *data)
+{
+	struct cgfs_recorder *r = ctx;
+	int f = rec_fault(r, CGFS_OP_CHILDREN, path);
+
+	if (f < 0)
+		return f;
+	/* Without inner ops nothing exists, as for a read. */
+	if (!r->inner)
+		return -ENOENT;
+	if (!r->inner->children)
+		return 0;
+	return r->inner->children(r->inner_ctx, dirfd, path, fn, data);
+}
+
 /*
  * Held files and watches exist only where the recorder has inner ops: without
  * them open and watch_init fail, so that pread, close and the other watch
@@ -450,6 +517,7 @@ const struct cgfs_ops cgfs_recording_ops = {
 	.watch_add = rec_watch_add,
 	.watch_rm = rec_watch_rm,
 	.watch_read = rec_watch_read,
+	.children = rec_children,
 };
 
 int cgfs_open(struct cgfs *c, const char *root, bool create, const struct cgfs_ops *ops,
@@ -661,6 +729,105 @@ int cgfs_nprocs(const struct cgfs *c, const char *cg)
 	for (ssize_t i = 0; i < n; i++)
 		lines += buf[i] == '\n';
 	return n > 0 ? lines + 1 : 0;
+}
+
+int cgfs_children(const struct cgfs *c, const char *cg, int (*fn)(void *data, const char *name),
+		  void *data)
+{
+	if (cg[0] && cgfs_path_problem(cg))
+		return -EINVAL;
+	/* A backend that lists no children (yet): its cgroups count as leaves. */
+	if (!c->ops->children)
+		return 0;
+	return c->ops->children(c->ctx, c->rootfd, cg, fn, data);
+}
+
+/* The subtree walk's queue: the cgroups found and not yet read, breadth first. */
+struct tree_walk {
+	char **q;
+	size_t n, cap;          /* queued, and room for that many */
+	size_t max;             /* cgroups the walk may read, its first included */
+	const char *parent;     /* whose children are being listed */
+	bool full;              /* max reached: nothing more is listed */
+	bool capped;            /* some cgroup was left out: the count is a lower bound */
+	int err;                /* -ENOMEM: the walk stops */
+};
+
+static int tree_take(void *data, const char *name)
+{
+	struct tree_walk *w = data;
+	char *path;
+	int n;
+
+	/* Room for max cgroups in all: the first one is not queued. */
+	if (w->n + 1 >= w->max) {
+		w->full = w->capped = true;
+		return 1;
+	}
+	n = w->parent[0] ? asprintf(&path, "%s/%s", w->parent, name) : asprintf(&path, "%s", name);
+	if (n < 0) {
+		w->err = -ENOMEM;
+		return 1;
+	}
+	/* A path too long to be read, or a name that is not a cgroup's: not walked. */
+	if (n >= 4096 || cgfs_path_problem(path)) {
+		free(path);
+		w->capped = true;
+		return 0;
+	}
+	if (w->n == w->cap) {
+		size_t nc = w->cap ? w->cap * 2 : 16;
+		char **nq = realloc(w->q, nc * sizeof(*nq));
+
+		if (!nq) {
+			free(path);
+			w->err = -ENOMEM;
+			return 1;
+		}
+		w->q = nq;
+		w->cap = nc;
+	}
+	w->q[w->n++] = path;
+	return 0;
+}
+
+int cgfs_nprocs_tree(const struct cgfs *c, const char *cg, size_t max,
+		     struct cgfs_tree_procs *ret)
+{
+	struct tree_walk w = { .max = max ? max : 1 };
+	int n = cgfs_nprocs(c, cg), r;
+
+	*ret = (struct cgfs_tree_procs){ 0 };
+	if (n < 0)
+		return n;
+	ret->procs = n;
+	ret->cgroups = 1;
+	/* Breadth first: past the cap, what is left out is the deepest. */
+	for (size_t i = 0; !w.err; i++) {
+		const char *at = i == 0 ? cg : w.q[i - 1];
+
+		if (i > 0) {
+			n = cgfs_nprocs(c, at);
+			/* Gone since it was listed, or threaded (its processes are its root's). */
+			if (n > 0 && ret->procs <= INT_MAX - n)
+				ret->procs += n;
+			ret->cgroups++;
+		}
+		if (!w.full) {
+			w.parent = at;
+			r = cgfs_children(c, at, tree_take, &w);
+			/* A cgroup that cannot be listed may have children: not counted. */
+			if (r < 0 && r != -ENOENT)
+				w.capped = true;
+		}
+		if (i >= w.n)
+			break;
+	}
+	for (size_t i = 0; i < w.n; i++)
+		free(w.q[i]);
+	free(w.q);
+	ret->capped = w.capped;
+	return w.err;
 }
 
 int cgfs_remove(const struct cgfs *c, const char *cg)

@@ -92,6 +92,15 @@ struct cgfs_ops {
 	 */
 	int (*apply)(void *ctx, int dirfd, const char *cg, bool create,
 		     const struct cgfs_change *ch, size_t n, const struct cgfs_done *done);
+	/*
+	 * The child cgroups of the cgroup at path ("" the root): fn(data, NAME)
+	 * for each of its subdirectories (symbolic links are not followed), in
+	 * the directory's order, until fn returns non-zero, which is returned;
+	 * 0 once every child was given, or -errno. Optional: NULL lists none
+	 * (cgfs_children()).
+	 */
+	int (*children)(void *ctx, int dirfd, const char *path,
+			int (*fn)(void *data, const char *name), void *data);
 };
 
 extern const struct cgfs_ops cgfs_real_ops;
@@ -104,6 +113,7 @@ enum cgfs_op {
 	CGFS_OP_RMDIR = 1 << 3,
 	CGFS_OP_ID = 1 << 4,
 	CGFS_OP_WATCH = 1 << 5,
+	CGFS_OP_CHILDREN = 1 << 6,
 };
 
 /*
@@ -216,6 +226,36 @@ int cgfs_id(const struct cgfs *c, const char *cg, uint64_t *ret);
 
 /* Number of processes in CG (lines of cgroup.procs), or -errno. */
 int cgfs_nprocs(const struct cgfs *c, const char *cg);
+
+/*
+ * fn(data, NAME) for each child cgroup of CG ("" the root), until fn returns
+ * non-zero, which is returned; 0 once all were given, or -errno. Ops without
+ * a children op list none: 0 at once.
+ */
+int cgfs_children(const struct cgfs *c, const char *cg, int (*fn)(void *data, const char *name),
+		  void *data);
+
+/*
+ * Processes of CG's whole subtree. On cgroup v2 a cgroup's cgroup.procs lists
+ * only the processes of that cgroup: those of its child cgroups (a service
+ * with Slice=, a container, a scope) are in theirs. The walk is bounded: at
+ * most max cgroups (CG included) are read, so that a subtree of thousands
+ * costs no more than max reads.
+ */
+#define CGFS_TREE_MAX 1024
+struct cgfs_tree_procs {
+	int procs;              /* processes in the cgroups walked */
+	size_t cgroups;         /* cgroups walked, CG included */
+	bool capped;            /* some were not walked (past max, or not listed): procs is a
+				 * lower bound */
+};
+/*
+ * Counts into *ret: 0, or -errno when CG's own cgroup.procs cannot be read
+ * (-ENOENT: no such cgroup); a cgroup below that vanishes meanwhile is left
+ * out. max 0 is taken as 1 (CG alone).
+ */
+int cgfs_nprocs_tree(const struct cgfs *c, const char *cg, size_t max,
+		     struct cgfs_tree_procs *ret);
 
 /* NULL if path is a safe relative cgroup path (no '/', '.', '..', empty parts). */
 const char *cgfs_path_problem(const char *path);

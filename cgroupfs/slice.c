@@ -524,6 +524,14 @@ static ssize_t slice_watch_read(void *ctx, int wfd, int *wds, size_t n)
 	return s->fs->watch_read(s->fs_ctx, wfd, wds, n);
 }
 
+static int slice_children(void *ctx, int dirfd, const char *path,
+			  int (*fn)(void *data, const char *name), void *data)
+{
+	struct cgfs_slice *s = ctx;
+
+	return s->fs->children ? s->fs->children(s->fs_ctx, dirfd, path, fn, data) : 0;
+}
+
 const struct cgfs_ops cgfs_slice_ops = {
 	.name = "systemd",
 	.read = slice_read,
@@ -539,6 +547,7 @@ const struct cgfs_ops cgfs_slice_ops = {
 	.watch_rm = slice_watch_rm,
 	.watch_read = slice_watch_read,
 	.apply = slice_apply,
+	.children = slice_children,
 };
 
 static void rec_call(struct cgfs_bus_recorder *r, const char *what, const char *unit,

@@ -104,11 +104,14 @@ static const struct {
 	  "exit status: 0 the new config is in force, 1 failure (no drfd answers, not root),\n"
 	  "             2 refused, 64 usage error\n" },
 	{ "status",
-	  "drfctl status [-c FILE] [--json] [--socket PATH]",
+	  "drfctl status [-c FILE] [--json] [--socket PATH] [TENANT]",
 	  "Asks the running drfd for its state: the plan in force, each knob's desired and\n"
-	  "current value, usage, orphans (departed tenants whose cgroups still hold processes),\n"
-	  "errors and retries. When no drfd answers it says so and shows cgroupfs against the\n"
-	  "plan computed from the config instead, marked as such.\n"
+	  "current value, usage (processes: the tenant's whole subtree), orphans (departed\n"
+	  "tenants whose cgroups still hold processes), errors and retries. With TENANT, the\n"
+	  "daemon's own lines and that tenant's only. Only a whole status is printed: one cut\n"
+	  "short is an error, and one whose plan changed while it was sent is asked for again.\n"
+	  "When no drfd answers it says so and shows cgroupfs against the plan computed from\n"
+	  "the config instead, marked as such.\n"
 	  "\n"
 	  "  -c, --config FILE   main config file (default " DRFCTL_DEFAULT_CONFIG "): where the\n"
 	  "                      socket is, and the plan for the fallback\n"
@@ -116,8 +119,9 @@ static const struct {
 	  "  --socket PATH       the status socket (default: the config's status-socket, or\n"
 	  "                      " DRFCTL_DEFAULT_SOCKET ")\n"
 	  "\n"
-	  "exit status: 0 every knob holds what drfd wants, 1 failure, 2 config error,\n"
-	  "             3 some knob differs or a write is failing, 64 usage error\n" },
+	  "exit status: 0 every knob holds what drfd wants, 1 failure (or no such tenant),\n"
+	  "             2 config error, 3 some knob differs or a write is failing, 64 usage\n"
+	  "             error\n" },
 	{ "exec",
 	  "drfctl exec [-c FILE] TENANT -- CMD [ARG...]",
 	  "Runs CMD inside TENANT's cgroup (it must exist: drfd creates it).\n"

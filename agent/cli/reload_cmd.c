@@ -114,19 +114,16 @@ int drfctl_plan_running(const struct drf_config *cfg, struct drfctl_running *ret
 {
 	struct drf_start_keys in_force, now;
 	json_object *doc, *so = NULL, *v = NULL;
-	char *answer = NULL;
-	const char *body;
-	size_t n;
+	struct drf_client_status st;
 	int r;
 
 	*ret = (struct drfctl_running){ 0 };
-	r = drf_client_ask(cfg->status_socket, "status json", STATUS_TIMEOUT_MS, &answer, &n);
-	if (r < 0)
+	/* A whole status only: one cut short would compare with keys it does not hold. */
+	r = drf_client_status(cfg->status_socket, "status json", STATUS_TIMEOUT_MS, &st);
+	if (r < 0 && r != -EPROTO)
 		return r;
-	body = strchr(answer, '\n');
-	doc = strncmp(answer, "drfd-status 1 problems=", 23) == 0 && body
-		? json_tokener_parse(body + 1) : NULL;
-	free(answer);
+	doc = r == 0 ? json_tokener_parse(st.body) : NULL;
+	drf_client_status_free(&st);
 	if (!doc)
 		return -EPROTO;
 	/* A drfd from before the start-only keys were in its status: nothing to compare with. */

@@ -64,6 +64,14 @@ void drfctl_cli_root(const struct drf_config *c, const char *sock, char *ret, si
 		snprintf(ret, len, "%s", c->cgroup_root);
 }
 
+static bool has_tenant(const struct drf_config *c, const char *name)
+{
+	for (size_t i = 0; i < c->n_tenants; i++)
+		if (strcmp(c->tenants[i].name, name) == 0)
+			return true;
+	return false;
+}
+
 static void human(enum drf_knob k, const char *val, char *buf, size_t len)
 {
 	double v;
@@ -83,8 +91,8 @@ static void human(enum drf_knob k, const char *val, char *buf, size_t len)
 			*p = ' ';
 }
 
-/* No daemon: cgroupfs against the plan computed from the config. */
-static int fallback(const char *path, const char *sock, bool json)
+/* No daemon: cgroupfs against the plan computed from the config; one tenant's if tenant. */
+static int fallback(const char *path, const char *sock, bool json, const char *tenant)
 {
 	struct drf_io_target io = { 0 };
 	unsigned long page = (unsigned long)sysconf(_SC_PAGESIZE);
@@ -101,6 +109,11 @@ static int fallback(const char *path, const char *sock, bool json)
 	if (r < 0) {
 		fprintf(stderr, "drfctl: %s\n", err);
 		return r == -ENOMEM ? EXIT_FAILURE : DRFCTL_EXIT_CONFIG;
+	}
+	if (tenant && !has_tenant(&decl.cfg, tenant)) {
+		fprintf(stderr, "drfctl: no tenant '%s' in %s\n", tenant, path);
+		drf_declared_free(&decl);
+		return EXIT_FAILURE;
 	}
 	drfctl_cli_root(&decl.cfg, sock, root, sizeof(root));
 	drf_cgroup2_mount_of(root, mount, sizeof(mount));
@@ -154,8 +167,11 @@ static int fallback(const char *path, const char *sock, bool json)
 		const struct drf_share *sh = &e.result.shares[i];
 		const struct drf_knobs *k = &e.knobs[i];
 		char q[64], buf[512], hv[128], hw[128];
+		struct cgfs_tree_procs procs;
 		json_object *knobs = NULL;
 
+		if (tenant && strcmp(t->name, tenant) != 0)
+			continue;
 		if (json) {
 			json_object *to = drf_json_append_object(tenants);
 
@@ -170,8 +186,10 @@ static int fallback(const char *path, const char *sock, bool json)
 				drf_format_quantity(sh->alloc[res], drf_res_unit(res), q, sizeof(q));
 				printf(" %s %s", drf_res_name(res), q);
 			}
-			printf("\n  processes %d\n", cgfs_nprocs(&fs, t->cgroup) < 0
-							     ? 0 : cgfs_nprocs(&fs, t->cgroup));
+			/* Its whole subtree: services, scopes and containers in child cgroups. */
+			if (cgfs_nprocs_tree(&fs, t->cgroup, CGFS_TREE_MAX, &procs) < 0)
+				procs = (struct cgfs_tree_procs){ 0 };
+			printf("\n  processes %d%s\n", procs.procs, procs.capped ? "+" : "");
 		}
 		for (int j = 0; j < DRF_NKNOBS; j++) {
 			const char *file = drf_knob_file(j, &io);
@@ -220,6 +238,59 @@ static int fallback(const char *path, const char *sock, bool json)
 	return drift ? DRFCTL_EXIT_DRIFT : EXIT_SUCCESS;
 }
 
+/* "drfd at SOCK" on stderr, the path escaped (it is the user's, or a config's). */
+static void said_by(const char *sock)
+{
+	fputs("drfctl: drfd at ", stderr);
+	drfctl_print_text(stderr, sock);
+}
+
+/* A status answer that is not a status to show: what it is, on stderr. Returns the exit code. */
+static int not_shown(const char *sock, const char *tenant, const struct drf_client_status *st)
+{
+	switch (st->fail) {
+	case DRF_STATUS_WHOLE:
+		break;
+	case DRF_STATUS_CUT:
+		said_by(sock);
+		fprintf(stderr, " closed the connection before the end of its status (%zu bytes "
+				"came, no end line): nothing is shown\n", st->len);
+		return EXIT_FAILURE;
+	case DRF_STATUS_REFUSED:
+		if (tenant && strcmp(st->reason, "no-such-tenant") == 0) {
+			fprintf(stderr, "drfctl: no tenant '%s' in drfd's plan\n", tenant);
+			return EXIT_FAILURE;
+		}
+		said_by(sock);
+		fputs(" refused the request: ", stderr);
+		drfctl_print_text(stderr, st->reason);
+		fputc('\n', stderr);
+		return EXIT_FAILURE;
+	case DRF_STATUS_FAILED:
+		said_by(sock);
+		if (strcmp(st->reason, "changed") == 0) {
+			fprintf(stderr, ": the plan in force changed while drfd sent its "
+					"status, %u times in a row: nothing is shown; try again\n",
+				st->asked);
+		} else {
+			fputs(" could not finish its status (", stderr);
+			drfctl_print_text(stderr, st->reason);
+			fputs("): nothing is shown\n", stderr);
+		}
+		return EXIT_FAILURE;
+	case DRF_STATUS_ALIEN:
+		st->answer[strcspn(st->answer, "\n")] = '\0';
+		st->answer[strnlen(st->answer, 80)] = '\0';
+		said_by(sock);
+		fputs(" answered something else: ", stderr);
+		drfctl_print_text(stderr, st->answer);
+		fputs(strncmp(st->answer, "drfd-status 1 ", 14) == 0
+		      ? " (a drfd older than drfctl: restart it)\n" : "\n", stderr);
+		return EXIT_FAILURE;
+	}
+	return EXIT_FAILURE;
+}
+
 int drfctl_status(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -229,12 +300,12 @@ int drfctl_status(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *path = DRFCTL_DEFAULT_CONFIG, *sock = NULL, *body;
-	char *answer = NULL, err[2048], sockbuf[128];
+	const char *path = DRFCTL_DEFAULT_CONFIG, *sock = NULL, *tenant = NULL;
+	char err[2048], sockbuf[128], req[128];
+	struct drf_client_status st;
 	struct drf_config cfg;
 	bool json = false;
-	int opt, r, problems = 0;
-	size_t n;
+	int opt, r;
 
 	while ((opt = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
 		switch (opt) {
@@ -255,8 +326,18 @@ int drfctl_status(int argc, char **argv)
 			return DRFCTL_EXIT_USAGE;
 		}
 	}
+	if (optind < argc)
+		tenant = argv[optind++];
 	if (optind < argc) {
 		fprintf(stderr, "drfctl status: unexpected argument '%s'\n", argv[optind]);
+		return DRFCTL_EXIT_USAGE;
+	}
+	/* The name goes on the request line: one a config could hold, nothing else. */
+	if (tenant && !drf_name_valid(tenant)) {
+		fputs("drfctl status: '", stderr);
+		drfctl_print_text(stderr, tenant);
+		fprintf(stderr, "' is not a tenant name (up to %d letters, digits, '_', '.' and "
+				"'-', not starting with '.')\n", DRF_TENANT_NAME_MAX);
 		return DRFCTL_EXIT_USAGE;
 	}
 	if (!sock) {
@@ -268,36 +349,33 @@ int drfctl_status(int argc, char **argv)
 			drf_config_free(&cfg);
 		}
 	}
-	r = drf_client_ask(sock, json ? "status json" : "status text", ASK_TIMEOUT_MS, &answer, &n);
+	snprintf(req, sizeof(req), "status %s%s%s", json ? "json" : "text", tenant ? " " : "",
+		 tenant ? tenant : "");
+	r = drf_client_status(sock, req, ASK_TIMEOUT_MS, &st);
 	if (r == -ENOENT || r == -ECONNREFUSED) {
 		fprintf(stderr, "drfctl: no drfd answers on %s (is it running? systemctl status "
 				"drfd); showing cgroupfs against the plan from %s\n", sock, path);
-		return fallback(path, sock, json);
+		return fallback(path, sock, json, tenant);
 	}
-	if (r < 0) {
+	if (r < 0 && r != -EPROTO) {
 		fprintf(stderr, "drfctl: cannot ask drfd at %s: %s%s\n", sock, strerror(-r),
 			r == -EACCES ? " (root, or a member of the config's status-group)"
 			: r == -EBUSY ? " (it holds as many connections as it takes; try again)"
 				      : "");
 		return EXIT_FAILURE;
 	}
-	if (sscanf(answer, "drfd-status 1 problems=%d", &problems) != 1) {
-		answer[strcspn(answer, "\n")] = '\0';
-		answer[strnlen(answer, 80)] = '\0';
-		fputs("drfctl: drfd at ", stderr);
-		drfctl_print_text(stderr, sock);
-		fputs(" answered something else: ", stderr);
-		drfctl_print_text(stderr, answer);
-		fputc('\n', stderr);
-		free(answer);
-		return EXIT_FAILURE;
+	/* Only a whole status is shown: a part of one would pass for all of it. */
+	if (r < 0) {
+		r = not_shown(sock, tenant, &st);
+		drf_client_status_free(&st);
+		return r;
 	}
-	body = strchr(answer, '\n');
-	r = drfctl_print_text(stdout, body ? body + 1 : "");
-	free(answer);
-	if (r < 0 || fflush(stdout) != 0)
-		return EXIT_FAILURE;
-	return problems ? DRFCTL_EXIT_DRIFT : EXIT_SUCCESS;
+	r = drfctl_print_text(stdout, st.body);
+	if (r == 0 && fflush(stdout) != 0)
+		r = -EIO;
+	r = r < 0 ? EXIT_FAILURE : st.problems ? DRFCTL_EXIT_DRIFT : EXIT_SUCCESS;
+	drf_client_status_free(&st);
+	return r;
 }
 
 int drfctl_exec(int argc, char **argv)

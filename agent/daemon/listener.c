@@ -3,13 +3,29 @@
  * The status socket. A client connects, sends one request line and reads the
  * answer until the daemon closes the connection:
  *
- *   "status text\n" or "status json\n"  ->  "drfd-status 1 problems=N\n" BODY
+ *   "status text\n" or "status json\n"  ->  "drfd-status 2\n" BODY TRAILER
+ *   "status text NAME\n", "status json NAME\n"  ->  the same of tenant NAME only (the
+ *        head and its paragraph or object), or "drfd-status 2 error=no-such-tenant\n"
  *   "root\n"                             ->  the cgroup-root in force, one line
  *   "metrics\n"                          ->  "drfd-metrics 1\n" and the metrics
  *   "reload\n"                           ->  "drfd-reload 1 VERDICT\n" and a line: the
  *        config reloaded, as SIGHUP does; VERDICT "ok" (in force), "refused" (the
  *        reason: drfd_reload()'s), or "denied" (the peer is not root: SO_PEERCRED)
  *   "task-..." and "tasks ..."           ->  taskd.c
+ *
+ * A status is sent in parts (status.h): the next part is rendered only once the
+ * socket has taken the last one, at a later turn of the loop, so that a turn
+ * renders one part (DRF_STATUS_PART tenants at most) and the loop serves
+ * everything else in between; the deadline to take the answer is a part's.
+ * Its TRAILER is the line "drfd-status-end problems=N\n"; a status that fails
+ * after its first part ends with "drfd-status-end error=REASON\n" instead (on
+ * a line of its own): "changed" when the plan in force changed between two
+ * parts (a reload, a new plan), which would mix two plans; "enomem", "eio" or
+ * "failed" when a part cannot be rendered. An answer without a trailer was cut
+ * short: a client takes it for an error, never for the status. Refusals have
+ * no body: "drfd-status 2 error=REASON\n" (busy, request-too-long,
+ * malformed-request, unknown-request, no-such-tenant, or the first part's
+ * failure).
  *
  * Connections are non-blocking and served from the event loop below the tick's
  * priority, so clients cannot stall the ticks. The limits are in listener.h:
@@ -83,6 +99,16 @@ struct conn {
 	char *out;
 	size_t out_len, out_off;
 	bool reloading;                 /* a reload's answer waits for its writes */
+	struct status_stream *status;   /* a status in parts: the next follows the last sent */
+};
+
+/* A status answered in parts (see the top of this file). */
+struct status_stream {
+	struct drf_status_cursor cur;
+	uint64_t plans, reloads;        /* the daemon's at the first part: another plan ends it */
+	unsigned parts;                 /* rendered so far */
+	bool last_nl;                   /* what was rendered so far ends with a newline */
+	bool done;                      /* its last part (or its error) is rendered */
 };
 
 static void conn_free(struct conn *c)
@@ -105,6 +131,7 @@ static void conn_free(struct conn *c)
 	close(c->fd);
 	drfd_req_free(&c->req);
 	free(c->out);
+	free(c->status);
 	free(c);
 }
 
@@ -209,14 +236,155 @@ int drfd_reload_answer(const struct drfd *d, bool done, char **out, size_t *out_
 				 "each)");
 }
 
-/* The answer to one request line (NUL-terminated, without its newline). */
-static int dispatch(struct drfd *d, int fd, const char *req, char **out, size_t *out_len)
+/* The word of a status that failed: after the first line, or after the trailer's. */
+static const char *status_error(int r)
 {
+	switch (r) {
+	case -ENOENT:
+		return "no-such-tenant";
+	case -ESTALE:
+		return "changed";
+	case -ENOMEM:
+		return "enomem";
+	case -EIO:
+		return "eio";
+	}
+	return "failed";
+}
+
+/*
+ * The next part of st into *out (malloc'ed): the first one after the answer's
+ * first line, the last one followed by the trailer; a failure as its error
+ * (the answer's first line, or its error trailer), and st done. 0 or -ENOMEM.
+ */
+static int status_part(struct drfd *d, struct status_stream *st, char **out, size_t *out_len)
+{
+	bool first = st->parts++ == 0;
 	struct drf_view v;
 	char *body = NULL;
 	size_t blen = 0;
+	FILE *f = NULL;
+	int r;
+
+	drfd_loop_doing(&d->loop, "status");
+	/* Another plan in force since the first part: its parts and these would not match. */
+	if (!first && (d->plans != st->plans || d->reloads != st->reloads))
+		r = -ESTALE;
+	else
+		r = (f = open_memstream(&body, &blen)) ? 0 : -ENOMEM;
+	if (f) {
+		if (first)
+			fputs("drfd-status 2\n", f);
+		drfd_view(d, &v);
+		r = drf_status_next(&st->cur, &v, f);
+		if (r == 0)
+			fprintf(f, "drfd-status-end problems=%d\n", st->cur.problems);
+		if (fclose(f) != 0 && r >= 0)
+			r = -ENOMEM;
+	}
+	if (r >= 0) {
+		st->done = r == 0;
+		st->last_nl = blen && body[blen - 1] == '\n';
+		*out = body;
+		*out_len = blen;
+		return 0;
+	}
+	free(body);
+	st->done = true;
+	/* Never part of a status: the client is told, and so is the log, unless it asked amiss. */
+	if (r != -ENOENT && r != -ESTALE)
+		drf_log(d->log, LOG_ERR, "cannot render the status: %s", strerror(-r));
+	if (first)
+		return reply(out, out_len, "drfd-status 2 error=%s\n", status_error(r));
+	/* The trailer on a line of its own, whatever the part before ended with. */
+	return reply(out, out_len, "%sdrfd-status-end error=%s\n", st->last_nl ? "" : "\n",
+		     status_error(r));
+}
+
+/*
+ * "status text|json [NAME]": its first part into *out, and the status to go
+ * on with in *stream (NULL once it is whole); without stream, the whole answer
+ * at once (tests, the fuzz target).
+ */
+static int answer_status(struct drfd *d, bool json, const char *name, char **out,
+			 size_t *out_len, struct status_stream **stream)
+{
+	struct status_stream *st = calloc(1, sizeof(*st));
+	char *all = NULL, *part;
+	size_t all_len = 0, part_len;
 	FILE *f;
-	int problems = 0, n, r;
+	int r;
+
+	if (!st)
+		return -ENOMEM;
+	drfd_asked(d);
+	drf_status_begin(&st->cur, json, name);
+	st->plans = d->plans;
+	st->reloads = d->reloads;
+	r = status_part(d, st, out, out_len);
+	if (r < 0 || st->done || stream) {
+		if (r == 0 && !st->done)
+			*stream = st;
+		else
+			free(st);
+		return r;
+	}
+	f = open_memstream(&all, &all_len);
+	r = f ? 0 : -ENOMEM;
+	if (f)
+		fwrite(*out, 1, *out_len, f);
+	while (r == 0 && !st->done && (r = status_part(d, st, &part, &part_len)) == 0) {
+		fwrite(part, 1, part_len, f);
+		free(part);
+	}
+	if (f && fclose(f) != 0 && r == 0)
+		r = -ENOMEM;
+	free(st);
+	free(*out);
+	*out = NULL;
+	if (r < 0) {
+		free(all);
+		return r;
+	}
+	*out = all;
+	*out_len = all_len;
+	return 0;
+}
+
+/*
+ * "status text", "status json", each with a tenant's name or not: 1 with the
+ * format and the name (NULL: none) pointing into req, 0 for any other line.
+ */
+static int status_request(const char *req, bool *json, const char **name)
+{
+	const char *fmt;
+
+	if (strncmp(req, "status ", 7) != 0)
+		return 0;
+	fmt = req + 7;
+	if (strncmp(fmt, "text", 4) != 0 && strncmp(fmt, "json", 4) != 0)
+		return 0;
+	*json = fmt[0] == 'j';
+	*name = NULL;
+	if (fmt[4] == '\0')
+		return 1;
+	if (fmt[4] != ' ' || !fmt[5] || strchr(fmt + 5, ' '))
+		return 0;
+	*name = fmt + 5;
+	return 1;
+}
+
+/* The answer to one request line (NUL-terminated, without its newline). */
+static int dispatch(struct drfd *d, int fd, const char *req, char **out, size_t *out_len,
+		    struct status_stream **stream)
+{
+	struct drf_view v;
+	const char *name;
+	char *body = NULL;
+	size_t blen = 0;
+	bool json;
+	FILE *f;
+	int n;
 
 	n = drfd_tasks_answer(d, fd, req, out, out_len);
 	if (n != 0)
@@ -242,29 +410,14 @@ static int dispatch(struct drfd *d, int fd, const char *req, char **out, size_t 
 		*out_len = blen;
 		return 0;
 	}
-	if (strcmp(req, "status text") != 0 && strcmp(req, "status json") != 0)
-		return reply(out, out_len, "drfd-status 1 error=unknown-request\n");
-	drfd_asked(d);
-	f = open_memstream(&body, &blen);
-	if (!f)
-		return -ENOMEM;
-	drfd_view(d, &v);
-	r = drf_status_render(&v, strcmp(req, "status json") == 0, f, &problems);
-	if (fclose(f) != 0 && r == 0)
-		r = -ENOMEM;
-	if (r < 0) {
-		/* Never part of a status: the client is told, and so is the log. */
-		drf_log(d->log, LOG_ERR, "cannot render the status: %s", strerror(-r));
-		free(body);
-		return reply(out, out_len, "drfd-status 1 error=%s\n", strerror(-r));
-	}
-	n = reply(out, out_len, "drfd-status 1 problems=%d\n%s", problems, body);
-	free(body);
-	return n;
+	if (!status_request(req, &json, &name))
+		return reply(out, out_len, "drfd-status 2 error=unknown-request\n");
+	return answer_status(d, json, name, out, out_len, stream);
 }
 
-int drfd_req_answer(struct drfd *d, int fd, const struct drfd_req *r, char **out,
-		    size_t *out_len)
+/* drfd_req_answer(), and the status to go on with (a stream NULL: answered whole). */
+static int answer(struct drfd *d, int fd, const struct drfd_req *r, char **out, size_t *out_len,
+		  struct status_stream **stream)
 {
 	const char *line = r->buf ? r->buf : "";
 	/* Task requests are answered in their own format, refusals included. */
@@ -278,25 +431,34 @@ int drfd_req_answer(struct drfd *d, int fd, const struct drfd_req *r, char **out
 		return reply(out, out_len, "drfd-task 1 refused\nrequest too long: %zu bytes, the "
 			     "limit is %d\n", r->seen, DRF_REQ_MAX);
 	if (r->seen > DRF_REQ_MAX)
-		return reply(out, out_len, "drfd-status 1 error=request-too-long\n");
+		return reply(out, out_len, "drfd-status 2 error=request-too-long\n");
 	/* A NUL would end the request early: what follows it would be dropped, not run. */
 	if (memchr(line, '\0', r->len) && task)
 		return reply(out, out_len, "drfd-task 1 refused\nmalformed request: it holds a "
 			     "NUL byte\n");
 	if (memchr(line, '\0', r->len))
-		return reply(out, out_len, "drfd-status 1 error=malformed-request\n");
+		return reply(out, out_len, "drfd-status 2 error=malformed-request\n");
 	req = strndup(line, r->len);
 	if (!req)
 		return -ENOMEM;
 	/* "\r\n" from a terminal or socat ends the line too. */
 	if (r->len && req[r->len - 1] == '\r')
 		req[r->len - 1] = '\0';
-	n = dispatch(d, fd, req, out, out_len);
+	n = dispatch(d, fd, req, out, out_len, stream);
 	free(req);
 	return n;
 }
 
-/* Sends what the socket takes now; done or failed: closed. */
+int drfd_req_answer(struct drfd *d, int fd, const struct drfd_req *r, char **out,
+		    size_t *out_len)
+{
+	return answer(d, fd, r, out, out_len, NULL);
+}
+
+/*
+ * Sends what the socket takes now. Done or failed: closed; but a part of a
+ * status, whose next part is rendered at the next turn that finds room.
+ */
 static void conn_send(struct conn *c)
 {
 	while (c->out_off < c->out_len) {
@@ -314,16 +476,48 @@ static void conn_send(struct conn *c)
 			break;
 		c->out_off += (size_t)n;
 	}
+	if (c->out_off == c->out_len && c->status) {
+		free(c->out);
+		c->out = NULL;
+		c->out_len = c->out_off = 0;
+		if (sd_event_source_set_io_events(c->io, EPOLLOUT) >= 0)
+			return;
+	}
 	conn_free(c);
+}
+
+/* The deadline for the answer in c->out to be taken. */
+static int send_deadline(struct conn *c)
+{
+	int r = sd_event_source_set_time_relative(c->timeout, DRFD_SEND_TIMEOUT_USEC);
+
+	return r < 0 ? r : sd_event_source_set_enabled(c->timeout, SD_EVENT_ONESHOT);
+}
+
+/*
+ * The next part of c's status, now that the last one is sent, with a deadline
+ * of its own: a client that keeps reading is never cut off, one that stops is
+ * dropped a deadline after.
+ */
+static int conn_next_part(struct conn *c)
+{
+	int r = status_part(c->l->d, c->status, &c->out, &c->out_len);
+
+	if (r < 0)
+		return r;
+	c->out_off = 0;
+	if (c->status->done) {
+		free(c->status);
+		c->status = NULL;
+	}
+	return send_deadline(c);
 }
 
 /* The reload's writes are made (or it waited long enough): its answer, sent. */
 static void reload_done(struct conn *c, bool done)
 {
 	c->reloading = false;
-	if (drfd_reload_answer(c->l->d, done, &c->out, &c->out_len) < 0 ||
-	    sd_event_source_set_time_relative(c->timeout, DRFD_SEND_TIMEOUT_USEC) < 0 ||
-	    sd_event_source_set_enabled(c->timeout, SD_EVENT_ONESHOT) < 0) {
+	if (drfd_reload_answer(c->l->d, done, &c->out, &c->out_len) < 0 || send_deadline(c) < 0) {
 		conn_free(c);
 		return;
 	}
@@ -340,7 +534,7 @@ static void reload_settled(struct drfd *d, void *data)
 static void conn_answer(struct conn *c)
 {
 	struct drfd_listener *l = c->l;
-	int r = drfd_req_answer(l->d, c->fd, &c->req, &c->out, &c->out_len);
+	int r = answer(l->d, c->fd, &c->req, &c->out, &c->out_len, &c->status);
 
 	if (c->req.seen > DRF_REQ_MAX)
 		l->st.too_long++;
@@ -354,9 +548,7 @@ static void conn_answer(struct conn *c)
 			reload_done(c, false);
 		return;
 	}
-	if (r < 0 || !c->out ||
-	    sd_event_source_set_time_relative(c->timeout, DRFD_SEND_TIMEOUT_USEC) < 0 ||
-	    sd_event_source_set_enabled(c->timeout, SD_EVENT_ONESHOT) < 0) {
+	if (r < 0 || !c->out || send_deadline(c) < 0) {
 		conn_free(c);
 		return;
 	}
@@ -372,9 +564,15 @@ static int on_conn_io(sd_event_source *s, int fd, uint32_t revents, void *userda
 
 	(void)s;
 	drfd_loop_doing(&c->l->d->loop, "socket");
-	if (c->out) {
-		if (revents & (EPOLLOUT | EPOLLERR | EPOLLHUP))
-			conn_send(c);
+	if (c->out || c->status) {
+		if (!(revents & (EPOLLOUT | EPOLLERR | EPOLLHUP)))
+			return 0;
+		/* Between two parts of a status: the next one, unless the client is gone. */
+		if (!c->out && ((revents & (EPOLLERR | EPOLLHUP)) || conn_next_part(c) < 0)) {
+			conn_free(c);
+			return 0;
+		}
+		conn_send(c);
 		return 0;
 	}
 	if (!(revents & (EPOLLIN | EPOLLERR | EPOLLHUP)))
@@ -438,7 +636,7 @@ static bool admit(const struct drfd_listener *l, uid_t uid)
  */
 static uint64_t refuse(struct drfd_listener *l, int cfd, uid_t uid)
 {
-	static const char busy[] = "drfd-status 1 error=busy\n";
+	static const char busy[] = "drfd-status 2 error=busy\n";
 	uint64_t now = 0;
 
 	/* Best effort: the socket is new, so its buffer has room for one line. */

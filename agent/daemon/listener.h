@@ -38,7 +38,9 @@
 /*
  * drfctl sends its request right after connecting and reads the answer at
  * once: a client that has not sent its line within 2 s, or not read the answer
- * within 5 s of it being ready, holds a slot for nothing and is dropped.
+ * within 5 s of it being ready, holds a slot for nothing and is dropped. A
+ * status is sent in parts, each with its 5 s: a client that keeps reading gets
+ * the whole of one however long it is.
  */
 #define DRFD_REQ_TIMEOUT_USEC (2 * 1000000ULL)
 #define DRFD_SEND_TIMEOUT_USEC (5 * 1000000ULL)
@@ -84,7 +86,9 @@ struct drfd;
  * The answer to a complete request, from the connection fd (its peer is who
  * asks), into *out (malloc'ed). A line over DRF_REQ_MAX or holding a NUL byte
  * is refused, never run. 0 or -errno; 1 for a reload put in force whose writes
- * are under way (*out NULL): drfd_reload_answer() gives its answer later.
+ * are under way (*out NULL): drfd_reload_answer() gives its answer later. A
+ * status is rendered whole here, all its parts at once (the socket sends it a
+ * part a turn).
  */
 int drfd_req_answer(struct drfd *d, int fd, const struct drfd_req *r, char **out,
 		    size_t *out_len);

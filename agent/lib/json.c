@@ -2,6 +2,7 @@
 /* JSON output of drfd and drfctl over json-c (see json.h). */
 #include "json.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -333,10 +334,10 @@ static int reserve(json_object *jso, struct printbuf *pb, int level, int flags)
  * then, with json-c's own serializer back, no append needs memory, and a text
  * no longer than the bound was written whole. The buffer stays with the root.
  */
-int drf_json_print(FILE *f, json_object *o)
+/* o's whole text (json-c's, kept with o) into *text and *len: 0, or drf_json_print()'s errors. */
+static int text_of(json_object *o, const char **text, size_t *len)
 {
-	const char *text;
-	size_t n, len;
+	size_t n;
 	int r;
 
 	if (!o)
@@ -348,17 +349,122 @@ int drf_json_print(FILE *f, json_object *o)
 		return r;
 	n += 2; /* printbuf_memappend() wants room for its NUL past the end */
 	json_object_set_serializer(o, reserve, &n, NULL);
-	text = json_object_to_json_string_length(o, PRINT_FLAGS, NULL);
+	*text = json_object_to_json_string_length(o, PRINT_FLAGS, NULL);
 	json_object_set_serializer(o, NULL, NULL, NULL);
-	if (!text)
+	if (!*text)
 		return -ENOMEM;
-	text = json_object_to_json_string_length(o, PRINT_FLAGS, &len);
-	if (!text)
+	*text = json_object_to_json_string_length(o, PRINT_FLAGS, len);
+	if (!*text)
 		return -ENOMEM;
 	/* Longer would mean the bound is wrong: the buffer grew, and an append may be missing. */
-	if (len + 2 > n)
+	if (*len + 2 > n)
 		return -EOVERFLOW;
+	return 0;
+}
+
+int drf_json_print(FILE *f, json_object *o)
+{
+	const char *text;
+	size_t len;
+	int r = text_of(o, &text, &len);
+
+	if (r < 0)
+		return r;
 	if (fwrite(text, 1, len, f) != len || fputc('\n', f) == EOF)
 		return -EIO;
+	return 0;
+}
+
+/*
+ * What comes before the next member of the document: its opening brace for
+ * the first one, a comma after that.
+ */
+static const char *member_sep(struct drf_json_stream *s)
+{
+	const char *sep = s->members ? "," : s->open ? "" : "{";
+
+	s->open = true;
+	s->members = true;
+	return sep;
+}
+
+int drf_json_stream_members(struct drf_json_stream *s, FILE *f, json_object *o)
+{
+	const char *text;
+	size_t len;
+	int r;
+
+	if (s->in_array || s->closed)
+		return -EINVAL;
+	if (!json_object_is_type(o, json_type_object))
+		return o ? -EINVAL : -ENOMEM;
+	r = text_of(o, &text, &len);
+	if (r < 0)
+		return r;
+	/* "{}": nothing to add (not even the document's brace, which the end writes then). */
+	if (len <= 2)
+		return 0;
+	/* Its members are the text between its braces. */
+	if (fputs(member_sep(s), f) == EOF || fwrite(text + 1, 1, len - 2, f) != len - 2)
+		return -EIO;
+	return 0;
+}
+
+/* Whether key needs no escaping in JSON: the stream writes it as it is. */
+static bool plain_key(const char *key)
+{
+	if (!*key)
+		return false;
+	for (; *key; key++)
+		if (!isalnum((unsigned char)*key) && *key != '_' && *key != '-')
+			return false;
+	return true;
+}
+
+int drf_json_stream_array(struct drf_json_stream *s, FILE *f, const char *key)
+{
+	if (s->in_array || s->closed || !plain_key(key))
+		return -EINVAL;
+	if (fprintf(f, "%s\"%s\":[", member_sep(s), key) < 0)
+		return -EIO;
+	s->in_array = true;
+	s->elements = false;
+	return 0;
+}
+
+int drf_json_stream_element(struct drf_json_stream *s, FILE *f, json_object *o)
+{
+	const char *text;
+	size_t len;
+	int r;
+
+	if (!s->in_array)
+		return -EINVAL;
+	r = text_of(o, &text, &len);
+	if (r < 0)
+		return r;
+	if ((s->elements && fputc(',', f) == EOF) || fwrite(text, 1, len, f) != len)
+		return -EIO;
+	s->elements = true;
+	return 0;
+}
+
+int drf_json_stream_array_end(struct drf_json_stream *s, FILE *f)
+{
+	if (!s->in_array)
+		return -EINVAL;
+	if (fputc(']', f) == EOF)
+		return -EIO;
+	s->in_array = false;
+	return 0;
+}
+
+int drf_json_stream_end(struct drf_json_stream *s, FILE *f)
+{
+	if (s->in_array || s->closed)
+		return -EINVAL;
+	if (fputs(s->open ? "}\n" : "{}\n", f) == EOF)
+		return -EIO;
+	s->closed = true;
 	return 0;
 }

@@ -88,4 +88,31 @@ int drf_json_append_u64(json_object *arr, uint64_t v);
  */
 int drf_json_print(FILE *f, json_object *o);
 
+/*
+ * A document (an object) written in parts, for one too large to hold whole as
+ * a tree: its members a few at a time (drf_json_stream_members(): those of an
+ * object built for the purpose, then freed), and an array member one element
+ * at a time (drf_json_stream_array(), then _element() for each, then
+ * _array_end()); drf_json_stream_end() closes the document with its newline.
+ * The text is the one drf_json_print() would write of the whole, member for
+ * member in the order written. f may differ from one call to the next (each
+ * part to its own buffer); the state is in s, zeroed to begin. Each returns 0,
+ * drf_json_print()'s errors for the part given (nothing of it written, but
+ * with -EIO), or -EINVAL for a call out of order or an array key that would
+ * need escaping (keys of arrays are written as given: letters, digits, '_',
+ * '-').
+ */
+struct drf_json_stream {
+	bool open;      /* the document's '{' is written */
+	bool members;   /* a member is: the next follows a comma */
+	bool in_array;  /* an array member is open */
+	bool elements;  /* ... and holds an element */
+	bool closed;
+};
+int drf_json_stream_members(struct drf_json_stream *s, FILE *f, json_object *o);
+int drf_json_stream_array(struct drf_json_stream *s, FILE *f, const char *key);
+int drf_json_stream_element(struct drf_json_stream *s, FILE *f, json_object *o);
+int drf_json_stream_array_end(struct drf_json_stream *s, FILE *f);
+int drf_json_stream_end(struct drf_json_stream *s, FILE *f);
+
 #endif

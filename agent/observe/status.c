@@ -5,6 +5,11 @@
  * measurements. Problems counted: a knob that differs from the plan or whose
  * write fails, a cgroup that cannot be made, a limit that does not hold, the
  * state file unsaved, the network's qdisc or programs failing.
+ *
+ * Rendered in parts (drf_status_next()): each node (a tenant, an inner node,
+ * a group, an orphan) is its own paragraph, or its own JSON object written and
+ * freed at once (json.h's stream), so that a part costs its nodes' reads and
+ * text, whatever the number of tenants.
  */
 #include "status.h"
 
@@ -62,10 +67,19 @@ static enum knob_state knob_now(const struct drf_view *v, const struct drf_tenan
 
 struct usage {
 	double memory, cpu_usec;
-	int procs;
+	struct cgfs_tree_procs procs;
 };
 
-static void usage_now(const struct drf_view *v, const char *cg, struct usage *u)
+/* The processes of cg's whole subtree (0 when it cannot be read), bounded; *walked counts. */
+static void procs_now(const struct drf_view *v, const char *cg, struct cgfs_tree_procs *p,
+		      size_t *walked)
+{
+	if (cgfs_nprocs_tree(v->fs, cg, CGFS_TREE_MAX, p) < 0)
+		*p = (struct cgfs_tree_procs){ .cgroups = 1 };
+	*walked += p->cgroups;
+}
+
+static void usage_now(const struct drf_view *v, const char *cg, struct usage *u, size_t *walked)
 {
 	char buf[1024];
 
@@ -75,7 +89,7 @@ static void usage_now(const struct drf_view *v, const char *cg, struct usage *u)
 		u->memory = strtod(buf, NULL);
 	if (cgfs_read(v->fs, cg, "cpu.stat", buf, sizeof(buf)) > 0)
 		u->cpu_usec = drf_kv_double(buf, "usage_usec");
-	u->procs = cgfs_nprocs(v->fs, cg);
+	procs_now(v, cg, &u->procs, walked);
 }
 
 /* "knobs": [...] of one tenant or inner node. */
@@ -461,35 +475,32 @@ static void json_res(json_object *o, const char *key, const double *cap, const d
 			drf_json_set_num(x, drf_res_name(r), v[r]);
 }
 
-/* Hierarchical DRF's groups: each one's allocation (its tenants' sum) and dominant share. */
-static void json_groups(const struct drf_plan *e, json_object *o)
+/* Hierarchical DRF's group g: its allocation (its tenants' sum) and dominant share. */
+static json_object *json_group(const struct drf_plan *e, size_t g)
 {
 	const struct drf_config *c = &e->decl->cfg;
-	json_object *a = drf_json_set_array(o, "groups");
+	const struct drf_group *gr = &c->groups[g];
+	const struct drf_share *sh = &e->groups[g];
+	json_object *x = drf_json_object();
 
-	for (size_t g = 0; g < c->n_groups; g++) {
-		const struct drf_group *gr = &c->groups[g];
-		const struct drf_share *sh = &e->groups[g];
-		json_object *x = drf_json_append_object(a);
-
-		drf_json_set_str(x, "name", gr->name);
-		drf_json_set_str(x, "group", gr->parent ? c->groups[gr->parent - 1].name : NULL);
-		drf_json_set_str(x, "cgroup", gr->cgroup);
-		drf_json_set_num(x, "weight", gr->weight);
-		json_res(x, "alloc", e->problem.capacity, sh->alloc);
-		drf_json_set_str(x, "dominant_resource", drf_res_name(sh->dominant_res));
-		drf_json_set_num(x, "dominant_share", sh->dominant_share);
-		drf_json_set_str(x, "limited_by", sh->limited_by == DRF_LIMIT_DEMAND
-				 ? "demand" : drf_res_name(sh->limited_by));
-	}
+	drf_json_set_str(x, "name", gr->name);
+	drf_json_set_str(x, "group", gr->parent ? c->groups[gr->parent - 1].name : NULL);
+	drf_json_set_str(x, "cgroup", gr->cgroup);
+	drf_json_set_num(x, "weight", gr->weight);
+	json_res(x, "alloc", e->problem.capacity, sh->alloc);
+	drf_json_set_str(x, "dominant_resource", drf_res_name(sh->dominant_res));
+	drf_json_set_num(x, "dominant_share", sh->dominant_share);
+	drf_json_set_str(x, "limited_by", sh->limited_by == DRF_LIMIT_DEMAND
+			 ? "demand" : drf_res_name(sh->limited_by));
+	return x;
 }
 
-static int render_json(const struct drf_view *v, FILE *f, int *problems)
+/* Everything before "tenants": the daemon, the plan's settings, the host. */
+static json_object *json_head(const struct drf_view *v, int *problems)
 {
 	const struct drf_plan *e = v->plan;
 	const struct drf_reconciler *rc = v->rc;
 	json_object *o = drf_json_object(), *x, *a;
-	int r;
 
 	drf_json_set_str(o, "source", "daemon");
 	drf_json_set_int(o, "pid", v->pid);
@@ -547,64 +558,73 @@ static int render_json(const struct drf_view *v, FILE *f, int *problems)
 	drf_json_set_str(x, "probes_why", v->use->probes ? NULL : v->use->probes_why);
 	drf_json_set_num(x, "jain_allocation", v->use->jain_alloc);
 	drf_json_set_num(x, "jain_use", v->use->jain_use);
-	a = drf_json_set_array(o, "tenants");
-	for (size_t i = 0; i < rc->n; i++) {
-		const struct drf_tenant_rt *t = &rc->t[i];
-		const struct drf_share *sh = &e->result.shares[i];
-		json_object *te = drf_json_append_object(a), *us;
-		struct usage u;
+	return o;
+}
 
-		usage_now(v, t->cgroup, &u);
-		drf_json_set_str(te, "name", t->name);
-		drf_json_set_str(te, "cgroup", t->cgroup);
-		drf_json_set_num(te, "weight", e->decl->cfg.tenants[i].weight);
-		json_res(te, "alloc", e->problem.capacity, sh->alloc);
-		drf_json_set_str(te, "dominant_resource", drf_res_name(sh->dominant_res));
-		drf_json_set_num(te, "dominant_share", sh->dominant_share);
-		drf_json_set_str(te, "limited_by", sh->limited_by == DRF_LIMIT_DEMAND
-				 ? "demand" : drf_res_name(sh->limited_by));
-		us = drf_json_set_object(te, "usage");
-		drf_json_set_num(us, "memory_bytes", u.memory);
-		drf_json_set_num(us, "cpu_usec", u.cpu_usec);
-		drf_json_set_int(us, "processes", u.procs < 0 ? 0 : u.procs);
-		drf_json_set_str(te, "cgroup_error", t->cg_err ? strerror(t->cg_err) : NULL);
-		if (t->cg_err)
-			(*problems)++;
-		json_knobs(v, t, te, problems);
-		if (v->net && i < v->net->n)
-			json_net_tenant(v, i, te, problems);
-		if (i < v->use->n && v->use->samples)
-			json_use(v, i, te, problems);
-		if (v->plan->effective && i < v->use->n)
-			json_demand(v, i, te);
-	}
-	a = drf_json_set_array(o, "inner");
-	for (size_t i = rc->n; i < rc->n + rc->n_inner; i++) {
-		const struct drf_tenant_rt *t = &rc->t[i];
+/* Tenant i, an element of "tenants". */
+static json_object *json_tenant(const struct drf_view *v, size_t i, int *problems,
+				size_t *walked)
+{
+	const struct drf_plan *e = v->plan;
+	const struct drf_tenant_rt *t = &v->rc->t[i];
+	const struct drf_share *sh = &e->result.shares[i];
+	json_object *te = drf_json_object(), *us;
+	struct usage u;
 
-		x = drf_json_append_object(a);
-		drf_json_set_str(x, "cgroup", t->cgroup);
-		drf_json_set_str(x, "cgroup_error", t->cg_err ? strerror(t->cg_err) : NULL);
-		if (t->cg_err)
-			(*problems)++;
-		json_knobs(v, t, x, problems);
-	}
-	if (e->groups)
-		json_groups(e, o);
-	json_net(v, o, problems);
-	a = drf_json_set_array(o, "orphans");
-	for (size_t i = 0; i < rc->n_orphans; i++) {
-		int np = cgfs_nprocs(v->fs, rc->orphans[i].cgroup);
+	usage_now(v, t->cgroup, &u, walked);
+	drf_json_set_str(te, "name", t->name);
+	drf_json_set_str(te, "cgroup", t->cgroup);
+	drf_json_set_num(te, "weight", e->decl->cfg.tenants[i].weight);
+	json_res(te, "alloc", e->problem.capacity, sh->alloc);
+	drf_json_set_str(te, "dominant_resource", drf_res_name(sh->dominant_res));
+	drf_json_set_num(te, "dominant_share", sh->dominant_share);
+	drf_json_set_str(te, "limited_by", sh->limited_by == DRF_LIMIT_DEMAND
+			 ? "demand" : drf_res_name(sh->limited_by));
+	us = drf_json_set_object(te, "usage");
+	drf_json_set_num(us, "memory_bytes", u.memory);
+	drf_json_set_num(us, "cpu_usec", u.cpu_usec);
+	drf_json_set_int(us, "processes", u.procs.procs);
+	drf_json_set_bool(us, "processes_capped", u.procs.capped);
+	drf_json_set_str(te, "cgroup_error", t->cg_err ? strerror(t->cg_err) : NULL);
+	if (t->cg_err)
+		(*problems)++;
+	json_knobs(v, t, te, problems);
+	if (v->net && i < v->net->n)
+		json_net_tenant(v, i, te, problems);
+	if (i < v->use->n && v->use->samples)
+		json_use(v, i, te, problems);
+	if (v->plan->effective && i < v->use->n)
+		json_demand(v, i, te);
+	return te;
+}
 
-		x = drf_json_append_object(a);
-		drf_json_set_str(x, "name", rc->orphans[i].name);
-		drf_json_set_str(x, "cgroup", rc->orphans[i].cgroup);
-		drf_json_set_int(x, "processes", np < 0 ? 0 : np);
-	}
-	/* Out of memory, nothing is printed: never a document with parts missing. */
-	r = drf_json_print(f, o);
-	json_object_put(o);
-	return r;
+/* Inner node i (at rc->n and above), an element of "inner". */
+static json_object *json_inner(const struct drf_view *v, size_t i, int *problems)
+{
+	const struct drf_tenant_rt *t = &v->rc->t[i];
+	json_object *x = drf_json_object();
+
+	drf_json_set_str(x, "cgroup", t->cgroup);
+	drf_json_set_str(x, "cgroup_error", t->cg_err ? strerror(t->cg_err) : NULL);
+	if (t->cg_err)
+		(*problems)++;
+	json_knobs(v, t, x, problems);
+	return x;
+}
+
+/* Orphan i, an element of "orphans". */
+static json_object *json_orphan(const struct drf_view *v, size_t i, size_t *walked)
+{
+	const struct drf_orphan *o = &v->rc->orphans[i];
+	json_object *x = drf_json_object();
+	struct cgfs_tree_procs p;
+
+	procs_now(v, o->cgroup, &p, walked);
+	drf_json_set_str(x, "name", o->name);
+	drf_json_set_str(x, "cgroup", o->cgroup);
+	drf_json_set_int(x, "processes", p.procs);
+	drf_json_set_bool(x, "processes_capped", p.capped);
+	return x;
 }
 
 static void human_duration(double s, char *buf, size_t len)
@@ -691,13 +711,14 @@ static void text_knobs(const struct drf_view *v, const struct drf_tenant_rt *t, 
 	}
 }
 
-static int render_text(const struct drf_view *v, FILE *f, int *problems)
+/* Everything before the tenants: the daemon, its errors, the network. */
+static void text_head(const struct drf_view *v, FILE *f, int *problems)
 {
 	const struct drf_plan *e = v->plan;
 	const struct drf_reconciler *rc = v->rc;
 	/* In the same clock and precision as started and last_tick. */
 	double now = (double)v->now / 1e6;
-	char up[32], ago[32], q[64], lab[96];
+	char up[32], ago[32], lab[96];
 
 	human_duration(now - (double)v->started / 1e6, up, sizeof(up));
 	human_duration(now - (double)v->last_tick / 1e6, ago, sizeof(ago));
@@ -785,91 +806,336 @@ static int render_text(const struct drf_view *v, FILE *f, int *problems)
 		if (!s->link_ok || (s->egress && !s->qdisc_ok) || !s->attached)
 			(*problems)++;
 	}
-	if (rc->n == 0)
+}
+
+/* Tenant i's paragraph. */
+static void text_tenant(const struct drf_view *v, size_t i, FILE *f, int *problems,
+			size_t *walked)
+{
+	const struct drf_plan *e = v->plan;
+	const struct drf_tenant_rt *t = &v->rc->t[i];
+	const struct drf_share *sh = &e->result.shares[i];
+	struct usage u;
+	char q[64];
+
+	fprintf(f, "\ntenant %s (cgroup %s/%s)\n  allocation:", t->name, v->root, t->cgroup);
+	for (int r = 0; r < DRF_NRES; r++) {
+		if (!(e->problem.capacity[r] > 0))
+			continue;
+		drf_format_quantity(sh->alloc[r], drf_res_unit(r), q, sizeof(q));
+		fprintf(f, " %s %s", drf_res_name(r), q);
+	}
+	fprintf(f, "; dominant %s %.3f, limited by %s\n  usage:",
+		drf_res_name(sh->dominant_res), sh->dominant_share,
+		sh->limited_by == DRF_LIMIT_DEMAND ? "demand" : drf_res_name(sh->limited_by));
+	usage_now(v, t->cgroup, &u, walked);
+	if (!isnan(u.memory)) {
+		drf_format_quantity(u.memory, DRF_UNIT_BYTES, q, sizeof(q));
+		fprintf(f, " memory %s", q);
+	}
+	if (!isnan(u.cpu_usec))
+		fprintf(f, " cpu %.1fs", u.cpu_usec / 1e6);
+	/* "1024+": the subtree was larger than the walk's bound, the count a lower bound */
+	fprintf(f, " processes %d%s\n", u.procs.procs, u.procs.capped ? "+" : "");
+	if (t->cg_err) {
+		(*problems)++;
+		fprintf(f, "  cgroup cannot be created: %s; retried each tick\n",
+			strerror(t->cg_err));
+	}
+	text_knobs(v, t, f, problems);
+	if (v->net && i < v->net->n)
+		text_net_tenant(v, i, f, problems);
+	if (v->plan->effective && i < v->use->n)
+		text_demand(v, i, f);
+	if (i < v->use->n && v->use->samples)
+		text_use(v, i, f, problems);
+}
+
+/* Group g's paragraph. */
+static void text_group(const struct drf_view *v, size_t g, FILE *f)
+{
+	const struct drf_plan *e = v->plan;
+	const struct drf_group *gr = &e->decl->cfg.groups[g];
+	const struct drf_share *sh = &e->groups[g];
+	char q[64];
+
+	fprintf(f, "\ngroup %s (cgroup %s/%s, weight %g, in %s)\n  allocation:", gr->name,
+		v->root, gr->cgroup, gr->weight,
+		gr->parent ? e->decl->cfg.groups[gr->parent - 1].name : "the root");
+	for (int r = 0; r < DRF_NRES; r++) {
+		if (!(e->problem.capacity[r] > 0))
+			continue;
+		drf_format_quantity(sh->alloc[r], drf_res_unit(r), q, sizeof(q));
+		fprintf(f, " %s %s", drf_res_name(r), q);
+	}
+	fprintf(f, "; dominant %s %.3f, limited by %s\n", drf_res_name(sh->dominant_res),
+		sh->dominant_share,
+		sh->limited_by == DRF_LIMIT_DEMAND ? "demand" : drf_res_name(sh->limited_by));
+}
+
+/* Inner node i's paragraph (at rc->n and above). */
+static void text_inner(const struct drf_view *v, size_t i, FILE *f, int *problems)
+{
+	const struct drf_tenant_rt *t = &v->rc->t[i];
+
+	fprintf(f, "\ninner cgroup %s/%s (above tenants: weights from their sum)\n", v->root,
+		t->cgroup);
+	if (t->cg_err) {
+		(*problems)++;
+		fprintf(f, "  cgroup cannot be created: %s; retried each tick\n",
+			strerror(t->cg_err));
+	}
+	text_knobs(v, t, f, problems);
+}
+
+static void text_orphan(const struct drf_view *v, size_t i, FILE *f, size_t *walked)
+{
+	const struct drf_orphan *o = &v->rc->orphans[i];
+	struct cgfs_tree_procs p;
+
+	procs_now(v, o->cgroup, &p, walked);
+	fprintf(f, "  %s (cgroup %s/%s): %d%s processes\n", o->name, v->root, o->cgroup, p.procs,
+		p.capped ? "+" : "");
+}
+
+/*
+ * The parts: stages in the document's order, each of nodes or a piece of its
+ * own. The JSON has the network after the groups, the text in its head.
+ */
+enum stage { S_HEAD, S_TENANTS, S_INNER, S_GROUPS, S_NET, S_ORPHANS, S_END, S_DONE };
+
+static const enum stage order_json[] = { S_HEAD, S_TENANTS, S_INNER, S_GROUPS, S_NET, S_ORPHANS,
+					 S_END, S_DONE };
+static const enum stage order_text[] = { S_HEAD, S_TENANTS, S_GROUPS, S_INNER, S_ORPHANS, S_END,
+					 S_DONE };
+static const enum stage order_json_one[] = { S_HEAD, S_TENANTS, S_NET, S_END, S_DONE };
+static const enum stage order_text_one[] = { S_HEAD, S_TENANTS, S_END, S_DONE };
+
+static const enum stage *order_of(const struct drf_status_cursor *c)
+{
+	if (c->one)
+		return c->json ? order_json_one : order_text_one;
+	return c->json ? order_json : order_text;
+}
+
+/* Whether stage s is made of nodes, which a part holds DRF_STATUS_PART of at most. */
+static bool of_nodes(enum stage s)
+{
+	return s == S_TENANTS || s == S_INNER || s == S_GROUPS || s == S_ORPHANS;
+}
+
+/* The nodes of stage s in v (one piece for the others). */
+static size_t items(const struct drf_status_cursor *c, const struct drf_view *v, enum stage s)
+{
+	switch (s) {
+	case S_TENANTS:
+		return c->one ? 1 : v->rc->n;
+	case S_INNER:
+		return v->rc->n_inner;
+	case S_GROUPS:
+		return v->plan->groups ? v->plan->decl->cfg.n_groups : 0;
+	case S_ORPHANS:
+		return v->rc->n_orphans;
+	default:
+		return 1;
+	}
+}
+
+ssize_t drf_status_find(const struct drf_view *v, const char *name)
+{
+	const struct drf_reconciler *rc = v->rc;
+	/* A tenant's cgroup is most often its name: the reconciler's index, without a scan. */
+	ssize_t i = drf_reconciler_find(rc, name);
+
+	if (i >= 0 && (size_t)i < rc->n && strcmp(rc->t[i].name, name) == 0)
+		return i;
+	/* A cgroup of its own (cgroup =, groups, slices): a string compare a tenant, no I/O. */
+	for (size_t k = 0; k < rc->n; k++)
+		if (strcmp(rc->t[k].name, name) == 0)
+			return (ssize_t)k;
+	return -1;
+}
+
+void drf_status_begin(struct drf_status_cursor *c, bool json, const char *tenant)
+{
+	*c = (struct drf_status_cursor){ .json = json, .one = tenant != NULL };
+	if (tenant && strlen(tenant) < sizeof(c->name))
+		memcpy(c->name, tenant, strlen(tenant) + 1);
+	else if (tenant)
+		c->no_name = true;
+}
+
+/* Whether v still shows what the head showed: the same plan's nodes. */
+static bool same_view(const struct drf_status_cursor *c, const struct drf_view *v)
+{
+	const struct drf_reconciler *rc = v->rc;
+
+	return c->nodes == (const void *)rc->t && c->n == rc->n && c->n_inner == rc->n_inner &&
+	       c->n_groups == items(c, v, S_GROUPS) &&
+	       (order_of(c)[c->step] != S_ORPHANS || !c->opened || c->n_orphans == rc->n_orphans);
+}
+
+/* What a stage writes before its nodes. */
+static int open_stage(struct drf_status_cursor *c, const struct drf_view *v, enum stage s, FILE *f)
+{
+	const char *key = s == S_TENANTS ? "tenants" : s == S_INNER ? "inner"
+			: s == S_GROUPS ? "groups" : s == S_ORPHANS ? "orphans" : NULL;
+
+	if (s == S_ORPHANS)
+		c->n_orphans = v->rc->n_orphans;
+	if (c->json)
+		/* "groups" only when the config has [group] sections, as before */
+		return key && (s != S_GROUPS || v->plan->groups)
+			? drf_json_stream_array(&c->js, f, key) : 0;
+	if (s == S_TENANTS && !c->one && v->rc->n == 0)
 		fprintf(f, "\nno tenants: %s defines none\n", v->config_path);
-	for (size_t i = 0; i < rc->n; i++) {
-		const struct drf_tenant_rt *t = &rc->t[i];
-		const struct drf_share *sh = &e->result.shares[i];
-		struct usage u;
-
-		fprintf(f, "\ntenant %s (cgroup %s/%s)\n  allocation:", t->name, v->root, t->cgroup);
-		for (int r = 0; r < DRF_NRES; r++) {
-			if (!(e->problem.capacity[r] > 0))
-				continue;
-			drf_format_quantity(sh->alloc[r], drf_res_unit(r), q, sizeof(q));
-			fprintf(f, " %s %s", drf_res_name(r), q);
-		}
-		fprintf(f, "; dominant %s %.3f, limited by %s\n  usage:",
-			drf_res_name(sh->dominant_res), sh->dominant_share,
-			sh->limited_by == DRF_LIMIT_DEMAND ? "demand" : drf_res_name(sh->limited_by));
-		usage_now(v, t->cgroup, &u);
-		if (!isnan(u.memory)) {
-			drf_format_quantity(u.memory, DRF_UNIT_BYTES, q, sizeof(q));
-			fprintf(f, " memory %s", q);
-		}
-		if (!isnan(u.cpu_usec))
-			fprintf(f, " cpu %.1fs", u.cpu_usec / 1e6);
-		fprintf(f, " processes %d\n", u.procs < 0 ? 0 : u.procs);
-		if (t->cg_err) {
-			(*problems)++;
-			fprintf(f, "  cgroup cannot be created: %s; retried each tick\n",
-				strerror(t->cg_err));
-		}
-		text_knobs(v, t, f, problems);
-		if (v->net && i < v->net->n)
-			text_net_tenant(v, i, f, problems);
-		if (v->plan->effective && i < v->use->n)
-			text_demand(v, i, f);
-		if (i < v->use->n && v->use->samples)
-			text_use(v, i, f, problems);
-	}
-	for (size_t g = 0; e->groups && g < e->decl->cfg.n_groups; g++) {
-		const struct drf_group *gr = &e->decl->cfg.groups[g];
-		const struct drf_share *sh = &e->groups[g];
-
-		fprintf(f, "\ngroup %s (cgroup %s/%s, weight %g, in %s)\n  allocation:", gr->name,
-			v->root, gr->cgroup, gr->weight,
-			gr->parent ? e->decl->cfg.groups[gr->parent - 1].name : "the root");
-		for (int r = 0; r < DRF_NRES; r++) {
-			if (!(e->problem.capacity[r] > 0))
-				continue;
-			drf_format_quantity(sh->alloc[r], drf_res_unit(r), q, sizeof(q));
-			fprintf(f, " %s %s", drf_res_name(r), q);
-		}
-		fprintf(f, "; dominant %s %.3f, limited by %s\n", drf_res_name(sh->dominant_res),
-			sh->dominant_share,
-			sh->limited_by == DRF_LIMIT_DEMAND ? "demand" : drf_res_name(sh->limited_by));
-	}
-	for (size_t i = rc->n; i < rc->n + rc->n_inner; i++) {
-		const struct drf_tenant_rt *t = &rc->t[i];
-
-		fprintf(f, "\ninner cgroup %s/%s (above tenants: weights from their sum)\n", v->root,
-			t->cgroup);
-		if (t->cg_err) {
-			(*problems)++;
-			fprintf(f, "  cgroup cannot be created: %s; retried each tick\n",
-				strerror(t->cg_err));
-		}
-		text_knobs(v, t, f, problems);
-	}
-	if (rc->n_orphans)
+	if (s == S_ORPHANS && v->rc->n_orphans)
 		fputs("\norphans (departed tenants whose cgroups still hold processes; kept with "
 		      "their limits and removed once empty):\n", f);
-	for (size_t i = 0; i < rc->n_orphans; i++) {
-		int np = cgfs_nprocs(v->fs, rc->orphans[i].cgroup);
+	return 0;
+}
 
-		fprintf(f, "  %s (cgroup %s/%s): %d processes\n", rc->orphans[i].name, v->root,
-			rc->orphans[i].cgroup, np < 0 ? 0 : np);
+/* What a stage writes after its nodes. */
+static int close_stage(struct drf_status_cursor *c, const struct drf_view *v, enum stage s,
+		       FILE *f)
+{
+	if (!c->json || !of_nodes(s) || (s == S_GROUPS && !v->plan->groups))
+		return 0;
+	return drf_json_stream_array_end(&c->js, f);
+}
+
+/* An object of the JSON, written and freed. */
+static int put_element(struct drf_status_cursor *c, FILE *f, json_object *o)
+{
+	int r = drf_json_stream_element(&c->js, f, o);
+
+	json_object_put(o);
+	return r;
+}
+
+static int put_members(struct drf_status_cursor *c, FILE *f, json_object *o)
+{
+	int r = drf_json_stream_members(&c->js, f, o);
+
+	json_object_put(o);
+	return r;
+}
+
+/* Node (or piece) pos of stage s. */
+static int render(struct drf_status_cursor *c, const struct drf_view *v, enum stage s, size_t pos,
+		  FILE *f, size_t *walked)
+{
+	const struct drf_reconciler *rc = v->rc;
+	json_object *o;
+
+	switch (s) {
+	case S_HEAD:
+		if (c->one) {
+			ssize_t i = c->no_name ? -1 : drf_status_find(v, c->name);
+
+			if (i < 0)
+				return -ENOENT;
+			c->one_at = (size_t)i;
+		}
+		c->nodes = rc->t;
+		c->n = rc->n;
+		c->n_inner = rc->n_inner;
+		c->n_groups = items(c, v, S_GROUPS);
+		if (!c->json) {
+			text_head(v, f, &c->problems);
+			return 0;
+		}
+		return put_members(c, f, json_head(v, &c->problems));
+	case S_TENANTS:
+		pos = c->one ? c->one_at : pos;
+		if (!c->json) {
+			text_tenant(v, pos, f, &c->problems, walked);
+			return 0;
+		}
+		return put_element(c, f, json_tenant(v, pos, &c->problems, walked));
+	case S_INNER:
+		if (!c->json) {
+			text_inner(v, rc->n + pos, f, &c->problems);
+			return 0;
+		}
+		return put_element(c, f, json_inner(v, rc->n + pos, &c->problems));
+	case S_GROUPS:
+		if (!c->json) {
+			text_group(v, pos, f);
+			return 0;
+		}
+		return put_element(c, f, json_group(v->plan, pos));
+	case S_NET:
+		o = drf_json_object();
+		json_net(v, o, &c->problems);
+		return put_members(c, f, o);
+	case S_ORPHANS:
+		if (!c->json) {
+			text_orphan(v, pos, f, walked);
+			return 0;
+		}
+		return put_element(c, f, json_orphan(v, pos, walked));
+	case S_END:
+		return c->json ? drf_json_stream_end(&c->js, f) : 0;
+	case S_DONE:
+		break;
 	}
-	return ferror(f) ? -EIO : 0;
+	return 0;
+}
+
+int drf_status_next(struct drf_status_cursor *c, const struct drf_view *v, FILE *out)
+{
+	const enum stage *order = order_of(c);
+	unsigned nodes = 0;
+	size_t walked = 0;
+	int r;
+
+	if (c->started && !same_view(c, v))
+		return -ESTALE;
+	while (order[c->step] != S_DONE) {
+		enum stage s = order[c->step];
+
+		if (!c->opened) {
+			r = open_stage(c, v, s, out);
+			if (r < 0)
+				return r;
+			c->opened = true;
+		}
+		for (; c->pos < items(c, v, s); c->pos++) {
+			/* This part is full: the node goes in the next (one a part at least). */
+			if (of_nodes(s) && (nodes >= DRF_STATUS_PART ||
+					    walked >= DRF_STATUS_PART_CGROUPS))
+				goto more;
+			r = render(c, v, s, c->pos, out, &walked);
+			if (r < 0)
+				return r;
+			nodes += of_nodes(s);
+			c->started = true;
+		}
+		r = close_stage(c, v, s, out);
+		if (r < 0)
+			return r;
+		c->step++;
+		c->pos = 0;
+		c->opened = false;
+	}
+more:
+	c->part_nodes = nodes;
+	c->part_cgroups = walked;
+	if (ferror(out))
+		return -EIO;
+	return order[c->step] != S_DONE;
 }
 
 int drf_status_render(const struct drf_view *v, bool json, FILE *out, int *ret_problems)
 {
-	int problems = 0, r = json ? render_json(v, out, &problems) : render_text(v, out, &problems);
+	struct drf_status_cursor c;
+	int r;
 
+	drf_status_begin(&c, json, NULL);
+	while ((r = drf_status_next(&c, v, out)) > 0)
+		;
 	if (r == 0)
-		*ret_problems = problems;
+		*ret_problems = c.problems;
 	return r;
 }
-

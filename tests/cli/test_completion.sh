@@ -242,6 +242,14 @@ expect "drfctl recommend --window 7d -c MAIN --history F B<TAB>" "B B2" \
 expect "drfctl recommend -c MAIN A <TAB>: one tenant only" "" \
 	drfctl recommend -c "$tmp/cfg/drfd.conf" A ""
 expect "drfctl recommend --window <TAB>" "1d 7d 30d all" drfctl recommend --window ""
+expect "drfctl status -c MAIN <TAB>: the tenants" "A B B2 c-1.x" \
+	drfctl status -c "$tmp/cfg/drfd.conf" ""
+expect "drfctl status --json --socket S -c MAIN B<TAB>" "B B2" \
+	drfctl status --json --socket /run/x.sock -c "$tmp/cfg/drfd.conf" B
+expect "drfctl status -c MAIN A <TAB>: one tenant only" "" \
+	drfctl status -c "$tmp/cfg/drfd.conf" A ""
+expect "drfctl status -c MAIN A --<TAB>: its options still" "--config --json --socket --help" \
+	drfctl status -c "$tmp/cfg/drfd.conf" A --
 
 # After `--`, a command: every answer starts with what was typed, and echo is one.
 : >"$tmp/err"

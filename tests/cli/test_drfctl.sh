@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # drfctl's help, version, and status without a daemon, on the host that runs
-# the tests. status against a running drfd is tested in the VM (tests/vm).
+# the tests; status against a fake drfd's canned answers (whole, cut short,
+# failed, asked again). status against a running drfd is tested in the VM
+# (tests/vm).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
@@ -71,7 +73,118 @@ else
 		ko "status without a daemon (exit $rc)"
 	fi
 fi
+# No daemon, a tenant the config does not have: said before cgroupfs is read.
+"$drfctl" status -c "$ex" --socket "$sock" nosuch >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ $rc -eq 1 ] && [ ! -s "$tmp/out" ] && grep -qF "'nosuch'" "$tmp/err"; then
+	ok "status of an unknown tenant without a daemon: exit 1, says so"
+else
+	ko "status nosuch without a daemon (exit $rc)"
+fi
 
+# drfctl status against a drfd that answers what the test says (a fake on a
+# socket of its own, one canned answer a connection): only a whole status
+# (drfd-status 2, the body, the end line) is printed; one cut before its end
+# line, one that ends in an error, or an older drfd's prints nothing on stdout
+# and exits 1; a status whose plan changed while it was sent is asked again (3
+# more times at most); an unknown tenant is said.
+fake=$tmp/fake.sock
+# serve ANSWER-FILE...: a fake drfd in the background that answers the files in
+# turn, a connection each, and writes the requests it got to $tmp/requests.
+serve() {
+	rm -f "$fake" "$tmp/requests"
+	python3 - "$fake" "$tmp/requests" "$@" <<'PY' &
+import os, socket, sys
+path, log, answers = sys.argv[1], sys.argv[2], sys.argv[3:]
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(path)
+s.listen(4)
+s.settimeout(20)
+with open(log, "w") as out:
+    for a in answers:
+        try:
+            c, _ = s.accept()
+        except socket.timeout:
+            break
+        req = b""
+        while not req.endswith(b"\n"):
+            d = c.recv(4096)
+            if not d:
+                break
+            req += d
+        out.write(req.decode(errors="replace"))
+        out.flush()
+        with open(a, "rb") as f:
+            c.sendall(f.read())
+        c.close()
+PY
+	server=$!
+	for _ in $(seq 100); do [ -S "$fake" ] && return; sleep 0.05; done
+}
+# ended: the fake is done (all its answers taken, or given up on).
+ended() {
+	kill "$server" 2>/dev/null
+	wait "$server" 2>/dev/null
+}
+body='{"source":"daemon","pid":1,"tenants":[{"name":"a","usage":{"processes":2}}]}'
+printf 'drfd-status 2\n%s\ndrfd-status-end problems=0\n' "$body" >"$tmp/whole"
+printf 'drfd-status 2\n%s\ndrfd-status-end problems=2\n' "$body" >"$tmp/problems"
+printf 'drfd-status 2\n%s' "${body:0:40}" >"$tmp/cut"
+printf 'drfd-status 2\n%s\ndrfd-status-end error=changed\n' "${body:0:40}" >"$tmp/changed"
+printf 'drfd-status 2\n%s\ndrfd-status-end error=enomem\n' "${body:0:40}" >"$tmp/failed"
+printf 'drfd-status 2 error=no-such-tenant\n' >"$tmp/nosuch"
+printf 'drfd-status 1 problems=0\n%s\n' "$body" >"$tmp/old"
+: >"$tmp/empty"
+# st NAME WANT-EXIT WANT-STDOUT-FILE|- WANT-REQUESTS STDERR-HAS ANSWER... -- ARGS...:
+# STDERR-HAS is a string stderr must hold (the facts, not the wording), "" none.
+st() {
+	local name=$1 want=$2 out=$3 nreq=$4 pat=$5 rc got
+	local -a answers=()
+	shift 5
+	while [ "$1" != -- ]; do answers+=("$tmp/$1"); shift; done
+	shift
+	serve "${answers[@]}"
+	"$drfctl" status --socket "$fake" "$@" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	ended
+	got=$(grep -c . "$tmp/requests" 2>/dev/null)
+	if [ $rc -eq "$want" ] && [ "$got" = "$nreq" ] &&
+		{ [ -z "$pat" ] || grep -qF -- "$pat" "$tmp/err"; } &&
+		{ { [ "$out" = - ] && [ ! -s "$tmp/out" ]; } ||
+			{ [ "$out" != - ] && cmp -s "$tmp/out" "$out"; }; }; then
+		ok "$name: exit $rc, $got requests"
+	else
+		ko "$name: exit $rc (expected $want), $got requests (expected $nreq)"
+	fi
+}
+echo "$body" >"$tmp/body"
+st "status whole" 0 "$tmp/body" 1 "" whole -- --json
+st "status whole with problems" 3 "$tmp/body" 1 "" problems -- --json
+# Named: the socket, and how many bytes came (14 + 40).
+st "status cut before its end line: nothing shown" 1 - 1 "$fake" cut -- --json
+if grep -qw 54 "$tmp/err"; then ok "the cut answer's bytes said"; else ko "no byte count said"; fi
+st "status ending in an error: nothing shown" 1 - 1 "enomem" failed -- --json
+st "status closed before its first line: nothing shown" 1 - 1 "$fake" empty -- --json
+st "status whose plan changed twice: asked again" 0 "$tmp/body" 3 "" changed changed whole -- --json
+st "status whose plan changed 4 times: nothing shown" 1 - 4 "" \
+	changed changed changed changed whole -- --json
+st "status of an unknown tenant" 1 - 1 "'nosuch'" nosuch -- nosuch
+st "status of an older drfd: nothing shown" 1 - 1 "" old -- --json
+serve "$tmp/nosuch"
+"$drfctl" status --socket "$fake" --json web >"$tmp/out" 2>"$tmp/err"
+ended
+if [ "$(cat "$tmp/requests")" = "status json web" ]; then
+	ok "drfctl status --json TENANT asks 'status json TENANT'"
+else
+	ko "drfctl status --json TENANT asked '$(cat "$tmp/requests")'"
+fi
+"$drfctl" status --socket "$fake" 'a b' >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ $rc -eq 64 ] && [ ! -s "$tmp/out" ]; then
+	ok "status of a name no tenant can have: exit 64"
+else
+	ko "status 'a b': exit $rc"
+fi
 
 # The task queue's commands: usage errors (64) before asking drfd, and no drfd (1).
 tq() { # WANT-EXIT NAME ARGS...

@@ -11,7 +11,8 @@
  * Besides what the sanitizers catch, it checks what the framing promises: a
  * request over DRF_REQ_MAX or holding a NUL byte is refused and changes no
  * task; only an "ok" answer changes the queue; every answer is one of the
- * protocol's. Build and run: make fuzz-proto (see the Makefile).
+ * protocol's, a status whole with its end line. Build and run: make fuzz (see
+ * the Makefile).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -222,6 +223,17 @@ static bool starts(const char *s, const char *prefix)
 	return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
+/* Whether the status answer out ends with its end line: the problems, or an error. */
+static bool status_ended(const char *out, size_t len)
+{
+	const char *last = out + len - 1;
+
+	while (last > out && last[-1] != '\n')
+		last--;
+	return last > out && (starts(last, "drfd-status-end problems=") ||
+			      starts(last, "drfd-status-end error="));
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct drfd_req r = { 0 };
@@ -261,14 +273,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	next_before = d.tasks->next_id;
 	check(drfd_req_answer(&d, pair[0], &r, &out, &out_len) == 0);
 	check(out && out_len > 0 && out_len == strlen(out) && out[out_len - 1] == '\n');
-	check(starts(out, "drfd-status 1 ") || starts(out, "drfd-metrics 1\n") ||
-	      starts(out, "drfd-task 1 ") || starts(out, "drfd-reload 1 ") ||
+	check(starts(out, "drfd-status 2\n") || starts(out, "drfd-status 2 error=") ||
+	      starts(out, "drfd-metrics 1\n") || starts(out, "drfd-task 1 ") ||
+	      starts(out, "drfd-reload 1 ") ||
 	      (out_len == strlen(d.root) + 1 && strncmp(out, d.root, strlen(d.root)) == 0));
+	/* A status is whole or says it is not: its last line is the end line. */
+	if (starts(out, "drfd-status 2\n"))
+		check(status_ended(out, out_len));
+	/* A refusal is its one line. */
+	if (starts(out, "drfd-status 2 error="))
+		check(memchr(out, '\n', out_len) == out + out_len - 1);
 	/* Over the limit, or cut by a NUL: refused whole, nothing queued or cancelled. */
 	if (r.seen > DRF_REQ_MAX || (r.len && memchr(r.buf, '\0', r.len))) {
 		check(starts(out, "drfd-task 1 refused\n") ||
-		      strcmp(out, "drfd-status 1 error=request-too-long\n") == 0 ||
-		      strcmp(out, "drfd-status 1 error=malformed-request\n") == 0);
+		      strcmp(out, "drfd-status 2 error=request-too-long\n") == 0 ||
+		      strcmp(out, "drfd-status 2 error=malformed-request\n") == 0);
 		check(d.tasks->n == n_before && d.tasks->next_id == next_before);
 	}
 	/* Only a submit answered "ok ID" adds a task, and that one. */

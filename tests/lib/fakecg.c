@@ -274,6 +274,12 @@ static int fake_id(void *ctx, int dirfd, const char *path, uint64_t *ret)
 	return cgfs_real_ops.id(ctx, dirfd, path, ret);
 }
 
+static int fake_children(void *ctx, int dirfd, const char *path,
+			 int (*fn)(void *data, const char *name), void *data)
+{
+	return cgfs_real_ops.children(ctx, dirfd, path, fn, data);
+}
+
 struct cgfs_ops fakecg_ops = {
 	.name = "fake",
 	.read = fake_read,
@@ -281,6 +287,7 @@ struct cgfs_ops fakecg_ops = {
 	.mkdir = fake_mkdir,
 	.rmdir = fake_rmdir,
 	.id = fake_id,
+	.children = fake_children,
 	.open = fake_open,
 	.pread = fake_pread,
 	.close = fake_close,

@@ -131,6 +131,89 @@ static void test_bind_mount_not_followed(void **state)
 	assert_string_equal(slurp("../outside/cpu.weight"), "7");
 }
 
+static int count_child(void *data, const char *name)
+{
+	(void)name;
+	(*(int *)data)++;
+	return 0;
+}
+
+/*
+ * Child cgroups (the real listing: the fake tree is directories), and the
+ * processes of a subtree: every level counted, the walk bounded (past the
+ * bound a lower bound, said), a symbolic link not followed, a backend that
+ * lists none, a listing that fails.
+ */
+static void test_nprocs_tree(void **state)
+{
+	struct cgfs_recorder rec = { .inner = &ops, .pass_changes = true };
+	struct cgfs_tree_procs p;
+	struct cgfs fs, rfs;
+	char outside[256];
+	int n = 0;
+
+	(void)state;
+	ops.children = cgfs_real_ops.children;
+	assert_int_equal(cgfs_open(&fs, root, false, &ops, NULL), 0);
+	assert_int_equal(cgfs_mkdir_p(&fs, "t/a/x"), 0);
+	assert_int_equal(cgfs_mkdir_p(&fs, "t/b"), 0);
+	assert_int_equal(put(fs.rootfd, "t/cgroup.procs", "1\n"), 0);
+	assert_int_equal(put(fs.rootfd, "t/a/cgroup.procs", "2\n3\n"), 0);
+	assert_int_equal(put(fs.rootfd, "t/a/x/cgroup.procs", "4\n"), 0);
+	assert_int_equal(put(fs.rootfd, "t/b/cgroup.procs", "5\n"), 0);
+	/* A directory outside the root, linked from inside: not a child. */
+	snprintf(outside, sizeof(outside), "%s/outside", dir);
+	assert_int_equal(mkdir(outside, 0755), 0);
+	assert_int_equal(symlinkat(outside, fs.rootfd, "t/link"), 0);
+	assert_int_equal(cgfs_children(&fs, "t", count_child, &n), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(cgfs_nprocs(&fs, "t"), 1);
+	assert_int_equal(cgfs_nprocs_tree(&fs, "t", CGFS_TREE_MAX, &p), 0);
+	assert_int_equal(p.procs, 5);
+	assert_int_equal(p.cgroups, 4);
+	assert_false(p.capped);
+	/* Bounded: two cgroups read, the count a lower bound. */
+	assert_int_equal(cgfs_nprocs_tree(&fs, "t", 2, &p), 0);
+	assert_int_equal(p.cgroups, 2);
+	assert_true(p.capped);
+	assert_true(p.procs == 2 || p.procs == 3);
+	assert_int_equal(cgfs_nprocs_tree(&fs, "t", 0, &p), 0);
+	assert_int_equal(p.cgroups, 1);
+	assert_int_equal(p.procs, 1);
+	assert_true(p.capped);
+	/* A leaf: whole at a bound of one. */
+	assert_int_equal(cgfs_nprocs_tree(&fs, "t/b", 1, &p), 0);
+	assert_int_equal(p.procs, 1);
+	assert_false(p.capped);
+	assert_int_equal(cgfs_nprocs_tree(&fs, "nope", CGFS_TREE_MAX, &p), -ENOENT);
+	/* The recorder passes the listing on, and fails it on demand: t/a's children unknown. */
+	assert_int_equal(cgfs_open(&rfs, root, false, &cgfs_recording_ops, &rec), 0);
+	assert_int_equal(cgfs_nprocs_tree(&rfs, "t", CGFS_TREE_MAX, &p), 0);
+	assert_int_equal(p.procs, 5);
+	rec.fault = (struct drf_fault){ .err = EACCES, .ops = CGFS_OP_CHILDREN, .path = "t/a" };
+	assert_int_equal(cgfs_nprocs_tree(&rfs, "t", CGFS_TREE_MAX, &p), 0);
+	assert_int_equal(p.procs, 4);
+	assert_true(p.capped);
+	assert_int_equal(rec.fault.hits, 1);
+	/* The others are still listed: t/b's child counted though t/a's are not. */
+	assert_int_equal(cgfs_mkdir_p(&fs, "t/b/y"), 0);
+	assert_int_equal(put(fs.rootfd, "t/b/y/cgroup.procs", "6\n"), 0);
+	assert_int_equal(cgfs_nprocs_tree(&rfs, "t", CGFS_TREE_MAX, &p), 0);
+	assert_int_equal(p.procs, 5);
+	assert_true(p.capped);
+	assert_int_equal(rec.fault.hits, 2);
+	assert_int_equal(rec.changes, 0);
+	cgfs_close(&rfs);
+	/* Ops that list no children: the cgroup alone, not said to be capped. */
+	ops.children = NULL;
+	assert_int_equal(cgfs_nprocs_tree(&fs, "t", CGFS_TREE_MAX, &p), 0);
+	assert_int_equal(p.procs, 1);
+	assert_false(p.capped);
+	assert_int_equal(cgfs_children(&fs, "t", count_child, &n), 0);
+	assert_int_equal(n, 2);
+	cgfs_close(&fs);
+}
+
 static void test_subtree_and_remove(void **state)
 {
 	struct cgfs fs;
@@ -1199,6 +1282,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_watch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bind_mount_not_followed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_subtree_and_remove, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_nprocs_tree, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reconcile_writes_only_changes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_steady_tick_touches_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_verify_round_robin_bound, setup, teardown),

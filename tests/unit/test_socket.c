@@ -12,6 +12,11 @@
  * exit, a path someone else took over is left alone). The task requests as the
  * connection's peer makes them: what a user other than root sees of others'
  * tasks, a command's newlines escaped in the text, a submit of 5,000 words.
+ * The status over drfd on the fake cgroup tree (fakedrfd.h): 1,000 tenants
+ * answered whole, a part a turn of the loop; a client that reads slowly gets
+ * it all while one that stops is dropped; a reload between two parts ends the
+ * answer with an error, not a mix of two plans; one tenant's status; the
+ * processes of a tenant's child cgroups counted.
  *
  * Run as root: the children need setresuid (the README's tests run as root).
  */
@@ -37,7 +42,9 @@
 
 #include "daemon.h"
 #include "fakecg.h"
+#include "fakedrfd.h"
 #include "listener.h"
+#include "status.h"
 #include "taskd.h"
 #include "tasks.h"
 #include "testlib.h"
@@ -49,6 +56,8 @@
 
 static char dir[40], sock[100];
 static struct drfd d;
+/* The daemon whose loop the helpers run: d, or the one over fakedrfd (the status tests). */
+static struct drfd *srv = &d;
 /* The fake cgroup tree of the tests with a task queue. */
 static char cgdir[4096], cgroot[4096];
 static struct cgfs fs;
@@ -88,10 +97,18 @@ static int teardown(void **state)
 	return system(cmd) == 0 ? 0 : -1;
 }
 
+/* drfd over the fake tree with an event loop (the status tests); fx_on while it runs. */
+static struct fakedrfd fx;
+static bool fx_on;
+
 /* A test that failed half way leaves its daemon: freed, so that the next one can listen. */
 static int test_teardown(void **state)
 {
 	(void)state;
+	if (fx_on)
+		fakedrfd_teardown(&fx);
+	fx_on = false;
+	srv = &d;
 	for (; nfill > 0; nfill--)
 		close(fill[nfill - 1]);
 	if (old_nofile.rlim_cur)
@@ -132,7 +149,7 @@ static unsigned run_for(unsigned ms)
 	unsigned n = 0;
 
 	for (uint64_t t = now_ms(); t < end; t = now_ms()) {
-		int r = sd_event_run(d.event, (end - t) * 1000);
+		int r = sd_event_run(srv->event, (end - t) * 1000);
 
 		assert_true(r >= 0);
 		n += r > 0;
@@ -157,7 +174,7 @@ static bool run_until_readable(int fd, unsigned timeout_ms)
 
 		if (poll(&p, 1, 0) == 1)
 			return true;
-		assert_true(sd_event_run(d.event, 10000) >= 0);
+		assert_true(sd_event_run(srv->event, 10000) >= 0);
 	}
 	return false;
 }
@@ -398,7 +415,7 @@ static void test_cap_overall_root_served(void **state)
 	root_fds[DRFD_CONN_ROOT - 1] = client();
 	run_quiet();
 	a = ask("root\n");
-	assert_string_equal(a, "drfd-status 1 error=busy\n");
+	assert_string_equal(a, "drfd-status 2 error=busy\n");
 	free(a);
 	drfd_sock_stats(&d, &st);
 	assert_int_equal(st.conns, DRFD_CONN_MAX + DRFD_CONN_ROOT);
@@ -707,7 +724,7 @@ static void test_request_too_long(void **state)
 	memset(req + 7, 'j', 70000 - 7);
 	memcpy(req + 70000, "\n", 2);
 	a = ask_n(req, 70001);
-	assert_string_equal(a, "drfd-status 1 error=request-too-long\n");
+	assert_string_equal(a, "drfd-status 2 error=request-too-long\n");
 	free(a);
 	free(req);
 	drfd_sock_stats(&d, &st);
@@ -1227,6 +1244,337 @@ static void test_submit_many_words(void **state)
 	daemon_with_tasks_free();
 }
 
+/* ---- the status, in parts, over drfd on the fake tree ---- */
+
+/*
+ * fakecg's ops, with the listing of child cgroups (the fake tree is a real
+ * directory tree), and counting the status's reads: cpu.stat is read once a
+ * tenant by the status and by nothing else here (the measurements hold their
+ * files open; no tick runs).
+ */
+static struct cgfs_ops status_ops;
+static unsigned long stat_reads;
+
+static ssize_t counting_read(void *ctx, int dirfd, const char *path, char *buf, size_t len)
+{
+	size_t n = strlen(path);
+
+	if (n >= 9 && strcmp(path + n - 9, "/cpu.stat") == 0)
+		stat_reads++;
+	return fakecg_ops.read(ctx, dirfd, path, buf, len);
+}
+
+/* drfd over the fake tree with n tenants t0..t(n-1), started under its loop, listening. */
+static void fx_start(int n)
+{
+	size_t len = (size_t)n * 64 + 64, off;
+	char *conf = malloc(len), why[512] = "";
+
+	assert_non_null(conf);
+	off = (size_t)snprintf(conf, len, "[capacity]\ncpu = %d\nmemory = %dG\n", n, n);
+	for (int i = 0; i < n; i++)
+		off += (size_t)snprintf(conf + off, len - off, "[tenant t%d]\ncpu = 0.5\n"
+					"memory = 64M\n", i);
+	assert_int_equal(fakedrfd_setup(&fx, NULL, conf), 0);
+	free(conf);
+	fx_on = true;
+	status_ops = fakecg_ops;
+	status_ops.read = counting_read;
+	fx.rec.inner = &status_ops;
+	assert_int_equal(sd_event_new(&fx.d.event), 0);
+	assert_int_equal(fakedrfd_start(&fx), 0);
+	srv = &fx.d;
+	if (drfd_listen(&fx.d, sock, GROUP, why, sizeof(why)) < 0)
+		fail_msg("drfd_listen: %s", why);
+	/* The start's pass, in the loop's steps. */
+	run_quiet();
+}
+
+/* What is there to read on fd now, appended to *buf; false once drfd has closed. */
+static bool drain(int fd, char **buf, size_t *len, size_t *cap)
+{
+	for (;;) {
+		ssize_t n;
+
+		if (*len + 65536 + 1 > *cap) {
+			*cap = (*len + 65536 + 1) * 2;
+			*buf = realloc(*buf, *cap);
+			assert_non_null(*buf);
+		}
+		n = read(fd, *buf + *len, 65536);
+		if (n > 0) {
+			*len += (size_t)n;
+			(*buf)[*len] = '\0';
+			continue;
+		}
+		if (n == 0 || errno == ECONNRESET)
+			return false;
+		assert_int_equal(errno, EAGAIN);
+		return true;
+	}
+}
+
+/*
+ * A status answer, whole: "drfd-status 2\n", the body, "drfd-status-end
+ * problems=N\n". Returns the body, NUL-terminated in place of the trailer.
+ */
+static char *status_body(char *a, int *problems)
+{
+	char *end;
+
+	if (strncmp(a, "drfd-status 2\n", 14) != 0)
+		fail_msg("not a status answer: %.200s", a);
+	end = strstr(a, "\ndrfd-status-end problems=");
+	if (!end)
+		fail_msg("no trailer: ...%s", a + (strlen(a) > 200 ? strlen(a) - 200 : 0));
+	assert_int_equal(sscanf(end, "\ndrfd-status-end problems=%d\n", problems), 1);
+	assert_int_equal(strchr(end + 1, '\n') - a, (ptrdiff_t)strlen(a) - 1);
+	end[1] = '\0';
+	return a + 14;
+}
+
+static int n_tenants(json_object *doc)
+{
+	return (int)json_object_array_length(member(doc, "tenants"));
+}
+
+/*
+ * 1,000 tenants: the answer is whole (a trailer, 1,000 tenants in one JSON
+ * document), and no turn of the loop rendered more than DRF_STATUS_PART of
+ * them: each turn is one sd_event_run() here, and the status's reads of
+ * cpu.stat count its tenants.
+ */
+static void test_status_1000_in_parts(void **state)
+{
+	size_t len = 0, cap = 0;
+	unsigned long most = 0, parts = 0, total = 0;
+	uint64_t end;
+	char *a = NULL, *body;
+	json_object *doc;
+	int fd, problems = -1;
+	bool open_ = true;
+
+	(void)state;
+	fx_start(1000);
+	fd = client();
+	client_send(fd, "status json\n", 12);
+	for (end = now_ms() + 60000; open_;) {
+		unsigned long before = stat_reads;
+
+		assert_true(now_ms() < end);
+		assert_true(sd_event_run(fx.d.event, 100000) >= 0);
+		if (stat_reads > before) {
+			parts++;
+			most = stat_reads - before > most ? stat_reads - before : most;
+			/* The turn is labelled for the loop's figures. */
+			assert_string_equal(fx.d.loop.doing, "status");
+		}
+		total += stat_reads - before;
+		open_ = drain(fd, &a, &len, &cap);
+	}
+	close(fd);
+	print_message("1,000 tenants: %zu bytes in %lu parts, at most %lu tenants a turn\n", len,
+		      parts, most);
+	assert_int_equal(total, 1000);
+	assert_true(most <= DRF_STATUS_PART);
+	assert_true(parts >= (1000 + DRF_STATUS_PART - 1) / DRF_STATUS_PART);
+	body = status_body(a, &problems);
+	assert_int_equal(problems, 0);
+	doc = parse_doc(body);
+	assert_int_equal(n_tenants(doc), 1000);
+	assert_string_equal(json_object_get_string(member(json_object_array_get_idx(
+		member(doc, "tenants"), 999), "name")), "t999");
+	assert_true(json_object_is_type(member(doc, "orphans"), json_type_array));
+	json_object_put(doc);
+	free(a);
+	/* The text, whole as well. */
+	a = ask("status text\n");
+	body = status_body(a, &problems);
+	assert_non_null(strstr(body, "\ntenant t999 (cgroup "));
+	free(a);
+}
+
+/*
+ * A client that reads slowly, a little at a time, takes longer than the send
+ * deadline over the whole answer and still gets all of it: the deadline is a
+ * part's. One that stops reading is dropped a deadline after.
+ */
+static void test_status_slow_reader(void **state)
+{
+	struct drf_sock_stats st0, st;
+	size_t len = 0, cap = 1 << 16;
+	char *a = malloc(cap), *body;
+	uint64_t t0, end;
+	json_object *doc;
+	int fd, idle, problems = -1;
+
+	(void)state;
+	assert_non_null(a);
+	/* About 500 kB: 6 s at this pace. */
+	fx_start(240);
+	drfd_sock_stats(&fx.d, &st0);
+	idle = client();
+	client_send(idle, "status json\n", 12);
+	fd = client();
+	client_send(fd, "status json\n", 12);
+	t0 = now_ms();
+	/* 8 kB every 100 ms: about 80 kB/s. */
+	for (end = t0 + 60000;;) {
+		ssize_t n;
+
+		assert_true(now_ms() < end);
+		run_for(100);
+		if (len + 8192 + 1 > cap) {
+			cap *= 2;
+			a = realloc(a, cap);
+			assert_non_null(a);
+		}
+		n = read(fd, a + len, 8192);
+		if (n == 0)
+			break;
+		if (n < 0) {
+			assert_int_equal(errno, EAGAIN);
+			continue;
+		}
+		len += (size_t)n;
+	}
+	a[len] = '\0';
+	close(fd);
+	drfd_sock_stats(&fx.d, &st);
+	print_message("slow reader: %zu bytes in %llu ms; dropped meanwhile: %llu\n", len,
+		      (unsigned long long)(now_ms() - t0),
+		      (unsigned long long)(st.dropped - st0.dropped));
+	/* Longer than one deadline: the old deadline over the whole answer would have cut it. */
+	assert_true(now_ms() - t0 > DRFD_SEND_TIMEOUT_USEC / 1000);
+	body = status_body(a, &problems);
+	doc = parse_doc(body);
+	assert_int_equal(n_tenants(doc), 240);
+	json_object_put(doc);
+	/* The one that never read: dropped, its answer not whole. */
+	assert_int_equal(st.dropped - st0.dropped, 1);
+	close(idle);
+	free(a);
+}
+
+/* A reload between two parts: the answer ends with error=changed, never mixing two plans. */
+static void test_status_reload_between_parts(void **state)
+{
+	size_t len = 0, cap = 0;
+	uint64_t end;
+	char *a = NULL, *rest, *body;
+	json_object *doc;
+	int fd, problems;
+
+	(void)state;
+	fx_start(200);
+	fd = client();
+	client_send(fd, "status json\n", 12);
+	/* Turn by turn until the first part has come: the others are rendered later. */
+	for (end = now_ms() + 5000; len == 0;) {
+		assert_true(now_ms() < end);
+		assert_true(sd_event_run(fx.d.event, 100000) >= 0);
+		assert_true(drain(fd, &a, &len, &cap));
+	}
+	assert_null(strstr(a, "drfd-status-end"));
+	assert_int_equal(drfd_reload(&fx.d), 0);
+	rest = client_read(fd, NULL);
+	close(fd);
+	assert_null(strstr(rest, "drfd-status-end problems="));
+	len = strlen(rest);
+	assert_true(len >= 31);
+	assert_string_equal(rest + len - 31, "\ndrfd-status-end error=changed\n");
+	free(rest);
+	free(a);
+	/* Asked again: whole, of the plan in force. */
+	a = ask("status json\n");
+	body = status_body(a, &problems);
+	doc = parse_doc(body);
+	assert_int_equal(n_tenants(doc), 200);
+	assert_int_equal(json_object_get_int(member(doc, "reloads")), 1);
+	json_object_put(doc);
+	free(a);
+}
+
+/* "status json NAME": the head and that tenant; an unknown name is refused. */
+static void test_status_one_tenant(void **state)
+{
+	json_object *doc, *t;
+	char *a, *body;
+	int problems;
+
+	(void)state;
+	fx_start(40);
+	a = ask("status json t37\n");
+	body = status_body(a, &problems);
+	assert_int_equal(problems, 0);
+	doc = parse_doc(body);
+	assert_int_equal(n_tenants(doc), 1);
+	t = json_object_array_get_idx(member(doc, "tenants"), 0);
+	assert_string_equal(json_object_get_string(member(t, "name")), "t37");
+	assert_string_equal(json_object_get_string(member(doc, "source")), "daemon");
+	assert_true(json_object_is_type(member(doc, "start_only"), json_type_object));
+	assert_false(json_object_object_get_ex(doc, "orphans", NULL));
+	json_object_put(doc);
+	free(a);
+	a = ask("status text t37\n");
+	body = status_body(a, &problems);
+	assert_non_null(strstr(body, "\ntenant t37 (cgroup "));
+	assert_null(strstr(body, "\ntenant t36 "));
+	assert_true(strncmp(body, "drfd (pid ", 10) == 0);
+	free(a);
+	a = ask("status json nosuch\n");
+	assert_string_equal(a, "drfd-status 2 error=no-such-tenant\n");
+	free(a);
+	a = ask("status text t3 t4\n");
+	assert_string_equal(a, "drfd-status 2 error=unknown-request\n");
+	free(a);
+}
+
+/* Make a child cgroup (a directory) at path below the root, holding procs. */
+static void child_cgroup(const char *path, const char *procs)
+{
+	char p[512];
+
+	assert_int_equal(mkdirat(fx.fs.rootfd, path, 0755), 0);
+	snprintf(p, sizeof(p), "%s/cgroup.procs", path);
+	assert_int_equal(fakecg_put(fx.fs.rootfd, p, procs), 0);
+}
+
+/* A tenant's processes are those of its whole subtree (a service, a scope below it). */
+static void test_status_processes_in_children(void **state)
+{
+	json_object *doc, *us;
+	char *a, *body;
+	int problems;
+
+	(void)state;
+	fx_start(3);
+	assert_int_equal(fakecg_put(fx.fs.rootfd, "t1/cgroup.procs", "100\n"), 0);
+	child_cgroup("t1/web.service", "200\n201\n");
+	child_cgroup("t1/web.service/worker", "300\n");
+	child_cgroup("t1/run-u7.scope", "400\n");
+	child_cgroup("t2/empty.scope", "");
+	a = ask("status json t1\n");
+	body = status_body(a, &problems);
+	doc = parse_doc(body);
+	us = member(json_object_array_get_idx(member(doc, "tenants"), 0), "usage");
+	assert_int_equal(json_object_get_int(member(us, "processes")), 5);
+	assert_false(json_object_get_boolean(member(us, "processes_capped")));
+	json_object_put(doc);
+	free(a);
+	a = ask("status text\n");
+	body = status_body(a, &problems);
+	assert_non_null(strstr(body, "processes 5\n"));
+	free(a);
+	a = ask("status json t2\n");
+	body = status_body(a, &problems);
+	doc = parse_doc(body);
+	us = member(json_object_array_get_idx(member(doc, "tenants"), 0), "usage");
+	assert_int_equal(json_object_get_int(member(us, "processes")), 0);
+	json_object_put(doc);
+	free(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1243,6 +1591,11 @@ int main(void)
 		cmocka_unit_test_teardown(test_tasks_text_escaped, test_teardown),
 		cmocka_unit_test_teardown(test_tasks_json_round_trip, test_teardown),
 		cmocka_unit_test_teardown(test_submit_many_words, test_teardown),
+		cmocka_unit_test_teardown(test_status_1000_in_parts, test_teardown),
+		cmocka_unit_test_teardown(test_status_slow_reader, test_teardown),
+		cmocka_unit_test_teardown(test_status_reload_between_parts, test_teardown),
+		cmocka_unit_test_teardown(test_status_one_tenant, test_teardown),
+		cmocka_unit_test_teardown(test_status_processes_in_children, test_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
