@@ -1427,6 +1427,7 @@ static void pass_end(struct drf_reconciler *rc, struct drf_reconcile_stats *ret)
 		st->retrying += (unsigned)__builtin_popcount(rc->t[i].failed) + (rc->t[i].cg_err != 0);
 	rc->ticks++;
 	rc->total_writes += st->writes;
+	rc->total_applies += st->applies;
 	rc->total_errors += st->errors;
 	rc->pass_on = false;
 	if (ret)

@@ -147,6 +147,7 @@ struct drf_reconciler {
 	struct drf_mem_worker *worker;
 	/* totals since start */
 	uint64_t total_writes, total_errors, total_foreign, worker_failures;
+	uint64_t total_applies;         /* applies sent (cgfs_async: a D-Bus call each) */
 	/* the pass in progress (drf_reconcile_begin, drf_reconcile_step) */
 	const struct drf_clock *clock;  /* for step_usec; NULL: no time limit */
 	size_t step_nodes;              /* nodes a step works on at most */

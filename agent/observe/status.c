@@ -529,6 +529,8 @@ static json_object *json_head(const struct drf_view *v, int *problems)
 	drf_json_set_u64(x, "retrying", v->last->retrying);
 	drf_json_set_u64(x, "memory_worker_failures", rc->worker_failures);
 	drf_json_set_u64(o, "writes_total", rc->total_writes);
+	/* Under systemd: the D-Bus calls the writes took (a tenant's changes are one call). */
+	drf_json_set_u64(o, "applies_total", rc->total_applies);
 	drf_json_set_u64(o, "foreign_total", rc->total_foreign);
 	json_socket(v, o);
 	json_loop(v, o);

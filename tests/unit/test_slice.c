@@ -870,6 +870,8 @@ static void test_slices_at_scale(void **state)
 	}
 	assert_int_equal(lb.starts - starts, CAP);
 	assert_int_equal(s.f.d.last.retrying, 0);
+	/* The calls, as status counts them: one a tenant, and the refused ones again. */
+	assert_int_equal(s.f.d.rc.total_applies, N + CAP);
 	assert_knobs_as_planned(&s);
 
 	/* Steady: no call. */
