@@ -98,6 +98,16 @@ ask() {
 	printf '%s\n' "${r:1}"
 }
 
+# poll_for SECONDS COMMAND...: polls every 0.2 s until COMMAND succeeds.
+poll_for() {
+	local end=$((SECONDS + $1))
+	shift
+	until "$@"; do
+		[ $SECONDS -ge $end ] && return 1
+		sleep 0.2
+	done
+}
+
 # wait_until SECONDS CMD...: runs CMD every 0.1 s until it succeeds; prints the
 # seconds that took (two decimals), or "timeout" (and returns 1) after SECONDS.
 # Plain shell arithmetic: a python per poll costs a tenth of a second under TCG.

@@ -44,16 +44,6 @@ DIAGRAM
 sc() { timeout 30 systemctl "$@"; }
 note() { echo "$*" >>"$detail"; }
 
-# wait_for SECONDS COMMAND...: polls every 0.2 s until COMMAND succeeds.
-wait_for() {
-	local end=$((SECONDS + $1))
-	shift
-	until "$@"; do
-		[ $SECONDS -ge $end ] && return 1
-		sleep 0.2
-	done
-}
-
 # write_conf GROUP MEM CAP: /etc/drfd/drfd.conf from the packaged one, with
 # status-group = adm (GROUP=group), memory = 1G instead of auto (MEM=fixed),
 # and the lines of CAP (separated by ";", "-" for none) added to [capacity].
@@ -101,10 +91,10 @@ status_source() { # ARGS...: "RC SOURCE" of drfctl status --json ARGS
 	src=$($PY -c "import json; print(json.load(open('$work/status.json'))['source'])" 2>/dev/null)
 	echo "$rc ${src:-none}"
 }
-# shellcheck disable=SC2317 # called through wait_for
+# shellcheck disable=SC2317 # called through poll_for
 daemon_ok() { [ "$(status_source "$DRFCTL" status --json)" = "0 daemon" ]; }
 bw() { cat "$TROOT/b/cpu.weight" 2>/dev/null || echo none; }
-# shellcheck disable=SC2317 # called through wait_for
+# shellcheck disable=SC2317 # called through poll_for
 bw_changed() { [ "$(bw)" != "$1" ] && [ "$(bw)" != none ]; }
 
 # probe NAME GROUP MEM CAP [DROP-IN LINE...]: one variant (see write_conf);
@@ -151,7 +141,7 @@ probe() {
 	pid=$(systemctl show -p MainPID --value drfd.service)
 	note "drfd $pid: $(grep -E '^(Uid|Gid|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp):' "/proc/$pid/status" | tr -s '\t\n' '  ')uid_map: $(tr -s ' \n' ' ' <"/proc/$pid/uid_map")"
 	# drfd serves its socket before READY=1: no socket now, none at all.
-	[ -S /run/drfd/drfd.sock ] && wait_for 20 daemon_ok
+	[ -S /run/drfd/drfd.sock ] && poll_for 20 daemon_ok
 	read -r st src < <(status_source "$DRFCTL" status --json)
 	sock=$(stat -c %G /run/drfd/drfd.sock 2>/dev/null || echo none)
 	want=root member=n/a
@@ -164,9 +154,9 @@ probe() {
 	bw0=$(bw)
 	write_tenants 1
 	sc reload drfd.service
-	wait_for 15 bw_changed "$bw0"
+	poll_for 15 bw_changed "$bw0"
 	bw1=$(bw)
-	[ "$src" = daemon ] && wait_for 10 daemon_ok
+	[ "$src" = daemon ] && poll_for 10 daemon_ok
 	note "status exit $st source $src; socket group $sock (want $want); member of adm: $member; b cpu.weight $bw0 -> $bw1; $((SECONDS - t0)) s"
 	# Without its socket drfd still works (drfctl status reads cgroupfs): that
 	# and the socket's group are the status-group part.
@@ -294,7 +284,7 @@ write_tenants 2
 rm -f "$drop"
 sc daemon-reload
 sc restart drfd.service
-if wait_for 20 daemon_ok; then
+if poll_for 20 daemon_ok; then
 	second_drfd plain
 	second_drfd procsubset -p ProcSubset=pid
 fi
@@ -321,7 +311,7 @@ done
 # A link that is down has no speed: the VM brings up no network.
 if [ -n "$nic" ] && ! has_speed "$nic"; then
 	ip link set "$nic" up 2>/dev/null
-	wait_for 5 has_speed "$nic"
+	poll_for 5 has_speed "$nic"
 fi
 if [ -n "$nic" ] && has_speed "$nic"; then
 	probe net-auto group auto "net-device = $nic;net-rate = auto"

@@ -36,16 +36,6 @@ if [ -z "$deb" ]; then
 	exit 0
 fi
 
-# wait_for SECONDS COMMAND...: polls every 0.2 s until COMMAND succeeds.
-wait_for() {
-	local end=$((SECONDS + $1))
-	shift
-	until "$@"; do
-		[ $SECONDS -ge $end ] && return 1
-		sleep 0.2
-	done
-}
-
 # The tenants: HEAVY is t7's weight (a reload that changes it changes one tenant).
 tenants() { # HEAVY
 	$PY - "$N" "$1" <<'PY'
@@ -116,12 +106,12 @@ dpkg -i "$deb" >"$work/dpkg.log" 2>&1
 rc=$?
 check dpkg-install "[ $rc -eq 0 ]" "dpkg -i $(basename "$deb") exit $rc"
 [ $rc -eq 0 ] || { sed 's/^/    /' "$work/dpkg.log"; exit 0; }
-wait_for 30 systemctl -q is-active drfd.service
+poll_for 30 systemctl -q is-active drfd.service
 
 # 1. The yardstick: the same tenants in drfd-tenants.service's delegated cgroup, written by drfd.
 sed -i "s|^cgroup-root = auto$|cgroup-root = $CROOT|" /etc/drfd/drfd.conf
 systemctl restart drfd.service
-wait_for 30 systemctl -q is-active drfd.service
+poll_for 30 systemctl -q is-active drfd.service
 tenants 3 >"$conf"
 p0=$(pid1_ticks) d0=$(drfd_cpu)
 timed_reload
@@ -147,7 +137,7 @@ check cgroupfs-tenants-leave "[ $rc -eq 0 ] && [ $gone -eq 0 ]" \
 	"reload exit $rc in $secs s; $gone of their cgroups left"
 sed -i "s|^cgroup-root = $CROOT$|cgroup-root = auto|" /etc/drfd/drfd.conf
 systemctl restart drfd.service
-wait_for 30 systemctl -q is-active drfd.service
+poll_for 30 systemctl -q is-active drfd.service
 
 # 2. Slices, from 0 to 1,000, in one reload.
 pid=$(mainpid) nr=$(restarts)
@@ -213,9 +203,9 @@ check rss-flat-across-status "[ -n '$rss0' ] && [ -n '$rss1' ] && [ $((rss1 * 10
 # 5. Processes of a tenant counted in its child units (a service with Slice=, a scope).
 systemd-run --quiet --unit=scale-sleep --slice=drf-t1.slice sleep 3001
 "$DRFCTL" exec t1 -- sleep 3002 &
-# shellcheck disable=SC2317 # called through wait_for
+# shellcheck disable=SC2317 # called through poll_for
 two_in_t1() { [ "$(find "$TROOT/drf-t1.slice" -name cgroup.procs -exec cat {} + | wc -l)" -ge 2 ]; }
-wait_for 20 two_in_t1
+poll_for 20 two_in_t1
 "$DRFCTL" status --json t1 >"$work/t1.json" 2>/dev/null
 procs=$($PY -c "import json; print(json.load(open('$work/t1.json'))['tenants'][0]['usage']['processes'])" 2>/dev/null)
 check processes-in-child-units "[ '$procs' = 2 ]" "drfctl status t1: processes $procs (a service and a scope in drf-t1.slice)"

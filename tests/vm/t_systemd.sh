@@ -33,16 +33,6 @@ expect: knobs = mapping(drfctl plan --json), written by systemd; webapp runs as 
         cpu.max/memory.max, is cancelled leaving nothing, and outlives systemctl restart drfd
 DIAGRAM
 
-# wait_for SECONDS COMMAND...: polls every 0.2 s until COMMAND succeeds.
-wait_for() {
-	local end=$((SECONDS + $1))
-	shift
-	until "$@"; do
-		[ $SECONDS -ge $end ] && return 1
-		sleep 0.2
-	done
-}
-
 # "FILE=VALUE ..." of a tenant's knobs, to compare across restarts.
 knobs_of() {
 	local f
@@ -71,7 +61,7 @@ check dpkg-install "[ $rc -eq 0 ]" "dpkg -i $(basename "$deb") exit $rc"
 [ $rc -eq 0 ] || { sed 's/^/    /' "$work/dpkg.log"; exit 0; }
 en=$(systemctl is-enabled drfd.service drfd-tenants.service | tr '\n' ' ')
 check units-enabled "[ '$en' = 'enabled enabled ' ]" "is-enabled: $en"
-wait_for 30 systemctl -q is-active drfd.service
+poll_for 30 systemctl -q is-active drfd.service
 act=$(systemctl is-active drfd.service)
 st=$(systemctl show -p StatusText --value drfd.service)
 check unit-active-with-status "[ $act = active ] && [ -n '$st' ]" "drfd $act, STATUS='$st'"
@@ -96,7 +86,7 @@ cpu = 2
 memory = 128M
 CONF
 systemctl reload drfd.service
-wait_for 20 test -f "$TROOT/drf-batch.slice/memory.max"
+poll_for 20 test -f "$TROOT/drf-batch.slice/memory.max"
 compare_plan() { # NAME: every knob of every tenant against the plan's mapping
 	local bad=0 t f want have
 	"$DRFCTL" plan --json >"$work/plan.json" 2>"$work/plan.err"
@@ -109,9 +99,9 @@ compare_plan() { # NAME: every knob of every tenant against the plan's mapping
 	check "$1" "[ $bad -eq 0 ] && [ -s $work/expect ]" \
 		"$(wc -l <"$work/expect") knobs under $TROOT, $bad differ"
 }
-# shellcheck disable=SC2317 # called through wait_for
+# shellcheck disable=SC2317 # called through poll_for
 settled() { "$DRFCTL" status >/dev/null 2>&1; }
-wait_for 20 settled
+poll_for 20 settled
 compare_plan knobs-after-reload
 
 # 2b. A service joins a tenant with Slice= and runs as its own user, with systemd's
@@ -124,7 +114,7 @@ ExecStart=/bin/sh -c 'sleep 3001 & sleep 3002 & exec sleep 3003'
 UNIT
 systemctl daemon-reload
 systemctl start webapp.service
-wait_for 10 systemctl -q is-active webapp.service
+poll_for 10 systemctl -q is-active webapp.service
 wpid=$(systemctl show -p MainPID --value webapp.service)
 wcg=$(cat "/proc/$wpid/cgroup" 2>/dev/null)
 wuid=$(awk '$1 == "Uid:" {print $2}' "/proc/$wpid/status" 2>/dev/null)
@@ -144,14 +134,14 @@ systemctl daemon-reload
 "$DRFCTL" exec web -- sleep 3000 &
 sleep_pid=$!
 in_web() { [ "$(cat "/proc/$sleep_pid/cgroup" 2>/dev/null)" = "0::/drf.slice/drf-web.slice/drf-exec-$sleep_pid.scope" ]; }
-wait_for 10 in_web
+poll_for 10 in_web
 before=$(knobs_of web)
 check exec-in-tenant "in_web" "sleep $sleep_pid: $(cat "/proc/$sleep_pid/cgroup")"
 
 old=$(systemctl show -p MainPID --value drfd.service)
 systemctl restart drfd.service
 rc=$?
-wait_for 30 systemctl -q is-active drfd.service
+poll_for 30 systemctl -q is-active drfd.service
 new=$(systemctl show -p MainPID --value drfd.service)
 check restart-keeps-tenant "[ $rc -eq 0 ] && [ $new != $old ] && in_web && [ '$(knobs_of web)' = '$before' ]" \
 	"restart exit $rc, drfd $old -> $new; sleep in web: $(in_web && echo yes || echo no); knobs kept: $([ "$(knobs_of web)" = "$before" ] && echo yes || echo no)"
@@ -160,12 +150,12 @@ systemctl stop drfd.service
 check stop-leaves-limits "! systemctl -q is-active drfd.service && in_web && [ '$(knobs_of web)' = '$before' ]" \
 	"drfd $(systemctl is-active drfd.service); sleep in web, knobs: $(knobs_of web)"
 systemctl start drfd.service
-wait_for 30 systemctl -q is-active drfd.service
+poll_for 30 systemctl -q is-active drfd.service
 
 tenants_since=$(systemctl show -p ActiveEnterTimestampMonotonic --value drfd-tenants.service)
 dpkg -i "$deb" >"$work/dpkg2.log" 2>&1
 rc=$?
-wait_for 30 systemctl -q is-active drfd.service
+poll_for 30 systemctl -q is-active drfd.service
 tenants_now=$(systemctl show -p ActiveEnterTimestampMonotonic --value drfd-tenants.service)
 check upgrade-keeps-tenant "[ $rc -eq 0 ] && in_web && [ '$(knobs_of web)' = '$before' ] && [ $tenants_since = $tenants_now ]" \
 	"dpkg -i again exit $rc; drfd-tenants.service not restarted: $([ "$tenants_since" = "$tenants_now" ] && echo yes || echo no); sleep in web with its knobs: $(in_web && [ "$(knobs_of web)" = "$before" ] && echo yes || echo no)"
@@ -176,20 +166,20 @@ check upgrade-keeps-tenant "[ $rc -eq 0 ] && in_web && [ '$(knobs_of web)' = '$b
 # systemctl restart drfd, re-adopted, and its end is recorded.
 sed -i 's/^\[agent\]$/[agent]\nstatus-group = nogroup/' /etc/drfd/drfd.conf
 systemctl restart drfd.service
-wait_for 30 systemctl -q is-active drfd.service
-wait_for 20 settled
+poll_for 30 systemctl -q is-active drfd.service
+poll_for 20 settled
 as_nobody() { (cd / && setpriv --reuid=65534 --regid=65534 --clear-groups "$@"); }
 task_py() { # ID EXPR: EXPR over task ID's object in drfctl tasks --json, as x
 	"$DRFCTL" tasks --json 2>/dev/null |
 		$PY -c "import json,sys; x={t['id']: t for t in json.load(sys.stdin)['tasks']}[$1]; print($2)" 2>/dev/null ||
 		echo "?"
 }
-# shellcheck disable=SC2317 # called through wait_for
+# shellcheck disable=SC2317 # called through poll_for
 task_is() { [ "$(task_py "$1" "$2")" = True ]; }
-# shellcheck disable=SC2317 # called through wait_for
+# shellcheck disable=SC2317 # called through poll_for
 pid_of() { pgrep -u 65534 -f "^$1\$" | head -1 | grep .; }
 t1=$(as_nobody "$DRFCTL" submit web --cpu 0.5 --memory 64M -- sleep 3005 2>"$work/submit1.err")
-wait_for 30 pid_of 'sleep 3005' >/dev/null
+poll_for 30 pid_of 'sleep 3005' >/dev/null
 tp=$(pid_of 'sleep 3005')
 tcg=$(cat "/proc/$tp/cgroup" 2>/dev/null)
 tuid=$(awk '$1 == "Uid:" {print $2, $3, $4, $5}' "/proc/$tp/status" 2>/dev/null)
@@ -199,30 +189,30 @@ check task-runs-as-submitter-in-service "[ -n '$t1' ] && [ '$tcg' = 0::/drf.slic
 	"task '$t1' ($(head -c 200 "$work/submit1.err")): sleep $tp in '$tcg', uids $tuid; cpu.max / memory.max / memory.swap.max: $tlim"
 as_nobody "$DRFCTL" cancel "$t1" >"$work/cancel.out" 2>&1
 rc=$?
-wait_for 20 task_is "$t1" 'x["state"] == "finished"'
+poll_for 20 task_is "$t1" 'x["state"] == "finished"'
 res=$(task_py "$t1" 'x["result"]')
-wait_for 10 test ! -d "$svc"
+poll_for 10 test ! -d "$svc"
 left=$(pgrep -u 65534 -c -f '^sleep 3005$')
 check task-cancel-leaves-nothing "[ $rc -eq 0 ] && [ '$res' = cancelled ] && [ '$left' = 0 ] && [ ! -d $svc ] && ! systemctl -q is-active drf-task-$t1.service" \
 	"cancel by its submitter: exit $rc; result '$res'; processes left $left; its service $(systemctl is-active drf-task-"$t1".service), cgroup $([ -d "$svc" ] && echo kept || echo gone)"
 rm -f /run/drftest-go
 t2=$(as_nobody "$DRFCTL" submit web --cpu 0.5 --memory 64M -- sh -c 'while [ ! -e /run/drftest-go ]; do sleep 0.2; done; echo done; exit 7')
-wait_for 30 task_is "$t2" 'x["state"] == "running"'
+poll_for 30 task_is "$t2" 'x["state"] == "running"'
 svc2=drf-task-$t2.service
 sup=$(systemctl show -p MainPID --value "$svc2")
 old=$(systemctl show -p MainPID --value drfd.service)
 systemctl restart drfd.service
 rc=$?
-wait_for 30 systemctl -q is-active drfd.service
-wait_for 20 settled
+poll_for 30 systemctl -q is-active drfd.service
+poll_for 20 settled
 new=$(systemctl show -p MainPID --value drfd.service)
 sup2=$(systemctl show -p MainPID --value "$svc2")
 st2=$(task_py "$t2" 'x["state"]')
 touch /run/drftest-go
-wait_for 30 task_is "$t2" 'x["state"] == "finished"'
+poll_for 30 task_is "$t2" 'x["state"] == "finished"'
 end2=$(task_py "$t2" '(x["result"], x["exit_code"])')
 d2=$(task_py "$t2" 'x["dir"]')
-wait_for 10 test ! -d "$TROOT/drf-web.slice/$svc2"
+poll_for 10 test ! -d "$TROOT/drf-web.slice/$svc2"
 check task-survives-restart "[ $rc -eq 0 ] && [ $new != $old ] && [ '$sup' -gt 0 ] && [ '$sup' = '$sup2' ] && [ '$st2' = running ] && [ \"$end2\" = \"('exited', 7)\" ] && [ \"\$(cat $d2/stdout)\" = done ] && [ ! -d $TROOT/drf-web.slice/$svc2 ]" \
 	"restart exit $rc, drfd $old -> $new; the task's supervisor $sup -> $sup2, state after restart '$st2'; ended $end2, stdout '$(cat "$d2/stdout" 2>/dev/null)'; its service $(systemctl is-active "$svc2")"
 rm -f /run/drftest-go
@@ -236,7 +226,7 @@ status_json
 check reload-exit-0 "[ $rc -eq 0 ] && [ \"\$(jq_py 's[\"last_reload\"][\"successful\"]')\" = True ]" \
 	"systemctl reload of a good config: exit $rc; status last_reload $(jq_py 's["last_reload"]')"
 sleep 1
-wait_for 20 settled
+poll_for 20 settled
 compare_plan knobs-after-change
 w_web=$(cat "$TROOT/drf-web.slice/cpu.weight") w_batch=$(cat "$TROOT/drf-batch.slice/cpu.weight")
 check reload-changed-weight "[ $w_batch -lt 10000 ]" "cpu.weight web $w_web, batch $w_batch after batch's cpu 2 -> 0.5"
@@ -288,7 +278,7 @@ printf '[tenant idle]\nmemory = 0\ncpu = 0.1\n' >/etc/drfd/tenants.d/zz-idle.con
 since=$(date '+%Y-%m-%d %H:%M:%S')
 sleep 1
 systemctl reload drfd.service
-wait_for 10 test -d "$TROOT/drf-idle.slice"
+poll_for 10 test -d "$TROOT/drf-idle.slice"
 n4=$(journalctl -u drfd.service --since "$since" -p warning..warning -o cat --no-pager | wc -l)
 check zero-demand-warning-priority "[ $n4 -ge 1 ]" "$n4 journal entries at priority 4"
 rm -f /etc/drfd/tenants.d/zz-idle.conf
@@ -306,11 +296,11 @@ ip link add drfv0 type veth peer name drfv1 && ip link set drfv0 up && ip link s
 # net-rate = auto: the link speed through ethtool, under the unit's address families.
 sed -i 's/^\[capacity\]$/[capacity]\nnet-device = drfv0\nnet-rate = auto/' /etc/drfd/drfd.conf
 systemctl restart drfd.service
-wait_for 30 systemctl -q is-active drfd.service
-# shellcheck disable=SC2317 # called through wait_for
+poll_for 30 systemctl -q is-active drfd.service
+# shellcheck disable=SC2317 # called through poll_for
 net_ok() { [ "$(jq_py 's["net"]["qdisc"] + " " + s["net"]["programs"]')" = "ok attached" ] || { status_json; false; }; }
 status_json
-wait_for 20 net_ok
+poll_for 20 net_ok
 q=$(tc qdisc show dev drfv0 | awk '{print $2, $3; exit}')
 progs=$(bpftool cgroup show "$TROOT" 2>/dev/null | grep -c drf_net_)
 pid=$(systemctl show -p MainPID --value drfd.service)
@@ -333,15 +323,15 @@ sed -i '/^net-device = drfv0$/d; /^net-rate = auto$/d' /etc/drfd/drfd.conf
 systemctl stop drfd.service
 drfctl net-reset >/dev/null 2>&1
 systemctl start drfd.service
-wait_for 30 systemctl -q is-active drfd.service
+poll_for 30 systemctl -q is-active drfd.service
 
 # 7. Tenants removed while drfd is stopped: the empty one's cgroup goes, the busy one
 # is kept as an orphan with its limits.
 systemctl stop drfd.service
 : >"$conf"
 systemctl start drfd.service
-wait_for 30 systemctl -q is-active drfd.service
-wait_for 10 test ! -d "$TROOT/drf-batch.slice"
+poll_for 30 systemctl -q is-active drfd.service
+poll_for 10 test ! -d "$TROOT/drf-batch.slice"
 status_json
 orph=$(jq_py '",".join(o["name"] for o in s["orphans"])')
 check restart-removes-empty "[ ! -d $TROOT/drf-batch.slice ] && ! systemctl -q is-active drf-batch.slice" \
@@ -350,7 +340,7 @@ check restart-keeps-busy-orphan "[ '$orph' = web ] && in_web && [ '$(knobs_of we
 	"orphans: '$orph'; sleep still in web with its knobs: $(in_web && echo yes || echo no)"
 
 kill "$sleep_pid" 2>/dev/null
-wait_for 15 test ! -d "$TROOT/drf-web.slice"
+poll_for 15 test ! -d "$TROOT/drf-web.slice"
 check orphan-removed-when-empty "[ ! -d $TROOT/drf-web.slice ]" "web's slice $([ -d "$TROOT/drf-web.slice" ] && echo kept || echo removed) once its process ended"
 journalctl -u drfd.service -o short-monotonic --no-pager >"$R/drfd-journal.txt" 2>&1
 
@@ -368,11 +358,11 @@ check metrics-listen-under-the-unit "[ $rc -eq 0 ] && [ '$code' = 200 ] && [ $up
 sed -i 's/^\[capacity\]$/[capacity]\nnet-device = drfv0\nnet-rate = auto/' /etc/drfd/drfd.conf
 printf '[tenant web]\ncpu = 1\n' >"$conf"
 systemctl restart drfd.service
-wait_for 30 systemctl -q is-active drfd.service
+poll_for 30 systemctl -q is-active drfd.service
 status_json
-wait_for 20 net_ok
+poll_for 20 net_ok
 systemd-run --quiet --unit=webjob --slice=drf-web.slice sleep 3000
-wait_for 10 systemctl -q is-active webjob.service
+poll_for 10 systemctl -q is-active webjob.service
 q_before=$(tc qdisc show dev drfv0 | grep -c 'htb d7f:')
 pins_before=$(find /sys/fs/bpf -maxdepth 1 -name 'drfd*' | wc -l)
 dpkg -r drfd >"$work/remove.log" 2>&1
