@@ -506,12 +506,6 @@ static void publish_metrics(struct drfd *d)
 }
 
 /*
- * One tick: enforce the plan in force (cgroup knobs, the task queue, the
- * network), sample every tenant (cgroup files, BPF maps), and with observed
- * demand, when an effective demand changed, the plan again, written in this
- * same tick; then the history, the metrics and one log line.
- */
-/*
  * The rest of a tick, once its sample is whole: observed demand's step (and
  * a plan of its own if an effective demand changed), the history, the
  * metrics, the state file, and the next tick an interval from now.
@@ -532,6 +526,11 @@ static void tick_end(struct drfd *d)
 		sd_event_source_set_enabled(d->timer, SD_EVENT_ONESHOT);
 }
 
+/*
+ * One tick: enforce the plan in force (cgroup knobs, the task queue, the
+ * network: a pass of the reconciler, pass_done), sample every tenant (cgroup
+ * files, BPF maps) in steps, then tick_end. The pass's log line is the tick's.
+ */
 void drfd_tick(struct drfd *d, size_t verify)
 {
 	struct drf_usage_in in;
