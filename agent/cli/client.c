@@ -93,6 +93,8 @@ int drf_client_ask(const char *socket_path, const char *request, int timeout_ms,
 		if (got == 0)
 			break;
 		len += (size_t)got;
+		/* An answer that comes in parts (a status) has timeout_ms for each, not in all. */
+		deadline = now_ms() + timeout_ms;
 	}
 	if (len == 0 && sent) {
 		r = sent;

@@ -7,7 +7,9 @@
 
 /*
  * Sends one request line (without '\n') and reads the answer until drfd
- * closes the connection, for at most timeout_ms. Returns 0 with the answer in
+ * closes the connection, waiting at most timeout_ms for each part of it (a
+ * status comes a part at a time: a slow host's takes long, a silent one
+ * times out). Returns 0 with the answer in
  * *ret (NUL-terminated, free()), -ENOENT or -ECONNREFUSED when no drfd serves
  * the socket, -EBUSY when drfd turned the connection away (over its limits on
  * connections), -ETIMEDOUT, or another -errno.

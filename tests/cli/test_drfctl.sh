@@ -115,7 +115,16 @@ with open(log, "w") as out:
         out.write(req.decode(errors="replace"))
         out.flush()
         with open(a, "rb") as f:
-            c.sendall(f.read())
+            data = f.read()
+        # A slow drfd's status: in three parts, 6 s apart (12 s in all, longer than
+        # drfctl's 10 s for a part).
+        parts = [data[:len(data) // 3], data[len(data) // 3:2 * len(data) // 3],
+                 data[2 * len(data) // 3:]] if a.endswith(".slow") else [data]
+        for i, part in enumerate(parts):
+            if i:
+                import time
+                time.sleep(6)
+            c.sendall(part)
         c.close()
 PY
 	server=$!
@@ -160,6 +169,9 @@ st() {
 echo "$body" >"$tmp/body"
 st "status whole" 0 "$tmp/body" 1 "" whole -- --json
 st "status whole with problems" 3 "$tmp/body" 1 "" problems -- --json
+# A host too busy to send it all within drfctl's 10 s: each part within them is enough.
+cp "$tmp/whole" "$tmp/whole.slow"
+st "status in parts over 12 s, each within 10 s: whole" 0 "$tmp/body" 1 "" whole.slow -- --json
 # Named: the socket, and how many bytes came (14 + 40).
 st "status cut before its end line: nothing shown" 1 - 1 "$fake" cut -- --json
 if grep -qw 54 "$tmp/err"; then ok "the cut answer's bytes said"; else ko "no byte count said"; fi
