@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # vm-mode: systemd
+# vm-order: last
 # 1,000 tenants on one host, under systemd, from the .deb: drfd as an operator
 # runs it, with the cgroupfs backend (a cgroup-root path) as the yardstick in
 # the same boot. What is asserted is behaviour and counts, and ratios measured
