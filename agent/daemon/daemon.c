@@ -336,8 +336,11 @@ static void enforce_step(struct drfd *d)
 			step_later(d);
 			return;
 		case DRF_PASS_WAITING:
-			/* An outcome wakes the loop (reconciler_wake); without one, it is run here. */
-			if (!d->event || d->rc.applied)
+			/*
+			 * An outcome wakes the loop (reconciler_wake); one that came
+			 * already is taken here. Without a loop none would come later.
+			 */
+			if (d->rc.applied)
 				continue;
 			return;
 		}
@@ -387,6 +390,7 @@ static void pass_done(struct drfd *d, const struct drf_reconcile_stats *st)
 {
 	struct drfd_settled *w;
 	uint64_t now = drf_mono_usec(d->env->clock);
+	size_t waiting = 0;
 	bool busy;
 
 	/* The network after the cgroups: its map entries need the tenants' cgroups. */
@@ -418,15 +422,16 @@ static void pass_done(struct drfd *d, const struct drf_reconcile_stats *st)
 			(unsigned long long)d->ticks, d->net.ifname, d->net_last.writes,
 			d->net_last.errors, d->net_last.retrying);
 	notify_status(d);
-	/* What waited for this pass; one that adds a waiter adds it for the next. */
-	w = d->settled;
-	d->settled = NULL;
-	while (w) {
-		struct drfd_settled *next = w->next;
-
+	/*
+	 * What waited for this pass, one at a time off the list (a waiter may
+	 * cancel another); one that adds a waiter adds it for the next pass.
+	 */
+	for (w = d->settled; w; w = w->next)
+		waiting++;
+	while (waiting-- > 0 && (w = d->settled)) {
+		d->settled = w->next;
 		w->fn(d, w->data);
 		free(w);
-		w = next;
 	}
 }
 

@@ -539,9 +539,14 @@ static void conn_answer(struct conn *c)
 	if (c->req.seen > DRF_REQ_MAX)
 		l->st.too_long++;
 	drfd_req_free(&c->req);
-	/* A reload in force: answered when its writes are made, or at the wait's end. */
+	/*
+	 * A reload in force: answered when its writes are made, or at the wait's
+	 * end. Nothing more is read meanwhile (a client may have shut its side);
+	 * a hang-up still ends the wait (EPOLLHUP comes whatever the events).
+	 */
 	if (r == 1) {
 		c->reloading = true;
+		sd_event_source_set_io_events(c->io, 0);
 		if (sd_event_source_set_time_relative(c->timeout, DRFD_RELOAD_WAIT_USEC) < 0 ||
 		    sd_event_source_set_enabled(c->timeout, SD_EVENT_ONESHOT) < 0 ||
 		    drfd_when_settled(l->d, reload_settled, c) < 0)
@@ -583,7 +588,7 @@ static int on_conn_io(sd_event_source *s, int fd, uint32_t revents, void *userda
 		return 0;
 	/* Waiting for a reload's writes: only a hang-up counts (the reload stays in force). */
 	if (c->reloading) {
-		if (n <= 0)
+		if (n < 0 || (revents & (EPOLLHUP | EPOLLERR)))
 			conn_free(c);
 		return 0;
 	}

@@ -20,9 +20,13 @@ _Static_assert((unsigned)DRF_CTRL_CPU == (unsigned)CGFS_CPU &&
 		       (unsigned)DRF_CTRL_IO == (unsigned)CGFS_IO,
 	       "the plan's controller bits are cgroupfs's");
 
-/* An apply's outcome, noted by the backend for the next step (struct cgfs_done). */
+/*
+ * An apply's outcome, noted by the backend for the next step (struct
+ * cgfs_done): made before the apply is sent, so that noting it cannot fail.
+ */
 struct drf_applied {
 	struct drf_applied *next;
+	struct drf_reconciler *rc;
 	int err;
 	char cgroup[];
 };
@@ -349,7 +353,12 @@ static int try_remove(struct drf_reconciler *rc, size_t i, struct drf_reconcile_
 {
 	struct drf_orphan *o = &rc->orphans[i];
 	const char *root = rc->fs->root;
-	int r = cgfs_remove(rc->fs, o->cgroup);
+	int r;
+
+	/* Its apply still under way: removed once its outcome came (take_applied). */
+	if (o->applying)
+		return 0;
+	r = cgfs_remove(rc->fs, o->cgroup);
 
 	if (r == 0 && o->tried)
 		drf_log(&rc->log, LOG_NOTICE, "orphan '%s/%s' of departed tenant '%s' is empty "
@@ -584,21 +593,31 @@ void drf_reconciler_commit(struct drf_reconciler *rc, struct drf_reconciler_stag
 			tenant_free(t);
 			continue;
 		}
-		/* Its outcome, when it comes, finds no node: not waited for. */
-		if (t->applying)
-			rc->applying--;
 		r = retire(rc, t->name, t->cgroup, t->kind);
 		if (r < 0)
 			drf_log(&rc->log, LOG_ERR, "cannot track departed %s '%s': %s",
 				kind_names[t->kind], t->name, strerror(-r));
+		/*
+		 * Its apply under way (a slice being started): the orphan waits for
+		 * its outcome before it is removed, or the slice would be made after.
+		 */
+		if (t->applying && r == 0)
+			rc->orphans[rc->n_orphans - 1].applying = true;
+		else if (t->applying)
+			rc->applying--;
 		tenant_free(t);
 	}
-	/* A node that comes back is no orphan any more. */
-	for (size_t i = 0; i < st->total; i++) {
+	/* A node that comes back is no orphan any more (an apply of it under way stays its). */
+	for (size_t i = 0; rc->n_orphans && i < st->total; i++) {
 		ssize_t orph = orphan_find(rc, st->t[i].cgroup);
 
-		if (orph >= 0)
-			orphan_drop(rc, (size_t)orph);
+		if (orph < 0)
+			continue;
+		if (rc->orphans[orph].applying && !st->t[i].applying)
+			st->t[i].applying = true;
+		else if (rc->orphans[orph].applying)
+			rc->applying--;
+		orphan_drop(rc, (size_t)orph);
 	}
 	if (rc->n != st->n || rc->n_inner != st->n_inner || rc->n_task != st->n_task)
 		rc->membership_changed = true;
@@ -1060,20 +1079,13 @@ static void write_changes(struct drf_reconciler *rc, struct drf_tenant_rt *t,
 
 static void on_applied(void *data, const char *cg, int err)
 {
-	struct drf_reconciler *rc = data;
-	size_t n = strlen(cg);
-	struct drf_applied *a = malloc(sizeof(*a) + n + 1);
+	struct drf_applied *a = data;
+	struct drf_reconciler *rc = a->rc;
 
-	if (a) {
-		a->err = err;
-		memcpy(a->cgroup, cg, n + 1);
-		a->next = rc->applied;
-		rc->applied = a;
-	} else {
-		/* Its node stays under way until a new plan: said, since nothing retries it. */
-		drf_log(&rc->log, LOG_ERR, "cannot note the outcome of '%s/%s''s changes: out of "
-					   "memory", rc->fs->root, cg);
-	}
+	(void)cg;
+	a->err = err;
+	a->next = rc->applied;
+	rc->applied = a;
 	if (rc->wake)
 		rc->wake(rc->wake_ctx);
 }
@@ -1094,8 +1106,10 @@ static void applied(struct drf_reconciler *rc, struct drf_tenant_rt *t, int err,
 			if (bits & KNOB_BIT(k))
 				knob_holds(rc, t, (enum drf_knob)k, drf_knob_file((enum drf_knob)k,
 										  rc->io), true);
-		if (create)
+		if (create) {
 			t->cg_err = 0;
+			t->seen_once = true;
+		}
 		return;
 	}
 	if (create) {
@@ -1131,9 +1145,20 @@ static void take_applied(struct drf_reconciler *rc, struct drf_reconcile_stats *
 		struct drf_applied *next = rev->next;
 		ssize_t i = index_find(&rc->index, rev->cgroup);
 
-		/* A node that left the plan meanwhile was counted off when it left. */
-		if (i >= 0 && rc->t[i].applying)
+		if (i >= 0 && rc->t[i].applying) {
 			applied(rc, &rc->t[i], rev->err, st);
+		} else if (i < 0) {
+			/* A node that left meanwhile: its orphan may be removed now. */
+			ssize_t o = orphan_find(rc, rev->cgroup);
+
+			if (o >= 0 && rc->orphans[o].applying) {
+				rc->orphans[o].applying = false;
+				rc->applying--;
+				/* Tried in this pass still, if it went by meanwhile. */
+				if (rc->orphan_pos > (size_t)o)
+					rc->orphan_pos = (size_t)o;
+			}
+		}
 		free(rev);
 		rev = next;
 	}
@@ -1147,10 +1172,16 @@ static void take_applied(struct drf_reconciler *rc, struct drf_reconcile_stats *
 static int send_changes(struct drf_reconciler *rc, struct drf_tenant_rt *t,
 			const struct changes *c, bool create, struct drf_reconcile_stats *st)
 {
-	const struct cgfs_done done = { .fn = on_applied, .data = rc };
+	size_t len = strlen(t->cgroup);
+	struct drf_applied *a = malloc(sizeof(*a) + len + 1);
+	const struct cgfs_done done = { .fn = on_applied, .data = a };
 	char text[1024];
 	int r;
 
+	if (!a)
+		return -EAGAIN; /* worked on again at the next step */
+	a->rc = rc;
+	memcpy(a->cgroup, t->cgroup, len + 1);
 	/* Under way before the call: a backend may give the outcome from within it. */
 	t->applying = true;
 	t->apply_create = create;
@@ -1162,6 +1193,7 @@ static int send_changes(struct drf_reconciler *rc, struct drf_tenant_rt *t,
 	t->known |= c->bits;
 	r = cgfs_apply(rc->fs, t->cgroup, create, c->ch, c->n, &done);
 	if (r < 0) {
+		free(a);
 		t->applying = false;
 		t->apply_create = false;
 		t->apply_bits = 0;
@@ -1187,7 +1219,6 @@ static int send_changes(struct drf_reconciler *rc, struct drf_tenant_rt *t,
 	if (create) {
 		st->created++;
 		t->exists = true;
-		t->seen_once = true;
 	}
 	changes_text(c, create, text, sizeof(text));
 	if (create)
@@ -1376,6 +1407,9 @@ static int process(struct drf_reconciler *rc, struct drf_tenant_rt *t, bool veri
 			return r;
 	} else if (c.n) {
 		write_changes(rc, t, &c, fresh, st);
+	} else if (fresh) {
+		drf_log(&rc->log, LOG_INFO, "%s '%s': created '%s/%s'", KIND(t), t->name,
+			rc->fs->root, t->cgroup);
 	}
 	if (verify) {
 		t->verified_tick = rc->ticks;
@@ -1394,6 +1428,8 @@ void drf_reconcile_begin(struct drf_reconciler *rc, size_t verify)
 {
 	size_t total = rc->n + rc->n_inner + rc->n_task;
 
+	bool was_on = rc->pass_on;
+
 	if (!rc->pass_on)
 		rc->pass_st = (struct drf_reconcile_stats){ 0 };
 	rc->pass_on = true;
@@ -1401,10 +1437,13 @@ void drf_reconcile_begin(struct drf_reconciler *rc, size_t verify)
 	rc->orphan_pos = 0;
 	if (verify > total)
 		verify = total;
-	rc->pass_start = rc->cursor;
-	rc->pass_end = rc->cursor + verify;
-	if (total)
-		rc->cursor = rc->pass_end % total;
+	/* A pass started over without a window of its own (a new plan) keeps the tick's. */
+	if (!was_on || verify) {
+		rc->pass_start = rc->cursor;
+		rc->pass_end = rc->cursor + verify;
+		if (total)
+			rc->cursor = rc->pass_end % total;
+	}
 	/* The root's controllers: at start, while failing, and once per verify round. */
 	if (!rc->root_checked || rc->root_failed || rc->pass_start == 0)
 		check_root(rc, &rc->pass_st);
@@ -1487,8 +1526,11 @@ int drf_reconcile_tick(struct drf_reconciler *rc, size_t verify, struct drf_reco
 	drf_reconcile_begin(rc, verify);
 	while (drf_reconcile_step(rc, ret) != DRF_PASS_DONE) {
 		/* Applies that complete later: a caller with a loop steps instead. */
-		if (rc->applying && !rc->applied)
+		if (rc->applying && !rc->applied) {
+			if (ret)
+				*ret = rc->pass_st;
 			break;
+		}
 	}
 	rc->step_nodes = nodes;
 	rc->step_usec = usec;

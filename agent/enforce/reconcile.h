@@ -89,6 +89,7 @@ struct drf_orphan {
 	char *cgroup;
 	enum drf_node_kind kind;
 	bool tried;                     /* removal tried: it held processes (or failed) */
+	bool applying;                  /* its node's apply was under way when it left */
 	int err;                        /* the last try's -errno */
 };
 

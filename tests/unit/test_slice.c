@@ -905,6 +905,8 @@ static void test_slices_at_scale(void **state)
 		assert_true(fd >= 0);
 		assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
 		assert_int_equal(write(fd, "reload\n", 7), 7);
+		/* As `printf reload | socat` does: the client's side shut, the answer awaited. */
+		assert_int_equal(shutdown(fd, SHUT_WR), 0);
 		run_loop(ev);
 		/* In force, its one call under way: no answer yet. */
 		assert_int_equal(s.f.d.reloads, 1);
@@ -925,6 +927,47 @@ static void test_slices_at_scale(void **state)
 	/* The one tenant's call: its cpu.weight, and its memory.low (its share moved). */
 	assert_int_equal(lb.submits - calls, 1);
 	assert_int_equal(lb.props - starts, 2);
+	assert_knobs_as_planned(&s);
+	fakedrfd_teardown(&s.f);
+	free(lb.q);
+}
+
+/*
+ * A tenant that leaves while its slice is being started: its slice is made
+ * after it left (systemd answers later), and removed then, not left behind.
+ */
+static void test_leave_while_starting(void **state)
+{
+	struct sliced s;
+	struct lazybus lb = { 0 };
+	sd_event *ev;
+
+	(void)state;
+	sliced_setup(&s);
+	lb.sd = &s.sd;
+	lb.cap = 16;
+	lb.q = calloc(lb.cap, sizeof(*lb.q));
+	assert_non_null(lb.q);
+	s.bus.inner = &lazybus_ops;
+	s.bus.inner_ctx = &lb;
+	assert_int_equal(sd_event_new(&ev), 0);
+	s.f.d.event = ev;
+	assert_int_equal(fakedrfd_start(&s.f), 0);
+	assert_int_equal(lb.n, 4); /* drf-team.slice, then web, my-batch, team-api */
+	/* web leaves before systemd answered. */
+	sliced_write(&s, "", "[capacity]\ncpu = 4\nmemory = 4G\n"
+			     "[tenant my-batch]\ncpu = 2\nmemory = 512M\n"
+			     "[tenant api]\ncgroup = team/api\ncpu = 1\nmemory = 256M\n");
+	assert_int_equal(drfd_reload(&s.f.d), 0);
+	run_loop(ev);
+	assert_true(drf_reconcile_busy(&s.f.d.rc));
+	lazy_answer(&lb, 0);
+	run_loop(ev);
+	assert_false(drf_reconcile_busy(&s.f.d.rc));
+	/* Made by its late start, then stopped: nothing of web is left. */
+	assert_string_equal(fakedrfd_get(&s.f, "drf-web.slice", "cgroup.type"), "");
+	assert_int_equal(s.f.d.rc.n_orphans, 0);
+	assert_true(s.sd.stops >= 1);
 	assert_knobs_as_planned(&s);
 	fakedrfd_teardown(&s.f);
 	free(lb.q);
@@ -1285,6 +1328,7 @@ int main(void)
 		cmocka_unit_test(test_limit_quota_survives_daemon_reload),
 		cmocka_unit_test(test_slices_at_scale),
 		cmocka_unit_test(test_tick_in_steps),
+		cmocka_unit_test(test_leave_while_starting),
 		cmocka_unit_test(test_remove_and_exec),
 		cmocka_unit_test(test_tasks_on_slices),
 		cmocka_unit_test(test_task_unit_fails),
