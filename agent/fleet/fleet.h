@@ -17,7 +17,8 @@
  *                   that holds only if the key does not exist
  *                   (create_revision == 0). Its create_revision is the
  *                   planner's fencing token.
- *   P/assign/NODE   {"revision": R, "planner": NAME, "tenants": [{"name",
+ *   P/assign/NODE   {"revision": R, "planner": NAME, "capacity": {RES: n},
+ *                   "tenants": [{"name",
  *                   "cgroup", "weight", "tasks", "alloc": {RES: n}}]}: NODE's
  *                   share of the fleet's plan made from the nodes and tenants
  *                   at etcd revision R, written by the planner only in a txn
@@ -119,6 +120,12 @@ struct drf_fleet_share {
 struct drf_fleet_assignment {
 	int64_t revision; /* of the nodes and tenants it was planned from; 0: withdrawn */
 	char planner[DRF_TENANT_NAME_MAX + 1];
+	/*
+	 * The node's capacity the plan was made for (0s: not said, a value of an
+	 * older drfd): a later planner keeps a silent node's share in place for
+	 * the grace period with it, the node's registration being gone.
+	 */
+	double capacity[DRF_NRES];
 	struct drf_fleet_share *tenants; /* by name */
 	size_t n;
 };

@@ -452,7 +452,7 @@ int drf_fleet_assignment_copy(struct drf_fleet_assignment *dst,
 bool drf_fleet_assignment_same(const struct drf_fleet_assignment *a,
 			       const struct drf_fleet_assignment *b)
 {
-	if (a->n != b->n)
+	if (a->n != b->n || memcmp(a->capacity, b->capacity, sizeof(a->capacity)) != 0)
 		return false;
 	for (size_t i = 0; i < a->n; i++) {
 		const struct drf_fleet_share *x = &a->tenants[i], *y = &b->tenants[i];
@@ -471,6 +471,11 @@ static void assignment_json(json_object *o, const struct drf_fleet_assignment *a
 
 	drf_json_set_int(o, "revision", a->revision);
 	drf_json_set_str(o, "planner", a->planner);
+	for (int r = 0; r < DRF_NRES; r++)
+		if (a->capacity[r] > 0) {
+			res_json(o, "capacity", a->capacity, NULL);
+			break;
+		}
 	arr = drf_json_set_array(o, "tenants");
 	for (size_t i = 0; i < a->n; i++) {
 		const struct drf_fleet_share *s = &a->tenants[i];
@@ -552,6 +557,12 @@ static int assignment_of(json_object *doc, struct drf_fleet_assignment *ret, cha
 	    strlen(json_object_get_string(v)) > DRF_TENANT_NAME_MAX)
 		return fail(err, errlen, -EBADMSG, "no planner");
 	snprintf(a.planner, sizeof(a.planner), "%s", json_object_get_string(v));
+	/* Optional: an older drfd's planner does not write it. */
+	if (json_object_object_get_ex(doc, "capacity", &v)) {
+		r = get_resources(v, "capacity", false, a.capacity, NULL, err, errlen);
+		if (r < 0)
+			return r;
+	}
 	if (!json_object_object_get_ex(doc, "tenants", &arr) ||
 	    !json_object_is_type(arr, json_type_array))
 		return fail(err, errlen, -EBADMSG, "no tenants");

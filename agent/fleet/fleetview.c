@@ -544,6 +544,7 @@ int drf_fleet_compute(const struct drf_fleet_view *v, const char *planner,
 
 		out[k].revision = v->revision;
 		snprintf(out[k].planner, sizeof(out[k].planner), "%s", planner);
+		memcpy(out[k].capacity, nd->capacity, sizeof(out[k].capacity));
 		server_of[k] = SIZE_MAX;
 		for (int res_i = 0; res_i < DRF_NRES; res_i++)
 			any = any || nd->capacity[res_i] > 0;
