@@ -103,7 +103,7 @@ struct parser {
 	int *server_lines;       /* SK_N per server */
 	int fleet_line[DRF_NRES];
 	int fleet_sec_line;
-	int member_line[10];     /* drfd.conf's [fleet] keys */
+	int member_line[11];     /* drfd.conf's [fleet] keys */
 	/* drf_fleet_load_tenants: no [server] needed; with none, no pool to check tenants against */
 	bool servers_optional;
 	/* [group NAME]: `group =` names until resolved, where each key was set */
@@ -827,9 +827,9 @@ static void fleet_key(struct parser *ps, const char *name, const char *value)
 	ps->fleet->slot[r] = v;
 }
 
-static const char *const member_keys[10] = {
+static const char *const member_keys[11] = {
 	"endpoints", "prefix", "node", "lease-ttl", "ca-file", "cert-file", "key-file", "user",
-	"password-file", "task-user",
+	"password-file", "task-user", "grace",
 };
 
 static bool valid_endpoints(const char *s)
@@ -854,13 +854,13 @@ static bool valid_endpoints(const char *s)
 static void member_key(struct parser *ps, const char *name, const char *value)
 {
 	struct drf_fleet_member *m = &ps->cfg->fleet;
-	int k = lookup(member_keys, 10, name);
+	int k = lookup(member_keys, 11, name);
 	double ms;
 	const char *why;
 
 	if (k < 0) {
 		fail(ps, "unknown key '%s' in [fleet] (known: endpoints, prefix, node, lease-ttl, "
-			 "ca-file, cert-file, key-file, user, password-file, task-user)", name);
+			 "grace, ca-file, cert-file, key-file, user, password-file, task-user)", name);
 		return;
 	}
 	duplicate_key(ps, &ps->member_line[k], name);
@@ -907,6 +907,17 @@ static void member_key(struct parser *ps, const char *name, const char *value)
 			return;
 		}
 		m->lease_ttl_us = (uint64_t)ms * DRF_USEC_PER_MSEC;
+		return;
+	case 10:
+		if (drf_parse_duration_ms(value, &ms, &why) < 0) {
+			fail(ps, "grace = '%s': %s", value, why);
+			return;
+		}
+		if (ms < 1000 || ms > 7 * 86400000.0 || ms != floor(ms / 1000) * 1000) {
+			fail(ps, "grace = '%s': expected whole seconds from 1s to 7d", value);
+			return;
+		}
+		m->grace_us = (uint64_t)ms * DRF_USEC_PER_MSEC;
 		return;
 	case 9:
 		/* Resolved once the file is read (fleet_member), with the host's user database. */
@@ -1990,6 +2001,15 @@ static int fleet_member(struct parser *ps, const struct drf_tenant *assigned, si
 	}
 	if (!m->lease_ttl_us)
 		m->lease_ttl_us = 10 * DRF_USEC_PER_SEC;
+	if (!m->grace_us)
+		m->grace_us = DRF_FLEET_GRACE_TTLS * m->lease_ttl_us;
+	if (m->grace_us < m->lease_ttl_us) {
+		fail_at(ps, m->line, "[fleet] grace (%.0f s) is shorter than lease-ttl (%.0f s): a "
+			"node would lose its tenants before etcd even lets its lease go",
+			(double)m->grace_us / DRF_USEC_PER_SEC,
+			(double)m->lease_ttl_us / DRF_USEC_PER_SEC);
+		return -EINVAL;
+	}
 	if (task_user(ps, host) < 0)
 		return -EINVAL;
 	if (c->n_tenants > 0) {

@@ -86,6 +86,13 @@ struct drf_fleet_member {
 	char *prefix;         /* the keys' prefix, "/drfd/" by default; begins and ends with '/' */
 	char *node;           /* this node's name; NULL: the host's name */
 	uint64_t lease_ttl_us;
+	/*
+	 * grace: as the planner, how long a node whose registration is gone
+	 * (its lease let go: stopped, partitioned, stalled) keeps its share in
+	 * the plan before that share is placed elsewhere. Default
+	 * DRF_FLEET_GRACE_TTLS lease TTLs; never less than one.
+	 */
+	uint64_t grace_us;
 	char *ca_file, *cert_file, *key_file; /* TLS */
 	char *user, *password_file;           /* etcd authentication */
 	/*
@@ -101,6 +108,8 @@ struct drf_fleet_member {
 	char *task_home;
 	int line;             /* of the section */
 };
+
+#define DRF_FLEET_GRACE_TTLS 5
 
 struct drf_config {
 	char *path;

@@ -52,6 +52,24 @@ struct pending_write {
 	char *value; /* NULL: delete */
 };
 
+/*
+ * As the planner: a node whose registration is gone while its assignment
+ * stays. Its share stays planned on it, with this capacity, for the grace
+ * period from since; after that it is planned elsewhere.
+ */
+struct silent_node {
+	char name[DRF_TENANT_NAME_MAX + 1];
+	double capacity[DRF_NRES]; /* all 0: not known (an older planner's value) */
+	uint64_t since;            /* monotonic usec: first seen silent */
+	bool past;                 /* its grace is over (said once) */
+};
+
+/* As the planner: a registered node's capacity, for when it falls silent. */
+struct known_node {
+	char name[DRF_TENANT_NAME_MAX + 1];
+	double capacity[DRF_NRES];
+};
+
 /* A task's state to put (P/taskstate/NODE/ID). */
 struct state_write {
 	char id[DRF_TENANT_NAME_MAX + 1];
@@ -64,6 +82,7 @@ struct drf_fleet_node {
 	char node_key[KEY_MAX];
 	char assign_key[KEY_MAX];
 	int64_t ttl;
+	uint64_t grace;          /* usec: a silent node's share stays planned on it so long */
 	char *node_value;
 	char *state_dir;
 	const struct drf_clock *clock;
@@ -95,7 +114,14 @@ struct drf_fleet_node {
 	int64_t token;
 	char planner[DRF_TENANT_NAME_MAX + 1];
 	int64_t planner_token;
+	int64_t planner_lease, planner_mod; /* of P/planner as last seen */
 	struct fwatch planner_w;
+	/* Whether P/planner names a live node: a key nobody holds is taken over, never left. */
+	bool pcheck_busy;
+	uint64_t pcheck_at;      /* the next look (monotonic usec) */
+	bool planner_vacant;
+	char vacant_why[200];
+	uint64_t takeovers;
 
 	/* Planning, while the planner. */
 	struct fwatch nodes_w, tenants_w;
@@ -107,6 +133,11 @@ struct drf_fleet_node {
 	int64_t plan_read_rev;   /* of the last read */
 	size_t seen_nodes, seen_tenants;
 	char last_invalid[256];
+	struct silent_node *silent;
+	size_t nsilent, silent_kept;
+	uint64_t silent_due;     /* the first grace to end (monotonic usec); UINT64_MAX: none */
+	struct known_node *known;
+	size_t nknown;
 	struct pending_write *pw;
 	size_t npw, pw_done, pw_chunk;
 	uint64_t plans, keys_written, fenced, resyncs;
@@ -219,6 +250,7 @@ static void note_err(struct drf_fleet_node *n, int err, const char *msg, const c
 }
 
 static void lease_kick(struct drf_fleet_node *n);
+static void silent_free(struct drf_fleet_node *n);
 static void register_kick(struct drf_fleet_node *n);
 static void campaign_kick(struct drf_fleet_node *n);
 static void plan_kick(struct drf_fleet_node *n);
@@ -366,23 +398,24 @@ static void assign_apply(struct drf_fleet_node *n, const char *value, size_t len
 
 	if (gone) {
 		/*
-		 * The planner withdrew it (none at a first read is not that): this
-		 * node was gone from P/nodes/. Its
-		 * lease may still be alive (its key deleted by hand, or by another
-		 * drfd of the same name whose lease ended): register again, or it
-		 * would stay out of the fleet with no tenants.
+		 * The planner withdrew it: this node was gone from P/nodes/ past the
+		 * planner's grace (stopped, cut off, its lease let go), or the key
+		 * was deleted by hand. That is no plan for this node: what it runs
+		 * stays in force, and it registers again (its lease may still be
+		 * alive: the key deleted by hand, or by another drfd of the same
+		 * name whose lease ended), so that the planner plans it anew. Only
+		 * an assignment it receives changes its tenants.
 		 */
-		if (n->have_cur && n->registered && !n->register_busy) {
-			drf_log(n->log, LOG_WARNING, "fleet: the planner withdrew %s's assignment; "
-				"registering %s again", n->name, n->node_key);
+		if (!n->have_cur)
+			return; /* none yet: nothing was withdrawn */
+		drf_log(n->log, LOG_WARNING, "fleet: the planner withdrew %s's assignment; revision "
+			"%" PRId64 " stays in force until it plans this node again", n->name,
+			n->cur.revision);
+		if (n->registered && !n->register_busy) {
 			n->registered = false;
 			register_kick(n);
 		}
-		if (!n->have_cur)
-			return;
-		a.tenants = calloc(1, sizeof(*a.tenants));
-		if (!a.tenants)
-			return;
+		return;
 	} else {
 		r = drf_fleet_assignment_parse(value, len, &a, why, sizeof(why));
 		if (r < 0) {
@@ -651,13 +684,136 @@ size_t drf_fleet_node_task_states_pending(const struct drf_fleet_node *n)
 
 /* The election. */
 
-static void planner_seen(struct drf_fleet_node *n, const char *name, size_t len, int64_t token)
+/* P/planner as read or watched: its value (len bytes), token, lease and last change. */
+static void planner_seen(struct drf_fleet_node *n, const char *name, size_t len, int64_t token,
+			 int64_t lease, int64_t mod)
 {
 	if (len > DRF_TENANT_NAME_MAX)
 		len = DRF_TENANT_NAME_MAX;
 	memcpy(n->planner, name, len);
 	n->planner[len] = '\0';
 	n->planner_token = token;
+	n->planner_lease = lease;
+	n->planner_mod = mod;
+	/* Another's: whether it is alive is looked at from the tick, now. */
+	n->planner_vacant = false;
+	n->vacant_why[0] = '\0';
+	n->pcheck_at = now(n);
+}
+
+static void planner_kv_seen(struct drf_fleet_node *n, const struct etcd_kv *kv)
+{
+	planner_seen(n, kv->value, kv->value_len, kv->create_revision, kv->lease,
+		     kv->mod_revision);
+}
+
+/*
+ * A planner key nobody holds: a value without a lease (put by hand), or one
+ * whose node has no registration under that lease. Nobody would campaign
+ * while it stands, and nobody would plan: said loudly (status, metric), and
+ * deleted if it is still the one seen, so that the nodes campaign again.
+ */
+static void takeover_cb(void *userdata, int err, const char *msg, const struct etcd_txn_resp *t)
+{
+	struct drf_fleet_node *n = userdata;
+
+	if (n->closing)
+		return;
+	n->pcheck_busy = false;
+	n->pcheck_at = now(n) + ttl_usec(n) / 3;
+	if (err) {
+		note_err(n, err, msg, n->k.planner);
+		return;
+	}
+	note_ok(n);
+	if (t->succeeded) {
+		n->takeovers++;
+		drf_log(n->log, LOG_WARNING, "fleet: %s deleted the planner key %s (%s); the "
+			"nodes campaign again", n->name, n->k.planner, n->vacant_why);
+	}
+	/* Changed meanwhile: the watch says to what. */
+}
+
+static void planner_vacant(struct drf_fleet_node *n, const char *why)
+{
+	struct etcd_cmp same = { .key = n->k.planner, .target = ETCD_CMP_MOD,
+				 .result = ETCD_CMP_EQUAL, .n = n->planner_mod };
+	struct etcd_req del = { .type = ETCD_DELETE, .key = n->k.planner };
+	uint64_t id;
+	int r;
+
+	if (!n->planner_vacant || strcmp(n->vacant_why, why) != 0)
+		drf_log(n->log, LOG_ERR, "fleet: the planner key %s is vacant: %s; taking it over",
+			n->k.planner, why);
+	n->planner_vacant = true;
+	snprintf(n->vacant_why, sizeof(n->vacant_why), "%s", why);
+	r = etcd_txn(n->e, &(struct etcd_txn){ .cmp = &same, .n_cmp = 1, .success = &del,
+						.n_success = 1 },
+		     takeover_cb, n, &id);
+	if (r < 0) {
+		note_err(n, r, NULL, n->k.planner);
+		n->pcheck_at = now(n) + ttl_usec(n) / 3;
+		return;
+	}
+	n->pcheck_busy = true;
+}
+
+static void pcheck_cb(void *userdata, int err, const char *msg, const struct etcd_resp *r)
+{
+	struct drf_fleet_node *n = userdata;
+	char why[200];
+
+	if (n->closing)
+		return;
+	n->pcheck_busy = false;
+	if (err) {
+		note_err(n, err, msg, n->k.planner);
+		n->pcheck_at = now(n) + ttl_usec(n) / 3;
+		return;
+	}
+	note_ok(n);
+	if (n->is_planner || !n->planner[0])
+		return;
+	if (r->n_kvs == 1 && r->kvs[0].lease == n->planner_lease) {
+		n->planner_vacant = false;
+		n->vacant_why[0] = '\0';
+		n->pcheck_at = now(n) + ttl_usec(n);
+		return;
+	}
+	snprintf(why, sizeof(why), "it names '%.64s', which has no registration under the "
+		 "key's lease %" PRId64, n->planner, n->planner_lease);
+	planner_vacant(n, why);
+}
+
+static void pcheck_kick(struct drf_fleet_node *n)
+{
+	char key[KEY_MAX];
+	uint64_t id;
+	int r;
+
+	if (!n->started || n->closing || n->pcheck_busy || n->is_planner || !n->planner[0] ||
+	    now(n) < n->pcheck_at)
+		return;
+	if (n->planner_lease == 0) {
+		char why[200];
+
+		snprintf(why, sizeof(why), "it holds '%.64s' without a lease (put by hand?)",
+			 n->planner);
+		planner_vacant(n, why);
+		return;
+	}
+	if (drf_fleet_key(key, sizeof(key), n->k.nodes, n->planner) < 0) {
+		n->pcheck_at = UINT64_MAX;
+		planner_vacant(n, "it names no node a key could have");
+		return;
+	}
+	r = etcd_range(n->e, &(struct etcd_req){ .key = key }, pcheck_cb, n, &id);
+	if (r < 0) {
+		note_err(n, r, NULL, key);
+		n->pcheck_at = now(n) + ttl_usec(n) / 3;
+		return;
+	}
+	n->pcheck_busy = true;
 }
 
 static void become_planner(struct drf_fleet_node *n, int64_t token)
@@ -687,6 +843,8 @@ static void step_down(struct drf_fleet_node *n, const char *why)
 	fwatch_stop(&n->tenants_w);
 	n->plan_dirty = false;
 	n->seen_nodes = n->seen_tenants = 0;
+	/* Another planner starts the silent nodes' grace again from when it sees them. */
+	silent_free(n);
 }
 
 static void lease_lost(struct drf_fleet_node *n)
@@ -728,12 +886,13 @@ static void campaign_cb(void *userdata, int err, const char *msg, const struct e
 	bo_ok(&n->campaign_bo);
 	n->need_campaign = false;
 	if (t->succeeded) {
-		planner_seen(n, n->name, strlen(n->name), t->revision);
+		planner_seen(n, n->name, strlen(n->name), t->revision, n->campaign_lease,
+			     t->revision);
 		become_planner(n, t->revision);
 	} else if (t->n_resps == 1 && t->resps[0].n_kvs == 1) {
 		const struct etcd_kv *kv = &t->resps[0].kvs[0];
 
-		planner_seen(n, kv->value, kv->value_len, kv->create_revision);
+		planner_kv_seen(n, kv);
 		/* Ours, with the lease in force: the role is still ours (after a step down). */
 		if (n->lease && kv->lease == n->lease && strcmp(kv->value, n->name) == 0)
 			become_planner(n, kv->create_revision);
@@ -780,13 +939,13 @@ static void planner_events(struct fwatch *w, const struct etcd_watch_resp *r)
 		const struct etcd_kv *kv = &r->events[i].kv;
 
 		if (r->events[i].type == ETCD_EVENT_PUT) {
-			planner_seen(n, kv->value, kv->value_len, kv->create_revision);
+			planner_kv_seen(n, kv);
 			if (n->is_planner && kv->create_revision != n->token)
 				step_down(n, "another node took the role");
 			continue;
 		}
 		/* Its lease expired (or it was revoked, or deleted by hand): campaign. */
-		planner_seen(n, "", 0, 0);
+		planner_seen(n, "", 0, 0, 0, 0);
 		step_down(n, "the planner's key was deleted");
 		n->need_campaign = true;
 		bo_ok(&n->campaign_bo);
@@ -1030,10 +1189,9 @@ static void plan_write_cb(void *userdata, int err, const char *msg, const struct
 		/* The fence: P/planner is not (or no longer) ours. */
 		n->fenced++;
 		if (t->n_resps == 1 && t->resps[0].n_kvs == 1)
-			planner_seen(n, t->resps[0].kvs[0].value, t->resps[0].kvs[0].value_len,
-				     t->resps[0].kvs[0].create_revision);
+			planner_kv_seen(n, &t->resps[0].kvs[0]);
 		else
-			planner_seen(n, "", 0, 0);
+			planner_seen(n, "", 0, 0, 0, 0);
 		step_down(n, "the fence refused its write (P/planner is not its own)");
 		n->need_campaign = n->planner[0] == '\0';
 		plan_end(n);
@@ -1106,6 +1264,138 @@ static int pw_add(struct drf_fleet_node *n, size_t *cap, const char *node, char 
 	return 0;
 }
 
+static struct silent_node *silent_find(const struct drf_fleet_node *n, const char *name)
+{
+	for (size_t i = 0; i < n->nsilent; i++)
+		if (strcmp(n->silent[i].name, name) == 0)
+			return &n->silent[i];
+	return NULL;
+}
+
+static bool silent_in_grace(const struct drf_fleet_node *n, const struct silent_node *x)
+{
+	return now(n) - x->since < n->grace;
+}
+
+static void silent_free(struct drf_fleet_node *n)
+{
+	free(n->silent);
+	free(n->known);
+	n->silent = NULL;
+	n->known = NULL;
+	n->nsilent = n->nknown = n->silent_kept = 0;
+	n->silent_due = UINT64_MAX;
+}
+
+static bool has_capacity(const double c[DRF_NRES])
+{
+	for (int r = 0; r < DRF_NRES; r++)
+		if (c[r] > 0)
+			return true;
+	return false;
+}
+
+static int cmp_nodeinfo(const void *a, const void *b)
+{
+	return strcmp(((const struct drf_fleet_nodeinfo *)a)->name,
+		      ((const struct drf_fleet_nodeinfo *)b)->name);
+}
+
+/*
+ * Before planning a read: the nodes whose registration is gone while their
+ * assignment stays are silent (stopped, cut off from etcd, stalled past
+ * their lease). Each keeps its share for the grace period from when this
+ * planner first saw it silent: it joins the view with its capacity (as last
+ * registered, or as its assignment says), so that the plan, continued from
+ * the placement in force, leaves its tasks where they are. Past the grace it
+ * is left out, and its share is planned elsewhere (its key deleted). The
+ * registered nodes' capacities are remembered for when they fall silent.
+ */
+static int keep_silent(struct drf_fleet_node *n, struct drf_fleet_view *v)
+{
+	struct silent_node *sl = calloc(v->n_assigns + 1, sizeof(*sl));
+	struct known_node *kn = calloc(v->n_nodes + 1, sizeof(*kn));
+	struct drf_fleet_nodeinfo *nodes;
+	size_t ns = 0, keep = 0;
+	uint64_t t = now(n);
+
+	if (!sl || !kn) {
+		free(sl);
+		free(kn);
+		return -ENOMEM;
+	}
+	for (size_t a = 0; a < v->n_assigns; a++) {
+		const struct drf_fleet_assign_entry *e = &v->assigns[a];
+		const struct silent_node *old;
+		struct silent_node *x;
+
+		if (drf_fleet_view_node(v, e->node) >= 0)
+			continue;
+		old = silent_find(n, e->node);
+		x = &sl[ns++];
+		if (old) {
+			*x = *old;
+		} else {
+			snprintf(x->name, sizeof(x->name), "%s", e->node);
+			x->since = t;
+			for (size_t k = 0; k < n->nknown; k++)
+				if (strcmp(n->known[k].name, e->node) == 0)
+					memcpy(x->capacity, n->known[k].capacity,
+					       sizeof(x->capacity));
+			if (!has_capacity(x->capacity))
+				memcpy(x->capacity, e->a.capacity, sizeof(x->capacity));
+			drf_log(n->log, LOG_WARNING, "fleet: node %s's registration is gone; its "
+				"share stays planned on it for %.0f s (grace)%s", x->name,
+				(double)n->grace / DRF_USEC_PER_SEC, has_capacity(x->capacity) ? ""
+				: ", its assignment untouched (its capacity is not known)");
+		}
+		if (silent_in_grace(n, x)) {
+			keep += has_capacity(x->capacity);
+		} else if (!x->past) {
+			x->past = true;
+			drf_log(n->log, LOG_WARNING, "fleet: node %s silent for %.0f s, its "
+				"grace: its share is planned elsewhere", x->name,
+				(double)(t - x->since) / DRF_USEC_PER_SEC);
+		}
+	}
+	for (size_t k = 0; k < v->n_nodes; k++) {
+		snprintf(kn[k].name, sizeof(kn[k].name), "%s", v->nodes[k].name);
+		memcpy(kn[k].capacity, v->nodes[k].capacity, sizeof(kn[k].capacity));
+	}
+	free(n->silent);
+	free(n->known);
+	n->silent = sl;
+	n->nsilent = ns;
+	n->known = kn;
+	n->nknown = v->n_nodes;
+	n->silent_kept = 0;
+	n->silent_due = UINT64_MAX;
+	for (size_t i = 0; i < ns; i++)
+		if (silent_in_grace(n, &sl[i])) {
+			n->silent_kept++;
+			if (sl[i].since + n->grace < n->silent_due)
+				n->silent_due = sl[i].since + n->grace;
+		}
+	if (!keep)
+		return 0;
+	nodes = realloc(v->nodes, (v->n_nodes + keep) * sizeof(*nodes));
+	if (!nodes)
+		return -ENOMEM;
+	v->nodes = nodes;
+	for (size_t i = 0; i < ns; i++) {
+		struct drf_fleet_nodeinfo *nd;
+
+		if (!silent_in_grace(n, &sl[i]) || !has_capacity(sl[i].capacity))
+			continue;
+		nd = &v->nodes[v->n_nodes++];
+		memset(nd, 0, sizeof(*nd));
+		snprintf(nd->name, sizeof(nd->name), "%s", sl[i].name);
+		memcpy(nd->capacity, sl[i].capacity, sizeof(nd->capacity));
+	}
+	qsort(v->nodes, v->n_nodes, sizeof(*v->nodes), cmp_nodeinfo);
+	return 0;
+}
+
 /* The writes that take etcd's assignments to the plan's: changed nodes put, nodes gone deleted. */
 static int plan_diff(struct drf_fleet_node *n, const struct drf_fleet_view *v,
 		     struct drf_fleet_assignment *as)
@@ -1126,9 +1416,14 @@ static int plan_diff(struct drf_fleet_node *n, const struct drf_fleet_view *v,
 				free(value);
 		}
 	}
-	for (size_t a = 0; a < v->n_assigns && r == 0; a++)
-		if (drf_fleet_view_node(v, v->assigns[a].node) < 0)
+	for (size_t a = 0; a < v->n_assigns && r == 0; a++) {
+		const struct silent_node *x = silent_find(n, v->assigns[a].node);
+
+		/* A silent node in its grace keeps its key (one of unknown capacity, untouched). */
+		if (drf_fleet_view_node(v, v->assigns[a].node) < 0 &&
+		    !(x && silent_in_grace(n, x)))
 			r = pw_add(n, &cap, v->assigns[a].node, NULL);
+	}
 	return r;
 }
 
@@ -1151,7 +1446,9 @@ static void plan_read_cb(void *userdata, int err, const char *msg, struct drf_fl
 	/* What changes after this read, the watches tell (they start, or start again, here). */
 	for (int i = 0; i < 2; i++)
 		fwatch_begin(ws[i], v->revision + 1);
-	r = drf_fleet_compute(v, n->name, &as);
+	r = keep_silent(n, v);
+	if (r == 0)
+		r = drf_fleet_compute(v, n->name, &as);
 	if (r == 0) {
 		r = plan_diff(n, v, as);
 		drf_fleet_assignments_free(as, v->n_nodes);
@@ -1262,6 +1559,9 @@ int drf_fleet_node_new(const struct drf_fleet_node_config *c, struct etcd *e,
 	drf_fleet_key(n->node_key, sizeof(n->node_key), n->k.nodes, n->name);
 	drf_fleet_key(n->assign_key, sizeof(n->assign_key), n->k.assign, n->name);
 	n->ttl = c->ttl ? c->ttl : DRF_FLEET_DEFAULT_TTL;
+	n->grace = (c->grace ? (uint64_t)c->grace : DRF_FLEET_GRACE_TTLS * (uint64_t)n->ttl) *
+		   DRF_USEC_PER_SEC;
+	n->silent_due = UINT64_MAX;
 	n->clock = c->clock ? c->clock : &drf_clock_system;
 	n->log = c->log;
 	n->on_assignment = c->on_assignment;
@@ -1348,9 +1648,15 @@ void drf_fleet_node_tick(struct drf_fleet_node *n)
 		step_down(n, "its lease may have expired (no keepalive answered)");
 		n->need_campaign = true;
 	}
+	/* A silent node's grace ended: its share is planned elsewhere. */
+	if (n->is_planner && n->nsilent && now(n) >= n->silent_due) {
+		n->silent_due = UINT64_MAX;
+		plan_request(n);
+	}
 	lease_kick(n);
 	register_kick(n);
 	campaign_kick(n);
+	pcheck_kick(n);
 	fwatch_kick(&n->assign_w);
 	fwatch_kick(&n->planner_w);
 	fwatch_kick(&n->nodes_w);
@@ -1393,6 +1699,10 @@ uint64_t drf_fleet_node_next_tick(const struct drf_fleet_node *n)
 		at_most(&m, n->register_bo.at);
 	if (n->need_campaign && !n->campaign_busy && n->lease && n->registered)
 		at_most(&m, n->campaign_bo.at);
+	if (!n->is_planner && n->planner[0] && !n->pcheck_busy)
+		at_most(&m, n->pcheck_at);
+	if (n->is_planner && n->nsilent)
+		at_most(&m, n->silent_due);
 	watch_next(&n->assign_w, &m);
 	watch_next(&n->planner_w, &m);
 	watch_next(&n->nodes_w, &m);
@@ -1447,6 +1757,10 @@ void drf_fleet_node_status(const struct drf_fleet_node *n, struct drf_fleet_stat
 	ret->keys_written = n->keys_written;
 	ret->fenced = n->fenced;
 	ret->resyncs = n->resyncs;
+	ret->planner_vacant = n->planner_vacant;
+	snprintf(ret->planner_vacant_why, sizeof(ret->planner_vacant_why), "%s", n->vacant_why);
+	ret->takeovers = n->takeovers;
+	ret->silent_nodes = n->is_planner ? n->silent_kept : 0;
 }
 
 void drf_fleet_node_free(struct drf_fleet_node *n)
@@ -1457,6 +1771,7 @@ void drf_fleet_node_free(struct drf_fleet_node *n)
 	n->closing = true;
 	etcd_close(n->e);
 	pw_free(n);
+	silent_free(n);
 	for (size_t i = 0; i < n->nsw; i++)
 		free(n->sw[i].value);
 	free(n->sw);

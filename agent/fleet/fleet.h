@@ -375,6 +375,12 @@ struct drf_fleet_node_config {
 	const char *node;         /* its name, as drf_name_valid() */
 	const char *prefix;       /* NULL: DRF_FLEET_DEFAULT_PREFIX */
 	int64_t ttl;              /* its lease's, in seconds; 0: DRF_FLEET_DEFAULT_TTL */
+	/*
+	 * As the planner: how long (seconds) a node whose registration is gone
+	 * keeps its share planned on it, before it is placed elsewhere; 0:
+	 * DRF_FLEET_GRACE_TTLS TTLs.
+	 */
+	int64_t grace;
 	double capacity[DRF_NRES];
 	const struct drf_fleet_label *labels;
 	size_t n_labels;
@@ -464,6 +470,11 @@ struct drf_fleet_status {
 	uint64_t keys_written;          /* assignments put or deleted */
 	uint64_t fenced;                /* writes refused by the fence (then stepped down) */
 	uint64_t resyncs;               /* watches re-read after a compaction */
+	/* P/planner names no live node (a value without a lease, a node not registered). */
+	bool planner_vacant;
+	char planner_vacant_why[200];
+	uint64_t takeovers;             /* vacant planner keys this node deleted */
+	size_t silent_nodes;            /* as the planner: nodes kept in their grace */
 };
 
 void drf_fleet_node_status(const struct drf_fleet_node *n, struct drf_fleet_status *ret);

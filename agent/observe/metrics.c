@@ -231,6 +231,14 @@ static void render_daemon(const struct drf_view *v, FILE *f)
 		       "A fleet node: whether it refused its latest assignment (1: the one before "
 		       "stays in force, and the node offers it again).");
 		sample(f, "drfd_fleet_assignment_refused", v->fleet.refused ? 1 : 0, NULL);
+		family(f, "drfd_fleet_planner_vacant", "gauge",
+		       "A fleet node: whether the planner key names no live node (1: nobody plans "
+		       "the fleet; the node deletes the key so that the nodes campaign again).");
+		sample(f, "drfd_fleet_planner_vacant", v->fleet.planner_vacant ? 1 : 0, NULL);
+		family(f, "drfd_fleet_silent_nodes", "gauge",
+		       "The fleet's planner: nodes whose registration is gone, their share kept "
+		       "planned on them for the [fleet] grace period.");
+		sample(f, "drfd_fleet_silent_nodes", (double)v->fleet.silent_nodes, NULL);
 	}
 	family(f, "drfd_probes_up", "gauge",
 	       "Whether the eBPF probes (run-queue wait, on-CPU time, IO requests) are attached "

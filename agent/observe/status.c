@@ -385,7 +385,7 @@ static void json_loop(const struct drf_view *v, json_object *o)
 }
 
 /* A fleet node's fleet: null when drfd is not one. */
-static void json_fleet(const struct drf_view *v, json_object *o)
+static void json_fleet(const struct drf_view *v, json_object *o, int *problems)
 {
 	const struct drf_view_fleet *fl = &v->fleet;
 	json_object *x;
@@ -431,6 +431,13 @@ static void json_fleet(const struct drf_view *v, json_object *o)
 	drf_json_set_u64(x, "keys_written_total", fl->keys_written);
 	drf_json_set_u64(x, "fenced_total", fl->fenced);
 	drf_json_set_u64(x, "resyncs_total", fl->resyncs);
+	drf_json_set_str(x, "planner_vacant", fl->planner_vacant ? fl->planner_vacant_why : NULL);
+	/* As the text counts them. */
+	if (!fl->reachable || fl->refused || fl->planner_vacant)
+		(*problems)++;
+	drf_json_set_u64(x, "planner_takeovers_total", fl->takeovers);
+	if (fl->planner)
+		drf_json_set_u64(x, "silent_nodes", fl->silent_nodes);
 }
 
 /*
@@ -523,7 +530,7 @@ static json_object *json_head(const struct drf_view *v, int *problems)
 	drf_json_set_u64(o, "reloads", v->reloads);
 	drf_json_set_u64(o, "reloads_refused", v->reloads_refused);
 	json_reload(v, o);
-	json_fleet(v, o);
+	json_fleet(v, o, problems);
 	x = drf_json_set_object(o, "errors");
 	drf_json_set_u64(x, "total", rc->total_errors);
 	drf_json_set_u64(x, "retrying", v->last->retrying);
@@ -764,8 +771,14 @@ static void text_head(const struct drf_view *v, FILE *f, int *problems)
 		if (fl->refused)
 			fprintf(f, "; revision %lld REFUSED (offered again): %s",
 				(long long)fl->assignment_revision, fl->refused_why);
+		if (fl->planner && fl->silent_nodes)
+			fprintf(f, "; %zu silent node%s kept in their grace", fl->silent_nodes,
+				fl->silent_nodes == 1 ? "" : "s");
 		fputc('\n', f);
-		if (!fl->reachable || fl->refused)
+		if (fl->planner_vacant)
+			fprintf(f, "fleet: PLANNER KEY VACANT (nobody plans; being taken over): %s\n",
+				fl->planner_vacant_why);
+		if (!fl->reachable || fl->refused || fl->planner_vacant)
 			(*problems)++;
 	}
 	if (v->reload_at && !v->reload_ok) {

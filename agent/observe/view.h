@@ -52,6 +52,10 @@ struct drf_view_fleet {
 	const char *refused_why;
 	size_t nodes, tenants;        /* as the planner: its last plan's */
 	uint64_t plans, keys_written, fenced, resyncs;
+	bool planner_vacant;          /* the planner key names no live node */
+	const char *planner_vacant_why;
+	uint64_t takeovers;           /* vacant planner keys this node deleted */
+	size_t silent_nodes;          /* as the planner: nodes gone silent, kept in their grace */
 };
 
 /*

@@ -35,6 +35,8 @@ void drf_start_keys_of(const struct drf_config *c, struct drf_start_keys *ret)
 	ret->fleet_password_file = c->fleet.password_file;
 	snprintf(ret->fleet_lease_ttl, sizeof(ret->fleet_lease_ttl), "%llus",
 		 (unsigned long long)(c->fleet.lease_ttl_us / 1000000));
+	snprintf(ret->fleet_grace, sizeof(ret->fleet_grace), "%llus",
+		 (unsigned long long)(c->fleet.grace_us / 1000000));
 }
 
 static int dup_str(const char *s, const char **ret)
@@ -56,6 +58,7 @@ int drf_start_keys_dup(const struct drf_start_keys *k, struct drf_start_keys *re
 	struct drf_start_keys n = { .net_replace_qdisc = k->net_replace_qdisc };
 
 	memcpy(n.fleet_lease_ttl, k->fleet_lease_ttl, sizeof(n.fleet_lease_ttl));
+	memcpy(n.fleet_grace, k->fleet_grace, sizeof(n.fleet_grace));
 	if (dup_str(k->cgroup_root, &n.cgroup_root) < 0 || dup_str(k->io_device, &n.io_device) < 0 ||
 	    dup_str(k->net_device, &n.net_device) < 0 || dup_str(k->state_dir, &n.state_dir) < 0 ||
 	    dup_str(k->status_socket, &n.status_socket) < 0 ||
@@ -139,6 +142,8 @@ size_t drf_start_keys_diff(const struct drf_start_keys *old, const struct drf_st
 	FLEET("[fleet] node", fleet_node);
 	if (strcmp(old->fleet_lease_ttl, n->fleet_lease_ttl) != 0)
 		CHANGE("[fleet] lease-ttl", old->fleet_lease_ttl, n->fleet_lease_ttl, true);
+	if (strcmp(old->fleet_grace, n->fleet_grace) != 0)
+		CHANGE("[fleet] grace", old->fleet_grace, n->fleet_grace, true);
 	FLEET("[fleet] ca-file", fleet_ca_file);
 	FLEET("[fleet] cert-file", fleet_cert_file);
 	FLEET("[fleet] key-file", fleet_key_file);

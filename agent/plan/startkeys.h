@@ -48,6 +48,7 @@ struct drf_start_keys {
 	const char *fleet_endpoints, *fleet_prefix, *fleet_node, *fleet_ca_file, *fleet_cert_file,
 		*fleet_key_file, *fleet_user, *fleet_password_file;
 	char fleet_lease_ttl[24]; /* "10s"; "" without [fleet] */
+	char fleet_grace[24];     /* "50s"; "" without [fleet] */
 };
 
 /* c's start-only keys; the strings point into c. */

@@ -112,6 +112,7 @@ static void test_fleet_member(void **state)
 	assert_true(c.fleet.on);
 	assert_string_equal(c.fleet.prefix, "/drfd/");
 	assert_int_equal(c.fleet.lease_ttl_us, 10 * DRF_USEC_PER_SEC);
+	assert_int_equal(c.fleet.grace_us, 50 * DRF_USEC_PER_SEC);
 	assert_null(c.fleet.node);
 	assert_int_equal(c.n_tenants, 0);
 	drf_config_free(&c);
@@ -123,6 +124,10 @@ static void test_fleet_member(void **state)
 		     "begins and ends with '/'");
 	expect_error("[capacity]\ncpu = 4\n[fleet]\nendpoints = http://a\nlease-ttl = 1s\n", 5,
 		     "from 2s");
+	expect_error("[capacity]\ncpu = 4\n[fleet]\nendpoints = http://a\ngrace = 0.5s\n", 5,
+		     "from 1s");
+	expect_error("[capacity]\ncpu = 4\n[fleet]\nendpoints = http://a\nlease-ttl = 20s\n"
+		     "grace = 10s\n", 3, "shorter than lease-ttl");
 	expect_error("[capacity]\ncpu = 4\n[fleet]\nendpoints = http://a\n"
 		     "cert-file = /etc/c.pem\n", 3, "needs both");
 	expect_error("[capacity]\ncpu = 4\n[fleet]\nendpoints = http://a\nzone = x\n", 5,

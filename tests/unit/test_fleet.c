@@ -32,6 +32,8 @@
 #include "testlib.h"
 
 #define TTL 10
+/* The planner keeps a silent node's share so long (the default: the nodes set none). */
+#define GRACE (DRF_FLEET_GRACE_TTLS * TTL)
 #define STEP (100 * DRF_USEC_PER_MSEC)
 #define G (1024.0 * 1024 * 1024)
 #define PREFIX "/drfd/"
@@ -524,7 +526,11 @@ static bool victim_replanned(void)
 	       total_tasks("t-mem") == 3 && total_tasks("t-web") == 8;
 }
 
-/* A node's lease expiring: its tasks go to the others within TTL + 2 s; theirs stay. */
+/*
+ * A node's lease expiring: its share stays planned on it for the grace
+ * period; then its tasks go to the others within TTL + grace + 2 s; theirs
+ * stay.
+ */
 static void test_lease_expiry_replans(void **state)
 {
 	static const char *const tenants[] = { "t-batch", "t-mem", "t-web" };
@@ -533,6 +539,7 @@ static void test_lease_expiry_replans(void **state)
 	char key[64];
 	uint64_t took;
 	double moved = 0;
+	int64_t mod;
 
 	(void)state;
 	fleet_up();
@@ -545,13 +552,24 @@ static void test_lease_expiry_replans(void **state)
 		for (int j = 0; j < 3; j++)
 			before[i][j] = stored_tasks(names[i], tenants[j]);
 	/* It dies: no keepalive again. */
+	mod = stored_mod(v->name);
 	assert_int_equal(fakeetcd_partition(v->e, true), 0);
 	v->alive = false;
-	took = advance_until(victim_replanned, (TTL + 5) * DRF_USEC_PER_SEC);
-	assert_le_tol((double)took, (double)(TTL + 2) * DRF_USEC_PER_SEC, 0, 0,
-		      "from the node's death to its tasks re-planned (usec)");
+	/* Its registration gone, its share kept: nothing rewritten, the planner counts it silent. */
+	advance((TTL + 2) * DRF_USEC_PER_SEC);
 	snprintf(key, sizeof(key), PREFIX "nodes/%s", v->name);
 	assert_null(fakeetcd_get(env.fake, key));
+	assert_int_equal(stored_mod(v->name), mod);
+	assert_int_equal(status_of(planner()).silent_nodes, 1);
+	for (int i = 0; i < 3; i++)
+		for (int j = 0; j < 3; j++)
+			assert_true(stored_tasks(names[i], tenants[j]) == before[i][j]);
+	took = (TTL + 2) * DRF_USEC_PER_SEC +
+	       advance_until(victim_replanned, (GRACE + 5) * DRF_USEC_PER_SEC);
+	assert_le_tol((double)took, (double)(TTL + GRACE + 2) * DRF_USEC_PER_SEC, 0, 0,
+		      "from the node's death to its tasks re-planned (usec)");
+	assert_true((double)took >= (double)GRACE * DRF_USEC_PER_SEC);
+	assert_int_equal(status_of(planner()).silent_nodes, 0);
 	for (int i = 0; i < 3; i++) {
 		if (&env.node[i] == v)
 			continue;
@@ -604,7 +622,7 @@ static void test_planner_death_fenced(void **state)
 		      "from the planner's death to a new planner (usec)");
 	q = planner();
 	assert_string_equal(fakeetcd_get(env.fake, PREFIX "planner")->value, q->name);
-	advance_until(old_planner_replanned, 5 * DRF_USEC_PER_SEC);
+	advance_until(old_planner_replanned, (GRACE + 5) * DRF_USEC_PER_SEC);
 
 	/* The new planner frozen too, and a change it does not see. */
 	assert_int_equal(fakeetcd_partition(q->e, true), 0);
@@ -683,9 +701,15 @@ static void test_planner_key_deleted(void **state)
 
 /*
  * A node's key deleted while its lease lives (by hand, or by another drfd of
- * its name whose lease ended): the planner withdraws its assignment, and the
- * node registers again and gets one back.
+ * its name whose lease ended): the planner keeps its share for the grace
+ * period, then withdraws its assignment; the node keeps what it runs,
+ * registers again and gets one back.
  */
+static bool b_registered(void)
+{
+	return fakeetcd_get(env.fake, PREFIX "nodes/B") && settled();
+}
+
 static void test_node_key_deleted(void **state)
 {
 	struct etcd_req q = { .key = PREFIX "nodes/B" };
@@ -698,7 +722,7 @@ static void test_node_key_deleted(void **state)
 	pump();
 	assert_true(rev > 0);
 	advance(STEP);
-	advance_until(settled, 3 * DRF_USEC_PER_SEC);
+	advance_until(b_registered, (GRACE + 3) * DRF_USEC_PER_SEC);
 	assert_non_null(fakeetcd_get(env.fake, PREFIX "nodes/B"));
 	assert_true(status_of(&env.node[1]).registered);
 	assert_true(total_tasks("t-web") == web_count);
@@ -753,7 +777,7 @@ static void test_unreachable_keeps(void **state)
 	cut_at = env.clk.real;
 	assert_int_equal(fakeetcd_partition(b->e, true), 0);
 	/* Long enough for its lease to go and the fleet to re-plan without it. */
-	advance(2 * TTL * DRF_USEC_PER_SEC);
+	advance((TTL + GRACE + 2) * DRF_USEC_PER_SEC);
 	st = status_of(b);
 	assert_false(st.reachable);
 	assert_true(st.since_usec > cut_at);
@@ -767,19 +791,157 @@ static void test_unreachable_keeps(void **state)
 	assert_int_equal(stored_mod(b->name), 0);
 	/*
 	 * Back: reachable, registered again, and the planner's assignment in
-	 * force; on the way, the planner's withdrawal of the old one (this node
-	 * was gone) reported as such: nothing assigned, revision 0.
+	 * force. The planner's withdrawal of the old one (this node was gone
+	 * past the grace) is no plan for it: what it ran stayed in force until
+	 * the new one came, and nothing empty was handed over on the way.
 	 */
 	assert_int_equal(fakeetcd_partition(b->e, false), 0);
 	advance_until(settled, 2 * TTL * DRF_USEC_PER_SEC);
-	assert_true(b->assignments >= calls + 2);
-	assert_int_equal(b->revs[calls], 0);
-	assert_true(b->revs[b->assignments - 1] > kept.revision);
+	assert_true(b->assignments >= calls + 1);
+	for (int k = calls; k < b->assignments && k < 64; k++)
+		assert_true(b->revs[k] > kept.revision);
 	st = status_of(b);
 	assert_true(st.reachable);
 	assert_true(st.since_usec > cut_at + (uint64_t)TTL * DRF_USEC_PER_SEC);
 	assert_true(st.registered);
 	drf_fleet_assignment_clear(&kept);
+}
+
+/*
+ * A node stalled past its lease (SIGSTOP for TTL + 2 s, a loop that did not
+ * turn): its lease gone, its share stays planned on it; back, it registers
+ * again with a new lease and keeps every task; nothing moved anywhere.
+ */
+static struct tnode *stalled;
+static int64_t stalled_lease;
+
+static bool stalled_back(void)
+{
+	return status_of(stalled).lease != stalled_lease && settled();
+}
+
+static void test_stalled_node_keeps(void **state)
+{
+	struct drf_fleet_assignment kept;
+	struct tnode *b;
+	int64_t lease, mods[NNODES];
+	int calls;
+
+	(void)state;
+	fleet_up();
+	b = &env.node[follower()];
+	assert_int_equal(drf_fleet_assignment_copy(&kept, drf_fleet_node_assignment(b->n)), 0);
+	calls = b->assignments;
+	lease = status_of(b).lease;
+	for (int i = 0; i < 3; i++)
+		mods[i] = stored_mod(names[i]);
+	/* Stopped: neither its keepalives nor its ticks run. */
+	assert_int_equal(fakeetcd_partition(b->e, true), 0);
+	b->alive = false;
+	advance((TTL + 2) * DRF_USEC_PER_SEC);
+	{
+		char key[64];
+
+		snprintf(key, sizeof(key), PREFIX "nodes/%s", b->name);
+		assert_null(fakeetcd_get(env.fake, key));
+	}
+	assert_int_equal(status_of(planner()).silent_nodes, 1);
+	assert_int_equal(fakeetcd_partition(b->e, false), 0);
+	b->alive = true;
+	stalled = b;
+	stalled_lease = lease;
+	advance_until(stalled_back, 2 * TTL * DRF_USEC_PER_SEC);
+	assert_true(status_of(b).lease != lease);
+	assert_true(status_of(b).registered);
+	assert_int_equal(status_of(planner()).silent_nodes, 0);
+	/* Every task where it was; the node was handed nothing smaller meanwhile. */
+	for (int i = 0; i < 3; i++)
+		if (&env.node[i] != b)
+			assert_int_equal(stored_mod(names[i]), mods[i]);
+	for (size_t j = 0; j < kept.n; j++)
+		assert_true(stored_tasks(b->name, kept.tenants[j].name) == kept.tenants[j].tasks);
+	for (int k = calls; k < b->assignments && k < 64; k++)
+		assert_true(b->revs[k] != 0);
+	assert_int_equal(drf_fleet_node_assignment(b->n)->n, kept.n);
+	assert_true(total_tasks("t-web") == web_count);
+	drf_fleet_assignment_clear(&kept);
+}
+
+static int64_t takeovers(void)
+{
+	int64_t n = 0;
+
+	for (int i = 0; i < 3; i++)
+		n += (int64_t)status_of(&env.node[i]).takeovers;
+	return n;
+}
+
+/* The planner key is a live node's, with that node's lease. */
+static bool planner_live(void)
+{
+	const struct etcd_kv *kv = fakeetcd_get(env.fake, PREFIX "planner");
+	struct tnode *p = planner();
+
+	return kv && p && strcmp(kv->value, p->name) == 0 && kv->lease == status_of(p).lease &&
+	       kv->lease != 0;
+}
+
+static void lease_cb(void *userdata, int err, const char *msg, const struct etcd_lease *l)
+{
+	int64_t *id = userdata;
+
+	(void)msg;
+	*id = err ? err : l->id;
+}
+
+/*
+ * The planner key squatted: a value without a lease (etcdctl put), then one
+ * under a lease of its own naming no node. Each is seen as vacant, said in
+ * the status of a node that cannot take it over, and taken over by those
+ * that can: a live planner again, with a new token.
+ */
+static void test_planner_key_vacant(void **state)
+{
+	struct etcd_req q = { .key = PREFIX "planner", .value = "ghost", .value_len = 5 };
+	struct drf_fleet_status st;
+	int64_t old, lease = 0, rev = 0;
+	struct tnode *a;
+	uint64_t id;
+
+	(void)state;
+	fleet_up();
+	old = fakeetcd_get(env.fake, PREFIX "planner")->create_revision;
+	/* A node cut off just after it saw the squatter: it cannot take over, and says so. */
+	a = &env.node[follower()];
+	admin_put(PREFIX "planner", "ghost");
+	assert_int_equal(fakeetcd_partition(a->e, true), 0);
+	advance(STEP);
+	st = status_of(a);
+	assert_true(st.planner_vacant);
+	assert_non_null(strstr(st.planner_vacant_why, "ghost"));
+	advance_until(planner_live, 2 * DRF_USEC_PER_SEC);
+	assert_true(fakeetcd_get(env.fake, PREFIX "planner")->create_revision > old);
+	assert_true(takeovers() >= 1);
+	assert_int_equal(fakeetcd_partition(a->e, false), 0);
+	advance(2 * DRF_USEC_PER_SEC);
+	assert_false(status_of(a).planner_vacant);
+
+	/* Under a live lease of its own, naming no node. */
+	old = fakeetcd_get(env.fake, PREFIX "planner")->create_revision;
+	assert_int_equal(etcd_lease_grant(env.admin, 600, 0, lease_cb, &lease, &id), 0);
+	pump();
+	assert_true(lease > 0);
+	q.lease = lease;
+	assert_int_equal(etcd_put(env.admin, &q, put_cb, &rev, &id), 0);
+	pump();
+	assert_true(rev > 0);
+	assert_string_equal(fakeetcd_get(env.fake, PREFIX "planner")->value, "ghost");
+	advance_until(planner_live, 2 * DRF_USEC_PER_SEC);
+	assert_true(takeovers() >= 2);
+	/* It plans: a change is written. */
+	apply(9, false);
+	web_count = 9;
+	advance_until(settled, 2 * DRF_USEC_PER_SEC);
 }
 
 /* A restart with etcd unreachable: the state dir's assignment in force. */
@@ -1641,6 +1803,8 @@ int main(void)
 		T(test_planner_death_fenced),
 		T(test_planner_key_deleted),
 		T(test_unreachable_keeps),
+		T(test_stalled_node_keeps),
+		T(test_planner_key_vacant),
 		T(test_restart_unreachable),
 		T(test_compaction_resync),
 		T(test_only_changed_written),

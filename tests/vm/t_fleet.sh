@@ -3,11 +3,14 @@
 # nodes, each with its own cgroup root and capacity. The tenants put in etcd by
 # `drfctl fleet apply` are placed by the elected planner (DRFH, Best-Fit); each
 # node writes the knobs of its share, which must be what `drfctl fleet plan
-# --discrete` gives for the same nodes. Then the faults: a node killed (its tasks
-# re-planned onto the others within its lease's TTL + 2 s), a task submitted to
+# --discrete` gives for the same nodes. Then the faults: a node stopped past its
+# lease (SIGSTOP for TTL + 2 s: its tenants' cgroups and processes stay, nothing is
+# moved), a node killed (its tasks kept on it for the grace, then re-planned onto
+# the others within TTL + grace + 2 s), a task submitted to
 # the fleet (run on the node Best-Fit chose, in web's cgroup there, as that
 # node's task-user nobody, its state in etcd reaching exited 0), the planner killed
-# (another elected within one TTL), an etcd member killed (the fleet goes on),
+# (another elected within one TTL), the planner key squatted (taken over), an
+# etcd member killed (the fleet goes on),
 # and etcd gone (each node keeps its assignment, and a restarted node takes it
 # back from its state dir).
 # shellcheck disable=SC2317 # the conditions are called through wait_until and check
@@ -21,13 +24,15 @@ ip link set lo up
 diagram <<'DIAGRAM'
 etcd e1 e2 e3 (127.0.0.1:22379/22381/22383)       drfctl fleet apply: web tasks of (0.5 cpu, 128M) x 4
  |                                                                    batch tasks of (0.25 cpu, 256M) x 4
- |- drfd a  /sys/fs/cgroup/fleet-a  cpu 2, memory 1G   (limit mode, [fleet] lease-ttl 3s)
+ |- drfd a  /sys/fs/cgroup/fleet-a  cpu 2, memory 1G   (limit mode, [fleet] lease-ttl 3s, grace 6s)
  |- drfd b  /sys/fs/cgroup/fleet-b  cpu 2, memory 2G
  '- drfd c  /sys/fs/cgroup/fleet-c  cpu 1, memory 512M
 expect: each node's cpu.max and memory.max = its tasks x the task (drfctl fleet plan --discrete);
         drfctl fleet submit web -- id -u; cat /proc/self/cgroup -> uid 65534 (task-user), cgroup
         /fleet-NODE/web/task-ID on the node chosen, its taskstate exited 0;
-        kill -9 c -> its tasks on a and b within 3 + 2 s; kill the planner -> another within 3 s;
+        kill -STOP b for 5 s -> b keeps its cgroups, its process lives, assign/b never deleted;
+        kill -9 c -> its tasks stay 6 s (grace), then on a and b within 3 + 6 + 2 s;
+        kill the planner -> another within 3 s; put planner ghost -> a live planner again;
         kill e3 -> a new tenant still placed; kill e1 e2 -> assignments kept, status says
         unreachable, a restarted node has its assignment from its state dir
 DIAGRAM
@@ -70,6 +75,7 @@ memory = $3
 endpoints = $EP
 node = $1
 lease-ttl = 3s
+grace = 6s
 task-user = nobody
 CONF
 }
@@ -149,6 +155,25 @@ def answer(q, *a):
         return node(a[0], "planner_name")
     if q == "reachable":
         return node(a[0], "etcd_reachable")
+    if q == "registered":
+        return node(a[0], "registered")
+    if q == "takeovers":
+        return node(a[0], "planner_takeovers_total")
+    if q == "deleted":   # deletions of key a[1] in the watch log since a[0] (epoch)
+        import base64
+        n = 0
+        for line in open(WORK + "/watch.log"):
+            ts, _, doc = line.partition(" ")
+            try:
+                events = json.loads(doc).get("Events") or []
+            except ValueError:
+                break
+            if float(ts) < float(a[0]):
+                continue
+            for e in events:
+                if e.get("type") == 1 and base64.b64decode(e["kv"]["key"]).decode() == a[1]:
+                    n += 1
+        return n
     if q == "fromfile":
         return node(a[0], "assignment_from_state_dir")
     if q == "tasks":   # tasks placed on the nodes named, from the fleet status
@@ -252,7 +277,37 @@ ETCDCTL_API=3 etcdctl --endpoints "$EP" put /drfd0mark up >/dev/null
 watching() { grep -q "$(printf /drfd0mark | base64)" "$work/watch.log"; }
 t=$(wait_until 20 watching) || result FAIL etcd-watch "no etcdctl watch after 20 s: $(head -c 200 "$work/watch.err")"
 
-# Fault 1: a node dies; its lease runs out (3 s) and the planner places its tasks on a and b.
+# Fault 0: a node stalls past its lease (SIGSTOP for TTL + 2 s). Its lease runs out,
+# but the planner keeps its share for the grace, and the node, back, keeps every
+# tenant: cgroups in place, a process in one alive, its assignment never deleted.
+before_b=$(ask tasks b)
+bt=$(ask placement b web)
+bten=web
+[ "$bt" = 0 ] && bten=batch
+sleep 1000 &
+sleeper=$!
+target="$CG/fleet-b/$bten"
+if ! echo "$sleeper" 2>/dev/null >"$target/cgroup.procs"; then
+	# its controllers passed down: a process lives in a leaf below it
+	mkdir -p "$target/stall-test"
+	target="$target/stall-test"
+	echo "$sleeper" >"$target/cgroup.procs"
+fi
+t0=$EPOCHREALTIME
+kill -STOP "${npid[b]}"
+sleep 5
+kill -CONT "${npid[b]}"
+b_back() { [ "$(ask registered b)" = True ] && [ "$(ask tasks b)" = "$before_b" ]; }
+t=$(wait_until 30 b_back)
+sleep 3 # a withdrawal, had there been one, would have come by now
+check node-stalled-keeps "[ '$before_b' -ge 1 ] && [ '$t' != timeout ] && kill -0 $sleeper && [ -d '$target' ] && grep -qx '$sleeper' '$target/cgroup.procs' && [ \"\$(ask deleted \"$t0\" /drfd/assign/b)\" = 0 ] && [ \"\$(ask tasks b)\" = '$before_b' ]" \
+	"b stopped 5 s (lease-ttl 3 s) holding $before_b tasks: back and registered after $t s; sleeper in $bten alive: $(kill -0 $sleeper 2>&1 && echo yes); assign/b deletions: $(ask deleted "$t0" /drfd/assign/b); tasks on b now $(ask tasks b)"
+kill "$sleeper" 2>/dev/null
+wait "$sleeper" 2>/dev/null
+[ "${target##*/}" = stall-test ] && rmdir "$target" 2>/dev/null
+
+# Fault 1: a node dies; its lease runs out (3 s), the planner keeps its share for the
+# grace (6 s), then places its tasks on a and b.
 before_c=$(ask tasks c)
 t0=$EPOCHREALTIME
 kill -9 "${npid[c]}"
@@ -268,8 +323,8 @@ since() { # T0 WHAT ARGS...: from the watch log, which may lag the status a mome
 	echo "$d"
 }
 dt=$(since "$t0" tasks 8 a b)
-check node-death-replanned "[ '$before_c' -ge 1 ] && [ '$t' != timeout ] && [ '${dt:-None}' != None ] && awk 'BEGIN { exit !($dt <= 5.0) }'" \
-	"c held $before_c tasks; all 8 on a and b in etcd $dt s after the kill (lease-ttl 3 s + 2 s allowed; fleet status showed it after $t s)"
+check node-death-replanned "[ '$before_c' -ge 1 ] && [ '$t' != timeout ] && [ '${dt:-None}' != None ] && awk 'BEGIN { exit !($dt >= 6.0 && $dt <= 11.0) }'" \
+	"c held $before_c tasks; all 8 on a and b in etcd $dt s after the kill (at least the grace, 6 s; at most lease-ttl 3 s + grace 6 s + 2 s; fleet status showed it after $t s)"
 
 # Fault 2: the planner dies; another is elected within one TTL.
 p=$(ask planner a)
@@ -288,6 +343,19 @@ if [ -n "$p" ] && [ "$p" != None ] && [ -n "${npid[$p]:-}" ]; then
 else
 	result FAIL planner-moves "no planner known: '$p'"
 fi
+
+# The planner key squatted by hand (a value without a lease): every node sees it
+# vacant and takes it over; a live node plans again.
+ETCDCTL_API=3 etcdctl --endpoints "$EP" put /drfd/planner ghost >/dev/null
+live_planner() {
+	local q
+	q=$(ETCDCTL_API=3 etcdctl --endpoints "$EP" get /drfd/planner --print-value-only)
+	case "$q" in a|b|c) [ "$(ask planner "$survivor")" = "$q" ] ;; *) return 1 ;; esac
+}
+t=$(wait_until 30 live_planner)
+takeovers=$(( $(ask takeovers a) + $(ask takeovers b) + $(ask takeovers c) ))
+check planner-squatted "[ '$t' != timeout ] && [ $takeovers -ge 1 ]" \
+	"planner key put to 'ghost' without a lease: a live planner again after $t s; takeovers counted $takeovers"
 
 kill "$watcher" 2>/dev/null
 pkill -f 'etcdctl.*watch --rev 1' 2>/dev/null
