@@ -150,6 +150,7 @@ struct drfd {
 	char fleet_pending_source[128];
 	struct drfd_fleet_task *fleet_tasks; /* fleet tasks handed over, until final (fleetd.c) */
 	size_t fleet_tasks_n, fleet_tasks_cap;
+	bool fleet_more;                     /* handed over, not yet queued: the next step soon */
 };
 
 /*

@@ -28,6 +28,14 @@
  * own watch may deliver after the task's.
  */
 #define FLEET_TASK_TENANT_WAIT_USEC (10 * 1000000ULL)
+/*
+ * A burst of fleet tasks is queued a few at a time: at most so many submits
+ * (each writes and syncs its files) and so long a step, the next step soon
+ * after, so that no turn of the loop grows with the burst.
+ */
+#define FLEET_QUEUE_STEP_MAX DRFD_FLEET_QUEUE_STEP_MAX
+#define FLEET_QUEUE_STEP_USEC (20 * 1000ULL)
+#define FLEET_QUEUE_NEXT_USEC (5 * 1000ULL)
 
 static void pending_free(struct drfd *d)
 {
@@ -238,8 +246,13 @@ static bool has_tenant(const struct drf_config *c, const char *name)
 	return false;
 }
 
-/* Queues ft in the local queue as task-user: its state (queued, or refused/failed and why). */
-static void fleet_task_queue(struct drfd *d, struct drfd_fleet_task *ft,
+/*
+ * Queues ft in the local queue as task-user: its state (queued, or
+ * refused/failed and why). false when it waits (its tenant, or room in the
+ * local queue: the caps on queued tasks hold fleet tasks back, never refuse
+ * them).
+ */
+static bool fleet_task_queue(struct drfd *d, struct drfd_fleet_task *ft,
 			     struct drf_fleet_task_state *st)
 {
 	const struct drf_fleet_member *m = &d->decl.cfg.fleet;
@@ -252,18 +265,19 @@ static void fleet_task_queue(struct drfd *d, struct drfd_fleet_task *ft,
 		st->st = DRF_FLEET_TASK_REFUSED;
 		snprintf(st->why, sizeof(st->why), "this node runs no fleet tasks ([fleet] "
 			 "task-user is not set)");
-		return;
+		return true;
 	}
 	if (!d->tasks) {
 		st->st = DRF_FLEET_TASK_REFUSED;
 		snprintf(st->why, sizeof(st->why), "the task queue is off on this node (it needs a "
 			 "state-dir)");
-		return;
+		return true;
 	}
-	if (!has_tenant(&d->decl.cfg, ft->t.tenant) &&
-	    drf_mono_usec(d->env->clock) - ft->since < FLEET_TASK_TENANT_WAIT_USEC) {
+	if ((!has_tenant(&d->decl.cfg, ft->t.tenant) &&
+	     drf_mono_usec(d->env->clock) - ft->since < FLEET_TASK_TENANT_WAIT_USEC) ||
+	    !drf_tasks_room(d->tasks, m->task_uid)) {
 		*st = ft->last; /* no change: asked again at the next step */
-		return;
+		return false;
 	}
 	snprintf(key, sizeof(key), "fleet:%s", ft->t.id);
 	snprintf(req.tenant, sizeof(req.tenant), "%s", ft->t.tenant);
@@ -287,23 +301,23 @@ static void fleet_task_queue(struct drfd *d, struct drfd_fleet_task *ft,
 		ft->local = id;
 		st->st = DRF_FLEET_TASK_QUEUED;
 		st->task = id;
+		/* Its end is kept until the fleet is told of it. */
+		drf_tasks_hold(d->tasks, id, true);
 		drf_log(d->log, LOG_NOTICE, "fleet: task %s of tenant '%s' is local task %" PRIu64
 			"%s", ft->t.id, ft->t.tenant, id, r == 0 ? "" : " (queued before)");
-		return;
+		return true;
 	}
 	st->st = r == DRF_TASKS_REFUSED ? DRF_FLEET_TASK_REFUSED : DRF_FLEET_TASK_FAILED;
 	snprintf(st->why, sizeof(st->why), "%s", err);
+	return true;
 }
 
 /* The local task's state as a fleet task's. */
 static void local_state(const struct drfd *d, const struct drfd_fleet_task *ft,
 			struct drf_fleet_task_state *st)
 {
-	const struct drf_task *t = NULL;
+	const struct drf_task *t = d->tasks ? drf_tasks_find(d->tasks, ft->local) : NULL;
 
-	for (size_t i = 0; d->tasks && i < d->tasks->n && !t; i++)
-		if (d->tasks->t[i].id == ft->local)
-			t = &d->tasks->t[i];
 	st->task = ft->local;
 	if (!t) {
 		st->st = DRF_FLEET_TASK_FAILED;
@@ -337,21 +351,36 @@ static void local_state(const struct drfd *d, const struct drfd_fleet_task *ft,
 
 void drfd_fleet_tasks_step(struct drfd *d)
 {
-	bool queued = false;
+	uint64_t t0 = drf_mono_usec(d->env->clock);
+	bool queued = false, room = true;
+	int submits = 0;
 
 	if (!d->fleet)
 		return;
+	d->fleet_more = false;
 	for (size_t i = 0; i < d->fleet_tasks_n;) {
 		struct drfd_fleet_task *ft = &d->fleet_tasks[i];
 		struct drf_fleet_task_state st = { 0 };
 
 		if (!ft->queued) {
-			/* An assignment about to be put in force first: it may bring the tenant. */
-			if (d->fleet_defer) {
+			/*
+			 * An assignment about to be put in force first: it may bring
+			 * the tenant. And a step's submits bounded: the rest soon.
+			 */
+			if (d->fleet_defer || !room) {
 				i++;
 				continue;
 			}
-			fleet_task_queue(d, ft, &st);
+			if (submits >= FLEET_QUEUE_STEP_MAX ||
+			    drf_mono_usec(d->env->clock) - t0 >= FLEET_QUEUE_STEP_USEC) {
+				d->fleet_more = true;
+				i++;
+				continue;
+			}
+			/* The local queue full: the rest wait for tasks to end, not refused. */
+			if (!fleet_task_queue(d, ft, &st) && has_tenant(&d->decl.cfg, ft->t.tenant))
+				room = false;
+			submits++;
 			queued = queued || ft->queued;
 		} else {
 			local_state(d, ft, &st);
@@ -370,6 +399,8 @@ void drfd_fleet_tasks_step(struct drfd *d)
 			ft->last = st;
 		}
 		if (drf_fleet_task_st_final(ft->last.st)) {
+			if (ft->queued && d->tasks)
+				drf_tasks_hold(d->tasks, ft->local, false);
 			fleet_task_drop(d, i);
 			continue;
 		}
@@ -386,7 +417,12 @@ static int on_fleet_timer(sd_event_source *s, uint64_t usec, void *userdata)
 
 	drf_fleet_node_tick(d->fleet);
 	drfd_fleet_tasks_step(d);
-	sd_event_source_set_time(s, usec + FLEET_TICK_USEC);
+	/* A burst being queued: its next step soon, the loop served in between. */
+	if (d->fleet_more && sd_event_now(d->event, CLOCK_MONOTONIC, &usec) >= 0)
+		usec += FLEET_QUEUE_NEXT_USEC;
+	else
+		usec += FLEET_TICK_USEC;
+	sd_event_source_set_time(s, usec);
 	return sd_event_source_set_enabled(s, SD_EVENT_ON);
 }
 

@@ -33,6 +33,8 @@ void drfd_fleet_reloaded(struct drfd *d);
  * finds its local task); its state goes back to etcd when it changes. A node
  * without task-user, or without a task queue, refuses each task.
  */
+/* The most fleet tasks a step queues (a burst is queued over many steps). */
+#define DRFD_FLEET_QUEUE_STEP_MAX 32
 void drfd_fleet_tasks_step(struct drfd *d);
 
 /* The node's state for status and metrics (on false without [fleet]). */

@@ -424,8 +424,9 @@ static void trim_history(struct drf_tasks *q)
 	size_t done = 0, *idx, out = 0, level = q->history, kept;
 	bool *drop;
 
+	/* A held task is kept, and counts for no one's history. */
 	for (size_t i = 0; i < q->n; i++)
-		done += q->t[i].state == DRF_TASK_DONE;
+		done += q->t[i].state == DRF_TASK_DONE && !q->t[i].held;
 	if (done <= q->history && done <= q->history_all)
 		return;
 	idx = calloc(done, sizeof(*idx));
@@ -438,7 +439,7 @@ static void trim_history(struct drf_tasks *q)
 	}
 	done = 0;
 	for (size_t i = 0; i < q->n; i++)
-		if (q->t[i].state == DRF_TASK_DONE)
+		if (q->t[i].state == DRF_TASK_DONE && !q->t[i].held)
 			idx[done++] = i;
 	qsort_r(idx, done, sizeof(*idx), cmp_uid_newest, q);
 	/* Each uid's run in idx is newest first: a level keeps the first `level` of each. */
@@ -692,6 +693,40 @@ static bool over_cap(const struct drf_tasks *q, uid_t uid, char *err, size_t len
 		return true;
 	}
 	return false;
+}
+
+bool drf_tasks_room(const struct drf_tasks *q, uid_t uid)
+{
+	char why[256];
+
+	return !over_cap(q, uid, why, sizeof(why));
+}
+
+const struct drf_task *drf_tasks_find(const struct drf_tasks *q, uint64_t id)
+{
+	size_t lo = 0, hi = q->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (q->t[mid].id == id)
+			return &q->t[mid];
+		if (q->t[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+int drf_tasks_hold(struct drf_tasks *q, uint64_t id, bool held)
+{
+	struct drf_task *t = (struct drf_task *)drf_tasks_find(q, id);
+
+	if (!t)
+		return -ENOENT;
+	t->held = held;
+	return 0;
 }
 
 int drf_tasks_submit(struct drf_tasks *q, const struct drf_config *c,

@@ -125,6 +125,11 @@ struct drf_task {
 	enum drf_task_state state;
 	bool cancel;             /* asked for while running (kept here if its file cannot be) */
 	bool readopted;          /* running when drfd started */
+	/*
+	 * Kept past the history limits while set (drf_tasks_hold): a fleet
+	 * task whose end the fleet has not been told yet. Not saved.
+	 */
+	bool held;
 	pid_t pid;               /* the supervisor, when drfd's own child (to reap); else 0 */
 	/* done: */
 	char result[16];         /* exited, killed, oom-killed, cancelled, failed, lost */
@@ -238,6 +243,19 @@ void drf_tasks_free(struct drf_tasks *q);
 int drf_tasks_submit(struct drf_tasks *q, const struct drf_config *c,
 		     const double capacity[DRF_NRES], const struct drf_task_req *req,
 		     uint64_t *ret_id, char *err, size_t len);
+
+/*
+ * Whether a submit by uid would be under DRF_TASKS_MAX and DRF_TASKS_MAX_UID
+ * now: a caller with tasks of its own to hand over (a fleet node's) waits
+ * for room rather than have them refused.
+ */
+bool drf_tasks_room(const struct drf_tasks *q, uid_t uid);
+
+/* Task id, or NULL (the tasks are kept in id order: O(log n)). */
+const struct drf_task *drf_tasks_find(const struct drf_tasks *q, uint64_t id);
+
+/* Sets or clears task id's held mark (struct drf_task): 0, or -ENOENT. */
+int drf_tasks_hold(struct drf_tasks *q, uint64_t id, bool held);
 
 /*
  * Cancels a queued or running task (root, or the uid that submitted it). A

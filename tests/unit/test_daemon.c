@@ -750,6 +750,65 @@ static void test_fleet_tasks(void **state)
 }
 
 /*
+ * A burst of 600 fleet tasks for one node: queued a bounded number a step,
+ * up to the local queue's cap on task-user's tasks (DRF_TASKS_MAX_UID); the
+ * rest wait, handed over, for room: none is refused or failed for the cap.
+ */
+static void test_fleet_burst(void **state)
+{
+	char key[64];
+	size_t before;
+	int refused = 0, none = 0;
+
+	(void)state;
+	memset(&fl, 0, sizeof(fl));
+	assert_int_equal(fakedrfd_setup(&fx, "mode = limit\n",
+					FLEET_NODE_CONF "task-user = nobody\n"), 0);
+	assert_int_equal(sd_event_new(&fl.ev), 0);
+	fl.fake = fakeetcd_new(fl.ev, &fx.clock);
+	assert_non_null(fl.fake);
+	assert_int_equal(fakeetcd_connect(fl.fake, &fl.admin), 0);
+	fx.env.spawn = &running_ops;
+	fx.env.etcd_open = fleet_etcd_open;
+	fx.env.etcd_ctx = fl.fake;
+	assert_int_equal(fakedrfd_start(&fx), 0);
+	fl_node_start();
+	fl_put("/drfd/tenants/web", "{\"weight\":1,\"tasks\":\"unlimited\",\"task\":{\"cpu\":1,"
+				    "\"memory\":268435456}}");
+	fl_steps(5);
+	assert_int_equal(d.decl.cfg.n_tenants, 1);
+	for (int i = 0; i < 600; i++) {
+		snprintf(key, sizeof(key), "/drfd/tasks/n1/b-%03d", i);
+		fl_put(key, FLEET_TASK);
+	}
+	/* Each step queues a bounded number. */
+	for (int k = 0; k < 40; k++) {
+		before = d.tasks->n;
+		fl_steps(1);
+		assert_true(d.tasks->n - before <= DRFD_FLEET_QUEUE_STEP_MAX);
+	}
+	assert_int_equal(d.tasks->n, DRF_TASKS_MAX_UID);
+	assert_false(d.fleet_more);
+	for (int i = 0; i < 600; i++) {
+		struct drf_fleet_task_state st;
+
+		snprintf(key, sizeof(key), "b-%03d", i);
+		st = fl_state(key);
+		refused += st.st == DRF_FLEET_TASK_REFUSED || st.st == DRF_FLEET_TASK_FAILED;
+		none += st.st == DRF_FLEET_TASK_NONE;
+	}
+	assert_int_equal(refused, 0);
+	/* Handed over and waiting: no state written for them yet. */
+	assert_int_equal(none, 600 - DRF_TASKS_MAX_UID);
+	assert_int_equal(d.fleet_tasks_n, 600);
+	drfd_fleet_free(&d);
+	etcd_close(fl.admin);
+	fakeetcd_free(fl.fake);
+	fl_pump();
+	sd_event_unref(fl.ev);
+}
+
+/*
  * A fleet node's restart: the state dir's assignment is its tenants from the
  * first pass (drfd_fleet_preload), not gone until the node hands it over (an
  * empty tenant's cgroup was removed, then made again).
@@ -1828,6 +1887,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_reload_hands_plan_to_network, NULL, teardown),
 		cmocka_unit_test_setup_teardown(test_fleet_assignment, NULL, teardown),
 		cmocka_unit_test_setup_teardown(test_fleet_tasks, NULL, teardown),
+		cmocka_unit_test_setup_teardown(test_fleet_burst, NULL, teardown),
 		cmocka_unit_test_setup_teardown(test_fleet_restart_preloaded, NULL, teardown),
 		cmocka_unit_test_setup_teardown(test_reload_groups, NULL, teardown),
 		cmocka_unit_test_setup_teardown(test_status_groups, NULL, teardown),
