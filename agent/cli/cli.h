@@ -20,6 +20,7 @@ enum {
 	DRFCTL_EXIT_CONFIG = 2,
 	DRFCTL_EXIT_DRIFT = 3,  /* status: a knob differs from what drfd wants, or a write fails */
 	DRFCTL_EXIT_USAGE = 64,
+	DRFCTL_EXIT_TEMPFAIL = 75, /* fleet submit: every node that could take it is busy */
 	DRFCTL_EXIT_NOEXEC = 127,
 };
 

@@ -907,6 +907,12 @@ int drfctl_fleet_submit(int argc, char **argv)
 	if (ret)
 		goto out;
 	r = drf_fleet_place_task(&w.v, tenant, t.vec, &node, &waits, err, sizeof(err));
+	if (r == -EBUSY) {
+		/* Nothing written: a retry later is safe, with or without --task-key. */
+		fprintf(stderr, "drfctl fleet submit: busy: %s\n", err);
+		ret = DRFCTL_EXIT_TEMPFAIL;
+		goto out;
+	}
 	if (r < 0) {
 		fprintf(stderr, "drfctl fleet submit: refused: %s\n", err);
 		ret = DRFCTL_EXIT_CONFIG;

@@ -337,8 +337,11 @@ void drf_fleet_assignments_free(struct drf_fleet_assignment *a, size_t n);
  * 0 and the node's index in v->nodes in *ret, or with why in err: -ENOENT
  * (no such tenant), -EINVAL (a task of nothing), -ESRCH (no node alive),
  * -ENOSPC (the tenant is assigned nowhere, or its task is larger than its
- * allocation on every node). Pure.
+ * allocation on every node), -EBUSY (back-pressure: each node that could
+ * take it holds DRF_FLEET_NODE_BACKLOG_MAX tasks or more that it has not
+ * taken in yet, no state written; a retry later finds room). Pure.
  */
+#define DRF_FLEET_NODE_BACKLOG_MAX 1024
 int drf_fleet_place_task(const struct drf_fleet_view *v, const char *tenant,
 			 const double task[DRF_NRES], size_t *ret, bool *ret_waits, char *err,
 			 size_t errlen);

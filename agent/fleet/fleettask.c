@@ -71,7 +71,8 @@ int drf_fleet_place_task(const struct drf_fleet_view *v, const char *tenant,
 	double pool[DRF_NRES] = { 0 };
 	size_t best[2] = { SIZE_MAX, SIZE_MAX }; /* with room now; ever */
 	double best_h[2] = { INFINITY, INFINITY };
-	size_t assigned = 0;
+	size_t assigned = 0, busy = 0, busy_most = 0;
+	const char *busy_node = NULL;
 	bool any = false;
 	size_t i = 0;
 
@@ -105,6 +106,7 @@ int drf_fleet_place_task(const struct drf_fleet_view *v, const char *tenant,
 		const struct drf_fleet_nodeinfo *nd = &v->nodes[k];
 		const struct drf_fleet_share *sh = share_on(v, nd->name, tenant);
 		double left[DRF_NRES], room[DRF_NRES], h;
+		size_t backlog = 0;
 
 		memcpy(left, nd->capacity, sizeof(left));
 		if (sh)
@@ -116,6 +118,7 @@ int drf_fleet_place_task(const struct drf_fleet_view *v, const char *tenant,
 
 			if (ended(&te->s))
 				continue;
+			backlog += te->s.st == DRF_FLEET_TASK_NONE;
 			for (int r = 0; r < DRF_NRES; r++) {
 				left[r] -= te->t.vec[r];
 				if (sh && strcmp(te->t.tenant, tenant) == 0)
@@ -127,6 +130,15 @@ int drf_fleet_place_task(const struct drf_fleet_view *v, const char *tenant,
 		assigned++;
 		if (!fits(task, sh->alloc, pool))
 			continue;
+		/* Back-pressure: a node that has not taken in its tasks yet gets no more. */
+		if (backlog >= DRF_FLEET_NODE_BACKLOG_MAX) {
+			busy++;
+			if (backlog > busy_most) {
+				busy_most = backlog;
+				busy_node = nd->name;
+			}
+			continue;
+		}
 		h = best_fit_h(task, left, pool);
 		/*
 		 * Less by more than rounding (drfh.c's H_EPS): ties go to the earlier
@@ -145,6 +157,13 @@ int drf_fleet_place_task(const struct drf_fleet_view *v, const char *tenant,
 		*ret_waits = best[0] == SIZE_MAX;
 		*ret = *ret_waits ? best[1] : best[0];
 		return 0;
+	}
+	if (busy) {
+		snprintf(err, errlen, "tenant '%s': the %zu node%s that could take the task %s "
+			 "not taken in their tasks yet (%s: %zu, the most a node is given); try again "
+			 "shortly", tenant, busy, busy == 1 ? "" : "s", busy == 1 ? "has" : "have",
+			 busy_node, busy_most);
+		return -EBUSY;
 	}
 	if (assigned == 0)
 		snprintf(err, errlen, "tenant '%s': no node alive has an assignment for it (is a "

@@ -1610,6 +1610,47 @@ static void test_place_task(void **state)
 	assert_string_equal(place(&p, "web", 3, 1, b, sizeof(b)), "B+");
 }
 
+/*
+ * Back-pressure on a burst: a node holding DRF_FLEET_NODE_BACKLOG_MAX tasks
+ * it has not taken in yet (no state) gets no more; all such: -EBUSY, and a
+ * task taken in (queued) frees a place.
+ */
+static void test_place_backpressure(void **state)
+{
+	const size_t n = 2 * DRF_FLEET_NODE_BACKLOG_MAX;
+	struct drf_fleet_task_entry *tasks = calloc(n, sizeof(*tasks));
+	struct pv p;
+	char b[64];
+
+	(void)state;
+	assert_non_null(tasks);
+	pv_init(&p);
+	pv_node(&p, "A", 8, 32);
+	pv_node(&p, "B", 8, 8);
+	pv_alloc(&p, 0, "web", 8, 32);
+	pv_alloc(&p, 1, "web", 8, 8);
+	for (size_t i = 0; i < n; i++) {
+		struct drf_fleet_task_entry *e = &tasks[i];
+
+		snprintf(e->t.node, sizeof(e->t.node), "%s", i < n / 2 ? "A" : "B");
+		snprintf(e->t.id, sizeof(e->t.id), "t%05zu", i);
+		snprintf(e->t.tenant, sizeof(e->t.tenant), "web");
+		e->t.vec[DRF_RES_CPU] = 1e-6;
+	}
+	p.v.tasks = tasks;
+	/* A's backlog at the bound, B's empty: B, though A's H is better. */
+	p.v.n_tasks = n / 2;
+	assert_string_equal(place(&p, "web", 1, 4, b, sizeof(b)), "B");
+	/* One of A's taken in: A again. */
+	tasks[0].s.st = DRF_FLEET_TASK_QUEUED;
+	assert_string_equal(place(&p, "web", 1, 4, b, sizeof(b)), "A");
+	tasks[0].s.st = DRF_FLEET_TASK_NONE;
+	/* Both at the bound: busy, nothing placed. */
+	p.v.n_tasks = n;
+	assert_string_equal(place(&p, "web", 1, 4, b, sizeof(b)), strerror(EBUSY));
+	free(tasks);
+}
+
 /* Ties of H go to the earlier node; a node without the tenant's share is no candidate. */
 static void test_place_task_ties(void **state)
 {
@@ -1822,6 +1863,7 @@ int main(void)
 		cmocka_unit_test(test_task_formats),
 		cmocka_unit_test(test_place_task),
 		cmocka_unit_test(test_place_task_ties),
+		cmocka_unit_test(test_place_backpressure),
 	};
 
 	return cmocka_run_group_tests_name("fleet", tests, NULL, NULL);
