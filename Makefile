@@ -167,6 +167,7 @@ BENCH_HDRF_BIN := $(BUILD)/tests/bench_hdrf
 BENCH_TICK_BIN := $(BUILD)/tests/bench_tick
 BENCH_PROBE_BIN := $(BUILD)/tests/bench_probe
 BENCH_STATUS_BIN := $(BUILD)/tests/bench_status
+BENCH_BURST_BIN := $(BUILD)/tests/bench_burst
 # Shared by tests and benchmarks: the fake cgroup tree, the fake tc kernel, drfd over them;
 # the fake etcd.
 TESTLIB_OBJS := $(BUILD)/tests/lib/fakecg.o $(BUILD)/tests/lib/faketc.o \
@@ -252,6 +253,10 @@ $(BENCH_TICK_BIN): $(BUILD)/tests/bench/bench_tick.o $(TESTLIB_OBJS) $(DAEMON_LI
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(MHD_LIBS)
 
 $(BENCH_STATUS_BIN): $(BUILD)/tests/bench/bench_status.o $(TESTLIB_OBJS) $(DAEMON_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(MHD_LIBS)
+
+$(BENCH_BURST_BIN): $(BUILD)/tests/bench/bench_burst.o $(TESTLIB_OBJS) $(DAEMON_LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(MHD_LIBS)
 
@@ -428,7 +433,7 @@ shellcheck:
 	shellcheck -s bash deploy/bash-completion/drfctl
 
 bench: $(BENCH_BIN) $(BENCH_FLEET_BIN) $(BENCH_HDRF_BIN) $(BENCH_TICK_BIN) $(BENCH_PROBE_BIN) \
-		$(BENCH_STATUS_BIN)
+		$(BENCH_STATUS_BIN) $(BENCH_BURST_BIN)
 	@echo "command: make bench ($(BENCH_BIN), CC=$(CC) CFLAGS='$(DRF_CFLAGS) $(CFLAGS)')"
 	$(BENCH_BIN)
 	@echo "command: make bench ($(BENCH_FLEET_BIN))"
@@ -446,6 +451,8 @@ bench: $(BENCH_BIN) $(BENCH_FLEET_BIN) $(BENCH_HDRF_BIN) $(BENCH_TICK_BIN) $(BEN
 	@DRFD=$(abspath $(BUILD)/drfd) DRFCTL=$(abspath $(BUILD)/drfctl) tests/bench/net_bench.sh 5 4
 	@echo "command: make bench ($(BENCH_STATUS_BIN) 1000)"
 	$(BENCH_STATUS_BIN) 1000
+	@echo "command: make bench ($(BENCH_BURST_BIN) 10000 3)"
+	$(BENCH_BURST_BIN) 10000 3
 	@echo "command: make bench (BENCH_PROBE=$(BENCH_PROBE_BIN) tests/bench/probe_bench.sh 7 200000)"
 	@BENCH_PROBE=$(abspath $(BENCH_PROBE_BIN)) tests/bench/probe_bench.sh 7 200000
 
