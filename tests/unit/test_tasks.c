@@ -1261,6 +1261,52 @@ static void test_history_per_uid(void **state)
 }
 
 /*
+ * A held task (a fleet task whose end the fleet has not been told) is kept
+ * past the history, and counts for no one's; released, the next trim drops
+ * it. drf_tasks_find finds each by id; drf_tasks_room says when a uid's cap
+ * is reached.
+ */
+static void test_history_held(void **state)
+{
+	struct fx *f = fx_new();
+	char err[256];
+	uint64_t held, b[4];
+
+	(void)state;
+	f->q.history = 2;
+	assert_int_equal(submit_as(f, 1001, NULL, NULL, 0, &held), 0);
+	assert_int_equal(drf_tasks_hold(&f->q, held, true), 0);
+	assert_int_equal(drf_tasks_hold(&f->q, held + 100, true), -ENOENT);
+	assert_int_equal(drf_tasks_cancel(&f->q, held, 1001, err, sizeof(err)), 0);
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(submit_as(f, 1001, NULL, NULL, 0, &b[i]), 0);
+		assert_int_equal(drf_tasks_cancel(&f->q, b[i], 1001, err, sizeof(err)), 0);
+	}
+	tick(f);
+	/* The held one, the oldest, kept; of the rest the newest 2. */
+	assert_non_null(drf_tasks_find(&f->q, held));
+	assert_true(dir_exists(f, held));
+	assert_null(drf_tasks_find(&f->q, b[0]));
+	assert_null(drf_tasks_find(&f->q, b[1]));
+	assert_non_null(drf_tasks_find(&f->q, b[3]));
+	assert_int_equal(drf_tasks_find(&f->q, b[3])->id, b[3]);
+	/* Released: gone at the next trim (one more finished task makes one). */
+	assert_int_equal(drf_tasks_hold(&f->q, held, false), 0);
+	assert_int_equal(submit_as(f, 1001, NULL, NULL, 0, &b[0]), 0);
+	assert_int_equal(drf_tasks_cancel(&f->q, b[0], 1001, err, sizeof(err)), 0);
+	tick(f);
+	assert_null(drf_tasks_find(&f->q, held));
+	/* Room: none once a uid holds DRF_TASKS_MAX_UID queued or running. */
+	for (int i = 0; i < DRF_TASKS_MAX_UID; i++) {
+		assert_true(drf_tasks_room(&f->q, 1002));
+		assert_int_equal(submit_as(f, 1002, NULL, NULL, 0, &b[1]), 0);
+	}
+	assert_false(drf_tasks_room(&f->q, 1002));
+	assert_true(drf_tasks_room(&f->q, 1003));
+	fx_free(f);
+}
+
+/*
  * Many uids (one user's subordinate uids): no more than history_all finished
  * tasks in all; the uid holding the most gives up its oldest first, and a uid
  * with few keeps them.
@@ -1590,6 +1636,7 @@ int main(void)
 		cmocka_unit_test(test_cancel_disk_full),
 		cmocka_unit_test(test_history_per_uid),
 		cmocka_unit_test(test_history_overall),
+		cmocka_unit_test(test_history_held),
 		cmocka_unit_test(test_listing_command_capped),
 		cmocka_unit_test(test_cwd_at_submit),
 		cmocka_unit_test(test_next_id_past_left_alone),
