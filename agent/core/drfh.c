@@ -960,6 +960,7 @@ struct classes {
 	struct bucket *b;
 	uint32_t nb;      /* buckets, a power of two */
 	struct maxtree tree; /* over the buckets: the most each resource a class there has left */
+	size_t nlive;     /* classes in the buckets */
 	const double *pool;
 	const int *res;
 	int m;
@@ -1095,6 +1096,7 @@ static int live_add(struct classes *cs, size_t ci)
 	}
 	c->pos = b->n;
 	b->v[b->n++] = (uint32_t)ci;
+	cs->nlive++;
 	{
 		double v[DRF_NRES];
 
@@ -1117,6 +1119,7 @@ static void live_drop(struct classes *cs, size_t ci)
 	b->v[c->pos] = last;
 	cs->c[last].pos = c->pos;
 	c->pos = UINT32_MAX;
+	cs->nlive--;
 }
 
 /* The class of a remaining vector, made if new; -ENOMEM. */
@@ -1536,11 +1539,403 @@ static size_t best_class(struct classes *cs, const double *shape, const double a
 	return best;
 }
 
+/*
+ * How many tasks of shape fit in rem, one at a time as the placing forms take
+ * them (a task fits while rem >= shape - FIT_EPS of the pool); INFINITY for a
+ * task under FIT_EPS of the pool in every resource it needs (it always fits).
+ */
+static double fit_count(const double *rem, const double *shape, const double *pool, const int *res,
+			int m)
+{
+	double n = INFINITY;
+
+	for (int k = 0; k < m; k++) {
+		int r = res[k];
+		double eps = FIT_EPS * pool[r], c;
+
+		if (!(shape[r] > eps))
+			continue;
+		c = floor((rem[r] + eps) / shape[r]);
+		if (c < 0)
+			c = 0;
+		/* the division's rounding: the c-th fits and the next does not, exactly */
+		if (c < 0x1p52) {
+			while (c > 0 && rem[r] - (c - 1) * shape[r] < shape[r] - eps)
+				c--;
+			while (rem[r] - c * shape[r] >= shape[r] - eps)
+				c++;
+		}
+		n = fmin(n, c);
+	}
+	return n;
+}
+
+/* rem less t tasks of shape, as t steps leave it (a crumb under FIT_EPS of the pool is 0). */
+static void take_tasks(double rem[DRF_NRES], const double *shape, double t, const double *pool)
+{
+	for (int r = 0; r < DRF_NRES; r++) {
+		if (!(pool[r] > 0) || !(shape[r] > 0))
+			continue;
+		rem[r] -= t * shape[r];
+		if (rem[r] < FIT_EPS * pool[r])
+			rem[r] = 0;
+	}
+}
+
+/*
+ * The run of tenant i at the top of the turn order: how many tasks it places
+ * one at a time before another tenant's turn, its share then reaching the
+ * next lowest's (the smaller child of the heap's root; INFINITY if none).
+ * Keys as the loop computes them, (units + t) * dom / weight, so the count is
+ * exact: t = 0 is i's turn (it is the top), and so is each t whose key is
+ * still below the next's (or equal, i being the earlier).
+ */
+static double run_count(const struct disc *d, const struct drfh_problem *p, double units,
+			uint32_t i)
+{
+	const struct theap *q = &d->q;
+	double w = p->demands[i].weight, dom = d->dom[i], k2, t;
+	uint32_t j;
+
+	if (q->n < 2)
+		return INFINITY;
+	j = q->h[1];
+	if (q->n > 2 && tless(q, q->h[2], j))
+		j = q->h[2];
+	k2 = d->key[j];
+	t = floor(k2 * w / dom - units);
+	if (!(t < 0x1p52))
+		return INFINITY;
+	if (t < 0)
+		t = 0;
+#define TURN(x) ((units + (x)) * dom / w < k2 || ((units + (x)) * dom / w == k2 && i < j))
+	while (t > 0 && !TURN(t - 1))
+		t--;
+	while (TURN(t))
+		t++;
+#undef TURN
+	return t > 1 ? t : 1;
+}
+
+/*
+ * t tasks of tenant i on the first server of class ci (the earliest): it
+ * leaves the class for the class of what it has left. One task is Best-Fit's
+ * step; more, a run's share of that server.
+ */
+static int move_server(const struct drfh_problem *p, struct disc *d, struct classes *cs,
+		       const uint32_t *by_size, const bool *placing, size_t ci, uint32_t i,
+		       double t)
+{
+	double rem[DRF_NRES];
+	uint32_t s = sheap_pop(&cs->c[ci].servers);
+	long nc;
+
+	memcpy(rem, cs->c[ci].rem, sizeof(rem));
+	take_tasks(rem, p->demands[i].shape, t, d->pool);
+	if (cs->c[ci].servers.n == 0)
+		class_release(cs, ci);
+	nc = class_of(cs, rem);
+	if (nc < 0)
+		return (int)nc;
+	if (!cs->c[nc].checked) {
+		cs->c[nc].checked = true;
+		cs->c[nc].dead = !fits_anyone(p, d, by_size, placing, rem);
+	}
+	if (class_add_server(cs, (size_t)nc, s) < 0 || place_add(&d->pl, i, s, t) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+/* A class a run may use: its H for the tenant's task, R, the tasks each server fits. */
+struct runcls {
+	uint32_t ci, cnt;
+	double h0, r, f;
+	double take;                /* per server */
+	double take_rem[DRF_NRES];  /* what each then has left */
+	size_t first;               /* its servers' place in the bulk's list */
+};
+
+/* Tasks a server of class c places of a run under H threshold th: l < F with H_0 R / (R - l U) < th. */
+static double below(const struct runcls *c, double th, double u)
+{
+	double n;
+
+	if (c->h0 == 0)
+		return th > 0 ? c->f : 0;
+	if (!(th > c->h0))
+		return 0;
+	n = ceil((c->r - c->h0 * c->r / th) / u);
+	return n < 0 ? 0 : fmin(n, c->f);
+}
+
+/* A server at H 0 and its class, sorted by server. */
+struct zserver {
+	uint32_t server, ci;
+};
+
+static int cmp_zserver(const void *a, const void *b)
+{
+	uint32_t x = ((const struct zserver *)a)->server, y = ((const struct zserver *)b)->server;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * The bulk of a run of tenant i of k tasks (direction a, |u|_1 = u): 0 and
+ * what it placed in *ret (0: nothing safely, the caller steps), or -ENOMEM,
+ * -E2BIG. Every server's H for the tenant rises with each task it takes
+ * (H_l = H_0 R / (R - l U): the remaining direction moves straight away from
+ * a), so the k tasks one at a time would take, on each server, the tasks whose
+ * H lies under the k-th least of all. Servers at H 0 (their remaining
+ * capacity points the task's way: it stays 0) go first, in server order, each
+ * until full, as the ties of one at a time do. The others: the threshold by
+ * bisection, and each server takes its tasks under it but one (the search
+ * one task at a time decides the last ones, with its ties).
+ */
+static int bulk_best_fit(const struct drfh_problem *p, struct disc *d, struct classes *cs,
+			 const uint32_t *by_size, const bool *placing, uint32_t i, double k,
+			 const double a[DRF_NRES], double u, struct drfh_result *out, double *ret)
+{
+	const double *shape = p->demands[i].shape;
+	struct runcls *rc = malloc((cs->nlive + 1) * sizeof(*rc));
+	struct zserver *zs = NULL;
+	uint32_t *srv = NULL;
+	size_t nrc = 0, nz = 0;
+	double zero = 0, rest = 0, placed = 0;
+	int err = 0;
+
+	*ret = 0;
+	if (!rc)
+		return -ENOMEM;
+	for (uint32_t b = 0; b < cs->nb; b++)
+		for (uint32_t x = 0; x < cs->b[b].n; x++) {
+			const struct cls *c = &cs->c[cs->b[b].v[x]];
+			struct runcls *e = &rc[nrc];
+
+			out->work++;
+			if (!fits(c->rem, shape, cs->pool, cs->res, cs->m))
+				continue;
+			e->ci = cs->b[b].v[x];
+			e->cnt = c->servers.n;
+			e->f = fit_count(c->rem, shape, cs->pool, cs->res, cs->m);
+			e->h0 = 0;
+			e->r = 0;
+			e->take = 0;
+			if (isinf(e->f) && isinf(k)) {
+				err = -E2BIG; /* a task under FIT_EPS of the pool, and no count */
+				goto out;
+			}
+			for (int j = 0; j < cs->m; j++) {
+				e->h0 += fabs(a[cs->res[j]] - c->dir[cs->res[j]]);
+				e->r += c->rem[cs->res[j]] / cs->pool[cs->res[j]];
+			}
+			if (e->h0 == 0) {
+				zero += e->f * e->cnt;
+				nz += e->cnt;
+			} else {
+				rest += e->f * e->cnt;
+			}
+			nrc++;
+		}
+	if (zero >= k) {
+		/* The servers at H 0, in order, each until full, until k. */
+		zs = malloc((nz + 1) * sizeof(*zs));
+		if (!zs) {
+			err = -ENOMEM;
+			goto out;
+		}
+		nz = 0;
+		for (size_t c = 0; c < nrc; c++)
+			for (uint32_t x = 0; rc[c].h0 == 0 && x < rc[c].cnt; x++)
+				zs[nz++] = (struct zserver){ .server = cs->c[rc[c].ci].servers.h[x],
+							     .ci = rc[c].ci };
+		qsort(zs, nz, sizeof(*zs), cmp_zserver);
+		/*
+		 * Each is its class's first server when its turn comes: a server
+		 * filled fits the task no more, so it joins none of these classes
+		 * (only the last, partly filled, may).
+		 */
+		for (size_t z = 0; z < nz && placed < k; z++) {
+			double t = fmin(k - placed, fit_count(cs->c[zs[z].ci].rem, shape, cs->pool,
+							      cs->res, cs->m));
+
+			if (!(out->rounds + placed + t <= DRF_DISCRETE_MAX_TASKS)) {
+				err = -E2BIG;
+				goto out;
+			}
+			out->work++;
+			err = move_server(p, d, cs, by_size, placing, zs[z].ci, i, t);
+			if (err < 0)
+				goto out;
+			placed += t;
+		}
+		*ret = placed;
+		goto out;
+	}
+	/* Every server at H 0 full; the others under the threshold, but one each. */
+	{
+		double kk = k - zero, lo = 0, hi = 2.5, th;
+
+		if (rest <= kk) {
+			lo = hi;
+		} else {
+			for (int it = 0; it < 64; it++) {
+				double mid = (lo + hi) / 2, n = 0;
+
+				for (size_t c = 0; c < nrc; c++)
+					if (rc[c].h0 > 0)
+						n += below(&rc[c], mid, u) * rc[c].cnt;
+				out->work += nrc;
+				if (n <= kk)
+					lo = mid;
+				else
+					hi = mid;
+				if (n == kk || hi - lo <= 1e-15 * hi)
+					break; /* the run's count exactly, or as close as doubles go */
+			}
+		}
+		th = lo * (1 - 1e-9) - 4 * H_EPS;
+		for (size_t c = 0; c < nrc; c++) {
+			rc[c].take = rc[c].h0 == 0 ? rc[c].f : fmax(0, below(&rc[c], th, u) - 1);
+			placed += rc[c].take * rc[c].cnt;
+		}
+	}
+	if (!(placed > 0))
+		goto out;
+	if (!(out->rounds + placed <= DRF_DISCRETE_MAX_TASKS)) {
+		err = -E2BIG;
+		goto out;
+	}
+	/*
+	 * All the classes' servers leave first, then go to their new classes: a
+	 * new one may be a class of the run not yet moved.
+	 */
+	srv = malloc((d->nservers + 1) * sizeof(*srv));
+	if (!srv) {
+		err = -ENOMEM;
+		goto out;
+	}
+	{
+		size_t at = 0;
+
+		for (size_t c = 0; c < nrc; c++) {
+			struct cls *cl = &cs->c[rc[c].ci];
+			double rem[DRF_NRES];
+
+			if (!(rc[c].take > 0))
+				continue;
+			memcpy(rem, cl->rem, sizeof(rem));
+			take_tasks(rem, shape, rc[c].take, d->pool);
+			memcpy(rc[c].take_rem, rem, sizeof(rem));
+			rc[c].first = at;
+			while (cl->servers.n)
+				srv[at++] = sheap_pop(&cl->servers);
+			class_release(cs, rc[c].ci);
+		}
+		for (size_t c = 0; c < nrc && err == 0; c++) {
+			long nc;
+
+			if (!(rc[c].take > 0))
+				continue;
+			nc = class_of(cs, rc[c].take_rem);
+			if (nc < 0) {
+				err = (int)nc;
+				break;
+			}
+			if (!cs->c[nc].checked) {
+				cs->c[nc].checked = true;
+				cs->c[nc].dead = !fits_anyone(p, d, by_size, placing, rc[c].take_rem);
+			}
+			for (uint32_t x = 0; x < rc[c].cnt && err == 0; x++) {
+				uint32_t s = srv[rc[c].first + x];
+
+				out->work++;
+				if (class_add_server(cs, (size_t)nc, s) < 0 ||
+				    place_add(&d->pl, i, s, rc[c].take) < 0)
+					err = -ENOMEM;
+			}
+		}
+	}
+	if (err == 0)
+		*ret = placed;
+out:
+	free(rc);
+	free(zs);
+	free(srv);
+	return err;
+}
+
+/* Below this many tasks left in a run, or twice the live classes, a run goes one task at a time. */
+#define RUN_BULK_MIN 16
+
+/*
+ * Tenant i's run of k tasks (k may be INFINITY) by Best-Fit, as one task at a
+ * time: 0 and the tasks placed in *ret (fewer than k: its task fits nowhere
+ * now, and never will), or an error.
+ */
+static int run_best_fit(const struct drfh_problem *p, struct disc *d, struct classes *cs,
+			const uint32_t *by_size, const bool *placing, uint32_t i, double k,
+			struct drfh_result *out, double *ret)
+{
+	const struct drf_demand *dm = &p->demands[i];
+	const double *ui = &d->u[(size_t)i * DRF_NRES];
+	double a[DRF_NRES] = { 0 }, sum = 0, placed = 0;
+	bool bulk = true;
+	int err = 0;
+
+	for (int k2 = 0; k2 < d->m; k2++)
+		sum += ui[d->res[k2]];
+	for (int k2 = 0; k2 < d->m; k2++)
+		a[d->res[k2]] = ui[d->res[k2]] / sum;
+	while (placed < k && err == 0) {
+		size_t best;
+
+		if (bulk && k - placed >= RUN_BULK_MIN && k - placed > 2.0 * (double)cs->nlive) {
+			double got;
+
+			err = bulk_best_fit(p, d, cs, by_size, placing, i, k - placed, a, sum, out,
+					    &got);
+			placed += got;
+			/* nothing safe in bulk: what is left is about one task per server */
+			bulk = got > 0;
+			continue;
+		}
+		out->work++;
+		best = best_class(cs, dm->shape, a);
+		if (best == SIZE_MAX)
+			break; /* fits nowhere */
+		if (out->rounds + placed >= DRF_DISCRETE_MAX_TASKS) {
+			err = -E2BIG;
+			break;
+		}
+		err = move_server(p, d, cs, by_size, placing, best, i, 1);
+		placed += 1;
+	}
+	*ret = placed;
+	return err;
+}
+
+/*
+ * The turn's run: what the tenant places one at a time before another's turn,
+ * at most what it has left; past DRFH_EXACT_TURNS turns, at least
+ * 1/DRFH_RUN_FRACTION of what it holds (drfh.h).
+ */
+static double turn_count(const struct drfh_problem *p, const struct disc *d,
+			 const struct drfh_result *out, uint32_t i, uint64_t turns)
+{
+	double units = out->tenants[i].units, k = run_count(d, p, units, i);
+
+	if (turns > DRFH_EXACT_TURNS)
+		k = fmax(k, ceil(units / DRFH_RUN_FRACTION));
+	return fmin(k, p->demands[i].max_units - units);
+}
+
 static int place_best_fit(const struct drfh_problem *p, struct disc *d, struct drfh_result *out)
 {
 	struct classes cs = { .pool = d->pool, .res = d->res, .m = d->m, .free = UINT32_MAX };
 	uint32_t *by_size = malloc((p->n + 1) * sizeof(*by_size)), server = 0;
 	bool *placing = calloc(p->n + 1, sizeof(*placing));
+	uint64_t turns = 0;
 	int err = 0;
 
 	if (!by_size || !placing) {
@@ -1573,58 +1968,27 @@ static int place_best_fit(const struct drfh_problem *p, struct disc *d, struct d
 		err = class_add_server(&cs, (size_t)ci, server);
 	}
 	while (err == 0 && d->q.n > 0) {
-		uint32_t i = d->q.h[0], s;
-		const struct drf_demand *dm = &p->demands[i];
-		const double *ui = &d->u[(size_t)i * DRF_NRES];
-		double a[DRF_NRES] = { 0 }, sum = 0, rem[DRF_NRES];
-		size_t best;
-		long nc;
+		uint32_t i = d->q.h[0];
+		double k, placed;
 
-		if (out->tenants[i].units >= dm->max_units) {
+		out->work++;
+		if (out->tenants[i].units >= p->demands[i].max_units) {
 			placing[i] = false;
 			theap_pop(&d->q);
 			continue;
 		}
-		for (int k = 0; k < d->m; k++)
-			sum += ui[d->res[k]];
-		for (int k = 0; k < d->m; k++)
-			a[d->res[k]] = ui[d->res[k]] / sum;
-		best = best_class(&cs, dm->shape, a);
-		if (best == SIZE_MAX) {
+		k = turn_count(p, d, out, i, ++turns);
+		err = run_best_fit(p, d, &cs, by_size, placing, i, k, out, &placed);
+		if (err < 0)
+			break;
+		out->tenants[i].units += placed;
+		out->rounds += (uint64_t)placed;
+		d->key[i] = out->tenants[i].units * d->dom[i] / p->demands[i].weight;
+		if (placed < k) {
 			placing[i] = false; /* fits nowhere: it stops */
 			theap_pop(&d->q);
 			continue;
 		}
-		if (out->rounds >= DRF_DISCRETE_MAX_TASKS) {
-			err = -E2BIG;
-			break;
-		}
-		s = sheap_pop(&cs.c[best].servers);
-		for (int r = 0; r < DRF_NRES; r++) {
-			rem[r] = cs.c[best].rem[r];
-			if (d->pool[r] > 0 && dm->shape[r] > 0) {
-				rem[r] -= dm->shape[r];
-				if (rem[r] < FIT_EPS * d->pool[r])
-					rem[r] = 0;
-			}
-		}
-		if (cs.c[best].servers.n == 0)
-			class_release(&cs, best);
-		nc = class_of(&cs, rem);
-		if (nc < 0) {
-			err = (int)nc;
-			break;
-		}
-		if (!cs.c[nc].checked) {
-			cs.c[nc].checked = true;
-			cs.c[nc].dead = !fits_anyone(p, d, by_size, placing, rem);
-		}
-		err = class_add_server(&cs, (size_t)nc, s);
-		if (err == 0)
-			err = place_add(&d->pl, i, s, 1);
-		out->tenants[i].units += 1;
-		out->rounds++;
-		d->key[i] = out->tenants[i].units * d->dom[i] / dm->weight;
 		theap_down(&d->q, 0);
 	}
 out:
@@ -1636,12 +2000,15 @@ out:
 
 /*
  * First-Fit: the servers' remaining capacities in a max tree; the first server
- * that fits is its first leaf that holds the task.
+ * that fits is its first leaf that holds the task. A run fills the first server
+ * as far as it goes (as its tasks one at a time would), then the next.
  */
 static int place_first_fit(const struct drfh_problem *p, struct disc *d, struct drfh_result *out)
 {
 	struct maxtree t;
 	size_t leaves = 1;
+	uint64_t turns = 0;
+	int err = 0;
 
 	while (leaves < d->nservers)
 		leaves *= 2;
@@ -1651,49 +2018,59 @@ static int place_first_fit(const struct drfh_problem *p, struct disc *d, struct 
 		memcpy(&t.mx[(leaves + server) * d->m], &d->rem[server * d->m],
 		       (size_t)d->m * sizeof(*t.mx));
 	maxtree_build(&t);
-	while (d->q.n > 0) {
+	while (d->q.n > 0 && err == 0) {
 		uint32_t i = d->q.h[0];
 		const struct drf_demand *dm = &p->demands[i];
-		double need[DRF_NRES], v[DRF_NRES];
-		long s;
+		double need[DRF_NRES], k, placed = 0;
 
+		out->work++;
 		if (out->tenants[i].units >= dm->max_units) {
 			theap_pop(&d->q);
 			continue;
 		}
-		for (int k = 0; k < d->m; k++)
-			need[k] = dm->shape[d->res[k]] > 0
-					  ? dm->shape[d->res[k]] - FIT_EPS * d->pool[d->res[k]]
+		k = turn_count(p, d, out, i, ++turns);
+		for (int j = 0; j < d->m; j++)
+			need[j] = dm->shape[d->res[j]] > 0
+					  ? dm->shape[d->res[j]] - FIT_EPS * d->pool[d->res[j]]
 					  : -INFINITY;
-		s = maxtree_next(&t, 0, need);
-		if (s < 0) {
-			theap_pop(&d->q);
-			continue;
-		}
-		if (out->rounds >= DRF_DISCRETE_MAX_TASKS) {
-			free(t.mx);
-			return -E2BIG;
-		}
-		for (int k = 0; k < d->m; k++) {
-			v[k] = t.mx[(leaves + (size_t)s) * d->m + k];
-			if (dm->shape[d->res[k]] > 0) {
-				v[k] -= dm->shape[d->res[k]];
-				if (v[k] < FIT_EPS * d->pool[d->res[k]])
-					v[k] = 0;
+		while (placed < k) {
+			double v[DRF_NRES] = { 0 }, n;
+			long s = maxtree_next(&t, 0, need);
+
+			out->work++;
+			if (s < 0)
+				break;
+			for (int j = 0; j < d->m; j++)
+				v[d->res[j]] = t.mx[(leaves + (size_t)s) * d->m + j];
+			n = fmin(k - placed, fit_count(v, dm->shape, d->pool, d->res, d->m));
+			if (!(out->rounds + placed + n <= DRF_DISCRETE_MAX_TASKS)) {
+				err = -E2BIG;
+				break;
 			}
+			take_tasks(v, dm->shape, n, d->pool);
+			{
+				double leaf[DRF_NRES];
+
+				for (int j = 0; j < d->m; j++)
+					leaf[j] = v[d->res[j]];
+				maxtree_set(&t, (size_t)s, leaf);
+			}
+			if (place_add(&d->pl, i, (uint32_t)s, n) < 0) {
+				err = -ENOMEM;
+				break;
+			}
+			placed += n;
 		}
-		maxtree_set(&t, (size_t)s, v);
-		if (place_add(&d->pl, i, (uint32_t)s, 1) < 0) {
-			free(t.mx);
-			return -ENOMEM;
-		}
-		out->tenants[i].units += 1;
-		out->rounds++;
+		out->tenants[i].units += placed;
+		out->rounds += (uint64_t)placed;
 		d->key[i] = out->tenants[i].units * d->dom[i] / dm->weight;
-		theap_down(&d->q, 0);
+		if (placed < k)
+			theap_pop(&d->q);
+		else
+			theap_down(&d->q, 0);
 	}
 	free(t.mx);
-	return 0;
+	return err;
 }
 
 int drfh_place_from(const struct drfh_problem *p, enum drfh_fit fit, const struct drfh_place *prev,

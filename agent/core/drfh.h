@@ -78,6 +78,12 @@ struct drfh_result {
 	bool by_group;            /* places[].where is a group (divisible), else a server */
 	double utilization[DRF_NRES]; /* allocated / pool */
 	uint64_t rounds;          /* divisible: LPs solved; discrete: tasks placed */
+	/*
+	 * Best-Fit and First-Fit: the work done, in inner steps (a tenant's
+	 * turn, a server given tasks, a class of servers read in a count's
+	 * search), however many tasks they place: for tests and benchmarks.
+	 */
+	uint64_t work;
 };
 
 /*
@@ -104,7 +110,33 @@ enum drfh_fit {
  * the earlier tenant) places its next task on a server chosen by fit (ties: the
  * earlier server); a tenant whose task fits nowhere stops, as does one with all
  * its tasks placed. -E2BIG past DRF_DISCRETE_MAX_TASKS tasks.
+ *
+ * Counts, not tasks: a tenant's turn places at once the run of tasks it would
+ * place one at a time before another tenant's turn (its share reaching the
+ * next lowest's, or its count), and a run goes to the servers by arithmetic:
+ * how many tasks fit on a server is a division, and Best-Fit's H on a server
+ * after l tasks of a tenant alone is H_0 R / (R - l U) (R the server's
+ * remaining capacity, U the task, both summed over the pool's fractions), so
+ * the run's tasks on each server are those below one threshold of H, found by
+ * bisection over the classes of servers. The servers nearest the threshold
+ * take their last task of the run one at a time, by the search itself, so
+ * ties go as before. The work is then O(turns x classes x log), not O(tasks).
+ *
+ * Where it differs from one task at a time: (1) a run's remaining capacity is
+ * c - k s, rounded once, not k times (the same for tasks and capacities in
+ * binary fractions); (2) H values within H_EPS (1e-12) of each other but on
+ * different servers are taken by H in a run's bulk, by server order one at a
+ * time; (3) tenants whose shares rise together take turns of one task each,
+ * so past DRFH_EXACT_TURNS turns a turn places at least 1/DRFH_RUN_FRACTION of
+ * the tasks the tenant holds (each tenant then takes O(DRFH_RUN_FRACTION x
+ * log tasks) turns): a tenant's weighted share then passes the next one's by
+ * at most 1/DRFH_RUN_FRACTION of its own (plus one task), and a tenant that
+ * stops for room may stop short of another's share by as much. Below
+ * DRFH_EXACT_TURNS turns (every test fleet) the tasks per tenant and server
+ * are those of one task at a time.
  */
+#define DRFH_EXACT_TURNS 65536
+#define DRFH_RUN_FRACTION 256
 int drfh_place(const struct drfh_problem *p, enum drfh_fit fit, struct drfh_result *ret);
 
 /*
@@ -114,6 +146,8 @@ int drfh_place(const struct drfh_problem *p, enum drfh_fit fit, struct drfh_resu
  * capacity sheds the last tenants' tasks first; a tenant over its count loses
  * the tasks on its last servers), and the greedy goes on from there. The
  * result's rounds are the tasks placed anew. -EINVAL for a prev out of range.
+ * It never moves a task: a tenant that comes to a full fleet gets nothing
+ * (drfh_converge() does).
  */
 int drfh_place_from(const struct drfh_problem *p, enum drfh_fit fit, const struct drfh_place *prev,
 		    size_t nprev, struct drfh_result *ret);

@@ -972,6 +972,198 @@ static void test_best_fit_against_scan(void **state)
 	}
 }
 
+/*
+ * The runs' bulk against the scan: few servers, each of room for hundreds of
+ * tasks, and tenants with large counts, so that a turn places many tasks at
+ * once (found by a threshold of H, not one at a time). Shapes and capacities
+ * on a grid of quarters: the bulk's c - k s is the scan's k subtractions. The
+ * same tasks per tenant and server, for less work than tasks.
+ */
+static void test_runs_against_scan(void **state)
+{
+	int n = nrounds() / 3 + 1;
+	uint64_t work = 0, tasks = 0;
+
+	(void)state;
+	for (int k = 0; k < n; k++) {
+		struct rng g = { base_seed * 7919 + (uint64_t)k };
+		struct drfh_server_spec specs[4] = { 0 };
+		struct drf_demand dem[5] = { 0 };
+		struct drfh_problem p = { .specs = specs, .demands = dem };
+		struct drfh_result r;
+		double units[5], *counts;
+		int m = rng_int(&g, 2, 3);
+		size_t ns = 0;
+
+		p.nspecs = (size_t)rng_int(&g, 1, 4);
+		p.n = (size_t)rng_int(&g, 1, 5);
+		for (size_t s = 0; s < p.nspecs; s++) {
+			specs[s].count = (size_t)rng_int(&g, 1, 3);
+			ns += specs[s].count;
+			for (int res = 0; res < m; res++)
+				specs[s].capacity[res] = rng_int(&g, 64, 1024) / 4.0;
+		}
+		for (size_t i = 0; i < p.n; i++) {
+			dem[i].weight = rng_int(&g, 1, 4);
+			for (int res = 0; res < m; res++)
+				dem[i].shape[res] = rng_int(&g, 0, 3) == 0 ? 0 : rng_int(&g, 1, 8) / 4.0;
+			if (dem[i].shape[0] == 0 && dem[i].shape[1] == 0)
+				dem[i].shape[0] = 0.25;
+			/* one tenant alone for long: the others' counts run out */
+			dem[i].max_units = i == 0 ? INFINITY : rng_int(&g, 1, 400);
+		}
+		counts = calloc(p.n * ns, sizeof(*counts));
+		brute_best_fit(&p, ns, units, counts);
+		assert_int_equal(drfh_place(&p, DRFH_BEST_FIT, &r), 0);
+		for (size_t i = 0; i < p.n; i++) {
+			double got[12] = { 0 };
+
+			assert_true(r.tenants[i].units == units[i]);
+			for (size_t q = 0; q < r.nplaces; q++)
+				if (r.places[q].tenant == i)
+					got[r.places[q].where] = r.places[q].tasks;
+			for (size_t l = 0; l < ns; l++)
+				if (got[l] != counts[i * ns + l]) {
+					print_error("fleet %d of seed %llu: tenant %zu on server %zu: "
+						    "Best-Fit %g tasks, the scan %g\n", k,
+						    (unsigned long long)base_seed, i, l, got[l],
+						    counts[i * ns + l]);
+					fail();
+				}
+		}
+		work += r.work;
+		tasks += r.rounds;
+		drfh_result_free(&r);
+		free(counts);
+	}
+	print_message("Best-Fit in runs: %llu tasks for %llu steps of work\n",
+		      (unsigned long long)tasks, (unsigned long long)work);
+	/* tenants of counts rise together with the unlimited one: their turns are a task each */
+	assert_true(work < 4 * tasks);
+}
+
+/*
+ * Issue 29's fleet: three nodes, two tenants of cpu and memory, and an
+ * unlimited tenant whose task is about 1e-8 of the pool's net-rate (2.6 bit/s
+ * of 250 Mbit/s): ~1e8 tasks, which one at a time took 9 s. Its tasks are
+ * net-rate alone, which no one else needs: it gets every task each node's
+ * net-rate holds, as the scan says (the scan on the same fleet with tasks
+ * 100 times larger: the same tasks per server for the others, and for it
+ * every task that fits). The work does not grow with its tasks.
+ */
+static void tiny_fleet(struct drfh_server_spec sv[3], struct drf_demand d[3], double tiny)
+{
+	static const double cap[3][3] = { { 8, 16, 100e6 }, { 16, 32, 100e6 }, { 4, 8, 50e6 } };
+
+	memset(sv, 0, 3 * sizeof(*sv));
+	memset(d, 0, 3 * sizeof(*d));
+	for (int s = 0; s < 3; s++) {
+		sv[s].count = 1;
+		sv[s].capacity[DRF_RES_CPU] = cap[s][0];
+		sv[s].capacity[DRF_RES_MEMORY] = cap[s][1] * 1073741824.0;
+		sv[s].capacity[DRF_RES_NET] = cap[s][2];
+	}
+	d[0] = (struct drf_demand){ .weight = 1, .max_units = 6 };
+	d[0].shape[DRF_RES_CPU] = 1;
+	d[0].shape[DRF_RES_MEMORY] = 1073741824.0;
+	d[1] = (struct drf_demand){ .weight = 1, .max_units = INFINITY };
+	d[1].shape[DRF_RES_CPU] = 2;
+	d[1].shape[DRF_RES_MEMORY] = 2 * 1073741824.0;
+	d[2] = (struct drf_demand){ .weight = 1, .max_units = INFINITY };
+	d[2].shape[DRF_RES_NET] = tiny;
+}
+
+static void test_tiny_tasks_bounded(void **state)
+{
+	struct drfh_server_spec sv[3];
+	struct drf_demand d[3];
+	struct drfh_problem p = { .nspecs = 3, .specs = sv, .n = 3, .demands = d };
+	struct drfh_result r;
+	double units[3], counts[9];
+	uint64_t work[3];
+	static const double tiny[3] = { 260, 26, 2.6 };
+
+	(void)state;
+	for (int k = 0; k < 3; k++) {
+		double want = 0;
+
+		tiny_fleet(sv, d, tiny[k]);
+		assert_int_equal(drfh_place(&p, DRFH_BEST_FIT, &r), 0);
+		for (int s = 0; s < 3; s++)
+			want += floor(sv[s].capacity[DRF_RES_NET] / tiny[k]);
+		assert_true(r.tenants[2].units == want);
+		if (k < 2) { /* the scan: 1e6 tasks and fewer */
+			brute_best_fit(&p, 3, units, counts);
+			for (size_t q = 0; q < r.nplaces; q++)
+				assert_true(r.places[q].tasks ==
+					    counts[r.places[q].tenant * 3 + r.places[q].where]);
+			for (int i = 0; i < 3; i++)
+				assert_true(r.tenants[i].units == units[i]);
+		}
+		work[k] = r.work;
+		print_message("tiny task %g bit/s: %g tasks, %llu steps of work\n", tiny[k],
+			      r.tenants[2].units, (unsigned long long)r.work);
+		drfh_result_free(&r);
+		/* a turn per task of the others, and a count's search in each of its */
+		assert_true(work[k] <= 5000);
+	}
+	assert_true(work[2] <= 2 * work[0]); /* 100 times the tasks: the searches' bits */
+	/* First-Fit too: a server's room is a division */
+	assert_int_equal(drfh_place(&p, DRFH_FIRST_FIT, &r), 0);
+	assert_true(r.work <= 100);
+	drfh_result_free(&r);
+}
+
+/*
+ * A node that says it has 1e15 bytes of memory (or 1e16), and two tenants of
+ * memory alone whose shares rise together: one task each a turn, ~1e6 and
+ * ~1e7 turns one at a time. Past DRFH_EXACT_TURNS the turns grow with what a
+ * tenant holds: the work stays ~1e5 however large the node, and the shares are
+ * the scan's within 1/DRFH_RUN_FRACTION (drfh.h).
+ */
+static void test_huge_server_bounded(void **state)
+{
+	uint64_t work[2];
+
+	(void)state;
+	for (int k = 0; k < 2; k++) {
+		struct drfh_server_spec sv[3] = { 0 };
+		struct drf_demand d[4] = { 0 };
+		struct drfh_problem p = { .nspecs = 3, .specs = sv, .n = 4, .demands = d };
+		struct drfh_result r;
+		double units[4], *counts = calloc(12, sizeof(*counts));
+
+		for (int s = 0; s < 3; s++) {
+			sv[s].count = 1;
+			sv[s].capacity[DRF_RES_CPU] = 16;
+			sv[s].capacity[DRF_RES_MEMORY] = 64 * 1073741824.0;
+		}
+		sv[2].capacity[DRF_RES_MEMORY] = k ? 1e16 : 1e15;
+		for (int i = 0; i < 4; i++) {
+			d[i].weight = 1;
+			d[i].max_units = INFINITY;
+			d[i].shape[DRF_RES_MEMORY] = (i + 1) * 1073741824.0;
+			d[i].shape[DRF_RES_CPU] = i < 2 ? 1 : 0;
+		}
+		assert_int_equal(drfh_place(&p, DRFH_BEST_FIT, &r), 0);
+		brute_best_fit(&p, 3, units, counts);
+		for (int i = 0; i < 4; i++) {
+			print_message("node of %g bytes: tenant %d: %g tasks, the scan %g\n",
+				      sv[2].capacity[DRF_RES_MEMORY], i, r.tenants[i].units, units[i]);
+			assert_le_tol(fabs(r.tenants[i].units - units[i]),
+				      units[i] / DRFH_RUN_FRACTION + 1, 0, 0, "tasks");
+		}
+		work[k] = r.work;
+		print_message("%llu tasks for %llu steps of work\n", (unsigned long long)r.rounds,
+			      (unsigned long long)r.work);
+		/* DRFH_EXACT_TURNS turns, then O(DRFH_RUN_FRACTION x log tasks) a tenant */
+		assert_true(r.work < 400000);
+		drfh_result_free(&r);
+		free(counts);
+	}
+	assert_true(work[1] < 2 * work[0]); /* ten times the tasks */
+}
+
 static void test_rejects_malformed(void **state)
 {
 	struct drfh_server_spec sv = { .capacity = { 4, 4 }, .count = 1 };
@@ -1011,6 +1203,9 @@ int main(void)
 		cmocka_unit_test(test_place_from_keeps),
 		cmocka_unit_test(test_best_fit_ties),
 		cmocka_unit_test(test_best_fit_against_scan),
+		cmocka_unit_test(test_runs_against_scan),
+		cmocka_unit_test(test_tiny_tasks_bounded),
+		cmocka_unit_test(test_huge_server_bounded),
 		cmocka_unit_test(test_rejects_malformed),
 	};
 
