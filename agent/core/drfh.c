@@ -48,6 +48,32 @@ void drfh_pool(const struct drfh_problem *p, double pool[DRF_NRES])
 			pool[r] += p->specs[s].capacity[r] * (double)p->specs[s].count;
 }
 
+double drfh_capacity_max(int r)
+{
+	switch (r) {
+	case DRF_RES_CPU:
+		return DRFH_CAP_CPU_MAX;
+	case DRF_RES_MEMORY:
+		return DRFH_CAP_MEMORY_MAX;
+	case DRF_RES_IO_READ:
+	case DRF_RES_IO_WRITE:
+		return DRFH_CAP_IO_MAX;
+	default:
+		return DRFH_CAP_NET_MAX;
+	}
+}
+
+int drfh_capacity_check(const double cap[DRF_NRES], int *ret_res)
+{
+	for (int r = 0; r < DRF_NRES; r++)
+		if (!(cap[r] >= 0 && cap[r] <= drfh_capacity_max(r))) {
+			if (ret_res)
+				*ret_res = r;
+			return -ERANGE;
+		}
+	return 0;
+}
+
 /* The checks of drf_allocate, against the pool, and the servers'. */
 static int validate(const struct drfh_problem *p, double pool[DRF_NRES], size_t *ret_nservers)
 {
@@ -2090,6 +2116,228 @@ int drfh_place_from(const struct drfh_problem *p, enum drfh_fit fit, const struc
 int drfh_place(const struct drfh_problem *p, enum drfh_fit fit, struct drfh_result *out)
 {
 	return drfh_place_from(p, fit, NULL, 0, out);
+}
+
+/* ---- converging ---- */
+
+static int cmp_place_tw(const void *a, const void *b)
+{
+	const struct drfh_place *x = a, *y = b;
+
+	if (x->tenant != y->tenant)
+		return x->tenant < y->tenant ? -1 : 1;
+	return x->where < y->where ? -1 : x->where > y->where;
+}
+
+int drfh_place_toward(const struct drfh_problem *p, const struct drfh_place *prev, size_t nprev,
+		      const bool *pinned, struct drfh_result *ret)
+{
+	struct drfh_place *keep = malloc((nprev + 1) * sizeof(*keep));
+	struct drfh_result scratch;
+	double *left = NULL;
+	size_t nkeep = 0;
+	int err;
+
+	size_t ns = 0;
+
+	if (!keep)
+		return -ENOMEM;
+	for (size_t s = 0; s < p->nspecs; s++)
+		ns += p->specs[s].count;
+	for (size_t k = 0; k < nprev; k++) {
+		if (prev[k].tenant >= p->n || prev[k].where >= ns || !(prev[k].tasks >= 0)) {
+			free(keep);
+			return -EINVAL;
+		}
+		if (pinned && pinned[prev[k].where])
+			keep[nkeep++] = prev[k];
+	}
+	qsort(keep, nkeep, sizeof(*keep), cmp_place_tw);
+	/* From scratch (the pinned servers' tasks where they are): the fair counts. */
+	err = drfh_place_from(p, DRFH_BEST_FIT, keep, nkeep, &scratch);
+	if (err < 0) {
+		free(keep);
+		return err;
+	}
+	left = malloc((p->n + 1) * sizeof(*left));
+	if (!left) {
+		drfh_result_free(&scratch);
+		free(keep);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < p->n; i++)
+		left[i] = scratch.tenants[i].units;
+	for (size_t k = 0; k < nkeep; k++)
+		left[keep[k].tenant] -= keep[k].tasks;
+	/* The others, each tenant's up to its count, its first servers first. */
+	for (size_t k = 0; k < nprev; k++) {
+		const struct drfh_place *q = &prev[k];
+
+		if (pinned && pinned[q->where])
+			continue;
+		keep[nkeep] = *q;
+		keep[nkeep].tasks = fmax(0, fmin(q->tasks, left[q->tenant]));
+		left[q->tenant] -= keep[nkeep].tasks;
+		nkeep += keep[nkeep].tasks > 0;
+	}
+	drfh_result_free(&scratch);
+	free(left);
+	if (err == 0) {
+		qsort(keep, nkeep, sizeof(*keep), cmp_place_tw);
+		err = drfh_place_from(p, DRFH_BEST_FIT, keep, nkeep, ret);
+	}
+	free(keep);
+	return err;
+}
+
+int drfh_converge(const struct drfh_problem *p, const struct drfh_place *prev, size_t nprev,
+		  const struct drfh_result *target, double max_moves, struct drfh_result *ret,
+		  double *ret_moves, bool *ret_more)
+{
+	struct drfh_result out;
+	struct drfh_place *pv = NULL, *mg = NULL;
+	double pool[DRF_NRES], *cap = NULL, *left = NULL, *pending = NULL;
+	double total_p = 0, total_t = 0, budget, moves = 0;
+	size_t nservers, nm = 0, a = 0, b = 0;
+	bool more = false;
+	int err;
+
+	err = validate(p, pool, &nservers);
+	if (err < 0)
+		return err;
+	if (target->by_group || target->nservers != nservers || target->n != p->n)
+		return -EINVAL;
+	err = result_init(p, pool, nservers, &out);
+	if (err < 0)
+		return err;
+	pv = malloc((nprev + 1) * sizeof(*pv));
+	mg = malloc((nprev + target->nplaces + 1) * sizeof(*mg) * 2);
+	cap = malloc((nservers + 1) * DRF_NRES * sizeof(*cap));
+	left = malloc((p->n + 1) * sizeof(*left));
+	pending = calloc(nservers + 1, sizeof(*pending));
+	if (!pv || !mg || !cap || !left || !pending) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (size_t s = 0, l = 0; s < p->nspecs; s++)
+		for (size_t c = 0; c < p->specs[s].count; c++, l++)
+			memcpy(&cap[l * DRF_NRES], p->specs[s].capacity, sizeof(p->specs[s].capacity));
+	for (size_t i = 0; i < p->n; i++) {
+		double u[DRF_NRES];
+		int dr;
+
+		left[i] = normalize(pool, &p->demands[i], u, &dr) > 0 ? p->demands[i].max_units : 0;
+	}
+	/*
+	 * The placement in force, as much of it as can exist: no more of a tenant
+	 * than its count, nor on a server than the server holds of it alone (a
+	 * count from outside may be anything). What is past that is no task.
+	 */
+	memcpy(pv, prev, nprev * sizeof(*pv));
+	qsort(pv, nprev, sizeof(*pv), cmp_place_tw);
+	for (size_t k = 0; k < nprev; k++) {
+		const double *sh;
+
+		if (pv[k].tenant >= p->n || pv[k].where >= nservers || !(pv[k].tasks >= 0) ||
+		    pv[k].tasks != floor(pv[k].tasks)) {
+			err = -EINVAL;
+			goto out;
+		}
+		sh = p->demands[pv[k].tenant].shape;
+		pv[k].tasks = fmin(pv[k].tasks, left[pv[k].tenant]);
+		for (int r = 0; r < DRF_NRES; r++)
+			if (pool[r] > 0 && sh[r] > 0)
+				pv[k].tasks = fmin(pv[k].tasks,
+						   floor((cap[pv[k].where * DRF_NRES + r] +
+							  FIT_EPS * pool[r]) / sh[r]));
+		left[pv[k].tenant] -= pv[k].tasks;
+		total_p += pv[k].tasks;
+	}
+	for (size_t k = 0; k < target->nplaces; k++)
+		total_t += target->places[k].tasks;
+	budget = max_moves > 0 ? max_moves
+			       : fmax(DRFH_CONVERGE_MIN, ceil(fmax(total_p, total_t) /
+							      DRFH_CONVERGE_PART));
+	/* Both lists by tenant, then server: merged, a (tenant, server) an entry. */
+	while (a < nprev || b < target->nplaces) {
+		int c = a == nprev		 ? 1
+			: b == target->nplaces ? -1
+					       : cmp_place_tw(&pv[a], &target->places[b]);
+		struct drfh_place *e = &mg[nm];
+
+		if (c < 0) {
+			*e = pv[a++];
+			e[1].tasks = 0;
+		} else if (c > 0) {
+			*e = target->places[b++];
+			e[1].tasks = e->tasks;
+			e->tasks = 0;
+		} else {
+			*e = pv[a++];
+			e[1].tasks = target->places[b++].tasks;
+		}
+		if (e->tasks > 0 || e[1].tasks > 0)
+			nm += 2; /* mg[2j]: in force; mg[2j + 1].tasks: the target's */
+	}
+	/* Removals first, as far as the budget goes; what stays over is pending on its server. */
+	for (size_t j = 0; j < nm; j += 2) {
+		double over = mg[j].tasks - mg[j + 1].tasks, r;
+
+		if (!(over > 0))
+			continue;
+		r = fmin(over, budget);
+		mg[j].tasks -= r;
+		budget -= r;
+		moves += r;
+		pending[mg[j].where] += over - r;
+	}
+	/*
+	 * Then the target's tasks that are missing, on servers with nothing
+	 * pending: tasks started, not moved (their room is free), so no budget.
+	 */
+	for (size_t j = 0; j < nm; j += 2) {
+		double under = mg[j + 1].tasks - mg[j].tasks;
+
+		if (under > 0 && !(pending[mg[j].where] > 0))
+			mg[j].tasks += under;
+	}
+	out.places = calloc(nm / 2 + 1, sizeof(*out.places));
+	if (!out.places) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (size_t j = 0; j < nm; j += 2) {
+		more = more || mg[j].tasks != mg[j + 1].tasks;
+		if (!(mg[j].tasks > 0))
+			continue;
+		out.places[out.nplaces++] = mg[j];
+		out.tenants[mg[j].tenant].units += mg[j].tasks;
+	}
+	for (size_t i = 0; i < p->n; i++) {
+		double u[DRF_NRES];
+		int dr;
+
+		if (!(normalize(pool, &p->demands[i], u, &dr) > 0))
+			out.tenants[i].units = p->demands[i].max_units;
+	}
+	out.rounds = (uint64_t)moves;
+	finish(p, &out);
+out:
+	free(pv);
+	free(mg);
+	free(cap);
+	free(left);
+	free(pending);
+	if (err < 0) {
+		drfh_result_free(&out);
+		return err;
+	}
+	*ret = out;
+	if (ret_moves)
+		*ret_moves = moves;
+	if (ret_more)
+		*ret_more = more;
+	return 0;
 }
 
 int drfh_per_server_drf(const struct drfh_problem *p, struct drfh_result *out)

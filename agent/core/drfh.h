@@ -153,6 +153,51 @@ int drfh_place_from(const struct drfh_problem *p, enum drfh_fit fit, const struc
 		    size_t nprev, struct drfh_result *ret);
 
 /*
+ * The placement a fleet's plan converges to from the one in force (prev, any
+ * order; pinned: per server, whether its tasks in prev stay, NULL none): the
+ * fair counts from scratch (Best-Fit, from the pinned servers' tasks alone),
+ * then what stays of prev (each tenant's tasks up to its fair count, the
+ * pinned servers' first, then in prev's order), and Best-Fit from there. A
+ * tenant over its fair count gives the rest up; one under it (new, or
+ * displaced once) gets the room: a placement Best-Fit would leave as it is
+ * stays, and any other is led to the counts from scratch. -EINVAL for a prev
+ * out of range.
+ */
+int drfh_place_toward(const struct drfh_problem *p, const struct drfh_place *prev, size_t nprev,
+		      const bool *pinned, struct drfh_result *ret);
+
+/*
+ * One planning round from the placement in force (prev: whole tasks, servers
+ * indexed in p, any order) toward target (a whole-task result of p, by
+ * server), removing at most max_moves tasks (<= 0: max(DRFH_CONVERGE_MIN,
+ * a DRFH_CONVERGE_PART-th of the larger of the two placements' tasks)):
+ *  - on each server a tenant keeps min(prev, target) of its tasks: what
+ *    both have stays where it is;
+ *  - tasks over the target are removed (by tenant, then server), as far as
+ *    the budget goes: the churn, tasks stopped where they run;
+ *  - tasks under the target are added where the target has them, on each
+ *    server with nothing over the target left on it (so that it holds no
+ *    more than the target: within its capacity); starting a task where room
+ *    is free moves nothing, and the budget does not bound it.
+ * prev is first cut to what can exist (a tenant's count, a server's room for
+ * that tenant alone): a count from outside may be anything.
+ * The round's placement in ret (places by tenant then server; rounds: the
+ * tasks removed, also in *ret_moves), and in *ret_more whether it is short of
+ * the target (another round is needed). Each round removes min(budget, what
+ * is over): from any prev
+ * the target is reached in at most max(1, ceil(over / budget)) rounds (over:
+ * the tasks of prev past the target; a server's additions come in the round
+ * of its last removal), DRFH_CONVERGE_PART with the default budget. A prev
+ * equal to the target moves nothing.
+ * -EINVAL for a prev out of range or a target not of p.
+ */
+#define DRFH_CONVERGE_MIN 16
+#define DRFH_CONVERGE_PART 4
+int drfh_converge(const struct drfh_problem *p, const struct drfh_place *prev, size_t nprev,
+		  const struct drfh_result *target, double max_moves, struct drfh_result *ret,
+		  double *ret_moves, bool *ret_more);
+
+/*
  * The comparisons the seed makes, on the same fleet and whole tasks:
  *  - per-server DRF: each server in order shares itself by discrete DRF among
  *    the tenants' tasks not yet placed (dominant shares against that server);
@@ -165,6 +210,31 @@ int drfh_per_server_drf(const struct drfh_problem *p, struct drfh_result *ret);
 int drfh_slots(const struct drfh_problem *p, const double slot[DRF_NRES], struct drfh_result *ret);
 
 void drfh_result_free(struct drfh_result *r);
+
+/*
+ * The most a server may have of each resource, as sane hardware goes: a
+ * capacity past it is a mistake or a lie (a node that registers 1e15 cores
+ * makes every task a speck of the pool), and a fleet leaves such a node out of
+ * its plan (fleetview.c) with the reason. Node registrations (fleetjson.c)
+ * may refuse them with drfh_capacity_check() too.
+ *   cpu          65,536 cores
+ *   memory       2^52 bytes (4 PiB)
+ *   io-read-bps, io-write-bps   1e13 bytes/s (10 TB/s)
+ *   net-rate, net-ingress-rate  1e13 bits/s (10 Tbit/s)
+ */
+#define DRFH_CAP_CPU_MAX 65536.0
+#define DRFH_CAP_MEMORY_MAX 4503599627370496.0 /* 2^52 */
+#define DRFH_CAP_IO_MAX 1e13
+#define DRFH_CAP_NET_MAX 1e13
+
+/* The bound of resource r (DRFH_CAP_*_MAX). */
+double drfh_capacity_max(int r);
+
+/*
+ * 0 if every entry of cap is within its bound (and >= 0, finite); -ERANGE
+ * with the first resource past it in *ret_res (may be NULL) otherwise.
+ */
+int drfh_capacity_check(const double cap[DRF_NRES], int *ret_res);
 
 /* The pool: sum of every server's capacity. */
 void drfh_pool(const struct drfh_problem *p, double pool[DRF_NRES]);

@@ -130,7 +130,8 @@ static void tenants_check(struct drf_fleet_view *v)
 
 	for (size_t k = 0; k < v->n_nodes; k++)
 		for (int r = 0; r < DRF_NRES; r++)
-			pool[r] += v->nodes[k].capacity[r];
+			if (drfh_capacity_check(v->nodes[k].capacity, NULL) == 0)
+				pool[r] += v->nodes[k].capacity[r];
 	for (size_t i = 0; i < v->n_tenants; i++) {
 		struct drf_tenant *t = &v->tenants[i].t;
 		const char *why = NULL, *other = NULL;
@@ -145,6 +146,8 @@ static void tenants_check(struct drf_fleet_view *v)
 			bool fits = false;
 
 			for (size_t k = 0; k < v->n_nodes && !fits; k++) {
+				if (drfh_capacity_check(v->nodes[k].capacity, NULL) != 0)
+					continue; /* left out of the plan */
 				fits = true;
 				for (int r = 0; r < DRF_NRES && fits; r++) {
 					double want = t->declared[r] ? t->vec[r] : pool[r];
@@ -187,6 +190,25 @@ static void tenants_check(struct drf_fleet_view *v)
 		drf_fleet_tenant_clear(t);
 	}
 	v->n_tenants = kept;
+}
+
+/*
+ * A node whose capacity is past sane hardware (drfh.h's DRFH_CAP_*_MAX): kept
+ * in the view (it is alive), left out of the plan by drf_fleet_compute(), and
+ * said here: a node that registers 1e15 cores makes every task a speck.
+ */
+static void nodes_check(struct drf_fleet_view *v)
+{
+	for (size_t k = 0; k < v->n_nodes; k++) {
+		int r;
+
+		if (drfh_capacity_check(v->nodes[k].capacity, &r) == 0)
+			continue;
+		if (v->n_invalid++ == 0)
+			snprintf(v->invalid, sizeof(v->invalid), "node '%s': %s %g is past the %g a "
+				 "node may have: left out of the plan", v->nodes[k].name,
+				 drf_res_name(r), v->nodes[k].capacity[r], drfh_capacity_max(r));
+	}
 }
 
 static int cmp_task(const void *a, const void *b)
@@ -381,6 +403,7 @@ out:
 	qsort(v.nodes, v.n_nodes, sizeof(*v.nodes), cmp_node);
 	qsort(v.tenants, v.n_tenants, sizeof(*v.tenants), cmp_tenant);
 	qsort(v.assigns, v.n_assigns, sizeof(*v.assigns), cmp_assign);
+	nodes_check(&v);
 	tenants_check(&v);
 	*ret = v;
 	return 0;
@@ -514,9 +537,30 @@ static ssize_t tenant_index(const struct drf_tenant *t, size_t n, const char *na
 	return -1;
 }
 
+int drf_fleet_compute_more(const struct drf_fleet_view *v, const char *planner,
+			   struct drf_fleet_assignment **ret, bool *ret_more);
+
 int drf_fleet_compute(const struct drf_fleet_view *v, const char *planner,
 		      struct drf_fleet_assignment **ret)
 {
+	return drf_fleet_compute_more(v, planner, ret, NULL);
+}
+
+/*
+ * The plan, one round at a time (drfh_converge): the target is DRFH Best-Fit
+ * from scratch, but for the nodes that are in the view without a lease (a
+ * silent node the planner keeps in its grace, fleet.c's keep_silent), whose
+ * placement in force stays and the target is continued from; the round moves
+ * the placement in force toward the target, at most a quarter of the tasks
+ * (drfh.h). *ret_more (NULL: not asked): the round is short of the target,
+ * plan again (the next round starts from the assignments this one wrote).
+ */
+int drf_fleet_compute_more(const struct drf_fleet_view *v, const char *planner,
+			   struct drf_fleet_assignment **ret, bool *ret_more)
+{
+	struct drfh_result target = { 0 };
+	bool have_target = false, more = false;
+	bool *pinned = NULL;
 	size_t nn = v->n_nodes, ns = 0, nt = 0, np = 0, nprev_cap = 0;
 	struct drf_fleet_assignment *out = calloc(nn + 1, sizeof(*out));
 	size_t *server_of = calloc(nn + 1, sizeof(*server_of));
@@ -548,7 +592,8 @@ int drf_fleet_compute(const struct drf_fleet_view *v, const char *planner,
 		server_of[k] = SIZE_MAX;
 		for (int res_i = 0; res_i < DRF_NRES; res_i++)
 			any = any || nd->capacity[res_i] > 0;
-		if (!any)
+		/* Past sane hardware (drfh.h): no part in the plan (the view's decode says why). */
+		if (!any || drfh_capacity_check(nd->capacity, NULL) != 0)
 			continue;
 		snprintf(servers[ns].name, sizeof(servers[ns].name), "%s", nd->name);
 		memcpy(servers[ns].capacity, nd->capacity, sizeof(servers[ns].capacity));
@@ -614,9 +659,26 @@ int drf_fleet_compute(const struct drf_fleet_view *v, const char *planner,
 		goto out;
 	if (np)
 		qsort(prev, np, sizeof(*prev), cmp_place);
-	r = drfh_place_from(&p, DRFH_BEST_FIT, prev, np, &res);
+	/*
+	 * The tasks of nodes not read from etcd (no revision: a silent node in
+	 * its grace, put in the view by fleet.c) stay where they are.
+	 */
+	pinned = calloc(ns + 1, sizeof(*pinned));
+	if (!pinned) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (size_t k = 0; k < ns; k++)
+		pinned[k] = v->nodes[node_of[k]].mod_revision == 0;
+	r = drfh_place_toward(&p, prev, np, pinned, &target);
 	if (r == -EINVAL && np) /* a placement in force it cannot continue from: from scratch */
-		r = drfh_place(&p, DRFH_BEST_FIT, &res);
+		r = drfh_place(&p, DRFH_BEST_FIT, &target);
+	if (r < 0)
+		goto out;
+	have_target = true;
+	r = drfh_converge(&p, prev, np, &target, 0, &res, NULL, &more);
+	if (r == -EINVAL) /* a placement in force out of range: the target at once */
+		r = drfh_converge(&p, NULL, 0, &target, INFINITY, &res, NULL, &more);
 	if (r < 0)
 		goto out;
 	planned = true;
@@ -661,6 +723,9 @@ done:
 out:
 	if (planned)
 		drfh_result_free(&res);
+	if (have_target)
+		drfh_result_free(&target);
+	free(pinned);
 	free(prev);
 	free(specs);
 	free(dem);
@@ -674,6 +739,8 @@ out:
 		return r;
 	}
 	*ret = out;
+	if (ret_more)
+		*ret_more = more;
 	return 0;
 }
 

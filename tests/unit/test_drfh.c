@@ -1164,6 +1164,168 @@ static void test_huge_server_bounded(void **state)
 	assert_true(work[1] < 2 * work[0]); /* ten times the tasks */
 }
 
+/*
+ * Planning rounds as the fleet's planner runs them: the target toward the
+ * placement in force (drfh_place_toward), then a round of at most max_moves
+ * tasks stopped (drfh_converge), until no more is needed. The rounds taken;
+ * *prev (n entries) becomes the last placement. Each round's churn is checked
+ * against its bound.
+ */
+static int plan_rounds(const struct drfh_problem *p, struct drfh_place **prev, size_t *n,
+		       double max_moves, int limit)
+{
+	int rounds = 0;
+
+	for (;;) {
+		struct drfh_result t, r;
+		double moved;
+		bool more;
+
+		assert_int_equal(drfh_place_toward(p, *prev, *n, NULL, &t), 0);
+		assert_int_equal(drfh_converge(p, *prev, *n, &t, max_moves, &r, &moved, &more), 0);
+		assert_true(moved <= max_moves);
+		free(*prev);
+		*prev = malloc((r.nplaces + 1) * sizeof(**prev));
+		memcpy(*prev, r.places, r.nplaces * sizeof(**prev));
+		*n = r.nplaces;
+		drfh_result_free(&t);
+		drfh_result_free(&r);
+		rounds++;
+		if (!more || rounds >= limit)
+			return rounds;
+	}
+}
+
+static double tasks_of(const struct drfh_place *pl, size_t n, uint32_t tenant)
+{
+	double t = 0;
+
+	for (size_t k = 0; k < n; k++)
+		t += pl[k].tenant == tenant ? pl[k].tasks : 0;
+	return t;
+}
+
+/*
+ * Issue 29: a tenant added to a fleet already full. Continued from the plan
+ * in force (drfh_place_from) it never gets a task; planned in rounds toward
+ * the counts from scratch it gets them, with at most 4 tasks stopped a round.
+ */
+static void test_converge_late_tenant(void **state)
+{
+	struct drfh_server_spec sv[3] = { { .capacity = { 8, 16 }, .count = 1 },
+					  { .capacity = { 16, 16 }, .count = 1 },
+					  { .capacity = { 8, 32 }, .count = 1 } };
+	struct drf_demand d[2] = { { .weight = 1, .shape = { 1, 1 }, .max_units = INFINITY },
+				   { .weight = 1, .shape = { 2, 2 }, .max_units = 5 } };
+	struct drfh_problem p1 = { .nspecs = 3, .specs = sv, .n = 1, .demands = d };
+	struct drfh_problem p2 = { .nspecs = 3, .specs = sv, .n = 2, .demands = d };
+	struct drfh_result full, scratch, r;
+	struct drfh_place *pl;
+	size_t n;
+	int rounds;
+
+	(void)state;
+	assert_int_equal(drfh_place(&p1, DRFH_BEST_FIT, &full), 0); /* batch alone: all of it */
+	assert_int_equal(drfh_place(&p2, DRFH_BEST_FIT, &scratch), 0);
+	assert_true(scratch.tenants[1].units == 5);
+	/* as before: continued from the plan in force, late gets nothing */
+	assert_int_equal(drfh_place_from(&p2, DRFH_BEST_FIT, full.places, full.nplaces, &r), 0);
+	assert_true(r.tenants[1].units == 0);
+	drfh_result_free(&r);
+	n = full.nplaces;
+	pl = malloc((n + 1) * sizeof(*pl));
+	memcpy(pl, full.places, n * sizeof(*pl));
+	rounds = plan_rounds(&p2, &pl, &n, 4, 100);
+	print_message("late tenant into a full fleet: %g tasks after %d rounds (from scratch %g)\n",
+		      tasks_of(pl, n, 1), rounds, scratch.tenants[1].units);
+	assert_true(tasks_of(pl, n, 1) == scratch.tenants[1].units);
+	assert_true(tasks_of(pl, n, 0) == scratch.tenants[0].units);
+	/* 10 tasks over the target, 4 a round */
+	assert_true(rounds <= 4);
+	/* converged: the next round moves nothing */
+	assert_int_equal(plan_rounds(&p2, &pl, &n, 4, 100), 1);
+	free(pl);
+	drfh_result_free(&full);
+	drfh_result_free(&scratch);
+}
+
+/*
+ * A tenant that displaces another for a while (a heavy weight), then leaves:
+ * the displaced one gets its tasks back (continued from the plan in force, it
+ * stayed displaced). And a placement at DRFH already moves nothing.
+ */
+static void test_converge_displaced_returns(void **state)
+{
+	struct drfh_server_spec sv[2] = { { .capacity = { 8, 16 }, .count = 2 },
+					  { .capacity = { 4, 8 }, .count = 1 } };
+	/* web; batch, of memory; a heavy tenant of cpu, whose room fits no web task */
+	struct drf_demand d[3] = { { .weight = 1, .shape = { 1, 2 }, .max_units = 6 },
+				   { .weight = 1, .shape = { 0.25, 2 }, .max_units = INFINITY },
+				   { .weight = 20, .shape = { 1, 0.25 }, .max_units = INFINITY } };
+	struct drfh_problem p2 = { .nspecs = 2, .specs = sv, .n = 2, .demands = d };
+	struct drfh_problem p3 = { .nspecs = 2, .specs = sv, .n = 3, .demands = d };
+	struct drfh_result a, t, r;
+	struct drfh_place *pl;
+	size_t n, w;
+	double moved, web;
+	bool more;
+	int rounds;
+
+	(void)state;
+	assert_int_equal(drfh_place(&p2, DRFH_BEST_FIT, &a), 0);
+	assert_true(a.tenants[0].units == 6);
+	/* at DRFH already: the same target, nothing moved, no more rounds */
+	assert_int_equal(drfh_place_toward(&p2, a.places, a.nplaces, NULL, &t), 0);
+	assert_int_equal(drfh_converge(&p2, a.places, a.nplaces, &t, 0, &r, &moved, &more), 0);
+	assert_true(moved == 0 && !more);
+	assert_int_equal(r.nplaces, a.nplaces);
+	assert_memory_equal(r.places, a.places, a.nplaces * sizeof(*a.places));
+	drfh_result_free(&t);
+	drfh_result_free(&r);
+	/* the heavy tenant comes */
+	n = a.nplaces;
+	pl = malloc((n + 1) * sizeof(*pl));
+	memcpy(pl, a.places, n * sizeof(*pl));
+	rounds = plan_rounds(&p3, &pl, &n, 3, 100);
+	web = tasks_of(pl, n, 0);
+	print_message("heavy tenant: web %g tasks after %d rounds\n", web, rounds);
+	assert_true(web < 6);
+	/* it leaves: its places go; web back to 6 in rounds */
+	for (size_t k = w = 0; k < n; k++)
+		if (pl[k].tenant != 2)
+			pl[w++] = pl[k];
+	n = w;
+	rounds = plan_rounds(&p2, &pl, &n, 3, 100);
+	print_message("heavy tenant gone: web %g tasks after %d rounds\n", tasks_of(pl, n, 0),
+		      rounds);
+	assert_true(tasks_of(pl, n, 0) == 6);
+	assert_true(rounds <= 10);
+	/*
+	 * Issue 29's case: web displaced to one task while batch took the memory
+	 * (a placement the old planner kept, continuing from it: web's task fits
+	 * nowhere). In rounds, batch gives up what is past its fair count.
+	 */
+	free(pl);
+	n = 4;
+	pl = malloc(4 * sizeof(*pl));
+	pl[0] = (struct drfh_place){ .tenant = 0, .where = 0, .tasks = 1 };
+	pl[1] = (struct drfh_place){ .tenant = 1, .where = 0, .tasks = 7 };
+	pl[2] = (struct drfh_place){ .tenant = 1, .where = 1, .tasks = 8 };
+	pl[3] = (struct drfh_place){ .tenant = 1, .where = 2, .tasks = 4 };
+	assert_int_equal(drfh_place_from(&p2, DRFH_BEST_FIT, pl, n, &r), 0);
+	print_message("displaced, continued from the plan in force: web %g tasks\n",
+		      r.tenants[0].units);
+	assert_true(r.tenants[0].units == 1);
+	drfh_result_free(&r);
+	rounds = plan_rounds(&p2, &pl, &n, 3, 100);
+	print_message("displaced, in rounds of 3 tasks stopped: web %g tasks after %d rounds\n",
+		      tasks_of(pl, n, 0), rounds);
+	assert_true(tasks_of(pl, n, 0) == 6);
+	assert_true(rounds <= 10);
+	free(pl);
+	drfh_result_free(&a);
+}
+
 static void test_rejects_malformed(void **state)
 {
 	struct drfh_server_spec sv = { .capacity = { 4, 4 }, .count = 1 };
@@ -1206,6 +1368,8 @@ int main(void)
 		cmocka_unit_test(test_runs_against_scan),
 		cmocka_unit_test(test_tiny_tasks_bounded),
 		cmocka_unit_test(test_huge_server_bounded),
+		cmocka_unit_test(test_converge_late_tenant),
+		cmocka_unit_test(test_converge_displaced_returns),
 		cmocka_unit_test(test_rejects_malformed),
 	};
 
