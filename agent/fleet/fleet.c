@@ -128,6 +128,7 @@ struct drf_fleet_node {
 	uint64_t term;           /* bumped at each change of role */
 	uint64_t plan_term;      /* the term of the plan under way */
 	bool plan_busy, plan_dirty;
+	bool plan_more;          /* the plan under way is a round short of DRFH: another follows */
 	struct backoff plan_bo;
 	int64_t plan_rev;        /* the revision of the last plan written */
 	int64_t plan_read_rev;   /* of the last read */
@@ -1179,6 +1180,23 @@ static bool plan_answered(struct drf_fleet_node *n, int err, const char *msg, co
 
 static void plan_write(struct drf_fleet_node *n);
 
+/*
+ * A round of the plan written (drf_fleet_compute_more: at most a quarter of
+ * the tasks stopped a round) while it is short of DRFH: the next round a
+ * third of a TTL later, so that the nodes put each in force before the next
+ * moves more (the churn is bounded in time too, not only per round).
+ */
+static void plan_next_round(struct drf_fleet_node *n)
+{
+	if (!n->plan_more)
+		return;
+	n->plan_more = false;
+	n->plan_dirty = true;
+	n->plan_bo.at = now(n) + ttl_usec(n) / 3;
+	drf_log(n->log, LOG_INFO, "fleet: a round toward the fair placement written; the next in "
+		"%.1f s", (double)ttl_usec(n) / 3 / DRF_USEC_PER_SEC);
+}
+
 static void plan_write_cb(void *userdata, int err, const char *msg, const struct etcd_txn_resp *t)
 {
 	struct drf_fleet_node *n = userdata;
@@ -1207,6 +1225,7 @@ static void plan_write_cb(void *userdata, int err, const char *msg, const struct
 	n->plans++;
 	n->plan_rev = n->plan_read_rev;
 	bo_ok(&n->plan_bo);
+	plan_next_round(n);
 	plan_end(n);
 }
 
@@ -1447,8 +1466,9 @@ static void plan_read_cb(void *userdata, int err, const char *msg, struct drf_fl
 	for (int i = 0; i < 2; i++)
 		fwatch_begin(ws[i], v->revision + 1);
 	r = keep_silent(n, v);
+	n->plan_more = false;
 	if (r == 0)
-		r = drf_fleet_compute(v, n->name, &as);
+		r = drf_fleet_compute_more(v, n->name, &as, &n->plan_more);
 	if (r == 0) {
 		r = plan_diff(n, v, as);
 		drf_fleet_assignments_free(as, v->n_nodes);
@@ -1461,6 +1481,7 @@ static void plan_read_cb(void *userdata, int err, const char *msg, struct drf_fl
 		n->plans++;
 		n->plan_rev = v->revision;
 		bo_ok(&n->plan_bo);
+		plan_next_round(n);
 		plan_end(n);
 		return;
 	}

@@ -321,6 +321,13 @@ ssize_t drf_fleet_view_assign(const struct drf_fleet_view *v, const char *node);
  */
 int drf_fleet_compute(const struct drf_fleet_view *v, const char *planner,
 		      struct drf_fleet_assignment **ret);
+/*
+ * The same, a round of it: *ret_more says the round is short of DRFH from
+ * scratch (a late tenant, a displaced one: at most a quarter of the tasks
+ * are stopped a round), and the planner plans again from what it wrote.
+ */
+int drf_fleet_compute_more(const struct drf_fleet_view *v, const char *planner,
+			   struct drf_fleet_assignment **ret, bool *ret_more);
 void drf_fleet_assignments_free(struct drf_fleet_assignment *a, size_t n);
 
 /*

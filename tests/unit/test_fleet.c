@@ -944,6 +944,35 @@ static void test_planner_key_vacant(void **state)
 	advance_until(settled, 2 * DRF_USEC_PER_SEC);
 }
 
+static bool late_placed(void)
+{
+	return total_tasks("t-late") == 6;
+}
+
+/*
+ * A tenant added to a fleet that is already full (t-zfill takes every room
+ * left): the planner does not only continue from the placement in force
+ * (which left it at 0), it moves toward DRFH from scratch in rounds, each
+ * stopping a bounded number of tasks, and t-late gets its 6.
+ */
+static void test_late_tenant_converges(void **state)
+{
+	(void)state;
+	for (int i = 0; i < 3; i++)
+		node_start(i, false);
+	advance(STEP);
+	apply(8, true);
+	advance(5 * DRF_USEC_PER_SEC);
+	assert_true(total_tasks("t-zfill") > 0);
+	admin_put(PREFIX "tenants/t-late", "{\"weight\":1,\"cgroup\":\"t-late\",\"tasks\":6,"
+					   "\"task\":{\"cpu\":2,\"memory\":2147483648}}");
+	advance_until(late_placed, 10 * TTL * DRF_USEC_PER_SEC);
+	/* And it stays: the plan at DRFH moves nothing more. */
+	advance(3 * TTL * DRF_USEC_PER_SEC);
+	assert_true(total_tasks("t-late") == 6);
+	assert_true(total_tasks("t-web") == 8);
+}
+
 /* A restart with etcd unreachable: the state dir's assignment in force. */
 static void test_restart_unreachable(void **state)
 {
@@ -1845,6 +1874,7 @@ int main(void)
 		T(test_planner_key_deleted),
 		T(test_unreachable_keeps),
 		T(test_stalled_node_keeps),
+		T(test_late_tenant_converges),
 		T(test_planner_key_vacant),
 		T(test_restart_unreachable),
 		T(test_compaction_resync),
