@@ -2233,7 +2233,8 @@ int drfh_converge(const struct drfh_problem *p, const struct drfh_place *prev, s
 	 * than its count, nor on a server than the server holds of it alone (a
 	 * count from outside may be anything). What is past that is no task.
 	 */
-	memcpy(pv, prev, nprev * sizeof(*pv));
+	if (nprev)
+		memcpy(pv, prev, nprev * sizeof(*pv));
 	qsort(pv, nprev, sizeof(*pv), cmp_place_tw);
 	for (size_t k = 0; k < nprev; k++) {
 		const double *sh;

@@ -8,7 +8,8 @@
  * and per-server DRF beside them on the same fleet (the yardstick); each run in
  * its own child process, so that its peak RSS is its own. Then one server is
  * taken away and the plan made again: how long, and how many servers' tasks
- * changed (the etcd writes of that re-plan). Usage: bench_fleet [ROUNDS]
+ * changed (the etcd writes of that re-plan). Usage: bench_fleet [ROUNDS [KIND
+ * [SIZES]]]; bench_fleet 1 issue29: issue 29's fleets (below).
  */
 #include <math.h>
 #include <stdint.h>
@@ -125,6 +126,122 @@ static size_t changed_servers(const struct drfh_result *a, const struct drfh_res
 	return changed;
 }
 
+static double jmin_of(const struct drfh_problem *p, const struct drfh_result *r)
+{
+	double j = INFINITY;
+
+	for (size_t i = 0; i < r->n; i++)
+		j = fmin(j, r->tenants[i].gds / p->demands[i].weight);
+	return j;
+}
+
+/*
+ * Issue 29's fleets. (1) Three nodes, two tenants of cpu and memory, and an
+ * unlimited tenant of net-rate whose task is ~1e-8 of the pool (2.6 bit/s of
+ * 250 Mbit/s): Best-Fit's time and work, beside the same fleet with tasks
+ * 1e6 times larger (the yardstick: what a plan costs when tasks are few);
+ * and a fourth node that says it has 1e15 bytes, refused by the bounds.
+ * (2) `drfctl fleet plan` of 100 servers (each its own shape) and 10,000
+ * tenants, divisible: its time and LPs, beside the same fleet with every
+ * tenant unlimited and of weight 1 (the yardstick: the LPs of one freeze).
+ */
+static void issue29_tiny(void)
+{
+	static const double cap[4][3] = {
+		{ 8, 16, 100e6 }, { 16, 32, 100e6 }, { 4, 8, 50e6 }, { 8, 16, 1e15 } };
+	struct drfh_server_spec sv[4];
+	struct drf_demand d[3];
+	struct drfh_problem p = { .nspecs = 3, .specs = sv, .n = 3, .demands = d };
+	const char *rname = "?";
+	int bad = -1;
+
+	memset(sv, 0, sizeof(sv));
+	memset(d, 0, sizeof(d));
+	for (int s = 0; s < 4; s++) {
+		sv[s].count = 1;
+		sv[s].capacity[DRF_RES_CPU] = cap[s][0];
+		sv[s].capacity[DRF_RES_MEMORY] = cap[s][1] * GIB;
+		sv[s].capacity[DRF_RES_NET] = cap[s][2];
+	}
+	d[0].weight = d[1].weight = d[2].weight = 1;
+	d[0].max_units = 6;
+	d[0].shape[DRF_RES_CPU] = 1;
+	d[0].shape[DRF_RES_MEMORY] = GIB;
+	d[1].max_units = d[2].max_units = INFINITY;
+	d[1].shape[DRF_RES_CPU] = 2;
+	d[1].shape[DRF_RES_MEMORY] = 2 * GIB;
+	if (drfh_capacity_check(sv[3].capacity, &bad) < 0)
+		rname = bad == DRF_RES_NET ? "net-rate" : "another resource";
+	printf("issue 29, a fleet of 3 nodes (cpu 8/16/4, memory 16/32/8G, net-rate "
+	       "100/100/50 Mbit/s) and a 4th that says net-rate 1e15: refused (%s past %g), "
+	       "left out\n", rname, bad >= 0 ? drfh_capacity_max(bad) : 0);
+	for (int k = 0; k < 2; k++) {
+		double task = k ? 2.6e6 : 2.6, best = INFINITY;
+		struct drfh_result r;
+		uint64_t work = 0, tasks = 0;
+
+		d[2].shape[DRF_RES_NET] = task;
+		for (int rep = 0; rep < 5; rep++) {
+			double t0 = now_s(), t1;
+
+			if (drfh_place(&p, DRFH_BEST_FIT, &r) < 0) {
+				printf("  best-fit: error\n");
+				exit(1);
+			}
+			t1 = now_s();
+			best = fmin(best, t1 - t0);
+			work = r.work;
+			tasks = r.rounds;
+			drfh_result_free(&r);
+		}
+		printf("  best-fit, unlimited tenant of %-9g bit/s tasks: %8.6f s (best of 5), "
+		       "%llu tasks for %llu steps of work%s\n", task, best,
+		       (unsigned long long)tasks, (unsigned long long)work,
+		       k ? "  (yardstick: tasks 1e6 times larger)" : "");
+	}
+}
+
+static void issue29_divisible(bool yardstick, size_t ns, size_t n)
+{
+	struct drfh_server_spec *sv = calloc(ns, sizeof(*sv));
+	struct drf_demand *d = calloc(n, sizeof(*d));
+	struct drfh_problem p = { .nspecs = ns, .specs = sv, .n = n, .demands = d };
+	struct drfh_result r;
+	double t0, t1;
+
+	rng_state = 29;
+	for (size_t s = 0; s < ns; s++) {
+		sv[s].count = 1;
+		sv[s].capacity[DRF_RES_CPU] = 16 + floor(unit() * 49);
+		sv[s].capacity[DRF_RES_MEMORY] = (64 + floor(unit() * 193)) * GIB;
+	}
+	for (size_t i = 0; i < n; i++) {
+		d[i].shape[DRF_RES_CPU] = 1 + floor(unit() * 8);
+		d[i].shape[DRF_RES_MEMORY] = (1 + floor(unit() * 16)) * GIB;
+		d[i].weight = 1 + floor(unit() * 8);
+		d[i].max_units = unit() < 0.2 ? INFINITY : 1 + floor(unit() * 50);
+		if (yardstick) {
+			d[i].weight = 1;
+			d[i].max_units = INFINITY;
+		}
+	}
+	t0 = now_s();
+	if (drfh_allocate(&p, &r) < 0) {
+		printf("  divisible: error\n");
+		exit(1);
+	}
+	t1 = now_s();
+	printf("  divisible DRFH, %zu servers (%zu groups) x %zu tenants%s: %7.3f s, %llu LPs, "
+	       "cpu %5.1f%% memory %5.1f%%, least G/w %.3g\n", ns, r.ngroups, n,
+	       yardstick ? " (yardstick: all unlimited, weight 1)" : ", weights 1-8, counts 1-50 "
+								  "(20% unlimited)",
+	       t1 - t0, (unsigned long long)r.rounds, 100 * r.utilization[DRF_RES_CPU],
+	       100 * r.utilization[DRF_RES_MEMORY], jmin_of(&p, &r));
+	drfh_result_free(&r);
+	free(sv);
+	free(d);
+}
+
 /* One measurement in a child: prints a line; the parent reads the child's peak RSS. */
 static void measure(size_t nservers, bool weighted, enum kind k, bool replan)
 {
@@ -214,6 +331,16 @@ int main(int argc, char **argv)
 	const char *only = argc > 2 ? argv[2] : NULL; /* a kind's name: that one alone */
 	size_t smax = argc > 3 ? (size_t)atoi(argv[3]) : 2;
 
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (only && strcmp(only, "issue29") == 0) {
+		size_t ns = argc > 3 ? (size_t)atoi(argv[3]) : 100;
+		size_t nt = argc > 4 ? (size_t)atoi(argv[4]) : 10000;
+
+		issue29_tiny();
+		issue29_divisible(false, ns, nt);
+		issue29_divisible(true, ns, nt);
+		return 0;
+	}
 	printf("DRFH, 1000 tenants (tasks 1-8 cores, 0.5-16 GiB per core), the seed's ten server "
 	       "shapes (largest 64 cores, 256 GiB); one core, each run in its own process\n");
 	for (int round = 0; round < rounds; round++)

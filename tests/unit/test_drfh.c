@@ -1326,6 +1326,34 @@ static void test_converge_displaced_returns(void **state)
 	drfh_result_free(&a);
 }
 
+/* The capacity bounds: at the bound is a server, past it is not; negative and NaN neither. */
+static void test_capacity_bounds(void **state)
+{
+	double cap[DRF_NRES] = { 0 };
+	int r = -1;
+
+	(void)state;
+	for (int k = 0; k < DRF_NRES; k++)
+		cap[k] = drfh_capacity_max(k);
+	assert_int_equal(drfh_capacity_check(cap, &r), 0);
+	assert_true(drfh_capacity_max(DRF_RES_CPU) == 65536);
+	assert_true(drfh_capacity_max(DRF_RES_MEMORY) == 0x1p52);
+	for (int k = 0; k < DRF_NRES; k++) {
+		double keep = cap[k];
+
+		cap[k] = nextafter(keep, INFINITY);
+		assert_int_equal(drfh_capacity_check(cap, &r), -ERANGE);
+		assert_int_equal(r, k);
+		cap[k] = 1e15 > keep ? 1e15 : 1e18; /* issue 29's liar */
+		assert_int_equal(drfh_capacity_check(cap, NULL), -ERANGE);
+		cap[k] = -1;
+		assert_int_equal(drfh_capacity_check(cap, NULL), -ERANGE);
+		cap[k] = NAN;
+		assert_int_equal(drfh_capacity_check(cap, NULL), -ERANGE);
+		cap[k] = keep;
+	}
+}
+
 static void test_rejects_malformed(void **state)
 {
 	struct drfh_server_spec sv = { .capacity = { 4, 4 }, .count = 1 };
@@ -1370,6 +1398,7 @@ int main(void)
 		cmocka_unit_test(test_huge_server_bounded),
 		cmocka_unit_test(test_converge_late_tenant),
 		cmocka_unit_test(test_converge_displaced_returns),
+		cmocka_unit_test(test_capacity_bounds),
 		cmocka_unit_test(test_rejects_malformed),
 	};
 
