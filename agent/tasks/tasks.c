@@ -1097,7 +1097,8 @@ unsigned drf_tasks_pick(struct drf_tasks *q, const struct drf_config *c,
 				for (int r = 0; r < DRF_NRES; r++)
 					tt[k].held[r] += t->vec[r];
 	}
-	for (;;) {
+	/* A bounded number a pass: a burst starts over several, the loop served between. */
+	while (picked < DRF_TASKS_PICK_STEP) {
 		ssize_t pick;
 		struct drf_task *t;
 
@@ -1193,6 +1194,7 @@ unsigned drf_tasks_launch(struct drf_tasks *q,
 				       char *why, size_t len),
 			  void *ctx)
 {
+	uint64_t t0 = drf_mono_usec(q->clock);
 	unsigned started = 0;
 
 	for (size_t i = 0; i < q->n; i++) {
@@ -1203,6 +1205,9 @@ unsigned drf_tasks_launch(struct drf_tasks *q,
 
 		if (t->state != DRF_TASK_STARTING)
 			continue;
+		/* Each start forks and syncs: past the step's time, the rest at the next pass. */
+		if (started && drf_mono_usec(q->clock) - t0 >= DRF_TASKS_LAUNCH_USEC)
+			break;
 		r = ready(ctx, t->cgroup, &limits, why, sizeof(why));
 		if (r == 0)
 			continue; /* its cgroup is not there yet: the next tick */

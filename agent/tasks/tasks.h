@@ -277,6 +277,13 @@ int drf_tasks_cancel(struct drf_tasks *q, uint64_t id, uid_t who, char *err, siz
  * every running task whose cgroup is empty; its cgroup leaves with the next
  * plan. generation changes whenever the starting and running tasks do.
  */
+/*
+ * A pass picks at most DRF_TASKS_PICK_STEP tasks, and a launch starts tasks
+ * for at most DRF_TASKS_LAUNCH_USEC (at least one): the rest at the next
+ * pass, so that a burst of tasks never holds drfd's loop.
+ */
+#define DRF_TASKS_PICK_STEP 16
+#define DRF_TASKS_LAUNCH_USEC (20 * 1000ULL)
 unsigned drf_tasks_reap(struct drf_tasks *q);
 unsigned drf_tasks_pick(struct drf_tasks *q, const struct drf_config *c,
 			const double capacity[DRF_NRES]);

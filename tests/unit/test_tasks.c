@@ -167,18 +167,31 @@ static void apply(struct fx *f)
  * cgroups with their limits), and the picked ones started once their cgroups
  * are ready; those that cannot leave the plan. Returns the number started.
  */
+/*
+ * drfd's passes until no task is picked: each picks at most
+ * DRF_TASKS_PICK_STEP (checked here); the tasks started in all.
+ */
 static unsigned tick(struct fx *f)
 {
 	uint64_t gen;
-	unsigned started;
+	unsigned started = 0, picked;
+	int passes = 0;
+	bool starting;
 
-	drf_tasks_reap(&f->q);
-	drf_tasks_pick(&f->q, &f->cfg, f->cap);
-	apply(f);
-	gen = f->q.generation;
-	started = drf_tasks_launch(&f->q, ready, &f->rc);
-	if (f->q.generation != gen)
+	do {
+		drf_tasks_reap(&f->q);
+		picked = drf_tasks_pick(&f->q, &f->cfg, f->cap);
+		assert_true(picked <= DRF_TASKS_PICK_STEP);
 		apply(f);
+		gen = f->q.generation;
+		started += drf_tasks_launch(&f->q, ready, &f->rc);
+		if (f->q.generation != gen)
+			apply(f);
+		assert_true(++passes < 1000);
+		starting = false;
+		for (size_t i = 0; i < f->q.n; i++)
+			starting = starting || f->q.t[i].state == DRF_TASK_STARTING;
+	} while (picked == DRF_TASKS_PICK_STEP || (starting && started));
 	return started;
 }
 
