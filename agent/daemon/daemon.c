@@ -316,6 +316,7 @@ static void step_later(struct drfd *d)
 }
 
 static void pass_done(struct drfd *d, const struct drf_reconcile_stats *st);
+static void enforce(struct drfd *d, size_t verify);
 
 /*
  * A step of the pass in progress. Without an event loop (tests, a dry run)
@@ -360,6 +361,11 @@ static int on_enforce(sd_event_source *s, void *userdata)
 	drfd_loop_doing(&d->loop, "enforce");
 	if (drf_reconcile_busy(&d->rc))
 		enforce_step(d);
+	else if (d->repass) {
+		/* Tasks left to pick or start by the pass that ended: another, its own turn. */
+		d->repass = false;
+		enforce(d, 0);
+	}
 	return 0;
 }
 
@@ -422,6 +428,14 @@ static void pass_done(struct drfd *d, const struct drf_reconcile_stats *st)
 			(unsigned long long)d->ticks, d->net.ifname, d->net_last.writes,
 			d->net_last.errors, d->net_last.retrying);
 	notify_status(d);
+	/*
+	 * A burst of tasks: this pass picked or started only its share of them
+	 * (tasks.h): the next pass at once, in a turn of its own (with a loop).
+	 */
+	if (d->tasks && d->event && (d->tasks->pick_more || d->tasks->launch_more)) {
+		d->repass = true;
+		step_later(d);
+	}
 	/*
 	 * What waited for this pass, one at a time off the list (a waiter may
 	 * cancel another); one that adds a waiter adds it for the next pass.

@@ -102,6 +102,7 @@ struct drfd {
 	struct drfd_loop loop;          /* its turns, timed (loop.h) */
 	sd_event_source *timer;
 	sd_event_source *enforce_src;   /* the next step of the reconciler's pass (a defer) */
+	bool repass;                     /* after this pass, another (tasks left to pick, start) */
 	sd_event_source *sample_src;    /* the next step of the tick's sample (a defer) */
 	size_t pass_verify;             /* the tenants that pass reads back */
 	struct drfd_settled *settled;   /* what waits for the pass to end (drfd_when_settled) */

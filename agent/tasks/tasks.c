@@ -1098,7 +1098,8 @@ unsigned drf_tasks_pick(struct drf_tasks *q, const struct drf_config *c,
 					tt[k].held[r] += t->vec[r];
 	}
 	/* A bounded number a pass: a burst starts over several, the loop served between. */
-	while (picked < DRF_TASKS_PICK_STEP) {
+	q->pick_more = false;
+	for (;;) {
 		ssize_t pick;
 		struct drf_task *t;
 
@@ -1117,6 +1118,10 @@ unsigned drf_tasks_pick(struct drf_tasks *q, const struct drf_config *c,
 		pick = drf_tq_pick(capacity, free_, tt, c->n_tenants);
 		if (pick < 0)
 			break;
+		if (picked == DRF_TASKS_PICK_STEP) {
+			q->pick_more = true; /* one more fits: the next pass */
+			break;
+		}
 		t = &q->t[head[pick]];
 		t->state = DRF_TASK_STARTING;
 		q->generation++;
@@ -1197,6 +1202,7 @@ unsigned drf_tasks_launch(struct drf_tasks *q,
 	uint64_t t0 = drf_mono_usec(q->clock);
 	unsigned started = 0;
 
+	q->launch_more = false;
 	for (size_t i = 0; i < q->n; i++) {
 		struct drf_task *t = &q->t[i];
 		const struct drf_knobs *limits = NULL;
@@ -1206,8 +1212,10 @@ unsigned drf_tasks_launch(struct drf_tasks *q,
 		if (t->state != DRF_TASK_STARTING)
 			continue;
 		/* Each start forks and syncs: past the step's time, the rest at the next pass. */
-		if (started && drf_mono_usec(q->clock) - t0 >= DRF_TASKS_LAUNCH_USEC)
+		if (started && drf_mono_usec(q->clock) - t0 >= DRF_TASKS_LAUNCH_USEC) {
+			q->launch_more = true;
 			break;
+		}
 		r = ready(ctx, t->cgroup, &limits, why, sizeof(why));
 		if (r == 0)
 			continue; /* its cgroup is not there yet: the next tick */

@@ -197,6 +197,8 @@ struct drf_tasks {
 	 * ID.service (drf_spawn_unit_ops), else in TENANT-CGROUP/task-ID.
 	 */
 	bool units;
+	/* The last pick stopped at DRF_TASKS_PICK_STEP, the last launch at its time: more to do. */
+	bool pick_more, launch_more;
 };
 
 /* What `drfctl submit` asks for; the daemon adds who asked (SO_PEERCRED). */
