@@ -58,9 +58,10 @@
  * persists it in the state dir, so that a restart with etcd unreachable still
  * has the last good one. The planner watches P/nodes/ and P/tenants/ and, on
  * each change, reads both at one revision, places the tenants' tasks by DRFH
- * Best-Fit continued from the assignments in force (drfh_place_from: a change
- * moves few tasks) and writes the nodes whose assignment changed, deleting
- * those of nodes gone.
+ * Best-Fit toward DRFH from scratch in rounds from the assignments in force
+ * (drf_fleet_compute_more: a round stops a bounded number of tasks) and
+ * writes the nodes whose assignment changed, deleting those of nodes silent
+ * past the grace (keep_silent in fleet.c).
  *
  * Nothing blocks: every step is an etcd call whose callback comes from the
  * sd-event loop, and what waits for time (keepalives, retries after errors,
