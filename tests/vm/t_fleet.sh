@@ -35,7 +35,8 @@ expect: each node's cpu.max and memory.max = its tasks x the task (drfctl fleet 
         kill -9 c -> its tasks stay 6 s (grace), then on a and b within 3 + 6 + 3 s;
         kill the planner -> another within 3 s; put planner ghost -> a live planner again;
         kill e3 -> a new tenant still placed; a node saying cpu 1e15 -> left out, with why;
-        a tenant of 1e-7-core tasks, unlimited -> placed by counts, no lease lost; kill e1 e2 -> assignments kept, status says
+        a tenant of 1e-7-core tasks, unlimited -> placed by counts, no lease lost; a tenant
+        added to that full fleet -> its tasks from scratch; kill e1 e2 -> assignments kept, status says
         unreachable, a restarted node has its assignment from its state dir
 DIAGRAM
 
@@ -463,6 +464,22 @@ lost_after=$(cat "$work"/?.log | grep -c 'lease .* is gone')
 check fleet-liar-and-tiny "[ $rc -eq 0 ] && [ '$t' != timeout ] && [ $lost_after -eq $lost_before ] && grep -q 'liar' '$work/a.log' '$work/b.log'" \
 	"apply exit $rc; tiny placed by counts, nothing on the liar after $t s; leases lost during it: $((lost_after - lost_before)); the planner said: $(grep -h 'liar' "$work/a.log" "$work/b.log" | tail -1 | cut -c1-200)"
 ETCDCTL_API=3 etcdctl --endpoints "$EP" lease revoke "$liar_lease" >/dev/null
+
+# A tenant added to a fleet that is full (tiny takes every core left): the planner moves
+# toward DRFH from scratch in rounds and late gets what a plan from scratch gives it on
+# the nodes alive (before, continuing from the placement in force, it got nothing).
+printf '\n[tenant late]\ntask-cpu = 0.5\ntask-memory = 64M\ntasks = 2\n' >>"$work/fleet.conf"
+"$DRFCTL" fleet apply -f "$work/fleet.conf" --endpoints "$EP" >"$work/apply4.out" 2>&1
+rc=$?
+printf '[server a]\ncpu = 2\nmemory = 1G\n[server b]\ncpu = 2\nmemory = 2G\n' >"$work/expect2.conf"
+cat "$work/fleet.conf" >>"$work/expect2.conf"
+want_late=$("$DRFCTL" fleet plan -c "$work/expect2.conf" --discrete --json | $PY -c '
+import json, sys
+print(int(sum(t["placement"].get(n, 0) for t in json.load(sys.stdin)["tenants"] if t["name"] == "late" for n in ("a", "b"))))')
+late_placed() { [ "$(ask placement a late)" -ge 0 ] && [ $(( $(ask placement a late) + $(ask placement b late) )) = "$want_late" ]; }
+t=$(wait_until 60 late_placed)
+check late-tenant-placed "[ $rc -eq 0 ] && [ '${want_late:-0}' -ge 1 ] && [ '$t' != timeout ]" \
+	"apply exit $rc; late has $(( $(ask placement a late) + $(ask placement b late) )) tasks after $t s (from scratch: ${want_late:-?})"
 
 # Fault 4: etcd gone; every node keeps its assignment and says etcd is unreachable.
 rev_a=$(ask rev a)
