@@ -378,9 +378,10 @@ void drfd_fleet_tasks_step(struct drfd *d)
 				continue;
 			}
 			/* The local queue full: the rest wait for tasks to end, not refused. */
-			if (!fleet_task_queue(d, ft, &st) && has_tenant(&d->decl.cfg, ft->t.tenant))
+			if (fleet_task_queue(d, ft, &st))
+				submits++; /* a wait for the tenant or for room costs nothing */
+			else if (has_tenant(&d->decl.cfg, ft->t.tenant))
 				room = false;
-			submits++;
 			queued = queued || ft->queued;
 		} else {
 			local_state(d, ft, &st);

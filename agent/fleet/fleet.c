@@ -118,6 +118,7 @@ struct drf_fleet_node {
 	struct fwatch planner_w;
 	/* Whether P/planner names a live node: a key nobody holds is taken over, never left. */
 	bool pcheck_busy;
+	int64_t pcheck_mod;      /* P/planner's mod revision when the check under way was sent */
 	uint64_t pcheck_at;      /* the next look (monotonic usec) */
 	bool planner_vacant;
 	char vacant_why[200];
@@ -735,7 +736,7 @@ static void takeover_cb(void *userdata, int err, const char *msg, const struct e
 	/* Changed meanwhile: the watch says to what. */
 }
 
-static void planner_vacant(struct drf_fleet_node *n, const char *why)
+static void planner_vacant(struct drf_fleet_node *n, int level, const char *why)
 {
 	struct etcd_cmp same = { .key = n->k.planner, .target = ETCD_CMP_MOD,
 				 .result = ETCD_CMP_EQUAL, .n = n->planner_mod };
@@ -744,7 +745,7 @@ static void planner_vacant(struct drf_fleet_node *n, const char *why)
 	int r;
 
 	if (!n->planner_vacant || strcmp(n->vacant_why, why) != 0)
-		drf_log(n->log, LOG_ERR, "fleet: the planner key %s is vacant: %s; taking it over",
+		drf_log(n->log, level, "fleet: the planner key %s is vacant: %s; taking it over",
 			n->k.planner, why);
 	n->planner_vacant = true;
 	snprintf(n->vacant_why, sizeof(n->vacant_why), "%s", why);
@@ -775,15 +776,25 @@ static void pcheck_cb(void *userdata, int err, const char *msg, const struct etc
 	note_ok(n);
 	if (n->is_planner || !n->planner[0])
 		return;
+	/* P/planner changed while the check was under way: its answer is of another. */
+	if (n->planner_mod != n->pcheck_mod) {
+		n->pcheck_at = now(n);
+		return;
+	}
 	if (r->n_kvs == 1 && r->kvs[0].lease == n->planner_lease) {
 		n->planner_vacant = false;
 		n->vacant_why[0] = '\0';
 		n->pcheck_at = now(n) + ttl_usec(n);
 		return;
 	}
-	snprintf(why, sizeof(why), "it names '%.64s', which has no registration under the "
-		 "key's lease %" PRId64, n->planner, n->planner_lease);
-	planner_vacant(n, why);
+	if (r->n_kvs == 1)
+		snprintf(why, sizeof(why), "it names '%.64s', registered again under another lease "
+			 "(restarted?) than the key's %" PRId64, n->planner, n->planner_lease);
+	else
+		snprintf(why, sizeof(why), "it names '%.64s', which has no registration under the "
+			 "key's lease %" PRId64, n->planner, n->planner_lease);
+	/* A planner's drfd restarted is routine; a name nobody registered is not. */
+	planner_vacant(n, r->n_kvs == 1 ? LOG_WARNING : LOG_ERR, why);
 }
 
 static void pcheck_kick(struct drf_fleet_node *n)
@@ -800,12 +811,12 @@ static void pcheck_kick(struct drf_fleet_node *n)
 
 		snprintf(why, sizeof(why), "it holds '%.64s' without a lease (put by hand?)",
 			 n->planner);
-		planner_vacant(n, why);
+		planner_vacant(n, LOG_ERR, why);
 		return;
 	}
 	if (drf_fleet_key(key, sizeof(key), n->k.nodes, n->planner) < 0) {
 		n->pcheck_at = UINT64_MAX;
-		planner_vacant(n, "it names no node a key could have");
+		planner_vacant(n, LOG_ERR, "it names no node a key could have");
 		return;
 	}
 	r = etcd_range(n->e, &(struct etcd_req){ .key = key }, pcheck_cb, n, &id);
@@ -815,6 +826,7 @@ static void pcheck_kick(struct drf_fleet_node *n)
 		return;
 	}
 	n->pcheck_busy = true;
+	n->pcheck_mod = n->planner_mod;
 }
 
 static void become_planner(struct drf_fleet_node *n, int64_t token)
@@ -1402,14 +1414,28 @@ static int keep_silent(struct drf_fleet_node *n, struct drf_fleet_view *v)
 		return -ENOMEM;
 	v->nodes = nodes;
 	for (size_t i = 0; i < ns; i++) {
+		ssize_t a = drf_fleet_view_assign(v, sl[i].name);
+		double used[DRF_NRES] = { 0 };
 		struct drf_fleet_nodeinfo *nd;
 
-		if (!silent_in_grace(n, &sl[i]) || !has_capacity(sl[i].capacity))
+		if (!silent_in_grace(n, &sl[i]) || !has_capacity(sl[i].capacity) || a < 0)
 			continue;
+		/*
+		 * Only the room its tasks take (a hair more, for rounding): they stay
+		 * where they are (pinned: drf_fleet_compute), and nothing new goes to
+		 * a node that could not run it.
+		 */
+		for (size_t j = 0; j < v->assigns[a].a.n; j++)
+			for (int r = 0; r < DRF_NRES; r++)
+				used[r] += v->assigns[a].a.tenants[j].alloc[r];
+		if (!has_capacity(used))
+			continue; /* nothing there: its (empty) key is kept, nothing planned on it */
 		nd = &v->nodes[v->n_nodes++];
 		memset(nd, 0, sizeof(*nd));
 		snprintf(nd->name, sizeof(nd->name), "%s", sl[i].name);
-		memcpy(nd->capacity, sl[i].capacity, sizeof(nd->capacity));
+		for (int r = 0; r < DRF_NRES; r++)
+			nd->capacity[r] = used[r] > sl[i].capacity[r] ? used[r]
+								      : used[r] * (1 + 1e-9);
 	}
 	qsort(v->nodes, v->n_nodes, sizeof(*v->nodes), cmp_nodeinfo);
 	return 0;
@@ -1469,6 +1495,13 @@ static void plan_read_cb(void *userdata, int err, const char *msg, struct drf_fl
 	n->plan_more = false;
 	if (r == 0)
 		r = drf_fleet_compute_more(v, n->name, &as, &n->plan_more);
+	/* A silent node's assignment says the capacity it registered, not the room its tasks take. */
+	for (size_t k = 0; r == 0 && k < v->n_nodes; k++) {
+		ssize_t a = v->nodes[k].mod_revision ? -1 : drf_fleet_view_assign(v, v->nodes[k].name);
+
+		if (a >= 0)
+			memcpy(as[k].capacity, v->assigns[a].a.capacity, sizeof(as[k].capacity));
+	}
 	if (r == 0) {
 		r = plan_diff(n, v, as);
 		drf_fleet_assignments_free(as, v->n_nodes);
