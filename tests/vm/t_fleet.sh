@@ -289,8 +289,8 @@ t=$(wait_until 20 watching) || result FAIL etcd-watch "no etcdctl watch after 20
 # tenant: cgroups in place, a process in one alive, its assignment never deleted.
 before_b=$(ask tasks b)
 bt=$(ask placement b web)
-bten=web
-[ "$bt" = 0 ] && bten=batch
+bten="web"
+[ "$bt" = 0 ] && bten="batch"
 sleep 1000 &
 sleeper=$!
 target="$CG/fleet-b/$bten"
