@@ -214,7 +214,9 @@ int drfctl_fleet_apply(int argc, char **argv)
 	end = drf_mono_usec(&drf_clock_system) + DEADLINE_USEC;
 	/*
 	 * -EAGAIN: etcd is electing a leader ("no leader", "leader changed": gRPC
-	 * code 14). The write may or may not have been made; the whole apply reads
+	 * code 14); -ETIMEDOUT: no member answered a call in its time (a read on
+	 * members without a leader waits for one: a member just killed was the
+	 * leader). The write may or may not have been made; the whole apply reads
 	 * again and writes only what differs, so it is tried again every half
 	 * second until the deadline.
 	 */
@@ -243,7 +245,8 @@ int drfctl_fleet_apply(int argc, char **argv)
 				break;
 			}
 		}
-		if (w.err != -EAGAIN || drf_mono_usec(&drf_clock_system) + RETRY_USEC >= end)
+		if ((w.err != -EAGAIN && w.err != -ETIMEDOUT) ||
+		    drf_mono_usec(&drf_clock_system) + RETRY_USEC >= end)
 			break;
 		fprintf(stderr, "drfctl fleet apply: %s; trying again\n", w.msg);
 		usleep(RETRY_USEC);

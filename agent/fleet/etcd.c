@@ -441,6 +441,7 @@ struct call {
 	bool token_refused;       /* a watch: refused for its token before any event */
 	bool no_leader;           /* a watch: refused by a member without a leader, at once */
 	bool unavailable;         /* a member said it has no leader (gRPC 14): kept across endpoints */
+	bool slow;                /* a member took the request and did not answer in time: kept too */
 	sd_event_source *first;   /* a watch: its share of the timeout for a first answer */
 	int feed_err;             /* the answer could not be kept, or did not parse */
 	/* State */
@@ -941,8 +942,9 @@ static char *curl_msg(struct call *k, CURLcode res)
 	const char *what = k->errbuf[0] ? k->errbuf : curl_easy_strerror(res);
 
 	if (k->tries)
-		return fmt("%s: %s (and %u other endpoint%s)", endpoint_of(k), what, k->tries,
-			   k->tries > 1 ? "s" : "");
+		return fmt("%s: %s (and %u other endpoint%s%s)", endpoint_of(k), what, k->tries,
+			   k->tries > 1 ? "s" : "",
+			   k->slow ? ", one of which took the request and did not answer in time" : "");
 	return fmt("%s: %s", endpoint_of(k), what);
 }
 
@@ -973,6 +975,7 @@ static void unary_finished(struct client *c, struct call *k, CURLcode res)
 			return;
 		if (res == CURLE_OPERATION_TIMEDOUT) {
 			/* It took the request and did not answer: sent elsewhere if it may be. */
+			k->slow |= !away;
 			if (resendable(k) && now_usec() < k->deadline && failover(c, k))
 				return;
 			leave_endpoint(c, k);
@@ -980,9 +983,15 @@ static void unary_finished(struct client *c, struct call *k, CURLcode res)
 		r = curl_errno(res);
 		if (res == CURLE_WRITE_ERROR && k->feed_err)
 			r = k->feed_err;
-		/* The last endpoint away, but another had no leader: the cluster is electing. */
+		/*
+		 * The last endpoint away, but another had no leader: the cluster is
+		 * electing. Or another took the request and did not answer (a
+		 * linearizable read waits for a leader): that is the call's fate.
+		 */
 		if (away && k->unavailable)
 			r = -EAGAIN;
+		else if (away && k->slow)
+			r = -ETIMEDOUT;
 		call_done(c, k, r, curl_msg(k, res));
 		goto auth;
 	}

@@ -2727,6 +2727,18 @@ static void test_gw_silent(void **state)
 	assert_true(mono() - t0 < DRF_USEC_PER_SEC);
 	assert_int_equal(stat_failovers(), 1);
 
+	/*
+	 * The silent member first, then one that refuses (killed): the read's
+	 * fate is the silent one's, a time-out (a read waits there for a leader
+	 * being elected), not the refusal; a caller may try it again.
+	 */
+	snprintf(list, sizeof(list), "http://127.0.0.1:%u,http://127.0.0.1:%u", sp, closed_port());
+	reopen(&c);
+	assert_int_equal(get("/g/r", &g), -ETIMEDOUT);
+	assert_non_null(strstr(g.msg, "did not answer in time"));
+	assert_int_equal(stat_failovers(), 1);
+	snprintf(list, sizeof(list), "http://127.0.0.1:%u,http://127.0.0.1:%u", sp, gws[0].port);
+
 	/* A watch with no answer goes on too, asking for a member with a leader. */
 	reopen(&c);
 	gws[0].answers[gws[0].n_answers++] = gw_stream(2, gw_created, NULL, false);
