@@ -438,8 +438,8 @@ bench: $(BENCH_BIN) $(BENCH_FLEET_BIN) $(BENCH_HDRF_BIN) $(BENCH_TICK_BIN) $(BEN
 	$(BENCH_BIN)
 	@echo "command: make bench ($(BENCH_FLEET_BIN))"
 	$(BENCH_FLEET_BIN)
-	@echo "command: make bench ($(BENCH_FLEET_BIN) 1 issue29 100 1000: issue 29's fleets; 100 x 10000 takes minutes)"
-	$(BENCH_FLEET_BIN) 1 issue29 100 1000
+	@echo "command: make bench ($(BENCH_FLEET_BIN) 1 issue29 100 10000 1000: issue 29's fleets; the last, every task its own shape, 1,000 tenants: 10,000 take minutes)"
+	$(BENCH_FLEET_BIN) 1 issue29 100 10000 1000
 	@echo "command: make bench ($(BENCH_HDRF_BIN))"
 	$(BENCH_HDRF_BIN)
 	@echo "command: make bench ($(BENCH_TICK_BIN) 1000 declared|observed; tests/bench/tick_syscalls.sh)"

@@ -266,6 +266,36 @@ static int cmp_by_key(const void *a, const void *b, void *ctx)
 }
 
 /*
+ * Directions. What a tenant's tasks take of each group depends only on the
+ * direction of its task, u_i / d_i (its task per unit of dominant share), and
+ * on its total G_i: tenants whose tasks point the same way are one to the
+ * servers, whatever their counts and weights. So the LP has one row per
+ * direction D,
+ *
+ *   sum_g y_Dg  >=  F_D + W_D t,
+ *
+ * where F_D is what D's frozen (and pinned) tenants hold and W_D the sum of its
+ * growing tenants' weights, and one column y_Dg per direction and group: the
+ * global dominant share D holds on g. A tenant's own G_i is w_i t while it
+ * grows (more never helps the servers), its count or the level it froze at
+ * after. The LP's size follows the task shapes and the server shapes, not the
+ * tenants: 10,000 tenants of 100 shapes are 100 rows.
+ *
+ * Columns on demand. Most y_Dg are 0 in an optimum (a basic one has at most
+ * one per row), so the LP starts with each direction's best group, and after
+ * each optimum adds, for each direction, the column of best reduced cost
+ *   -(sigma_D + sum_k pi_gk u_Dk)
+ * (sigma: the direction rows' duals, pi: the capacity rows'), if positive:
+ * that is the simplex's own pricing, over the columns not in the LP. With
+ * none left to add, the optimum is the optimum over every column. An LP found
+ * infeasible with the columns it has (a pinned count, below) is tried with an
+ * artificial s_D >= 0 per direction row, minimizing sum s_D and adding columns
+ * the same way: infeasible only if that minimum stays above 0.
+ */
+#define PRICE_EPS 1e-12
+#define INFEAS_EPS 1e-9
+
+/*
  * Cap events in bulk. Most rounds of progressive filling end with a tenant
  * reaching its cap (its task count), not with the servers stopping the level.
  * Take the capped tenants still growing, sorted by the level c_1 <= c_2 <= ...
@@ -277,9 +307,9 @@ static int cmp_by_key(const void *a, const void *b, void *ctx)
  *
  * is feasible (F(t) only tightens as t grows, so its t form an interval). The
  * tenants with c_i <= t* reach their caps first; the round after them is decided
- * at t* by duals as before. LP_j pins the j lowest-cap tenants at their caps (G
- * fixed, level row free) and maximizes t over the others' level rows G_i >= w_i t
- * (and their caps); P(j) says its optimum T_j >= c_j (P(0) holds; an infeasible
+ * at t* by duals as before. LP_j pins the j lowest-cap tenants at their caps
+ * (in F_D) and maximizes t over the others (in W_D), with t <= c_{j+1} (the
+ * others' caps); P(j) says its optimum T_j >= c_j (P(0) holds; an infeasible
  * LP_j fails). Then P(j) holds iff c_j <= t*:
  *  - if c_j <= t*, at t = min(c_{j+1}, t*) >= c_j the constraints of F(t) are
  *    those of LP_j (min(cap_i, w_i t) is cap_i for i <= j, w_i t for i > j; and
@@ -292,7 +322,10 @@ static int cmp_by_key(const void *a, const void *b, void *ctx)
  * min(c_{j+1}, t*)), and T_j >= c_{j+1} gives P(j+1); any feasible LP_j gives
  * t* >= T_j (its solution satisfies F(T_j) as it is), so every c_i <= T_j has
  * P(i). LP_k itself is F near t*: its optimum is t* (or t's bound, with nobody
- * left growing), and its level rows' duals freeze as before.
+ * left growing), and the direction rows' duals freeze as before: a direction
+ * row's dual is each of its growing tenants' level-row dual in the LP with a
+ * row per tenant (they share their link rows' duals: the same columns price
+ * the same), so a direction is held whole or not at all.
  * Comparisons of levels allow LEVEL_REL, far inside the solver's own tolerance.
  */
 #define LEVEL_REL 1e-9
@@ -300,29 +333,184 @@ static int cmp_by_key(const void *a, const void *b, void *ctx)
 struct dlp {
 	glp_prob *lp;
 	glp_smcp parm;
-	int row_level0, col_g0, col_t;
+	size_t na, nd, ng;
+	int m;
+	int row_dir0, col_t, col_s0;
+	const double *gcap; /* g * m + k: group g's capacity of res[k], of the pool */
+	const double *dvec; /* D * m + k: direction D's task per dominant share */
+	int *ycol;          /* D * ng + g: its column, 0 none yet, -1 cannot fit */
+	double *pi;         /* the capacity rows' duals (scratch) */
+	const uint32_t *dir; /* active tenant -> its direction */
+	const double *w;     /* weight / the largest */
 	const double *cap;   /* per active tenant, in G units; INFINITY: no cap */
-	const double *reach; /* the level t at which it reaches its cap: cap / weight */
+	const double *reach; /* the level t at which it reaches its cap: cap / w */
+	const bool *growing;
+	const double *fixed; /* not growing: its G */
+	bool *pinned;
+	double *W, *F;       /* per direction (scratch) */
+	int *ind;
+	double *val;
 	uint32_t *order;     /* the capped tenants still growing, by reach */
 	size_t nc;
 	size_t npinned;      /* order[0 .. npinned) pinned at their caps */
+	double tbound;
 	uint64_t *rounds;
+	size_t ncols;
 };
 
-static void dlp_pin(struct dlp *L, size_t j)
+/* Adds y_Dg to the LP: its column, or -ENOMEM. */
+static int dlp_add_col(struct dlp *L, size_t D, size_t g)
 {
-	for (; L->npinned < j; L->npinned++) {
-		uint32_t a = L->order[L->npinned];
+	int col = glp_add_cols(L->lp, 1), n = 0;
 
-		glp_set_col_bnds(L->lp, L->col_g0 + (int)a, GLP_FX, L->cap[a], L->cap[a]);
-		glp_set_row_bnds(L->lp, L->row_level0 + (int)a, GLP_FR, 0, 0);
+	for (int k = 0; k < L->m; k++) {
+		if (!(L->dvec[D * (size_t)L->m + (size_t)k] > 0))
+			continue;
+		L->ind[++n] = (int)(g * (size_t)L->m) + k + 1;
+		L->val[n] = L->dvec[D * (size_t)L->m + (size_t)k];
 	}
-	while (L->npinned > j) {
-		uint32_t a = L->order[--L->npinned];
+	L->ind[++n] = L->row_dir0 + (int)D;
+	L->val[n] = 1;
+	glp_set_mat_col(L->lp, col, n, L->ind, L->val);
+	glp_set_col_bnds(L->lp, col, GLP_LO, 0, 0);
+	L->ycol[D * L->ng + g] = col;
+	L->ncols++;
+	return col;
+}
 
-		glp_set_col_bnds(L->lp, L->col_g0 + (int)a, GLP_DB, 0, L->cap[a]);
-		glp_set_row_bnds(L->lp, L->row_level0 + (int)a, GLP_LO, 0, 0);
+/*
+ * For each direction, its PRICE_COLS columns of best positive reduced cost:
+ * how many were added. (One a direction took rounds of the simplex by the
+ * hundred; every one, on a fleet of all different shapes, an LP of every
+ * column from the start, half again as slow.)
+ */
+#define PRICE_COLS 16
+
+static size_t dlp_price(struct dlp *L)
+{
+	size_t added = 0;
+
+	for (size_t g = 0; g < L->ng; g++)
+		for (int k = 0; k < L->m; k++)
+			L->pi[g * (size_t)L->m + (size_t)k] =
+				glp_get_row_dual(L->lp, (int)(g * (size_t)L->m) + k + 1);
+	for (size_t D = 0; D < L->nd; D++) {
+		double sigma = glp_get_row_dual(L->lp, L->row_dir0 + (int)D);
+		double rcs[PRICE_COLS];
+		size_t gs[PRICE_COLS];
+		int n = 0;
+
+		for (size_t g = 0; g < L->ng; g++) {
+			double rc = -sigma;
+			int at;
+
+			if (L->ycol[D * L->ng + g])
+				continue;
+			for (int k = 0; k < L->m; k++)
+				rc -= L->pi[g * (size_t)L->m + (size_t)k] *
+				      L->dvec[D * (size_t)L->m + (size_t)k];
+			if (!(rc > PRICE_EPS) || (n == PRICE_COLS && rc <= rcs[n - 1]))
+				continue;
+			/* Into the best, kept in decreasing order. */
+			at = n < PRICE_COLS ? n++ : n - 1;
+			for (; at > 0 && rcs[at - 1] < rc; at--) {
+				rcs[at] = rcs[at - 1];
+				gs[at] = gs[at - 1];
+			}
+			rcs[at] = rc;
+			gs[at] = g;
+		}
+		for (int q = 0; q < n; q++)
+			dlp_add_col(L, D, gs[q]);
+		added += (size_t)n;
 	}
+	return added;
+}
+
+/* The LP in force solved, with the columns it needs: GLP_OPT, GLP_NOFEAS, or -EDOM. */
+static int dlp_simplex(struct dlp *L)
+{
+	for (;;) {
+		int st;
+
+		st = glp_simplex(L->lp, &L->parm);
+		/*
+		 * A basis that the changes made singular (t basic, its column
+		 * changed by a freeze): GLPK's standard one instead (every row's
+		 * slack; its crash basis would print).
+		 */
+		if (st == GLP_EBADB || st == GLP_ESING || st == GLP_ECOND || st == GLP_EFAIL) {
+			glp_std_basis(L->lp);
+			st = glp_simplex(L->lp, &L->parm);
+		}
+		if (st != 0)
+			return -EDOM;
+		st = glp_get_status(L->lp);
+		if (st != GLP_OPT)
+			return st == GLP_NOFEAS ? GLP_NOFEAS : -EDOM;
+		if (dlp_price(L) == 0)
+			return GLP_OPT;
+	}
+}
+
+/* Phase one over every column: whether the LP in force is feasible (1, 0), or -EDOM. */
+static int dlp_feasible(struct dlp *L)
+{
+	double short_by;
+	int st;
+
+	glp_set_obj_coef(L->lp, L->col_t, 0);
+	for (size_t D = 0; D < L->nd; D++) {
+		glp_set_col_bnds(L->lp, L->col_s0 + (int)D, GLP_LO, 0, 0);
+		glp_set_obj_coef(L->lp, L->col_s0 + (int)D, -1);
+	}
+	st = dlp_simplex(L);
+	short_by = -glp_get_obj_val(L->lp);
+	glp_set_obj_coef(L->lp, L->col_t, 1);
+	for (size_t D = 0; D < L->nd; D++) {
+		glp_set_col_bnds(L->lp, L->col_s0 + (int)D, GLP_FX, 0, 0);
+		glp_set_obj_coef(L->lp, L->col_s0 + (int)D, 0);
+	}
+	if (st != GLP_OPT)
+		return -EDOM; /* s_D = F_D, y = 0, t = 0 is feasible: it cannot be infeasible */
+	return short_by <= INFEAS_EPS;
+}
+
+/* LP_j in force: the pins, the direction rows and t's column and bound. */
+static void dlp_set(struct dlp *L, size_t j)
+{
+	int n = 0;
+	double ub;
+
+	for (; L->npinned < j; L->npinned++)
+		L->pinned[L->order[L->npinned]] = true;
+	while (L->npinned > j)
+		L->pinned[L->order[--L->npinned]] = false;
+	for (size_t D = 0; D < L->nd; D++)
+		L->W[D] = L->F[D] = 0;
+	for (size_t a = 0; a < L->na; a++) {
+		size_t D = L->dir[a];
+
+		if (!L->growing[a])
+			L->F[D] += L->fixed[a];
+		else if (L->pinned[a])
+			L->F[D] += L->cap[a];
+		else
+			L->W[D] += L->w[a];
+	}
+	for (size_t D = 0; D < L->nd; D++) {
+		glp_set_row_bnds(L->lp, L->row_dir0 + (int)D, GLP_LO, L->F[D], 0);
+		if (L->W[D] > 0) {
+			L->ind[++n] = L->row_dir0 + (int)D;
+			L->val[n] = -L->W[D];
+		}
+	}
+	glp_set_mat_col(L->lp, L->col_t, n, L->ind, L->val);
+	ub = j < L->nc ? fmin(L->tbound, L->reach[L->order[j]]) : L->tbound;
+	if (ub > 0)
+		glp_set_col_bnds(L->lp, L->col_t, GLP_DB, 0, ub);
+	else
+		glp_set_col_bnds(L->lp, L->col_t, GLP_FX, 0, 0);
 }
 
 /* LP_j: 1 if P(j), 0 if not, -EDOM; its optimum t (-INFINITY: infeasible). */
@@ -330,17 +518,23 @@ static int dlp_probe(struct dlp *L, size_t j, double *ret_t)
 {
 	int st;
 
-	dlp_pin(L, j);
-	if (glp_simplex(L->lp, &L->parm) != 0)
-		return -EDOM;
+	dlp_set(L, j);
 	(*L->rounds)++;
-	st = glp_get_status(L->lp);
-	if (st == GLP_NOFEAS && j > 0) {
-		*ret_t = -INFINITY;
-		return 0;
+	st = dlp_simplex(L);
+	if (st == GLP_NOFEAS) {
+		st = dlp_feasible(L);
+		if (st < 0)
+			return st;
+		if (!st) {
+			if (j == 0)
+				return -EDOM; /* LP_0 holds the last optimum: it cannot be infeasible */
+			*ret_t = -INFINITY;
+			return 0;
+		}
+		st = dlp_simplex(L);
 	}
 	if (st != GLP_OPT)
-		return -EDOM; /* LP_0 holds the last optimum: it cannot be infeasible */
+		return -EDOM;
 	*ret_t = glp_get_col_prim(L->lp, L->col_t);
 	return j == 0 || *ret_t >= L->reach[L->order[j - 1]] * (1 - LEVEL_REL);
 }
@@ -387,29 +581,107 @@ static long dlp_search(struct dlp *L)
 	}
 }
 
-/* Frozen where the optimum holds it. */
-static void dlp_freeze(glp_prob *lp, int row_level0, int col_g0, size_t a)
-{
-	double gv = fmax(0, glp_get_col_prim(lp, col_g0 + (int)a));
+/* Active tenants by direction key (ctx: nres keys per tenant), then index. */
+struct dir_key {
+	const int64_t *key;
+	int m;
+};
 
-	glp_set_col_bnds(lp, col_g0 + (int)a, GLP_FX, gv, gv);
-	glp_set_row_bnds(lp, row_level0 + (int)a, GLP_FR, 0, 0);
+static int cmp_dir(const void *a, const void *b, void *ctx)
+{
+	const struct dir_key *dk = ctx;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	int c = memcmp(&dk->key[x * (size_t)dk->m], &dk->key[y * (size_t)dk->m],
+		       (size_t)dk->m * sizeof(*dk->key));
+
+	if (c)
+		return c;
+	return x < y ? -1 : x > y;
+}
+
+static int cmp_place(const void *a, const void *b)
+{
+	const struct drfh_place *x = a, *y = b;
+
+	if (x->tenant != y->tenant)
+		return x->tenant < y->tenant ? -1 : 1;
+	return x->where < y->where ? -1 : x->where > y->where;
+}
+
+/*
+ * The places from the last optimum: each direction's y_Dg handed to its
+ * tenants in turn, group after group, so that a tenant spans as few groups as
+ * its share needs (the LP decides only each direction's totals).
+ */
+static int dlp_places(const struct dlp *L, const uint32_t *bydir, const size_t *dstart,
+		      const size_t *act, const double *dom, struct drfh_result *out)
+{
+	out->places = calloc(L->na + L->ncols + 1, sizeof(*out->places));
+	if (!out->places)
+		return -ENOMEM;
+	for (size_t D = 0; D < L->nd; D++) {
+		size_t next = 0, cur = L->ng; /* the group being handed out, and the one after */
+		double left_g = 0;
+
+		for (size_t q = dstart[D]; q < dstart[D + 1]; q++) {
+			uint32_t a = bydir[q];
+			double need = L->fixed[a];
+
+			while (need > 0) {
+				struct drfh_place *last = out->nplaces ? &out->places[out->nplaces - 1] : NULL;
+				double take;
+
+				while (!(left_g > 0) && next < L->ng) {
+					int col = L->ycol[D * L->ng + next];
+
+					if (col > 0 && glp_get_col_prim(L->lp, col) > 0) {
+						cur = next;
+						left_g = glp_get_col_prim(L->lp, col);
+					}
+					next++;
+				}
+				if (!(left_g > 0)) {
+					/* The optimum's y short by rounding: the last group takes it. */
+					if (cur == L->ng)
+						break;
+					left_g = need;
+				}
+				take = fmin(need, left_g);
+				if (last && last->tenant == (uint32_t)act[a] && last->where == (uint32_t)cur)
+					last->tasks += take / dom[act[a]];
+				else
+					out->places[out->nplaces++] = (struct drfh_place){
+						.tenant = (uint32_t)act[a],
+						.where = (uint32_t)cur,
+						.tasks = take / dom[act[a]],
+					};
+				need -= take;
+				left_g -= take;
+			}
+		}
+	}
+	qsort(out->places, out->nplaces, sizeof(*out->places), cmp_place);
+	return 0;
 }
 
 int drfh_allocate(const struct drfh_problem *p, struct drfh_result *ret)
 {
 	struct drfh_result out;
+	struct dlp L = { 0 };
 	double pool[DRF_NRES], wmax = 0, wmin = INFINITY;
 	int res[DRF_NRES], m = 0;
-	size_t nservers, na = 0, ncols, nplaces = 0;
-	size_t *act = NULL;     /* active tenant a -> tenant index */
-	int *ycol = NULL;       /* a * ngroups + g -> column (0: none) */
-	int *ind = NULL;
-	double *val = NULL, *u = NULL, *dom = NULL;
-	double *cap = NULL, *reach = NULL;  /* per active tenant: its cap in G, its cap's level */
-	bool *growing = NULL;   /* per active tenant: its level row in force */
-	uint32_t *order = NULL; /* the capped tenants growing, by reach */
-	glp_prob *lp = NULL;
+	size_t nservers, na = 0, nd = 0;
+	size_t *act = NULL;      /* active tenant a -> tenant index */
+	double *u = NULL, *dom = NULL;
+	int64_t *key = NULL;     /* a * m + k: its direction, rounded to 2^-40 */
+	uint32_t *bydir = NULL;  /* active tenants by direction */
+	size_t *dstart = NULL;   /* direction D's tenants: bydir[dstart[D] .. dstart[D + 1]) */
+	uint32_t *dir = NULL;
+	double *gcap = NULL, *dvec = NULL, *w = NULL, *cap = NULL, *reach = NULL;
+	double *fixed = NULL, *W = NULL, *F = NULL, *pi = NULL, *val = NULL;
+	bool *growing = NULL, *pinned = NULL;
+	int *ycol = NULL, *ind = NULL;
+	uint32_t *order = NULL;
 	int err;
 
 	err = validate(p, pool, &nservers);
@@ -449,151 +721,139 @@ int drfh_allocate(const struct drfh_problem *p, struct drfh_result *ret)
 	}
 	if (na == 0)
 		goto done;
-	ycol = calloc(na * ng + 1, sizeof(*ycol));
-	ind = malloc((na + ng * (size_t)m + 4) * sizeof(*ind));
-	val = malloc((na + ng * (size_t)m + 4) * sizeof(*val));
-	if (!ycol || !ind || !val) {
+
+	/* Directions: the active tenants sorted by their task's direction, rounded. */
+	key = malloc((na * (size_t)m + 1) * sizeof(*key));
+	bydir = malloc((na + 1) * sizeof(*bydir));
+	dstart = malloc((na + 2) * sizeof(*dstart));
+	dir = malloc((na + 1) * sizeof(*dir));
+	dvec = malloc((na * (size_t)m + 1) * sizeof(*dvec));
+	if (!key || !bydir || !dstart || !dir || !dvec) {
 		err = -ENOMEM;
 		goto fail;
 	}
-
-	/*
-	 * Rows: 1 .. ng*m the groups' capacities (g, r); then per active tenant a
-	 * its link row  sum_g y_ag - G_a = 0  and its level row  G_a - w_a t >= 0.
-	 * Columns: the y_ag that can be nonzero (the group has every resource the
-	 * task needs), then G_a per tenant (bounded by the cap), then t.
-	 */
-	lp = glp_create_prob();
-	glp_set_obj_dir(lp, GLP_MAX);
-	const int caprows = (int)(ng * (size_t)m);
-	const int row_link0 = caprows + 1, row_level0 = caprows + 1 + (int)na;
-
-	glp_add_rows(lp, caprows + 2 * (int)na);
-	for (size_t g = 0; g < ng; g++)
-		for (int k = 0; k < m; k++) {
-			double have = out.groups[g].capacity[res[k]] * (double)out.groups[g].count /
-				      pool[res[k]];
-
-			glp_set_row_bnds(lp, (int)(g * (size_t)m) + k + 1, GLP_UP, 0, have);
-		}
-	for (size_t a = 0; a < na; a++) {
-		glp_set_row_bnds(lp, row_link0 + (int)a, GLP_FX, 0, 0);
-		glp_set_row_bnds(lp, row_level0 + (int)a, GLP_LO, 0, 0);
-	}
-	ncols = 0;
 	for (size_t a = 0; a < na; a++) {
 		const double *ua = &u[act[a] * DRF_NRES];
 
-		for (size_t g = 0; g < ng; g++) {
-			bool fits = true;
+		for (int k = 0; k < m; k++)
+			key[a * (size_t)m + (size_t)k] = llround(ldexp(ua[res[k]] / dom[act[a]], 40));
+		bydir[a] = (uint32_t)a;
+	}
+	qsort_r(bydir, na, sizeof(*bydir), cmp_dir, &(struct dir_key){ .key = key, .m = m });
+	for (size_t q = 0; q < na; q++) {
+		uint32_t a = bydir[q];
 
+		if (q == 0 || memcmp(&key[a * (size_t)m], &key[bydir[q - 1] * (size_t)m],
+				     (size_t)m * sizeof(*key)) != 0) {
+			const double *ua = &u[act[a] * DRF_NRES];
+
+			dstart[nd] = q;
 			for (int k = 0; k < m; k++)
-				fits = fits && !(ua[res[k]] > 0 && !(out.groups[g].capacity[res[k]] > 0));
-			if (fits)
-				ycol[a * ng + g] = (int)++ncols;
+				dvec[nd * (size_t)m + (size_t)k] = ua[res[k]] / dom[act[a]];
+			nd++;
 		}
+		dir[a] = (uint32_t)(nd - 1);
 	}
-	const int col_g0 = (int)ncols + 1, col_t = (int)ncols + (int)na + 1;
+	dstart[nd] = na;
 
-	glp_add_cols(lp, (int)ncols + (int)na + 1);
-	for (size_t a = 0; a < na; a++) {
-		const struct drf_demand *d = &p->demands[act[a]];
-		const double *ua = &u[act[a] * DRF_NRES];
-		double gcap = d->max_units * dom[act[a]];
-		int n;
-
-		for (size_t g = 0; g < ng; g++) {
-			int col = ycol[a * ng + g];
-
-			if (!col)
-				continue;
-			n = 0;
-			for (int k = 0; k < m; k++) {
-				if (!(ua[res[k]] > 0))
-					continue;
-				ind[++n] = (int)(g * (size_t)m) + k + 1;
-				val[n] = ua[res[k]] / dom[act[a]];
-			}
-			ind[++n] = row_link0 + (int)a;
-			val[n] = 1;
-			glp_set_mat_col(lp, col, n, ind, val);
-			glp_set_col_bnds(lp, col, GLP_LO, 0, 0);
-		}
-		ind[1] = row_link0 + (int)a;
-		val[1] = -1;
-		ind[2] = row_level0 + (int)a;
-		val[2] = 1;
-		glp_set_mat_col(lp, col_g0 + (int)a, 2, ind, val);
-		if (isinf(gcap))
-			glp_set_col_bnds(lp, col_g0 + (int)a, GLP_LO, 0, 0);
-		else
-			glp_set_col_bnds(lp, col_g0 + (int)a, GLP_DB, 0, gcap);
+	gcap = malloc((ng * (size_t)m + 1) * sizeof(*gcap));
+	pi = malloc((ng * (size_t)m + 1) * sizeof(*pi));
+	ycol = calloc(nd * ng + 1, sizeof(*ycol));
+	ind = malloc((nd + (size_t)m + 2) * sizeof(*ind));
+	val = malloc((nd + (size_t)m + 2) * sizeof(*val));
+	w = malloc((na + 1) * sizeof(*w));
+	cap = malloc((na + 1) * sizeof(*cap));
+	reach = malloc((na + 1) * sizeof(*reach));
+	fixed = calloc(na + 1, sizeof(*fixed));
+	growing = calloc(na + 1, sizeof(*growing));
+	pinned = calloc(na + 1, sizeof(*pinned));
+	order = malloc((na + 1) * sizeof(*order));
+	W = malloc((nd + 1) * sizeof(*W));
+	F = malloc((nd + 1) * sizeof(*F));
+	if (!gcap || !pi || !ycol || !ind || !val || !w || !cap || !reach || !fixed ||
+	    !growing || !pinned || !order || !W || !F) {
+		err = -ENOMEM;
+		goto fail;
 	}
-	for (size_t a = 0; a < na; a++) {
-		ind[a + 1] = row_level0 + (int)a;
-		val[a + 1] = -p->demands[act[a]].weight / wmax;
-	}
-	glp_set_mat_col(lp, col_t, (int)na, ind, val);
-	glp_set_obj_coef(lp, col_t, 1);
+	for (size_t g = 0; g < ng; g++)
+		for (int k = 0; k < m; k++)
+			gcap[g * (size_t)m + (size_t)k] = out.groups[g].capacity[res[k]] *
+							  (double)out.groups[g].count / pool[res[k]];
+	/* A group lacking a resource a direction's task needs can hold none of it. */
+	for (size_t D = 0; D < nd; D++)
+		for (size_t g = 0; g < ng; g++)
+			for (int k = 0; k < m; k++)
+				if (dvec[D * (size_t)m + (size_t)k] > 0 &&
+				    !(out.groups[g].capacity[res[k]] > 0))
+					ycol[D * ng + g] = -1;
 
 	/*
-	 * The first basis: every tenant's G_a and one of its y_ag basic (for the
-	 * group that holds the most of its tasks), its link and level rows not, the
-	 * capacity rows' slacks basic, t at 0. Row by row the basis matrix is
-	 * triangular with unit diagonal (a level row holds G_a alone of the basic,
-	 * a link row y_ag and the known G_a, a capacity row its slack and known y),
-	 * so it is nonsingular, and it is feasible: everything 0. From it t rises
-	 * with every tenant at once; from GLPK's standard basis (every slack basic)
-	 * the simplex first pivots each tenant's G and a y in, one at a time.
+	 * Rows: 1 .. ng*m the groups' capacities (g, r); then a row per direction.
+	 * Columns: t, the artificial s_D (fixed at 0 but in phase one), then the
+	 * y_Dg the pricing brings in: first, each direction's best group (the one
+	 * that holds the most of its tasks).
+	 */
+	L = (struct dlp){ .na = na, .nd = nd, .ng = ng, .m = m, .gcap = gcap, .dvec = dvec,
+			  .ycol = ycol, .pi = pi, .dir = dir, .w = w, .cap = cap, .reach = reach,
+			  .growing = growing, .fixed = fixed, .pinned = pinned, .W = W, .F = F,
+			  .ind = ind, .val = val, .order = order, .rounds = &out.rounds };
+	L.lp = glp_create_prob();
+	glp_set_obj_dir(L.lp, GLP_MAX);
+	const int caprows = (int)(ng * (size_t)m);
+
+	L.row_dir0 = caprows + 1;
+	glp_add_rows(L.lp, caprows + (int)nd);
+	for (int r = 1; r <= caprows; r++)
+		glp_set_row_bnds(L.lp, r, GLP_UP, 0, gcap[r - 1]);
+	L.col_t = glp_add_cols(L.lp, 1 + (int)nd);
+	L.col_s0 = L.col_t + 1;
+	glp_set_obj_coef(L.lp, L.col_t, 1);
+	for (size_t D = 0; D < nd; D++) {
+		ind[1] = L.row_dir0 + (int)D;
+		val[1] = 1;
+		glp_set_mat_col(L.lp, L.col_s0 + (int)D, 1, ind, val);
+		glp_set_col_bnds(L.lp, L.col_s0 + (int)D, GLP_FX, 0, 0);
+	}
+	/*
+	 * The first basis: the capacity rows' slacks, and per direction its first
+	 * column (its row nonbasic at its bound); t at 0. Row by row it is
+	 * triangular with unit diagonal, and feasible: everything 0. From it t
+	 * rises with every direction at once.
 	 */
 	for (int r = 1; r <= caprows; r++)
-		glp_set_row_stat(lp, r, GLP_BS);
-	for (size_t a = 0; a < na; a++) {
-		const double *ua = &u[act[a] * DRF_NRES];
+		glp_set_row_stat(L.lp, r, GLP_BS);
+	for (size_t D = 0; D < nd; D++) {
 		double most = -1;
-		int in = 0;
+		size_t best = ng;
 
 		for (size_t g = 0; g < ng; g++) {
 			double tasks = INFINITY;
 
-			if (!ycol[a * ng + g])
+			if (ycol[D * ng + g] < 0)
 				continue;
 			for (int k = 0; k < m; k++)
-				if (ua[res[k]] > 0)
-					tasks = fmin(tasks, out.groups[g].capacity[res[k]] *
-								    (double)out.groups[g].count / pool[res[k]] /
-								    ua[res[k]]);
+				if (dvec[D * (size_t)m + (size_t)k] > 0)
+					tasks = fmin(tasks, gcap[g * (size_t)m + (size_t)k] /
+								    dvec[D * (size_t)m + (size_t)k]);
 			if (tasks > most) {
 				most = tasks;
-				in = ycol[a * ng + g];
+				best = g;
 			}
 		}
-		/* A tenant no group can hold keeps its link row basic instead (G_a = 0). */
-		if (in)
-			glp_set_col_stat(lp, in, GLP_BS);
-		glp_set_row_stat(lp, row_link0 + (int)a, in ? GLP_NS : GLP_BS);
-		glp_set_col_stat(lp, col_g0 + (int)a, GLP_BS);
-		glp_set_row_stat(lp, row_level0 + (int)a, GLP_NL);
+		/* A direction no group can hold keeps its row basic (its tenants get 0). */
+		if (best < ng)
+			glp_set_col_stat(L.lp, dlp_add_col(&L, D, best), GLP_BS);
+		glp_set_row_stat(L.lp, L.row_dir0 + (int)D, best < ng ? GLP_NL : GLP_BS);
 	}
 
-	growing = calloc(na + 1, sizeof(*growing));
-	cap = malloc((na + 1) * sizeof(*cap));
-	reach = malloc((na + 1) * sizeof(*reach));
-	order = malloc((na + 1) * sizeof(*order));
-	if (!growing || !cap || !reach || !order) {
-		err = -ENOMEM;
-		goto fail;
-	}
-
-	struct dlp L = { .lp = lp, .row_level0 = row_level0, .col_g0 = col_g0, .col_t = col_t,
-			 .cap = cap, .reach = reach, .order = order, .rounds = &out.rounds };
 	double tmax = wmax / wmin;
 	size_t left = na;
 
 	for (size_t a = 0; a < na; a++) {
 		growing[a] = true;
+		w[a] = p->demands[act[a]].weight / wmax;
 		cap[a] = p->demands[act[a]].max_units * dom[act[a]];
-		reach[a] = cap[a] / (p->demands[act[a]].weight / wmax);
+		reach[a] = cap[a] / w[a];
 		if (isfinite(reach[a]))
 			tmax = fmax(tmax, reach[a]);
 	}
@@ -602,56 +862,60 @@ int drfh_allocate(const struct drfh_problem *p, struct drfh_result *ret)
 	 * above every reach, and above any level a growing tenant can have (G <= 1,
 	 * its dominant resource at most the pool's, so t <= wmax / w).
 	 */
-	glp_set_col_bnds(lp, col_t, GLP_DB, 0, 2 * tmax + 1);
+	L.tbound = 2 * tmax + 1;
 	glp_init_smcp(&L.parm);
 	L.parm.msg_lev = GLP_MSG_OFF;
 	L.parm.presolve = GLP_OFF;
 	L.parm.meth = GLP_PRIMAL;
 	while (left > 0) {
-		size_t froze, best = na;
-		double best_dual = 0;
+		size_t froze, best = nd;
+		double best_dual = 0, t;
 		long k;
 
 		L.nc = 0;
-		L.npinned = 0; /* the last round's pins are frozen now */
-		for (size_t a = 0; a < na; a++)
+		for (size_t a = 0; a < na; a++) {
+			pinned[a] = false;
 			if (growing[a] && isfinite(reach[a]))
 				order[L.nc++] = (uint32_t)a;
+		}
+		L.npinned = 0;
 		qsort_r(order, L.nc, sizeof(*order), cmp_by_key, reach);
 		k = dlp_search(&L);
 		if (k < 0) {
 			err = (int)k;
 			goto fail;
 		}
-		/* Those that reached their caps: pinned there, their level rows free already. */
-		for (size_t q = 0; q < (size_t)k; q++)
+		t = fmax(0, glp_get_col_prim(L.lp, L.col_t));
+		/* Those that reached their caps: frozen there. */
+		for (size_t q = 0; q < (size_t)k; q++) {
 			growing[order[q]] = false;
+			fixed[order[q]] = cap[order[q]];
+		}
 		left -= (size_t)k;
 		froze = (size_t)k;
 		/*
-		 * Then those whose level row has a nonzero dual; if none has (a
-		 * degenerate optimum), the one with the largest.
+		 * Then the directions whose row has a nonzero dual, whole; if none has
+		 * (a degenerate optimum), the one with the largest.
 		 */
-		for (size_t a = 0; a < na; a++) {
+		for (size_t D = 0; D < nd; D++) {
 			double dual;
 
-			if (!growing[a])
+			if (!(W[D] > 0))
 				continue;
-			dual = fabs(glp_get_row_dual(lp, row_level0 + (int)a));
+			dual = fabs(glp_get_row_dual(L.lp, L.row_dir0 + (int)D));
 			if (dual > best_dual) {
 				best_dual = dual;
-				best = a;
+				best = D;
 			}
-			if (dual > DUAL_EPS) {
-				dlp_freeze(lp, row_level0, col_g0, a);
-				growing[a] = false;
-				left--;
-				froze++;
-			}
+			W[D] = dual > DUAL_EPS ? -1 : 0; /* -1: freezes */
 		}
-		if (froze == 0 && best < na) {
-			dlp_freeze(lp, row_level0, col_g0, best);
-			growing[best] = false;
+		if (froze == 0 && best < nd && W[best] == 0)
+			W[best] = -1;
+		for (size_t a = 0; a < na; a++) {
+			if (!growing[a] || pinned[a] || W[dir[a]] >= 0)
+				continue;
+			growing[a] = false;
+			fixed[a] = w[a] * t;
 			left--;
 			froze++;
 		}
@@ -662,64 +926,47 @@ int drfh_allocate(const struct drfh_problem *p, struct drfh_result *ret)
 		}
 	}
 
-	/* Tasks per group from the last optimum; G_a from the same. */
+	/* Tasks from the frozen G; places from the last optimum. */
 	for (size_t a = 0; a < na; a++) {
 		size_t i = act[a];
 
-		out.tenants[i].units =
-			fmin(p->demands[i].max_units,
-			     fmax(0, glp_get_col_prim(lp, col_g0 + (int)a)) / dom[i]);
-		for (size_t g = 0; g < ng; g++)
-			nplaces += ycol[a * ng + g] && glp_get_col_prim(lp, ycol[a * ng + g]) > 0;
+		out.tenants[i].units = fmin(p->demands[i].max_units, fixed[a] / dom[i]);
 	}
-	out.places = calloc(nplaces + 1, sizeof(*out.places));
-	if (!out.places) {
-		err = -ENOMEM;
+	err = dlp_places(&L, bydir, dstart, act, dom, &out);
+	if (err < 0)
 		goto fail;
-	}
-	for (size_t a = 0; a < na; a++)
-		for (size_t g = 0; g < ng; g++) {
-			double y;
-
-			if (!ycol[a * ng + g])
-				continue;
-			y = glp_get_col_prim(lp, ycol[a * ng + g]);
-			if (!(y > 0))
-				continue;
-			out.places[out.nplaces++] = (struct drfh_place){
-				.tenant = (uint32_t)act[a], .where = (uint32_t)g, .tasks = y / dom[act[a]],
-			};
-		}
 done:
 	finish(p, &out);
-	if (lp)
-		glp_delete_prob(lp);
-	free(act);
-	free(ycol);
-	free(ind);
-	free(val);
-	free(u);
-	free(dom);
-	free(cap);
-	free(reach);
-	free(growing);
-	free(order);
 	*ret = out;
-	return 0;
+	err = 0;
+	goto out;
 fail:
-	if (lp)
-		glp_delete_prob(lp);
+	drfh_result_free(&out);
+out:
+	if (L.lp)
+		glp_delete_prob(L.lp);
 	free(act);
-	free(ycol);
-	free(ind);
-	free(val);
 	free(u);
 	free(dom);
+	free(key);
+	free(bydir);
+	free(dstart);
+	free(dir);
+	free(gcap);
+	free(dvec);
+	free(w);
 	free(cap);
 	free(reach);
+	free(fixed);
+	free(W);
+	free(F);
+	free(pi);
+	free(val);
 	free(growing);
+	free(pinned);
+	free(ycol);
+	free(ind);
 	free(order);
-	drfh_result_free(&out);
 	return err;
 }
 
@@ -1251,15 +1498,6 @@ static int place_add(struct placelist *pl, uint32_t tenant, uint32_t where, doub
 	}
 	pl->v[pl->n++] = (struct drfh_place){ .tenant = tenant, .where = where, .tasks = tasks };
 	return 0;
-}
-
-static int cmp_place(const void *a, const void *b)
-{
-	const struct drfh_place *x = a, *y = b;
-
-	if (x->tenant != y->tenant)
-		return x->tenant < y->tenant ? -1 : 1;
-	return x->where < y->where ? -1 : x->where > y->where;
 }
 
 /*

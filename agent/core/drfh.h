@@ -95,6 +95,9 @@ struct drfh_result {
  * the servers stop t freeze at their counts in the same round, found by a
  * search over how many of them to pin (drfh.c has the proof), so a round costs
  * a few LPs however many counts it passes. At least one freezes each round.
+ * The LPs have a row per task direction (tenants whose tasks point the same
+ * way are one) and bring in their columns by pricing, so their size follows
+ * the task shapes and the server shapes, not the tenants.
  * Returns 0, -EINVAL for a malformed problem (as drf_allocate), -EDOM if the
  * solver fails, -ENOMEM.
  */

@@ -142,8 +142,11 @@ static double jmin_of(const struct drfh_problem *p, const struct drfh_result *r)
  * 1e6 times larger (the yardstick: what a plan costs when tasks are few);
  * and a fourth node that says it has 1e15 bytes, refused by the bounds.
  * (2) `drfctl fleet plan` of 100 servers (each its own shape) and 10,000
- * tenants, divisible: its time and LPs, beside the same fleet with every
- * tenant unlimited and of weight 1 (the yardstick: the LPs of one freeze).
+ * tenants (tasks of 128 shapes), divisible: its time and LPs, beside the same
+ * fleet with every tenant unlimited and of weight 1 (the yardstick: the LPs of
+ * one freeze); then 1,000 tenants whose tasks all differ in shape (the LP has a
+ * row per shape: its worst case). Usage: bench_fleet 1 issue29 [SERVERS
+ * [TENANTS [TENANTS-OF-OWN-SHAPES]]].
  */
 static void issue29_tiny(void)
 {
@@ -201,8 +204,10 @@ static void issue29_tiny(void)
 	}
 }
 
-static void issue29_divisible(bool yardstick, size_t ns, size_t n)
+/* mode 0: the fleet; 1: its yardstick; 2: every task a shape of its own (no two alike). */
+static void issue29_divisible(int mode, size_t ns, size_t n)
 {
+	bool yardstick = mode == 1;
 	struct drfh_server_spec *sv = calloc(ns, sizeof(*sv));
 	struct drf_demand *d = calloc(n, sizeof(*d));
 	struct drfh_problem p = { .nspecs = ns, .specs = sv, .n = n, .demands = d };
@@ -218,6 +223,10 @@ static void issue29_divisible(bool yardstick, size_t ns, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		d[i].shape[DRF_RES_CPU] = 1 + floor(unit() * 8);
 		d[i].shape[DRF_RES_MEMORY] = (1 + floor(unit() * 16)) * GIB;
+		if (mode == 2) {
+			d[i].shape[DRF_RES_CPU] = 1 + unit() * 7;
+			d[i].shape[DRF_RES_MEMORY] = (1 + unit() * 15) * GIB;
+		}
 		d[i].weight = 1 + floor(unit() * 8);
 		d[i].max_units = unit() < 0.2 ? INFINITY : 1 + floor(unit() * 50);
 		if (yardstick) {
@@ -233,8 +242,9 @@ static void issue29_divisible(bool yardstick, size_t ns, size_t n)
 	t1 = now_s();
 	printf("  divisible DRFH, %zu servers (%zu groups) x %zu tenants%s: %7.3f s, %llu LPs, "
 	       "cpu %5.1f%% memory %5.1f%%, least G/w %.3g\n", ns, r.ngroups, n,
-	       yardstick ? " (yardstick: all unlimited, weight 1)" : ", weights 1-8, counts 1-50 "
-								  "(20% unlimited)",
+	       yardstick   ? " (yardstick: all unlimited, weight 1)"
+	       : mode == 2 ? ", every task its own shape, weights 1-8, counts 1-50 (20% unlimited)"
+			   : ", weights 1-8, counts 1-50 (20% unlimited)",
 	       t1 - t0, (unsigned long long)r.rounds, 100 * r.utilization[DRF_RES_CPU],
 	       100 * r.utilization[DRF_RES_MEMORY], jmin_of(&p, &r));
 	drfh_result_free(&r);
@@ -335,10 +345,12 @@ int main(int argc, char **argv)
 	if (only && strcmp(only, "issue29") == 0) {
 		size_t ns = argc > 3 ? (size_t)atoi(argv[3]) : 100;
 		size_t nt = argc > 4 ? (size_t)atoi(argv[4]) : 10000;
+		size_t nd = argc > 5 ? (size_t)atoi(argv[5]) : nt / 10;
 
 		issue29_tiny();
-		issue29_divisible(false, ns, nt);
-		issue29_divisible(true, ns, nt);
+		issue29_divisible(0, ns, nt);
+		issue29_divisible(1, ns, nt);
+		issue29_divisible(2, ns, nd);
 		return 0;
 	}
 	printf("DRFH, 1000 tenants (tasks 1-8 cores, 0.5-16 GiB per core), the seed's ten server "

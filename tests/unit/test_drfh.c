@@ -456,6 +456,75 @@ static void test_capped_against_reference(void **state)
 	}
 }
 
+/*
+ * Tenants whose tasks point few ways: each a multiple (1-3) of one of three
+ * shapes, of its own weight and count, so that the engine's one row per
+ * direction holds tenants of every kind. Against the reference (a row per
+ * tenant, a column per tenant and server), and the places: every group within
+ * its capacity, every tenant's places adding up to its tasks.
+ */
+static void test_shared_directions_against_reference(void **state)
+{
+	int n = nrounds() / 5 + 1;
+
+	(void)state;
+	for (int k = 0; k < n; k++) {
+		struct rng g = { base_seed * 7919 + (uint64_t)k };
+		struct fleet f;
+		struct drfh_problem p;
+		struct drfh_result r;
+		double G[MAXN], base[3][DRF_NRES] = { { 0 } };
+		double used[MAXS][DRF_NRES] = { { 0 } }, tasks[MAXN] = { 0 };
+
+		gen(&f, base_seed * 7919 + (uint64_t)k, false, false);
+		f.n = (size_t)rng_int(&g, 6, MAXN);
+		for (int b = 0; b < 3; b++)
+			for (int res = 0; res < f.m; res++)
+				base[b][res] = res > 0 && rng_int(&g, 0, 4) == 0 ? 0
+										  : rng_range(&g, 0.05, 0.8);
+		for (size_t i = 0; i < f.n; i++) {
+			struct drf_demand *d = &f.dem[i];
+			int b = rng_int(&g, 0, 2), mult = rng_int(&g, 1, 3);
+
+			memset(d, 0, sizeof(*d));
+			d->weight = rng_int(&g, 1, 4);
+			for (int res = 0; res < f.m; res++)
+				d->shape[res] = mult * base[b][res];
+			d->max_units = rng_int(&g, 0, 3) == 0 ? INFINITY : rng_int(&g, 1, 12);
+		}
+		p = prob(&f);
+		assert_int_equal(drfh_allocate(&p, &r), 0);
+		ref_maxmin(&f, G);
+		for (size_t i = 0; i < f.n; i++)
+			if (fabs(r.tenants[i].gds - G[i]) > 1e-6 * fmax(1, G[i])) {
+				print_error("seed %llu: tenant %zu: G %.12g, the reference %.12g\n",
+					    (unsigned long long)f.seed, i, r.tenants[i].gds, G[i]);
+				fail();
+			}
+		assert_true(r.by_group);
+		for (size_t q = 0; q < r.nplaces; q++) {
+			const struct drfh_place *pl = &r.places[q];
+
+			assert_true(pl->where < r.ngroups && pl->tenant < f.n && pl->tasks > 0);
+			if (q > 0)
+				assert_true(r.places[q - 1].tenant < pl->tenant ||
+					    (r.places[q - 1].tenant == pl->tenant &&
+					     r.places[q - 1].where < pl->where));
+			tasks[pl->tenant] += pl->tasks;
+			for (int res = 0; res < f.m; res++)
+				used[pl->where][res] += pl->tasks * f.dem[pl->tenant].shape[res];
+		}
+		for (size_t q = 0; q < r.ngroups; q++)
+			for (int res = 0; res < f.m; res++)
+				assert_le_tol(used[q][res],
+					      r.groups[q].capacity[res] * (double)r.groups[q].count,
+					      1e-7, 1e-9, "a group's use");
+		for (size_t i = 0; i < f.n; i++)
+			assert_close(tasks[i], r.tenants[i].units, 1e-7, "places add up");
+		drfh_result_free(&r);
+	}
+}
+
 /* Tasks tenant i could run with an allocation of (group g -> resource vector). */
 static double tasks_from(const struct drfh_result *r, const struct fleet *f, size_t j, size_t i)
 {
@@ -1386,6 +1455,7 @@ int main(void)
 		cmocka_unit_test(test_best_fit_matches_shapes),
 		cmocka_unit_test(test_random_against_reference),
 		cmocka_unit_test(test_capped_against_reference),
+		cmocka_unit_test(test_shared_directions_against_reference),
 		cmocka_unit_test(test_envy_free_and_weak_sharing_incentive),
 		cmocka_unit_test(test_one_server_is_drf),
 		cmocka_unit_test(test_identical_servers_group),
