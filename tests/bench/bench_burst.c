@@ -37,41 +37,6 @@
 #define WEB "{\"weight\":1,\"tasks\":\"unlimited\",\"task\":{\"cpu\":1,\"memory\":268435456}}"
 #define TASK "{\"tenant\":\"web\",\"argv\":[\"/bin/true\"],\"task\":{\"cpu\":1}}"
 
-static int etcd_open_fake(void *ctx, const struct etcd_config *c, struct sd_event *event,
-			  struct etcd **ret, char *err, size_t len)
-{
-	(void)c;
-	(void)event;
-	(void)err;
-	(void)len;
-	return fakeetcd_connect(ctx, ret);
-}
-
-/* A task that runs and never ends: its cgroup populated. */
-static int running_spawn(void *ctx, const struct cgfs *cfs, const char *cg,
-			 const struct drf_task *t, const struct drf_knobs *limits, int dirfd,
-			 const char *tdir, pid_t *ret)
-{
-	char p[4096];
-
-	(void)ctx;
-	(void)t;
-	(void)limits;
-	(void)dirfd;
-	(void)tdir;
-	snprintf(p, sizeof(p), "%s/cgroup.events", cg);
-	*ret = 0;
-	return fakecg_put(cfs->rootfd, p, "populated 1\n");
-}
-
-static void running_reap(void *ctx, pid_t pid)
-{
-	(void)ctx;
-	(void)pid;
-}
-
-static const struct drf_spawn_ops running_ops = { running_spawn, running_reap };
-
 static void put_cb(void *userdata, int err, const char *msg, const struct etcd_resp *r)
 {
 	(void)msg;
@@ -128,8 +93,8 @@ static int burst(int n, struct run *ret)
 		r = -ENOMEM;
 		goto out;
 	}
-	f.env.spawn = &running_ops;
-	f.env.etcd_open = etcd_open_fake;
+	f.env.spawn = &fakedrfd_running_ops;
+	f.env.etcd_open = fakedrfd_etcd_open;
 	f.env.etcd_ctx = fake;
 	r = fakedrfd_start(&f);
 	if (r == 0) {

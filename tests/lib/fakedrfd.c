@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "fakecg.h"
+#include "fakeetcd.h"
 #include "pins.h"
 
 /* The fakes' host: whatever the config declares is passed down. */
@@ -211,3 +212,37 @@ int fakedrfd_plan(struct drfd *d)
 	d->plan = p;
 	return 0;
 }
+
+int fakedrfd_etcd_open(void *ctx, const struct etcd_config *c, struct sd_event *event,
+		       struct etcd **ret, char *err, size_t len)
+{
+	(void)c;
+	(void)event;
+	(void)err;
+	(void)len;
+	return fakeetcd_connect(ctx, ret);
+}
+
+static int running_spawn(void *ctx, const struct cgfs *cfs, const char *cg,
+			 const struct drf_task *t, const struct drf_knobs *limits, int dirfd,
+			 const char *tdir, pid_t *ret)
+{
+	char p[4096];
+
+	(void)ctx;
+	(void)t;
+	(void)limits;
+	(void)dirfd;
+	(void)tdir;
+	snprintf(p, sizeof(p), "%s/cgroup.events", cg);
+	*ret = 0;
+	return fakecg_put(cfs->rootfd, p, "populated 1\n");
+}
+
+static void running_reap(void *ctx, pid_t pid)
+{
+	(void)ctx;
+	(void)pid;
+}
+
+const struct drf_spawn_ops fakedrfd_running_ops = { running_spawn, running_reap };

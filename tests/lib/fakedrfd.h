@@ -66,6 +66,15 @@ void fakedrfd_teardown(struct fakedrfd *f);
  * host, nothing else), and the plan in force of d->decl (declared demands,
  * no tasks), as drfd_start() would put it in force. 0 or -errno.
  */
+/*
+ * A fleet node's env.etcd_open onto the fake etcd (ctx: its struct fakeetcd),
+ * and env.spawn ops whose tasks run and never end (their cgroup populated):
+ * a node that takes fleet tasks, over fakes.
+ */
+int fakedrfd_etcd_open(void *ctx, const struct etcd_config *c, struct sd_event *event,
+		       struct etcd **ret, char *err, size_t len);
+extern const struct drf_spawn_ops fakedrfd_running_ops;
+
 void fakedrfd_bare(struct drfd *d, struct drfd_env *env, struct cgfs *fs);
 int fakedrfd_plan(struct drfd *d);
 

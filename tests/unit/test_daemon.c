@@ -565,41 +565,6 @@ static void test_fleet_assignment(void **state)
  * state goes back to etcd; a restart that reads it again queues nothing new;
  * a node without task-user refuses the task in etcd and queues nothing.
  */
-static int fleet_etcd_open(void *ctx, const struct etcd_config *c, struct sd_event *event,
-			   struct etcd **ret, char *err, size_t len)
-{
-	(void)c;
-	(void)event;
-	(void)err;
-	(void)len;
-	return fakeetcd_connect(ctx, ret);
-}
-
-static int running_spawn(void *ctx, const struct cgfs *cfs, const char *cg,
-			 const struct drf_task *t, const struct drf_knobs *limits, int dirfd,
-			 const char *tdir, pid_t *ret)
-{
-	char p[4096];
-
-	(void)ctx;
-	(void)t;
-	(void)limits;
-	(void)dirfd;
-	(void)tdir;
-	snprintf(p, sizeof(p), "%s/cgroup.events", cg);
-	assert_int_equal(fakecg_put(cfs->rootfd, p, "populated 1\n"), 0);
-	*ret = 0;
-	return 0;
-}
-
-static void running_reap(void *ctx, pid_t pid)
-{
-	(void)ctx;
-	(void)pid;
-}
-
-static const struct drf_spawn_ops running_ops = { running_spawn, running_reap };
-
 static struct {
 	sd_event *ev;
 	struct fakeetcd *fake;
@@ -674,25 +639,34 @@ static struct drf_fleet_task_state fl_state(const char *id)
 	"[capacity]\ncpu = 4\nmemory = 4G\n[fleet]\nendpoints = http://127.0.0.1:1\nnode = n1\n"
 #define FLEET_TASK "{\"tenant\":\"web\",\"argv\":[\"/bin/true\"],\"task\":{\"cpu\":1}}"
 
+/* A fleet node over the fake etcd, started: tasks run (and never end) if it has a task-user. */
+static void fl_setup(bool task_user)
+{
+	memset(&fl, 0, sizeof(fl));
+	assert_int_equal(fakedrfd_setup(&fx, "mode = limit\n",
+					task_user ? FLEET_NODE_CONF "task-user = nobody\n"
+						  : FLEET_NODE_CONF),
+			 0);
+	assert_int_equal(sd_event_new(&fl.ev), 0);
+	fl.fake = fakeetcd_new(fl.ev, &fx.clock);
+	assert_non_null(fl.fake);
+	assert_int_equal(fakeetcd_connect(fl.fake, &fl.admin), 0);
+	if (task_user)
+		fx.env.spawn = &fakedrfd_running_ops;
+	fx.env.etcd_open = fakedrfd_etcd_open;
+	fx.env.etcd_ctx = fl.fake;
+	assert_int_equal(fakedrfd_start(&fx), 0);
+	fl_node_start();
+}
+
 static void test_fleet_tasks(void **state)
 {
 	const struct drf_task *t;
 	struct drf_fleet_task_state st;
 
 	(void)state;
-	memset(&fl, 0, sizeof(fl));
-	assert_int_equal(fakedrfd_setup(&fx, "mode = limit\n",
-					FLEET_NODE_CONF "task-user = nobody\n"), 0);
-	assert_int_equal(sd_event_new(&fl.ev), 0);
-	fl.fake = fakeetcd_new(fl.ev, &fx.clock);
-	assert_non_null(fl.fake);
-	assert_int_equal(fakeetcd_connect(fl.fake, &fl.admin), 0);
-	fx.env.spawn = &running_ops;
-	fx.env.etcd_open = fleet_etcd_open;
-	fx.env.etcd_ctx = fl.fake;
-	assert_int_equal(fakedrfd_start(&fx), 0);
+	fl_setup(true);
 	assert_non_null(d.tasks);
-	fl_node_start();
 	/* The node plans (it is the only one): web's two tasks are its. */
 	fl_put("/drfd/tenants/web", "{\"weight\":1,\"tasks\":2,\"task\":{\"cpu\":1,"
 				    "\"memory\":268435456}}");
@@ -761,18 +735,7 @@ static void test_fleet_burst(void **state)
 	int refused = 0, none = 0;
 
 	(void)state;
-	memset(&fl, 0, sizeof(fl));
-	assert_int_equal(fakedrfd_setup(&fx, "mode = limit\n",
-					FLEET_NODE_CONF "task-user = nobody\n"), 0);
-	assert_int_equal(sd_event_new(&fl.ev), 0);
-	fl.fake = fakeetcd_new(fl.ev, &fx.clock);
-	assert_non_null(fl.fake);
-	assert_int_equal(fakeetcd_connect(fl.fake, &fl.admin), 0);
-	fx.env.spawn = &running_ops;
-	fx.env.etcd_open = fleet_etcd_open;
-	fx.env.etcd_ctx = fl.fake;
-	assert_int_equal(fakedrfd_start(&fx), 0);
-	fl_node_start();
+	fl_setup(true);
 	fl_put("/drfd/tenants/web", "{\"weight\":1,\"tasks\":\"unlimited\",\"task\":{\"cpu\":1,"
 				    "\"memory\":268435456}}");
 	fl_steps(5);
@@ -818,16 +781,7 @@ static void test_fleet_restart_preloaded(void **state)
 	char knob[64];
 
 	(void)state;
-	memset(&fl, 0, sizeof(fl));
-	assert_int_equal(fakedrfd_setup(&fx, "mode = limit\n", FLEET_NODE_CONF), 0);
-	assert_int_equal(sd_event_new(&fl.ev), 0);
-	fl.fake = fakeetcd_new(fl.ev, &fx.clock);
-	assert_non_null(fl.fake);
-	assert_int_equal(fakeetcd_connect(fl.fake, &fl.admin), 0);
-	fx.env.etcd_open = fleet_etcd_open;
-	fx.env.etcd_ctx = fl.fake;
-	assert_int_equal(fakedrfd_start(&fx), 0);
-	fl_node_start();
+	fl_setup(false);
 	fl_put("/drfd/tenants/web", "{\"weight\":1,\"tasks\":2,\"task\":{\"cpu\":1,"
 				    "\"memory\":268435456}}");
 	fl_steps(5);

@@ -296,6 +296,19 @@ static int64_t admin_put(const char *key, const char *value)
 	return rev;
 }
 
+/* Deletes key as an operator would: its revision. */
+static int64_t admin_delete(const char *key)
+{
+	struct etcd_req q = { .key = key };
+	int64_t rev = 0;
+	uint64_t id;
+
+	assert_int_equal(etcd_delete(env.admin, &q, put_cb, &rev, &id), 0);
+	pump();
+	assert_true(rev > 0);
+	return rev;
+}
+
 static int web_count = 8;
 
 /* Every node started has an assignment equal to the store's, and every FITS task is placed. */
@@ -670,18 +683,14 @@ static int follower(void)
 /* P/planner deleted by hand: one planner again at once, with a new token all nodes know. */
 static void test_planner_key_deleted(void **state)
 {
-	struct etcd_req q = { .key = PREFIX "planner" };
 	const struct etcd_kv *kv;
-	int64_t old, rev = 0;
+	int64_t old;
 	struct tnode *p;
-	uint64_t id;
 
 	(void)state;
 	fleet_up();
 	old = fakeetcd_get(env.fake, PREFIX "planner")->create_revision;
-	assert_int_equal(etcd_delete(env.admin, &q, put_cb, &rev, &id), 0);
-	pump();
-	assert_true(rev > 0);
+	admin_delete(PREFIX "planner");
 	p = planner();
 	assert_non_null(p);
 	kv = fakeetcd_get(env.fake, PREFIX "planner");
@@ -712,15 +721,9 @@ static bool b_registered(void)
 
 static void test_node_key_deleted(void **state)
 {
-	struct etcd_req q = { .key = PREFIX "nodes/B" };
-	int64_t rev = 0;
-	uint64_t id;
-
 	(void)state;
 	fleet_up();
-	assert_int_equal(etcd_delete(env.admin, &q, put_cb, &rev, &id), 0);
-	pump();
-	assert_true(rev > 0);
+	admin_delete(PREFIX "nodes/B");
 	advance(STEP);
 	advance_until(b_registered, (GRACE + 3) * DRF_USEC_PER_SEC);
 	assert_non_null(fakeetcd_get(env.fake, PREFIX "nodes/B"));
@@ -866,17 +869,7 @@ static void test_stalled_node_keeps(void **state)
 	assert_true(stored_tasks(b->name, "t-new") == 0);
 	for (size_t j = 0; j < kept.n; j++)
 		assert_true(stored_tasks(b->name, kept.tenants[j].name) == kept.tenants[j].tasks);
-	{
-		char key[64];
-		struct etcd_req q = { .key = key };
-		int64_t rev = 0;
-		uint64_t id;
-
-		snprintf(key, sizeof(key), PREFIX "tenants/t-new");
-		assert_int_equal(etcd_delete(env.admin, &q, put_cb, &rev, &id), 0);
-		pump();
-		assert_true(rev > 0);
-	}
+	admin_delete(PREFIX "tenants/t-new");
 	assert_int_equal(fakeetcd_partition(b->e, false), 0);
 	b->alive = true;
 	stalled = b;
@@ -945,7 +938,7 @@ static void test_planner_key_vacant(void **state)
 	assert_non_null(strstr(st.planner_vacant_why, "ghost"));
 	advance_until(planner_live, 2 * DRF_USEC_PER_SEC);
 	assert_true(fakeetcd_get(env.fake, PREFIX "planner")->create_revision > old);
-	assert_true(takeovers() >= 1);
+	assert_int_equal(takeovers(), 1);
 	assert_int_equal(fakeetcd_partition(a->e, false), 0);
 	advance(2 * DRF_USEC_PER_SEC);
 	assert_false(status_of(a).planner_vacant);
@@ -961,7 +954,7 @@ static void test_planner_key_vacant(void **state)
 	assert_true(rev > 0);
 	assert_string_equal(fakeetcd_get(env.fake, PREFIX "planner")->value, "ghost");
 	advance_until(planner_live, 2 * DRF_USEC_PER_SEC);
-	assert_true(takeovers() >= 2);
+	assert_int_equal(takeovers(), 2);
 	/* It plans: a change is written. */
 	apply(9, false);
 	web_count = 9;

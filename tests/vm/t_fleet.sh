@@ -481,6 +481,32 @@ t=$(wait_until 60 late_placed)
 check late-tenant-placed "[ $rc -eq 0 ] && [ '${want_late:-0}' -ge 1 ] && [ '$t' != timeout ]" \
 	"apply exit $rc; late has $(( $(ask placement a late) + $(ask placement b late) )) tasks after $t s (from scratch: ${want_late:-?})"
 
+# A conflicting tenant for a while: hog (weight 8, unlimited) displaces web toward the plan
+# from scratch with hog; once hog is deleted, web gets its tasks back, up to the plan from
+# scratch without it (before, a displacement stayed: web 6/6 to 2/6 for good).
+plan_tasks() { # CONF TENANT: its tasks on a and b in a plan from scratch (--discrete)
+	{ printf '[server a]\ncpu = 2\nmemory = 1G\n[server b]\ncpu = 2\nmemory = 2G\n'; cat "$1"; } >"$work/expect3.conf"
+	"$DRFCTL" fleet plan -c "$work/expect3.conf" --discrete --json | $PY -c '
+import json, sys
+print(int(sum(t["placement"].get(n, 0) for t in json.load(sys.stdin)["tenants"] if t["name"] == sys.argv[1] for n in ("a", "b"))))' "$2"
+}
+web_tasks() { echo $(( $(ask placement a web) + $(ask placement b web) )); }
+cp "$work/fleet.conf" "$work/hog.conf"
+printf '\n[tenant hog]\nweight = 8\ntask-cpu = 0.5\ntask-memory = 64M\ntasks = unlimited\n' >>"$work/hog.conf"
+want_web=$(plan_tasks "$work/fleet.conf" web)
+want_web_hog=$(plan_tasks "$work/hog.conf" web)
+web_before=$(web_tasks)
+"$DRFCTL" fleet apply -f "$work/hog.conf" --endpoints "$EP" >"$work/apply5.out" 2>&1
+rc5=$?
+web_is() { [ "$(web_tasks)" = "$1" ]; }
+t_in=$(wait_until 60 web_is "$want_web_hog")
+web_during=$(web_tasks)
+"$DRFCTL" fleet apply -f "$work/fleet.conf" --endpoints "$EP" >"$work/apply6.out" 2>&1
+rc6=$?
+t_out=$(wait_until 60 web_is "$want_web")
+check displaced-returns "[ $rc5 -eq 0 ] && [ $rc6 -eq 0 ] && [ '${want_web_hog:-x}' -lt '${want_web:-0}' ] && [ '$t_in' != timeout ] && [ '$t_out' != timeout ]" \
+	"web $web_before tasks; hog added: web $web_during after $t_in s (from scratch with hog: ${want_web_hog:-?}); hog deleted: web $(web_tasks) after $t_out s (from scratch: ${want_web:-?}); apply exits $rc5 $rc6"
+
 # Fault 4: etcd gone; every node keeps its assignment and says etcd is unreachable.
 rev_a=$(ask rev a)
 kill -9 "${epid[e1]}" "${epid[e2]}"
