@@ -10,8 +10,9 @@
 # the fleet (run on the node Best-Fit chose, in web's cgroup there, as that
 # node's task-user nobody, its state in etcd reaching exited 0), the planner killed
 # (another elected within one TTL), the planner key squatted (taken over), an
-# etcd member killed (the fleet goes on),
-# and etcd gone (each node keeps its assignment, and a restarted node takes it
+# etcd member killed (the fleet goes on), a burst of 600 tasks, a node that lies about
+# its capacity and a tenant of tiny tasks, a late tenant and a conflicting one for a
+# while (web displaced, then its tasks back), and etcd gone (each node keeps its assignment, and a restarted node takes it
 # back from its state dir).
 # shellcheck disable=SC2317 # the conditions are called through wait_until and check
 here=$(cd "$(dirname "$0")" && pwd)
@@ -36,7 +37,8 @@ expect: each node's cpu.max and memory.max = its tasks x the task (drfctl fleet 
         kill the planner -> another within 3 s; put planner ghost -> a live planner again;
         kill e3 -> a new tenant still placed; a node saying cpu 1e15 -> left out, with why;
         a tenant of 1e-7-core tasks, unlimited -> placed by counts, no lease lost; a tenant
-        added to that full fleet -> its tasks from scratch; kill e1 e2 -> assignments kept, status says
+        added to that full fleet -> its tasks from scratch; hog (weight 8) for a while -> web
+            down to its plan with hog, then back to its plan without; kill e1 e2 -> assignments kept, status says
         unreachable, a restarted node has its assignment from its state dir
 DIAGRAM
 
