@@ -67,6 +67,7 @@ struct drfd_env {
 	size_t held_files;                      /* counter files the measurements may hold open */
 	const struct drfd_http_ops *http;       /* NULL: no metrics endpoint (httpd.h) */
 	void *http_ctx;
+	const struct drfd_http_limits *http_limits; /* NULL: httpd.h's (tests change them) */
 	const struct drf_spawn_ops *spawn;      /* NULL: no task queue */
 	void *spawn_ctx;
 	/* The fleet's etcd client ([fleet]): as etcd_open() (etcd.h); NULL: etcd_open itself. */

@@ -27,10 +27,24 @@
 #define HTTP_PRIORITY (SD_EVENT_PRIORITY_NORMAL + 10)
 #define CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
+/* A connection libmicrohttpd holds: its socket context points here. */
+struct hconn {
+	struct MHD_Connection *c;
+	int fd;
+	uint64_t since;  /* its exchange's start: the connection's, or the last answer's end */
+	bool answered;   /* its request came whole and was answered */
+	bool shut;       /* shut by drfd: libmicrohttpd closes it on its next turn */
+};
+
 struct drfd_httpd {
 	struct MHD_Daemon *mhd;
-	sd_event_source *io, *timer;
+	sd_event *event;
+	sd_event_source *io, *timer, *sweep;
 	const struct drf_logger *log;
+	uint64_t deadline_usec;
+	unsigned keep;
+	struct hconn conns[DRFD_HTTP_CONN_MAX];
+	unsigned n_conns;
 	/* The answers, kept from one request to the next: libmicrohttpd counts a
 	 * response's users, and frees it when the last one is done with it. */
 	struct MHD_Response *metrics;   /* NULL before the first rendering */
@@ -92,6 +106,88 @@ bool drfd_listen_addr_equal(const struct drf_listen_addr *a, const struct drf_li
 	       memcmp(a->addr, b->addr, a->family == AF_INET6 ? 16 : 4) == 0;
 }
 
+static uint64_t now_usec(const struct drfd_httpd *h)
+{
+	uint64_t now = 0;
+
+	if (!h->event || sd_event_now(h->event, CLOCK_MONOTONIC, &now) < 0)
+		now = 0;
+	return now;
+}
+
+/* Shuts k's socket: libmicrohttpd sees the end on its next turn, and closes it. */
+static void shut(struct hconn *k)
+{
+	if (k->shut)
+		return;
+	shutdown(k->fd, SHUT_RDWR);
+	k->shut = true;
+}
+
+static struct hconn *conn_of(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *i = MHD_get_connection_info(c,
+								    MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+	return i ? i->socket_context : NULL;
+}
+
+/*
+ * A connection starts: it is kept (past DRFD_HTTP_CONN_KEEP, the oldest one
+ * still sending its request is shut for it); it closes: it is let go.
+ */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+			  enum MHD_ConnectionNotificationCode toe)
+{
+	struct drfd_httpd *h = cls;
+	struct hconn *k = *socket_context, *oldest = NULL;
+	const union MHD_ConnectionInfo *i;
+
+	if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+		if (k) {
+			*k = (struct hconn){ 0 };
+			h->n_conns--;
+		}
+		return;
+	}
+	for (size_t j = 0; j < DRFD_HTTP_CONN_MAX && !k; j++)
+		if (!h->conns[j].c)
+			k = &h->conns[j];
+	i = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (!k || !i)
+		return; /* cannot be: libmicrohttpd holds at most DRFD_HTTP_CONN_MAX */
+	*k = (struct hconn){ .c = c, .fd = i->connect_fd, .since = now_usec(h) };
+	*socket_context = k;
+	if (++h->n_conns <= h->keep)
+		return;
+	for (size_t j = 0; j < DRFD_HTTP_CONN_MAX; j++) {
+		struct hconn *o = &h->conns[j];
+
+		if (o->c && o != k && !o->answered && !o->shut &&
+		    (!oldest || o->since < oldest->since))
+			oldest = o;
+	}
+	if (oldest) {
+		shut(oldest);
+		h->st.evicted++;
+	}
+}
+
+/* A request ended (answered, or the connection gone): the next one's exchange starts now. */
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	struct drfd_httpd *h = cls;
+	struct hconn *k = conn_of(c);
+
+	(void)con_cls;
+	(void)toe;
+	if (k) {
+		k->since = now_usec(h);
+		k->answered = false;
+	}
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
 				  const char *method, const char *version,
 				  const char *upload_data, size_t *upload_data_size, void **con_cls)
@@ -100,10 +196,27 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	struct MHD_Response *resp;
 	unsigned status;
 
+	struct hconn *k = conn_of(c);
+	static char seen;
+
 	(void)version;
 	(void)upload_data;
-	(void)upload_data_size;
-	(void)con_cls;
+	/*
+	 * The first call comes with the headers: answered only on the next (the
+	 * request read whole). An answer queued on the first call makes
+	 * libmicrohttpd close the connection after it, so that a kept-alive
+	 * connection and pipelined requests got one answer, then the end.
+	 */
+	if (!*con_cls) {
+		*con_cls = &seen;
+		return MHD_YES;
+	}
+	if (*upload_data_size) {
+		*upload_data_size = 0; /* a body is read and dropped */
+		return MHD_YES;
+	}
+	if (k)
+		k->answered = true;
 	if (strcmp(url, "/metrics") != 0) {
 		status = MHD_HTTP_NOT_FOUND;
 		resp = h->not_found;
@@ -126,42 +239,80 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	return MHD_queue_response(c, status, resp);
 }
 
-/* The timer at libmicrohttpd's next deadline (0: work is waiting), or off without one. */
-static void arm(struct drfd_httpd *h)
+/*
+ * The timer at libmicrohttpd's next deadline (0: work is waiting), or off
+ * without one; at once if the turn closed connections: libmicrohttpd takes
+ * its listening socket back into its epoll set at the start of a turn, once
+ * below its cap, and nothing else would wake it for that turn. The sweep at
+ * the earliest exchange's deadline, while there are connections.
+ */
+static void arm(struct drfd_httpd *h, unsigned conns_before)
 {
 	MHD_UNSIGNED_LONG_LONG ms;
-	uint64_t now;
+	uint64_t now = now_usec(h), first = UINT64_MAX;
 
-	if (MHD_get_timeout(h->mhd, &ms) != MHD_YES) {
+	if (h->n_conns < conns_before) {
+		sd_event_source_set_time(h->timer, now);
+		sd_event_source_set_enabled(h->timer, SD_EVENT_ONESHOT);
+	} else if (MHD_get_timeout(h->mhd, &ms) == MHD_YES) {
+		sd_event_source_set_time(h->timer, now + (uint64_t)ms * 1000);
+		sd_event_source_set_enabled(h->timer, SD_EVENT_ONESHOT);
+	} else {
 		sd_event_source_set_enabled(h->timer, SD_EVENT_OFF);
+	}
+	for (size_t j = 0; j < DRFD_HTTP_CONN_MAX; j++)
+		if (h->conns[j].c && !h->conns[j].shut && h->conns[j].since < first)
+			first = h->conns[j].since;
+	if (first == UINT64_MAX) {
+		sd_event_source_set_enabled(h->sweep, SD_EVENT_OFF);
 		return;
 	}
-	if (sd_event_now(sd_event_source_get_event(h->timer), CLOCK_MONOTONIC, &now) < 0)
-		now = 0;
-	sd_event_source_set_time(h->timer, now + (uint64_t)ms * 1000);
-	sd_event_source_set_enabled(h->timer, SD_EVENT_ONESHOT);
+	sd_event_source_set_time(h->sweep, first + h->deadline_usec);
+	sd_event_source_set_enabled(h->sweep, SD_EVENT_ONESHOT);
+}
+
+static void run(struct drfd_httpd *h)
+{
+	unsigned before = h->n_conns;
+
+	MHD_run(h->mhd);
+	arm(h, before);
 }
 
 static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 {
-	struct drfd_httpd *h = userdata;
-
 	(void)s;
 	(void)fd;
 	(void)revents;
-	MHD_run(h->mhd);
-	arm(h);
+	run(userdata);
 	return 0;
 }
 
 static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
+	(void)s;
+	(void)usec;
+	run(userdata);
+	return 0;
+}
+
+/* Exchanges past their deadline: shut (a slowloris, a reader that never reads). */
+static int on_sweep(sd_event_source *s, uint64_t usec, void *userdata)
+{
 	struct drfd_httpd *h = userdata;
+	uint64_t now = now_usec(h);
 
 	(void)s;
 	(void)usec;
-	MHD_run(h->mhd);
-	arm(h);
+	for (size_t j = 0; j < DRFD_HTTP_CONN_MAX; j++) {
+		struct hconn *k = &h->conns[j];
+
+		if (k->c && !k->shut && now >= k->since + h->deadline_usec) {
+			shut(k);
+			h->st.past_deadline++;
+		}
+	}
+	run(h);
 	return 0;
 }
 
@@ -179,7 +330,8 @@ static struct MHD_Response *fixed(const char *text, const char *allow)
 	return r;
 }
 
-int drfd_httpd_start(sd_event *e, int fd, const struct drf_logger *log, struct drfd_httpd **ret)
+int drfd_httpd_start(sd_event *e, int fd, const struct drf_logger *log,
+		     const struct drfd_http_limits *lim, struct drfd_httpd **ret)
 {
 	struct drfd_httpd *h = calloc(1, sizeof(*h));
 	const union MHD_DaemonInfo *info;
@@ -190,6 +342,10 @@ int drfd_httpd_start(sd_event *e, int fd, const struct drf_logger *log, struct d
 		return -ENOMEM;
 	}
 	h->log = log;
+	h->event = sd_event_ref(e);
+	h->deadline_usec = lim && lim->deadline_usec ? lim->deadline_usec
+						     : DRFD_HTTP_DEADLINE_S * DRF_USEC_PER_SEC;
+	h->keep = lim && lim->keep ? lim->keep : DRFD_HTTP_CONN_KEEP;
 	h->not_found = fixed("drfd serves /metrics alone\n", NULL);
 	h->not_allowed = fixed("drfd's /metrics answers GET and HEAD\n", "GET, HEAD");
 	h->unavailable = fixed("drfd has not rendered its metrics yet\n", NULL);
@@ -212,6 +368,8 @@ int drfd_httpd_start(sd_event *e, int fd, const struct drf_logger *log, struct d
 				  MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)DRFD_HTTP_CONN_PER_IP,
 				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)DRFD_HTTP_TIMEOUT_S,
 				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)DRFD_HTTP_CONN_MEMORY,
+				  MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
+				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
 				  MHD_OPTION_END);
 	if (!h->mhd) {
 		r = -EIO;
@@ -228,12 +386,16 @@ int drfd_httpd_start(sd_event *e, int fd, const struct drf_logger *log, struct d
 	if (r >= 0)
 		r = sd_event_add_time(e, &h->timer, CLOCK_MONOTONIC, 0, 0, on_timer, h);
 	if (r >= 0)
+		r = sd_event_add_time(e, &h->sweep, CLOCK_MONOTONIC, 0, 0, on_sweep, h);
+	if (r >= 0)
 		r = sd_event_source_set_priority(h->io, HTTP_PRIORITY);
 	if (r >= 0)
 		r = sd_event_source_set_priority(h->timer, HTTP_PRIORITY);
+	if (r >= 0)
+		r = sd_event_source_set_priority(h->sweep, HTTP_PRIORITY);
 	if (r < 0)
 		goto fail;
-	arm(h);
+	arm(h, 0);
 	*ret = h;
 	return 0;
 fail:
@@ -264,6 +426,8 @@ void drfd_httpd_publish(struct drfd_httpd *h, char *text, size_t len)
 void drfd_httpd_stats(const struct drfd_httpd *h, struct drfd_http_stats *ret)
 {
 	*ret = h ? h->st : (struct drfd_http_stats){ 0 };
+	if (h)
+		ret->connections = h->n_conns;
 }
 
 void drfd_httpd_free(struct drfd_httpd *h)
@@ -272,6 +436,7 @@ void drfd_httpd_free(struct drfd_httpd *h)
 		return;
 	sd_event_source_disable_unref(h->io);
 	sd_event_source_disable_unref(h->timer);
+	sd_event_source_disable_unref(h->sweep);
 	if (h->mhd)
 		MHD_stop_daemon(h->mhd);
 	if (h->metrics)
@@ -282,6 +447,7 @@ void drfd_httpd_free(struct drfd_httpd *h)
 		MHD_destroy_response(h->not_allowed);
 	if (h->unavailable)
 		MHD_destroy_response(h->unavailable);
+	sd_event_unref(h->event);
 	free(h);
 }
 
@@ -315,7 +481,7 @@ static int open_at(struct drfd *d, const struct drf_listen_addr *a, struct drfd_
 				   "allow it: drfd(8), METRICS)" : "");
 		return fd;
 	}
-	r = drfd_httpd_start(d->event, fd, d->log, ret);
+	r = drfd_httpd_start(d->event, fd, d->log, d->env->http_limits, ret);
 	if (r < 0)
 		snprintf(why, len, "metrics-listen = %s: cannot serve HTTP there: %s", addr,
 			 strerror(-r));
@@ -379,6 +545,7 @@ int drfd_http_stage(struct drfd *d, const struct drf_config *n, struct drfd_http
 		st->latest->mhd = NULL;
 		st->latest->io = sd_event_source_disable_unref(st->latest->io);
 		st->latest->timer = sd_event_source_disable_unref(st->latest->timer);
+		st->latest->sweep = sd_event_source_disable_unref(st->latest->sweep);
 		st->released = true;
 		r = open_at(d, &st->addr, &st->h, why, len);
 		if (r < 0) {

@@ -11,12 +11,19 @@
  * epoll fd and a timer at MHD_get_timeout), so the rendering is handed over
  * on the loop's one thread, with no lock.
  *
- * A flood of scrapers cannot stop enforcement: the endpoint's sources run
- * below the tick's priority, as the status socket's do; connections are
- * capped overall and per client address, an idle one is closed after
- * DRFD_HTTP_TIMEOUT_S, and a request's memory is capped: past the caps,
- * clients wait in the listen backlog or are closed, which costs drfd an
- * accept and a close, at most 10 a turn of the loop.
+ * A flood of scrapers can neither stop enforcement nor keep a scraper out:
+ * the endpoint's sources run below the tick's priority, as the status
+ * socket's do; libmicrohttpd caps connections overall and per client address,
+ * closes one idle for DRFD_HTTP_TIMEOUT_S and caps a request's memory. What
+ * it has no option for, httpd.c adds: an exchange (the request and its
+ * answer) must end within DRFD_HTTP_DEADLINE_S of its start, or the
+ * connection is shut (a slowloris that sends a header line now and then);
+ * past DRFD_HTTP_CONN_KEEP connections, a new one shuts the oldest that has
+ * not sent its request whole (so that held connections from many addresses
+ * cannot keep a scraper out); and libmicrohttpd is run again at once after a
+ * turn that closed connections, which is when it listens again after its cap
+ * (without that, a flood that reached the cap and went left nothing to wake
+ * it: the endpoint stayed deaf until a restart).
  */
 #ifndef DRF_HTTPD_H
 #define DRF_HTTPD_H
@@ -28,14 +35,27 @@
 #include "config.h"
 #include "log.h"
 
-/* Connections at once, and of one client address (Prometheus holds one per target). */
-#define DRFD_HTTP_CONN_MAX 32
+/*
+ * Connections at once (libmicrohttpd's cap), past which a new one shuts the
+ * oldest still sending its request, and of one client address (Prometheus
+ * holds one per target).
+ */
+#define DRFD_HTTP_CONN_MAX 64
+#define DRFD_HTTP_CONN_KEEP 48
 #define DRFD_HTTP_CONN_PER_IP 8
 /* A connection idle this long (no request, or its answer not read) is closed. */
 #define DRFD_HTTP_TIMEOUT_S 10
+/* A request and its answer, whole, within this of the connection's start (or the answer before). */
+#define DRFD_HTTP_DEADLINE_S 10
 /* A connection's memory for its request line and headers (and what it reads of a body). */
 #define DRFD_HTTP_CONN_MEMORY 16384
-#define DRFD_HTTP_BACKLOG 16
+#define DRFD_HTTP_BACKLOG 128
+
+/* An exchange's deadline and the connections kept before one is shut for a new one (0: the above). */
+struct drfd_http_limits {
+	uint64_t deadline_usec;
+	unsigned keep;
+};
 
 /* The endpoint's side effect on the host: its listening socket. */
 struct drfd_http_ops {
@@ -52,7 +72,8 @@ bool drfd_listen_addr_equal(const struct drf_listen_addr *a, const struct drf_li
 struct drfd_httpd;
 
 /* Serves /metrics on the listening socket fd (taken: closed on failure too) from e. 0 or -errno. */
-int drfd_httpd_start(sd_event *e, int fd, const struct drf_logger *log, struct drfd_httpd **ret);
+int drfd_httpd_start(sd_event *e, int fd, const struct drf_logger *log,
+		     const struct drfd_http_limits *lim, struct drfd_httpd **ret);
 /*
  * text (malloc'ed, len bytes, taken whatever happens) is what a scrape gets
  * from now on; scrapes under way finish with the text they started with.
@@ -64,6 +85,9 @@ void drfd_httpd_free(struct drfd_httpd *h);
 /* What the endpoint answered since it started (each status code counted). */
 struct drfd_http_stats {
 	unsigned long long ok, not_found, not_allowed, unavailable;
+	unsigned long long past_deadline; /* connections shut at the deadline */
+	unsigned long long evicted;       /* shut for a new one, past DRFD_HTTP_CONN_KEEP */
+	unsigned connections;             /* open now */
 };
 void drfd_httpd_stats(const struct drfd_httpd *h, struct drfd_http_stats *ret);
 

@@ -26,8 +26,10 @@
 # metrics-listen (on the namespace's loopback): GET /metrics answers 200 with
 # the exposition's content type, passes promtool, and is the metrics-file's
 # text of the same tick (but for its first line); 404 and 405; a reload moves
-# it to [::1]; 200 connections held open by a flood do not stop the ticks, and
-# a scrape gets through once they go; a real Prometheus scrapes it (up 1,
+# it to [::1]; 2,000 connections held open from 250 addresses do not stop the
+# ticks nor a scrape meanwhile, and a scrape gets through within a second once
+# they go; 32 slowloris connections are shut at the 10 s deadline, a scrape
+# served meanwhile; a real Prometheus scrapes it (up 1,
 # drfd_up 1 from its query API); an address in use: drfd exits 9 and leaves
 # no cgroup-root.
 #   DRFD=... DRFCTL=... tests/cli/test_metrics.sh
@@ -408,13 +410,19 @@ if start_drfd; then
 	check http-codes "[ '$c404' = 404 ] && [ '$c405' = 405 ] && [ '$chead' = 200 ]" \
 		"GET / $c404, POST /metrics $c405, HEAD /metrics $chead"
 
-	# A flood: 200 connections held open, sending nothing. The ticks go on.
-	inns python3 - "$hport" >"$work/flood.out" 2>&1 <<'PY' &
-import socket, sys, time
+	# A flood: 2,000 connections held open, sending nothing, from 250 addresses of the
+	# namespace's loopback (8 each: the per-address cap), as one user can. The ticks go
+	# on; a scrape from 127.0.0.1 meanwhile is served (the oldest held ones are shut
+	# for it); once the flood goes, a scrape is served within a second.
+	inns python3 - "$hport" 2000 >"$work/flood.out" 2>&1 <<'PY' &
+import resource, socket, sys, time
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 8192), hard))
 held = []
-for _ in range(200):
+for i in range(int(sys.argv[2])):
     s = socket.socket()
     s.setblocking(False)
+    s.bind(("127.0.%d.%d" % (1 + i // 2000, 1 + (i // 8) % 250), 0))
     try:
         s.connect(("127.0.0.1", int(sys.argv[1])))
     except BlockingIOError:
@@ -426,14 +434,57 @@ PY
 	flood_pid=$!
 	wait_for "grep -q holding $work/flood.out"
 	t0=$(value "$tf/drfd.prom" drfd_ticks_total)
+	during=$(inns curl -s -o /dev/null --max-time 5 -w '%{http_code}' "http://127.0.0.1:$hport/metrics")
 	wait_for "[ \$(value $tf/drfd.prom drfd_ticks_total) -ge $((${t0:-0} + 10)) ]"
 	t1=$(value "$tf/drfd.prom" drfd_ticks_total)
 	stop "$flood_pid"
 	flood_pid=''
-	wait_for "inns curl -sf -o /dev/null http://127.0.0.1:$hport/metrics"
-	after=$(inns curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$hport/metrics")
-	check http-flood "[ \"\${t1:-0}\" -ge $((${t0:-0} + 10)) ] && [ '$after' = 200 ] && kill -0 $drfd_pid" \
-		"200 connections held: ticks ${t0:-none} -> ${t1:-none}; once they went, a scrape: $after"
+	gone=$EPOCHREALTIME
+	after=$(inns curl -s -o /dev/null --max-time 1 -w '%{http_code}' "http://127.0.0.1:$hport/metrics")
+	took=$(awk -v a="$gone" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }')
+	check http-flood "[ \"\${t1:-0}\" -ge $((${t0:-0} + 10)) ] && [ '$during' = 200 ] && [ '$after' = 200 ] && kill -0 $drfd_pid" \
+		"$(cat "$work/flood.out") connections held: ticks ${t0:-none} -> ${t1:-none}; a scrape during it: $during; once they went, a scrape: $after after $took s (1 s allowed)"
+
+	# A slowloris: 32 connections from 32 addresses, each sending a header line every
+	# 2 s and never ending its request. A scrape meanwhile is served; each is shut at
+	# the deadline of an exchange, 10 s from its start (drfd(8)), not before 9 s.
+	inns python3 - "$hport" >"$work/slow.out" 2>&1 <<'PY' &
+import socket, sys, time
+conns = []
+for i in range(32):
+    s = socket.socket()
+    s.bind(("127.0.2.%d" % (1 + i), 0))
+    s.connect(("127.0.0.1", int(sys.argv[1])))
+    s.sendall(b"GET /metrics HTTP/1.1\r\nHost: drfd\r\n")
+    conns.append([s, time.monotonic(), None])
+print("sending", len(conns), flush=True)
+n = 0
+while any(c[2] is None for c in conns) and n < 15:
+    time.sleep(2)
+    n += 1
+    for c in conns:
+        if c[2] is None:
+            try:
+                c[0].sendall(b"X-Slow-%d: yes\r\n" % n)
+                c[0].setblocking(False)
+                try:
+                    if c[0].recv(1) == b"":
+                        c[2] = time.monotonic() - c[1]
+                except BlockingIOError:
+                    pass
+                c[0].setblocking(True)
+            except OSError:
+                c[2] = time.monotonic() - c[1]
+shut = [c[2] for c in conns if c[2] is not None]
+print("shut", len(shut), "min %.1f max %.1f" % (min(shut), max(shut)) if shut else "", flush=True)
+PY
+	slow_pid=$!
+	wait_for "grep -q sending $work/slow.out"
+	during=$(inns curl -s -o /dev/null --max-time 5 -w '%{http_code}' "http://127.0.0.1:$hport/metrics")
+	wait "$slow_pid"
+	read -r _ nshut _ smin _ smax < <(grep '^shut' "$work/slow.out")
+	check http-slowloris "[ '$during' = 200 ] && [ '${nshut:-0}' = 32 ] && awk 'BEGIN { exit !(${smin:-0} >= 9 && ${smax:-99} <= 14) }'" \
+		"32 connections sending a header line every 2 s: a scrape meanwhile: $during; shut by drfd: ${nshut:-0} of 32, after ${smin:-?}-${smax:-?} s (the deadline 10 s, by the 2 s the client looks)"
 
 	# A real Prometheus scrapes it, every second; its query API says up and drfd_up.
 	pport=$(free_port)

@@ -13,6 +13,11 @@
  *   headers alone; another method 405 with Allow; another path 404;
  * - past the per-address cap, a connection is closed unanswered, and a slot
  *   that frees up is taken again;
+ * - at libmicrohttpd's cap it stops listening, and listens again as soon as
+ *   the connections go; held connections past DRFD_HTTP_CONN_KEEP make room
+ *   for a scraper; a request that never ends is shut at its deadline; kept-
+ *   alive and pipelined requests are each answered; headers past the
+ *   connection's memory get 431;
  * - at start, an address that cannot be listened on is an error that names
  *   the key and the address;
  * - a reload moves the endpoint (to a new port; to the same port on another
@@ -210,6 +215,46 @@ static int request(uint16_t port, const char *method, const char *path, char **h
 	return status;
 }
 
+/* A connection from 127.0.0.src to 127.0.0.1:port, its connect under way (non-blocking). */
+static int connect_from(int src, uint16_t port)
+{
+	struct sockaddr_in me = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK + (uint32_t)src - 1) };
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&me, sizeof(me)), 0);
+	assert_true(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 || errno == EINPROGRESS);
+	return fd;
+}
+
+/* The status of GET /metrics at port, the loop run at most turns turns of 100 ms (0: no answer). */
+static int request_within(uint16_t port, int turns_max)
+{
+	static const char req[] = "GET /metrics HTTP/1.1\r\nHost: drfd\r\nConnection: close\r\n\r\n";
+	char buf[65536];
+	int fd = connect_from(1, port), status = 0;
+	bool sent = false;
+	size_t got = 0;
+
+	for (int t = 0; t < turns_max && status == 0; t++) {
+		ssize_t n;
+
+		assert_true(sd_event_run(d.event, 100000) >= 0);
+		if (!sent)
+			sent = send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL) == (ssize_t)sizeof(req) - 1;
+		while (got < sizeof(buf) - 1 && (n = recv(fd, buf + got, sizeof(buf) - 1 - got, MSG_DONTWAIT)) > 0)
+			got += (size_t)n;
+		buf[got] = 0;
+		if (sscanf(buf, "HTTP/1.1 %d ", &status) != 1)
+			status = 0;
+	}
+	close(fd);
+	return status;
+}
+
 /* Whether head has header "Name: value" (the name in any case). */
 static bool has_header(const char *head, const char *name, const char *value)
 {
@@ -332,6 +377,226 @@ static void test_per_address_cap(void **state)
 	free(body);
 	for (int i = 1; i < DRFD_HTTP_CONN_PER_IP; i++)
 		close(idle[i]);
+}
+
+static void turns(int n, uint64_t usec)
+{
+	for (int i = 0; i < n; i++)
+		assert_true(sd_event_run(d.event, usec) >= 0);
+}
+
+/* Whether the server has shut fd (its end read, or reset); what it sent before is read and dropped. */
+static bool shut_by_server(int fd)
+{
+	char buf[65536];
+	ssize_t n;
+
+	while ((n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0)
+		;
+	return n == 0 || (n < 0 && errno != EAGAIN);
+}
+
+/*
+ * libmicrohttpd at its cap (DRFD_HTTP_CONN_MAX held connections from many
+ * addresses, none over the per-address cap, and none shut for a new one
+ * here) stops listening: one more is not taken in. Once they all go, it
+ * listens again at once. Before, nothing woke it to listen again, and the
+ * endpoint stayed deaf until a restart.
+ */
+static void test_cap_then_recovers(void **state)
+{
+	int held[DRFD_HTTP_CONN_MAX], late;
+	struct drfd_http_stats st;
+	uint16_t port;
+
+	(void)state;
+	static const struct drfd_http_limits lim = { .keep = DRFD_HTTP_CONN_MAX };
+
+	fx.env.http_limits = &lim;
+	start_with("127.0.0.1:9100");
+	drfd_tick(&d, 0);
+	port = real_port(9100);
+	for (int i = 0; i < DRFD_HTTP_CONN_MAX; i++)
+		held[i] = connect_from(2 + i / DRFD_HTTP_CONN_PER_IP, port);
+	turns(20, 10000);
+	drfd_httpd_stats(d.http, &st);
+	assert_int_equal(st.connections, DRFD_HTTP_CONN_MAX);
+	late = connect_from(2 + DRFD_HTTP_CONN_MAX / DRFD_HTTP_CONN_PER_IP, port);
+	turns(10, 10000);
+	drfd_httpd_stats(d.http, &st);
+	assert_int_equal(st.connections, DRFD_HTTP_CONN_MAX);
+	close(late);
+	for (int i = 0; i < DRFD_HTTP_CONN_MAX; i++)
+		close(held[i]);
+	/* A few turns of at most 100 ms: served again. */
+	turns(5, 100000);
+	assert_int_equal(request_within(port, 20), 200);
+	drfd_httpd_stats(d.http, &st);
+	assert_int_equal(st.connections, 0);
+	assert_int_equal(st.evicted, 0);
+}
+
+/*
+ * A slowloris: a request that never ends, a header line every 50 ms (never
+ * idle). At the exchange's deadline (300 ms here) the connection is shut;
+ * a scrape meanwhile, and after, is served.
+ */
+static void test_slow_request_shut(void **state)
+{
+	struct drfd_http_stats st;
+	char *head, *body, line[64];
+	size_t len;
+	uint16_t port;
+	uint64_t t0;
+	int slow, sent = 0;
+	bool shut = false;
+
+	(void)state;
+	static const struct drfd_http_limits lim = { .deadline_usec = 300000 };
+
+	fx.env.http_limits = &lim;
+	start_with("127.0.0.1:9100");
+	drfd_tick(&d, 0);
+	port = real_port(9100);
+	slow = connect_from(2, port);
+	turns(2, 10000);
+	assert_int_equal(send(slow, "GET /metrics HTTP/1.1\r\n", 23, MSG_NOSIGNAL), 23);
+	t0 = drf_mono_usec(&drf_clock_system);
+	while (!shut && drf_mono_usec(&drf_clock_system) - t0 < 3000000) {
+		snprintf(line, sizeof(line), "X-Slow-%d: yes\r\n", sent++);
+		if (send(slow, line, strlen(line), MSG_NOSIGNAL) < 0)
+			break;
+		turns(5, 10000);
+		shut = shut_by_server(slow);
+		if (sent == 3) {
+			assert_int_equal(request(port, "GET", "/metrics", &head, &body, &len), 200);
+			free(head);
+			free(body);
+		}
+	}
+	turns(5, 10000);
+	shut = shut || shut_by_server(slow);
+	assert_true(shut);
+	/* Not before the deadline: it sent for at least 300 ms (a line each 50 ms at most). */
+	assert_true(sent >= 4);
+	close(slow);
+	drfd_httpd_stats(d.http, &st);
+	assert_int_equal(st.past_deadline, 1);
+	assert_int_equal(request(port, "GET", "/metrics", &head, &body, &len), 200);
+	free(head);
+	free(body);
+}
+
+/*
+ * Twice libmicrohttpd's cap in held connections (from many addresses, none
+ * over the per-address cap, each sending nothing): a scrape from another
+ * address is served all the same, before any times out, the oldest held ones
+ * shut past DRFD_HTTP_CONN_KEEP. Without that, they would fill the cap and
+ * keep every scraper out until their idle timeout.
+ */
+static void test_held_connections_yield(void **state)
+{
+	enum { N = 2 * DRFD_HTTP_CONN_MAX };
+	int held[N], gone = 0;
+	struct drfd_http_stats st;
+	uint16_t port;
+
+	(void)state;
+	start_with("127.0.0.1:9100");
+	drfd_tick(&d, 0);
+	port = real_port(9100);
+	for (int i = 0; i < N; i++)
+		held[i] = connect_from(2 + i / DRFD_HTTP_CONN_PER_IP, port);
+	turns(20, 10000);
+	/* Turns, not seconds: each serves what is there (a turn accepts 10 at most). */
+	assert_int_equal(request_within(port, 100), 200);
+	drfd_httpd_stats(d.http, &st);
+	assert_true(st.evicted > 0);
+	assert_true(st.connections <= DRFD_HTTP_CONN_MAX);
+	/* The first ones are the ones shut. */
+	assert_true(shut_by_server(held[0]));
+	for (int i = 0; i < N; i++) {
+		gone += shut_by_server(held[i]);
+		close(held[i]);
+	}
+	assert_true(gone >= N - DRFD_HTTP_CONN_MAX);
+}
+
+/* What the server sends on fd until it closes it (at most turns turns of the loop), to free. */
+static char *read_until_closed(int fd, int turns_max, size_t *ret_len)
+{
+	char *buf = NULL, chunk[65536];
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+	bool eof = false;
+
+	assert_non_null(m);
+	for (int t = 0; t < turns_max && !eof; t++) {
+		ssize_t n;
+
+		assert_true(sd_event_run(d.event, 100000) >= 0);
+		while ((n = recv(fd, chunk, sizeof(chunk), MSG_DONTWAIT)) > 0)
+			fwrite(chunk, 1, (size_t)n, m);
+		eof = n == 0 || (n < 0 && errno != EAGAIN);
+	}
+	assert_int_equal(fclose(m), 0);
+	*ret_len = eof ? len : 0;
+	return buf;
+}
+
+/*
+ * Requests one after another on a kept-alive connection, and pipelined ones,
+ * each get their answer, in order (before, the first got "Connection: close"
+ * and the rest nothing); a request whose headers pass the connection's memory
+ * gets 431 at once, and the connection is closed.
+ */
+static void test_keepalive_pipelining_and_large(void **state)
+{
+	static const char one[] = "GET /metrics HTTP/1.1\r\nHost: drfd\r\n\r\n";
+	static const char two[] = "GET /metrics HTTP/1.1\r\nHost: drfd\r\n\r\n"
+				  "GET /nothing HTTP/1.1\r\nHost: drfd\r\nConnection: close\r\n\r\n";
+	char *all, *second, big[3 * DRFD_HTTP_CONN_MEMORY / 2];
+	size_t len;
+	uint16_t port;
+	int fd, n, status;
+
+	(void)state;
+	start_with("127.0.0.1:9100");
+	drfd_tick(&d, 0);
+	port = real_port(9100);
+	fd = connect_from(1, port);
+	turns(2, 10000);
+	assert_int_equal(send(fd, one, sizeof(one) - 1, MSG_NOSIGNAL), (ssize_t)sizeof(one) - 1);
+	turns(5, 10000);
+	/* Still open after its answer: then two pipelined, answered in order. */
+	assert_int_equal(send(fd, two, sizeof(two) - 1, MSG_NOSIGNAL), (ssize_t)sizeof(two) - 1);
+	all = read_until_closed(fd, 20, &len);
+	close(fd);
+	assert_true(len > 0);
+	assert_int_equal(sscanf(all, "HTTP/1.1 %d ", &status), 1);
+	assert_int_equal(status, 200);
+	assert_null(strcasestr(all, "\r\nConnection: close\r\n\r\nGET"));
+	second = strstr(all + 1, "HTTP/1.1 200 ");
+	assert_non_null(second);
+	second = strstr(second + 1, "HTTP/1.1 ");
+	assert_non_null(second);
+	assert_int_equal(sscanf(second, "HTTP/1.1 %d ", &status), 1);
+	assert_int_equal(status, 404);
+	free(all);
+
+	n = snprintf(big, sizeof(big), "GET /metrics HTTP/1.1\r\nHost: drfd\r\n");
+	while (n < (int)sizeof(big) - 64)
+		n += snprintf(big + n, sizeof(big) - (size_t)n, "X-Pad-%05d: 0123456789abcdef\r\n", n);
+	n += snprintf(big + n, sizeof(big) - (size_t)n, "\r\n");
+	fd = connect_from(1, port);
+	turns(2, 10000);
+	assert_int_equal(send(fd, big, (size_t)n, MSG_NOSIGNAL), n);
+	all = read_until_closed(fd, 5, &len);
+	close(fd);
+	assert_true(len > 0);
+	assert_int_equal(sscanf(all, "HTTP/1.1 %d ", &status), 1);
+	assert_int_equal(status, 431);
+	free(all);
 }
 
 /* At start: an address that cannot be listened on fails, naming the key and the address. */
@@ -466,6 +731,10 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_serves_metrics, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_per_address_cap, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cap_then_recovers, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_slow_request_shut, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_held_connections_yield, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_keepalive_pipelining_and_large, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_start_fails, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reload, setup, teardown),
 	};
