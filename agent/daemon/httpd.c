@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "daemon.h"
@@ -31,20 +32,22 @@
 struct hconn {
 	struct MHD_Connection *c;
 	int fd;
-	uint64_t since;  /* its exchange's start: the connection's, or the last answer's end */
+	uint64_t seq;    /* the order it came in: the oldest is shut first */
+	uint64_t since;  /* its exchange's start: the connection's, the last answer's end, or
+			  * its request's headers */
 	bool answered;   /* its request came whole and was answered */
 	bool shut;       /* shut by drfd: libmicrohttpd closes it on its next turn */
 };
 
 struct drfd_httpd {
 	struct MHD_Daemon *mhd;
-	sd_event *event;
 	sd_event_source *io, *timer, *sweep;
 	const struct drf_logger *log;
 	uint64_t deadline_usec;
 	unsigned keep;
 	struct hconn conns[DRFD_HTTP_CONN_MAX];
-	unsigned n_conns;
+	unsigned n_conns, n_shut;        /* held; of them, shut and not closed yet */
+	uint64_t seq;
 	/* The answers, kept from one request to the next: libmicrohttpd counts a
 	 * response's users, and frees it when the last one is done with it. */
 	struct MHD_Response *metrics;   /* NULL before the first rendering */
@@ -106,22 +109,23 @@ bool drfd_listen_addr_equal(const struct drf_listen_addr *a, const struct drf_li
 	       memcmp(a->addr, b->addr, a->family == AF_INET6 ? 16 : 4) == 0;
 }
 
-static uint64_t now_usec(const struct drfd_httpd *h)
+/* The clock now, not the loop's iteration's (a tick may have run since it woke). */
+static uint64_t now_usec(void)
 {
-	uint64_t now = 0;
+	struct timespec ts;
 
-	if (!h->event || sd_event_now(h->event, CLOCK_MONOTONIC, &now) < 0)
-		now = 0;
-	return now;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * DRF_USEC_PER_SEC + (uint64_t)ts.tv_nsec / 1000;
 }
 
 /* Shuts k's socket: libmicrohttpd sees the end on its next turn, and closes it. */
-static void shut(struct hconn *k)
+static void shut(struct drfd_httpd *h, struct hconn *k)
 {
 	if (k->shut)
 		return;
 	shutdown(k->fd, SHUT_RDWR);
 	k->shut = true;
+	h->n_shut++;
 }
 
 static struct hconn *conn_of(struct MHD_Connection *c)
@@ -133,8 +137,9 @@ static struct hconn *conn_of(struct MHD_Connection *c)
 }
 
 /*
- * A connection starts: it is kept (past DRFD_HTTP_CONN_KEEP, the oldest one
- * still sending its request is shut for it); it closes: it is let go.
+ * A connection starts: it is kept; past DRFD_HTTP_CONN_KEEP live ones, the
+ * oldest one still sending its request (or idle between requests) is shut
+ * for it, else the oldest one being answered. It closes: it is let go.
  */
 static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
 			  enum MHD_ConnectionNotificationCode toe)
@@ -145,6 +150,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 
 	if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
 		if (k) {
+			h->n_shut -= k->shut;
 			*k = (struct hconn){ 0 };
 			h->n_conns--;
 		}
@@ -156,19 +162,22 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 	i = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
 	if (!k || !i)
 		return; /* cannot be: libmicrohttpd holds at most DRFD_HTTP_CONN_MAX */
-	*k = (struct hconn){ .c = c, .fd = i->connect_fd, .since = now_usec(h) };
+	*k = (struct hconn){ .c = c, .fd = i->connect_fd, .seq = ++h->seq, .since = now_usec() };
 	*socket_context = k;
-	if (++h->n_conns <= h->keep)
+	if (++h->n_conns - h->n_shut <= h->keep)
 		return;
 	for (size_t j = 0; j < DRFD_HTTP_CONN_MAX; j++) {
 		struct hconn *o = &h->conns[j];
 
-		if (o->c && o != k && !o->answered && !o->shut &&
-		    (!oldest || o->since < oldest->since))
+		if (!o->c || o == k || o->shut)
+			continue;
+		/* Unanswered before answered, then the oldest. */
+		if (!oldest || (!o->answered && oldest->answered) ||
+		    (o->answered == oldest->answered && o->seq < oldest->seq))
 			oldest = o;
 	}
 	if (oldest) {
-		shut(oldest);
+		shut(h, oldest);
 		h->st.evicted++;
 	}
 }
@@ -177,13 +186,13 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 			 enum MHD_RequestTerminationCode toe)
 {
-	struct drfd_httpd *h = cls;
 	struct hconn *k = conn_of(c);
 
+	(void)cls;
 	(void)con_cls;
 	(void)toe;
 	if (k) {
-		k->since = now_usec(h);
+		k->since = now_usec();
 		k->answered = false;
 	}
 }
@@ -208,8 +217,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	 * connection and pipelined requests got one answer, then the end.
 	 */
 	if (!*con_cls) {
-		*con_cls = &seen;
-		return MHD_YES;
+		/* A request whose headers came: its answer gets a deadline of its own. */
+		if (k)
+			k->since = now_usec();
+		/* An error is answered at once (libmicrohttpd closes after it): no body is read for it. */
+		if (strcmp(url, "/metrics") == 0 && (strcmp(method, MHD_HTTP_METHOD_GET) == 0 ||
+						     strcmp(method, MHD_HTTP_METHOD_HEAD) == 0)) {
+			*con_cls = &seen;
+			return MHD_YES;
+		}
 	}
 	if (*upload_data_size) {
 		*upload_data_size = 0; /* a body is read and dropped */
@@ -249,7 +265,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 static void arm(struct drfd_httpd *h, unsigned conns_before)
 {
 	MHD_UNSIGNED_LONG_LONG ms;
-	uint64_t now = now_usec(h), first = UINT64_MAX;
+	uint64_t now = now_usec(), first = UINT64_MAX;
 
 	if (h->n_conns < conns_before) {
 		sd_event_source_set_time(h->timer, now);
@@ -300,7 +316,7 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
 static int on_sweep(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	struct drfd_httpd *h = userdata;
-	uint64_t now = now_usec(h);
+	uint64_t now = now_usec();
 
 	(void)s;
 	(void)usec;
@@ -308,7 +324,7 @@ static int on_sweep(sd_event_source *s, uint64_t usec, void *userdata)
 		struct hconn *k = &h->conns[j];
 
 		if (k->c && !k->shut && now >= k->since + h->deadline_usec) {
-			shut(k);
+			shut(h, k);
 			h->st.past_deadline++;
 		}
 	}
@@ -342,7 +358,6 @@ int drfd_httpd_start(sd_event *e, int fd, const struct drf_logger *log,
 		return -ENOMEM;
 	}
 	h->log = log;
-	h->event = sd_event_ref(e);
 	h->deadline_usec = lim && lim->deadline_usec ? lim->deadline_usec
 						     : DRFD_HTTP_DEADLINE_S * DRF_USEC_PER_SEC;
 	h->keep = lim && lim->keep ? lim->keep : DRFD_HTTP_CONN_KEEP;
@@ -384,9 +399,9 @@ int drfd_httpd_start(sd_event *e, int fd, const struct drf_logger *log,
 	}
 	r = sd_event_add_io(e, &h->io, info->epoll_fd, EPOLLIN, on_io, h);
 	if (r >= 0)
-		r = sd_event_add_time(e, &h->timer, CLOCK_MONOTONIC, 0, 0, on_timer, h);
+		r = sd_event_add_time(e, &h->timer, CLOCK_MONOTONIC, 0, 1, on_timer, h);
 	if (r >= 0)
-		r = sd_event_add_time(e, &h->sweep, CLOCK_MONOTONIC, 0, 0, on_sweep, h);
+		r = sd_event_add_time(e, &h->sweep, CLOCK_MONOTONIC, 0, DRF_USEC_PER_MSEC, on_sweep, h);
 	if (r >= 0)
 		r = sd_event_source_set_priority(h->io, HTTP_PRIORITY);
 	if (r >= 0)
@@ -447,7 +462,6 @@ void drfd_httpd_free(struct drfd_httpd *h)
 		MHD_destroy_response(h->not_allowed);
 	if (h->unavailable)
 		MHD_destroy_response(h->unavailable);
-	sd_event_unref(h->event);
 	free(h);
 }
 

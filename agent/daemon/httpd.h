@@ -15,12 +15,14 @@
  * the endpoint's sources run below the tick's priority, as the status
  * socket's do; libmicrohttpd caps connections overall and per client address,
  * closes one idle for DRFD_HTTP_TIMEOUT_S and caps a request's memory. What
- * it has no option for, httpd.c adds: an exchange (the request and its
- * answer) must end within DRFD_HTTP_DEADLINE_S of its start, or the
- * connection is shut (a slowloris that sends a header line now and then);
- * past DRFD_HTTP_CONN_KEEP connections, a new one shuts the oldest that has
- * not sent its request whole (so that held connections from many addresses
- * cannot keep a scraper out); and libmicrohttpd is run again at once after a
+ * it has no option for, httpd.c adds: a request's headers within
+ * DRFD_HTTP_DEADLINE_S of the connection's start (or of the answer before),
+ * and its answer within as long of them, or the connection is shut (a
+ * slowloris that sends a header line now and then, a reader that never
+ * reads); past DRFD_HTTP_CONN_KEEP live connections, a new one shuts the
+ * oldest that has not sent its request whole, else the oldest being answered
+ * (so that held connections from many addresses cannot keep a scraper out);
+ * and libmicrohttpd is run again at once after a
  * turn that closed connections, which is when it listens again after its cap
  * (without that, a flood that reached the cap and went left nothing to wake
  * it: the endpoint stayed deaf until a restart).
@@ -45,7 +47,7 @@
 #define DRFD_HTTP_CONN_PER_IP 8
 /* A connection idle this long (no request, or its answer not read) is closed. */
 #define DRFD_HTTP_TIMEOUT_S 10
-/* A request and its answer, whole, within this of the connection's start (or the answer before). */
+/* A request's headers within this of the connection's start (or the answer before); its answer, of them. */
 #define DRFD_HTTP_DEADLINE_S 10
 /* A connection's memory for its request line and headers (and what it reads of a body). */
 #define DRFD_HTTP_CONN_MEMORY 16384
