@@ -38,9 +38,9 @@
 #include "log.h"
 
 /*
- * Connections at once (libmicrohttpd's cap), past which a new one shuts the
- * oldest still sending its request, and of one client address (Prometheus
- * holds one per target).
+ * Connections at once (libmicrohttpd's cap); live ones past which a new one
+ * shuts the oldest (see above); and of one client address (Prometheus holds
+ * one per target).
  */
 #define DRFD_HTTP_CONN_MAX 64
 #define DRFD_HTTP_CONN_KEEP 48

@@ -586,6 +586,11 @@ static void fl_node_start(void)
 	d.fleet_mode = true;
 	assert_int_equal(drfd_fleet_open(&d, err, sizeof(err)), 0);
 	assert_int_equal(drfd_fleet_start(&d), 0);
+	/*
+	 * fl_steps() ticks the node and its tasks on the fake clock; the
+	 * timer, on the real one, would add steps of its own on a slow run.
+	 */
+	assert_int_equal(sd_event_source_set_enabled(d.fleet_timer, SD_EVENT_OFF), 0);
 }
 
 /* Ticks of the node and its tasks, 200 ms apart, with the loop run between. */
