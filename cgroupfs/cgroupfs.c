@@ -697,7 +697,8 @@ int cgfs_apply(const struct cgfs *c, const char *cg, bool create, const struct c
 {
 	if (!c->ops->apply)
 		return -EOPNOTSUPP;
-	if (cgfs_path_problem(cg))
+	/* "": the root itself, whose knobs may be set (it is never made). */
+	if (*cg ? cgfs_path_problem(cg) != NULL : create)
 		return -EINVAL;
 	return c->ops->apply(c->ctx, c->rootfd, cg, create, ch, n, done);
 }

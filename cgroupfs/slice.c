@@ -426,7 +426,8 @@ static int slice_apply(void *ctx, int dirfd, const char *cg, bool create,
 	int r = 0;
 
 	(void)dirfd;
-	if (!*cg || cgfs_slice_unit(cg, unit, sizeof(unit)) < 0 ||
+	/* The root, drf.slice, is set (its MemoryLow), never made here. */
+	if ((create && !*cg) || cgfs_slice_unit(cg, unit, sizeof(unit)) < 0 ||
 	    (create && cgfs_slice_is_task_unit(unit)))
 		return -EPERM;
 	p = calloc(cap, sizeof(*p));

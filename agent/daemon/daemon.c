@@ -3,6 +3,7 @@
 #include "daemon.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <malloc.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -292,6 +293,14 @@ void drfd_view(const struct drfd *d, struct drf_view *ret)
 	drfd_sock_stats(d, &ret->sock);
 	drfd_loop_stats(&d->loop, drf_mono_usec(d->env->clock), &ret->loop);
 	drfd_fleet_view(d, &ret->fleet);
+	/* The root's ancestors: a few reads, as many as it is deep. */
+	if (d->plan.root && d->plan.root->set[DRF_KNOB_MEMORY_LOW]) {
+		const char *low = d->plan.root->val[DRF_KNOB_MEMORY_LOW];
+
+		drf_protection_cap(d->env->host, d->root,
+				   strcmp(low, "max") == 0 ? ULLONG_MAX : strtoull(low, NULL, 10),
+				   &ret->prot);
+	}
 }
 
 static int task_ready(void *ctx, const char *cg, const struct drf_knobs **limits, char *why,

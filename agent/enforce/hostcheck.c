@@ -2,6 +2,7 @@
 #include "hostcheck.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <libcgroup.h>
 #include <linux/magic.h>
 #include <mntent.h>
@@ -318,4 +319,41 @@ int drf_resolve_auto_root(const struct drf_config *c, char *ret, size_t len, con
 		return -ENAMETOOLONG;
 	*ret_how = "systemd is the init system: the tenants are slices in " DRF_SLICE_ROOT;
 	return 0;
+}
+
+void drf_protection_cap(const struct drf_host_ops *host, const char *root, unsigned long long need,
+			struct drf_prot_cap *ret)
+{
+	char path[sizeof(ret->ancestor)];
+	unsigned long long least = ULLONG_MAX;
+	char *slash;
+
+	memset(ret, 0, sizeof(*ret));
+	ret->need = need;
+	if (!host || !host->cgroup_protection || need == 0 ||
+	    (size_t)snprintf(path, sizeof(path), "%s", root) >= sizeof(path))
+		return;
+	/* Parent by parent: the root cgroup has no memory.low (-ENOENT), where it ends. */
+	while ((slash = strrchr(path, '/')) && slash != path) {
+		unsigned long long low, min, prot;
+		int r;
+
+		*slash = '\0';
+		r = host->cgroup_protection(host->ctx, path, &low, &min);
+		if (r == -ENOENT)
+			break;
+		if (r < 0) {
+			ret->err = r;
+			snprintf(ret->err_path, sizeof(ret->err_path), "%s", path);
+			break;
+		}
+		prot = low > min ? low : min;
+		if (prot < need && prot <= least) {
+			least = prot;
+			ret->capped = true;
+			ret->low = low;
+			ret->min = min;
+			snprintf(ret->ancestor, sizeof(ret->ancestor), "%s", path);
+		}
+	}
 }

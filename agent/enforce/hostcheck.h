@@ -8,10 +8,12 @@
 #ifndef DRF_HOSTCHECK_H
 #define DRF_HOSTCHECK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "config.h"
+#include "host.h"
 #include "knobs.h"
 
 /*
@@ -42,6 +44,27 @@ int drf_cgroup2_mount_of(const char *path, char *ret, size_t len);
  * cgroup2 mount) or -ENAMETOOLONG.
  */
 int drf_resolve_auto_root(const struct drf_config *c, char *ret, size_t len, const char **ret_how);
+
+/* An ancestor of drfd's root that bounds the memory protection its tenants get. */
+struct drf_prot_cap {
+	bool capped;                   /* one's protection is below need */
+	char ancestor[512];            /* the one with the least */
+	unsigned long long low, min;   /* its memory.low and memory.min */
+	unsigned long long need;       /* what drfd's root protects (its memory.low) */
+	int err;                       /* -errno of a read that failed (the walk stopped); 0 */
+	char err_path[512];
+};
+
+/*
+ * The kernel bounds a cgroup's effective memory.low (and memory.min) by its
+ * parent's, up to the root cgroup, whose children's are their own: walks the
+ * ancestors of root (an absolute path) below the root cgroup, through host's
+ * cgroup_protection, and names the one whose protection (the larger of its
+ * memory.low and memory.min) is the least, if that is below need. Nothing is
+ * found without cgroup_protection, or with need 0.
+ */
+void drf_protection_cap(const struct drf_host_ops *host, const char *root, unsigned long long need,
+			struct drf_prot_cap *ret);
 
 /* 0 if fd is a directory on a cgroup2 filesystem, else -EMEDIUMTYPE or -errno. */
 int drf_check_cgroup2_fd(int fd);

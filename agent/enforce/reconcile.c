@@ -44,6 +44,7 @@ static void set_seen(struct drf_tenant_rt *t, enum drf_knob k, const char *v)
 static const char *const kind_names[] = {
 	[DRF_NODE_TENANT] = "tenant",
 	[DRF_NODE_INNER] = "inner cgroup",
+	[DRF_NODE_ROOT] = "root cgroup",
 	[DRF_NODE_TASK] = "task cgroup",
 };
 #define KIND(t) (kind_names[(t)->kind])
@@ -437,22 +438,33 @@ int drf_reconciler_forget(struct drf_reconciler *rc, const char *name, const cha
 	return 0;
 }
 
-/* The cgroup of node i of a plan: its tenants, then its inner nodes, then its tasks. */
-static const struct drf_cg_knobs *plan_node(const struct drf_plan *p, size_t i,
-					    enum drf_node_kind *ret_kind)
-{
-	size_t n = p->decl->cfg.n_tenants;
+/* Node i of plan p: tenants, drfd's root (whose name is root), inner nodes, tasks' cgroups. */
+struct plan_node {
+	enum drf_node_kind kind;
+	const char *cgroup, *name;
+	const struct drf_knobs *want;
+};
 
-	if (i < n) {
-		*ret_kind = DRF_NODE_TENANT;
-		return NULL;
+static struct plan_node plan_node(const struct drf_plan *p, size_t i, const char *root)
+{
+	const struct drf_config *c = &p->decl->cfg;
+	size_t n = c->n_tenants;
+	const struct drf_cg_knobs *x;
+
+	if (i < n)
+		return (struct plan_node){ DRF_NODE_TENANT, c->tenants[i].cgroup, c->tenants[i].name,
+					   &p->knobs[i] };
+	if (i == n) {
+		static const struct drf_knobs none;
+
+		return (struct plan_node){ DRF_NODE_ROOT, "", root, p->root ? p->root : &none };
 	}
-	if (i < n + p->n_inner) {
-		*ret_kind = DRF_NODE_INNER;
-		return &p->inner[i - n];
+	if (i <= n + p->n_inner) {
+		x = &p->inner[i - n - 1];
+		return (struct plan_node){ DRF_NODE_INNER, x->cgroup, x->cgroup, &x->knobs };
 	}
-	*ret_kind = DRF_NODE_TASK;
-	return &p->task[i - n - p->n_inner];
+	x = &p->task[i - n - 1 - p->n_inner];
+	return (struct plan_node){ DRF_NODE_TASK, x->cgroup, x->cgroup, &x->knobs };
 }
 
 void drf_reconciler_unstage(struct drf_reconciler_stage *st)
@@ -472,26 +484,21 @@ void drf_reconciler_unstage(struct drf_reconciler_stage *st)
 static bool stage_same(const struct drf_reconciler *rc, const struct drf_plan *p,
 		       struct drf_reconciler_stage *st)
 {
-	const struct drf_config *c = &p->decl->cfg;
-
 	if (st->n != rc->n || st->n_inner != rc->n_inner || st->n_task != rc->n_task)
 		return false;
 	st->want = malloc((st->total + 1) * sizeof(*st->want));
 	if (!st->want)
 		return false;
 	for (size_t i = 0; i < st->total; i++) {
-		enum drf_node_kind kind;
-		const struct drf_cg_knobs *node = plan_node(p, i, &kind);
-		const char *cg = node ? node->cgroup : c->tenants[i].cgroup;
-		const char *name = node ? cg : c->tenants[i].name;
+		struct plan_node x = plan_node(p, i, rc->fs->root);
 
-		if (rc->t[i].kind != kind || strcmp(rc->t[i].cgroup, cg) != 0 ||
-		    strcmp(rc->t[i].name, name) != 0) {
+		if (rc->t[i].kind != x.kind || strcmp(rc->t[i].cgroup, x.cgroup) != 0 ||
+		    strcmp(rc->t[i].name, x.name) != 0) {
 			free(st->want);
 			st->want = NULL;
 			return false;
 		}
-		st->want[i] = node ? &node->knobs : &p->knobs[i];
+		st->want[i] = x.want;
 	}
 	return true;
 }
@@ -502,8 +509,8 @@ int drf_reconciler_stage(struct drf_reconciler *rc, const struct drf_plan *p,
 	const struct drf_config *c = &p->decl->cfg;
 	size_t old = rc->n + rc->n_inner + rc->n_task;
 	struct drf_reconciler_stage st = {
-		.n = c->n_tenants, .n_inner = p->n_inner, .n_task = p->n_task,
-		.total = c->n_tenants + p->n_inner + p->n_task, .ctrls = drf_knobs_controllers(c),
+		.n = c->n_tenants, .n_inner = 1 + p->n_inner, .n_task = p->n_task,
+		.total = c->n_tenants + 1 + p->n_inner + p->n_task, .ctrls = drf_knobs_controllers(c),
 	};
 	int r = -ENOMEM;
 
@@ -516,19 +523,18 @@ int drf_reconciler_stage(struct drf_reconciler *rc, const struct drf_plan *p,
 	if (!st.t || !st.kept)
 		goto fail;
 	for (size_t i = 0; i < st.total; i++) {
-		enum drf_node_kind kind;
-		const struct drf_cg_knobs *node = plan_node(p, i, &kind);
-		const char *cg = node ? node->cgroup : c->tenants[i].cgroup;
-		const char *name = node ? cg : c->tenants[i].name;
-		ssize_t o = index_find(&rc->index, cg);
+		struct plan_node x = plan_node(p, i, rc->fs->root);
+		ssize_t o = index_find(&rc->index, x.cgroup);
 
 		/* Carried over with what was observed (not yet: the commit takes it). */
-		st.t[i].name = strdup(name);
-		st.t[i].cgroup = strdup(cg);
+		st.t[i].name = strdup(x.name);
+		st.t[i].cgroup = strdup(x.cgroup);
 		if (!st.t[i].name || !st.t[i].cgroup)
 			goto fail;
-		st.t[i].kind = kind;
-		st.t[i].want = node ? &node->knobs : &p->knobs[i];
+		st.t[i].kind = x.kind;
+		st.t[i].want = x.want;
+		/* The root is there: drfd opened it. */
+		st.t[i].exists = st.t[i].seen_once = x.kind == DRF_NODE_ROOT;
 		st.t[i].from = o >= 0 && !st.kept[o] ? (size_t)o + 1 : 0;
 		if (o >= 0)
 			st.kept[o] = true;
@@ -1128,6 +1134,18 @@ static void applied(struct drf_reconciler *rc, struct drf_tenant_rt *t, int err,
 			knob_failed(rc, t, (enum drf_knob)k, true, err, st);
 }
 
+/* The node at position o of the pass's order: inner nodes (parents first), tenants, tasks'. */
+static size_t pass_node(const struct drf_reconciler *rc, size_t o)
+{
+	return o < rc->n_inner ? rc->n + o : o < rc->n_inner + rc->n ? o - rc->n_inner : o;
+}
+
+/* Node i's position in the pass's order (pass_node's inverse). */
+static size_t pass_order(const struct drf_reconciler *rc, size_t i)
+{
+	return i < rc->n ? rc->n_inner + i : i < rc->n + rc->n_inner ? i - rc->n : i;
+}
+
 /* Takes the outcomes that came since the last step, oldest first. */
 static void take_applied(struct drf_reconciler *rc, struct drf_reconcile_stats *st)
 {
@@ -1147,6 +1165,13 @@ static void take_applied(struct drf_reconciler *rc, struct drf_reconcile_stats *
 
 		if (i >= 0 && rc->t[i].applying) {
 			applied(rc, &rc->t[i], rev->err, st);
+			/*
+			 * Its wants changed while it was under way (a reload): worked
+			 * on in this pass still, if it went by meanwhile.
+			 */
+			if (rev->err == 0 && rc->pass_on && needs_work(rc, &rc->t[i]) &&
+			    rc->pass_pos > pass_order(rc, (size_t)i))
+				rc->pass_pos = pass_order(rc, (size_t)i);
 		} else if (i < 0) {
 			/* A node that left meanwhile: its orphan may be removed now. */
 			ssize_t o = orphan_find(rc, rev->cgroup);
@@ -1290,7 +1315,7 @@ static int collect(struct drf_reconciler *rc, struct drf_tenant_rt *t, bool veri
 		n = -1;
 		if (verify || !(t->known & KNOB_BIT(k))) {
 			n = cgfs_read(rc->fs, t->cgroup, file, have, sizeof(have));
-			if (n == -ENOENT && cgroup_gone(rc, t)) {
+			if (n == -ENOENT && t->kind != DRF_NODE_ROOT && cgroup_gone(rc, t)) {
 				/*
 				 * Removed under us: make it again. Just made and still
 				 * gone is a dry run's tree: write without reading.
@@ -1447,12 +1472,6 @@ void drf_reconcile_begin(struct drf_reconciler *rc, size_t verify)
 	/* The root's controllers: at start, while failing, and once per verify round. */
 	if (!rc->root_checked || rc->root_failed || rc->pass_start == 0)
 		check_root(rc, &rc->pass_st);
-}
-
-/* Node i of the pass's order: inner nodes (parents first), tenants, tasks' cgroups (last). */
-static size_t pass_node(const struct drf_reconciler *rc, size_t o)
-{
-	return o < rc->n_inner ? rc->n + o : o < rc->n_inner + rc->n ? o - rc->n_inner : o;
 }
 
 /* The end of a pass: its figures. */

@@ -59,6 +59,7 @@
 enum drf_node_kind {
 	DRF_NODE_TENANT,
 	DRF_NODE_INNER,                        /* an inner node of nested tenant paths */
+	DRF_NODE_ROOT,                         /* drfd's root ("" relative to itself) */
 	DRF_NODE_TASK,                         /* a task's, below its tenant's */
 };
 
@@ -133,7 +134,8 @@ struct drf_reconciler {
 	unsigned ctrls;                 /* controllers the plan needs */
 	struct drf_tenant_rt *t;        /* the plan's tenants (config order), inner nodes, tasks */
 	size_t n;                       /* tenants: t[0 .. n) */
-	size_t n_inner;                 /* inner nodes: t[n .. n + n_inner), parents first */
+	size_t n_inner;                 /* inner nodes: t[n .. n + n_inner), parents first: the
+					 * root first (its memory.low covers the tenants') */
 	size_t n_task;                  /* tasks' cgroups: after the inner nodes */
 	struct drf_index index;         /* cgroup -> t[] */
 	struct drf_orphan *orphans;

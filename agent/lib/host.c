@@ -3,6 +3,8 @@
 #include "host.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <grp.h>
 #include <pwd.h>
 #include <stdlib.h>
@@ -146,6 +148,42 @@ int drf_host_user_real(void *ctx, const char *name, struct drf_host_user *ret)
 	return -ENOMEM;
 }
 
+/* A memory protection file's value: bytes, "max" as ULLONG_MAX. */
+static int protection_file(const char *dir, const char *file, unsigned long long *ret)
+{
+	char path[4096], buf[64], *end;
+	ssize_t n;
+	int fd;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, file) >= sizeof(path))
+		return -ENAMETOOLONG;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	if (strncmp(buf, "max", 3) == 0) {
+		*ret = ULLONG_MAX;
+		return 0;
+	}
+	errno = 0;
+	*ret = strtoull(buf, &end, 10);
+	return errno || end == buf ? -EINVAL : 0;
+}
+
+int drf_host_cgroup_protection_real(void *ctx, const char *path, unsigned long long *ret_low,
+				    unsigned long long *ret_min)
+{
+	int r;
+
+	(void)ctx;
+	r = protection_file(path, "memory.low", ret_low);
+	return r < 0 ? r : protection_file(path, "memory.min", ret_min);
+}
+
 const struct drf_host_ops drf_host_real = {
 	.online_cpus = real_online_cpus,
 	.mem_total = real_mem_total,
@@ -153,4 +191,5 @@ const struct drf_host_ops drf_host_real = {
 	.ctx = NULL,
 	.systemd = real_systemd,
 	.user = drf_host_user_real,
+	.cgroup_protection = drf_host_cgroup_protection_real,
 };

@@ -36,6 +36,14 @@ struct drf_host_ops {
 	 * there is none, or another -errno. NULL: users cannot be looked up.
 	 */
 	int (*user)(void *ctx, const char *name, struct drf_host_user *ret);
+	/*
+	 * The memory protection the cgroup at path (an absolute directory) has
+	 * set, memory.low's and memory.min's bytes ("max": UINT64_MAX): 0, or
+	 * -ENOENT where it has no such files (the root cgroup), or -errno. NULL:
+	 * not looked at.
+	 */
+	int (*cgroup_protection)(void *ctx, const char *path, unsigned long long *ret_low,
+				 unsigned long long *ret_min);
 };
 
 /*
@@ -44,6 +52,8 @@ struct drf_host_ops {
  */
 extern const struct drf_host_ops drf_host_real;
 /* The user database's answer (getpwnam_r, getgrouplist), as drf_host_real's user. */
+int drf_host_cgroup_protection_real(void *ctx, const char *path, unsigned long long *ret_low,
+				    unsigned long long *ret_min);
 int drf_host_user_real(void *ctx, const char *name, struct drf_host_user *ret);
 
 #endif

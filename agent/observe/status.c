@@ -571,6 +571,29 @@ static json_object *json_head(const struct drf_view *v, int *problems)
 }
 
 /* Tenant i, an element of "tenants". */
+/*
+ * Whether tenant t's memory protection is bounded by an ancestor of the root
+ * drfd does not own (view.h's prot): what it protects, above nothing.
+ */
+static bool prot_capped(const struct drf_view *v, const struct drf_tenant_rt *t)
+{
+	return v->prot.capped && t->want && t->want->set[DRF_KNOB_MEMORY_LOW] &&
+	       strtoull(t->want->val[DRF_KNOB_MEMORY_LOW], NULL, 10) > 0;
+}
+
+/* "/sys/fs/cgroup/x has memory.low 0 and memory.min 0, below the 96M drfd's root protects" */
+static void prot_why(const struct drf_view *v, char *buf, size_t len)
+{
+	char low[32], min[32], need[32];
+
+	drf_format_quantity((double)v->prot.low, DRF_UNIT_BYTES, low, sizeof(low));
+	drf_format_quantity((double)v->prot.min, DRF_UNIT_BYTES, min, sizeof(min));
+	drf_format_quantity((double)v->prot.need, DRF_UNIT_BYTES, need, sizeof(need));
+	snprintf(buf, len, "ancestor %s has memory.low %s and memory.min %s, below the %s "
+		 "drfd's root protects: the kernel bounds a cgroup's protection by its parent's",
+		 v->prot.ancestor, low, min, need);
+}
+
 static json_object *json_tenant(const struct drf_view *v, size_t i, int *problems,
 				size_t *walked)
 {
@@ -598,6 +621,18 @@ static json_object *json_tenant(const struct drf_view *v, size_t i, int *problem
 	if (t->cg_err)
 		(*problems)++;
 	json_knobs(v, t, te, problems);
+	if (prot_capped(v, t)) {
+		json_object *pr = drf_json_set_object(te, "memory_protection");
+		char why[1024];
+
+		prot_why(v, why, sizeof(why));
+		drf_json_set_bool(pr, "holds", false);
+		drf_json_set_str(pr, "capped_by", v->prot.ancestor);
+		drf_json_set_num(pr, "ancestor_low", (double)v->prot.low);
+		drf_json_set_num(pr, "ancestor_min", (double)v->prot.min);
+		drf_json_set_str(pr, "why", why);
+		(*problems)++;
+	}
 	if (v->net && i < v->net->n)
 		json_net_tenant(v, i, te, problems);
 	if (i < v->use->n && v->use->samples)
@@ -614,6 +649,7 @@ static json_object *json_inner(const struct drf_view *v, size_t i, int *problems
 	json_object *x = drf_json_object();
 
 	drf_json_set_str(x, "cgroup", t->cgroup);
+	drf_json_set_bool(x, "root", t->kind == DRF_NODE_ROOT);
 	drf_json_set_str(x, "cgroup_error", t->cg_err ? strerror(t->cg_err) : NULL);
 	if (t->cg_err)
 		(*problems)++;
@@ -858,6 +894,13 @@ static void text_tenant(const struct drf_view *v, size_t i, FILE *f, int *proble
 			strerror(t->cg_err));
 	}
 	text_knobs(v, t, f, problems);
+	if (prot_capped(v, t)) {
+		char why[1024];
+
+		prot_why(v, why, sizeof(why));
+		fprintf(f, "  memory protection DOES NOT HOLD: %s\n", why);
+		(*problems)++;
+	}
 	if (v->net && i < v->net->n)
 		text_net_tenant(v, i, f, problems);
 	if (v->plan->effective && i < v->use->n)
@@ -893,8 +936,11 @@ static void text_inner(const struct drf_view *v, size_t i, FILE *f, int *problem
 {
 	const struct drf_tenant_rt *t = &v->rc->t[i];
 
-	fprintf(f, "\ninner cgroup %s/%s (above tenants: weights from their sum)\n", v->root,
-		t->cgroup);
+	if (t->kind == DRF_NODE_ROOT)
+		fprintf(f, "\nroot cgroup %s (its memory.low: the tenants' sum)\n", v->root);
+	else
+		fprintf(f, "\ninner cgroup %s/%s (above tenants: weights from their sum)\n",
+			v->root, t->cgroup);
 	if (t->cg_err) {
 		(*problems)++;
 		fprintf(f, "  cgroup cannot be created: %s; retried each tick\n",

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "cgroupfs.h"
+#include "hostcheck.h"
 #include "online.h"
 #include "planner.h"
 #include "reconcile.h"
@@ -97,6 +98,7 @@ struct drf_view {
 	struct drf_sock_stats sock;
 	struct drf_loop_stats loop;
 	struct drf_view_fleet fleet;            /* on false: not a fleet node */
+	struct drf_prot_cap prot;               /* an ancestor of the root that caps protection */
 };
 
 #endif

@@ -374,6 +374,23 @@ static void inner_knobs(const struct drf_config *c, const struct drf_problem *p,
 	}
 }
 
+void drf_knobs_root(const struct drf_config *c, const struct drf_knobs *t, size_t n,
+		    struct drf_knobs *ret)
+{
+	double low = 0;
+
+	memset(ret, 0, sizeof(*ret));
+	if (!(drf_knobs_controllers(c) & DRF_CTRL_MEMORY))
+		return;
+	for (size_t i = 0; i < n; i++)
+		if (t[i].set[DRF_KNOB_MEMORY_LOW])
+			low += strcmp(t[i].val[DRF_KNOB_MEMORY_LOW], "max") == 0
+				       ? INFINITY
+				       : strtod(t[i].val[DRF_KNOB_MEMORY_LOW], NULL);
+	bytes_or_max(ret->val[DRF_KNOB_MEMORY_LOW], DRF_KNOB_LEN, low);
+	ret->set[DRF_KNOB_MEMORY_LOW] = true;
+}
+
 void drf_cg_knobs_free(struct drf_cg_knobs *in, size_t n)
 {
 	for (size_t i = 0; in && i < n; i++)

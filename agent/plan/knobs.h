@@ -107,6 +107,16 @@ int drf_knobs_compute(const struct drf_config *c, const struct drf_problem *p,
 		      struct drf_knobs *ret, struct drf_cg_knobs **ret_inner, size_t *ret_n_inner);
 
 /*
+ * The knobs of drfd's root cgroup, from its tenants' (t, n of them): its
+ * memory.low the sum of theirs, so that their protection holds from the root
+ * down (a cgroup's effective memory.low is bounded by its parent's); nothing
+ * else (the root's share of the host beside its siblings is the host's
+ * owner's to set). Nothing without the memory controller.
+ */
+void drf_knobs_root(const struct drf_config *c, const struct drf_knobs *t, size_t n,
+		    struct drf_knobs *ret);
+
+/*
  * The knobs of a task's cgroup: hard limits at the task's vector, as limit
  * mode writes them for a tenant (cpu.max at vec x period, memory.max and
  * memory.swap.max 0, io.max at its read and write rates), for each resource

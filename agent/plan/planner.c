@@ -89,6 +89,7 @@ void drf_plan_free(struct drf_plan *p)
 	drf_result_free(&p->result);
 	free(p->groups);
 	free(p->knobs);
+	free(p->root);
 	free(p->limit);
 	drf_cg_knobs_free(p->inner, p->n_inner);
 	drf_cg_knobs_free(p->task, p->n_task);
@@ -124,9 +125,10 @@ int drf_plan_build(const struct drf_plan_input *in, struct drf_engine *eng, stru
 	p.demands = malloc((n + 1) * sizeof(*p.demands));
 	p.knobs = malloc((n + 1) * sizeof(*p.knobs)); /* filled by drf_knobs_compute() */
 	p.limit = calloc(n + 1, sizeof(*p.limit));
+	p.root = calloc(1, sizeof(*p.root));
 	p.task = calloc(in->n_tasks + 1, sizeof(*p.task));
 	p.net.t = calloc(n + 1, sizeof(*p.net.t));
-	if (!p.demands || !p.knobs || !p.limit || !p.task || !p.net.t)
+	if (!p.demands || !p.knobs || !p.limit || !p.root || !p.task || !p.net.t)
 		goto fail;
 	memcpy(p.demands, d->demands, n * sizeof(*p.demands));
 	p.problem = d->problem;
@@ -172,6 +174,7 @@ int drf_plan_build(const struct drf_plan_input *in, struct drf_engine *eng, stru
 		drf_knobs_memory_at_least(&p.knobs[i], DRF_KNOB_MEMORY_HIGH,
 					  p.demands[i].shape[DRF_RES_MEMORY]);
 	}
+	drf_knobs_root(c, p.knobs, n, p.root);
 	for (size_t i = 0; i < n; i++) {
 		drf_knobs_limits(&p.knobs[i], p.limit[i]);
 		drf_htb_inputs(c, &p.problem, &p.result, i, &p.net.t[i]);

@@ -94,6 +94,7 @@ struct drf_plan {
 	struct drf_share *groups;        /* per group, hierarchical DRF's; NULL without groups */
 	struct drf_knobs *knobs;         /* per tenant */
 	double (*limit)[DRF_NRES];       /* per tenant: the hard limits its knobs set */
+	struct drf_knobs *root;          /* drfd's root cgroup's (drf_knobs_root) */
 	struct drf_cg_knobs *inner;      /* inner nodes of nested paths, parents first */
 	size_t n_inner;
 	struct drf_cg_knobs *task;       /* the tasks' cgroups, in the queue's order */

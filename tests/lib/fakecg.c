@@ -58,13 +58,6 @@ static int fake_mkdir(void *ctx, int dirfd, const char *path)
 	return 0;
 }
 
-static bool ends_with(const char *s, const char *tail)
-{
-	size_t n = strlen(s), m = strlen(tail);
-
-	return n >= m && strcmp(s + n - m, tail) == 0;
-}
-
 static int subtree_write(int dirfd, const char *path, const char *val)
 {
 	char cur[512], out[512] = "";
@@ -135,6 +128,7 @@ static int weight_write(int dirfd, const char *path, const char *val)
 
 static int fake_write(void *ctx, int dirfd, const char *path, const char *val)
 {
+	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
 	char out[512];
 	int fd;
 
@@ -144,17 +138,17 @@ static int fake_write(void *ctx, int dirfd, const char *path, const char *val)
 	if (fd < 0)
 		return -errno;
 	close(fd);
-	if (ends_with(path, "cgroup.subtree_control"))
+	if (strcmp(base, "cgroup.subtree_control") == 0)
 		return subtree_write(dirfd, path, val);
-	if (strstr(path, "/memory.") && strcmp(val, "max") != 0) {
+	if (strncmp(base, "memory.", 7) == 0 && strcmp(val, "max") != 0) {
 		/* the kernel keeps memory limits in pages */
 		snprintf(out, sizeof(out), "%llu\n",
 			 strtoull(val, NULL, 10) / FAKECG_PAGE * FAKECG_PAGE);
 		return fakecg_put(dirfd, path, out);
 	}
-	if (ends_with(path, "/io.weight") || ends_with(path, "/io.bfq.weight"))
+	if (strcmp(base, "io.weight") == 0 || strcmp(base, "io.bfq.weight") == 0)
 		return weight_write(dirfd, path, val);
-	if (ends_with(path, "/io.max") && !strstr(val, "riops=")) {
+	if (strcmp(base, "io.max") == 0 && !strstr(val, "riops=")) {
 		snprintf(out, sizeof(out), "%s riops=max wiops=max\n", val);
 		return fakecg_put(dirfd, path, out);
 	}

@@ -22,6 +22,7 @@
 #include "statedir.h"
 #include "fakedrfd.h"
 #include "fakecg.h"
+#include "hostcheck.h"
 #include "knobs.h"
 #include "lock.h"
 #include "reconcile.h"
@@ -352,7 +353,72 @@ static void test_reconcile_groups(void **state)
 	assert_string_equal(slurp("n1/memory.low"), "5368709120");
 	assert_string_equal(slurp("n2/n21/cpu.weight"), "10000");
 	assert_string_equal(slurp("n2/n22/memory.low"), "5368709120");
+	/* The root's protection covers its children's: n1's and n2's. */
+	assert_string_equal(slurp("memory.low"), "10737418240");
 	fixture_close(&f);
+}
+
+/* A host whose cgroups' protection is a table; -ENOENT past it (the root cgroup). */
+static const struct {
+	const char *path;
+	unsigned long long low, min;
+	int err;
+} prot_table[] = {
+	{ "/sys/fs/cgroup/outer", 1ULL << 30, 0, 0 },
+	{ "/sys/fs/cgroup/outer/mid", 0, 64 << 20, 0 },
+	{ "/sys/fs/cgroup/outer/mid/low", 32 << 20, 0, 0 },
+	{ "/sys/fs/cgroup/bad", 0, 0, -EACCES },
+};
+
+static int table_protection(void *ctx, const char *path, unsigned long long *low,
+			    unsigned long long *min)
+{
+	(void)ctx;
+	for (size_t i = 0; i < sizeof(prot_table) / sizeof(prot_table[0]); i++)
+		if (strcmp(prot_table[i].path, path) == 0) {
+			*low = prot_table[i].low;
+			*min = prot_table[i].min;
+			return prot_table[i].err;
+		}
+	return -ENOENT;
+}
+
+/*
+ * The ancestor that caps drfd's root's protection: the one with the least
+ * (memory.low or memory.min, the larger), if below what the root protects;
+ * none under the root cgroup, or with nothing to protect; a read that fails,
+ * said with its path.
+ */
+static void test_protection_cap(void **state)
+{
+	struct drf_host_ops h = { .cgroup_protection = table_protection };
+	struct drf_prot_cap c;
+
+	(void)state;
+	drf_protection_cap(&h, "/sys/fs/cgroup/outer/mid/low/drf", 100 << 20, &c);
+	assert_true(c.capped);
+	assert_string_equal(c.ancestor, "/sys/fs/cgroup/outer/mid/low");
+	assert_true(c.low == 32 << 20 && c.need == 100 << 20);
+	/* mid's memory.min counts as protection: 64M, the least below 80M. */
+	drf_protection_cap(&h, "/sys/fs/cgroup/outer/mid/drf", 80 << 20, &c);
+	assert_true(c.capped);
+	assert_string_equal(c.ancestor, "/sys/fs/cgroup/outer/mid");
+	assert_true(c.min == 64 << 20);
+	drf_protection_cap(&h, "/sys/fs/cgroup/outer/mid/drf", 64 << 20, &c);
+	assert_false(c.capped);
+	/* A child of the root cgroup: its own memory.low is its protection. */
+	drf_protection_cap(&h, "/sys/fs/cgroup/drf.slice", 1ULL << 40, &c);
+	assert_false(c.capped);
+	assert_int_equal(c.err, 0);
+	drf_protection_cap(&h, "/sys/fs/cgroup/outer/mid/low/drf", 0, &c);
+	assert_false(c.capped);
+	drf_protection_cap(&h, "/sys/fs/cgroup/bad/drf", 1, &c);
+	assert_false(c.capped);
+	assert_int_equal(c.err, -EACCES);
+	assert_string_equal(c.err_path, "/sys/fs/cgroup/bad");
+	h.cgroup_protection = NULL;
+	drf_protection_cap(&h, "/sys/fs/cgroup/outer/mid/low/drf", 100 << 20, &c);
+	assert_false(c.capped);
 }
 
 static void test_reconcile_writes_only_changes(void **state)
@@ -377,7 +443,7 @@ static void test_reconcile_writes_only_changes(void **state)
 	tick(&f, ALL);
 	assert_int_equal(f.st.writes + f.st.created + f.st.foreign + f.st.errors, 0);
 	assert_int_equal(f.rec.changes, 0);
-	assert_int_equal(f.st.verified, 3); /* a, team/b and the inner node team */
+	assert_int_equal(f.st.verified, 4); /* a, team/b, the inner node team and the root */
 
 	/* Someone else changes a knob: noticed, counted and put back. */
 	assert_int_equal(put(f.fs.rootfd, "a/cpu.weight", "42\n"), 0);
@@ -385,6 +451,14 @@ static void test_reconcile_writes_only_changes(void **state)
 	assert_int_equal(f.st.foreign, 1);
 	assert_int_equal(f.st.writes, 1);
 	assert_string_equal(slurp("a/cpu.weight"), f.e.plan.knobs[0].val[DRF_KNOB_CPU_WEIGHT]);
+	/* And the root's memory.low, as a tenant's knob. */
+	assert_int_equal(put(f.fs.rootfd, "memory.low", "0\n"), 0);
+	tick(&f, ALL);
+	assert_int_equal(f.st.foreign, 1);
+	assert_int_equal(f.st.writes, 1);
+	assert_true(strtoull(slurp("memory.low"), NULL, 10) ==
+		    strtoull(f.e.plan.root->val[DRF_KNOB_MEMORY_LOW], NULL, 10) / FAKECG_PAGE * FAKECG_PAGE);
+	assert_true(strtoull(slurp("memory.low"), NULL, 10) > 0);
 	fixture_close(&f);
 }
 
@@ -1277,6 +1351,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_paths_stay_beneath_root, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_read_held, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reconcile_groups, setup, teardown),
+		cmocka_unit_test(test_protection_cap),
 		cmocka_unit_test_setup_teardown(test_read_held_out_of_fds, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_read_held_recorded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_watch, setup, teardown),

@@ -1056,6 +1056,57 @@ static void test_groups_valid(void **state)
 }
 
 /*
+ * The root's knobs: in share mode its memory.low the sum of the tenants' (and
+ * so of what an inner node covers: team's memory.low is counted once, by its
+ * tenants'); in limit mode 0, as theirs; without memory capacity, none.
+ */
+static void test_root_protection(void **state)
+{
+	static const char *const modes[] = { "share", "limit" };
+	struct drf_declared d;
+	struct drf_engine eng;
+	struct drf_plan p;
+	struct drf_plan_input in = { .decl = &d };
+	char text[512];
+
+	(void)state;
+	drf_engine_init(&eng);
+	for (int m = 0; m < 2; m++) {
+		double sum = 0;
+
+		snprintf(text, sizeof(text), "[agent]\nmode = %s\n[capacity]\ncpu = 4\nmemory = 4G\n"
+			 "[tenant a]\ntask-cpu = 1\ntask-memory = 1G\ntasks = 1\n"
+			 "[tenant b]\ncgroup = team/b\ntask-cpu = 1\ntask-memory = 768M\ntasks = 1\n"
+			 "[tenant c]\ncgroup = team/c\ntask-cpu = 1\ntask-memory = 256M\ntasks = 1\n",
+			 modes[m]);
+		assert_int_equal(t_write_file(main_path, text), 0);
+		assert_int_equal(drf_declared_load(&d, main_path, &t_fake_host, err, sizeof(err)), 0);
+		assert_int_equal(drf_plan_build(&in, &eng, &p), 0);
+		for (size_t i = 0; i < 3; i++)
+			sum += strtod(p.knobs[i].val[DRF_KNOB_MEMORY_LOW], NULL);
+		assert_true(p.root->set[DRF_KNOB_MEMORY_LOW]);
+		if (m == 0)
+			assert_true(sum == 2 * G);
+		else
+			assert_true(sum == 0);
+		assert_true(strtod(p.root->val[DRF_KNOB_MEMORY_LOW], NULL) == sum);
+		/* The memory.low and nothing else: the root's weights are the host's. */
+		for (int k = 0; k < DRF_NKNOBS; k++)
+			assert_int_equal(p.root->set[k], k == DRF_KNOB_MEMORY_LOW);
+		drf_plan_free(&p);
+		drf_declared_free(&d);
+	}
+	assert_int_equal(t_write_file(main_path, "[capacity]\ncpu = 4\n[tenant a]\ntask-cpu = 1\n"), 0);
+	assert_int_equal(drf_declared_load(&d, main_path, &t_fake_host, err, sizeof(err)), 0);
+	assert_int_equal(drf_plan_build(&in, &eng, &p), 0);
+	for (int k = 0; k < DRF_NKNOBS; k++)
+		assert_false(p.root->set[k]);
+	drf_plan_free(&p);
+	drf_declared_free(&d);
+	drf_engine_free(&eng);
+}
+
+/*
  * The planner with groups: the paper's counterexample (GPUs played by
  * memory) allocated by H-DRF, and the group's cgroup an inner node whose
  * knobs come from the group's allocation: memory.low its 5G, cpu.weight the
@@ -1148,6 +1199,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_groups_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_groups_valid, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_groups_plan, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_root_protection, setup, teardown),
 	};
 
 	return cmocka_run_group_tests_name("config", tests, NULL, NULL);

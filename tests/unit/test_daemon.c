@@ -1837,10 +1837,63 @@ static void test_status_groups(void **state)
 	free(text);
 }
 
+/* The root's parent protects nothing (memory.low and memory.min 0); above it, the root cgroup. */
+static int parent_unprotected(void *ctx, const char *path, unsigned long long *low,
+			      unsigned long long *min)
+{
+	const char *root = ctx;
+	size_t n = strrchr(root, '/') ? (size_t)(strrchr(root, '/') - root) : 0;
+
+	if (strlen(path) != n || strncmp(path, root, n) != 0)
+		return -ENOENT;
+	*low = *min = 0;
+	return 0;
+}
+
+/*
+ * An ancestor of the root, not drfd's, that protects less than the root:
+ * status says per tenant with memory.low that its protection does not hold,
+ * naming it, and counts a problem; a tenant without protection is not named.
+ */
+static void test_status_protection_capped(void **state)
+{
+	struct drf_host_ops h;
+	json_object *doc, *pr, *ts;
+	char *js = NULL, *text;
+
+	(void)state;
+	assert_int_equal(fakedrfd_setup(&fx, NULL, HDRF_CAP HDRF_N1 "[tenant cpu-only]\ntask-cpu = 1\n"),
+			 0);
+	assert_int_equal(fakedrfd_start(&fx), 0);
+	assert_int_equal(status_json(&js), 0);
+	free(js);
+	h = *fx.env.host;
+	h.cgroup_protection = parent_unprotected;
+	h.ctx = d.root;
+	fx.env.host = &h;
+	assert_true(status_json(&js) > 0);
+	doc = parse_doc(js);
+	free(js);
+	ts = member(doc, "tenants");
+	pr = member(json_object_array_get_idx(ts, 0), "memory_protection");
+	assert_false(json_object_get_boolean(member(pr, "holds")));
+	assert_int_equal(strncmp(json_object_get_string(member(pr, "capped_by")), d.root,
+				 strlen(json_object_get_string(member(pr, "capped_by")))), 0);
+	assert_true(json_object_get_double(member(pr, "ancestor_low")) == 0);
+	assert_false(json_object_object_get_ex(json_object_array_get_idx(ts, 1), "memory_protection",
+						NULL));
+	json_object_put(doc);
+	text = status_text();
+	assert_non_null(strstr(text, "memory protection DOES NOT HOLD: ancestor "));
+	free(text);
+	fx.env.host = &drf_host_real;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_state_save_retried, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_status_protection_capped, NULL, teardown),
 		cmocka_unit_test_setup_teardown(test_reload_replans_observed, setup_observed,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_reload_hands_plan_to_network, NULL, teardown),

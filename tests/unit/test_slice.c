@@ -560,28 +560,35 @@ static void sliced_tick(struct sliced *s, size_t verify)
 	drfd_tick(&s->f.d, verify);
 }
 
-/* Every knob of the plan, as read back from the files systemd wrote. */
+/* Knob k of cgroup cg ("": the root) is val, as the kernel holds it. */
+static void assert_knob(struct sliced *s, const char *cg, enum drf_knob k, const char *val)
+{
+	const char *file = drf_knob_file(k, NULL);
+	char want[DRF_KNOB_LEN];
+
+	snprintf(want, sizeof(want), "%s", val);
+	if (strncmp(file, "memory.", 7) == 0 && strcmp(want, "max") != 0)
+		snprintf(want, sizeof(want), "%llu",
+			 strtoull(val, NULL, 10) / FAKECG_PAGE * FAKECG_PAGE);
+	if (strcmp(fakedrfd_get(&s->f, cg, file), want) != 0)
+		fail_msg("%s/%s: '%s', planned '%s'", cg, file, fakedrfd_get(&s->f, cg, file), want);
+}
+
+/* Every knob of the plan, as read back from the files systemd wrote: the tenants', the root's. */
 static void assert_knobs_as_planned(struct sliced *s)
 {
 	const struct drf_plan *p = &s->f.d.plan;
+	double low = 0;
 
 	for (size_t i = 0; i < s->f.d.decl.cfg.n_tenants; i++)
-		for (int k = 0; k < DRF_NKNOBS; k++) {
-			const char *cg = s->f.d.decl.cfg.tenants[i].cgroup;
-			const char *file = drf_knob_file((enum drf_knob)k, NULL);
-			char want[DRF_KNOB_LEN];
-
-			if (!p->knobs[i].set[k])
-				continue;
-			snprintf(want, sizeof(want), "%s", p->knobs[i].val[k]);
-			if (strncmp(file, "memory.", 7) == 0 && strcmp(want, "max") != 0)
-				snprintf(want, sizeof(want), "%llu",
-					 strtoull(p->knobs[i].val[k], NULL, 10) / FAKECG_PAGE *
-						 FAKECG_PAGE);
-			if (strcmp(fakedrfd_get(&s->f, cg, file), want) != 0)
-				fail_msg("%s/%s: '%s', planned '%s'", cg, file,
-					 fakedrfd_get(&s->f, cg, file), want);
-		}
+		for (int k = 0; k < DRF_NKNOBS; k++)
+			if (p->knobs[i].set[k])
+				assert_knob(s, s->f.d.decl.cfg.tenants[i].cgroup, (enum drf_knob)k,
+					    p->knobs[i].val[k]);
+	for (size_t i = 0; i < s->f.d.decl.cfg.n_tenants; i++)
+		low += strtod(p->knobs[i].val[DRF_KNOB_MEMORY_LOW], NULL);
+	assert_true(strtod(p->root->val[DRF_KNOB_MEMORY_LOW], NULL) == low);
+	assert_knob(s, "", DRF_KNOB_MEMORY_LOW, p->root->val[DRF_KNOB_MEMORY_LOW]);
 }
 
 static void test_daemon_on_slices(void **state)
@@ -598,12 +605,13 @@ static void test_daemon_on_slices(void **state)
 	assert_int_equal(fakedrfd_start(&s.f), 0);
 	/*
 	 * Each slice started through systemd with its knobs, one call a slice (team's
-	 * first, for api), no property set after, no file written.
+	 * first, for api), drf.slice's MemoryLow set (the tenants' sum), no property
+	 * set after, no file written.
 	 */
 	assert_int_equal(s.sd.starts, 4);
 	assert_int_equal(s.sd.exists, 0);
-	assert_int_equal(s.sd.sets, 0);
-	assert_int_equal(s.bus.calls, 4);
+	assert_int_equal(s.sd.sets, 1);
+	assert_int_equal(s.bus.calls, 5);
 	assert_int_equal(s.f.rec.changes, 0);
 	assert_knobs_as_planned(&s);
 
@@ -856,7 +864,7 @@ static void test_slices_at_scale(void **state)
 	}
 	assert_int_equal(settled_count, 1);
 	assert_int_equal(lb.starts, N);
-	assert_int_equal(lb.sets, 0);
+	assert_int_equal(lb.sets, 1); /* drf.slice's MemoryLow */
 	assert_true(s.f.d.last.errors >= 1);
 	assert_true(s.f.d.last.retrying >= 1);
 	/* Each answered batch was taken in a turn or a few: many turns, each bounded. */
@@ -868,10 +876,12 @@ static void test_slices_at_scale(void **state)
 		lazy_answer(&lb, 0);
 		run_loop(ev);
 	}
-	assert_int_equal(lb.starts - starts, CAP);
+	/* The first batch refused: drf.slice's set and CAP - 1 starts. */
+	assert_int_equal(lb.starts - starts, CAP - 1);
+	assert_int_equal(lb.sets, 2);
 	assert_int_equal(s.f.d.last.retrying, 0);
-	/* The calls, as status counts them: one a tenant, and the refused ones again. */
-	assert_int_equal(s.f.d.rc.total_applies, N + CAP);
+	/* The calls, as status counts them: one a node, and the refused ones again. */
+	assert_int_equal(s.f.d.rc.total_applies, 1 + N + CAP);
 	assert_knobs_as_planned(&s);
 
 	/* Steady: no call. */
@@ -908,10 +918,10 @@ static void test_slices_at_scale(void **state)
 		/* As `printf reload | socat` does: the client's side shut, the answer awaited. */
 		assert_int_equal(shutdown(fd, SHUT_WR), 0);
 		run_loop(ev);
-		/* In force, its one call under way: no answer yet. */
+		/* In force, its calls under way (the tenant's, drf.slice's): no answer yet. */
 		assert_int_equal(s.f.d.reloads, 1);
 		assert_true(drf_reconcile_busy(&s.f.d.rc));
-		assert_int_equal(lb.n, 1);
+		assert_int_equal(lb.n, 2);
 		assert_int_equal(read(fd, answer, sizeof(answer)), -1);
 		assert_int_equal(errno, EAGAIN);
 		lazy_answer(&lb, 0);
@@ -924,9 +934,12 @@ static void test_slices_at_scale(void **state)
 		assert_null(strstr(answer, "still being written"));
 		close(fd);
 	}
-	/* The one tenant's call: its cpu.weight, and its memory.low (its share moved). */
-	assert_int_equal(lb.submits - calls, 1);
-	assert_int_equal(lb.props - starts, 2);
+	/*
+	 * The one tenant's call: its cpu.weight, and its memory.low (its share
+	 * moved); drf.slice's: its MemoryLow, the tenants' sum, moved with it.
+	 */
+	assert_int_equal(lb.submits - calls, 2);
+	assert_int_equal(lb.props - starts, 3);
 	assert_knobs_as_planned(&s);
 	fakedrfd_teardown(&s.f);
 	free(lb.q);
@@ -953,7 +966,7 @@ static void test_leave_while_starting(void **state)
 	assert_int_equal(sd_event_new(&ev), 0);
 	s.f.d.event = ev;
 	assert_int_equal(fakedrfd_start(&s.f), 0);
-	assert_int_equal(lb.n, 4); /* drf-team.slice, then web, my-batch, team-api */
+	assert_int_equal(lb.n, 5); /* drf.slice's set, drf-team.slice, web, my-batch, team-api */
 	/* web leaves before systemd answered. */
 	sliced_write(&s, "", "[capacity]\ncpu = 4\nmemory = 4G\n"
 			     "[tenant my-batch]\ncpu = 2\nmemory = 512M\n"
@@ -961,6 +974,16 @@ static void test_leave_while_starting(void **state)
 	assert_int_equal(drfd_reload(&s.f.d), 0);
 	run_loop(ev);
 	assert_true(drf_reconcile_busy(&s.f.d.rc));
+	lazy_answer(&lb, 0);
+	run_loop(ev);
+	/*
+	 * drf.slice's set was under way at the reload: its new MemoryLow (web's
+	 * share gone) is sent once it is answered, in the same pass.
+	 */
+	assert_true(drf_reconcile_busy(&s.f.d.rc));
+	assert_int_equal(lb.n, 1);
+	assert_false(lb.q[0].start);
+	assert_string_equal(lb.q[0].unit, "drf.slice");
 	lazy_answer(&lb, 0);
 	run_loop(ev);
 	assert_false(drf_reconcile_busy(&s.f.d.rc));

@@ -130,7 +130,7 @@ static int fake_user(void *ctx, const char *name, struct drf_host_user *ret)
 	return -ENOENT;
 }
 
-const struct drf_host_ops t_fake_host = { fake_cpus, fake_mem, fake_speed, NULL, NULL, fake_user };
+const struct drf_host_ops t_fake_host = { fake_cpus, fake_mem, fake_speed, NULL, NULL, fake_user, NULL };
 
 struct drf_demand t_task(double w, double cpu, double mem, double tasks)
 {

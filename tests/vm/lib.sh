@@ -161,3 +161,103 @@ cleanup() {
 	rm -rf "$work"
 }
 trap cleanup EXIT
+
+# protect_measure NAME ROOT EXEC T... : memory protection from the root down,
+# measured as the kernel's selftests measure it (test_memcontrol.c's
+# test_memcg_low: page cache of known size in each cgroup, then reclaim).
+# Each tenant T (its cgroup ROOT/T, entered with `EXEC T -- CMD`) reads a file
+# of 1.25 x its memory.low into its page cache, a sibling of ROOT outside
+# drfd's tree reads 64M; then the host's root cgroup is asked to reclaim less
+# than all of that which nothing protects (memory.reclaim: global reclaim's
+# rules, each top-level cgroup's protection its own memory.low, a child's
+# bounded by its parent's). PASS NAME if every tenant keeps 90% of its
+# memory.low and the sibling loses half its cache or more. The same run with
+# ROOT's memory.low at 0 (drfd stopped first: CONTROL_STOP, a command) must
+# not pass: the premise that the measure tells protection from none.
+# The disk (/dev/vda) holds the files: ext4, mounted at $work/disk.
+protect_fill() { # ROOT EXEC T...: fills; prints "T:low:current ... sib:current"
+	local root=$1 exec=$2 t low mb line=''
+	shift 2
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	for t in "$@"; do
+		low=$(cat "$root/$t/memory.low")
+		mb=$((low * 5 / 4 >> 20))
+		[ -f "$work/disk/$t.$mb" ] ||
+			dd if=/dev/zero of="$work/disk/$t.$mb" bs=1M count=$mb status=none
+	done
+	[ -f "$work/disk/sib" ] || dd if=/dev/zero of="$work/disk/sib" bs=1M count=64 status=none
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	for t in "$@"; do
+		low=$(cat "$root/$t/memory.low")
+		mb=$((low * 5 / 4 >> 20))
+		$exec "$t" -- cat "$work/disk/$t.$mb" >/dev/null
+		line+="$t:$low:$(cat "$root/$t/memory.current") "
+	done
+	mkdir -p "$CG/drfsib"
+	sh -c "echo \$\$ >$CG/drfsib/cgroup.procs && exec cat $work/disk/sib" >/dev/null
+	echo "${line}sib:$(cat "$CG/drfsib/memory.current")"
+}
+
+# protect_verdict ROOT BEFORE T...: reclaims 72M from the host's root; prints
+# "ok" or "short", then each cgroup's "T low before->after".
+protect_verdict() {
+	local root=$1 before=$2 t low cur ok=ok sib0 sib1 detail=''
+	shift 2
+	echo 72M >"$CG/memory.reclaim" 2>/dev/null
+	for t in "$@"; do
+		low=$(cat "$root/$t/memory.low")
+		cur=$(cat "$root/$t/memory.current")
+		[ $((cur * 10)) -ge $((low * 9)) ] || ok=short
+		detail+="$t low $((low >> 10))K $(($(echo "$before" | tr ' ' '\n' | sed -n "s/^$t:[0-9]*://p") >> 10))K->$((cur >> 10))K; "
+	done
+	sib0=$(echo "$before" | tr ' ' '\n' | sed -n 's/^sib://p')
+	sib1=$(cat "$CG/drfsib/memory.current")
+	[ $((sib1 * 2)) -le "$sib0" ] || ok=short
+	echo "$ok ${detail}sibling $((sib0 >> 10))K->$((sib1 >> 10))K"
+}
+
+protect_measure() { # NAME ROOT EXEC CONTROL_STOP T...
+	local name=$1 root=$2 exec=$3 stop=$4 before v premise='' lows='' sum=0 t try
+	shift 4
+	mkdir -p "$work/disk"
+	modprobe virtio_blk 2>/dev/null
+	modprobe ext4 2>/dev/null
+	for _ in $(seq 50); do [ -b /dev/vda ] && break; sleep 0.1; done
+	mountpoint -q "$work/disk" || { /sbin/mkfs.ext4 -q -F -O ^has_journal -m 0 /dev/vda >"$work/mkfs.log" 2>&1 &&
+		mount -t ext4 /dev/vda "$work/disk" 2>>"$work/mkfs.log"; } ||
+		{ result FAIL "$name" "cannot mkfs and mount /dev/vda: $(tail -3 "$work/mkfs.log")"; return; }
+	for t in "$@"; do
+		sum=$((sum + $(cat "$root/$t/memory.low")))
+		lows+="$t $(cat "$root/$t/memory.low") "
+	done
+	# The premise of the measure: filled past each memory.low, the sibling's 64M in.
+	for try in 1 2; do
+		before=$(protect_fill "$root" "$exec" "$@")
+		premise=$($PY -c "
+import sys
+ok = True
+for f in sys.argv[1].split():
+    n, *v = f.split(':')
+    if n == 'sib': ok = ok and int(v[0]) >= 60 << 20
+    else: ok = ok and int(v[1]) >= int(v[0]) * 6 // 5
+print('ok' if ok else 'not filled: ' + sys.argv[1])" "$before")
+		[ "$premise" = ok ] && break
+	done
+	if [ "$premise" != ok ]; then
+		result FAIL "$name" "premise: $premise"
+		return
+	fi
+	v=$(protect_verdict "$root" "$before" "$@")
+	check "$name" "[ '${v%% *}' = ok ] && [ $(cat "$root/memory.low") -ge $((sum / 4096 * 4096)) ]" \
+		"root memory.low $(cat "$root/memory.low") (tenants' sum $sum: $lows); after 72M reclaimed from the host's root: ${v#* }"
+	# The control: the root unprotected, the same measure does not hold.
+	$stop
+	echo 0 >"$root/memory.low"
+	before=$(protect_fill "$root" "$exec" "$@")
+	v=$(protect_verdict "$root" "$before" "$@")
+	check "$name-control" "[ '${v%% *}' = short ]" \
+		"root memory.low 0 (by hand, drfd stopped): ${v#* }"
+	rmdir "$CG/drfsib" 2>/dev/null
+}

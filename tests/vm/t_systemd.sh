@@ -30,7 +30,9 @@ expect: knobs = mapping(drfctl plan --json), written by systemd; webapp runs as 
         io-device added (needs a restart), the reason in status; a second drfd exits 6; a tenant removed while drfd
         is stopped loses its empty cgroup; a busy one is kept as an orphan; a task
         submitted by uid 65534 runs as it in drf-web.slice/drf-task-N.service with its
-        cpu.max/memory.max, is cancelled leaving nothing, and outlives systemctl restart drfd
+        cpu.max/memory.max, is cancelled leaving nothing, and outlives systemctl restart drfd;
+        drf.slice's MemoryLow is its slices' sum, and under reclaim from the root cgroup
+        slices a, b, c keep their memory.low (tests/vm/t_protect.sh's measure)
 DIAGRAM
 
 # "FILE=VALUE ..." of a tenant's knobs, to compare across restarts.
@@ -342,6 +344,38 @@ check restart-keeps-busy-orphan "[ '$orph' = web ] && in_web && [ '$(knobs_of we
 kill "$sleep_pid" 2>/dev/null
 poll_for 15 test ! -d "$TROOT/drf-web.slice"
 check orphan-removed-when-empty "[ ! -d $TROOT/drf-web.slice ]" "web's slice $([ -d "$TROOT/drf-web.slice" ] && echo kept || echo removed) once its process ended"
+# 7c. Memory protection from drf.slice down, measured as tests/vm/t_protect.sh
+# measures it under cgroupfs: drf.slice's MemoryLow is the tenants' sum.
+sed -i 's/^memory = auto$/memory = 96M/' /etc/drfd/drfd.conf
+cat >"$conf" <<'CONF'
+[tenant a]
+cpu = 0.1
+memory = 200M
+[tenant b]
+weight = 2
+cpu = 0.1
+memory = 200M
+[tenant c]
+cpu = 0.1
+memory = 200M
+CONF
+systemctl reload drfd.service
+poll_for 20 test -f "$TROOT/drf-c.slice/memory.low"
+poll_for 20 test "$(cat $TROOT/memory.low)" -gt 0
+sliced_exec() { local t=${1#drf-}; shift; "$DRFCTL" exec "${t%.slice}" "$@"; }
+prop=$(systemctl show -P MemoryLow drf.slice)
+low=$(cat "$TROOT/memory.low")
+check drf-slice-memorylow "[ $low -gt 0 ] && [ \$(($prop / 4096 * 4096)) = $low ]" \
+	"drf.slice MemoryLow=$prop, memory.low $low"
+protect_measure slices-keep-allocation "$TROOT" sliced_exec "systemctl stop drfd.service" \
+	drf-a.slice drf-b.slice drf-c.slice
+systemctl start drfd.service
+poll_for 30 systemctl -q is-active drfd.service
+: >"$conf"
+sed -i 's/^memory = 96M$/memory = auto/' /etc/drfd/drfd.conf
+systemctl reload drfd.service
+poll_for 15 test ! -d "$TROOT/drf-a.slice"
+mountpoint -q "$work/disk" && umount "$work/disk"
 journalctl -u drfd.service -o short-monotonic --no-pager >"$R/drfd-journal.txt" 2>&1
 
 # 7b. metrics-listen under the unit's IPAddressAllow=localhost: a loopback scrape gets through.
