@@ -1331,7 +1331,12 @@ static int collect(struct drf_reconciler *rc, struct drf_tenant_rt *t, bool veri
 			 * controller: with slices, a missing file is set, which
 			 * makes it.
 			 */
-			if (n == -ENOENT && rc->by_systemd) {
+			/*
+			 * The root's file missing: its parent passes no memory down
+			 * (the write then fails, said and retried), or a dry run's
+			 * empty tree: written without reading.
+			 */
+			if (n == -ENOENT && (rc->by_systemd || t->kind == DRF_NODE_ROOT)) {
 				add_change(c, rc, t, k, NULL);
 				continue;
 			}
