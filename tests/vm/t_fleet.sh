@@ -432,27 +432,13 @@ for t in json.load(sys.stdin)["tasks"]:
 # Under TCG a task takes about a second of the VM from pick to its state in etcd: the
 # test waits for 60 of them, not for all 600, and checks that none was refused or failed,
 # every one was handed over (queued on a, or waiting for room), and a kept its lease.
-# The wait's premise is a VM that runs: on a host busy enough to slow it tenfold (seen:
-# 11 in 150 s), it waits on while tasks keep ending (one at least every 60 s), up to
-# 600 s, and says how long it took.
-burst_wait() { # prints the seconds to 60 exited (or a failure), or "stalled" after 60 s without one
-	local start=$SECONDS last=$SECONDS s ok prev=-1
-	while [ $((SECONDS - start)) -lt 600 ]; do
-		s=$(burst_states)
-		ok=${s%% *}
-		{ [ "${ok:-0}" -ge 60 ] || [ "$(echo "$s" | cut -d" " -f2)" != 0 ]; } && { echo $((SECONDS - start)); return; }
-		[ "${ok:-0}" != "$prev" ] && { prev=${ok:-0}; last=$SECONDS; }
-		[ $((SECONDS - last)) -ge 60 ] && { echo stalled; return; }
-		sleep 2
-	done
-	echo timeout
-}
-t=$(burst_wait)
+burst_done() { local s; s=$(burst_states); [ "${s%% *}" -ge 60 ] || [ "$(echo "$s" | cut -d" " -f2)" != 0 ]; }
+t=$(wait_until 150 burst_done)
 bs=$(burst_states)
 turn=$(ask longest a)
 kill "$watcher" 2>/dev/null
 pkill -f 'etcdctl.*watch --prefix /drfd/' 2>/dev/null
-check fleet-burst "[ '$t' != timeout ] && [ '$t' != stalled ] && [ \"\$(echo '$bs' | cut -d' ' -f2)\" = 0 ] && [ \"\${bs%% *}\" -ge 60 ] && [ \"\$(ask deleted \"$t0\" /drfd/nodes/a)\" = 0 ] && [ \"\$(ask deleted \"$t0\" /drfd/assign/a)\" = 0 ] && ! grep -q 'lease .* is gone' '$work/a.log'" \
+check fleet-burst "[ '$t' != timeout ] && [ \"\$(echo '$bs' | cut -d' ' -f2)\" = 0 ] && [ \"\${bs%% *}\" -ge 60 ] && [ \"\$(ask deleted \"$t0\" /drfd/nodes/a)\" = 0 ] && [ \"\$(ask deleted \"$t0\" /drfd/assign/a)\" = 0 ] && ! grep -q 'lease .* is gone' '$work/a.log'" \
 	"$(cat "$work/burst.out"); after $t s: exited 0 / failed or refused / not final: $bs; a's longest loop turn of the last minute $turn ms; nodes/a deleted $(ask deleted "$t0" /drfd/nodes/a) times, assign/a $(ask deleted "$t0" /drfd/assign/a) times; a's lease lost: $(grep -c 'lease .* is gone' "$work/a.log"); $(burst_why)"
 
 # A node that lies (cpu 1e15, under a lease of its own) and a tenant of tiny tasks
