@@ -570,7 +570,6 @@ static json_object *json_head(const struct drf_view *v, int *problems)
 	return o;
 }
 
-/* Tenant i, an element of "tenants". */
 /*
  * Whether tenant t's memory protection is bounded by an ancestor of the root
  * drfd does not own (view.h's prot): what it protects, above nothing.
@@ -594,6 +593,7 @@ static void prot_why(const struct drf_view *v, char *buf, size_t len)
 		 v->prot.ancestor, low, min, need);
 }
 
+/* Tenant i, an element of "tenants". */
 static json_object *json_tenant(const struct drf_view *v, size_t i, int *problems,
 				size_t *walked)
 {
