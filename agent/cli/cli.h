@@ -37,6 +37,13 @@ int drfctl_cancel(int argc, char **argv);
 /* drfctl reload (reload_cmd.c): the running drfd reloads; its verdict is the exit code. */
 int drfctl_reload(int argc, char **argv);
 
+/*
+ * Asks drfd a task request (submit, cancel, exec); prints the answer's body to
+ * out (or the reason to stderr); returns the exit code: 0, 2 refused, 1.
+ */
+int drfctl_task_ask(const char *cmd, const char *sock, const char *req, FILE *out, char *id,
+		    size_t idlen);
+
 /* The status socket: sock (--socket) if given, else config's status-socket, else the default. */
 void drfctl_socket_of(const char *config, const char *sock, char *ret, size_t len);
 

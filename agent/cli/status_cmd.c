@@ -430,6 +430,19 @@ int drfctl_exec(int argc, char **argv)
 		drf_config_free(&cfg);
 		return DRFCTL_EXIT_CONFIG;
 	}
+	/* A user cannot write cgroup.procs: drfd moves it, if the tenant's access names it. */
+	if (geteuid() != 0) {
+		char req[DRF_TENANT_NAME_MAX + 16];
+
+		snprintf(req, sizeof(req), "task-exec %s", t->name);
+		r = drfctl_task_ask("exec", cfg.status_socket, req, NULL, NULL, 0);
+		drf_config_free(&cfg);
+		if (r != EXIT_SUCCESS)
+			return r;
+		execvp(argv[i], argv + i);
+		fprintf(stderr, "drfctl: cannot run '%s': %s\n", argv[i], strerror(errno));
+		return DRFCTL_EXIT_NOEXEC;
+	}
 	drfctl_cli_root(&cfg, cfg.status_socket, root, sizeof(root));
 	/* With slices, a transient scope in the tenant's slice, started by systemd. */
 	if (cfg.slices && (r = cgfs_bus_open(&sl.bus_ctx)) < 0)

@@ -38,9 +38,8 @@ void drfctl_socket_of(const char *config, const char *sock, char *ret, size_t le
 	}
 }
 
-/* Asks; prints the answer's body to out (or the reason to stderr); returns the exit code. */
-static int ask(const char *cmd, const char *sock, const char *req, FILE *out, char *id,
-	       size_t idlen)
+int drfctl_task_ask(const char *cmd, const char *sock, const char *req, FILE *out, char *id,
+		    size_t idlen)
 {
 	char *answer = NULL, *body, what[32] = "";
 	size_t n;
@@ -230,7 +229,7 @@ int drfctl_submit(int argc, char **argv)
 		return DRFCTL_EXIT_CONFIG;
 	}
 	drfctl_socket_of(a.config, a.sock, sock, sizeof(sock));
-	r = ask("submit", sock, req, NULL, id, sizeof(id));
+	r = drfctl_task_ask("submit", sock, req, NULL, id, sizeof(id));
 	free(req);
 	if (r == EXIT_SUCCESS)
 		printf("%s\n", id);
@@ -271,7 +270,7 @@ int drfctl_tasks(int argc, char **argv)
 		return DRFCTL_EXIT_USAGE;
 	}
 	drfctl_socket_of(config, sockopt, sock, sizeof(sock));
-	return ask("tasks", sock, json ? "tasks json" : "tasks text", stdout, NULL, 0);
+	return drfctl_task_ask("tasks", sock, json ? "tasks json" : "tasks text", stdout, NULL, 0);
 }
 
 int drfctl_cancel(int argc, char **argv)
@@ -313,5 +312,5 @@ int drfctl_cancel(int argc, char **argv)
 	}
 	snprintf(req, sizeof(req), "task-cancel %llu", id);
 	drfctl_socket_of(config, sockopt, sock, sizeof(sock));
-	return ask("cancel", sock, req, NULL, NULL, 0);
+	return drfctl_task_ask("cancel", sock, req, NULL, NULL, 0);
 }

@@ -48,11 +48,12 @@ enum section {
 
 enum agent_key { AK_CGROUP_ROOT, AK_INTERVAL, AK_MODE, AK_POLICY, AK_TENANTS_DIR, AK_STATE_DIR,
 		 AK_STATUS_SOCKET, AK_STATUS_GROUP, AK_VERIFY_PERIOD, AK_NET_REPLACE, AK_METRICS_FILE,
-		 AK_DEMAND, AK_METRICS_DETAIL, AK_METRICS_LISTEN, AK_BETA, AK_LAMBDA, AK_N };
+		 AK_DEMAND, AK_METRICS_DETAIL, AK_METRICS_LISTEN, AK_BETA, AK_LAMBDA, AK_ACCESS,
+		 AK_ADMINS, AK_N };
 static const char *const agent_keys[AK_N] = {
 	"cgroup-root", "interval", "mode", "policy", "tenants-dir", "state-dir", "status-socket",
 	"status-group", "verify-period", "net-replace-qdisc", "metrics-file", "demand",
-	"metrics-detail", "metrics-listen", "beta", "lambda",
+	"metrics-detail", "metrics-listen", "beta", "lambda", "access", "admins",
 };
 
 enum cap_key {
@@ -69,11 +70,11 @@ static const char *const cap_keys[CK_N] = {
 
 /* Tenant keys: weight, cgroup, tasks, then the DRF_NRES demand and task keys, then group. */
 enum tenant_key { TK_WEIGHT, TK_CGROUP, TK_TASKS, TK_DEMAND0, TK_TASK0 = TK_DEMAND0 + DRF_NRES,
-		  TK_GROUP = TK_TASK0 + DRF_NRES, TK_N };
+		  TK_GROUP = TK_TASK0 + DRF_NRES, TK_ACCESS, TK_ADMINS, TK_N };
 
 /* A group's keys. */
-enum group_key { GK_WEIGHT, GK_CGROUP, GK_GROUP, GK_N };
-static const char *const group_keys[GK_N] = { "weight", "cgroup", "group" };
+enum group_key { GK_WEIGHT, GK_CGROUP, GK_GROUP, GK_ACCESS, GK_ADMINS, GK_N };
+static const char *const group_keys[GK_N] = { "weight", "cgroup", "group", "access", "admins" };
 
 /* Parse state: one per config; the file fields change as files are read. */
 struct parser {
@@ -401,6 +402,14 @@ static int check_family(struct parser *ps)
 	return 0;
 }
 
+/* `access` or `admins`: kept as written, resolved once every file is read (resolve_access). */
+static void acl_key(struct parser *ps, struct drf_acl *a, const char *value)
+{
+	set_string(ps, &a->text, value);
+	a->file = ps->file;
+	a->line = ps->line;
+}
+
 static void agent_key(struct parser *ps, int k, const char *value)
 {
 	struct drf_config *c = ps->cfg;
@@ -507,6 +516,10 @@ static void agent_key(struct parser *ps, int k, const char *value)
 				 "'gfj' or 'ceei'", value);
 		else
 			c->policy = v;
+		return;
+	case AK_ACCESS:
+	case AK_ADMINS:
+		acl_key(ps, k == AK_ACCESS ? &c->access : &c->admins, value);
 		return;
 	case AK_BETA:
 	case AK_LAMBDA:
@@ -663,6 +676,10 @@ static int tenant_key_index(const char *name)
 		return TK_TASKS;
 	if (strcmp(name, "group") == 0)
 		return TK_GROUP;
+	if (strcmp(name, "access") == 0)
+		return TK_ACCESS;
+	if (strcmp(name, "admins") == 0)
+		return TK_ADMINS;
 	r = drf_res_from_name(name);
 	if (r >= 0)
 		return TK_DEMAND0 + r;
@@ -684,6 +701,10 @@ static const char *tenant_key_name(int k, char *buf, size_t len)
 		return "tasks";
 	if (k == TK_GROUP)
 		return "group";
+	if (k == TK_ACCESS)
+		return "access";
+	if (k == TK_ADMINS)
+		return "admins";
 	if (k < TK_TASK0)
 		return drf_res_name(k - TK_DEMAND0);
 	snprintf(buf, len, "task-%s", drf_res_name(k - TK_TASK0));
@@ -736,6 +757,8 @@ static void tenant_key(struct parser *ps, int k, const char *value)
 		set_string(ps, &t->cgroup, value);
 	} else if (k == TK_GROUP) {
 		set_string(ps, &ps->tenant_group[ps->tenant], value);
+	} else if (k == TK_ACCESS || k == TK_ADMINS) {
+		acl_key(ps, k == TK_ACCESS ? &t->access : &t->admins, value);
 	} else if (k == TK_TASKS) {
 		t->task_model = true;
 		if (strcmp(value, "unlimited") == 0) {
@@ -964,6 +987,8 @@ static void group_key(struct parser *ps, int k, const char *value)
 			return;
 		}
 		set_string(ps, &g->cgroup, value);
+	} else if (k == GK_ACCESS || k == GK_ADMINS) {
+		acl_key(ps, k == GK_ACCESS ? &g->access : &g->admins, value);
 	} else {
 		set_string(ps, &ps->group_parent[ps->group], value);
 	}
@@ -1918,6 +1943,49 @@ static void parser_free(struct parser *ps)
 	drf_index_free(&ps->names);
 }
 
+/* Every `access` and `admins` key, resolved into users and groups now. */
+static int resolve_access(struct parser *ps, const struct drf_host_ops *host)
+{
+	struct drf_config *c = ps->cfg;
+	size_t n = 2 + 2 * c->n_groups + 2 * c->n_tenants;
+	char why[512];
+
+	for (size_t i = 0; i < n; i++) {
+		struct drf_acl *a;
+		const char *key = i % 2 ? "admins" : "access";
+		int r;
+
+		if (i < 2)
+			a = i ? &c->admins : &c->access;
+		else if (i < 2 + 2 * c->n_groups)
+			a = i % 2 ? &c->groups[(i - 2) / 2].admins : &c->groups[(i - 2) / 2].access;
+		else
+			a = i % 2 ? &c->tenants[(i - 2 - 2 * c->n_groups) / 2].admins
+				  : &c->tenants[(i - 2 - 2 * c->n_groups) / 2].access;
+		r = drf_acl_resolve(a, host, why, sizeof(why));
+		if (r < 0) {
+			ps->file = a->file;
+			fail_at(ps, a->line, "%s = '%s': %s", key, a->text, why);
+			return r;
+		}
+	}
+	return 0;
+}
+
+static void free_access(struct drf_config *c)
+{
+	drf_acl_free(&c->access);
+	drf_acl_free(&c->admins);
+	for (size_t k = 0; c->groups && k < c->n_groups; k++) {
+		drf_acl_free(&c->groups[k].access);
+		drf_acl_free(&c->groups[k].admins);
+	}
+	for (size_t i = 0; c->tenants && i < c->n_tenants; i++) {
+		drf_acl_free(&c->tenants[i].access);
+		drf_acl_free(&c->tenants[i].admins);
+	}
+}
+
 /*
  * drfd.conf's [fleet]: its defaults and rules; a fleet node's tenants are the
  * fleet's, so the config has none of its own. Then the assignment's tenants.
@@ -2146,6 +2214,9 @@ int drf_config_load_assigned(const char *path, const struct drf_host_ops *host,
 	r = resolve_groups(&ps);
 	if (r < 0)
 		goto out_free;
+	r = resolve_access(&ps, host);
+	if (r < 0)
+		goto out_free;
 	/* No tenants is a valid config: drfd idles until a reload brings some. */
 	r = check_tenants(&ps);
 	if (r < 0)
@@ -2173,6 +2244,7 @@ void drf_config_free(struct drf_config *c)
 {
 	if (!c)
 		return;
+	free_access(c);
 	for (size_t i = 0; i < c->n_tenants; i++)
 		free(c->tenants[i].cgroup);
 	free(c->tenants);
@@ -2419,4 +2491,118 @@ void drf_fleet_free(struct drf_fleet *f)
 const char *drf_mode_name(enum drf_mode m)
 {
 	return m == DRF_MODE_LIMIT ? "limit" : "share";
+}
+
+/* One list in the walk of drf_config_access(): what it is called in a rule. */
+static void acl_rule(const struct drf_acl *a, const char *key, const char *where, char *buf,
+		     size_t len)
+{
+	char text[1024];
+
+	drf_acl_text(a, text, sizeof(text));
+	snprintf(buf, len, "%s '%s' of %s at %s:%d", key, text, where, a->file ? a->file : "?",
+		 a->line);
+}
+
+/*
+ * Level k of t's lists: 0 the tenant, then its groups up to the root, then
+ * [agent]. false past the last; where names it.
+ */
+static bool acl_level(const struct drf_config *c, const struct drf_tenant *t, size_t k,
+		      const struct drf_acl **access, const struct drf_acl **admins, char *where,
+		      size_t len)
+{
+	size_t g = t->group, depth = 0;
+
+	if (k == 0) {
+		*access = &t->access;
+		*admins = &t->admins;
+		snprintf(where, len, "tenant %s", t->name);
+		return true;
+	}
+	/* resolve_groups() refused cycles: a group chain is at most n_groups long. */
+	for (size_t x = g; x && depth <= c->n_groups; x = c->groups[x - 1].parent)
+		depth++;
+	if (k > depth + 1)
+		return false;
+	if (k == depth + 1) {
+		*access = &c->access;
+		*admins = &c->admins;
+		snprintf(where, len, "[agent]");
+		return true;
+	}
+	for (size_t i = 1; i < k; i++)
+		g = c->groups[g - 1].parent;
+	*access = &c->groups[g - 1].access;
+	*admins = &c->groups[g - 1].admins;
+	snprintf(where, len, "group %s", c->groups[g - 1].name);
+	return true;
+}
+
+bool drf_config_access_rules(const struct drf_config *c, const struct drf_tenant *t, char *buf,
+			     size_t len)
+{
+	const struct drf_acl *access, *admins;
+	char where[DRF_TENANT_NAME_MAX + 16];
+	size_t off = 0;
+
+	if (len)
+		buf[0] = '\0';
+	for (size_t k = 0; acl_level(c, t, k, &access, &admins, where, sizeof(where)); k++) {
+		for (int j = 0; j < 2; j++) {
+			const struct drf_acl *a = j ? access : admins;
+			char one[1200];
+
+			if (!a->n)
+				continue;
+			acl_rule(a, j ? "access" : "admins", where, one, sizeof(one));
+			if (off < len)
+				off += (size_t)snprintf(buf + off, len - off, "%s%s", off ? "; " : "",
+							one);
+			else
+				off++;
+		}
+	}
+	if (!off)
+		snprintf(buf, len, "no access or admins is set for tenant %s, its groups or "
+			 "[agent]: it is root's alone", t->name);
+	return off > 0;
+}
+
+enum drf_access_role drf_config_access(const struct drf_config *c, const struct drf_tenant *t,
+				       const struct drf_access_who *w, char *rule, size_t len)
+{
+	const struct drf_acl *access, *admins, *by = NULL;
+	enum drf_access_role role = DRF_ACCESS_NONE;
+	bool by_admins = false;
+	char where[DRF_TENANT_NAME_MAX + 16], by_where[sizeof(where)];
+
+	if (len)
+		rule[0] = '\0';
+	if (w->uid == 0) {
+		snprintf(rule, len, "root");
+		return DRF_ACCESS_ADMIN;
+	}
+	for (size_t k = 0; acl_level(c, t, k, &access, &admins, where, sizeof(where)); k++) {
+		if (drf_acl_matches(admins, w)) {
+			role = DRF_ACCESS_ADMIN;
+			by = admins;
+			by_admins = true;
+			snprintf(by_where, sizeof(by_where), "%s", where);
+			break;
+		}
+		if (role == DRF_ACCESS_NONE && drf_acl_matches(access, w)) {
+			role = DRF_ACCESS_MEMBER;
+			by = access;
+			snprintf(by_where, sizeof(by_where), "%s", where);
+		}
+	}
+	if (by && len)
+		acl_rule(by, by_admins ? "admins" : "access", by_where, rule, len);
+	if (by)
+		return role;
+	/* None: every list there is, so that the refusal shows the whole rule. */
+	if (len)
+		drf_config_access_rules(c, t, rule, len);
+	return DRF_ACCESS_NONE;
 }

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "access.h"
 #include "alloc.h"
 #include "hdrf.h"
 #include "host.h"
@@ -58,6 +59,7 @@ struct drf_tenant {
 	const char *file;      /* where its section is; points into drf_config.files */
 	int line;
 	size_t group;          /* `group =`: 1 + index into drf_config.groups; 0: none */
+	struct drf_acl access, admins; /* its own; see access.h for what they inherit */
 };
 
 /*
@@ -72,6 +74,7 @@ struct drf_group {
 	size_t parent;         /* 1 + index of its parent group; 0: the root */
 	const char *file;
 	int line;
+	struct drf_acl access, admins; /* given to every tenant below it */
 };
 
 /*
@@ -143,6 +146,7 @@ struct drf_config {
 	struct drf_fleet_member fleet; /* [fleet] in drfd.conf */
 	struct drf_group *groups;      /* [group NAME]; none: flat DRF among the tenants */
 	size_t n_groups;
+	struct drf_acl access, admins; /* [agent]'s: given to every tenant (access.h) */
 };
 
 /*
@@ -163,6 +167,22 @@ int drf_config_load_assigned(const char *path, const struct drf_host_ops *host,
 int drf_config_load(const char *path, const struct drf_host_ops *host, struct drf_config *ret,
 		    char *err, size_t errlen);
 void drf_config_free(struct drf_config *c);
+
+/*
+ * What w may do in tenant t (access.h): root is an admin everywhere; else the
+ * strongest role any of t's lists, its groups' and [agent]'s gives. rule gets
+ * which list said so ("admins 'carol @ops' of group prod at FILE:LINE"), or,
+ * for none, every list there is or that there is none.
+ */
+enum drf_access_role drf_config_access(const struct drf_config *c, const struct drf_tenant *t,
+				       const struct drf_access_who *w, char *rule, size_t len);
+/*
+ * Every list that gives someone a role in t, "; "-separated into buf, each as
+ * drf_config_access() names it; false (and buf says so) when there is none:
+ * t is root's alone.
+ */
+bool drf_config_access_rules(const struct drf_config *c, const struct drf_tenant *t, char *buf,
+			     size_t len);
 
 /*
  * The allocation problem the config describes. A bounded tenant's undeclared

@@ -111,6 +111,7 @@ struct drfd {
 	int listen_fd;
 	char *socket_path;              /* the socket drfd bound, to unlink at exit */
 	struct drfd_listener *listener; /* its connections and limits (listener.c) */
+	struct drfd_listener *root_listener; /* root's own socket beside it (proto.h) */
 	uint64_t started;               /* CLOCK_REALTIME, usec */
 	uint64_t last_tick;             /* CLOCK_REALTIME, usec; 0 before the first */
 	uint64_t asked_until_us;        /* CLOCK_MONOTONIC: a status or metrics was asked for
@@ -238,7 +239,13 @@ void drfd_free(struct drfd *d);
  */
 int drfd_listen(struct drfd *d, const char *path, const char *group, char *why, size_t len);
 
-/* Closes the status socket and its connections; removes the socket if it is still drfd's. */
+/*
+ * Serves root's own socket beside the status socket (drf_proto_root_socket()),
+ * 0600, for root alone: the others' connections never keep root out of it.
+ */
+int drfd_listen_root(struct drfd *d, const char *status_socket, char *why, size_t len);
+
+/* Closes the sockets and their connections; removes each socket if it is still drfd's. */
 void drfd_unlisten(struct drfd *d);
 
 /* What the reports (status, metrics) see of d: filled in when one is asked for. */

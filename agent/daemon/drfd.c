@@ -658,6 +658,9 @@ int main(int argc, char **argv)
 		if (r < 0)
 			drf_log(d.log, LOG_ERR, "%s; drfctl status will fall back to reading "
 						"cgroupfs", err);
+		else if (drfd_listen_root(&d, d.decl.cfg.status_socket, err, sizeof(err)) < 0)
+			drf_log(d.log, LOG_ERR, "%s; root is served on the status socket alone, "
+						"where others' connections can keep it waiting", err);
 		/* A fleet node's etcd client and node: nothing is asked of etcd yet. */
 		r = drfd_fleet_open(&d, err, sizeof(err));
 		if (r < 0) {

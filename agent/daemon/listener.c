@@ -77,6 +77,9 @@ struct conn;
 struct drfd_listener {
 	struct drfd *d;
 	int fd;
+	sd_event_source *src;           /* accepting */
+	char *path;                     /* the socket it bound */
+	bool root_only;                 /* root's own socket: nobody else is served */
 	sd_event_source *retry;         /* turns the listener back on after a back-off */
 	uint64_t backoff_usec;          /* the next back-off */
 	bool backing_off;               /* since accept last failed */
@@ -621,11 +624,16 @@ static int on_conn_timeout(sd_event_source *s, uint64_t usec, void *userdata)
 	return 0;
 }
 
-/* Under the caps (listener.h)? Root may go past the overall one, by its own slots. */
+/*
+ * Under the caps (listener.h)? Root may go past the overall one, by its own
+ * slots. Root's own socket serves root alone, DRFD_CONN_MAX at once.
+ */
 static bool admit(const struct drfd_listener *l, uid_t uid)
 {
 	unsigned mine = 0;
 
+	if (l->root_only)
+		return uid == 0 && l->st.conns < DRFD_CONN_MAX;
 	if (uid == 0)
 		return l->st.conns < DRFD_CONN_MAX + DRFD_CONN_ROOT;
 	if (l->st.conns - l->st.root_conns >= DRFD_CONN_MAX)
@@ -642,10 +650,13 @@ static bool admit(const struct drfd_listener *l, uid_t uid)
 static uint64_t refuse(struct drfd_listener *l, int cfd, uid_t uid)
 {
 	static const char busy[] = "drfd-status 2 error=busy\n";
+	static const char denied[] = "drfd-status 2 error=denied\n";
+	bool d = l->root_only && uid != 0;
 	uint64_t now = 0;
 
 	/* Best effort: the socket is new, so its buffer has room for one line. */
-	if (send(cfd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+	if (send(cfd, d ? denied : busy, d ? sizeof(denied) - 1 : sizeof(busy) - 1,
+		 MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
 		/* closed below either way */
 	}
 	close(cfd);
@@ -700,11 +711,11 @@ static void conn_new(struct drfd_listener *l, int cfd, uid_t uid)
 /* The listener off for usec; the retry timer turns it back on. */
 static void pause_accepting(struct drfd_listener *l, uint64_t usec)
 {
-	sd_event_source_set_enabled(l->d->listen_src, SD_EVENT_OFF);
+	sd_event_source_set_enabled(l->src, SD_EVENT_OFF);
 	/* The timer was made with the listener: arming it cannot run out of memory. */
 	if (sd_event_source_set_time_relative(l->retry, usec) < 0 ||
 	    sd_event_source_set_enabled(l->retry, SD_EVENT_ONESHOT) < 0)
-		sd_event_source_set_enabled(l->d->listen_src, SD_EVENT_ON);
+		sd_event_source_set_enabled(l->src, SD_EVENT_ON);
 }
 
 /*
@@ -733,7 +744,7 @@ static int on_retry(sd_event_source *s, uint64_t usec, void *userdata)
 
 	(void)s;
 	(void)usec;
-	sd_event_source_set_enabled(l->d->listen_src, SD_EVENT_ON);
+	sd_event_source_set_enabled(l->src, SD_EVENT_ON);
 	return 0;
 }
 
@@ -866,7 +877,9 @@ static bool still_ours(const struct drfd_listener *l, const char *path)
 	       st.st_ino == l->ino;
 }
 
-int drfd_listen(struct drfd *d, const char *path, const char *group, char *why, size_t len)
+/* Binds and serves path: the status socket (root_only false) or root's own. */
+static int listen_at(struct drfd *d, const char *path, const char *group, bool root_only,
+		     struct drfd_listener **ret, char *why, size_t len)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	char dir[sizeof(sa.sun_path)], *slash;
@@ -906,16 +919,19 @@ int drfd_listen(struct drfd *d, const char *path, const char *group, char *why, 
 		return r;
 	}
 	l = calloc(1, sizeof(*l));
-	if (!l) {
+	if (!l || !(l->path = strdup(path))) {
+		free(l);
 		snprintf(why, len, "out of memory");
 		return -ENOMEM;
 	}
 	l->d = d;
+	l->root_only = root_only;
 	l->backoff_usec = DRFD_BACKOFF_MIN_USEC;
 	l->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (l->fd < 0) {
 		r = -errno;
 		snprintf(why, len, "cannot create a socket: %s", strerror(-r));
+		free(l->path);
 		free(l);
 		return r;
 	}
@@ -925,6 +941,7 @@ int drfd_listen(struct drfd *d, const char *path, const char *group, char *why, 
 		r = take_stale(path, &sa, why, len);
 		if (r < 0) {
 			close(l->fd);
+			free(l->path);
 			free(l);
 			return r;
 		}
@@ -939,9 +956,9 @@ int drfd_listen(struct drfd *d, const char *path, const char *group, char *why, 
 	if (chmod(path, mode) < 0 || (group && lchown(path, (uid_t)-1, gid) < 0) ||
 	    listen(l->fd, LISTEN_BACKLOG) < 0)
 		goto fail_bound;
-	r = sd_event_add_io(d->event, &d->listen_src, l->fd, EPOLLIN, on_accept, l);
+	r = sd_event_add_io(d->event, &l->src, l->fd, EPOLLIN, on_accept, l);
 	if (r >= 0)
-		r = sd_event_source_set_priority(d->listen_src, SOCK_PRIORITY);
+		r = sd_event_source_set_priority(l->src, SOCK_PRIORITY);
 	if (r >= 0)
 		r = sd_event_add_time_relative(d->event, &l->retry, CLOCK_MONOTONIC,
 					       DRFD_BACKOFF_MIN_USEC, 0, on_retry, l);
@@ -949,17 +966,16 @@ int drfd_listen(struct drfd *d, const char *path, const char *group, char *why, 
 		r = sd_event_source_set_enabled(l->retry, SD_EVENT_OFF);
 	if (r < 0) {
 		snprintf(why, len, "cannot watch status-socket '%s': %s", path, strerror(-r));
-		d->listen_src = sd_event_source_disable_unref(d->listen_src);
+		sd_event_source_disable_unref(l->src);
 		sd_event_source_disable_unref(l->retry);
 		if (still_ours(l, path))
 			unlink(path);
 		close(l->fd);
+		free(l->path);
 		free(l);
 		return r;
 	}
-	d->listener = l;
-	d->listen_fd = l->fd;
-	d->socket_path = strdup(path);
+	*ret = l;
 	return 0;
 fail_bound:
 	r = -errno;
@@ -969,33 +985,75 @@ fail_bound:
 fail:
 	r = -errno;
 	close(l->fd);
+	free(l->path);
 	free(l);
 	snprintf(why, len, "cannot serve status-socket '%s': %s", path, strerror(-r));
 	return r;
 }
 
-void drfd_unlisten(struct drfd *d)
+int drfd_listen(struct drfd *d, const char *path, const char *group, char *why, size_t len)
 {
-	struct drfd_listener *l = d->listener;
+	struct drfd_listener *l;
+	int r = listen_at(d, path, group, false, &l, why, len);
+
+	if (r < 0)
+		return r;
+	d->socket_path = strdup(path);
+	if (!d->socket_path) {
+		snprintf(why, len, "out of memory");
+		d->listener = l;
+		drfd_unlisten(d);
+		return -ENOMEM;
+	}
+	d->listener = l;
+	d->listen_src = l->src;
+	d->listen_fd = l->fd;
+	return 0;
+}
+
+int drfd_listen_root(struct drfd *d, const char *status_socket, char *why, size_t len)
+{
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+
+	if (drf_proto_root_socket(status_socket, path, sizeof(path)) < 0) {
+		snprintf(why, len, "root's socket beside status-socket '%s' is too long for a "
+			 "socket path", status_socket);
+		return -ENAMETOOLONG;
+	}
+	return listen_at(d, path, NULL, true, &d->root_listener, why, len);
+}
+
+/* Closes l and its connections; removes its socket if it is still drfd's. */
+static void unlisten(struct drfd *d, struct drfd_listener *l)
+{
 	struct stat st;
 
-	d->listen_src = sd_event_source_disable_unref(d->listen_src);
-	if (!l)
-		return;
+	sd_event_source_disable_unref(l->src);
 	while (l->conns)
 		conn_free(l->conns);
 	sd_event_source_disable_unref(l->retry);
 	close(l->fd);
-	d->listen_fd = -1;
 	/* Only the socket drfd bound: whatever someone put there since is theirs. */
-	if (d->socket_path && still_ours(l, d->socket_path))
-		unlink(d->socket_path);
-	else if (d->socket_path && lstat(d->socket_path, &st) == 0)
+	if (still_ours(l, l->path))
+		unlink(l->path);
+	else if (lstat(l->path, &st) == 0)
 		drf_log(d->log, LOG_NOTICE, "status-socket '%s' is no longer the socket drfd made: "
-					    "left in place", d->socket_path);
+					    "left in place", l->path);
+	free(l->path);
+	free(l);
+}
+
+void drfd_unlisten(struct drfd *d)
+{
+	if (d->root_listener)
+		unlisten(d, d->root_listener);
+	d->root_listener = NULL;
+	d->listen_src = NULL;
+	d->listen_fd = -1;
 	free(d->socket_path);
 	d->socket_path = NULL;
-	free(l);
+	if (d->listener)
+		unlisten(d, d->listener);
 	d->listener = NULL;
 }
 
@@ -1008,6 +1066,6 @@ void drfd_sock_stats(const struct drfd *d, struct drf_sock_stats *ret)
 	if (!l)
 		return;
 	*ret = l->st;
-	ret->listening = d->listen_src && sd_event_source_get_enabled(d->listen_src, &on) >= 0 &&
+	ret->listening = l->src && sd_event_source_get_enabled(l->src, &on) >= 0 &&
 			 on != SD_EVENT_OFF;
 }

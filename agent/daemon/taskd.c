@@ -10,7 +10,14 @@
  *        a task of the same uid with KEY is answered with its id, not queued
  *        again (a drfd without keys refuses the request rather than run it twice)
  *   "task-cancel ID"
- *   "tasks text" or "tasks json"   as the peer's uid may see them (drf_tasks_render)
+ *   "task-exec TENANT"   moves the peer's process (SO_PEERCRED's pid, drfctl
+ *        exec itself, of the peer's uid) into TENANT's cgroup: `drfctl exec`
+ *        of a user other than root, who cannot write cgroup.procs
+ *   "tasks text" or "tasks json"   as the peer may see them (drf_tasks_render)
+ *
+ * Who may do what in a tenant is the config's access and admins (access.h):
+ * submit and exec need a member, a cancel of another's task an admin; a
+ * refusal names who asked, what, and the rule that said no.
  *
  * Answers: "drfd-task 1 ok [ID]\n" BODY, or "drfd-task 1 refused\n" or
  * "drfd-task 1 failed\n" and a line saying why; a submit's BODY is "queued",
@@ -19,12 +26,16 @@
  * a task runs with exactly that uid, gid and those groups, never as drfd's.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "daemon.h"
 #include "log.h"
@@ -81,6 +92,39 @@ static int say(char **out, size_t *out_len, const char *what, const char *text)
 	return 1;
 }
 
+static const struct drf_tenant *tenant_named(const struct drf_config *c, const char *name)
+{
+	for (size_t i = 0; i < c->n_tenants; i++)
+		if (strcmp(c->tenants[i].name, name) == 0)
+			return &c->tenants[i];
+	return NULL;
+}
+
+/* Who asks on fd, as the kernel recorded it: 0, or -errno. *groups to free(). */
+static int who_asks(int fd, struct drf_access_who *w, gid_t **groups)
+{
+	size_t n = 0;
+	int r = drf_peer_creds(fd, &w->uid, &w->gid, groups, &n);
+
+	w->groups = *groups;
+	w->ngroups = n;
+	return r;
+}
+
+/* A refusal of what w asked in tenant t: who, what, and the rule. */
+static int refuse_access(struct drfd *d, char **out, size_t *out_len,
+			 const struct drf_access_who *w, const char *what,
+			 const struct drf_tenant *t, const char *rule)
+{
+	char err[3072];
+
+	snprintf(err, sizeof(err), "uid %u (gid %u and %zu groups) may not %s tenant '%s': "
+		 "no access or admins entry of it names that user or one of its groups (%s)",
+		 (unsigned)w->uid, (unsigned)w->gid, w->ngroups, what, t->name, rule);
+	drf_log(d->log, LOG_NOTICE, "status socket: refused: %s", err);
+	return say(out, out_len, "refused", err);
+}
+
 /* A submit of the n escaped words w (unescaped here, in place). */
 static int submit_words(struct drfd *d, int fd, char **w, size_t n, bool keyed, char **out,
 			size_t *out_len)
@@ -125,6 +169,18 @@ static int submit_words(struct drfd *d, int fd, char **w, size_t n, bool keyed, 
 		return say(out, out_len, "failed", err);
 	}
 	req.groups = groups;
+	{
+		struct drf_access_who who = { req.uid, req.gid, groups, req.ngroups };
+		const struct drf_tenant *t = tenant_named(&d->decl.cfg, req.tenant);
+		char rule[2048];
+
+		if (t && drf_config_access(&d->decl.cfg, t, &who, rule, sizeof(rule)) ==
+			 DRF_ACCESS_NONE) {
+			r = refuse_access(d, out, out_len, &who, "submit to", t, rule);
+			free(groups);
+			return r;
+		}
+	}
 	r = drf_tasks_submit(d->tasks, &d->decl.cfg, d->decl.problem.capacity, &req, &id, err,
 			     sizeof(err));
 	free(groups);
@@ -173,9 +229,146 @@ static int submit(struct drfd *d, int fd, char *args, bool keyed, char **out, si
 	return r;
 }
 
+/* "task-cancel ID": its submitter, root, or an admin of its tenant. */
+static int cancel(struct drfd *d, int fd, const char *arg, char **out, size_t *out_len)
+{
+	struct drf_access_who who;
+	const struct drf_task *t;
+	gid_t *groups = NULL;
+	char err[3072], rule[2048], what[128];
+	uid_t as;
+	char *end;
+	uint64_t id = strtoull(arg, &end, 10);
+	int r;
+
+	if (*end || end == arg)
+		return say(out, out_len, "refused", "malformed task id");
+	if (who_asks(fd, &who, &groups) < 0)
+		return say(out, out_len, "failed", "cannot tell who asks (SO_PEERCRED, "
+			   "SO_PEERGROUPS)");
+	as = who.uid;
+	t = drf_tasks_find(d->tasks, id);
+	if (t && who.uid != 0 && who.uid != t->uid) {
+		const struct drf_tenant *tn = tenant_named(&d->decl.cfg, t->tenant);
+
+		if (tn && drf_config_access(&d->decl.cfg, tn, &who, rule, sizeof(rule)) ==
+			  DRF_ACCESS_ADMIN) {
+			as = 0; /* an admin of its tenant cancels as root would */
+		} else {
+			snprintf(what, sizeof(what), "cancel task %" PRIu64 " of uid %u in", id,
+				 (unsigned)t->uid);
+			if (!tn)
+				snprintf(rule, sizeof(rule), "its tenant is no longer in the config: "
+					 "only its submitter or root may");
+			else if (drf_config_access(&d->decl.cfg, tn, &who, NULL, 0) ==
+				 DRF_ACCESS_MEMBER)
+				snprintf(rule, sizeof(rule), "a member cancels its own tasks; "
+					 "another's takes an admin of the tenant");
+			r = tn ? refuse_access(d, out, out_len, &who, what, tn, rule)
+			       : say(out, out_len, "refused", rule);
+			free(groups);
+			return r;
+		}
+	}
+	free(groups);
+	r = drf_tasks_cancel(d->tasks, id, as, err, sizeof(err));
+	if (r != 0)
+		return say(out, out_len, r == DRF_TASKS_REFUSED ? "refused" : "failed", err);
+	return say(out, out_len, "ok", "cancelled");
+}
+
+/*
+ * pid's real and effective uid, from /proc: 0, or -errno (-ESRCH: gone).
+ */
+static int proc_uids(pid_t pid, uid_t *ruid, uid_t *euid)
+{
+	char path[64], buf[4096], *u;
+	ssize_t n;
+	unsigned a, b;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	u = strstr(buf, "\nUid:");
+	if (!u || sscanf(u + 5, "%u %u", &a, &b) != 2)
+		return -EPROTO;
+	*ruid = a;
+	*euid = b;
+	return 0;
+}
+
+/*
+ * "task-exec TENANT": the peer's own process into TENANT's cgroup. The pid is
+ * the kernel's (SO_PEERCRED, at connect); it is held by a pidfd while its
+ * uids are checked and it is moved, so that it cannot be another process by
+ * then: one whose uid is not the peer's is never moved.
+ */
+static int exec_into(struct drfd *d, int fd, const char *name, char **out, size_t *out_len)
+{
+	const struct drf_tenant *t = tenant_named(&d->decl.cfg, name);
+	struct drf_access_who who;
+	struct ucred cr;
+	socklen_t cl = sizeof(cr);
+	gid_t *groups = NULL;
+	char rule[2048], err[3072], pid[32];
+	uid_t ruid = 0, euid = 0;
+	int pidfd, r;
+
+	if (!t) {
+		snprintf(err, sizeof(err), "no tenant '%s' in the config in force", name);
+		return say(out, out_len, "refused", err);
+	}
+	if (who_asks(fd, &who, &groups) < 0 ||
+	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0) {
+		free(groups);
+		return say(out, out_len, "failed", "cannot tell who asks (SO_PEERCRED, "
+			   "SO_PEERGROUPS)");
+	}
+	if (drf_config_access(&d->decl.cfg, t, &who, rule, sizeof(rule)) == DRF_ACCESS_NONE) {
+		r = refuse_access(d, out, out_len, &who, "exec into", t, rule);
+		free(groups);
+		return r;
+	}
+	free(groups);
+	pidfd = (int)syscall(SYS_pidfd_open, cr.pid, 0);
+	if (pidfd < 0)
+		return say(out, out_len, "refused", "the asking process is gone");
+	r = proc_uids(cr.pid, &ruid, &euid);
+	if (r == 0 && (ruid != cr.uid || euid != cr.uid))
+		r = -EPERM;
+	if (r == 0) {
+		snprintf(pid, sizeof(pid), "%d", (int)cr.pid);
+		r = cgfs_write(d->fs, t->cgroup, "cgroup.procs", pid);
+	}
+	/* Still the process checked: moved was the one asked for (a pid is not reused while held). */
+	if (r == 0 && syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) < 0)
+		r = -ESRCH;
+	close(pidfd);
+	if (r == -EPERM && (ruid != cr.uid || euid != cr.uid)) {
+		snprintf(err, sizeof(err), "process %d is no longer uid %u's: not moved",
+			 (int)cr.pid, (unsigned)cr.uid);
+		return say(out, out_len, "refused", err);
+	}
+	if (r < 0) {
+		snprintf(err, sizeof(err), "cannot move process %d into '%s/%s': %s", (int)cr.pid,
+			 d->root, t->cgroup, strerror(-r));
+		return say(out, out_len, "failed", err);
+	}
+	drf_log(d->log, LOG_INFO, "uid %u's process %d moved into tenant %s (drfctl exec)",
+		(unsigned)cr.uid, (int)cr.pid, t->name);
+	return say(out, out_len, "ok", "moved");
+}
+
 int drfd_tasks_answer(struct drfd *d, int fd, const char *req, char **out, size_t *out_len)
 {
-	char *line, err[1024], *body = NULL;
+	char *line, *body = NULL;
 	size_t blen = 0;
 	int r;
 	FILE *f;
@@ -183,21 +376,27 @@ int drfd_tasks_answer(struct drfd *d, int fd, const char *req, char **out, size_
 	if (strncmp(req, "task-", 5) != 0 && strcmp(req, "tasks text") != 0 &&
 	    strcmp(req, "tasks json") != 0)
 		return 0;
+	if (strncmp(req, "task-exec ", 10) == 0)
+		return exec_into(d, fd, req + 10, out, out_len);
 	if (!d->tasks)
 		return say(out, out_len, "failed", "the task queue is off in this drfd: it needs a "
 			   "state-dir (and no --dry-run); see drfd's log");
 	if (strncmp(req, "tasks ", 6) == 0) {
-		struct ucred cr;
-		socklen_t cl = sizeof(cr);
+		struct drf_access_who who;
+		gid_t *groups = NULL;
 
 		/* Who asks decides what of others' tasks it sees: the kernel's word only. */
-		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0)
-			return say(out, out_len, "failed", "cannot tell who asks (SO_PEERCRED)");
+		if (who_asks(fd, &who, &groups) < 0)
+			return say(out, out_len, "failed", "cannot tell who asks (SO_PEERCRED, "
+				   "SO_PEERGROUPS)");
 		f = open_memstream(&body, &blen);
-		if (!f)
+		if (!f) {
+			free(groups);
 			return -ENOMEM;
+		}
 		fputs("drfd-task 1 ok\n", f);
-		drf_tasks_render(d->tasks, &d->decl.cfg, strcmp(req, "tasks json") == 0, cr.uid, f);
+		drf_tasks_render(d->tasks, &d->decl.cfg, strcmp(req, "tasks json") == 0, &who, f);
+		free(groups);
 		if (fclose(f) != 0) {
 			free(body);
 			return -ENOMEM;
@@ -214,19 +413,7 @@ int drfd_tasks_answer(struct drfd *d, int fd, const char *req, char **out, size_
 	} else if (strncmp(line, "task-submit-key ", 16) == 0) {
 		r = submit(d, fd, line + 16, true, out, out_len);
 	} else if (strncmp(line, "task-cancel ", 12) == 0) {
-		struct ucred cr;
-		socklen_t cl = sizeof(cr);
-		char *end;
-		uint64_t id = strtoull(line + 12, &end, 10);
-
-		if (*end || end == line + 12)
-			r = say(out, out_len, "refused", "malformed task id");
-		else if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0)
-			r = say(out, out_len, "failed", "cannot tell who asks (SO_PEERCRED)");
-		else if ((r = drf_tasks_cancel(d->tasks, id, cr.uid, err, sizeof(err))) != 0)
-			r = say(out, out_len, r == DRF_TASKS_REFUSED ? "refused" : "failed", err);
-		else
-			r = say(out, out_len, "ok", "cancelled");
+		r = cancel(d, fd, line + 12, out, out_len);
 	} else {
 		r = say(out, out_len, "refused", "unknown task request");
 	}

@@ -184,6 +184,33 @@ int drf_host_cgroup_protection_real(void *ctx, const char *path, unsigned long l
 	return r < 0 ? r : protection_file(path, "memory.min", ret_min);
 }
 
+int drf_host_group_real(void *ctx, const char *name, gid_t *ret)
+{
+	struct group gr, *res = NULL;
+	long sz = sysconf(_SC_GETGR_R_SIZE_MAX);
+	size_t len = sz > 0 ? (size_t)sz : 16384;
+	int r;
+
+	(void)ctx;
+	for (;;) {
+		char *buf = malloc(len);
+
+		if (!buf)
+			return -ENOMEM;
+		r = getgrnam_r(name, &gr, buf, len, &res);
+		if (r == 0 && res)
+			*ret = gr.gr_gid;
+		free(buf);
+		/* A group with many members outgrows the buffer. */
+		if (r != ERANGE || len >= (1u << 24))
+			break;
+		len *= 2;
+	}
+	if (r == 0 && res)
+		return 0;
+	return r == 0 || r == ENOENT || r == ESRCH ? -ENOENT : -r;
+}
+
 const struct drf_host_ops drf_host_real = {
 	.online_cpus = real_online_cpus,
 	.mem_total = real_mem_total,
@@ -191,5 +218,6 @@ const struct drf_host_ops drf_host_real = {
 	.ctx = NULL,
 	.systemd = real_systemd,
 	.user = drf_host_user_real,
+	.group = drf_host_group_real,
 	.cgroup_protection = drf_host_cgroup_protection_real,
 };

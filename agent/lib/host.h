@@ -36,6 +36,8 @@ struct drf_host_ops {
 	 * there is none, or another -errno. NULL: users cannot be looked up.
 	 */
 	int (*user)(void *ctx, const char *name, struct drf_host_user *ret);
+	/* The group called name: 0 and *ret, -ENOENT if there is none, or -errno. NULL: not looked up. */
+	int (*group)(void *ctx, const char *name, gid_t *ret);
 	/*
 	 * The memory protection the cgroup at path (an absolute directory) has
 	 * set, memory.low's and memory.min's bytes ("max": UINT64_MAX): 0, or
@@ -55,5 +57,7 @@ extern const struct drf_host_ops drf_host_real;
 int drf_host_cgroup_protection_real(void *ctx, const char *path, unsigned long long *ret_low,
 				    unsigned long long *ret_min);
 int drf_host_user_real(void *ctx, const char *name, struct drf_host_user *ret);
+/* The group database's answer (getgrnam_r), as drf_host_real's group. */
+int drf_host_group_real(void *ctx, const char *name, gid_t *ret);
 
 #endif

@@ -83,3 +83,15 @@ bool drf_proto_key_valid(const char *key)
 			return false;
 	return true;
 }
+
+int drf_proto_root_socket(const char *status_socket, char *buf, size_t len)
+{
+	size_t n = strlen(status_socket);
+	int w;
+
+	if (n > 5 && strcmp(status_socket + n - 5, ".sock") == 0)
+		w = snprintf(buf, len, "%.*s-root.sock", (int)(n - 5), status_socket);
+	else
+		w = snprintf(buf, len, "%s-root", status_socket);
+	return w < 0 || (size_t)w >= len ? -ENAMETOOLONG : 0;
+}

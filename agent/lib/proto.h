@@ -8,6 +8,7 @@
 #define DRF_PROTO_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 /*
  * The longest request line, without its newline. A task-submit carries its
@@ -22,6 +23,13 @@
 char *drf_proto_escape(const char *s);
 /* In place; -EINVAL for a bad escape. */
 int drf_proto_unescape(char *s);
+
+/*
+ * Root's own socket beside the status socket: "X.sock" -> "X-root.sock", any
+ * other path P -> "P-root". 0600, served for root alone, so that no user's
+ * connections keep root out. 0, or -ENAMETOOLONG when it does not fit in len.
+ */
+int drf_proto_root_socket(const char *status_socket, char *buf, size_t len);
 
 /* A key drfd takes: 1 to DRF_TASK_KEY_MAX printable ASCII characters, no space. */
 bool drf_proto_key_valid(const char *key);

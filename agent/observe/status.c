@@ -621,6 +621,14 @@ static json_object *json_tenant(const struct drf_view *v, size_t i, int *problem
 	if (t->cg_err)
 		(*problems)++;
 	json_knobs(v, t, te, problems);
+	{
+		char rules[4096];
+		bool any = drf_config_access_rules(&e->decl->cfg, &e->decl->cfg.tenants[i], rules,
+						   sizeof(rules));
+
+		/* Who may submit, exec and cancel here (access.h); none: root alone. */
+		drf_json_set_str(te, "access", any ? rules : NULL);
+	}
 	if (prot_capped(v, t)) {
 		json_object *pr = drf_json_set_object(te, "memory_protection");
 		char why[1024];
@@ -894,6 +902,16 @@ static void text_tenant(const struct drf_view *v, size_t i, FILE *f, int *proble
 			strerror(t->cg_err));
 	}
 	text_knobs(v, t, f, problems);
+	{
+		char rules[4096];
+
+		if (drf_config_access_rules(&e->decl->cfg, &e->decl->cfg.tenants[i], rules,
+					    sizeof(rules)))
+			fprintf(f, "  access: %s\n", rules);
+		else
+			fputs("  access: root alone (no access or admins set for it, its groups "
+			      "or [agent])\n", f);
+	}
 	if (prot_capped(v, t)) {
 		char why[1024];
 

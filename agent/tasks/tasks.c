@@ -1229,14 +1229,30 @@ unsigned drf_tasks_launch(struct drf_tasks *q,
 }
 
 /*
- * Whether viewer sees all of t: root, or its submitter. Others see no more of
- * it than the DRF order is made of (tasks.h): a command line or a cwd may hold
- * what its user shows nobody (a token, a customer's name), as with ps's
- * hidepid=2.
+ * What viewer sees of t: 2 all of it (root, its submitter, an admin of its
+ * tenant), 1 no more than the DRF order is made of (a member of its tenant:
+ * tasks.h; a command line or a cwd may hold what its user shows nobody, a
+ * token, a customer's name, as with ps's hidepid=2), 0 nothing (a tenant the
+ * viewer may not act in, or one no longer in the config).
  */
-static bool sees_all(const struct drf_task *t, uid_t viewer)
+static int sight(const struct drf_config *c, const struct drf_task *t,
+		 const struct drf_access_who *viewer)
 {
-	return viewer == 0 || viewer == t->uid;
+	const struct drf_tenant *tn;
+
+	if (viewer->uid == 0 || viewer->uid == t->uid)
+		return 2;
+	tn = find_tenant(c, t->tenant);
+	if (!tn)
+		return 0;
+	switch (drf_config_access(c, tn, viewer, NULL, 0)) {
+	case DRF_ACCESS_ADMIN:
+		return 2;
+	case DRF_ACCESS_MEMBER:
+		return 1;
+	default:
+		return 0;
+	}
 }
 
 /* How many of a task's words `drfctl tasks` shows: those within DRF_TASKS_SHOWN_MAX bytes. */
@@ -1252,8 +1268,8 @@ static size_t shown_words(const struct drf_task *t)
 	return a;
 }
 
-static void render_json(const struct drf_tasks *q, const struct drf_config *c, uid_t viewer,
-			FILE *f)
+static void render_json(const struct drf_tasks *q, const struct drf_config *c,
+			const struct drf_access_who *viewer, FILE *f)
 {
 	json_object *o = drf_json_object(), *tasks = drf_json_set_array(o, "tasks"), *x;
 	char dir[4352];
@@ -1261,9 +1277,13 @@ static void render_json(const struct drf_tasks *q, const struct drf_config *c, u
 
 	for (size_t i = 0; i < q->n; i++) {
 		const struct drf_task *t = &q->t[i];
-		bool all = sees_all(t, viewer), done = t->state == DRF_TASK_DONE;
-		json_object *to = drf_json_append_object(tasks);
+		int seen = sight(c, t, viewer);
+		bool all = seen == 2, done = t->state == DRF_TASK_DONE;
+		json_object *to;
 
+		if (!seen)
+			continue;
+		to = drf_json_append_object(tasks);
 		task_dir(q, t->id, dir, sizeof(dir));
 		drf_json_set_u64(to, "id", t->id);
 		drf_json_set_str(to, "tenant", t->tenant);
@@ -1324,6 +1344,9 @@ static void render_json(const struct drf_tasks *q, const struct drf_config *c, u
 		unsigned nq = 0, nr = 0, nd = 0;
 		json_object *te;
 
+		if (viewer->uid != 0 &&
+		    drf_config_access(c, &c->tenants[k], viewer, NULL, 0) == DRF_ACCESS_NONE)
+			continue;
 		for (size_t i = 0; i < q->n; i++) {
 			if (strcmp(q->t[i].tenant, c->tenants[k].name) != 0)
 				continue;
@@ -1367,7 +1390,7 @@ static void put_escaped(FILE *f, const char *s)
 }
 
 void drf_tasks_render(const struct drf_tasks *q, const struct drf_config *c, bool json,
-		      uid_t viewer, FILE *f)
+		      const struct drf_access_who *viewer, FILE *f)
 {
 	if (json) {
 		render_json(q, c, viewer, f);
@@ -1383,8 +1406,11 @@ void drf_tasks_render(const struct drf_tasks *q, const struct drf_config *c, boo
 	for (size_t i = 0; i < q->n; i++) {
 		const struct drf_task *t = &q->t[i];
 		char cpu[32], mem[32], res[48] = "-";
+		int seen = sight(c, t, viewer);
 		size_t shown;
 
+		if (!seen)
+			continue;
 		drf_format_quantity(t->vec[DRF_RES_CPU], DRF_UNIT_CORES, cpu, sizeof(cpu));
 		drf_format_quantity(t->vec[DRF_RES_MEMORY], DRF_UNIT_BYTES, mem, sizeof(mem));
 		if (t->state == DRF_TASK_DONE) {
@@ -1397,7 +1423,7 @@ void drf_tasks_render(const struct drf_tasks *q, const struct drf_config *c, boo
 		}
 		fprintf(f, "%-6" PRIu64 " %-12s %-9s %-6u %-8s %-8s %-12s", t->id, t->tenant,
 			state_names[t->state], (unsigned)t->uid, cpu, mem, res);
-		if (!sees_all(t, viewer)) {
+		if (seen < 2) {
 			fputs(" -\n", f);
 			continue;
 		}

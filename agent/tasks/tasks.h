@@ -303,17 +303,20 @@ unsigned drf_tasks_launch(struct drf_tasks *q,
 			  void *ctx);
 
 /*
- * The queue for people (text) or programs (JSON), as the uid viewer may see it:
- * root sees every task whole; another uid sees its own tasks whole, and of
- * other uids' tasks all but what their submitter typed or where: the command,
- * the key, the supplementary groups and the error text (which names the cwd)
- * are left out (null in JSON, "-" in text). The id, tenant, uid, gid, state,
- * vector, times and result stay: they are what the DRF order is made of. The
- * text has every control character (newline included) of a command's word or
- * an error escaped (\xHH), so that no word can draw a row of its own.
+ * The queue for people (text) or programs (JSON), as viewer may see it (its
+ * uid and groups, access.h): root sees every task whole; another user sees its
+ * own tasks whole, the tasks of tenants it is an admin of whole, and of the
+ * other tasks of tenants it is a member of all but what their submitter typed
+ * or where: the command, the key, the supplementary groups and the error text
+ * (which names the cwd) are left out (null in JSON, "-" in text). The id,
+ * tenant, uid, gid, state, vector, times and result stay: they are what the
+ * DRF order is made of. Tasks of other tenants are not listed, nor are those
+ * tenants' counts. The text has every control character (newline included) of
+ * a command's word or an error escaped (\xHH), so that no word can draw a row
+ * of its own.
  */
 void drf_tasks_render(const struct drf_tasks *q, const struct drf_config *c, bool json,
-		      uid_t viewer, FILE *f);
+		      const struct drf_access_who *viewer, FILE *f);
 
 /* STATE-PATH without ".state", plus ".tasks". */
 int drf_tasks_dir(const char *state_path, char *ret, size_t len);

@@ -1060,6 +1060,76 @@ static void test_groups_valid(void **state)
  * so of what an inner node covers: team's memory.low is counted once, by its
  * tenants'); in limit mode 0, as theirs; without memory capacity, none.
  */
+/*
+ * access and admins (access.h): names looked up by the host (alice 1000, group
+ * eng 2000), numbers taken as ids, '*' anyone; a tenant's role is the
+ * strongest of its own lists, its groups' and [agent]'s; nothing set: root's
+ * alone. A name that is not there, or an empty list, is an error at its line.
+ */
+static void test_access(void **state)
+{
+	struct drf_config c;
+	const struct drf_tenant *web, *db, *solo;
+	const gid_t eng[] = { 2000 };
+	struct drf_access_who alice = { 1000, 1000, NULL, 0 }, bob = { 1002, 1002, NULL, 0 },
+			      carol = { 1003, 1003, eng, 1 }, root = { 0, 0, NULL, 0 };
+	char rule[2048];
+
+	(void)state;
+	assert_int_equal(load_with("[agent]\nadmins = 1003\n[capacity]\ncpu = 4\nmemory = 4G\n"
+				   "[group prod]\naccess = @eng\n"
+				   "[tenant web]\ngroup = prod\ncpu = 1\naccess = alice, 1002\n"
+				   "[tenant db]\ncpu = 1\n[tenant solo]\ncpu = 1\n",
+				   &t_fake_host, &c), 0);
+	web = &c.tenants[0];
+	db = &c.tenants[1];
+	solo = &c.tenants[2];
+	assert_int_equal(web->access.n, 2);
+	assert_int_equal(web->access.e[0].id, 1000);
+	assert_int_equal(web->access.e[1].id, 1002);
+	assert_int_equal(c.groups[0].access.e[0].kind, DRF_ACCESS_GROUP);
+	assert_int_equal(c.groups[0].access.e[0].id, 2000);
+	/* web: alice and bob by its own list; carol by [agent]'s admins (and prod's group). */
+	assert_int_equal(drf_config_access(&c, web, &alice, rule, sizeof(rule)), DRF_ACCESS_MEMBER);
+	assert_non_null(strstr(rule, "access 'alice 1002' of tenant web at "));
+	assert_int_equal(drf_config_access(&c, web, &bob, rule, sizeof(rule)), DRF_ACCESS_MEMBER);
+	assert_int_equal(drf_config_access(&c, web, &carol, rule, sizeof(rule)), DRF_ACCESS_ADMIN);
+	assert_non_null(strstr(rule, "admins '1003' of [agent] at "));
+	/* The group's list reaches web, not db (no group). */
+	carol.uid = 1004;
+	assert_int_equal(drf_config_access(&c, web, &carol, rule, sizeof(rule)), DRF_ACCESS_MEMBER);
+	assert_non_null(strstr(rule, "access '@eng' of group prod"));
+	assert_int_equal(drf_config_access(&c, db, &carol, rule, sizeof(rule)), DRF_ACCESS_NONE);
+	/* A refusal's rule names every list there is. */
+	assert_non_null(strstr(rule, "admins '1003' of [agent]"));
+	assert_int_equal(drf_config_access(&c, solo, &alice, rule, sizeof(rule)), DRF_ACCESS_NONE);
+	assert_int_equal(drf_config_access(&c, solo, &root, rule, sizeof(rule)), DRF_ACCESS_ADMIN);
+	assert_true(drf_config_access_rules(&c, web, rule, sizeof(rule)));
+	drf_config_free(&c);
+	/* Nothing set anywhere: root's alone. */
+	assert_int_equal(load_with("[capacity]\ncpu = 4\n[tenant a]\ncpu = 1\n", &t_fake_host, &c),
+			 0);
+	assert_false(drf_config_access_rules(&c, &c.tenants[0], rule, sizeof(rule)));
+	assert_int_equal(drf_config_access(&c, &c.tenants[0], &alice, rule, sizeof(rule)),
+			 DRF_ACCESS_NONE);
+	assert_non_null(strstr(rule, "root's alone"));
+	drf_config_free(&c);
+	/* '*': anyone who reaches the socket. */
+	assert_int_equal(load_with("[capacity]\ncpu = 4\n[tenant a]\ncpu = 1\naccess = *\n",
+				   &t_fake_host, &c), 0);
+	assert_int_equal(drf_config_access(&c, &c.tenants[0], &bob, rule, sizeof(rule)),
+			 DRF_ACCESS_MEMBER);
+	drf_config_free(&c);
+	expect_error("[capacity]\ncpu = 4\n[tenant a]\ncpu = 1\naccess = alise\n", 5,
+		     "access = 'alise': 'alise': no such user");
+	expect_error("[capacity]\ncpu = 4\n[group g]\nadmins = @nogroup\n[tenant a]\ncpu = 1\n"
+		     "group = g\n", 4, "no such group");
+	expect_error("[agent]\naccess = ,\n[capacity]\ncpu = 4\n", 2, "no users or groups");
+	expect_error("[capacity]\ncpu = 4\n[tenant a]\ncpu = 1\naccess = @\n", 5, "after '@'");
+	expect_error("[capacity]\ncpu = 4\n[tenant a]\ncpu = 1\naccess = 1\naccess = 2\n", 6,
+		     "access");
+}
+
 static void test_root_protection(void **state)
 {
 	static const char *const modes[] = { "share", "limit" };
@@ -1200,6 +1270,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_groups_valid, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_groups_plan, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_root_protection, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_access, setup, teardown),
 	};
 
 	return cmocka_run_group_tests_name("config", tests, NULL, NULL);

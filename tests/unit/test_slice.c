@@ -502,8 +502,9 @@ struct sliced {
 	struct cgfs_slice ops;
 };
 
+/* web's tasks: any user's (access.h); the others are root's alone. */
 static const char *tenants = "[capacity]\ncpu = 4\nmemory = 4G\n"
-			     "[tenant web]\nweight = 2\ncpu = 1\nmemory = 1G\n"
+			     "[tenant web]\nweight = 2\ncpu = 1\nmemory = 1G\naccess = *\n"
 			     "[tenant my-batch]\ncpu = 2\nmemory = 512M\n"
 			     "[tenant api]\ncgroup = team/api\ncpu = 1\nmemory = 256M\n";
 

@@ -626,7 +626,8 @@ static struct drfd_env env;
 static struct drf_fake_clock fake_now = { .mono = 1000000000, .real = 1700000000000000ull };
 static const struct drf_clock fake_clock = { drf_fake_clock_now, &fake_now };
 
-static void daemon_with_tasks(void)
+/* With extra (sections) after tenant A, which any user may submit to. */
+static void daemon_with_tasks_and(const char *extra)
 {
 	char conf[4200], sdir[4200], err[1024];
 	FILE *f;
@@ -641,7 +642,7 @@ static void daemon_with_tasks(void)
 	assert_non_null(f);
 	fprintf(f, "[agent]\ncgroup-root = %s\nstate-dir = %s\n[capacity]\ncpu = 4\n"
 		   "memory = 8G\n[tenant A]\ntask-cpu = 0.5\ntask-memory = 64M\n"
-		   "tasks = unlimited\n", cgroot, sdir);
+		   "tasks = unlimited\naccess = *\n%s", cgroot, sdir, extra);
 	assert_int_equal(fclose(f), 0);
 	env = (struct drfd_env){ .clock = &fake_clock, .host = &drf_host_real, .fs = &fs,
 				 .spawn = &fake_ops };
@@ -651,6 +652,11 @@ static void daemon_with_tasks(void)
 		fail_msg("%s", err);
 	assert_int_equal(drfd_start(&d, NULL), 0);
 	assert_non_null(d.tasks);
+}
+
+static void daemon_with_tasks(void)
+{
+	daemon_with_tasks_and("");
 }
 
 static void daemon_with_tasks_free(void)
@@ -1575,6 +1581,257 @@ static void test_status_processes_in_children(void **state)
 	free(a);
 }
 
+/*
+ * Root's own socket (drf_proto_root_socket(): "X.sock" -> "X-root.sock"),
+ * 0600 and root's: a user cannot connect; with the status socket full (the
+ * users at their caps and root's own slots taken), root is still served
+ * there. Removed at exit like the status socket.
+ */
+static void test_root_socket(void **state)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct holder h[5];
+	int root_fds[DRFD_CONN_ROOT], fd;
+	char why[512] = "", *a, saved[sizeof(sock)];
+	struct stat st;
+
+	(void)state;
+	daemon_new();
+	daemon_listen();
+	assert_int_equal(drfd_listen_root(&d, sock, why, sizeof(why)), 0);
+	assert_int_equal(drf_proto_root_socket(sock, sa.sun_path, sizeof(sa.sun_path)), 0);
+	assert_int_equal(strcmp(sa.sun_path + strlen(sa.sun_path) - 10, "-root.sock"), 0);
+	assert_int_equal(lstat(sa.sun_path, &st), 0);
+	assert_true(S_ISSOCK(st.st_mode));
+	assert_int_equal(st.st_mode & 07777, 0600);
+	assert_int_equal(st.st_uid, 0);
+	/* A user: refused by the file's mode. */
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(seteuid(65534), 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), -1);
+	assert_int_equal(errno, EACCES);
+	assert_int_equal(seteuid(0), 0);
+	close(fd);
+	/* The status socket full, root's slots too: busy there, served on its own. */
+	for (int i = 0; i < 5; i++) {
+		h[i] = holder_start((uid_t)(65534 - i), DRFD_CONN_MAX_UID);
+		holder_open(&h[i]);
+	}
+	for (int i = 0; i < DRFD_CONN_ROOT; i++)
+		root_fds[i] = client();
+	run_quiet();
+	a = ask("root\n");
+	assert_string_equal(a, "drfd-status 2 error=busy\n");
+	free(a);
+	memcpy(saved, sock, sizeof(sock));
+	snprintf(sock, sizeof(sock), "%s", sa.sun_path);
+	a = ask("root\n");
+	memcpy(sock, saved, sizeof(sock));
+	assert_string_equal(a, ROOT_ANSWER "\n");
+	free(a);
+	for (int i = 0; i < DRFD_CONN_ROOT; i++)
+		close(root_fds[i]);
+	for (int i = 0; i < 5; i++)
+		holder_end(&h[i]);
+	drfd_free(&d);
+	assert_int_equal(lstat(sa.sun_path, &st), -1);
+	assert_int_equal(errno, ENOENT);
+}
+
+/* A whole status request's answer, in a buffer to free. */
+static int status_answer(struct drfd *dd, const char *req, char **out, size_t *len)
+{
+	struct drfd_req r = { .buf = (char *)req, .len = strlen(req), .seen = strlen(req),
+			      .done = true };
+
+	return drfd_req_answer(dd, -1, &r, out, len);
+}
+
+/* A small file's text, or "" (fails the test) if it cannot be read. */
+static int t_read_file(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	if (!f)
+		return -errno;
+	n = fread(buf, 1, len - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+/* Tenant B: nobody (65534) a member, group 4242 its admins; C: root's alone. */
+static const char *acl_tenants = "[tenant B]\ntask-cpu = 0.5\ntask-memory = 64M\n"
+				 "tasks = unlimited\naccess = 65534\nadmins = @4242\n"
+				 "[tenant C]\ntask-cpu = 0.5\ntask-memory = 64M\ntasks = unlimited\n";
+
+/* "task-submit TENANT /tmp 0 0 0 0 0 0 0 true" */
+static char *submit_to(uid_t euid, const gid_t *groups, size_t ngroups, const char *tenant)
+{
+	char req[128];
+
+	snprintf(req, sizeof(req), "task-submit %s /tmp 0 0 0 0 0 0 0 true", tenant);
+	return answer_as(euid, groups, ngroups, req);
+}
+
+static bool answered(char *a, const char *verdict)
+{
+	char head[64];
+	bool ok;
+
+	snprintf(head, sizeof(head), "drfd-task 1 %s", verdict);
+	ok = strncmp(a, head, strlen(head)) == 0;
+	if (!ok)
+		print_message("answered: %s", a);
+	free(a);
+	return ok;
+}
+
+/*
+ * Access (access.h): a submit to a tenant whose lists do not name the user is
+ * refused, naming who, what and the rule, and queues nothing; a member's
+ * submit is queued; root submits anywhere; a cancel of another's task takes
+ * an admin of its tenant (a group's member here); listings leave out the
+ * tenants the user may not act in.
+ */
+static void test_access_enforced(void **state)
+{
+	const gid_t admins[] = { 4242 };
+	char *a, conf[4200];
+	json_object *doc, *tasks;
+
+	(void)state;
+	daemon_with_tasks_and(acl_tenants);
+	snprintf(conf, sizeof(conf), "%s/drfd.conf", cgdir);
+	/* 65533 is named by nothing of B's: refused, nothing queued, the rule shown. */
+	a = submit_to(65533, NULL, 0, "B");
+	assert_non_null(strstr(a, "drfd-task 1 refused\n"));
+	assert_non_null(strstr(a, "uid 65533"));
+	assert_non_null(strstr(a, "tenant 'B'"));
+	/* The rule: B's lists, where they are written. */
+	assert_non_null(strstr(a, "access '65534' of tenant B at "));
+	assert_non_null(strstr(a, conf));
+	free(a);
+	assert_int_equal(d.tasks->n, 0);
+	/* C is root's alone: even its members' group cannot submit. */
+	a = submit_to(65534, admins, 1, "C");
+	assert_non_null(strstr(a, "drfd-task 1 refused\n"));
+	assert_non_null(strstr(a, "root's alone"));
+	free(a);
+	assert_int_equal(d.tasks->n, 0);
+	/* B's member, A's anyone, C's root: queued. */
+	assert_true(answered(submit_to(65534, NULL, 0, "B"), "ok 1"));
+	assert_true(answered(submit_to(65533, NULL, 0, "A"), "ok 2"));
+	assert_true(answered(submit_to(0, NULL, 0, "C"), "ok 3"));
+	assert_int_equal(d.tasks->n, 3);
+	/* Running (the fake spawn): a cancel kills its cgroup, and marks it. */
+	for (int i = 1; i <= 2; i++) {
+		char tdir[4400], kill[4450];
+
+		snprintf(tdir, sizeof(tdir), "%s/%s/task-%d", cgroot, i == 1 ? "B" : "A", i);
+		assert_true(mkdir(tdir, 0755) == 0 || errno == EEXIST);
+		snprintf(kill, sizeof(kill), "%s/cgroup.kill", tdir);
+		assert_int_equal(t_write_file(kill, ""), 0);
+	}
+	assert_int_equal(d.tasks->t[0].state, DRF_TASK_RUNNING);
+	/* Another's task: not by a stranger, nor by a member of A; by B's admins' group. */
+	assert_true(answered(answer_as(65533, NULL, 0, "task-cancel 1"), "refused"));
+	assert_false(d.tasks->t[0].cancel);
+	assert_true(answered(answer_as(65532, admins, 1, "task-cancel 2"), "refused"));
+	assert_false(d.tasks->t[1].cancel);
+	assert_true(answered(answer_as(65532, admins, 1, "task-cancel 1"), "ok"));
+	assert_true(d.tasks->t[0].cancel);
+	/* Its own, always. */
+	assert_true(answered(answer_as(65533, NULL, 0, "task-cancel 2"), "ok"));
+	assert_true(d.tasks->t[1].cancel);
+	/* 65533 lists A's tasks and no other's; root all of them. */
+	a = answer_as(65533, NULL, 0, "tasks json");
+	doc = parse_doc(strchr(a, '\n') + 1);
+	tasks = member(doc, "tasks");
+	assert_int_equal(json_object_array_length(tasks), 1);
+	assert_string_equal(json_object_get_string(member(json_object_array_get_idx(tasks, 0),
+								"tenant")), "A");
+	assert_non_null(member(member(doc, "tenants"), "A"));
+	assert_false(json_object_object_get_ex(member(doc, "tenants"), "B", NULL));
+	assert_false(json_object_object_get_ex(member(doc, "tenants"), "C", NULL));
+	json_object_put(doc);
+	free(a);
+	a = answer_as(0, NULL, 0, "tasks json");
+	doc = parse_doc(strchr(a, '\n') + 1);
+	assert_int_equal(json_object_array_length(member(doc, "tasks")), 3);
+	json_object_put(doc);
+	free(a);
+	daemon_with_tasks_free();
+}
+
+/* The status shows each tenant's rule, or that it is root's alone. */
+static void test_access_in_status(void **state)
+{
+	char *a;
+	size_t len;
+	int problems;
+	json_object *doc, *ts;
+
+	(void)state;
+	daemon_with_tasks_and(acl_tenants);
+	assert_int_equal(status_answer(&d, "status json", &a, &len), 0);
+	doc = parse_doc(status_body(a, &problems));
+	ts = member(doc, "tenants");
+	for (size_t i = 0; i < json_object_array_length(ts); i++) {
+		json_object *t = json_object_array_get_idx(ts, i), *acc = NULL;
+		const char *name = json_object_get_string(member(t, "name"));
+
+		assert_true(json_object_object_get_ex(t, "access", &acc));
+		if (strcmp(name, "C") == 0) {
+			assert_null(acc);
+			continue;
+		}
+		assert_true(json_object_is_type(acc, json_type_string));
+		if (strcmp(name, "B") == 0) {
+			assert_non_null(strstr(json_object_get_string(acc), "admins '@4242' of tenant B"));
+			assert_non_null(strstr(json_object_get_string(acc), "access '65534' of tenant B"));
+		} else {
+			assert_non_null(strstr(json_object_get_string(acc), "access '*' of tenant A"));
+		}
+	}
+	json_object_put(doc);
+	free(a);
+	daemon_with_tasks_free();
+}
+
+/*
+ * drfctl exec of a user: drfd moves the asking process (SO_PEERCRED's pid)
+ * into the tenant's cgroup.procs if the tenant's access names the user, and
+ * only if that process is still of the peer's uid. Here the peer is this test
+ * (a socketpair's credentials are its creator's): root's is moved; a stranger
+ * is refused and nothing written; a member whose process is not of its uid
+ * (this process's real uid is 0) is refused too.
+ */
+static void test_exec_access(void **state)
+{
+	char path[4400], buf[64], want[32];
+
+	(void)state;
+	daemon_with_tasks_and(acl_tenants);
+	snprintf(path, sizeof(path), "%s/B/cgroup.procs", cgroot);
+	assert_int_equal(t_write_file(path, ""), 0);
+	assert_true(answered(answer_as(65533, NULL, 0, "task-exec B"), "refused"));
+	assert_int_equal(t_read_file(path, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "");
+	assert_true(answered(answer_as(65534, NULL, 0, "task-exec B"), "refused"));
+	assert_int_equal(t_read_file(path, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "");
+	assert_true(answered(answer_as(0, NULL, 0, "task-exec nosuch"), "refused"));
+	assert_true(answered(answer_as(0, NULL, 0, "task-exec B"), "ok"));
+	assert_int_equal(t_read_file(path, buf, sizeof(buf)), 0);
+	snprintf(want, sizeof(want), "%d", (int)getpid());
+	assert_string_equal(buf, want);
+	daemon_with_tasks_free();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1589,6 +1846,10 @@ int main(void)
 		cmocka_unit_test_teardown(test_path_directories_made, test_teardown),
 		cmocka_unit_test_teardown(test_tasks_view_per_user, test_teardown),
 		cmocka_unit_test_teardown(test_tasks_text_escaped, test_teardown),
+		cmocka_unit_test_teardown(test_access_enforced, test_teardown),
+		cmocka_unit_test_teardown(test_root_socket, test_teardown),
+		cmocka_unit_test_teardown(test_access_in_status, test_teardown),
+		cmocka_unit_test_teardown(test_exec_access, test_teardown),
 		cmocka_unit_test_teardown(test_tasks_json_round_trip, test_teardown),
 		cmocka_unit_test_teardown(test_submit_many_words, test_teardown),
 		cmocka_unit_test_teardown(test_status_1000_in_parts, test_teardown),

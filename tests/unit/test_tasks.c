@@ -1447,11 +1447,12 @@ static bool is_words(json_object *a, const char *const *want, size_t n)
 /* A listing as uid sees it (JSON or text), in a buffer to free. */
 static char *listing(struct fx *f, bool json, uid_t uid, size_t *len)
 {
+	struct drf_access_who who = { uid, uid, NULL, 0 };
 	char *buf = NULL;
 	FILE *m = open_memstream(&buf, len);
 
 	assert_non_null(m);
-	drf_tasks_render(&f->q, &f->cfg, json, uid, m);
+	drf_tasks_render(&f->q, &f->cfg, json, &who, m);
 	assert_int_equal(fclose(m), 0);
 	return buf;
 }

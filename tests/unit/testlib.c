@@ -130,7 +130,26 @@ static int fake_user(void *ctx, const char *name, struct drf_host_user *ret)
 	return -ENOENT;
 }
 
-const struct drf_host_ops t_fake_host = { fake_cpus, fake_mem, fake_speed, NULL, NULL, fake_user, NULL };
+/* Groups: eng (2000), ops (2001), sudo (27). */
+static int fake_group(void *ctx, const char *name, gid_t *ret)
+{
+	static const struct {
+		const char *name;
+		gid_t gid;
+	} groups[] = { { "eng", 2000 }, { "ops", 2001 }, { "sudo", 27 } };
+
+	(void)ctx;
+	for (size_t i = 0; i < sizeof(groups) / sizeof(*groups); i++) {
+		if (strcmp(groups[i].name, name) == 0) {
+			*ret = groups[i].gid;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+const struct drf_host_ops t_fake_host = { fake_cpus, fake_mem,  fake_speed, NULL, NULL,
+					  fake_user, fake_group, NULL };
 
 struct drf_demand t_task(double w, double cpu, double mem, double tasks)
 {
