@@ -167,6 +167,8 @@ check upgrade-keeps-tenant "[ $rc -eq 0 ] && in_web && [ '$(knobs_of web)' = '$b
 # with the task's limits; a cancel ends it and leaves nothing; a task outlives
 # systemctl restart drfd, re-adopted, and its end is recorded.
 sed -i 's/^\[agent\]$/[agent]\nstatus-group = nogroup/' /etc/drfd/drfd.conf
+# web's access names nobody; batch is root's alone (drfd.conf(5), access).
+sed -i 's/^\[tenant web\]$/[tenant web]\naccess = nobody/' "$conf"
 systemctl restart drfd.service
 poll_for 30 systemctl -q is-active drfd.service
 poll_for 20 settled
@@ -189,6 +191,21 @@ svc=$TROOT/drf-web.slice/drf-task-$t1.service
 tlim="$(cat "$svc/cpu.max" 2>/dev/null) / $(cat "$svc/memory.max" 2>/dev/null) / $(cat "$svc/memory.swap.max" 2>/dev/null)"
 check task-runs-as-submitter-in-service "[ -n '$t1' ] && [ '$tcg' = 0::/drf.slice/drf-web.slice/drf-task-$t1.service ] && [ '$tuid' = '65534 65534 65534 65534' ] && [ '$tlim' = '50000 100000 / 67108864 / 0' ]" \
 	"task '$t1' ($(head -c 200 "$work/submit1.err")): sleep $tp in '$tcg', uids $tuid; cpu.max / memory.max / memory.swap.max: $tlim"
+# Access under the unit: nobody's submit to and exec into batch are refused (exit 2,
+# nothing queued); its exec into web, a member, is moved there by drfd (a scope in web's
+# slice, started over D-Bus: the user cannot write cgroup.procs, nor start it itself).
+n0=$("$DRFCTL" tasks --json 2>/dev/null | $PY -c 'import json,sys; print(len(json.load(sys.stdin)["tasks"]))')
+as_nobody "$DRFCTL" submit batch -- true >/dev/null 2>"$work/acc.submit"; ca=$?
+as_nobody "$DRFCTL" exec batch -- true 2>"$work/acc.exec"; cx=$?
+n1=$("$DRFCTL" tasks --json 2>/dev/null | $PY -c 'import json,sys; print(len(json.load(sys.stdin)["tasks"]))')
+ecg=$(as_nobody "$DRFCTL" exec web -- cat /proc/self/cgroup 2>"$work/acc.exec2"); cm=$?
+case $ecg in 0::/drf.slice/drf-web.slice/drf-exec-*.scope) ein=yes ;; *) ein=no ;; esac
+check access-under-unit "[ $ca = 2 ] && [ $cx = 2 ] && [ '$n0' = '$n1' ] && [ $cm = 0 ] && [ $ein = yes ]" \
+	"uid 65534: submit to batch exit $ca ($(head -c 300 "$work/acc.submit")), exec into batch exit $cx ($(head -c 200 "$work/acc.exec")); tasks $n0 -> $n1; exec into web exit $cm, in '$ecg' $(head -c 200 "$work/acc.exec2")"
+rs=$(stat -c '%F %a %U' /run/drfd/drfd-root.sock 2>&1)
+as_nobody "$PY" -c 'import socket; socket.socket(socket.AF_UNIX).connect("/run/drfd/drfd-root.sock")' 2>/dev/null; cu=$?
+check root-socket-under-unit "[ \"$rs\" = 'socket 600 root' ] && [ $cu != 0 ]" \
+	"root's socket: '$rs'; a connect by uid 65534: exit $cu"
 as_nobody "$DRFCTL" cancel "$t1" >"$work/cancel.out" 2>&1
 rc=$?
 poll_for 20 task_is "$t1" 'x["state"] == "finished"'

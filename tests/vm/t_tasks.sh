@@ -49,9 +49,11 @@ tasks = unlimited
 task-cpu = 0.3
 task-memory = 16M
 tasks = unlimited
+access = *
 [tenant C]
 cpu = 0.9
 memory = 288M
+access = nobody
 CONF
 chmod 0755 "$work"
 
@@ -323,6 +325,19 @@ rootsees=$(grep -c ROOT-ARG-7 "$work/view-root.txt")
 check tasks-others-command-hidden "[ \"$hidden\" = \"('running', None, None, 0.9)\" ] && [ \"$own\" = \"['true']\" ] && [ $leak = 0 ] && [ $rootsees = 1 ]" \
 	"root's task $blk2 as uid 65534 sees it (state, command, key, cpu): $hidden; its own: $own; lines naming root's argument or key in its view: $leak; in root's: $rootsees"
 
+# Access (drfd.conf(5)): A is root's alone, C's access names nobody (a member: not an
+# admin). nobody's submit to A, exec into A and cancel of root's task in C are refused
+# (exit 2), nothing queued, root's task running on.
+n0=$(field "$work/cap.json" 'len(j["tasks"])')
+as_nobody "$DRFCTL" submit -c "$conf" A -- true >/dev/null 2>"$work/acc.submit"; ca=$?
+as_nobody "$DRFCTL" exec -c "$conf" A -- true 2>"$work/acc.exec"; cx=$?
+as_nobody "$DRFCTL" cancel -c "$conf" "$blk2" 2>"$work/acc.cancel"; cc=$?
+tasks_json "$work/acc.json"
+n1=$(field "$work/acc.json" 'len(j["tasks"])')
+st=$(field "$work/acc.json" 't['"$blk2"']["state"]')
+check tasks-access-refused "[ $ca = 2 ] && [ $cx = 2 ] && [ $cc = 2 ] && [ $n0 = $n1 ] && [ \"$st\" = running ]" \
+	"uid 65534: submit to A exit $ca ($(head -c 300 "$work/acc.submit")), exec into A exit $cx, cancel of root's $blk2 in C exit $cc ($(head -c 200 "$work/acc.cancel")); tasks $n0 -> $n1; $blk2 $st"
+
 # Cancel what is left (queued first, so that nothing starts), then the blocker.
 reqs=()
 for id in $(field "$work/cap.json" '" ".join(str(x["id"]) for x in j["tasks"] if x["state"] == "queued")'); do
@@ -336,6 +351,10 @@ wait_for 'j["tenants"]["A"]["running"] + j["tenants"]["B"]["running"] + j["tenan
 left=$(find "$CG/drf.slice" -maxdepth 2 -name 'task-*' | wc -l)
 "$DRFCTL" exec -c "$conf" A -- true; xc=$?
 check tasks-cgroups-removed "[ $left = 0 ] && [ $xc = 0 ]" "task cgroups left: $left; drfctl exec into A afterwards: exit $xc"
+# A member's drfctl exec: drfd moves it (it cannot write cgroup.procs itself).
+cg=$(as_nobody "$DRFCTL" exec -c "$conf" C -- cat /proc/self/cgroup 2>"$work/acc.exec2"); cm=$?
+check tasks-access-member-exec "[ $cm = 0 ] && [ \"$cg\" = 0::/drf.slice/C ]" \
+	"uid 65534's drfctl exec into C: exit $cm, in '$cg' $(head -c 200 "$work/acc.exec2")"
 # A reload that removes B while its task runs: the task goes on (B's cgroup is an orphan
 # with it), its end is recorded, then the orphan goes.
 dep=$("$DRFCTL" submit -c "$conf" B -- sleep 300)
