@@ -1013,7 +1013,7 @@ static int handler(void *user, const char *section, const char *name, const char
 			fail(ps, "unknown key '%s' in [agent] (known: cgroup-root, interval, mode, "
 				 "policy, tenants-dir, state-dir, status-socket, status-group, "
 				 "verify-period, net-replace-qdisc, metrics-file, metrics-detail, "
-				 "metrics-listen, demand, beta, lambda)", name);
+				 "metrics-listen, demand, beta, lambda, access, admins)", name);
 			return 0;
 		}
 		duplicate_key(ps, &ps->agent_line[k], name);
@@ -1051,7 +1051,7 @@ static int handler(void *user, const char *section, const char *name, const char
 			fail(ps, "unknown key '%s' in [tenant %s] (known: weight, cgroup, cpu, memory, "
 				 "io-read-bps, io-write-bps, net-rate, net-ingress-rate, task-cpu, "
 				 "task-memory, task-io-read-bps, task-io-write-bps, task-net-rate, "
-				 "task-net-ingress-rate, tasks, group)",
+				 "task-net-ingress-rate, tasks, group, access, admins)",
 			     name, ps->cfg->tenants[ps->tenant].name);
 			return 0;
 		}
@@ -1065,7 +1065,8 @@ static int handler(void *user, const char *section, const char *name, const char
 	case SEC_GROUP:
 		k = lookup(group_keys, GK_N, name);
 		if (k < 0) {
-			fail(ps, "unknown key '%s' in [group %s] (known: weight, cgroup, group)", name,
+			fail(ps, "unknown key '%s' in [group %s] (known: weight, cgroup, group, access, "
+				 "admins)", name,
 			     ps->cfg->groups[ps->group].name);
 			return 0;
 		}
