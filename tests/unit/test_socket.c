@@ -1668,6 +1668,15 @@ static const char *acl_tenants = "[tenant B]\ntask-cpu = 0.5\ntask-memory = 64M\
 				 "tasks = unlimited\naccess = 65534\nadmins = @4242\n"
 				 "[tenant C]\ntask-cpu = 0.5\ntask-memory = 64M\ntasks = unlimited\n";
 
+static void t_append_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "a");
+
+	assert_non_null(f);
+	fputs(text, f);
+	assert_int_equal(fclose(f), 0);
+}
+
 /* "task-submit TENANT /tmp 0 0 0 0 0 0 0 true" */
 static char *submit_to(uid_t euid, const gid_t *groups, size_t ngroups, const char *tenant)
 {
@@ -1764,6 +1773,16 @@ static void test_access_enforced(void **state)
 	assert_int_equal(json_object_array_length(member(doc, "tasks")), 3);
 	json_object_put(doc);
 	free(a);
+	/* A reload that names 65533 in C's access: in force for the next request. */
+	t_append_file(conf, "access = 65533\n");
+	d.config_path = conf;
+	assert_int_equal(drfd_reload(&d), 0);
+	assert_true(answered(submit_to(65533, NULL, 0, "C"), "ok 4"));
+	/* One that names a user nobody knows is refused, and the lists in force stay. */
+	t_append_file(conf, "[tenant D]\ncpu = 0.1\naccess = no-such-user-xyz\n");
+	assert_true(drfd_reload(&d) < 0);
+	assert_true(answered(submit_to(65533, NULL, 0, "C"), "ok 5"));
+	assert_true(answered(submit_to(65533, NULL, 0, "B"), "refused"));
 	daemon_with_tasks_free();
 }
 
