@@ -124,12 +124,14 @@ static const struct {
 	  "             error\n" },
 	{ "exec",
 	  "drfctl exec [-c FILE] TENANT -- CMD [ARG...]",
-	  "Runs CMD inside TENANT's cgroup (it must exist: drfd creates it).\n"
+	  "Runs CMD inside TENANT's cgroup (it must exist: drfd creates it). A user other\n"
+	  "than root is moved there by the running drfd, if TENANT's access or admins name\n"
+	  "it (drfd.conf(5), ACCESS).\n"
 	  "\n"
 	  "  -c, --config FILE   main config file (default " DRFCTL_DEFAULT_CONFIG ")\n"
 	  "\n"
-	  "exit status: CMD's, or 1 failure, 2 config error or unknown tenant, 64 usage error,\n"
-	  "             127 CMD cannot run\n" },
+	  "exit status: CMD's, or 1 failure, 2 config error, unknown tenant or refused,\n"
+	  "             64 usage error, 127 CMD cannot run\n" },
 	{ "net-reset",
 	  "drfctl net-reset [-c FILE] [--device IFNAME]",
 	  "Removes what drfd installed for the network, and only that: its root qdisc on\n"
