@@ -23,12 +23,30 @@ static long long now_ms(void)
 	return (long long)(drf_mono_usec(&drf_clock_system) / DRF_USEC_PER_MSEC);
 }
 
+/* A connection to sa: its fd, or -errno (-ETIMEDOUT: drfd's backlog stayed full). */
+static int connect_to(const struct sockaddr_un *sa, int timeout_ms)
+{
+	struct timeval tv;
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), r;
+
+	if (fd < 0)
+		return -errno;
+	/* connect waits while drfd's backlog is full, send while its buffer is: not forever. */
+	tv.tv_sec = timeout_ms / 1000;
+	tv.tv_usec = (timeout_ms % 1000) * 1000;
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) == 0)
+		return fd;
+	r = errno == EAGAIN ? -ETIMEDOUT : -errno;
+	close(fd);
+	return r;
+}
+
 int drf_client_ask(const char *socket_path, const char *request, int timeout_ms, char **ret,
 		   size_t *ret_len)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	long long deadline = now_ms() + timeout_ms;
-	struct timeval tv;
 	char *buf = NULL, *line = NULL;
 	size_t len = 0, cap = 0;
 	int fd, r = 0, n, sent = 0;
@@ -36,31 +54,16 @@ int drf_client_ask(const char *socket_path, const char *request, int timeout_ms,
 	if (strlen(socket_path) >= sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
 	/* Root asks on its own socket, which no user's connections fill; else (an older drfd) here. */
-	if (geteuid() == 0 && drf_proto_root_socket(socket_path, sa.sun_path,
-						    sizeof(sa.sun_path)) == 0) {
-		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd < 0)
-			return -errno;
-		tv.tv_sec = timeout_ms / 1000;
-		tv.tv_usec = (timeout_ms % 1000) * 1000;
-		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
-			goto connected;
-		close(fd);
+	fd = -1;
+	if (geteuid() == 0 &&
+	    drf_proto_root_socket(socket_path, sa.sun_path, sizeof(sa.sun_path)) == 0)
+		fd = connect_to(&sa, timeout_ms);
+	if (fd < 0) {
+		memcpy(sa.sun_path, socket_path, strlen(socket_path) + 1);
+		fd = connect_to(&sa, timeout_ms);
 	}
-	memcpy(sa.sun_path, socket_path, strlen(socket_path) + 1);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
-		return -errno;
-	/* connect waits while drfd's backlog is full, send while its buffer is: not forever. */
-	tv.tv_sec = timeout_ms / 1000;
-	tv.tv_usec = (timeout_ms % 1000) * 1000;
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		r = errno == EAGAIN ? -ETIMEDOUT : -errno;
-		goto out;
-	}
-connected:
+		return fd;
 	/* One line, as long as the request (a task-submit carries a command). */
 	n = asprintf(&line, "%s\n", request);
 	if (n < 0) {

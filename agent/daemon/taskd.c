@@ -257,15 +257,23 @@ static int cancel(struct drfd *d, int fd, const char *arg, char **out, size_t *o
 		} else {
 			snprintf(what, sizeof(what), "cancel task %" PRIu64 " of uid %u in", id,
 				 (unsigned)t->uid);
-			if (!tn)
-				snprintf(rule, sizeof(rule), "its tenant is no longer in the config: "
-					 "only its submitter or root may");
-			else if (drf_config_access(&d->decl.cfg, tn, &who, NULL, 0) ==
-				 DRF_ACCESS_MEMBER)
-				snprintf(rule, sizeof(rule), "a member cancels its own tasks; "
-					 "another's takes an admin of the tenant");
-			r = tn ? refuse_access(d, out, out_len, &who, what, tn, rule)
-			       : say(out, out_len, "refused", rule);
+			if (!tn) {
+				snprintf(err, sizeof(err), "uid %u may not %s tenant '%s': the tenant "
+					 "is no longer in the config, and only its submitter or root may",
+					 (unsigned)who.uid, what, t->tenant);
+				r = say(out, out_len, "refused", err);
+			} else if (drf_config_access(&d->decl.cfg, tn, &who, NULL, 0) ==
+				   DRF_ACCESS_MEMBER) {
+				/* A member, not an admin: the rule is the tenant's lists. */
+				drf_config_access_rules(&d->decl.cfg, tn, rule, sizeof(rule));
+				snprintf(err, sizeof(err), "uid %u may not %s tenant '%s': a member "
+					 "cancels its own tasks, another's takes an admin of the "
+					 "tenant (%s)", (unsigned)who.uid, what, tn->name, rule);
+				drf_log(d->log, LOG_NOTICE, "status socket: refused: %s", err);
+				r = say(out, out_len, "refused", err);
+			} else {
+				r = refuse_access(d, out, out_len, &who, what, tn, rule);
+			}
 			free(groups);
 			return r;
 		}
