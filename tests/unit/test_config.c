@@ -783,7 +783,7 @@ static void test_metrics_detail(void **state)
 	expect_error("[capacity]\ncpu = 4\nmetrics-detail = full\n", 3,
 		     "unknown key 'metrics-detail' in [capacity]");
 	/* a misspelt key: the list of known ones names it */
-	expect_error("[agent]\nmetrics_detail = full\n", 2, "metrics-detail, metrics-listen, demand, beta, lambda)");
+	expect_error("[agent]\nmetrics_detail = full\n", 2, "metrics-detail, metrics-listen, demand, beta, lambda, access, admins)");
 }
 
 /* What a new user tripped over: the messages name the real problem. */
