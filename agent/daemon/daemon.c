@@ -291,6 +291,16 @@ void drfd_view(const struct drfd *d, struct drf_view *ret)
 		.reload_error = d->reload_error, .start = &d->start,
 	};
 	drfd_sock_stats(d, &ret->sock);
+	if (d->http) {
+		struct drfd_http_stats h;
+
+		drfd_httpd_stats(d->http, &h);
+		ret->http = (struct drf_http_stats){
+			.on = true, .conns = h.connections, .ok = h.ok, .not_found = h.not_found,
+			.not_allowed = h.not_allowed, .unavailable = h.unavailable,
+			.past_deadline = h.past_deadline, .evicted = h.evicted,
+		};
+	}
 	drfd_loop_stats(&d->loop, drf_mono_usec(d->env->clock), &ret->loop);
 	drfd_fleet_view(d, &ret->fleet);
 	/* The root's ancestors: a few reads, as many as it is deep. */

@@ -199,6 +199,23 @@ static void render_daemon(const struct drf_view *v, FILE *f)
 	       "enforcement, an answer) in the last minute; the watchdog and the sockets wait for "
 	       "a turn in progress.");
 	sample(f, "drfd_loop_turn_max_seconds", (double)v->loop.max_us / 1e6, NULL);
+	if (v->http.on) {
+		const struct drf_http_stats *h = &v->http;
+
+		family(f, "drfd_http_responses_total", "counter",
+		       "Answers of the HTTP metrics endpoint since start, by status code.");
+		sample(f, "drfd_http_responses_total", (double)h->ok, "code", "200", NULL);
+		sample(f, "drfd_http_responses_total", (double)h->not_found, "code", "404", NULL);
+		sample(f, "drfd_http_responses_total", (double)h->not_allowed, "code", "405", NULL);
+		sample(f, "drfd_http_responses_total", (double)h->unavailable, "code", "503", NULL);
+		family(f, "drfd_http_connections_shut_total", "counter",
+		       "Connections of the HTTP metrics endpoint its limits shut since start: at a "
+		       "deadline (a slow request or reader), or to make room for a new one.");
+		sample(f, "drfd_http_connections_shut_total", (double)h->past_deadline, "reason",
+		       "deadline", NULL);
+		sample(f, "drfd_http_connections_shut_total", (double)h->evicted, "reason",
+		       "evicted", NULL);
+	}
 	family(f, "drfd_loop_turns_total", "counter", "Turns of drfd's event loop since start.");
 	sample(f, "drfd_loop_turns_total", (double)v->loop.turns, NULL);
 	family(f, "drfd_loop_slow_turns_total", "counter",

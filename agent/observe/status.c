@@ -369,6 +369,26 @@ static void json_socket(const struct drf_view *v, json_object *o)
 	drf_json_set_bool(so, "accepting", st.listening);
 }
 
+/* The HTTP endpoint's answers and the connections its limits shut; null without one. */
+static void json_http(const struct drf_view *v, json_object *o)
+{
+	const struct drf_http_stats *h = &v->http;
+	json_object *x;
+
+	if (!h->on) {
+		drf_json_set_null(o, "http");
+		return;
+	}
+	x = drf_json_set_object(o, "http");
+	drf_json_set_u64(x, "connections", h->conns);
+	drf_json_set_u64(x, "ok_total", h->ok);
+	drf_json_set_u64(x, "not_found_total", h->not_found);
+	drf_json_set_u64(x, "not_allowed_total", h->not_allowed);
+	drf_json_set_u64(x, "unavailable_total", h->unavailable);
+	drf_json_set_u64(x, "past_deadline_total", h->past_deadline);
+	drf_json_set_u64(x, "evicted_total", h->evicted);
+}
+
 /* The event loop's turns: the longest of the last minute, and since start. */
 static void json_loop(const struct drf_view *v, json_object *o)
 {
@@ -540,6 +560,7 @@ static json_object *json_head(const struct drf_view *v, int *problems)
 	drf_json_set_u64(o, "applies_total", rc->total_applies);
 	drf_json_set_u64(o, "foreign_total", rc->total_foreign);
 	json_socket(v, o);
+	json_http(v, o);
 	json_loop(v, o);
 	a = drf_json_set_array(o, "root_errors");
 	for (int i = 0; i < CGFS_NCTRL; i++) {

@@ -32,6 +32,15 @@ struct drf_sock_stats {
 	bool listening;                 /* the listener's event source is on */
 };
 
+/* The HTTP metrics endpoint's counters (metrics-listen); on false: none. */
+struct drf_http_stats {
+	bool on;
+	unsigned conns;                 /* open now */
+	uint64_t ok, not_found, not_allowed, unavailable; /* answered 200, 404, 405, 503 */
+	uint64_t past_deadline;         /* shut at a deadline (headers, answer read) */
+	uint64_t evicted;               /* shut to make room for a new connection */
+};
+
 /*
  * A fleet node's ([fleet] in drfd.conf) view of its fleet, copied by the
  * daemon from agent/fleet's status: this layer knows nothing of etcd.
@@ -96,6 +105,7 @@ struct drf_view {
 	const char *reload_error;               /* "" or NULL unless refused */
 	const struct drf_start_keys *start;     /* the start-only keys in force; NULL: unknown */
 	struct drf_sock_stats sock;
+	struct drf_http_stats http;
 	struct drf_loop_stats loop;
 	struct drf_view_fleet fleet;            /* on false: not a fleet node */
 	struct drf_prot_cap prot;               /* an ancestor of the root that caps protection */

@@ -491,6 +491,23 @@ static void test_slow_request_shut(void **state)
 	assert_int_equal(request(port, "GET", "/metrics", &head, &body, &len), 200);
 	free(head);
 	free(body);
+	/* Counted where an operator sees it: the metrics and the status. */
+	{
+		struct drf_view v;
+		char *text = NULL;
+		size_t tlen = 0;
+		FILE *m = open_memstream(&text, &tlen);
+
+		assert_non_null(m);
+		drfd_view(&d, &v);
+		assert_true(v.http.on);
+		assert_int_equal(v.http.past_deadline, 1);
+		drf_metrics_render(&v, DRF_METRICS_FULL, m);
+		assert_int_equal(fclose(m), 0);
+		assert_non_null(strstr(text, "drfd_http_connections_shut_total{reason=\"deadline\"} 1\n"));
+		assert_non_null(strstr(text, "drfd_http_responses_total{code=\"200\"} "));
+		free(text);
+	}
 }
 
 /*
