@@ -679,6 +679,13 @@ static json_object *json_inner(const struct drf_view *v, size_t i, int *problems
 
 	drf_json_set_str(x, "cgroup", t->cgroup);
 	drf_json_set_bool(x, "root", t->kind == DRF_NODE_ROOT);
+	/* The root's ancestors' protection could not be read: whether it holds is not known. */
+	if (t->kind == DRF_NODE_ROOT && v->prot.err) {
+		json_object *pe = drf_json_set_object(x, "protection_check_error");
+
+		drf_json_set_str(pe, "path", v->prot.err_path);
+		drf_json_set_str(pe, "error", strerror(-v->prot.err));
+	}
 	drf_json_set_str(x, "cgroup_error", t->cg_err ? strerror(t->cg_err) : NULL);
 	if (t->cg_err)
 		(*problems)++;
@@ -975,9 +982,12 @@ static void text_inner(const struct drf_view *v, size_t i, FILE *f, int *problem
 {
 	const struct drf_tenant_rt *t = &v->rc->t[i];
 
-	if (t->kind == DRF_NODE_ROOT)
+	if (t->kind == DRF_NODE_ROOT) {
 		fprintf(f, "\nroot cgroup %s (its memory.low: the tenants' sum)\n", v->root);
-	else
+		if (v->prot.err)
+			fprintf(f, "  its ancestors' memory protection not checked: cannot read "
+				   "%s: %s\n", v->prot.err_path, strerror(-v->prot.err));
+	} else
 		fprintf(f, "\ninner cgroup %s/%s (above tenants: weights from their sum)\n",
 			v->root, t->cgroup);
 	if (t->cg_err) {

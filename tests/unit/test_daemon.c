@@ -1850,6 +1850,17 @@ static int parent_unprotected(void *ctx, const char *path, unsigned long long *l
 	return 0;
 }
 
+/* The root's parent cannot be read. */
+static int parent_unreadable(void *ctx, const char *path, unsigned long long *low,
+			     unsigned long long *min)
+{
+	(void)ctx;
+	(void)path;
+	(void)low;
+	(void)min;
+	return -EACCES;
+}
+
 /*
  * An ancestor of the root, not drfd's, that protects less than the root:
  * status says per tenant with memory.low that its protection does not hold,
@@ -1886,6 +1897,21 @@ static void test_status_protection_capped(void **state)
 	text = status_text();
 	assert_non_null(strstr(text, "memory protection DOES NOT HOLD: ancestor "));
 	free(text);
+	/* An ancestor that cannot be read: the root's entry says which, and why. */
+	h.cgroup_protection = parent_unreadable;
+	assert_int_equal(status_json(&js), 0);
+	doc = parse_doc(js);
+	free(js);
+	pr = NULL;
+	ts = member(doc, "inner");
+	for (size_t i = 0; i < json_object_array_length(ts); i++)
+		if (json_object_get_boolean(member(json_object_array_get_idx(ts, i), "root")))
+			pr = member(json_object_array_get_idx(ts, i), "protection_check_error");
+	assert_non_null(pr);
+	assert_string_equal(json_object_get_string(member(pr, "error")), strerror(EACCES));
+	assert_int_equal(strncmp(json_object_get_string(member(pr, "path")), d.root,
+				 strlen(json_object_get_string(member(pr, "path")))), 0);
+	json_object_put(doc);
 	fx.env.host = &drf_host_real;
 }
 
