@@ -45,6 +45,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -378,8 +379,8 @@ static int status_request(const char *req, bool *json, const char **name)
 }
 
 /* The answer to one request line (NUL-terminated, without its newline). */
-static int dispatch(struct drfd *d, int fd, const char *req, char **out, size_t *out_len,
-		    struct status_stream **stream)
+static int dispatch(struct drfd *d, int fd, int sender, const char *req, char **out,
+		    size_t *out_len, struct status_stream **stream)
 {
 	struct drf_view v;
 	const char *name;
@@ -389,7 +390,7 @@ static int dispatch(struct drfd *d, int fd, const char *req, char **out, size_t 
 	FILE *f;
 	int n;
 
-	n = drfd_tasks_answer(d, fd, req, out, out_len);
+	n = drfd_tasks_answer(d, fd, sender, req, out, out_len);
 	if (n != 0)
 		return n < 0 ? n : 0;
 	if (strcmp(req, "root") == 0)
@@ -447,7 +448,7 @@ static int answer(struct drfd *d, int fd, const struct drfd_req *r, char **out, 
 	/* "\r\n" from a terminal or socat ends the line too. */
 	if (r->len && req[r->len - 1] == '\r')
 		req[r->len - 1] = '\0';
-	n = dispatch(d, fd, req, out, out_len, stream);
+	n = dispatch(d, fd, r->sender, req, out, out_len, stream);
 	free(req);
 	return n;
 }
@@ -563,6 +564,39 @@ static void conn_answer(struct conn *c)
 	conn_send(c);
 }
 
+/*
+ * read() of fd, noting in r which process sent what was read: the kernel
+ * stamps each part with its sender (SO_PASSCRED on the listener, inherited),
+ * and a read never joins parts of two senders.
+ */
+static ssize_t read_stamped(int fd, char *buf, size_t len, struct drfd_req *r)
+{
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(struct ucred))];
+	} cm;
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &cm,
+			    .msg_controllen = sizeof(cm) };
+	ssize_t n = recvmsg(fd, &m, MSG_CMSG_CLOEXEC);
+
+	if (n <= 0)
+		return n;
+	for (struct cmsghdr *h = CMSG_FIRSTHDR(&m); h; h = CMSG_NXTHDR(&m, h)) {
+		struct ucred uc;
+
+		if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_CREDENTIALS ||
+		    h->cmsg_len < CMSG_LEN(sizeof(uc)))
+			continue;
+		memcpy(&uc, CMSG_DATA(h), sizeof(uc));
+		if (r->sender == 0)
+			r->sender = uc.pid;
+		else if (r->sender != uc.pid)
+			r->sender = -1;
+	}
+	return n;
+}
+
 static int on_conn_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 {
 	struct conn *c = userdata;
@@ -586,7 +620,7 @@ static int on_conn_io(sd_event_source *s, int fd, uint32_t revents, void *userda
 	if (!(revents & (EPOLLIN | EPOLLERR | EPOLLHUP)))
 		return 0;
 	/* One read per wakeup: a client that streams cannot keep the loop to itself. */
-	n = read(fd, chunk, sizeof(chunk));
+	n = read_stamped(fd, chunk, sizeof(chunk), &c->req);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return 0;
 	/* Waiting for a reload's writes: only a hang-up counts (the reload stays in force). */
@@ -953,7 +987,9 @@ static int listen_at(struct drfd *d, const char *path, const char *group, bool r
 		goto fail;
 	l->dev = st.st_dev;
 	l->ino = st.st_ino;
-	if (chmod(path, mode) < 0 || (group && lchown(path, (uid_t)-1, gid) < 0) ||
+	/* Each request stamped with the process that sent it (read_stamped()). */
+	if (setsockopt(l->fd, SOL_SOCKET, SO_PASSCRED, &(int){ 1 }, sizeof(int)) < 0 ||
+	    chmod(path, mode) < 0 || (group && lchown(path, (uid_t)-1, gid) < 0) ||
 	    listen(l->fd, LISTEN_BACKLOG) < 0)
 		goto fail_bound;
 	r = sd_event_add_io(d->event, &l->src, l->fd, EPOLLIN, on_accept, l);

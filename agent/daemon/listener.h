@@ -72,6 +72,11 @@ struct drfd_req {
 	size_t len, cap;        /* bytes kept: at most DRF_REQ_MAX */
 	size_t seen;            /* bytes of the line received, kept or not */
 	bool done;              /* its newline came, or the client shut its side */
+	/*
+	 * The process that sent the line, as the kernel stamped each part
+	 * (SO_PASSCRED): 0 unknown, -1 more than one process sent parts of it.
+	 */
+	int sender;
 };
 
 /*

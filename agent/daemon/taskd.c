@@ -313,12 +313,17 @@ static int proc_uids(pid_t pid, uid_t *ruid, uid_t *euid)
 }
 
 /*
- * "task-exec TENANT": the peer's own process into TENANT's cgroup. The pid is
- * the kernel's (SO_PEERCRED, at connect); it is held by a pidfd while its
- * uids are checked and it is moved, so that it cannot be another process by
- * then: one whose uid is not the peer's is never moved.
+ * "task-exec TENANT": the asking process into TENANT's cgroup. That is the
+ * process that connected (SO_PEERCRED) and that sent the request itself (the
+ * kernel's stamp on it, sender): a connection handed to another process, or
+ * kept past the end of the one that made it, moves nothing. It is held by a
+ * pidfd from then on, its uids checked where /proc shows them (not under the
+ * unit's ProtectProc=invisible, where the stamp's uid, checked by the kernel
+ * at the send, is the check), and moved only if still alive after: a pid is
+ * not reused while its process lives.
  */
-static int exec_into(struct drfd *d, int fd, const char *name, char **out, size_t *out_len)
+static int exec_into(struct drfd *d, int fd, int sender, const char *name, char **out,
+		     size_t *out_len)
 {
 	const struct drf_tenant *t = tenant_named(&d->decl.cfg, name);
 	struct drf_access_who who;
@@ -345,25 +350,28 @@ static int exec_into(struct drfd *d, int fd, const char *name, char **out, size_
 		return r;
 	}
 	free(groups);
+	if (sender <= 0 || sender != cr.pid) {
+		snprintf(err, sizeof(err), "the request was not sent by the process that "
+			 "connected (pid %d, sent by %d): nothing moved", (int)cr.pid, sender);
+		return say(out, out_len, "refused", err);
+	}
 	pidfd = (int)syscall(SYS_pidfd_open, cr.pid, 0);
 	if (pidfd < 0)
 		return say(out, out_len, "refused", "the asking process is gone");
 	r = proc_uids(cr.pid, &ruid, &euid);
-	if (r == 0 && (ruid != cr.uid || euid != cr.uid))
-		r = -EPERM;
-	if (r == 0) {
-		snprintf(pid, sizeof(pid), "%d", (int)cr.pid);
-		r = cgfs_write(d->fs, t->cgroup, "cgroup.procs", pid);
-	}
-	/* Still the process checked: moved was the one asked for (a pid is not reused while held). */
-	if (r == 0 && syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) < 0)
-		r = -ESRCH;
-	close(pidfd);
-	if (r == -EPERM && (ruid != cr.uid || euid != cr.uid)) {
+	if (r == 0 && (ruid != cr.uid || euid != cr.uid)) {
+		close(pidfd);
 		snprintf(err, sizeof(err), "process %d is no longer uid %u's: not moved",
 			 (int)cr.pid, (unsigned)cr.uid);
 		return say(out, out_len, "refused", err);
 	}
+	/* Hidden (hidepid) is no answer either way: the stamp stands. */
+	snprintf(pid, sizeof(pid), "%d", (int)cr.pid);
+	r = cgfs_write(d->fs, t->cgroup, "cgroup.procs", pid);
+	/* Still the process checked: alive (EPERM: alive, but drfd may not signal it). */
+	if (r == 0 && syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) < 0 && errno == ESRCH)
+		r = -ESRCH;
+	close(pidfd);
 	if (r < 0) {
 		snprintf(err, sizeof(err), "cannot move process %d into '%s/%s': %s", (int)cr.pid,
 			 d->root, t->cgroup, strerror(-r));
@@ -374,7 +382,8 @@ static int exec_into(struct drfd *d, int fd, const char *name, char **out, size_
 	return say(out, out_len, "ok", "moved");
 }
 
-int drfd_tasks_answer(struct drfd *d, int fd, const char *req, char **out, size_t *out_len)
+int drfd_tasks_answer(struct drfd *d, int fd, int sender, const char *req, char **out,
+		      size_t *out_len)
 {
 	char *line, *body = NULL;
 	size_t blen = 0;
@@ -385,7 +394,7 @@ int drfd_tasks_answer(struct drfd *d, int fd, const char *req, char **out, size_
 	    strcmp(req, "tasks json") != 0)
 		return 0;
 	if (strncmp(req, "task-exec ", 10) == 0)
-		return exec_into(d, fd, req + 10, out, out_len);
+		return exec_into(d, fd, sender, req + 10, out, out_len);
 	if (!d->tasks)
 		return say(out, out_len, "failed", "the task queue is off in this drfd: it needs a "
 			   "state-dir (and no --dry-run); see drfd's log");

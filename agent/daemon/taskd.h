@@ -11,9 +11,12 @@ struct drfd;
 void drfd_tasks_start(struct drfd *d);
 void drfd_tasks_free(struct drfd *d);
 /*
- * Answers a task request (submit, tasks, cancel) from the status socket's
- * connection fd: 1 with the answer in *out, 0 if req is none of them, -errno.
+ * Answers a task request (submit, tasks, cancel, exec) from the status
+ * socket's connection fd, sent by process sender (struct drfd_req's: 0
+ * unknown, which an exec is refused): 1 with the answer in *out, 0 if req is
+ * none of them, -errno.
  */
-int drfd_tasks_answer(struct drfd *d, int fd, const char *req, char **out, size_t *out_len);
+int drfd_tasks_answer(struct drfd *d, int fd, int sender, const char *req, char **out,
+		      size_t *out_len);
 
 #endif

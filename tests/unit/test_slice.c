@@ -1115,7 +1115,7 @@ static char *ask(struct sliced *s, uid_t euid, const char *req)
 	assert_int_equal(seteuid(0), 0);
 	assert_int_equal(setegid(0), 0);
 	assert_int_equal(setgroups((size_t)ng, saved), 0);
-	assert_int_equal(drfd_tasks_answer(&s->f.d, sv[0], req, &out, &len), 1);
+	assert_int_equal(drfd_tasks_answer(&s->f.d, sv[0], 0, req, &out, &len), 1);
 	close(sv[0]);
 	close(sv[1]);
 	return out;

@@ -968,7 +968,7 @@ static char *answer_as(uid_t euid, const gid_t *groups, size_t ngroups, const ch
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
 	assert_int_equal(seteuid(0), 0);
 	assert_int_equal(setgroups((size_t)n, saved), 0);
-	assert_int_equal(drfd_tasks_answer(&d, sv[0], req, &out, &len), 1);
+	assert_int_equal(drfd_tasks_answer(&d, sv[0], (int)getpid(), req, &out, &len), 1);
 	assert_non_null(out);
 	assert_int_equal(strlen(out), len);
 	close(sv[0]);
@@ -1844,7 +1844,28 @@ static void test_exec_access(void **state)
 	assert_int_equal(t_read_file(path, buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "");
 	assert_true(answered(answer_as(0, NULL, 0, "task-exec nosuch"), "refused"));
-	assert_true(answered(answer_as(0, NULL, 0, "task-exec B"), "ok"));
+	/* Not sent by the process that connected (unknown here): nothing moved. */
+	{
+		int sv[2];
+		size_t len = 0;
+		char *out = NULL;
+
+		assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+		assert_int_equal(drfd_tasks_answer(&d, sv[0], 0, "task-exec B", &out, &len), 1);
+		assert_true(answered(out, "refused"));
+		close(sv[0]);
+		close(sv[1]);
+	}
+	assert_int_equal(t_read_file(path, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "");
+	/* Through the socket: the kernel stamps the request with its sender, this process. */
+	{
+		char why[512] = "", *a;
+
+		assert_int_equal(drfd_listen(&d, sock, GROUP, why, sizeof(why)), 0);
+		a = ask("task-exec B\n");
+		assert_true(answered(a, "ok"));
+	}
 	assert_int_equal(t_read_file(path, buf, sizeof(buf)), 0);
 	snprintf(want, sizeof(want), "%d", (int)getpid());
 	assert_string_equal(buf, want);
