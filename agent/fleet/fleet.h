@@ -396,6 +396,14 @@ struct drf_fleet_node_config {
 	const struct drf_fleet_label *labels;
 	size_t n_labels;
 	const char *state_dir;    /* where the assignment is kept; NULL: nowhere */
+	/*
+	 * The node never campaigns for the planner's role ([fleet] planner = no:
+	 * its etcd user has no planner role): it reads and watches P/planner
+	 * and never writes it, nor deletes a vacant one. A node that campaigns
+	 * and is refused by etcd's permissions ("permission denied") says so
+	 * once and goes on so too, until it restarts.
+	 */
+	bool plain;
 	const struct drf_clock *clock; /* NULL: the system's */
 	const struct drf_logger *log;  /* NULL: none */
 	/*
@@ -486,6 +494,9 @@ struct drf_fleet_status {
 	char planner_vacant_why[200];
 	uint64_t takeovers;             /* vacant planner keys this node deleted */
 	size_t silent_nodes;            /* as the planner: nodes kept in their grace */
+	bool plain;                     /* it does not campaign ([fleet] planner = no) */
+	bool campaign_refused;          /* etcd refused its campaign (permission denied) */
+	char campaign_refused_why[200]; /* etcd's message */
 };
 
 void drf_fleet_node_status(const struct drf_fleet_node *n, struct drf_fleet_status *ret);
