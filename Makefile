@@ -359,6 +359,8 @@ check-cli: $(BINS) layers $(BUILD)/tests/test_etcd
 	@TEST_ETCD=$(abspath $(BUILD)/tests/test_etcd) DRFCTL=$(abspath $(BUILD)/drfctl) tests/cli/test_etcd.sh
 	@echo "== tests/cli/test_fleet_etcd.sh"
 	@DRFCTL=$(abspath $(BUILD)/drfctl) tests/cli/test_fleet_etcd.sh
+	@echo "== tests/cli/test_etcd_roles.sh"
+	@tests/cli/test_etcd_roles.sh
 
 # Network shaping with real traffic (iperf3) between network namespaces on this
 # host's kernel; the VM runs the same script (tests/vm/t_net.sh).

@@ -114,9 +114,9 @@ ctl() {
 	# shellcheck disable=SC2086 # $tls: the TLS options, each one word
 	if [ "$as_root" = yes ]; then
 		ETCDCTL_API=3 ETCDCTL_USER="root:$(head -n 1 "$rootpw")" \
-			etcdctl --endpoints "$endpoints" $tls "$@"
+			etcdctl --endpoints "$endpoints" --dial-timeout 10s $tls "$@"
 	else
-		ETCDCTL_API=3 etcdctl --endpoints "$endpoints" $tls "$@"
+		ETCDCTL_API=3 etcdctl --endpoints "$endpoints" --dial-timeout 10s $tls "$@"
 	fi
 }
 if [ -s "$rootpw" ]; then
@@ -128,8 +128,13 @@ if [ "$as_root" = no ] && [ "$enable_auth" = no ]; then
 		fail "etcd refused 'user list' without credentials: its authentication is on; give --root-password-file"
 fi
 
-role() { # NAME: made unless it exists
-	ctl role get "$1" >/dev/null 2>&1 || ctl role add "$1" >/dev/null
+role() { # NAME: made unless it exists (one call: a role that exists is refused so)
+	if ! out=$(ctl role add "$1" 2>&1); then
+		case $out in
+		*"already exists"*) ;;
+		*) fail "role add $1: $out" ;;
+		esac
+	fi
 }
 grant() { # ROLE TYPE KEY [--prefix]: granted again, the same, if it was
 	ctl role grant-permission "$@" >/dev/null
