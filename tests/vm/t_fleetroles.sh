@@ -126,7 +126,7 @@ printf '[tenant web]\ntask-cpu = 0.5\ntask-memory = 128M\ntasks = 8\n' >"$work/f
 rc=$?
 check roles-apply-as-admin "[ $rc -eq 0 ]" "drfctl fleet apply as drfd-admin: exit $rc $(head -c 200 "$work/apply.out")"
 
-pyserve "DRFCTL = '$DRFCTL'; WORK = '$work'; EP = '$EP'; PW = '$pw'"'
+pyserve "DRFCTL = '$DRFCTL'; WORK = '$work'; EP = '$EP'; PW = '$pw'; CG = '$CG'"'
 import json, subprocess
 def node(n, key):
     s = json.loads(subprocess.run([DRFCTL, "status", "-c", WORK + "/" + n + ".conf", "--json"],
@@ -146,21 +146,35 @@ def answer(q, *a):
         return 0
     if q == "taskid":  # whether a task with id a[0] is in the fleet
         return any(t["id"] == a[0] for t in fleet()["tasks"])
+    if q == "settled":  # every node registered, node2 the planner as each knows it, its
+        # assignment in force, the 8 tasks placed, memory.max of web on node1 and node3 as placed
+        placed = {n["name"]: int(sum(t["tasks"] for t in n["assignment"]["tenants"]))
+                  for n in fleet()["nodes"] if n["assignment"]}
+        if sum(placed.values()) != 8:
+            return False
+        for n in ("node1", "node2", "node3"):
+            s = json.loads(subprocess.run([DRFCTL, "status", "-c", WORK + "/" + n + ".conf", "--json"],
+                                          capture_output=True, text=True).stdout)["fleet"]
+            if not s["registered"] or s["planner_name"] != "node2" or \
+               s["in_force_revision"] is None or s["in_force_revision"] != s["assignment_revision"]:
+                return False
+        for n in ("node1", "node3"):
+            k = placed.get(n, 0)
+            try:
+                mem = open(CG + "/roles-" + n + "/web/memory.max").read().strip()
+            except FileNotFoundError:
+                mem = None
+            if (k == 0 and mem is not None) or (k and mem != str(k * 134217728)):
+                return False
+        return True
 '
 mem_is() { # NODE TASKS: web's memory.max there is TASKS x 128M (absent when 0)
 	if [ "$2" = 0 ]; then [ ! -e "$CG/roles-$1/web" ]; else [ "$(cat "$CG/roles-$1/web/memory.max" 2>/dev/null)" = $(($2 * 134217728)) ]; fi
 }
-settled() { # all registered, node2 the planner as each knows it, all 8 placed, in force, knobs written
-	local n r
-	for n in node1 node2 node3; do
-		[ "$(ask node "$n" registered)" = True ] && [ "$(ask node "$n" planner_name)" = node2 ] || return 1
-		r=$(ask node "$n" in_force_revision)
-		[ -n "$r" ] && [ "$r" != None ] && [ "$r" = "$(ask node "$n" assignment_revision)" ] || return 1
-	done
-	[ $(($(ask tasks node1) + $(ask tasks node2) + $(ask tasks node3))) = 8 ] &&
-		mem_is node1 "$(ask tasks node1)" && mem_is node3 "$(ask tasks node3)"
-}
-t=$(wait_until 60 settled)
+settled() { [ "$(ask settled)" = True ]; }
+# One question a poll (3 drfctl status and 1 fleet status): each drfctl costs a
+# good part of a second here.
+t=$(wait_until 120 settled)
 c1=$(ask node node1 campaigns)
 c3=$(ask node node3 campaigns)
 r3=$(ask node node3 campaign_refused)
