@@ -359,6 +359,8 @@ check-cli: $(BINS) layers $(BUILD)/tests/test_etcd
 	@TEST_ETCD=$(abspath $(BUILD)/tests/test_etcd) DRFCTL=$(abspath $(BUILD)/drfctl) tests/cli/test_etcd.sh
 	@echo "== tests/cli/test_fleet_etcd.sh"
 	@DRFCTL=$(abspath $(BUILD)/drfctl) tests/cli/test_fleet_etcd.sh
+	@echo "== tests/cli/test_etcd_roles.sh"
+	@tests/cli/test_etcd_roles.sh
 
 # Network shaping with real traffic (iperf3) between network namespaces on this
 # host's kernel; the VM runs the same script (tests/vm/t_net.sh).
@@ -429,7 +431,8 @@ check-all-clang:
 	$(call STAMP,done)
 
 shellcheck:
-	shellcheck -x $(wildcard deploy/*.sh tests/*/*.sh) tests/vm/init .ci/run deploy/systemd/drfd-hold
+	shellcheck -x $(wildcard deploy/*.sh deploy/examples/*.sh tests/*/*.sh) tests/vm/init .ci/run \
+		deploy/systemd/drfd-hold
 	shellcheck -s bash deploy/bash-completion/drfctl
 
 bench: $(BENCH_BIN) $(BENCH_FLEET_BIN) $(BENCH_HDRF_BIN) $(BENCH_TICK_BIN) $(BENCH_PROBE_BIN) \
@@ -484,6 +487,7 @@ install: all
 	done
 	install -m 0644 deploy/examples/drfd.conf deploy/examples/fleet.conf \
 		$(DESTDIR)$(DOCDIR)/examples/
+	install -m 0755 deploy/examples/etcd-roles.sh $(DESTDIR)$(DOCDIR)/examples/
 	install -m 0644 deploy/examples/tenants.d/*.conf $(DESTDIR)$(DOCDIR)/examples/tenants.d/
 	install -m 0644 deploy/examples/ten-tenants/drfd.conf $(DESTDIR)$(DOCDIR)/examples/ten-tenants/
 	install -m 0644 docs/security.md $(DESTDIR)$(DOCDIR)/

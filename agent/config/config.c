@@ -104,7 +104,7 @@ struct parser {
 	int *server_lines;       /* SK_N per server */
 	int fleet_line[DRF_NRES];
 	int fleet_sec_line;
-	int member_line[11];     /* drfd.conf's [fleet] keys */
+	int member_line[12];     /* drfd.conf's [fleet] keys */
 	/* drf_fleet_load_tenants: no [server] needed; with none, no pool to check tenants against */
 	bool servers_optional;
 	/* [group NAME]: `group =` names until resolved, where each key was set */
@@ -850,9 +850,9 @@ static void fleet_key(struct parser *ps, const char *name, const char *value)
 	ps->fleet->slot[r] = v;
 }
 
-static const char *const member_keys[11] = {
+static const char *const member_keys[12] = {
 	"endpoints", "prefix", "node", "lease-ttl", "ca-file", "cert-file", "key-file", "user",
-	"password-file", "task-user", "grace",
+	"password-file", "task-user", "grace", "planner",
 };
 
 static bool valid_endpoints(const char *s)
@@ -877,13 +877,14 @@ static bool valid_endpoints(const char *s)
 static void member_key(struct parser *ps, const char *name, const char *value)
 {
 	struct drf_fleet_member *m = &ps->cfg->fleet;
-	int k = lookup(member_keys, 11, name);
+	int k = lookup(member_keys, 12, name);
 	double ms;
 	const char *why;
 
 	if (k < 0) {
 		fail(ps, "unknown key '%s' in [fleet] (known: endpoints, prefix, node, lease-ttl, "
-			 "grace, ca-file, cert-file, key-file, user, password-file, task-user)", name);
+			 "grace, ca-file, cert-file, key-file, user, password-file, task-user, planner)",
+		     name);
 		return;
 	}
 	duplicate_key(ps, &ps->member_line[k], name);
@@ -941,6 +942,14 @@ static void member_key(struct parser *ps, const char *name, const char *value)
 			return;
 		}
 		m->grace_us = (uint64_t)ms * DRF_USEC_PER_MSEC;
+		return;
+	case 11:
+		if (strcmp(value, "yes") == 0)
+			m->plain = false;
+		else if (strcmp(value, "no") == 0)
+			m->plain = true;
+		else
+			fail(ps, "planner = '%s': expected 'yes' or 'no'", value);
 		return;
 	case 9:
 		/* Resolved once the file is read (fleet_member), with the host's user database. */

@@ -109,6 +109,12 @@ struct drf_fleet_member {
 	gid_t *task_groups;
 	size_t task_ngroups;
 	char *task_home;
+	/*
+	 * planner = no: the node never campaigns for the planner's role (its
+	 * etcd user has no planner role: docs/fleet.md, etcd roles); it reads
+	 * P/planner and never writes it. Default: it campaigns.
+	 */
+	bool plain;
 	int line;             /* of the section */
 };
 

@@ -459,7 +459,8 @@ int drfd_fleet_open(struct drfd *d, char *err, size_t len)
 	struct drf_fleet_node_config nc = {
 		.prefix = c->fleet.prefix, .ttl = (int64_t)(c->fleet.lease_ttl_us / 1000000),
 		.grace = (int64_t)(c->fleet.grace_us / 1000000),
-		.state_dir = c->state_dir, .clock = d->env->clock, .log = d->log,
+		.state_dir = c->state_dir, .plain = c->fleet.plain, .clock = d->env->clock,
+		.log = d->log,
 		.on_assignment = on_assignment, .on_task = on_task, .userdata = d,
 	};
 	int r;
@@ -560,5 +561,7 @@ void drfd_fleet_view(const struct drfd *d, struct drf_view_fleet *ret)
 		.fenced = st->fenced, .resyncs = st->resyncs,
 		.planner_vacant = st->planner_vacant, .planner_vacant_why = st->planner_vacant_why,
 		.takeovers = st->takeovers, .silent_nodes = st->silent_nodes,
+		.plain = st->plain, .campaign_refused = st->campaign_refused,
+		.campaign_refused_why = st->campaign_refused_why,
 	};
 }

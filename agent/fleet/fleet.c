@@ -106,7 +106,13 @@ struct drf_fleet_node {
 	uint64_t value_gen, register_gen; /* node_value's changes; the one being put */
 	struct backoff register_bo;
 
-	/* The election. */
+	/*
+	 * The election. need_campaign: to campaign, or (a node that does not
+	 * campaign) to read P/planner, and to watch it from there.
+	 */
+	bool plain;              /* [fleet] planner = no: never campaigns */
+	bool campaign_refused;   /* etcd refused the campaign: permission denied (said once) */
+	char campaign_refused_why[200];
 	bool need_campaign, campaign_busy;
 	int64_t campaign_lease;
 	struct backoff campaign_bo;
@@ -257,6 +263,12 @@ static void register_kick(struct drf_fleet_node *n);
 static void campaign_kick(struct drf_fleet_node *n);
 static void plan_kick(struct drf_fleet_node *n);
 static void plan_request(struct drf_fleet_node *n);
+
+/* Whether the node campaigns for the planner's role (else it only reads P/planner). */
+static bool campaigns(const struct drf_fleet_node *n)
+{
+	return !n->plain && !n->campaign_refused;
+}
 
 /* Watches. */
 
@@ -745,10 +757,16 @@ static void planner_vacant(struct drf_fleet_node *n, int level, const char *why)
 	int r;
 
 	if (!n->planner_vacant || strcmp(n->vacant_why, why) != 0)
-		drf_log(n->log, level, "fleet: the planner key %s is vacant: %s; taking it over",
-			n->k.planner, why);
+		drf_log(n->log, level, "fleet: the planner key %s is vacant: %s; %s", n->k.planner,
+			why, campaigns(n) ? "taking it over" : "this node does not campaign: another "
+			"node with the planner role takes it over");
 	n->planner_vacant = true;
 	snprintf(n->vacant_why, sizeof(n->vacant_why), "%s", why);
+	/* A node that may not campaign may not write P/planner either: it says so, and looks again. */
+	if (!campaigns(n)) {
+		n->pcheck_at = now(n) + ttl_usec(n) / 3;
+		return;
+	}
 	r = etcd_txn(n->e, &(struct etcd_txn){ .cmp = &same, .n_cmp = 1, .success = &del,
 						.n_success = 1 },
 		     takeover_cb, n, &id);
@@ -890,6 +908,23 @@ static void campaign_cb(void *userdata, int err, const char *msg, const struct e
 		}
 		return;
 	}
+	if (err == -EACCES && msg && strstr(msg, "permission denied")) {
+		/*
+		 * Its etcd user has no planner role: a plain node from now on (until
+		 * drfd restarts), said once. Its lease, registration, assignment and
+		 * tenants are untouched.
+		 */
+		note_ok(n);
+		n->campaign_refused = true;
+		snprintf(n->campaign_refused_why, sizeof(n->campaign_refused_why), "%s", msg);
+		drf_log(n->log, LOG_ERR, "fleet: etcd refused %s the planner's role (%s on %s): its "
+			"etcd user lacks the planner role; it goes on as a plain node, its tenants "
+			"as assigned (set [fleet] planner = no where that is meant)", n->name, msg,
+			n->k.planner);
+		bo_ok(&n->campaign_bo);
+		campaign_kick(n); /* now reads P/planner */
+		return;
+	}
 	if (err) {
 		note_err(n, err, msg, n->k.planner);
 		bo_fail(n, &n->campaign_bo);
@@ -918,6 +953,43 @@ static void campaign_cb(void *userdata, int err, const char *msg, const struct e
 	campaign_kick(n);
 }
 
+/* A node that does not campaign: P/planner read (who plans), then watched from there. */
+static void planner_read_cb(void *userdata, int err, const char *msg, const struct etcd_resp *r)
+{
+	struct drf_fleet_node *n = userdata;
+
+	if (n->closing)
+		return;
+	n->campaign_busy = false;
+	if (err) {
+		note_err(n, err, msg, n->k.planner);
+		bo_fail(n, &n->campaign_bo);
+		return;
+	}
+	note_ok(n);
+	bo_ok(&n->campaign_bo);
+	n->need_campaign = false;
+	if (r->n_kvs == 1)
+		planner_kv_seen(n, &r->kvs[0]);
+	else
+		planner_seen(n, "", 0, 0, 0, 0);
+	fwatch_begin(&n->planner_w, r->revision + 1);
+}
+
+static void planner_read(struct drf_fleet_node *n)
+{
+	uint64_t id;
+	int r;
+
+	r = etcd_range(n->e, &(struct etcd_req){ .key = n->k.planner }, planner_read_cb, n, &id);
+	if (r < 0) {
+		note_err(n, r, NULL, n->k.planner);
+		bo_fail(n, &n->campaign_bo);
+		return;
+	}
+	n->campaign_busy = true;
+}
+
 static void campaign_kick(struct drf_fleet_node *n)
 {
 	struct etcd_cmp absent = { .key = n->k.planner, .target = ETCD_CMP_CREATE,
@@ -928,8 +1000,14 @@ static void campaign_kick(struct drf_fleet_node *n)
 	uint64_t id;
 	int r;
 
-	if (!n->need_campaign || n->campaign_busy || !n->lease || !n->registered || n->closing ||
+	if (!n->need_campaign || n->campaign_busy || n->closing || !n->started ||
 	    !bo_due(n, &n->campaign_bo))
+		return;
+	if (!campaigns(n)) {
+		planner_read(n);
+		return;
+	}
+	if (!n->lease || !n->registered)
 		return;
 	/* Created only if absent: its create_revision is the new planner's token. */
 	r = etcd_txn(n->e, &(struct etcd_txn){ .cmp = &absent, .n_cmp = 1, .success = &put,
@@ -960,7 +1038,7 @@ static void planner_events(struct fwatch *w, const struct etcd_watch_resp *r)
 		/* Its lease expired (or it was revoked, or deleted by hand): campaign. */
 		planner_seen(n, "", 0, 0, 0, 0);
 		step_down(n, "the planner's key was deleted");
-		n->need_campaign = true;
+		n->need_campaign = campaigns(n);
 		bo_ok(&n->campaign_bo);
 	}
 	campaign_kick(n);
@@ -1620,6 +1698,7 @@ int drf_fleet_node_new(const struct drf_fleet_node_config *c, struct etcd *e,
 	n->log = c->log;
 	n->on_assignment = c->on_assignment;
 	n->on_task = c->on_task;
+	n->plain = c->plain;
 	n->userdata = c->userdata;
 	snprintf(n->tasks_key, sizeof(n->tasks_key), "%s%s/", n->k.tasks, n->name);
 	snprintf(n->taskstate_key, sizeof(n->taskstate_key), "%s%s/", n->k.taskstate, n->name);
@@ -1751,7 +1830,7 @@ uint64_t drf_fleet_node_next_tick(const struct drf_fleet_node *n)
 		at_most(&m, n->lease_bo.at);
 	if (n->lease && !n->registered && !n->register_busy)
 		at_most(&m, n->register_bo.at);
-	if (n->need_campaign && !n->campaign_busy && n->lease && n->registered)
+	if (n->need_campaign && !n->campaign_busy && ((n->lease && n->registered) || !campaigns(n)))
 		at_most(&m, n->campaign_bo.at);
 	if (!n->is_planner && n->planner[0] && !n->pcheck_busy)
 		at_most(&m, n->pcheck_at);
@@ -1815,6 +1894,10 @@ void drf_fleet_node_status(const struct drf_fleet_node *n, struct drf_fleet_stat
 	snprintf(ret->planner_vacant_why, sizeof(ret->planner_vacant_why), "%s", n->vacant_why);
 	ret->takeovers = n->takeovers;
 	ret->silent_nodes = n->is_planner ? n->silent_kept : 0;
+	ret->plain = n->plain;
+	ret->campaign_refused = n->campaign_refused;
+	snprintf(ret->campaign_refused_why, sizeof(ret->campaign_refused_why), "%s",
+		 n->campaign_refused_why);
 }
 
 void drf_fleet_node_free(struct drf_fleet_node *n)

@@ -16,7 +16,9 @@
  *   P/planner       the planner's node name, with its lease, created by a txn
  *                   that holds only if the key does not exist
  *                   (create_revision == 0). Its create_revision is the
- *                   planner's fencing token.
+ *                   planner's fencing token. Read and watched by every node;
+ *                   written (the campaign, the delete of a vacant key) only
+ *                   by a node that campaigns (not plain: [fleet] planner = no).
  *   P/assign/NODE   {"revision": R, "planner": NAME, "capacity": {RES: n},
  *                   "tenants": [{"name",
  *                   "cgroup", "weight", "tasks", "alloc": {RES: n}}]}: NODE's
@@ -49,15 +51,25 @@
  *                   as their [fleet] task-user: give that right (etcd's roles)
  *                   as one gives a login there.
  *
+ * Who writes what (the least-privilege etcd roles of docs/fleet.md, made by
+ * deploy/examples/etcd-roles.sh): node NODE writes only P/nodes/NODE and
+ * P/taskstate/NODE/, and reads P/nodes/, P/planner, P/assign/NODE and
+ * P/tasks/NODE/; a node that may plan also writes P/planner and P/assign/
+ * and reads P/tenants/; drfctl fleet submit writes P/tasks/ and P/taskids/,
+ * drfctl fleet apply P/tenants/, and both read the whole prefix, as drfctl
+ * fleet status does.
+ *
  * Resources are named as in drfd.conf (cpu, memory, io-read-bps, ...), in
  * drfd's units (cores, bytes, bytes/s, bits/s). Values are one line of JSON.
  *
  * The node (struct drf_fleet_node) is one drfd's part: it registers its host
- * and keeps its lease alive, campaigns for the planner's role (every node may
- * hold it), watches its own assignment, hands each new one to its owner and
- * persists it in the state dir, so that a restart with etcd unreachable still
- * has the last good one. The planner watches P/nodes/ and P/tenants/ and, on
- * each change, reads both at one revision, places the tenants' tasks by DRFH
+ * and keeps its lease alive, campaigns for the planner's role (every node
+ * whose etcd user may write P/planner may hold it), watches its own
+ * assignment, hands each new one to its owner and persists it in the state
+ * dir, so that a restart with etcd unreachable still has the last good one.
+ * A plain node (c->plain, or refused the role by etcd's permissions) only
+ * reads who plans. The planner watches P/nodes/ and P/tenants/ and, on each
+ * change, reads both at one revision, places the tenants' tasks by DRFH
  * Best-Fit toward DRFH from scratch in rounds from the assignments in force
  * (drf_fleet_compute_more: a round stops a bounded number of tasks) and
  * writes the nodes whose assignment changed, deleting those of nodes silent
@@ -396,6 +408,14 @@ struct drf_fleet_node_config {
 	const struct drf_fleet_label *labels;
 	size_t n_labels;
 	const char *state_dir;    /* where the assignment is kept; NULL: nowhere */
+	/*
+	 * The node never campaigns for the planner's role ([fleet] planner = no:
+	 * its etcd user has no planner role): it reads and watches P/planner
+	 * and never writes it, nor deletes a vacant one. A node that campaigns
+	 * and is refused by etcd's permissions ("permission denied") says so
+	 * once and goes on so too, until it restarts.
+	 */
+	bool plain;
 	const struct drf_clock *clock; /* NULL: the system's */
 	const struct drf_logger *log;  /* NULL: none */
 	/*
@@ -486,6 +506,9 @@ struct drf_fleet_status {
 	char planner_vacant_why[200];
 	uint64_t takeovers;             /* vacant planner keys this node deleted */
 	size_t silent_nodes;            /* as the planner: nodes kept in their grace */
+	bool plain;                     /* it does not campaign ([fleet] planner = no) */
+	bool campaign_refused;          /* etcd refused its campaign (permission denied) */
+	char campaign_refused_why[200]; /* etcd's message */
 };
 
 void drf_fleet_node_status(const struct drf_fleet_node *n, struct drf_fleet_status *ret);

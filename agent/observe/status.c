@@ -452,8 +452,12 @@ static void json_fleet(const struct drf_view *v, json_object *o, int *problems)
 	drf_json_set_u64(x, "fenced_total", fl->fenced);
 	drf_json_set_u64(x, "resyncs_total", fl->resyncs);
 	drf_json_set_str(x, "planner_vacant", fl->planner_vacant ? fl->planner_vacant_why : NULL);
+	/* Whether it campaigns: "yes", "no" ([fleet] planner = no), "refused" (by etcd). */
+	drf_json_set_str(x, "campaigns", fl->plain ? "no" : fl->campaign_refused ? "refused" : "yes");
+	drf_json_set_str(x, "campaign_refused", fl->campaign_refused && fl->campaign_refused_why
+							? fl->campaign_refused_why : NULL);
 	/* As the text counts them. */
-	if (!fl->reachable || fl->refused || fl->planner_vacant)
+	if (!fl->reachable || fl->refused || fl->planner_vacant || fl->campaign_refused)
 		(*problems)++;
 	drf_json_set_u64(x, "planner_takeovers_total", fl->takeovers);
 	if (fl->planner)
@@ -846,11 +850,19 @@ static void text_head(const struct drf_view *v, FILE *f, int *problems)
 		if (fl->planner && fl->silent_nodes)
 			fprintf(f, "; %zu silent node%s kept in their grace", fl->silent_nodes,
 				fl->silent_nodes == 1 ? "" : "s");
+		if (fl->plain)
+			fprintf(f, "; it does not campaign for the planner's role ([fleet] planner "
+				   "= no)");
 		fputc('\n', f);
+		if (fl->campaign_refused)
+			fprintf(f, "fleet: PLANNER ROLE REFUSED by etcd (its etcd user lacks the "
+				   "planner role; it goes on as a plain node, its tenants as assigned; "
+				   "set [fleet] planner = no where that is meant): %s\n",
+				fl->campaign_refused_why ? fl->campaign_refused_why : "");
 		if (fl->planner_vacant)
 			fprintf(f, "fleet: PLANNER KEY VACANT (nobody plans; being taken over): %s\n",
 				fl->planner_vacant_why);
-		if (!fl->reachable || fl->refused || fl->planner_vacant)
+		if (!fl->reachable || fl->refused || fl->planner_vacant || fl->campaign_refused)
 			(*problems)++;
 	}
 	if (v->reload_at && !v->reload_ok) {

@@ -66,6 +66,9 @@ struct drf_view_fleet {
 	const char *planner_vacant_why;
 	uint64_t takeovers;           /* vacant planner keys this node deleted */
 	size_t silent_nodes;          /* as the planner: nodes gone silent, kept in their grace */
+	bool plain;                   /* it does not campaign ([fleet] planner = no) */
+	bool campaign_refused;        /* etcd refused its campaign: permission denied */
+	const char *campaign_refused_why;
 };
 
 /*

@@ -33,6 +33,7 @@ void drf_start_keys_of(const struct drf_config *c, struct drf_start_keys *ret)
 	ret->fleet_key_file = c->fleet.key_file;
 	ret->fleet_user = c->fleet.user;
 	ret->fleet_password_file = c->fleet.password_file;
+	ret->fleet_planner = c->fleet.plain ? "no" : "yes";
 	snprintf(ret->fleet_lease_ttl, sizeof(ret->fleet_lease_ttl), "%llus",
 		 (unsigned long long)(c->fleet.lease_ttl_us / 1000000));
 	snprintf(ret->fleet_grace, sizeof(ret->fleet_grace), "%llus",
@@ -70,7 +71,8 @@ int drf_start_keys_dup(const struct drf_start_keys *k, struct drf_start_keys *re
 	    dup_str(k->fleet_cert_file, &n.fleet_cert_file) < 0 ||
 	    dup_str(k->fleet_key_file, &n.fleet_key_file) < 0 ||
 	    dup_str(k->fleet_user, &n.fleet_user) < 0 ||
-	    dup_str(k->fleet_password_file, &n.fleet_password_file) < 0) {
+	    dup_str(k->fleet_password_file, &n.fleet_password_file) < 0 ||
+	    dup_str(k->fleet_planner, &n.fleet_planner) < 0) {
 		drf_start_keys_free(&n);
 		*ret = (struct drf_start_keys){ 0 };
 		return -ENOMEM;
@@ -96,6 +98,7 @@ void drf_start_keys_free(struct drf_start_keys *k)
 	free((char *)k->fleet_key_file);
 	free((char *)k->fleet_user);
 	free((char *)k->fleet_password_file);
+	free((char *)k->fleet_planner);
 	*k = (struct drf_start_keys){ 0 };
 }
 
@@ -149,6 +152,7 @@ size_t drf_start_keys_diff(const struct drf_start_keys *old, const struct drf_st
 	FLEET("[fleet] key-file", fleet_key_file);
 	FLEET("[fleet] user", fleet_user);
 	FLEET("[fleet] password-file", fleet_password_file);
+	FLEET("[fleet] planner", fleet_planner);
 #undef FLEET
 #undef CHANGE
 	return k;

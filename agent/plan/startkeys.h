@@ -22,7 +22,8 @@
  *   [fleet], and each of    need a restart: [fleet] added or removed (the node's
  *   its keys                tenants come from etcd or from the config), or any of
  *                           its keys changed (the etcd client, the node's name,
- *                           lease and credentials are set up at start)
+ *                           lease, credentials and whether it campaigns for the
+ *                           planner's role are set up at start)
  *
  * Every other key takes effect at the reload. Pure: no I/O.
  */
@@ -47,6 +48,7 @@ struct drf_start_keys {
 	const char *fleet;
 	const char *fleet_endpoints, *fleet_prefix, *fleet_node, *fleet_ca_file, *fleet_cert_file,
 		*fleet_key_file, *fleet_user, *fleet_password_file;
+	const char *fleet_planner; /* "yes" or "no"; NULL without [fleet] */
 	char fleet_lease_ttl[24]; /* "10s"; "" without [fleet] */
 	char fleet_grace[24];     /* "50s"; "" without [fleet] */
 };

@@ -1172,7 +1172,10 @@ static void run_op(struct fakeetcd_store *s, struct fop *op)
 			      : NULL;
 	char b[128];
 
-	if (err) {
+	/* A permission refused reads as etcd's own (PermissionDenied). */
+	if (err == -EACCES && !op->conn->cut)
+		msg = "injected fault: etcdserver: permission denied";
+	else if (err) {
 		snprintf(b, sizeof(b), "%s: %s", msg, strerror(-err));
 		msg = b;
 	}

@@ -114,8 +114,23 @@ static void test_fleet_member(void **state)
 	assert_int_equal(c.fleet.lease_ttl_us, 10 * DRF_USEC_PER_SEC);
 	assert_int_equal(c.fleet.grace_us, 50 * DRF_USEC_PER_SEC);
 	assert_null(c.fleet.node);
+	assert_false(c.fleet.plain); /* planner = yes by default: it campaigns */
 	assert_int_equal(c.n_tenants, 0);
 	drf_config_free(&c);
+
+	/* planner = no: a plain node (its etcd user has no planner role); yes as the default. */
+	assert_int_equal(load_with("[capacity]\ncpu = 4\n[fleet]\nendpoints = http://a\n"
+				   "planner = no\n", &t_fake_host, &c), 0);
+	assert_true(c.fleet.plain);
+	drf_config_free(&c);
+	assert_int_equal(load_with("[capacity]\ncpu = 4\n[fleet]\nendpoints = http://a\n"
+				   "planner = yes\n", &t_fake_host, &c), 0);
+	assert_false(c.fleet.plain);
+	drf_config_free(&c);
+	expect_error("[capacity]\ncpu = 4\n[fleet]\nendpoints = http://a\nplanner = maybe\n", 5,
+		     "planner = 'maybe': expected 'yes' or 'no'");
+	expect_error("[capacity]\ncpu = 4\n[fleet]\nendpoints = http://a\nplanner = no\n"
+		     "planner = yes\n", 6, "planner");
 
 	expect_error("[capacity]\ncpu = 4\n[fleet]\nprefix = /x/\n", 3, "needs endpoints");
 	expect_error("[capacity]\ncpu = 4\n[fleet]\nendpoints = 127.0.0.1:2379\n", 4,
@@ -965,12 +980,17 @@ static void test_start_keys_rules(void **state)
 	b.fleet_endpoints = "http://127.0.0.1:2479";
 	snprintf(b.fleet_lease_ttl, sizeof(b.fleet_lease_ttl), "3s");
 	b.fleet_password_file = "/etc/drfd/etcd.pw";
-	assert_int_equal(drf_start_keys_diff(&a, &b, ch), 3);
+	a.fleet_planner = "yes";
+	b.fleet_planner = "no";
+	assert_int_equal(drf_start_keys_diff(&a, &b, ch), 4);
 	assert_string_equal(ch[0].key, "[fleet] endpoints");
 	assert_string_equal(ch[1].key, "[fleet] lease-ttl");
 	assert_string_equal(ch[2].key, "[fleet] password-file");
-	for (int i = 0; i < 3; i++)
+	assert_string_equal(ch[3].key, "[fleet] planner");
+	for (int i = 0; i < 4; i++)
 		assert_true(ch[i].restart);
+	drf_start_change_text(&ch[3], text, sizeof(text));
+	assert_string_equal(text, "[fleet] planner changed from 'yes' to 'no'");
 	drf_start_change_text(&ch[1], text, sizeof(text));
 	assert_string_equal(text, "[fleet] lease-ttl changed from '10s' to '3s'");
 	drf_start_change_text(&ch[2], text, sizeof(text));

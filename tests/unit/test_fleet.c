@@ -56,6 +56,7 @@ struct tnode {
 	bool alive;
 	int assignments; /* on_assignment calls */
 	bool refuse;     /* the owner refuses each assignment (as drfd a bad one) */
+	bool plain;      /* started with [fleet] planner = no */
 	struct drf_fleet_assignment last;
 	int64_t revs[64]; /* each one's revision (0: withdrawn), the first 64 */
 	char state_dir[128];
@@ -100,6 +101,7 @@ static struct tnode *node_start(int i, bool cut)
 		.node = names[i],
 		.ttl = TTL,
 		.state_dir = t->state_dir,
+		.plain = t->plain,
 		.clock = &env.clock,
 		.on_assignment = on_assignment,
 		.userdata = t,
@@ -1879,6 +1881,111 @@ static void test_node_config(void **state)
 	drf_fleet_node_free(n); /* never started: closes its client all the same */
 }
 
+/* The tenants (t-name: tasks) of a node's assignment in force. */
+static double in_force_tasks(const struct tnode *t)
+{
+	const struct drf_fleet_assignment *a = drf_fleet_node_assignment(t->n);
+	double n = 0;
+
+	for (size_t i = 0; a && i < a->n; i++)
+		n += a->tenants[i].tasks;
+	return n;
+}
+
+/*
+ * [fleet] planner = no: A and B never campaign (their etcd users have no
+ * planner role); C plans. A and B are plain nodes: registered, told who
+ * plans, their assignments in force. C dies: the planner key goes with its
+ * lease and nobody takes the role (no campaign at all: P/planner stays
+ * absent), while A and B keep their tenants.
+ */
+static void test_plain_node(void **state)
+{
+	struct drf_fleet_status st;
+	double a_tasks, b_tasks;
+
+	(void)state;
+	env.node[0].plain = env.node[1].plain = true;
+	fleet_up();
+	assert_ptr_equal(planner(), &env.node[2]);
+	assert_string_equal(fakeetcd_get(env.fake, PREFIX "planner")->value, "C");
+	for (int i = 0; i < 2; i++) {
+		st = status_of(&env.node[i]);
+		assert_true(st.plain);
+		assert_false(st.planner);
+		assert_false(st.campaign_refused);
+		assert_string_equal(st.planner_name, "C");
+		assert_true(st.has_assignment);
+	}
+	assert_false(status_of(&env.node[2]).plain);
+	a_tasks = in_force_tasks(&env.node[0]);
+	b_tasks = in_force_tasks(&env.node[1]);
+	assert_true(a_tasks + b_tasks > 0);
+	/* The planner dies: nobody campaigns; the plain nodes keep what they run. */
+	env.node[2].alive = false;
+	assert_int_equal(fakeetcd_partition(env.node[2].e, true), 0);
+	advance(3 * TTL * DRF_USEC_PER_SEC);
+	assert_null(fakeetcd_get(env.fake, PREFIX "planner"));
+	assert_null(planner());
+	for (int i = 0; i < 2; i++) {
+		st = status_of(&env.node[i]);
+		assert_true(st.registered);
+		assert_string_equal(st.planner_name, "");
+		assert_false(st.planner_vacant);
+	}
+	assert_true(in_force_tasks(&env.node[0]) == a_tasks);
+	assert_true(in_force_tasks(&env.node[1]) == b_tasks);
+}
+
+/*
+ * A node whose campaign etcd refuses (permission denied: its etcd user lacks
+ * the planner role) says so in its status, campaigns no more (one refusal,
+ * not a retry every few seconds), learns who plans by reading, and keeps its
+ * registration and assignment in force: a permission fault never removes a
+ * tenant.
+ */
+static bool a_refused(void)
+{
+	return status_of(&env.node[0]).campaign_refused;
+}
+
+static void test_campaign_refused(void **state)
+{
+	struct drf_fleet_status st;
+	struct tnode *a;
+	double tasks;
+
+	(void)state;
+	node_start(1, false);
+	node_start(2, false);
+	advance_until(planner_live, 5 * DRF_USEC_PER_SEC);
+	/* From now on the planner key's txns are refused, as etcd's roles would refuse A's. */
+	env.fake->fault = (struct drf_fault){ .err = EACCES, .ops = FAKEETCD_OP_TXN,
+					      .path = PREFIX "planner" };
+	a = node_start(0, false);
+	advance_until(a_refused, 5 * DRF_USEC_PER_SEC);
+	/* The fleet full (an unlimited tenant): A's share is not empty. */
+	apply(web_count, true);
+	advance_until(settled, 5 * DRF_USEC_PER_SEC);
+	st = status_of(a);
+	assert_non_null(strstr(st.campaign_refused_why, "permission denied"));
+	assert_false(st.plain);
+	assert_false(st.planner);
+	assert_true(st.registered);
+	assert_true(st.reachable);
+	assert_non_null(planner());
+	assert_string_equal(st.planner_name, planner()->name);
+	assert_int_equal(env.fake->fault.hits, 1);
+	tasks = in_force_tasks(a);
+	assert_true(tasks > 0);
+	/* Long after: no campaign again, the same assignment in force. */
+	advance(3 * TTL * DRF_USEC_PER_SEC);
+	assert_int_equal(env.fake->fault.hits, 1);
+	assert_true(status_of(a).campaign_refused);
+	assert_true(in_force_tasks(a) == tasks);
+	assert_false(status_of(a).planner);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -1906,6 +2013,8 @@ int main(void)
 		T(test_task_submit_once),
 		T(test_task_node),
 		T(test_task_state_retried),
+		T(test_plain_node),
+		T(test_campaign_refused),
 		cmocka_unit_test(test_formats),
 		cmocka_unit_test(test_task_formats),
 		cmocka_unit_test(test_place_task),
