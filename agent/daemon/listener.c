@@ -585,6 +585,18 @@ static ssize_t read_stamped(int fd, char *buf, size_t len, struct drfd_req *r)
 	for (struct cmsghdr *h = CMSG_FIRSTHDR(&m); h; h = CMSG_NXTHDR(&m, h)) {
 		struct ucred uc;
 
+		/* File descriptors a client passed (none is asked for): closed, never kept. */
+		if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS) {
+			size_t k = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+
+			for (size_t i = 0; i < k; i++) {
+				int x;
+
+				memcpy(&x, CMSG_DATA(h) + i * sizeof(int), sizeof(int));
+				close(x);
+			}
+			continue;
+		}
 		if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_CREDENTIALS ||
 		    h->cmsg_len < CMSG_LEN(sizeof(uc)))
 			continue;
