@@ -964,7 +964,7 @@ static int supervise(struct fx *f, uint64_t id, struct flaky *k)
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0)
-		_exit(drf_task_supervise_fds(dfd, p[0], f->qdir, &io));
+		_exit(drf_task_supervise_fds(dfd, p[0], f->qdir, &io, false));
 	close(p[0]);
 	close(dfd);
 	assert_int_equal(waitpid(pid, &status, 0), pid);
