@@ -523,6 +523,8 @@ static void copier(const struct drf_task *t, struct stream st[2], uint64_t max, 
 	int64_t rep[2];
 	bool stop = false;
 
+	/* A file size limit fails a write (EFBIG) rather than kill the copier. */
+	signal(SIGXFSZ, SIG_IGN);
 	/* Writes as the submitter: its quota, no root's reserved blocks; not ptrace-able. */
 	if (become(t) < 0)
 		_exit(127);
