@@ -1841,7 +1841,9 @@ static void test_output_background_writer(void **state)
 
 	(void)state;
 	f->q.output_max = 1000;
-	id = submit_cmd(f, 65534, NULL, 0, "(sleep 0.2; echo late) & echo early");
+	/* It writes once the command (the shell, $$) has exited: no sleep decides the order. */
+	id = submit_cmd(f, 65534, NULL, 0,
+			"(while kill -0 $$ 2>/dev/null; do sleep 0.05; done; echo late) & echo early");
 	assert_int_equal(supervise(f, id, &k), 0);
 	snprintf(p, sizeof(p), "%s/%" PRIu64 "/stdout", f->qdir, id);
 	assert_string_equal(slurp(p), "early\nlate\n");
