@@ -49,11 +49,12 @@ enum section {
 enum agent_key { AK_CGROUP_ROOT, AK_INTERVAL, AK_MODE, AK_POLICY, AK_TENANTS_DIR, AK_STATE_DIR,
 		 AK_STATUS_SOCKET, AK_STATUS_GROUP, AK_VERIFY_PERIOD, AK_NET_REPLACE, AK_METRICS_FILE,
 		 AK_DEMAND, AK_METRICS_DETAIL, AK_METRICS_LISTEN, AK_BETA, AK_LAMBDA, AK_ACCESS,
-		 AK_ADMINS, AK_N };
+		 AK_ADMINS, AK_TASK_OUTPUT_MAX, AK_N };
 static const char *const agent_keys[AK_N] = {
 	"cgroup-root", "interval", "mode", "policy", "tenants-dir", "state-dir", "status-socket",
 	"status-group", "verify-period", "net-replace-qdisc", "metrics-file", "demand",
 	"metrics-detail", "metrics-listen", "beta", "lambda", "access", "admins",
+	"task-output-max",
 };
 
 enum cap_key {
@@ -457,6 +458,23 @@ static void agent_key(struct parser *ps, int k, const char *value)
 		}
 		set_string(ps, &c->status_socket, value);
 		return;
+	case AK_TASK_OUTPUT_MAX: {
+		double b;
+
+		if (strcmp(value, "unlimited") == 0) {
+			c->task_output_max = 0;
+			return;
+		}
+		if (!parse_num(ps, "task-output-max", value, DRF_UNIT_BYTES, &b))
+			return;
+		if (b < 1 || b != floor(b) || b > (double)DRF_TASK_OUTPUT_MAX_MAX) {
+			fail(ps, "task-output-max = '%s': expected a whole number of bytes from 1 to "
+				 "1T, or 'unlimited' (0 would keep no output)", value);
+			return;
+		}
+		c->task_output_max = (uint64_t)b;
+		return;
+	}
 	case AK_METRICS_FILE:
 		if (!valid_abs_path(value) || value[strlen(value) - 1] == '/') {
 			fail(ps, "metrics-file = '%s': must be the absolute path of a file, without '.' "
@@ -1022,7 +1040,7 @@ static int handler(void *user, const char *section, const char *name, const char
 			fail(ps, "unknown key '%s' in [agent] (known: cgroup-root, interval, mode, "
 				 "policy, tenants-dir, state-dir, status-socket, status-group, "
 				 "verify-period, net-replace-qdisc, metrics-file, metrics-detail, "
-				 "metrics-listen, demand, beta, lambda, access, admins)", name);
+				 "metrics-listen, demand, beta, lambda, access, admins, task-output-max)", name);
 			return 0;
 		}
 		duplicate_key(ps, &ps->agent_line[k], name);
@@ -2186,6 +2204,7 @@ int drf_config_load_assigned(const char *path, const struct drf_host_ops *host,
 	c->mode = DRF_MODE_SHARE;
 	c->policy = DRF_POLICY_DRF;
 	c->metrics_detail = DRF_METRICS_BASIC;
+	c->task_output_max = DRF_TASK_OUTPUT_MAX_DEFAULT;
 
 	r = parse_file(&ps, path, true);
 	if (r < 0)

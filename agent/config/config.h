@@ -120,6 +120,10 @@ struct drf_fleet_member {
 
 #define DRF_FLEET_GRACE_TTLS 5
 
+/* [agent] task-output-max: its default (64M), and the most it takes (1T). */
+#define DRF_TASK_OUTPUT_MAX_DEFAULT (64ULL << 20)
+#define DRF_TASK_OUTPUT_MAX_MAX (1ULL << 40)
+
 struct drf_config {
 	char *path;
 	char *cgroup_root;
@@ -130,6 +134,11 @@ struct drf_config {
 	char *state_dir;
 	char *status_socket;
 	char *status_group;      /* NULL: root only */
+	/*
+	 * Bytes of each of a task's stdout and stderr kept in its files, past
+	 * which the rest is dropped and counted (agent/tasks/taskrun.c); 0: no cap.
+	 */
+	uint64_t task_output_max;
 	bool net_replace_qdisc;  /* replace a foreign root qdisc on net-device */
 	char *metrics_file;      /* Prometheus text file written each tick; NULL: none */
 	enum drf_metrics_detail metrics_detail; /* of metrics_file and metrics_listen */

@@ -303,6 +303,13 @@ void drfd_view(const struct drfd *d, struct drf_view *ret)
 	}
 	drfd_loop_stats(&d->loop, drf_mono_usec(d->env->clock), &ret->loop);
 	drfd_fleet_view(d, &ret->fleet);
+	if (d->tasks)
+		ret->tasks = (struct drf_view_tasks){
+			.on = true, .started_total = d->tasks->started_total,
+			.finished_total = d->tasks->finished_total,
+			.truncated_total = d->tasks->truncated_total,
+			.output_max = d->decl.cfg.task_output_max,
+		};
 	/* The root's ancestors: a few reads, as many as it is deep. */
 	if (d->plan.root && d->plan.root->set[DRF_KNOB_MEMORY_LOW]) {
 		const char *low = d->plan.root->val[DRF_KNOB_MEMORY_LOW];
@@ -423,6 +430,8 @@ static void pass_done(struct drfd *d, const struct drf_reconcile_stats *st)
 		drf_shaper_tick(&d->net, now, d->pass_verify, &d->net_last);
 	d->last = *st;
 	if (d->tasks) {
+		/* The config's in force: a reload's cap holds for the tasks started after it. */
+		d->tasks->output_max = d->decl.cfg.task_output_max;
 		drf_tasks_launch(d->tasks, task_ready, &d->rc);
 		/* Tasks that could not start leave the plan now, with their cgroups: a pass more. */
 		if (d->tasks->generation != d->planned_tasks) {

@@ -231,6 +231,13 @@ static void render_daemon(const struct drf_view *v, FILE *f)
 	       "in seconds since the epoch.");
 	sample(f, "drfd_config_last_reload_success_timestamp_seconds",
 	       v->reload_ok_at ? (double)v->reload_ok_at / 1e6 : NAN, NULL);
+	if (v->tasks.on) {
+		family(f, "drfd_task_output_truncated_total", "counter",
+		       "Tasks whose end drfd recorded since start with stdout or stderr cut at "
+		       "task-output-max (bytes dropped).");
+		sample(f, "drfd_task_output_truncated_total", (double)v->tasks.truncated_total,
+		       NULL);
+	}
 	if (v->fleet.on) {
 		family(f, "drfd_fleet_etcd_reachable", "gauge",
 		       "A fleet node: whether etcd answers (1), or not (0: the last assignment stays "

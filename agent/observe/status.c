@@ -404,6 +404,26 @@ static void json_loop(const struct drf_view *v, json_object *o)
 	drf_json_set_str(x, "longest_turn_since_start_served", l->max_ever_what);
 }
 
+/* The task queue's figures: null when drfd runs none. */
+static void json_tasks(const struct drf_view *v, json_object *o)
+{
+	const struct drf_view_tasks *t = &v->tasks;
+	json_object *x;
+
+	if (!t->on) {
+		drf_json_set_null(o, "tasks");
+		return;
+	}
+	x = drf_json_set_object(o, "tasks");
+	drf_json_set_u64(x, "started_total", t->started_total);
+	drf_json_set_u64(x, "finished_total", t->finished_total);
+	drf_json_set_u64(x, "output_truncated_total", t->truncated_total);
+	if (t->output_max)
+		drf_json_set_u64(x, "output_max", t->output_max);
+	else
+		drf_json_set_null(x, "output_max");
+}
+
 /* A fleet node's fleet: null when drfd is not one. */
 static void json_fleet(const struct drf_view *v, json_object *o, int *problems)
 {
@@ -566,6 +586,7 @@ static json_object *json_head(const struct drf_view *v, int *problems)
 	json_socket(v, o);
 	json_http(v, o);
 	json_loop(v, o);
+	json_tasks(v, o);
 	a = drf_json_set_array(o, "root_errors");
 	for (int i = 0; i < CGFS_NCTRL; i++) {
 		if (!(rc->root_failed & (1u << i)))
@@ -828,6 +849,18 @@ static void text_head(const struct drf_view *v, FILE *f, int *problems)
 		v->loop.max_ever_what ? v->loop.max_ever_what : "none yet",
 		(unsigned long long)v->loop.slow, (unsigned long long)v->loop.turns,
 		(double)DRF_LOOP_SLOW_US / 1000);
+	if (v->tasks.on) {
+		char cap[32] = "unlimited";
+
+		if (v->tasks.output_max)
+			drf_format_quantity((double)v->tasks.output_max, DRF_UNIT_BYTES, cap,
+					    sizeof(cap));
+		fprintf(f, "tasks: %llu started, %llu finished since start, %llu of them with "
+			   "output truncated (task-output-max %s)\n",
+			(unsigned long long)v->tasks.started_total,
+			(unsigned long long)v->tasks.finished_total,
+			(unsigned long long)v->tasks.truncated_total, cap);
+	}
 	if (v->fleet.on) {
 		const struct drf_view_fleet *fl = &v->fleet;
 

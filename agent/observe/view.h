@@ -71,6 +71,14 @@ struct drf_view_fleet {
 	const char *campaign_refused_why;
 };
 
+/* The task queue's figures (agent/tasks/tasks.h); on false: no queue. */
+struct drf_view_tasks {
+	bool on;
+	uint64_t started_total, finished_total; /* since start */
+	uint64_t truncated_total;     /* of the ends recorded since start: output dropped */
+	uint64_t output_max;          /* task-output-max in force; 0: no cap */
+};
+
 /*
  * The event loop's turns (agent/daemon/loop.c): a turn is one event source
  * served (a tick, a step of enforcement, a status answer, a bus reply...);
@@ -111,6 +119,7 @@ struct drf_view {
 	struct drf_http_stats http;
 	struct drf_loop_stats loop;
 	struct drf_view_fleet fleet;            /* on false: not a fleet node */
+	struct drf_view_tasks tasks;            /* on false: no task queue */
 	struct drf_prot_cap prot;               /* an ancestor of the root that caps protection */
 };
 

@@ -21,6 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -263,16 +265,24 @@ const struct drf_super_io drf_super_real_io = {
 	.sleep_ms = real_sleep_ms,
 };
 
-/* The command's output: created by root in the task's directory, then the submitter's. */
+/*
+ * The command's output: created by root in the task's directory, then the
+ * submitter's. -1 with errno on failure.
+ */
 static int open_output(int dirfd, const char *name, uid_t uid, gid_t gid)
 {
-	int fd = drf_at_open(dirfd, name, O_WRONLY | O_CREAT | O_APPEND, 0600);
+	int fd = drf_at_open(dirfd, name, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 
 	if (fd >= 0 && (fchown(fd, uid, gid) < 0 || fchmod(fd, 0600) < 0)) {
+		int e = errno;
+
 		close(fd);
+		errno = e;
 		return -1;
 	}
-	return fd;
+	if (fd < 0)
+		errno = -fd;
+	return fd < 0 ? -1 : fd;
 }
 
 /*
@@ -309,21 +319,26 @@ static void default_signals(void)
 	sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
-/* The child: becomes the submitter and runs the command; failures go down errfd. */
-static void run_child(const struct drf_task *t, int dirfd, int errfd)
+/*
+ * The child: becomes the submitter and runs the command with out and err as
+ * its stdout and stderr (the files, or the copier's pipes; -1: not opened, for
+ * open_errno); failures go down errfd.
+ */
+static void run_child(const struct drf_task *t, int out, int err, int open_errno, int errfd)
 {
 	struct passwd *pw = getpwuid(t->uid);
 	char home[4200], user[300], id[64], tenant[128];
 	char *envp[] = { "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 			 home, user, id, tenant, "LANG=C.UTF-8", NULL };
 	int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	int out = open_output(dirfd, "stdout", t->uid, t->gid);
-	int err = open_output(dirfd, "stderr", t->uid, t->gid);
 	int e, fd;
 
 	default_signals();
-	if (in < 0 || out < 0 || err < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 ||
-	    dup2(err, 2) < 0)
+	if (out < 0 || err < 0) {
+		errno = open_errno;
+		goto fail;
+	}
+	if (in < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
 		goto fail;
 	/* The supervisor is shielded from the OOM killer; its command is not. */
 	fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
@@ -411,7 +426,157 @@ static int record_exit(int dirfd, const char *dir, const char *text,
 
 int drf_task_supervise(const char *dir)
 {
-	return drf_task_supervise_fds(DRF_SUPER_DIR_FD, DRF_SUPER_SPEC_FD, dir, &drf_super_real_io);
+	return drf_task_supervise_fds(DRF_SUPER_DIR_FD, DRF_SUPER_SPEC_FD, dir, &drf_super_real_io,
+				      false);
+}
+
+static int supervise_unit(const char *dir)
+{
+	return drf_task_supervise_fds(DRF_SUPER_DIR_FD, DRF_SUPER_SPEC_FD, dir, &drf_super_real_io,
+				      true);
+}
+
+/* ---- the copier: a capped stdout and stderr ---- */
+
+/* One stream: the command's pipe, its file, and what became of its bytes. */
+struct stream {
+	int in, out;            /* -1: closed */
+	uint64_t kept;          /* bytes in the file */
+	uint64_t dropped;       /* bytes read and not in the file */
+	bool cut;               /* the file is written no more: the cap, or a failed write */
+};
+
+/* All of len bytes to fd: partial writes continued, EINTR retried. 0, or -errno. */
+static int write_all(int fd, const char *buf, size_t len, size_t *done)
+{
+	*done = 0;
+	while (*done < len) {
+		ssize_t w = write(fd, buf + *done, len - *done);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		if (w == 0)
+			return -EIO;
+		*done += (size_t)w;
+	}
+	return 0;
+}
+
+/* n bytes read from the stream's pipe: into its file up to max, the rest dropped. */
+static void take(struct stream *st, const char *buf, size_t n, uint64_t max)
+{
+	size_t room = st->cut ? 0 : max - st->kept < n ? (size_t)(max - st->kept) : n, done = 0;
+	int r = room ? write_all(st->out, buf, room, &done) : 0;
+
+	st->kept += done;
+	st->dropped += n - done;
+	if (st->cut || (r == 0 && done == n))
+		return;
+	/* Past the cap, or a write failed: the mark, tried once; nothing more of this file. */
+	st->cut = true;
+	{
+		char mark[96];
+		int m = snprintf(mark, sizeof(mark), DRF_TASK_MARK, (unsigned long long)st->kept);
+
+		if (write_all(st->out, mark, (size_t)m, &done) < 0) {
+			/* a full disk: the count says what is missing */
+		}
+	}
+}
+
+/*
+ * Reads what the stream's pipe holds now (at most limit bytes: 0, none) or
+ * until it would block. Returns false at its end (EOF or an error).
+ */
+static bool pump(struct stream *st, char *buf, uint64_t max, bool nonblock, size_t limit)
+{
+	size_t got = 0;
+
+	for (;;) {
+		ssize_t n = read(st->in, buf, DRF_TASK_COPY_BUF);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return true;
+		if (n <= 0)
+			return false;
+		take(st, buf, (size_t)n, max);
+		got += (size_t)n;
+		if (!nonblock || (limit && got >= limit))
+			return true;
+	}
+}
+
+/*
+ * The copier, forked by the supervisor: as the submitter, copies the two
+ * pipes into the files up to max each, until both end, or (stopfd >= 0)
+ * until stopfd is closed by the supervisor (the command has exited) and what
+ * the pipes held then is read. Reports the bytes dropped of each on repfd.
+ */
+static void copier(const struct drf_task *t, struct stream st[2], uint64_t max, int stopfd,
+		   int repfd)
+{
+	static char buf[DRF_TASK_COPY_BUF];
+	int64_t rep[2];
+	bool stop = false;
+
+	/* A file size limit fails a write (EFBIG) rather than kill the copier. */
+	signal(SIGXFSZ, SIG_IGN);
+	/* Writes as the submitter: its quota, no root's reserved blocks; not ptrace-able. */
+	if (become(t) < 0)
+		_exit(127);
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	while (st[0].in >= 0 || st[1].in >= 0) {
+		struct pollfd p[3];
+		nfds_t n = 0;
+
+		for (int k = 0; k < 2; k++)
+			p[k] = (struct pollfd){ .fd = st[k].in, .events = POLLIN };
+		n = 2;
+		if (stopfd >= 0 && !stop)
+			p[n++] = (struct pollfd){ .fd = stopfd, .events = POLLIN };
+		if (poll(p, n, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (n == 3 && p[2].revents) {
+			/*
+			 * The command has exited: what it wrote is in the pipes (a pipe's
+			 * size at most each); a background process writing on is not waited
+			 * for. Read without blocking, up to that.
+			 */
+			stop = true;
+			for (int k = 0; k < 2; k++) {
+				int sz;
+
+				if (st[k].in < 0)
+					continue;
+				sz = fcntl(st[k].in, F_GETPIPE_SZ);
+				fcntl(st[k].in, F_SETFL, O_NONBLOCK);
+				pump(&st[k], buf, max, true, sz > 0 ? (size_t)sz : 1 << 20);
+				close(st[k].in);
+				st[k].in = -1;
+			}
+			break;
+		}
+		for (int k = 0; k < 2; k++) {
+			if (st[k].in < 0 || !p[k].revents)
+				continue;
+			if (!pump(&st[k], buf, max, false, 0)) {
+				close(st[k].in);
+				st[k].in = -1;
+			}
+		}
+	}
+	rep[0] = (int64_t)st[0].dropped;
+	rep[1] = (int64_t)st[1].dropped;
+	if (write(repfd, rep, sizeof(rep)) != (ssize_t)sizeof(rep))
+		_exit(1);
+	_exit(0);
 }
 
 int drf_task_supervise_stdio(const char *dir)
@@ -442,15 +607,146 @@ int drf_task_supervise_stdio(const char *dir)
 				"the task's text on stdin and its directory on stdout\n");
 		return 1;
 	}
-	return drf_task_supervise(dir);
+	return supervise_unit(dir);
 }
 
-int drf_task_supervise_fds(int dirfd, int specfd, const char *dir, const struct drf_super_io *io)
+/*
+ * The copier's pipes and process (drf_task_supervise_fds), and the fds the
+ * command gets as its stdout and stderr.
+ */
+struct capped {
+	int out[2], err[2];     /* each: the command's fd (a pipe's, or the file), the copier's */
+	int stop[2], rep[2];    /* the supervisor closes stop[1] to stop it; it reports on rep */
+	pid_t pid;
+	int64_t dropped[2];     /* -1: unknown */
+};
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+/*
+ * Opens the output files; with a cap, the pipes between the command and them,
+ * and forks the copier. -1 with errno if the files cannot be opened (the task
+ * fails, as its command could not run), else 0; a copier that cannot be had
+ * (no pipe, no fork) leaves the command the files whole, uncapped.
+ */
+static int start_output(const struct drf_task *t, int dirfd, bool unit, struct capped *c)
+{
+	int fo, fe, e;
+
+	*c = (struct capped){ .out = { -1, -1 }, .err = { -1, -1 }, .stop = { -1, -1 },
+			      .rep = { -1, -1 }, .dropped = { -1, -1 } };
+	fo = open_output(dirfd, "stdout", t->uid, t->gid);
+	e = errno;
+	fe = fo < 0 ? -1 : open_output(dirfd, "stderr", t->uid, t->gid);
+	if (fo < 0 || fe < 0) {
+		e = fo < 0 ? e : errno;
+		if (fo >= 0)
+			close(fo);
+		errno = e;
+		return -1;
+	}
+	c->out[0] = fo;
+	c->err[0] = fe;
+	if (!t->output_max)
+		return 0;
+	{
+		int po[2] = { -1, -1 }, pe[2] = { -1, -1 };
+
+		if (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0 ||
+		    pipe2(c->rep, O_CLOEXEC) < 0 || (unit && pipe2(c->stop, O_CLOEXEC) < 0)) {
+			fprintf(stderr, "drfd task supervisor: task %" PRIu64 ": no pipes for its "
+					"output (%s): written uncapped\n", t->id, strerror(errno));
+			close_fd(&po[0]);
+			close_fd(&po[1]);
+			close_fd(&pe[0]);
+			close_fd(&pe[1]);
+			close_fd(&c->rep[0]);
+			close_fd(&c->rep[1]);
+			close_fd(&c->stop[0]);
+			close_fd(&c->stop[1]);
+			return 0;
+		}
+		c->pid = fork();
+		if (c->pid == 0) {
+			struct stream st[2] = {
+				{ .in = po[0], .out = fo },
+				{ .in = pe[0], .out = fe },
+			};
+
+			close(po[1]);
+			close(pe[1]);
+			close(c->rep[0]);
+			if (c->stop[1] >= 0)
+				close(c->stop[1]);
+			/* Nothing of the task's directory, as the submitter. */
+			close(dirfd);
+			copier(t, st, t->output_max, c->stop[0], c->rep[1]);
+		}
+		close(po[0]);
+		close(pe[0]);
+		close_fd(&c->rep[1]);
+		close_fd(&c->stop[0]);
+		if (c->pid < 0) {
+			fprintf(stderr, "drfd task supervisor: task %" PRIu64 ": no copier for its "
+					"output (%s): written uncapped\n", t->id, strerror(errno));
+			close(po[1]);
+			close(pe[1]);
+			close_fd(&c->rep[0]);
+			close_fd(&c->stop[1]);
+			c->pid = 0;
+			return 0;
+		}
+		/* The command's ends of the pipes; the files are the copier's alone. */
+		close(fo);
+		close(fe);
+		c->out[0] = po[1];
+		c->err[0] = pe[1];
+	}
+	return 0;
+}
+
+/*
+ * Once the command has exited: the copier stopped (as systemd runs it) or not,
+ * its report read, itself waited for.
+ */
+static void end_output(struct capped *c)
+{
+	int64_t rep[2];
+	ssize_t n;
+
+	close_fd(&c->out[0]);
+	close_fd(&c->err[0]);
+	if (!c->pid)
+		return;
+	close_fd(&c->stop[1]);
+	do
+		n = read(c->rep[0], rep, sizeof(rep));
+	while (n < 0 && errno == EINTR);
+	if (n == (ssize_t)sizeof(rep) && rep[0] >= 0 && rep[1] >= 0) {
+		c->dropped[0] = rep[0];
+		c->dropped[1] = rep[1];
+	} else {
+		fprintf(stderr, "drfd task supervisor: its output's copier ended without saying "
+				"what it dropped (killed?)\n");
+	}
+	close_fd(&c->rep[0]);
+	while (waitpid(c->pid, NULL, 0) < 0 && errno == EINTR)
+		;
+}
+
+int drf_task_supervise_fds(int dirfd, int specfd, const char *dir, const struct drf_super_io *io,
+			   bool unit)
 {
 	struct drf_task t = { 0 };
 	struct rusage ru = { 0 };
+	struct capped out;
 	char buf[1024], *text, *exit_text = NULL;
-	int pfd[2], status = 0, e = 0, fd, r;
+	int pfd[2], status = 0, e = 0, fd, r, oe;
 	pid_t pid;
 
 	signal(SIGHUP, SIG_IGN);
@@ -481,6 +777,8 @@ int drf_task_supervise_fds(int dirfd, int specfd, const char *dir, const struct 
 		}
 		close(fd);
 	}
+	/* First: the copier gets none of the supervisor's fds but its own. */
+	oe = start_output(&t, dirfd, unit, &out) < 0 ? errno : 0;
 	if (pipe2(pfd, O_CLOEXEC) < 0)
 		return 1;
 	pid = fork();
@@ -488,7 +786,7 @@ int drf_task_supervise_fds(int dirfd, int specfd, const char *dir, const struct 
 		return 1;
 	if (pid == 0) {
 		close(pfd[0]);
-		run_child(&t, dirfd, pfd[1]);
+		run_child(&t, out.out[0], out.err[0], oe, pfd[1]);
 	}
 	close(pfd[1]);
 	snprintf(buf, sizeof(buf), "pid %d\n", (int)pid);
@@ -496,15 +794,31 @@ int drf_task_supervise_fds(int dirfd, int specfd, const char *dir, const struct 
 	if (read(pfd[0], &e, sizeof(e)) != sizeof(e))
 		e = 0;
 	close(pfd[0]);
+	/* The command's ends of its output: only the command holds them from now. */
+	close_fd(&out.out[0]);
+	close_fd(&out.err[0]);
 	while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR)
 		;
-	snprintf(buf, sizeof(buf), "exit %d\nsignal %d\nutime_us %lld\nstime_us %lld\n"
-		 "maxrss_kb %ld\nended %lld\n",
-		 WIFEXITED(status) ? WEXITSTATUS(status) : -1,
-		 WIFSIGNALED(status) ? WTERMSIG(status) : -1,
-		 (long long)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec,
-		 (long long)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec, ru.ru_maxrss,
-		 (long long)drf_real_usec(&drf_clock_system));
+	{
+		/* Its end (the exit file's), not the copier's: that may read on after it. */
+		long long ended = (long long)drf_real_usec(&drf_clock_system);
+		int n;
+
+		end_output(&out);
+		n = snprintf(buf, sizeof(buf), "exit %d\nsignal %d\nutime_us %lld\nstime_us %lld\n"
+			     "maxrss_kb %ld\nended %lld\n",
+			     WIFEXITED(status) ? WEXITSTATUS(status) : -1,
+			     WIFSIGNALED(status) ? WTERMSIG(status) : -1,
+			     (long long)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec,
+			     (long long)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec,
+			     ru.ru_maxrss, ended);
+		if (out.pid && n > 0 && (size_t)n < sizeof(buf))
+			n += snprintf(buf + n, sizeof(buf) - (size_t)n, "output_max %" PRIu64 "\n",
+				      t.output_max);
+		if (out.dropped[0] >= 0 && n > 0 && (size_t)n < sizeof(buf))
+			snprintf(buf + n, sizeof(buf) - (size_t)n, "stdout_dropped %" PRId64 "\n"
+				 "stderr_dropped %" PRId64 "\n", out.dropped[0], out.dropped[1]);
+	}
 	if (e) {
 		char *esc, why[PATH_MAX + 512];
 

@@ -246,6 +246,9 @@ char *drf_tasks_text(const struct drf_task *t)
 		fprintf(f, "arg %s\n", e);
 		free(e);
 	}
+	/* Set when it starts (not in the task file of its submit): its supervisor's cap. */
+	if (t->output_max)
+		fprintf(f, "output-max %" PRIu64 "\n", t->output_max);
 	if (fclose(f) != 0) {
 		free(buf);
 		return NULL;
@@ -294,13 +297,14 @@ static bool cwd_valid(const char *cwd)
 static int task_parse(struct drf_task *t, uint64_t id, char *text)
 {
 	unsigned long long v;
-	size_t argv_cap = 0;
+	size_t argv_cap = 0, n_;
 	char *s;
 	int r;
 
 	memset(t, 0, sizeof(*t));
 	t->id = id;
 	t->exit_code = t->signal = -1;
+	t->dropped[0] = t->dropped[1] = -1;
 	if (strncmp(text, "drfd-task 1\n", 12) != 0 || !kv(text, "tenant", t->tenant,
 							   sizeof(t->tenant)))
 		return -EINVAL;
@@ -363,12 +367,31 @@ static int task_parse(struct drf_task *t, uint64_t id, char *text)
 	}
 	if (t->argc == 0)
 		return -EINVAL;
+	/* No line (a task file, or a supervisor's text of a drfd without caps): no cap. */
+	if (drf_kv_find(text, "output-max", &n_) && kv_id(text, "output-max", UINT64_MAX, &v) == 0)
+		t->output_max = v;
 	return 0;
 }
 
 int drf_tasks_parse_file(struct drf_task *t, char *text)
 {
 	return task_parse(t, (uint64_t)kv_num(text, "id", 0), text);
+}
+
+/*
+ * The output's cap and the bytes dropped of each stream, as an exit or result
+ * file says them; what it does not say (as a plain number) stays as it was.
+ */
+static void parse_output(struct drf_task *t, const char *text)
+{
+	static const char *const keys[2] = { "stdout_dropped", "stderr_dropped" };
+	unsigned long long v;
+
+	for (int k = 0; k < 2; k++)
+		if (kv_id(text, keys[k], INT64_MAX, &v) == 0)
+			t->dropped[k] = (int64_t)v;
+	if (kv_id(text, "output_max", UINT64_MAX, &v) == 0)
+		t->output_max = v;
 }
 
 static void parse_result(struct drf_task *t, const char *text)
@@ -387,6 +410,7 @@ static void parse_result(struct drf_task *t, const char *text)
 	t->utime_us = kv_num(text, "utime_us", NAN);
 	t->stime_us = kv_num(text, "stime_us", NAN);
 	t->maxrss_kb = kv_num(text, "maxrss_kb", NAN);
+	parse_output(t, text);
 	if (kv_dup(text, "error", &e) == 0) {
 		if (drf_proto_unescape(e) == 0)
 			t->error = e;
@@ -824,6 +848,7 @@ int drf_tasks_submit(struct drf_tasks *q, const struct drf_config *c,
 		goto nomem;
 	t.submitted = drf_real_usec(q->clock);
 	t.exit_code = t.signal = -1;
+	t.dropped[0] = t.dropped[1] = -1;
 	t.cgroup = strdup(cg);
 	t.cwd = strdup(req->cwd);
 	t.argv = calloc(req->argc + 1, sizeof(*t.argv));
@@ -900,6 +925,12 @@ static int finish(struct drf_tasks *q, struct drf_task *t, const char *result, c
 		fprintf(f, "cpu_usec %.17g\nmemory_peak %.17g\noom_kills %.17g\nutime_us %.17g\n"
 			   "stime_us %.17g\nmaxrss_kb %.17g\n", t->cpu_usec, t->memory_peak,
 			t->oom_kills, t->utime_us, t->stime_us, t->maxrss_kb);
+		if (t->output_max)
+			fprintf(f, "output_max %" PRIu64 "\n", t->output_max);
+		for (int k = 0; k < 2; k++)
+			if (t->dropped[k] >= 0)
+				fprintf(f, "%s_dropped %" PRId64 "\n", k ? "stderr" : "stdout",
+					t->dropped[k]);
 		if (error && (e = drf_proto_escape(error)))
 			fprintf(f, "error %s\n", e);
 		free(e);
@@ -928,6 +959,8 @@ static int finish(struct drf_tasks *q, struct drf_task *t, const char *result, c
 	t->error = error ? strdup(error) : NULL;
 	t->state = DRF_TASK_DONE;
 	q->finished_total++;
+	if (t->dropped[0] > 0 || t->dropped[1] > 0)
+		q->truncated_total++;
 	drf_log(q->log, LOG_INFO, "task %" PRIu64 " of tenant '%s': %s%s%s",
 		t->id, t->tenant, result, error ? ": " : "", error ? error : "");
 	return r;
@@ -1015,6 +1048,7 @@ static void reap_task(struct drf_tasks *q, struct drf_task *t)
 		t->stime_us = kv_num(text, "stime_us", NAN);
 		t->maxrss_kb = kv_num(text, "maxrss_kb", NAN);
 		t->ended = (uint64_t)kv_num(text, "ended", 0);
+		parse_output(t, text);
 		/* Whole: it names the cwd, up to PATH_MAX (taskrun.c). */
 		if (kv_dup(text, "error", &e) == 0) {
 			if (drf_proto_unescape(e) == 0)
@@ -1170,6 +1204,8 @@ static int start_task(struct drf_tasks *q, struct drf_task *t, const struct drf_
 	/* The supervisor gets its directory as an fd: it resolves no path of its own. */
 	snprintf(text, sizeof(text), "%" PRIu64, t->id);
 	dfd = drf_at_dir(q->dfd, text, DRF_PRIVATE_DIR_MODE, false);
+	/* The cap in force now: a reload's new one holds for the tasks started after it. */
+	t->output_max = q->output_max;
 	r = dfd < 0 ? dfd : q->ops->spawn(q->ctx, q->fs, t->cgroup, t, limits, dfd, dir, &pid);
 	if (dfd >= 0)
 		close(dfd);
@@ -1338,6 +1374,28 @@ static void render_json(const struct drf_tasks *q, const struct drf_config *c,
 			drf_json_set_num(x, "stime_us", t->stime_us);
 			drf_json_set_num(x, "maxrss_kb", t->maxrss_kb);
 		}
+		/*
+		 * Its output's cap and what was dropped of it (null: none, or unknown),
+		 * as its output's files: for root and its submitter.
+		 */
+		if (!all) {
+			drf_json_set_null(to, "output");
+			continue;
+		}
+		x = drf_json_set_object(to, "output");
+		if (t->output_max)
+			drf_json_set_u64(x, "max", t->output_max);
+		else
+			drf_json_set_null(x, "max");
+		for (int k = 0; k < 2; k++) {
+			const char *name = k ? "stderr_dropped" : "stdout_dropped";
+
+			if (done && t->dropped[k] >= 0)
+				drf_json_set_u64(x, name, (uint64_t)t->dropped[k]);
+			else
+				drf_json_set_null(x, name);
+		}
+		drf_json_set_bool(x, "truncated", done && (t->dropped[0] > 0 || t->dropped[1] > 0));
 	}
 	x = drf_json_set_object(o, "tenants");
 	for (size_t k = 0; k < c->n_tenants; k++) {
@@ -1361,6 +1419,7 @@ static void render_json(const struct drf_tasks *q, const struct drf_config *c,
 	}
 	drf_json_set_u64(o, "started_total", q->started_total);
 	drf_json_set_u64(o, "finished_total", q->finished_total);
+	drf_json_set_u64(o, "output_truncated_total", q->truncated_total);
 	/*
 	 * Out of memory, the listing is empty (drf_tasks_render() has no way to
 	 * say more): `drfctl tasks --json` prints nothing a parser takes, never a
@@ -1439,6 +1498,11 @@ void drf_tasks_render(const struct drf_tasks *q, const struct drf_config *c, boo
 			put_escaped(f, t->error);
 			fputc('\n', f);
 		}
+		if (t->dropped[0] > 0 || t->dropped[1] > 0)
+			fprintf(f, "       output truncated at %" PRIu64 " bytes: %" PRId64 " bytes of "
+				   "stdout and %" PRId64 " of stderr dropped\n", t->output_max,
+				t->dropped[0] > 0 ? t->dropped[0] : 0,
+				t->dropped[1] > 0 ? t->dropped[1] : 0);
 	}
 	fprintf(f, "output: %s/ID/stdout and stderr\n", q->dir);
 }

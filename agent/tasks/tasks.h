@@ -20,7 +20,11 @@
  *                `cancelled` at its end do not wait for it)
  *   ID/result    written by drfd when the task's cgroup is empty, or when it is
  *                cancelled while queued (which waits for it): final
- *   ID/stdout, ID/stderr   the command's output, owned by the submitter
+ *   ID/stdout, ID/stderr   the command's output, owned by the submitter; with a
+ *                cap (task-output-max, as in force when the task started), each
+ *                holds at most its first CAP bytes, then the mark (DRF_TASK_MARK)
+ *                once the command wrote more; the bytes dropped are in
+ *                ID/exit and ID/result (stdout_dropped, stderr_dropped)
  * Every file is replaced atomically (write, fsync, rename, fsync the directory),
  * and opened beneath the state dir's fd, following no symlink (statedir.h). A
  * restarted drfd rebuilds the queue from these, in the state dir it checked at
@@ -136,7 +140,24 @@ struct drf_task {
 	int exit_code, signal;   /* -1 when none */
 	double cpu_usec, memory_peak, oom_kills, utime_us, stime_us, maxrss_kb;
 	char *error;             /* failed, lost: why */
+	/*
+	 * The cap on each of its stdout and stderr in bytes (0: none), set when it
+	 * starts and handed to the supervisor in its text; and the bytes of each
+	 * that are not in its file, as the supervisor counted them (-1: unknown:
+	 * no cap, or no exit file).
+	 */
+	uint64_t output_max;
+	int64_t dropped[2];
 };
+
+/*
+ * The line the supervisor appends to a stdout or stderr file it stops writing:
+ * printf'd with the bytes the file holds before it (the cap, or fewer when a
+ * write failed). It comes on top of the cap.
+ */
+#define DRF_TASK_MARK "\n[drfd: output truncated at %llu bytes]\n"
+/* The stream's bytes the supervisor's copier reads at a time. */
+#define DRF_TASK_COPY_BUF 65536
 
 /* The side effects beyond cgroupfs: processes. */
 struct drf_spawn_ops {
@@ -192,6 +213,10 @@ struct drf_tasks {
 	uint64_t next_id;
 	size_t history, history_all;
 	uint64_t started_total, finished_total;
+	/* Of the ends recorded since start, those with output dropped (dropped[] > 0). */
+	uint64_t truncated_total;
+	/* The cap a task started now gets (drfd.conf's task-output-max; 0: none). */
+	uint64_t output_max;
 	/*
 	 * Tenants as slices: a task submitted now runs in TENANT-SLICE/drf-task-
 	 * ID.service (drf_spawn_unit_ops), else in TENANT-CGROUP/task-ID.
@@ -362,7 +387,20 @@ int drf_task_supervise_stdio(const char *dir);
  * The same on given fds and io: the exit file is retried with back-off (0.1 s
  * doubling to 30 s) until written, as long as the directory exists. Returns
  * the supervisor's exit code (0: the exit file is written).
+ *
+ * With an output cap (the text's output-max), the command's stdout and stderr
+ * are pipes, read by a copier process the supervisor forks, which runs with
+ * the submitter's credentials (as the command would write them) and writes
+ * each file up to the cap, then the mark, then reads and drops the rest,
+ * counting it; so the command never blocks on a full pipe. A write that
+ * fails (a full disk) ends that file's writing the same way (the mark tried
+ * once): the task neither fails nor waits for it. The copier reads until no
+ * process holds the pipes (a background process of the command's keeps them:
+ * its output is kept, and the cgroup stays populated by it as before); with
+ * unit, as systemd runs it (the service ends when the supervisor exits), only
+ * until the command has exited and what it left in the pipes is read.
  */
-int drf_task_supervise_fds(int dirfd, int specfd, const char *dir, const struct drf_super_io *io);
+int drf_task_supervise_fds(int dirfd, int specfd, const char *dir, const struct drf_super_io *io,
+			   bool unit);
 
 #endif

@@ -680,6 +680,51 @@ static void test_agent_service_keys(void **state)
 	expect_error("[agent]\ncgroup-root = /\n[capacity]\ncpu = 4\n", 2, "root of the");
 }
 
+/*
+ * [agent] task-output-max: 64M by default; a size in bytes (K, M, G, T), or
+ * unlimited (0 in the config: no cap); 0, a fraction of a byte, over 1T, a
+ * negative or unitless-garbage value refused at its line.
+ */
+static void test_task_output_max(void **state)
+{
+	struct drf_config c;
+
+	(void)state;
+	assert_int_equal(load_with("[capacity]\ncpu = 4\n", &t_fake_host, &c), 0);
+	assert_int_equal(c.task_output_max, 64ULL << 20);
+	drf_config_free(&c);
+	assert_int_equal(load_with("[agent]\ntask-output-max = 1.5K\n[capacity]\ncpu = 4\n",
+				   &t_fake_host, &c), 0);
+	assert_int_equal(c.task_output_max, 1536);
+	drf_config_free(&c);
+	assert_int_equal(load_with("[agent]\ntask-output-max = 1T\n[capacity]\ncpu = 4\n",
+				   &t_fake_host, &c), 0);
+	assert_int_equal(c.task_output_max, 1ULL << 40);
+	drf_config_free(&c);
+	assert_int_equal(load_with("[agent]\ntask-output-max = 1\n[capacity]\ncpu = 4\n",
+				   &t_fake_host, &c), 0);
+	assert_int_equal(c.task_output_max, 1);
+	drf_config_free(&c);
+	assert_int_equal(load_with("[agent]\ntask-output-max = unlimited\n[capacity]\ncpu = 4\n",
+				   &t_fake_host, &c), 0);
+	assert_int_equal(c.task_output_max, 0);
+	drf_config_free(&c);
+	expect_error("[agent]\nmode = share\ntask-output-max = 0\n[capacity]\ncpu = 4\n", 3,
+		     "task-output-max = '0'");
+	expect_error("[agent]\ntask-output-max = 0.5\n[capacity]\ncpu = 4\n", 2,
+		     "task-output-max = '0.5'");
+	expect_error("[agent]\ntask-output-max = 2T\n[capacity]\ncpu = 4\n", 2,
+		     "task-output-max = '2T'");
+	expect_error("[agent]\ntask-output-max = -1M\n[capacity]\ncpu = 4\n", 2,
+		     "task-output-max = '-1M'");
+	expect_error("[agent]\ntask-output-max = 64MB\n[capacity]\ncpu = 4\n", 2,
+		     "task-output-max = '64MB'");
+	expect_error("[agent]\ntask-output-max = none\n[capacity]\ncpu = 4\n", 2,
+		     "task-output-max = 'none'");
+	expect_error("[agent]\ntask-output-max = 1M\ntask-output-max = 2M\n[capacity]\ncpu = 4\n",
+		     3, "task-output-max");
+}
+
 /* [agent] metrics-file: unset by default; an absolute file path, or FILE:LINE. */
 static void test_metrics_file(void **state)
 {
@@ -798,7 +843,8 @@ static void test_metrics_detail(void **state)
 	expect_error("[capacity]\ncpu = 4\nmetrics-detail = full\n", 3,
 		     "unknown key 'metrics-detail' in [capacity]");
 	/* a misspelt key: the list of known ones names it */
-	expect_error("[agent]\nmetrics_detail = full\n", 2, "metrics-detail, metrics-listen, demand, beta, lambda, access, admins)");
+	expect_error("[agent]\nmetrics_detail = full\n", 2,
+		     "metrics-detail, metrics-listen, demand, beta, lambda, access, admins, task-output-max)");
 }
 
 /* What a new user tripped over: the messages name the real problem. */
@@ -1277,6 +1323,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_units_in_context, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_tenants, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_agent_service_keys, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_task_output_max, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_metrics_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_metrics_detail, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_metrics_listen, setup, teardown),

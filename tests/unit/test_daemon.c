@@ -239,9 +239,13 @@ static void test_state_save_retried(void **state)
 	assert_true(json_object_is_type(member(sf, "saved"), json_type_boolean));
 	assert_true(json_object_get_boolean(member(sf, "saved")));
 	assert_null(member(sf, "error"));
+	/* No task queue here (no spawn): none in the status, no family of it in the metrics. */
+	assert_null(d.tasks);
+	assert_null(member(doc, "tasks"));
 	json_object_put(doc);
 	free(js);
 	assert_true(metrics_have("\ndrfd_state_saved 1\n"));
+	assert_false(metrics_have("drfd_task_output_truncated_total"));
 
 	/*
 	 * A reload adds tenant b while the disk is full: the save fails, and the
@@ -691,6 +695,26 @@ static void test_fleet_tasks(void **state)
 	st = fl_state("job-1");
 	assert_int_equal(st.st, DRF_FLEET_TASK_RUNNING);
 	assert_int_equal(st.task, t->id);
+	/* Started with the config's output cap (task-output-max, its default here). */
+	assert_int_equal(t->output_max, DRF_TASK_OUTPUT_MAX_DEFAULT);
+	/* The queue's figures in the status and the metrics: tasks with output dropped. */
+	{
+		json_object *doc, *tk;
+		char *js;
+
+		d.tasks->truncated_total = 2;
+		status_json(&js);
+		doc = parse_doc(js);
+		tk = member(doc, "tasks");
+		assert_int_equal(json_object_get_int64(member(tk, "output_truncated_total")), 2);
+		assert_int_equal(json_object_get_int64(member(tk, "output_max")),
+				 (int64_t)DRF_TASK_OUTPUT_MAX_DEFAULT);
+		assert_int_equal(json_object_get_int64(member(tk, "started_total")), 1);
+		json_object_put(doc);
+		free(js);
+		assert_true(metrics_have("\ndrfd_task_output_truncated_total 2\n"));
+		d.tasks->truncated_total = 0;
+	}
 	/* A restart reads it again (not final): the key finds its task, nothing new queued. */
 	assert_int_equal(fakedrfd_restart(&fx), 0);
 	fl_node_start();

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -946,7 +947,7 @@ static void flaky_sleep(void *ctx, unsigned ms)
  * The real supervisor, in a child, on task id of the queue (its directory fd
  * and its text in a pipe, as real_spawn hands them). Returns its exit status.
  */
-static int supervise(struct fx *f, uint64_t id, struct flaky *k)
+static int supervise_as(struct fx *f, uint64_t id, struct flaky *k, bool unit, rlim_t fsize)
 {
 	struct drf_super_io io = { .write = flaky_write, .sleep_ms = flaky_sleep, .ctx = k };
 	char name[32], *text = drf_tasks_text(task(f, id));
@@ -963,13 +964,23 @@ static int supervise(struct fx *f, uint64_t id, struct flaky *k)
 	free(text);
 	pid = fork();
 	assert_true(pid >= 0);
-	if (pid == 0)
-		_exit(drf_task_supervise_fds(dfd, p[0], f->qdir, &io));
+	if (pid == 0) {
+		/* A file size limit: the output's writes fail past it (EFBIG), as on a full disk. */
+		if (fsize != RLIM_INFINITY &&
+		    setrlimit(RLIMIT_FSIZE, &(struct rlimit){ fsize, fsize }) < 0)
+			_exit(99);
+		_exit(drf_task_supervise_fds(dfd, p[0], f->qdir, &io, unit));
+	}
 	close(p[0]);
 	close(dfd);
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status));
 	return WEXITSTATUS(status);
+}
+
+static int supervise(struct fx *f, uint64_t id, struct flaky *k)
+{
+	return supervise_as(f, id, k, false, RLIM_INFINITY);
 }
 
 /* Submits argv (argc words) as uid in cwd to B and starts it. */
@@ -1626,6 +1637,259 @@ static void test_command_signals_default(void **state)
 	fx_free(f);
 }
 
+/* The whole file p, with its length (it may hold NULs): free(). */
+static char *slurp_n(const char *p, size_t *len)
+{
+	FILE *o = fopen(p, "r");
+	char *buf;
+	long n;
+
+	assert_non_null(o);
+	assert_int_equal(fseek(o, 0, SEEK_END), 0);
+	n = ftell(o);
+	assert_true(n >= 0);
+	rewind(o);
+	buf = malloc((size_t)n + 1);
+	assert_non_null(buf);
+	assert_int_equal(fread(buf, 1, (size_t)n, o), (size_t)n);
+	buf[n] = '\0';
+	fclose(o);
+	*len = (size_t)n;
+	return buf;
+}
+
+/* Byte i of what the test's commands write: the alphabet over and over. */
+#define ABC(i) ((char)('A' + (i) % 26))
+/* A command writing n such bytes to stdout and m to stderr (awk: no shell quoting games). */
+static uint64_t submit_abc(struct fx *f, unsigned n, unsigned m, const char *then)
+{
+	char script[512];
+
+	snprintf(script, sizeof(script),
+		 "awk 'BEGIN { for (i = 0; i < %u; i++) printf \"%%c\", 65 + i %% 26; "
+		 "for (i = 0; i < %u; i++) printf \"%%c\", 65 + i %% 26 > \"/dev/stderr\" }'; %s",
+		 n, m, then);
+	return submit_cmd(f, 65534, NULL, 0, script);
+}
+
+/* File NAME of task id: exactly the first cap of ABC bytes, then the mark, when cut. */
+static void assert_abc(struct fx *f, uint64_t id, const char *name, unsigned kept, bool mark)
+{
+	char p[4400], want[96];
+	size_t len, m = 0;
+	char *got;
+	struct stat st;
+
+	snprintf(p, sizeof(p), "%s/%" PRIu64 "/%s", f->qdir, id, name);
+	got = slurp_n(p, &len);
+	if (mark)
+		m = (size_t)snprintf(want, sizeof(want), DRF_TASK_MARK, (unsigned long long)kept);
+	assert_int_equal(len, kept + m);
+	for (unsigned i = 0; i < kept; i++)
+		if (got[i] != ABC(i))
+			fail_msg("%s: byte %u is %#x, not %c", name, i, (unsigned char)got[i], ABC(i));
+	if (mark)
+		assert_memory_equal(got + kept, want, m);
+	free(got);
+	/* The submitter's, 0600, as without a cap. */
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_uid, 65534);
+	assert_int_equal(st.st_mode & 07777, 0600);
+}
+
+/*
+ * The cap: a command writing 3x the cap on stdout and 2x on stderr leaves
+ * files of the cap and the mark, holding the first cap bytes exactly; the
+ * command exits as it would (7), the bytes dropped are in the exit file, in
+ * the task and its result file, counted once, and read back by a restarted
+ * drfd; the listing shows them.
+ */
+static void test_output_capped(void **state)
+{
+	struct drf_access_entry anyone = { DRF_ACCESS_ANY, 0, (char *)"*" };
+	struct fx *f = fx_new();
+	struct flaky k = { 0 };
+	char p[4400], err[256], *text, *body = NULL;
+	size_t blen = 0;
+	uint64_t id;
+
+	(void)state;
+	f->q.output_max = 100000;
+	id = submit_abc(f, 300000, 200000, "exit 7");
+	assert_int_equal(task(f, id)->output_max, 100000);
+	assert_int_equal(supervise(f, id, &k), 0);
+	assert_abc(f, id, "stdout", 100000, true);
+	assert_abc(f, id, "stderr", 100000, true);
+	snprintf(p, sizeof(p), "%s/%" PRIu64 "/exit", f->qdir, id);
+	text = slurp(p);
+	assert_non_null(strstr(text, "\nstdout_dropped 200000\n"));
+	assert_non_null(strstr(text, "\nstderr_dropped 100000\n"));
+	assert_non_null(strstr(text, "\noutput_max 100000\n"));
+	end(f, id, NULL, NULL);
+	tick(f);
+	assert_string_equal(task(f, id)->result, "exited");
+	assert_int_equal(task(f, id)->exit_code, 7);
+	assert_int_equal(task(f, id)->dropped[0], 200000);
+	assert_int_equal(task(f, id)->dropped[1], 100000);
+	assert_int_equal(f->q.truncated_total, 1);
+	/* Another tick counts it no more. */
+	tick(f);
+	assert_int_equal(f->q.truncated_total, 1);
+	body = listing(f, true, 0, &blen);
+	{
+		json_object *j = json_tokener_parse(body), *ts, *t0, *out, *v;
+
+		assert_non_null(j);
+		assert_true(json_object_object_get_ex(j, "tasks", &ts));
+		t0 = json_object_array_get_idx(ts, 0);
+		assert_true(json_object_object_get_ex(t0, "output", &out));
+		assert_true(json_object_object_get_ex(out, "stdout_dropped", &v));
+		assert_int_equal(json_object_get_int64(v), 200000);
+		assert_true(json_object_object_get_ex(out, "stderr_dropped", &v));
+		assert_int_equal(json_object_get_int64(v), 100000);
+		assert_true(json_object_object_get_ex(out, "max", &v));
+		assert_int_equal(json_object_get_int64(v), 100000);
+		assert_true(json_object_object_get_ex(out, "truncated", &v));
+		assert_true(json_object_get_boolean(v));
+		assert_true(json_object_object_get_ex(j, "output_truncated_total", &v));
+		assert_int_equal(json_object_get_int64(v), 1);
+		/*
+		 * Another uid, a member of every tenant, sees none of it, as of the
+		 * files: they are the submitter's.
+		 */
+		json_object_put(j);
+		free(body);
+		for (int i = 0; i < 2; i++)
+			f->ten[i].access = (struct drf_acl){ .e = &anyone, .n = 1,
+							     .file = "test.conf", .line = 1 };
+		body = listing(f, true, 1000, &blen);
+		j = json_tokener_parse(body);
+		assert_non_null(j);
+		assert_true(json_object_object_get_ex(j, "tasks", &ts));
+		t0 = json_object_array_get_idx(ts, 0);
+		assert_true(json_object_object_get_ex(t0, "output", &out));
+		assert_null(out);
+		json_object_put(j);
+		free(body);
+	}
+	/* A restarted drfd reads them back from the result file. */
+	drf_tasks_free(&f->q);
+	assert_int_equal(drf_tasks_init(&f->q, f->qdir, &f->fs, &fake_ops, &f->sp, &f->clock,
+					NULL, err, sizeof(err)), 0);
+	assert_int_equal(task(f, id)->dropped[0], 200000);
+	assert_int_equal(task(f, id)->dropped[1], 100000);
+	assert_int_equal(task(f, id)->output_max, 100000);
+	/* Counted at the end it records, not at a load. */
+	assert_int_equal(f->q.truncated_total, 0);
+	fx_free(f);
+}
+
+/*
+ * Under the cap, and exactly at it: the output byte for byte, no mark, 0
+ * dropped, not counted; the command's fds are 0, 1 and 2 only (ls's own
+ * directory is 3).
+ */
+static void test_output_under_cap_untouched(void **state)
+{
+	struct fx *f = fx_new();
+	struct flaky k = { 0 };
+	char p[4400];
+	uint64_t id;
+
+	(void)state;
+	f->q.output_max = 70000;
+	/* More than a pipe holds at once, in many writes. */
+	id = submit_abc(f, 70000, 69999, "exit 0");
+	assert_int_equal(supervise(f, id, &k), 0);
+	assert_abc(f, id, "stdout", 70000, false);
+	assert_abc(f, id, "stderr", 69999, false);
+	end(f, id, NULL, NULL);
+	tick(f);
+	assert_string_equal(task(f, id)->result, "exited");
+	assert_int_equal(task(f, id)->dropped[0], 0);
+	assert_int_equal(task(f, id)->dropped[1], 0);
+	assert_int_equal(f->q.truncated_total, 0);
+	id = submit_cmd(f, 65534, NULL, 0, "ls /proc/self/fd");
+	assert_int_equal(supervise(f, id, &k), 0);
+	snprintf(p, sizeof(p), "%s/%" PRIu64 "/stdout", f->qdir, id);
+	assert_string_equal(slurp(p), "0\n1\n2\n3\n");
+	/* No cap (unlimited): no count either, and the files as before. */
+	f->q.output_max = 0;
+	id = submit_abc(f, 300000, 0, "exit 0");
+	assert_int_equal(supervise(f, id, &k), 0);
+	assert_abc(f, id, "stdout", 300000, false);
+	end(f, id, NULL, NULL);
+	tick(f);
+	assert_int_equal(task(f, id)->dropped[0], -1);
+	assert_int_equal(task(f, id)->output_max, 0);
+	assert_int_equal(f->q.truncated_total, 0);
+	fx_free(f);
+}
+
+/*
+ * A process the command left in the background with its stdout: as drfd runs
+ * it (clone3), what it writes after the command exited is kept (the cgroup
+ * stays populated by it as before); as systemd runs it, the supervisor ends
+ * with the command, not with the background process (which systemd kills then).
+ */
+static void test_output_background_writer(void **state)
+{
+	struct fx *f = fx_new();
+	struct flaky k = { 0 };
+	char p[4400], *text;
+	long bg;
+	uint64_t id;
+
+	(void)state;
+	f->q.output_max = 1000;
+	/* It writes once the command (the shell, $$) has exited: no sleep decides the order. */
+	id = submit_cmd(f, 65534, NULL, 0,
+			"(while kill -0 $$ 2>/dev/null; do sleep 0.05; done; echo late) & echo early");
+	assert_int_equal(supervise(f, id, &k), 0);
+	snprintf(p, sizeof(p), "%s/%" PRIu64 "/stdout", f->qdir, id);
+	assert_string_equal(slurp(p), "early\nlate\n");
+	/* As a unit: a background process holding stdout and never ending. */
+	id = submit_cmd(f, 65534, NULL, 0, "sleep 1000 & echo $!; exit 5");
+	assert_int_equal(supervise_as(f, id, &k, true, RLIM_INFINITY), 0);
+	snprintf(p, sizeof(p), "%s/%" PRIu64 "/stdout", f->qdir, id);
+	text = slurp(p);
+	bg = strtol(text, NULL, 10);
+	assert_true(bg > 1);
+	assert_int_equal(kill((pid_t)bg, SIGKILL), 0);
+	snprintf(p, sizeof(p), "%s/%" PRIu64 "/exit", f->qdir, id);
+	text = slurp(p);
+	assert_non_null(strstr(text, "exit 5\n"));
+	assert_non_null(strstr(text, "\nstdout_dropped 0\n"));
+	fx_free(f);
+}
+
+/*
+ * Writes that fail (a file size limit here, EFBIG, as ENOSPC on a full disk):
+ * the file keeps what was written (a partial write included), the mark cannot
+ * be added, the rest is dropped and counted; the task still ends as its
+ * command did, and the supervisor writes its exit file.
+ */
+static void test_output_write_fails(void **state)
+{
+	struct fx *f = fx_new();
+	struct flaky k = { 0 };
+	uint64_t id;
+
+	(void)state;
+	f->q.output_max = 100000;
+	id = submit_abc(f, 50000, 0, "exit 3");
+	assert_int_equal(supervise_as(f, id, &k, false, 1000), 0);
+	assert_abc(f, id, "stdout", 1000, false);
+	end(f, id, NULL, NULL);
+	tick(f);
+	assert_string_equal(task(f, id)->result, "exited");
+	assert_int_equal(task(f, id)->exit_code, 3);
+	assert_int_equal(task(f, id)->dropped[0], 49000);
+	assert_int_equal(task(f, id)->dropped[1], 0);
+	assert_int_equal(f->q.truncated_total, 1);
+	fx_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1657,6 +1921,10 @@ int main(void)
 		cmocka_unit_test(test_uid_strict),
 		cmocka_unit_test(test_cwd_gone_fails),
 		cmocka_unit_test(test_command_signals_default),
+		cmocka_unit_test(test_output_capped),
+		cmocka_unit_test(test_output_under_cap_untouched),
+		cmocka_unit_test(test_output_background_writer),
+		cmocka_unit_test(test_output_write_fails),
 	};
 
 	return cmocka_run_group_tests_name("tasks", tests, NULL, NULL);

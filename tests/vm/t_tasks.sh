@@ -9,8 +9,9 @@
 # groups it had (none, or a --groups list), no fd of drfd's in the command, task files 0600, an idempotent
 # resubmit by key (across a restart), the cap of 256 unfinished tasks of one
 # user (root exempt), what a user sees of root's tasks (no command line, no
-# key), a state dir someone else could write refused at start (exit 8), and an
-# exit status kept while the disk is full.
+# key), a state dir someone else could write refused at start (exit 8), an
+# exit status kept while the disk is full, and the output cap (task-output-max)
+# set by a reload.
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/vm/lib.sh
 . "$here/lib.sh"
@@ -194,6 +195,40 @@ d=$(field "$work/fd.json" 't['"$fds"']["dir"]')
 e=$(field "$work/fd.json" '(t['"$fds"']["result"], t['"$fds"']["exit_code"])')
 check tasks-no-fds-of-drfd "[ \"$e\" = \"('exited', 0)\" ] && [ -f $d/stdout ] && [ ! -s $d/stdout ]" \
 	"(result, exit) $e; the command's fds past 2: '$(tr '\n' ' ' <"$d/stdout")'"
+
+# The output cap, set by a reload (tasks started after it get it): 64K. A command writing
+# 1M to stdout and 300K to stderr (far more than a pipe holds) exits 0, not blocked on its
+# pipes; each file holds its first 64K exactly, then the mark; drfctl tasks --json has the
+# bytes dropped, drfctl status --json counts the task.
+sed -i 's|^interval = 500ms$|interval = 500ms\ntask-output-max = 64K|' "$conf"
+kill -HUP "$drfd_pid"
+# status_json FILE: drfctl status --json, under "s" (field's j["tasks"] is a list of tasks)
+status_json() {
+	printf '{"tasks": [], "s": %s}' "$("$DRFCTL" status -c "$conf" --json 2>/dev/null)" >"$1"
+}
+for _ in $(seq 20); do
+	status_json "$work/s0.json"
+	[ "$(field "$work/s0.json" 'j["s"]["tasks"]["output_max"]')" = 65536 ] && break
+	sleep 0.25
+done
+# shellcheck disable=SC2016 # expanded by the task's sh
+capped=$("$DRFCTL" submit -c "$conf" B -- sh -c 'head -c 1048576 /dev/zero | tr "\0" x; head -c 307200 /dev/zero | tr "\0" y >&2; exit 0')
+wait_for 't['"$capped"']["state"] == "finished"' 60
+tasks_json "$work/cap0.json"
+status_json "$work/s1.json"
+"$DRFCTL" tasks -c "$conf" | grep -A2 -E "^$capped " >"$R/t_tasks-output-capped.txt" 2>&1
+d=$(field "$work/cap0.json" 't['"$capped"']["dir"]')
+e=$(field "$work/cap0.json" '(t['"$capped"']["result"], t['"$capped"']["exit_code"])')
+o=$(field "$work/cap0.json" '(t['"$capped"']["output"]["max"], t['"$capped"']["output"]["stdout_dropped"], t['"$capped"']["output"]["stderr_dropped"], t['"$capped"']["output"]["truncated"])')
+n=$(field "$work/s1.json" 'j["s"]["tasks"]["output_truncated_total"]')
+printf '\n[drfd: output truncated at 65536 bytes]\n' >"$work/mark"
+ml=$(wc -c <"$work/mark")
+sizes="$(stat -c %s "$d/stdout") $(stat -c %s "$d/stderr")"
+heads="$(head -c 65536 "$d/stdout" | tr -d x | wc -c) $(head -c 65536 "$d/stderr" | tr -d y | wc -c)"
+marks=$(tail -c +65537 "$d/stdout" | cmp -s - "$work/mark" && tail -c +65537 "$d/stderr" | cmp -s - "$work/mark" && echo both)
+owner="$(stat -c '%a %u' "$d/stdout") $(stat -c '%a %u' "$d/stderr")"
+check tasks-output-capped "[ \"$e\" = \"('exited', 0)\" ] && [ '$sizes' = '$((65536 + ml)) $((65536 + ml))' ] && [ '$heads' = '0 0' ] && [ '$marks' = both ] && [ \"$o\" = '(65536, 983040, 241664, True)' ] && [ '$n' = 1 ] && [ '$owner' = '600 0 600 0' ]" \
+	"(result, exit) $e; file sizes $sizes (cap + mark of $ml: $((65536 + ml))); other bytes in the first 64K: $heads; mark at the end: ${marks:-no}; (max, stdout dropped, stderr dropped, truncated) $o; status output_truncated_total $n; modes and owners $owner"
 
 # Exit status and output.
 ex=$("$DRFCTL" submit -c "$conf" B -- sh -c 'echo hello; echo oops >&2; exit 3')
