@@ -42,6 +42,9 @@ stamp() {
 ok() { pass=$((pass + 1)); say "PASS $1: $2"; stamp "$1"; }
 ko() { failed=$((failed + 1)); say "FAIL $1: $2"; stamp "$1"; }
 check() { if eval "$2"; then ok "$1" "$3"; else ko "$1" "$3"; fi; }
+premise_note() { say "$*"; }
+# shellcheck source=tests/lib/premise.sh
+. "$(dirname "$0")/../lib/premise.sh"
 
 skip_all() {
 	say "SKIP net: $1"

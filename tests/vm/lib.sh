@@ -45,6 +45,11 @@ check() {
 	if eval "$2"; then result PASS "$name" "$detail"; else result FAIL "$name" "$detail"; fi
 }
 
+# A line in the results that is neither PASS nor FAIL (a window discarded).
+premise_note() { echo "$*" | tee -a "$R/results.txt"; }
+# shellcheck source=tests/lib/premise.sh
+. "$DRF_TOP/tests/lib/premise.sh"
+
 diagram() { cat >>"$R/diagram.txt"; }
 
 # usage_usec of a cgroup (relative to $CG).

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Sourced by the tests that measure (tests/vm/lib.sh, tests/net/net.sh): a
+# measurement is only as good as the conditions it assumed. Each measuring test
+# states its premise (every tenant that should be backlogged was, the window was
+# as long as it says, the load really ran) and checks it in the same window it
+# measures. A window whose premise failed says nothing about drfd: it is
+# reported and measured again; only a window whose premise held may pass or fail
+# the test.
+#
+# The sourcing script defines check NAME COND DETAIL (PASS or FAIL) and
+# premise_note LINE (a line in its results that is neither).
+#
+# measure NAME TRIES FUNC [ARG...]: runs FUNC ARG... up to TRIES times. FUNC
+# measures one window and sets three variables:
+#   premise  empty when the window's premise held, else why it did not
+#   verdict  0 when the result is within its tolerance (read only if premise held)
+#   detail   the figures measured, for the result line
+# A window whose premise failed is reported as "DISCARD NAME (window I of
+# TRIES): why; figures" and FUNC runs again. The first window whose premise
+# held decides the test. When none held, the test fails: the machine did not
+# let it measure, which CI must hear of, but not as a wrong result of drfd's
+# (the line says "premise never held").
+# shellcheck disable=SC2034 # premise, verdict and detail are FUNC's to set
+measure() {
+	local name=$1 tries=$2 i why=
+	shift 2
+	for ((i = 1; i <= tries; i++)); do
+		premise= verdict=1 detail=
+		"$@"
+		if [ -z "$premise" ]; then
+			[ $i -gt 1 ] && detail="$detail (window $i of $tries; earlier ones discarded)"
+			check "$name" "[ '$verdict' = 0 ]" "$detail"
+			return
+		fi
+		premise_note "DISCARD $name (window $i of $tries): premise failed: $premise; measured: $detail"
+		why="$why${why:+ | }$premise"
+	done
+	check "$name" false "premise never held in $tries windows: $why"
+}
