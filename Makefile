@@ -321,11 +321,26 @@ check-build: $(BINS) $(UNIT_BINS) layers
 # Under a sanitizer the property tests take 2,000 random instances per policy,
 # not 10,000: what a sanitizer finds is in the code every instance runs, and
 # the full count runs in the plain build (about 20 s, the convex policies' most).
-check-unit: $(UNIT_BINS)
-	@set -e; for t in $(UNIT_BINS); do \
-		echo "== $$t"; \
-		( cd tests/unit && $(if $(SANITIZER),DRF_PROPS_N=2000) ../../$$t ); \
-	done
+#
+# TESTS=test_alloc (names, space-separated) runs those binaries alone, FILTER
+# the tests in them whose names match (cmocka's pattern: * and ?), e.g.
+#   make check-unit TESTS=test_tasks FILTER='test_output_*'
+# A TESTS name that is no unit test, or a FILTER that matches no test, fails.
+TESTS ?=
+FILTER ?=
+UNIT_RUN := $(if $(TESTS),$(TESTS:%=$(BUILD)/tests/%),$(UNIT_BINS))
+check-unit: $(filter $(UNIT_BINS),$(UNIT_RUN))
+	@set -e; matched=0; $(if $(filter-out $(UNIT_BINS),$(UNIT_RUN)),\
+		echo "check-unit: no unit test named $(notdir $(filter-out $(UNIT_BINS),$(UNIT_RUN))) (known: $(UNIT_TESTS))" >&2; exit 2;) \
+	for t in $(UNIT_RUN); do \
+		echo "== $$t$(if $(FILTER), (only the tests matching '$(FILTER)'))"; \
+		$(if $(FILTER),\
+		if ( cd tests/unit && $(if $(SANITIZER),DRF_PROPS_N=2000) DRF_TEST_FILTER='$(FILTER)' \
+			../../$$t ) >$$t.run 2>&1; then cat $$t.run; else cat $$t.run; exit 1; fi; \
+		grep -q '^\[==========\] 0 test(s) run' $$t.run || matched=1;,\
+		( cd tests/unit && $(if $(SANITIZER),DRF_PROPS_N=2000) ../../$$t );) \
+	done$(if $(FILTER),; [ "$$matched" = 1 ] || \
+		{ echo "check-unit: no test of $(notdir $(UNIT_RUN)) matches '$(FILTER)'" >&2; exit 2; })
 
 # Real-kernel tests in a QEMU VM (tests/vm/run.sh: Debian's kernel under TCG).
 # t_systemd installs the Debian package in the VM: it is built first.

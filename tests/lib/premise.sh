@@ -25,7 +25,7 @@ measure() {
 	local name=$1 tries=$2 i why=
 	shift 2
 	for ((i = 1; i <= tries; i++)); do
-		premise= verdict=1 detail=
+		premise='' verdict=1 detail=''
 		"$@"
 		if [ -z "$premise" ]; then
 			[ $i -gt 1 ] && detail="$detail (window $i of $tries; earlier ones discarded)"

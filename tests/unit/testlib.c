@@ -9,6 +9,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+/*
+ * One test, or some, by name: DRF_TEST_FILTER (make check-unit FILTER=...) is
+ * cmocka's pattern (* and ? as wildcards) over the names of the tests a binary
+ * runs; set before main(), so every test binary takes it.
+ */
+__attribute__((constructor)) static void t_filter(void)
+{
+	const char *f = getenv("DRF_TEST_FILTER");
+
+	if (f && *f)
+		cmocka_set_test_filter(f);
+}
+
 void t_assert_close_at(double actual, double expected, double rel, double abs_tol,
 		       const char *what, const char *file, int line)
 {

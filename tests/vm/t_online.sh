@@ -138,20 +138,32 @@ check online-idle-handover '[ "$got" != timeout ] && [ "$n" -le 5 ]' \
 	"A's cpu.max $(quota A) cores, want 0.9375, $n ticks ($got s) after C went idle (bound: 1 + 3 ticks, and one for the readings' edges; tick period $period s); B $(quota B), C $(quota C)"
 check online-idle-B 'near "$(quota B)" 0.9375 0.02' "B's cpu.max $(quota B) cores, want 0.9375"
 # Utilization of the bottleneck (cpu) over 5 s: the host's (/proc/stat; drfd's
-# own ticks count, as on any host) and what A and B got.
+# own ticks count, as on any host) and what A and B got. The premise, in the
+# same window: A and B wanted more than they got, i.e. each was throttled by
+# its cpu.max in at least 90% of its periods (cpu.stat nr_throttled).
 busy_idle() { awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8, $5 + $6 }' /proc/stat; }
-a0=$(cpu_usec drf.slice/A) b0=$(cpu_usec drf.slice/B) w0=$EPOCHREALTIME h0=$(busy_idle)
-sleep 5
-a1=$(cpu_usec drf.slice/A) b1=$(cpu_usec drf.slice/B) w1=$EPOCHREALTIME h1=$(busy_idle)
-read -r util ab <<<"$($PY - "$h0" "$h1" "$a1" "$a0" "$b1" "$b0" "$w1" "$w0" <<'PY'
+thr() { awk '$1 == "nr_periods" { p = $2 } $1 == "nr_throttled" { t = $2 } END { print p, t }' "$CG/drf.slice/$1/cpu.stat"; }
+util_window() {
+	local a0 b0 w0 h0 a1 b1 w1 h1 ta0 tb0 ta1 tb1
+	a0=$(cpu_usec drf.slice/A) b0=$(cpu_usec drf.slice/B) w0=$EPOCHREALTIME h0=$(busy_idle) ta0=$(thr A) tb0=$(thr B)
+	sleep 5
+	a1=$(cpu_usec drf.slice/A) b1=$(cpu_usec drf.slice/B) w1=$EPOCHREALTIME h1=$(busy_idle) ta1=$(thr A) tb1=$(thr B)
+	read -r util ab fa fb <<<"$($PY - "$h0" "$h1" "$a1" "$a0" "$b1" "$b0" "$w1" "$w0" "$ta0" "$ta1" "$tb0" "$tb1" <<'PY'
 import sys
 (b0, i0), (b1, i1) = (map(float, h.split()) for h in sys.argv[1:3])
-a1, a0, bb1, bb0, w1, w0 = map(float, sys.argv[3:])
-print(f"{(b1 - b0) / ((b1 - b0) + (i1 - i0)):.3f} {((a1 - a0) + (bb1 - bb0)) / 1e6 / (w1 - w0):.3f}")
+a1, a0, bb1, bb0, w1, w0 = map(float, sys.argv[3:9])
+(pa0, ta0), (pa1, ta1), (pb0, tb0), (pb1, tb1) = (map(int, x.split()) for x in sys.argv[9:13])
+print(f"{(b1 - b0) / ((b1 - b0) + (i1 - i0)):.3f} {((a1 - a0) + (bb1 - bb0)) / 1e6 / (w1 - w0):.3f}"
+      f" {ta1 - ta0}/{pa1 - pa0} {tb1 - tb0}/{pb1 - pb0}")
 PY
 )"
-check online-idle-utilization '$PY -c "import sys; sys.exit(0 if $util > 0.9 and $ab > 1.6 else 1)"' \
-	"cpu busy $util of the host over $($PY -c "print(f'{$w1 - $w0:.2f}')") s (want > 0.90); A and B used $ab cores (their caps before: 2 x 0.667 = 1.333; want > 1.6)"
+	$PY -c "import sys; sys.exit(0 if ${fa%/*} >= 0.9 * ${fa#*/} > 0 and ${fb%/*} >= 0.9 * ${fb#*/} > 0 else 1)" ||
+		premise="throttled in A $fa, B $fb periods (each should be at least 90%: the loops wanted more than their caps)"
+	$PY -c "import sys; sys.exit(0 if $util > 0.9 and $ab > 1.6 else 1)"
+	verdict=$?
+	detail="cpu busy $util of the host over $($PY -c "print(f'{$w1 - $w0:.2f}')") s (want > 0.90); A and B used $ab cores (their caps before: 2 x 0.667 = 1.333; want > 1.6); throttled in A $fa, B $fb periods"
+}
+measure online-idle-utilization 3 util_window
 # Status, metrics and top show declared against effective demand.
 "$DRFCTL" status -c "$conf" --socket "$sock" >"$work/status.txt" 2>&1
 check online-status-demand 'grep -q "demand (observed; [0-9]* changes): cpu 0.125 of 2 (fell)" "$work/status.txt"' \

@@ -3,6 +3,7 @@
 # runs as a daemon; each figure is the difference of two `drfctl status --json`
 # snapshots, in which the daemon sampled the probe's counter and the cgroup
 # file at the same tick.
+# shellcheck disable=SC2317 # the window functions are called by measure (tests/lib/premise.sh)
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/vm/lib.sh
 . "$here/lib.sh"
@@ -63,6 +64,8 @@ def answer(a, b, tenant, ctr):
             if t["name"] == tenant:
                 return t["use"]["counters"][ctr]
         raise KeyError(tenant)
+    if tenant == "-":  # a top-level figure: last_tick, the seconds of the tick that sampled
+        return json.load(open(b))[ctr] - json.load(open(a))[ctr]
     va, vb = get(a), get(b)
     return "nan" if va is None or vb is None else vb - va
 '
@@ -81,24 +84,69 @@ PY
 probes=$(snap "$work/s" && $PY -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["usage"]["probes"], d["usage"]["probes_why"])' "$work/s")
 check usage-probes-attached "[ \"\${probes%% *}\" = True ]" "usage.probes: $probes"
 
-# CPU: A loops alone on CPU 0, B on CPU 1; then both on CPU 0.
-busy "$conf" A 0
-busy "$conf" B 1
-sleep 2
-snap "$work/c0"
-sleep 8
-snap "$work/c1"
-pkill -f 'while :; do :; done'
-sleep 0.5
-busy "$conf" A 0
-busy "$conf" B 0
-sleep 2
-snap "$work/c2"
-sleep 8
-snap "$work/c3"
-pkill -f 'while :; do :; done'
-sleep 0.5
+# CPU: A loops alone on CPU 0, B on CPU 1; then both on CPU 0. Each window is
+# between two of the daemon's ticks: its length is the ticks' last_tick apart,
+# not the sleep. The premise of the own-CPU window: each loop had its CPU to
+# itself, i.e. the rest of the guest (drfd, the test, the kernel) used at most
+# 5% of CPU 0 and of CPU 1 (/proc/stat's busy time less the loop's cgroup's
+# usage, read at the same instants, right after each snapshot). The premise of
+# the shared window: both loops ran on CPU 0 throughout (each used at least a
+# third of the window) and CPU 0 did not idle (at most 5%).
+# cpu_busy CPU: its busy time in USER_HZ ticks (all but idle and iowait)
+cpu_busy() { awk -v c="cpu$1" '$1 == c {s = 0; for (i = 2; i <= NF; i++) if (i != 5 && i != 6) s += $i; print s; exit}' /proc/stat; }
+cpu_idle() { awk -v c="cpu$1" '$1 == c {print $5; exit}' /proc/stat; }
+own_window() {
+	local a0 b0 c0 c1 s0 a1 b1 d0 d1 s1 hz oa ob win
+	busy "$conf" A 0
+	busy "$conf" B 1
+	sleep 2
+	snap "$work/c0"
+	a0=$(cpu_usec drf.slice/A) b0=$(cpu_usec drf.slice/B) c0=$(cpu_busy 0) c1=$(cpu_busy 1) s0=${EPOCHREALTIME/./}
+	sleep 8
+	snap "$work/c1"
+	a1=$(cpu_usec drf.slice/A) b1=$(cpu_usec drf.slice/B) d0=$(cpu_busy 0) d1=$(cpu_busy 1) s1=${EPOCHREALTIME/./}
+	pkill -f 'while :; do :; done'
+	sleep 0.5
+	hz=$(getconf CLK_TCK)
+	win=$(delta "$work/c0" "$work/c1" - last_tick)
+	own_a=$($PY -c "print($(delta "$work/c0" "$work/c1" A runq_wait_ns) / 1e9 / $win)")
+	own_b=$($PY -c "print($(delta "$work/c0" "$work/c1" B runq_wait_ns) / 1e9 / $win)")
+	oa=$($PY -c "print('%.3f' % ((($d0 - $c0) * 1e6 / $hz - ($a1 - $a0)) / ($s1 - $s0)))")
+	ob=$($PY -c "print('%.3f' % ((($d1 - $c1) * 1e6 / $hz - ($b1 - $b0)) / ($s1 - $s0)))")
+	$PY -c "import sys; sys.exit(0 if max($oa, $ob) <= 0.05 else 1)" ||
+		premise="the rest of the guest used $oa of CPU 0 and $ob of CPU 1 (over 0.05: the loops did not have their CPUs to themselves)"
+	$PY -c "import sys; sys.exit(0 if max($own_a, $own_b) < 0.1 else 1)"
+	verdict=$?
+	detail="each on its own CPU: A waits $(printf %.4f "$own_a"), B $(printf %.4f "$own_b") s/s over the daemon's window of $(printf %.2f "$win") s; others' use of CPU 0 $oa, CPU 1 $ob"
+}
+shared_window() {
+	local a0 b0 i0 t0 a1 b1 i1 t1 ua ub idle win
+	busy "$conf" A 0
+	busy "$conf" B 0
+	sleep 2
+	snap "$work/c2"
+	a0=$(cpu_usec drf.slice/A) b0=$(cpu_usec drf.slice/B) i0=$(cpu_idle 0) t0=${EPOCHREALTIME/./}
+	sleep 8
+	snap "$work/c3"
+	a1=$(cpu_usec drf.slice/A) b1=$(cpu_usec drf.slice/B) i1=$(cpu_idle 0) t1=${EPOCHREALTIME/./}
+	pkill -f 'while :; do :; done'
+	sleep 0.5
+	win=$(delta "$work/c2" "$work/c3" - last_tick)
+	shr_a=$($PY -c "print($(delta "$work/c2" "$work/c3" A runq_wait_ns) / 1e9 / $win)")
+	shr_b=$($PY -c "print($(delta "$work/c2" "$work/c3" B runq_wait_ns) / 1e9 / $win)")
+	ua=$($PY -c "print('%.3f' % (($a1 - $a0) / ($t1 - $t0)))")
+	ub=$($PY -c "print('%.3f' % (($b1 - $b0) / ($t1 - $t0)))")
+	idle=$($PY -c "print('%.3f' % (($i1 - $i0) * 1e6 / $(getconf CLK_TCK) / ($t1 - $t0)))")
+	$PY -c "import sys; sys.exit(0 if min($ua, $ub) >= 1 / 3 and $idle <= 0.05 else 1)" ||
+		premise="A used $ua and B $ub of CPU 0 (each should have at least 1/3), CPU 0 idle $idle (at most 0.05)"
+	$PY -c "import sys; sys.exit(0 if min($shr_a, $shr_b) > 0.3 else 1)"
+	verdict=$?
+	detail="both on CPU 0: A waits $(printf %.3f "$shr_a"), B $(printf %.3f "$shr_b") s/s over the daemon's window of $(printf %.2f "$win") s; A used $ua, B $ub of CPU 0, idle $idle"
+}
+measure runq-wait-low-when-own-cpu 3 own_window
+measure runq-wait-rises-when-shared 3 shared_window
 
+# The probes' on-CPU time against cpu.stat, in the last windows measured.
 for t in A B; do
 	bpf=$(delta "$work/c0" "$work/c1" $t oncpu_ns)
 	cg=$(delta "$work/c0" "$work/c1" $t cpu_usage_usec)
@@ -108,18 +156,6 @@ done
 fig=$(agree "$($PY -c "print($(delta "$work/c2" "$work/c3" A oncpu_ns) / 1000)")" \
 	"$(delta "$work/c2" "$work/c3" A cpu_usage_usec)" 0.02)
 check oncpu-agrees-shared-cpu "[ $? -eq 0 ]" "A sharing CPU 0 with B: $fig"
-
-rq() { # FROM TO TENANT: run-queue wait, seconds per second
-	$PY -c "print($(delta "$1" "$2" "$3" runq_wait_ns) / 1e9 / 8)"
-}
-own_a=$(rq "$work/c0" "$work/c1" A) own_b=$(rq "$work/c0" "$work/c1" B)
-shr_a=$(rq "$work/c2" "$work/c3" A) shr_b=$(rq "$work/c2" "$work/c3" B)
-check runq-wait-rises-when-shared \
-	"$PY -c 'import sys; sys.exit(0 if min($shr_a, $shr_b) > 0.3 else 1)'" \
-	"both on CPU 0: A waits $(printf %.3f "$shr_a"), B $(printf %.3f "$shr_b") s/s"
-check runq-wait-low-when-own-cpu \
-	"$PY -c 'import sys; sys.exit(0 if max($own_a, $own_b) < 0.1 else 1)'" \
-	"each on its own CPU: A waits $(printf %.4f "$own_a"), B $(printf %.4f "$own_b") s/s"
 
 # IO: direct writes and reads on the raw disk, then buffered writes through ext4.
 io_check() { # NAME PROBE-COUNTER IOSTAT-COUNTER COMMAND...
