@@ -133,12 +133,13 @@ int drf_open_parent_beneath(int dirfd, const char *path, const char **ret_name)
 	return fd;
 }
 
-int drf_write_all(int fd, const void *buf, size_t len)
+int drf_write_counted(int fd, const void *buf, size_t len, size_t *done)
 {
 	const char *p = buf;
 
-	while (len) {
-		ssize_t w = write(fd, p, len);
+	*done = 0;
+	while (*done < len) {
+		ssize_t w = write(fd, p + *done, len - *done);
 
 		if (w < 0 && errno == EINTR)
 			continue;
@@ -146,10 +147,16 @@ int drf_write_all(int fd, const void *buf, size_t len)
 			return -errno;
 		if (w == 0)
 			return -EIO;
-		p += w;
-		len -= (size_t)w;
+		*done += (size_t)w;
 	}
 	return 0;
+}
+
+int drf_write_all(int fd, const void *buf, size_t len)
+{
+	size_t done;
+
+	return drf_write_counted(fd, buf, len, &done);
 }
 
 ssize_t drf_read_full(int fd, void *buf, size_t len)

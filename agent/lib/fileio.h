@@ -32,6 +32,8 @@ int drf_open_parent_beneath(int dirfd, const char *path, const char **ret_name);
 
 /* Writes all len bytes of buf to fd (retrying short writes and EINTR): 0 or -errno. */
 int drf_write_all(int fd, const void *buf, size_t len);
+/* drf_write_all(), and *done the bytes written (all of them on 0; fewer on an error). */
+int drf_write_counted(int fd, const void *buf, size_t len, size_t *done);
 
 /*
  * Reads fd into buf until len bytes or the end of the file (retrying short

@@ -10,6 +10,8 @@
  */
 #include "tasks.h"
 
+#include "fileio.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -446,29 +448,11 @@ struct stream {
 	bool cut;               /* the file is written no more: the cap, or a failed write */
 };
 
-/* All of len bytes to fd: partial writes continued, EINTR retried. 0, or -errno. */
-static int write_all(int fd, const char *buf, size_t len, size_t *done)
-{
-	*done = 0;
-	while (*done < len) {
-		ssize_t w = write(fd, buf + *done, len - *done);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -errno;
-		if (w == 0)
-			return -EIO;
-		*done += (size_t)w;
-	}
-	return 0;
-}
-
 /* n bytes read from the stream's pipe: into its file up to max, the rest dropped. */
 static void take(struct stream *st, const char *buf, size_t n, uint64_t max)
 {
 	size_t room = st->cut ? 0 : max - st->kept < n ? (size_t)(max - st->kept) : n, done = 0;
-	int r = room ? write_all(st->out, buf, room, &done) : 0;
+	int r = room ? drf_write_counted(st->out, buf, room, &done) : 0;
 
 	st->kept += done;
 	st->dropped += n - done;
@@ -480,7 +464,7 @@ static void take(struct stream *st, const char *buf, size_t n, uint64_t max)
 		char mark[96];
 		int m = snprintf(mark, sizeof(mark), DRF_TASK_MARK, (unsigned long long)st->kept);
 
-		if (write_all(st->out, mark, (size_t)m, &done) < 0) {
+		if (drf_write_counted(st->out, mark, (size_t)m, &done) < 0) {
 			/* a full disk: the count says what is missing */
 		}
 	}

@@ -22,18 +22,20 @@
 # (the line says "premise never held").
 # shellcheck disable=SC2034 # premise, verdict and detail are FUNC's to set
 measure() {
-	local name=$1 tries=$2 i why=
+	# Its own names: FUNC's variables are not local to FUNC unless it says
+	# so, and bash's scoping is dynamic: a FUNC that sets i would set ours.
+	local _m_name=$1 _m_tries=$2 _m_try _m_why=
 	shift 2
-	for ((i = 1; i <= tries; i++)); do
+	for ((_m_try = 1; _m_try <= _m_tries; _m_try++)); do
 		premise='' verdict=1 detail=''
 		"$@"
 		if [ -z "$premise" ]; then
-			[ $i -gt 1 ] && detail="$detail (window $i of $tries; earlier ones discarded)"
-			check "$name" "[ '$verdict' = 0 ]" "$detail"
+			[ $_m_try -gt 1 ] && detail="$detail (window $_m_try of $_m_tries; earlier ones discarded)"
+			check "$_m_name" "[ '$verdict' = 0 ]" "$detail"
 			return
 		fi
-		premise_note "DISCARD $name (window $i of $tries): premise failed: $premise; measured: $detail"
-		why="$why${why:+ | }$premise"
+		premise_note "DISCARD $_m_name (window $_m_try of $_m_tries): premise failed: $premise; measured: $detail"
+		_m_why="$_m_why${_m_why:+ | }$premise"
 	done
-	check "$name" false "premise never held in $tries windows: $why"
+	check "$_m_name" false "premise never held in $_m_tries windows: $_m_why"
 }

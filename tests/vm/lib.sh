@@ -64,6 +64,12 @@ busy() { # CONF TENANT CPUS
 	"$DRFCTL" exec -c "$1" "$2" -- taskset -c "$3" sh -c 'while :; do :; done' &
 }
 
+# calc EXPR [FORMAT]: awk's value of EXPR, printed to three places (or FORMAT);
+# holds EXPR: awk's truth of EXPR as an exit status. For figures in a window's
+# premise: awk costs a fork, a python about a second under TCG.
+calc() { awk "BEGIN { printf \"${2:-%.3f}\\n\", $1 }"; }
+holds() { awk "BEGIN { exit !($1) }"; }
+
 # Relative difference of $1 from $2 within $3 (fraction)? Prints the figure.
 within() {
 	$PY - "$1" "$2" "$3" <<'PY'

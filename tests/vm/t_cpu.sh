@@ -57,10 +57,10 @@ window_usage() {
 	s1=${EPOCHREALTIME/./}
 	read -r i1 a1 <<<"$(cpu0)"
 	win_ms=$(((s1 - s0) / 1000))
-	idle=$($PY -c "print('%.3f' % (($i1 - $i0) / max($a1 - $a0, 1)))")
+	idle=$(calc "($i1 - $i0) / ($a1 > $a0 ? $a1 - $a0 : 1)")
 	premise_detail="window ${win_ms} ms, vCPU 0 idle $idle"
 	[ -z "$stalled" ] || premise="no CPU for:$stalled"
-	$PY -c "import sys; sys.exit(0 if $idle <= 0.05 else 1)" ||
+	holds "$idle <= 0.05" ||
 		premise="${premise:+$premise; }vCPU 0 idle $idle of the window (over 0.05: a loop was not running)"
 }
 
@@ -90,14 +90,17 @@ print(p['$t'] / p['$first'])")
 	done
 	detail="${detail%;}; $premise_detail"
 }
-share_test() { # NAME TENANT...
+# planned NAME WINDOW-FUNCTION ARG...: drfd --once writes the plan's knobs, then
+# the windows of NAME measure against that plan (drfctl plan --json).
+planned() {
 	local name=$1
+	shift
 	"$DRFD" -c "$conf" --once 2>"$work/$name.log" || {
 		result FAIL "$name" "drfd --once failed: $(tail -2 "$work/$name.log")"
 		return
 	}
 	"$DRFCTL" plan -c "$conf" --json >"$work/$name.json"
-	measure "$name" 3 share_window "$@"
+	measure "$name" 3 "$@"
 }
 
 cat >"$conf" <<'CONF'
@@ -113,7 +116,7 @@ task-memory = 64M
 task-cpu = 0.25
 task-memory = 256M
 CONF
-share_test cpu-share-2-tenants A B
+planned cpu-share-2-tenants share_window cpu-share-2-tenants A B
 
 cat >>"$conf" <<'CONF'
 [tenant C]
@@ -121,7 +124,7 @@ weight = 2
 task-cpu = 0.25
 task-memory = 32M
 CONF
-share_test cpu-share-3-tenants A B C
+planned cpu-share-3-tenants share_window cpu-share-3-tenants A B C
 
 # Groups: H-DRF over a two-level tree, each level's split held by the kernel's
 # cpu.weight at that level (the group's cgroup holds its tenants). The plan:
@@ -172,17 +175,8 @@ print(a['${1##*/}'] / a['${2##*/}'])")
 	done
 	detail="${detail%;}; $premise_detail"
 }
-hdrf_test() { # NAME
-	local name=$1
-	"$DRFD" -c "$conf" --once 2>"$work/$name.log" || {
-		result FAIL "$name" "drfd --once failed: $(tail -2 "$work/$name.log")"
-		return
-	}
-	"$DRFCTL" plan -c "$conf" --json >"$work/$name.json"
-	measure "$name" 3 hdrf_window "$name"
-}
 HDRF_WINDOW=15
-hdrf_test cpu-share-hdrf
+planned cpu-share-hdrf hdrf_window cpu-share-hdrf
 
 # Limit mode: hard caps at the allocation; here the demands are met in full.
 rmdir "$CG/drf.slice/C" 2>/dev/null

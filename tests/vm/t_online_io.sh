@@ -98,11 +98,11 @@ used_window() {
 	a0=$(rbytes A) p0=$(io_some A) t0=${EPOCHREALTIME/./}
 	sleep 5
 	a1=$(rbytes A) p1=$(io_some A) t1=${EPOCHREALTIME/./}
-	got_rate=$($PY -c "print(f'{(${a1:-0} - ${a0:-0}) / (($t1 - $t0) / 1e6) / 1048576:.2f}')")
-	pa=$($PY -c "print('%.3f' % (($p1 - $p0) / ($t1 - $t0)))")
-	$PY -c "import sys; sys.exit(0 if $pa >= 0.9 else 1)" ||
+	got_rate=$(calc "(${a1:-0} - ${a0:-0}) / (($t1 - $t0) / 1e6) / 1048576" %.2f)
+	pa=$(calc "($p1 - $p0) / ($t1 - $t0)")
+	holds "$pa >= 0.9" ||
 		premise="A waited for the disk $pa of the window (at least 0.9: backlogged)"
-	$PY -c "import sys; sys.exit(0 if $got_rate > 0.9 * 7.5 else 1)"
+	holds "$got_rate > 0.9 * 7.5"
 	verdict=$?
 	detail="A read $got_rate MiB/s over $(((t1 - t0) / 1000)) ms after the handover (want over 90% of its new io.max, 7.5 MiB/s; 4 before); waiting for the disk $pa of it"
 }

@@ -109,13 +109,13 @@ own_window() {
 	sleep 0.5
 	hz=$(getconf CLK_TCK)
 	win=$(delta "$work/c0" "$work/c1" - last_tick)
-	own_a=$($PY -c "print($(delta "$work/c0" "$work/c1" A runq_wait_ns) / 1e9 / $win)")
-	own_b=$($PY -c "print($(delta "$work/c0" "$work/c1" B runq_wait_ns) / 1e9 / $win)")
-	oa=$($PY -c "print('%.3f' % ((($d0 - $c0) * 1e6 / $hz - ($a1 - $a0)) / ($s1 - $s0)))")
-	ob=$($PY -c "print('%.3f' % ((($d1 - $c1) * 1e6 / $hz - ($b1 - $b0)) / ($s1 - $s0)))")
-	$PY -c "import sys; sys.exit(0 if max($oa, $ob) <= 0.05 else 1)" ||
+	own_a=$(calc "$(delta "$work/c0" "$work/c1" A runq_wait_ns) / 1e9 / $win" %.4f)
+	own_b=$(calc "$(delta "$work/c0" "$work/c1" B runq_wait_ns) / 1e9 / $win" %.4f)
+	oa=$(calc "(($d0 - $c0) * 1e6 / $hz - ($a1 - $a0)) / ($s1 - $s0)")
+	ob=$(calc "(($d1 - $c1) * 1e6 / $hz - ($b1 - $b0)) / ($s1 - $s0)")
+	holds "$oa <= 0.05 && $ob <= 0.05" ||
 		premise="the rest of the guest used $oa of CPU 0 and $ob of CPU 1 (over 0.05: the loops did not have their CPUs to themselves)"
-	$PY -c "import sys; sys.exit(0 if max($own_a, $own_b) < 0.1 else 1)"
+	holds "$own_a < 0.1 && $own_b < 0.1"
 	verdict=$?
 	detail="each on its own CPU: A waits $(printf %.4f "$own_a"), B $(printf %.4f "$own_b") s/s over the daemon's window of $(printf %.2f "$win") s; others' use of CPU 0 $oa, CPU 1 $ob"
 }
@@ -132,14 +132,14 @@ shared_window() {
 	pkill -f 'while :; do :; done'
 	sleep 0.5
 	win=$(delta "$work/c2" "$work/c3" - last_tick)
-	shr_a=$($PY -c "print($(delta "$work/c2" "$work/c3" A runq_wait_ns) / 1e9 / $win)")
-	shr_b=$($PY -c "print($(delta "$work/c2" "$work/c3" B runq_wait_ns) / 1e9 / $win)")
-	ua=$($PY -c "print('%.3f' % (($a1 - $a0) / ($t1 - $t0)))")
-	ub=$($PY -c "print('%.3f' % (($b1 - $b0) / ($t1 - $t0)))")
-	idle=$($PY -c "print('%.3f' % (($i1 - $i0) * 1e6 / $(getconf CLK_TCK) / ($t1 - $t0)))")
-	$PY -c "import sys; sys.exit(0 if min($ua, $ub) >= 1 / 3 and $idle <= 0.05 else 1)" ||
+	shr_a=$(calc "$(delta "$work/c2" "$work/c3" A runq_wait_ns) / 1e9 / $win")
+	shr_b=$(calc "$(delta "$work/c2" "$work/c3" B runq_wait_ns) / 1e9 / $win")
+	ua=$(calc "($a1 - $a0) / ($t1 - $t0)")
+	ub=$(calc "($b1 - $b0) / ($t1 - $t0)")
+	idle=$(calc "($i1 - $i0) * 1e6 / $(getconf CLK_TCK) / ($t1 - $t0)")
+	holds "$ua >= 1 / 3 && $ub >= 1 / 3 && $idle <= 0.05" ||
 		premise="A used $ua and B $ub of CPU 0 (each should have at least 1/3), CPU 0 idle $idle (at most 0.05)"
-	$PY -c "import sys; sys.exit(0 if min($shr_a, $shr_b) > 0.3 else 1)"
+	holds "$shr_a > 0.3 && $shr_b > 0.3"
 	verdict=$?
 	detail="both on CPU 0: A waits $(printf %.3f "$shr_a"), B $(printf %.3f "$shr_b") s/s over the daemon's window of $(printf %.2f "$win") s; A used $ua, B $ub of CPU 0, idle $idle"
 }
