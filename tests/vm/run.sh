@@ -89,7 +89,7 @@ shared=("${ordered[@]}")
 # they yield the CPUs to it (its measurements count), and are done long before
 # it ends (it may take twice its time alone: its QEMU's limit is 1800 s, not
 # 900). A test that drives a throttled disk (vm-drive: t_ioweight, whose guest
-# mostly waits for that disk) boots at once too, under VM_NICE=-5: the little
+# mostly waits for that disk) boots at once too, under VM_NICE=-15: the little
 # CPU it asks for it gets at once, so that its split is measured as if alone;
 # the shared boot's tests that measure come after it (above).
 # (At the same priority as a busy VM beside it, BFQ's first split was 6.2% off,
@@ -106,7 +106,7 @@ for t in "${tests[@]}"; do
 	elif alone "$t" && ! grep -q '^# vm-drive: ' "$here/$t.sh"; then
 		sysd+=("$t")
 	elif grep -q '^# vm-drive: ' "$here/$t.sh"; then
-		VM_NICE=-5 boot_alone "$t" &
+		VM_NICE=-15 boot_alone "$t" &
 		pids+=($!)
 	fi
 done
@@ -121,7 +121,12 @@ if [ ${#shared[@]} -gt 0 ]; then
 	for t in "${shared[@]}"; do rm -rf "$out/results/$t"; done
 	fresh_disk "$disk"
 	start=$(date +%s)
-	vm_boot "$here/seq.sh" "$grp" "$build" "$disk" $((900 * ${#shared[@]} + 300)) \
+	# The shared boot measures: under VM_NICE=-10 it takes the CPUs from anything
+	# else on the host at the usual priority (a build, a CPU hog: about 90% of a
+	# contended CPU), so that its guest runs at its speed; the throttled disk's
+	# guest, which asks little, comes before it (-15), systemd's after (10).
+	# What a busy host still takes, the tests' premises notice (tests/lib/premise.sh).
+	VM_NICE=-10 vm_boot "$here/seq.sh" "$grp" "$build" "$disk" $((900 * ${#shared[@]} + 300)) \
 		"drf.tests=$(IFS=,; echo "${shared[*]}")" &
 	qpid=$!
 	# The guest stops a test after 900 s; a guest that ends none for longer

@@ -200,7 +200,9 @@ CONF
 # vCPU 1, in a cgroup of the test's own outside drf.slice: under TCG the
 # scheduler's clock runs a few percent off the guest's wall clock.
 # The premise, in the same window: each loop wanted more than its quota in
-# nearly every period (throttled in at least 90% of them: nr_throttled), and
+# nearly every period (throttled in at least 95% of them: nr_throttled; with
+# more periods unthrottled, a correct cap could read over the 5% tolerance
+# under the quota), and
 # ran the whole window (its periods cover at least 90% of the window's true
 # length, at 100 ms each).
 stat_of() { awk -v k="$2" '$1 == k {print $2}' "$CG/$1/cpu.stat"; }
@@ -233,8 +235,8 @@ limit_window() {
 	fa="$((ta1 - ta0))/$((pa1 - pa0))" fb="$((tb1 - tb0))/$((pb1 - pb0))"
 	need=$(((s1 - s0) * 9 / 10 / 100000))
 	premise_detail="window $(((s1 - s0) / 1000)) ms; periods throttled A $fa, B $fb"
-	[ $((10 * (ta1 - ta0))) -ge $((9 * (pa1 - pa0))) ] || premise="A throttled in $fa periods only (its loop did not want more than its quota throughout)"
-	[ $((10 * (tb1 - tb0))) -ge $((9 * (pb1 - pb0))) ] || premise="${premise:+$premise; }B throttled in $fb periods only"
+	[ $((20 * (ta1 - ta0))) -ge $((19 * (pa1 - pa0))) ] || premise="A throttled in $fa periods only (under 95%: its loop did not get the CPU to want more than its quota throughout)"
+	[ $((20 * (tb1 - tb0))) -ge $((19 * (pb1 - pb0))) ] || premise="${premise:+$premise; }B throttled in $fb periods only (under 95%)"
 	[ $((pa1 - pa0)) -ge "$need" ] && [ $((pb1 - pb0)) -ge "$need" ] ||
 		premise="${premise:+$premise; }periods A $((pa1 - pa0)), B $((pb1 - pb0)) under $need (90% of the window): a loop did not run throughout"
 	la=$(within "$ca" 0.5 0.05)
