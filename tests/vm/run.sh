@@ -121,12 +121,13 @@ if [ ${#shared[@]} -gt 0 ]; then
 	for t in "${shared[@]}"; do rm -rf "$out/results/$t"; done
 	fresh_disk "$disk"
 	start=$(date +%s)
-	# The shared boot measures: under VM_NICE=-10 it takes the CPUs from anything
-	# else on the host at the usual priority (a build, a CPU hog: about 90% of a
-	# contended CPU), so that its guest runs at its speed; the throttled disk's
-	# guest, which asks little, comes before it (-15), systemd's after (10).
-	# What a busy host still takes, the tests' premises notice (tests/lib/premise.sh).
-	VM_NICE=-10 vm_boot "$here/seq.sh" "$grp" "$build" "$disk" $((900 * ${#shared[@]} + 300)) \
+	# The shared boot measures: under VM_NICE=-20 (and an autogroup of its own at
+	# -20: boot.sh) it takes the CPUs from anything else on the host at the usual
+	# priority (a build, a CPU hog: about 99% of a contended CPU), so that its
+	# guest runs at its speed; systemd's VM yields (10), and the throttled
+	# disk's guest, which asks little, has an autogroup of its own (-15). What a
+	# busy host still takes, the tests' premises notice (host_premise in lib.sh).
+	VM_NICE=-20 vm_boot "$here/seq.sh" "$grp" "$build" "$disk" $((900 * ${#shared[@]} + 300)) \
 		"drf.tests=$(IFS=,; echo "${shared[*]}")" &
 	qpid=$!
 	# The guest stops a test after 900 s; a guest that ends none for longer

@@ -37,12 +37,13 @@ conf=$work/drfd.conf
 # window_usage SECONDS CGROUP...: sets u0[CG], u1[CG] (usage_usec at the
 # window's ends), win_ms (its true length), and premise/detail's premise part.
 window_usage() {
-	local secs=$1 t i c stalled="" i0 i1 a0 a1 s0 s1 idle
+	local secs=$1 t i c stalled="" i0 i1 a0 a1 s0 s1 h0 h1 idle
 	shift
 	declare -gA u0 u1
 	declare -A prev
 	cpu0() { awk '/^cpu0 /{s = 0; for (i = 2; i <= NF; i++) s += $i; print $5, s; exit}' /proc/stat; }
 	read -r i0 a0 <<<"$(cpu0)"
+	h0=$(host_vcpu)
 	s0=${EPOCHREALTIME/./}
 	for t; do u0[$t]=$(cpu_usec "drf.slice/$t"); prev[$t]=${u0[$t]}; done
 	for ((i = 1; i <= secs; i++)); do
@@ -55,11 +56,13 @@ window_usage() {
 	done
 	for t; do u1[$t]=$(cpu_usec "drf.slice/$t"); done
 	s1=${EPOCHREALTIME/./}
+	h1=$(host_vcpu)
 	read -r i1 a1 <<<"$(cpu0)"
 	win_ms=$(((s1 - s0) / 1000))
 	idle=$(calc "($i1 - $i0) / ($a1 > $a0 ? $a1 - $a0 : 1)")
-	premise_detail="window ${win_ms} ms, vCPU 0 idle $idle"
 	[ -z "$stalled" ] || premise="no CPU for:$stalled"
+	host_premise "$h0" "$h1"
+	premise_detail="window ${win_ms} ms, vCPU 0 idle $idle, $host_detail"
 	holds "$idle <= 0.05" ||
 		premise="${premise:+$premise; }vCPU 0 idle $idle of the window (over 0.05: a loop was not running)"
 }
@@ -208,7 +211,7 @@ CONF
 stat_of() { awk -v k="$2" '$1 == k {print $2}' "$CG/$1/cpu.stat"; }
 limit_window() {
 	# not local: the checks of B and of the idle rest read them
-	local ta0 tb0 s0 ta1 tb1 s1 fa fb need
+	local ta0 tb0 s0 ta1 tb1 s1 h0 h1 fa fb need
 	sh -c 'echo $$ >/sys/fs/cgroup/clockref/cgroup.procs; exec taskset -c 1 sh -c "while :; do :; done"' &
 	for t in A B; do busy "$conf" "$t" 0; done
 	sleep 2
@@ -217,9 +220,9 @@ limit_window() {
 	ta0=$(stat_of drf.slice/A nr_throttled) tb0=$(stat_of drf.slice/B nr_throttled)
 	i0=$(awk '/^cpu0 /{print $5; exit}' /proc/stat)
 	t0=$(awk '/^cpu0 /{s = 0; for (i = 2; i <= NF; i++) s += $i; print s; exit}' /proc/stat)
-	s0=${EPOCHREALTIME/./}
+	s0=${EPOCHREALTIME/./} h0=$(host_vcpu)
 	sleep "$LIMIT_WINDOW"
-	s1=${EPOCHREALTIME/./}
+	s1=${EPOCHREALTIME/./} h1=$(host_vcpu)
 	a1=$(cpu_usec drf.slice/A) b1=$(cpu_usec drf.slice/B) r1=$(cpu_usec clockref)
 	pa1=$(stat_of drf.slice/A nr_periods) pb1=$(stat_of drf.slice/B nr_periods)
 	ta1=$(stat_of drf.slice/A nr_throttled) tb1=$(stat_of drf.slice/B nr_throttled)
@@ -234,7 +237,8 @@ limit_window() {
 	idle=$($PY -c "print(($i1 - $i0) / ($t1 - $t0))")
 	fa="$((ta1 - ta0))/$((pa1 - pa0))" fb="$((tb1 - tb0))/$((pb1 - pb0))"
 	need=$(((s1 - s0) * 9 / 10 / 100000))
-	premise_detail="window $(((s1 - s0) / 1000)) ms; periods throttled A $fa, B $fb"
+	host_premise "$h0" "$h1"
+	premise_detail="window $(((s1 - s0) / 1000)) ms; periods throttled A $fa, B $fb; $host_detail"
 	[ $((20 * (ta1 - ta0))) -ge $((19 * (pa1 - pa0))) ] || premise="A throttled in $fa periods only (under 95%: its loop did not get the CPU to want more than its quota throughout)"
 	[ $((20 * (tb1 - tb0))) -ge $((19 * (pb1 - pb0))) ] || premise="${premise:+$premise; }B throttled in $fb periods only (under 95%)"
 	[ $((pa1 - pa0)) -ge "$need" ] && [ $((pb1 - pb0)) -ge "$need" ] ||

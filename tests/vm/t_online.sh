@@ -144,10 +144,10 @@ check online-idle-B 'near "$(quota B)" 0.9375 0.02' "B's cpu.max $(quota B) core
 busy_idle() { awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8, $5 + $6 }' /proc/stat; }
 thr() { awk '$1 == "nr_periods" { p = $2 } $1 == "nr_throttled" { t = $2 } END { print p, t }' "$CG/drf.slice/$1/cpu.stat"; }
 util_window() {
-	local a0 b0 w0 h0 a1 b1 w1 h1 ta0 tb0 ta1 tb1
-	a0=$(cpu_usec drf.slice/A) b0=$(cpu_usec drf.slice/B) w0=$EPOCHREALTIME h0=$(busy_idle) ta0=$(thr A) tb0=$(thr B)
+	local a0 b0 w0 h0 a1 b1 w1 h1 ta0 tb0 ta1 tb1 v0 v1
+	a0=$(cpu_usec drf.slice/A) b0=$(cpu_usec drf.slice/B) w0=$EPOCHREALTIME h0=$(busy_idle) ta0=$(thr A) tb0=$(thr B) v0=$(host_vcpu)
 	sleep 5
-	a1=$(cpu_usec drf.slice/A) b1=$(cpu_usec drf.slice/B) w1=$EPOCHREALTIME h1=$(busy_idle) ta1=$(thr A) tb1=$(thr B)
+	a1=$(cpu_usec drf.slice/A) b1=$(cpu_usec drf.slice/B) w1=$EPOCHREALTIME h1=$(busy_idle) ta1=$(thr A) tb1=$(thr B) v1=$(host_vcpu)
 	read -r util ab fa fb <<<"$($PY - "$h0" "$h1" "$a1" "$a0" "$b1" "$b0" "$w1" "$w0" "$ta0" "$ta1" "$tb0" "$tb1" <<'PY'
 import sys
 (b0, i0), (b1, i1) = (map(float, h.split()) for h in sys.argv[1:3])
@@ -159,9 +159,10 @@ PY
 )"
 	$PY -c "import sys; sys.exit(0 if ${fa%/*} >= 0.9 * ${fa#*/} > 0 and ${fb%/*} >= 0.9 * ${fb#*/} > 0 else 1)" ||
 		premise="throttled in A $fa, B $fb periods (each should be at least 90%: the loops wanted more than their caps)"
+	host_premise "$v0" "$v1"
 	$PY -c "import sys; sys.exit(0 if $util > 0.9 and $ab > 1.6 else 1)"
 	verdict=$?
-	detail="cpu busy $util of the host over $($PY -c "print(f'{$w1 - $w0:.2f}')") s (want > 0.90); A and B used $ab cores (their caps before: 2 x 0.667 = 1.333; want > 1.6); throttled in A $fa, B $fb periods"
+	detail="cpu busy $util of the host over $($PY -c "print(f'{$w1 - $w0:.2f}')") s (want > 0.90); A and B used $ab cores (their caps before: 2 x 0.667 = 1.333; want > 1.6); throttled in A $fa, B $fb periods; $host_detail"
 }
 measure online-idle-utilization 3 util_window
 # Status, metrics and top show declared against effective demand.
