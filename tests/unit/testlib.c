@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 void t_assert_close_at(double actual, double expected, double rel, double abs_tol,
 		       const char *what, const char *file, int line)
@@ -74,6 +75,14 @@ int t_write_file(const char *path, const char *text)
 		return -EIO;
 	}
 	return fclose(f) == 0 ? 0 : -errno;
+}
+
+void t_needs_root_at(const char *test, const char *why)
+{
+	if (geteuid() == 0)
+		return;
+	fprintf(stderr, "SKIP %s: needs root (%s)\n", test, why);
+	skip();
 }
 
 static int fake_cpus(void *ctx, double *ret)
