@@ -174,7 +174,8 @@ TESTLIB_OBJS := $(BUILD)/tests/lib/fakecg.o $(BUILD)/tests/lib/faketc.o \
 	$(BUILD)/tests/lib/fakedrfd.o $(BUILD)/tests/lib/fakeetcd.o
 
 .PHONY: all layers demo check check-build check-unit check-cli check-vm check-net check-all \
-	check-all-gcc check-all-clang check-tsan valgrind bench clean shellcheck install deb lintian fuzz
+	check-all-gcc check-all-clang check-build-deb check-tsan valgrind bench clean shellcheck install \
+	deb lintian fuzz
 
 all: $(BINS) $(MANS)
 
@@ -312,11 +313,29 @@ fuzz:
 demo: $(BINS)
 	@deploy/demo.sh $(BUILD)
 
-check: layers check-unit check-cli
+# Built with as many jobs as make was given (`make -j2 check`, as the package
+# build's dh_auto_test runs it), the tests then one at a time: some measure time.
+check: check-build
+	@$(MAKE) --no-print-directory check-unit
+	@$(MAKE) --no-print-directory check-cli
 
-# What check runs, built alone: check-all builds it with every CPU first (the
-# tests themselves run one at a time: some measure time).
+# What check runs, built alone: check-all builds it with every CPU first.
 check-build: $(BINS) $(UNIT_BINS) layers
+
+# check-build as the Debian package builds it: with dpkg-buildflags' CFLAGS,
+# CPPFLAGS and LDFLAGS (-O2, -D_FORTIFY_SOURCE=2, -fstack-protector-strong,
+# -Werror=format-security, -z relro -z now), under the DEB_BUILD_MAINT_OPTIONS
+# debian/rules exports, and the project's own -Wall -Wextra -Werror; in its own
+# folder. Fortification has gcc see what it does not at -O2 alone (-Wrestrict
+# on a snprintf's source within its destination's object, in test_fleet once):
+# check-all builds it (compiling and linking; its tests are check's), so that
+# CI fails where the package's build would fail to compile.
+DEB_MAINT_OPTIONS := $(shell sed -n 's/^export DEB_BUILD_MAINT_OPTIONS *= *//p' debian/rules)
+check-build-deb:
+	@set -e; export DEB_BUILD_MAINT_OPTIONS='$(DEB_MAINT_OPTIONS)'; \
+	$(MAKE) check-build CC=gcc BUILD=.output/gcc-debflags \
+		CFLAGS="$$(dpkg-buildflags --get CFLAGS)" CPPFLAGS="$$(dpkg-buildflags --get CPPFLAGS)" \
+		LDFLAGS="$$(dpkg-buildflags --get LDFLAGS)"
 
 # Under a sanitizer the property tests take 2,000 random instances per policy,
 # not 10,000: what a sanitizer finds is in the code every instance runs, and
@@ -433,6 +452,8 @@ check-all-gcc:
 	$(MAKE) lintian
 	$(call STAMP,fuzz)
 	$(MAKE) fuzz
+	$(call STAMP,debian flags)
+	$(MAKE) -j$(NPROC) check-build-deb
 	$(call STAMP,done)
 
 # clang's queue builds its tree first: the fuzz targets (their own build and

@@ -1535,16 +1535,21 @@ struct pv {
 	struct drf_fleet_task_entry tasks[8];
 };
 
+/* Node k, and the node of assignment k (pv_alloc's), named from the caller's string:
+ * copying one name of *p into another would be a copy within one object, which
+ * -Wrestrict (with _FORTIFY_SOURCE, as Debian builds) cannot prove does not overlap. */
 static void pv_node(struct pv *p, const char *name, double cpu, double memg)
 {
-	struct drf_fleet_nodeinfo *n = &p->nodes[p->v.n_nodes++];
+	size_t k = p->v.n_nodes++;
+	struct drf_fleet_nodeinfo *n = &p->nodes[k];
 
 	snprintf(n->name, sizeof(n->name), "%s", name);
+	snprintf(p->assigns[k].node, sizeof(p->assigns[k].node), "%s", name);
 	n->capacity[DRF_RES_CPU] = cpu;
 	n->capacity[DRF_RES_MEMORY] = memg * G;
 }
 
-/* Tenant t's alloc on node k (its assignment made if need be; nodes in order). */
+/* Tenant t's alloc on node k (its assignment made if need be, named by pv_node). */
 static void pv_alloc(struct pv *p, size_t k, const char *t, double cpu, double memg)
 {
 	struct drf_fleet_assign_entry *a = &p->assigns[k];
@@ -1552,7 +1557,6 @@ static void pv_alloc(struct pv *p, size_t k, const char *t, double cpu, double m
 
 	if (p->v.n_assigns <= k)
 		p->v.n_assigns = k + 1;
-	snprintf(a->node, sizeof(a->node), "%s", p->nodes[k].name);
 	a->a.tenants = p->shares[k];
 	s = &p->shares[k][a->a.n++];
 	snprintf(s->name, sizeof(s->name), "%s", t);

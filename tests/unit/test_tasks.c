@@ -711,6 +711,7 @@ static mode_t mode_at(const char *dir, const char *rel)
 /* The groups of the socket's peer, however many (ERANGE grows the buffer). */
 static void test_peer_groups_captured(void **state)
 {
+	t_needs_root("setgroups");
 	gid_t saved[256], many[300], *got = NULL;
 	int n = getgroups(256, saved), sv[2];
 	size_t ng = 0;
@@ -822,6 +823,7 @@ static void test_file_modes(void **state)
 /* A state dir (or an ancestor) others could write, someone else's, or a symlink: refused. */
 static void test_unsafe_state_dir_refused(void **state)
 {
+	t_needs_root("it chowns the state dir to another user");
 	struct fx *f = fx_new();
 	char sdir[4200], link[4200], err[1024];
 	struct drf_tasks q;
@@ -869,6 +871,7 @@ static void test_unsafe_state_dir_refused(void **state)
  */
 static void test_swapped_task_dir_not_followed(void **state)
 {
+	t_needs_root("it chowns task files to another user");
 	struct fx *f = fx_new();
 	char p[4400], q[4400], *text;
 	uint64_t id[4];
@@ -1009,6 +1012,7 @@ static uint64_t submit_cmd(struct fx *f, uid_t uid, const gid_t *groups, size_t 
 /* Exactly the groups drfd handed over, not the user's from /etc/group; not the file's uid. */
 static void test_supervisor_sets_exact_groups(void **state)
 {
+	t_needs_root("the supervisor sets the task's groups and uid");
 	struct fx *f = fx_new();
 	const gid_t groups[] = { 65534, 4242, 4243 };
 	struct flaky k = { 0 };
@@ -1048,6 +1052,7 @@ static void test_supervisor_sets_exact_groups(void **state)
 /* The exit file cannot be written three times (ENOSPC): retried with back-off, exit 7 kept. */
 static void test_exit_kept_when_write_fails(void **state)
 {
+	t_needs_root("the supervisor sets the task's groups and uid");
 	struct fx *f = fx_new();
 	struct flaky *k = mmap(NULL, sizeof(*k), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
 			       -1, 0);
@@ -1532,6 +1537,7 @@ static void test_listing_command_capped(void **state)
 /* The numeric directory of a task left alone, with next-id lost: the next id is past it. */
 static void test_next_id_past_left_alone(void **state)
 {
+	t_needs_root("it chowns a task directory to another user");
 	struct fx *f = fx_new();
 	char p[4400];
 	uint64_t id[3], n;
@@ -1587,6 +1593,7 @@ static void test_uid_strict(void **state)
 /* A cwd that is gone when the task starts: failed with why, not run in "/". */
 static void test_cwd_gone_fails(void **state)
 {
+	t_needs_root("the supervisor sets the task's groups and uid");
 	struct fx *f = fx_new();
 	char *argv[] = { "pwd", NULL }, p[4400];
 	const char *gone = "/nonexistent/drf-test-cwd";
@@ -1613,6 +1620,7 @@ static void test_cwd_gone_fails(void **state)
  */
 static void test_command_signals_default(void **state)
 {
+	t_needs_root("the supervisor sets the task's groups and uid");
 	struct fx *f = fx_new();
 	char *argv[] = { "grep", "-E", "^Sig(Blk|Ign)", "/proc/self/status", NULL }, p[4400];
 	unsigned long long blk, ign;
@@ -1706,6 +1714,7 @@ static void assert_abc(struct fx *f, uint64_t id, const char *name, unsigned kep
  */
 static void test_output_capped(void **state)
 {
+	t_needs_root("the supervisor sets the task's groups and uid");
 	struct drf_access_entry anyone = { DRF_ACCESS_ANY, 0, (char *)"*" };
 	struct fx *f = fx_new();
 	struct flaky k = { 0 };
@@ -1791,6 +1800,7 @@ static void test_output_capped(void **state)
  */
 static void test_output_under_cap_untouched(void **state)
 {
+	t_needs_root("the supervisor sets the task's groups and uid");
 	struct fx *f = fx_new();
 	struct flaky k = { 0 };
 	char p[4400];
@@ -1834,6 +1844,7 @@ static void test_output_under_cap_untouched(void **state)
  */
 static void test_output_background_writer(void **state)
 {
+	t_needs_root("the supervisor sets the task's groups and uid");
 	struct fx *f = fx_new();
 	struct flaky k = { 0 };
 	char p[4400], *text;
@@ -1871,6 +1882,7 @@ static void test_output_background_writer(void **state)
  */
 static void test_output_write_fails(void **state)
 {
+	t_needs_root("the supervisor sets the task's groups and uid");
 	struct fx *f = fx_new();
 	struct flaky k = { 0 };
 	uint64_t id;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /*
  * One test, or some, by name: DRF_TEST_FILTER (make check-unit FILTER=...) is
@@ -87,6 +88,14 @@ int t_write_file(const char *path, const char *text)
 		return -EIO;
 	}
 	return fclose(f) == 0 ? 0 : -errno;
+}
+
+void t_needs_root_at(const char *test, const char *why)
+{
+	if (geteuid() == 0)
+		return;
+	fprintf(stderr, "SKIP %s: needs root (%s)\n", test, why);
+	skip();
 }
 
 static int fake_cpus(void *ctx, double *ret)

@@ -51,4 +51,13 @@ extern const struct drf_host_ops t_fake_host;
 /* Writes path with the given contents; returns 0 or -errno. */
 int t_write_file(const char *path, const char *text);
 
+/*
+ * A test that needs root (why: what for), run by someone else, as a package
+ * build's tests are: skipped, saying so on stderr ("SKIP test: needs root
+ * (why)") and in cmocka's list of skipped tests. Run by root it returns, and
+ * the test runs: nothing it needs is then a reason to skip.
+ */
+void t_needs_root_at(const char *test, const char *why);
+#define t_needs_root(why) t_needs_root_at(__func__, (why))
+
 #endif
