@@ -356,6 +356,18 @@ alloc_of() { # TENANT: its net-rate allocation in Mbit/s, from drfctl plan --jso
 		python3 -c "import json,sys; p=json.load(sys.stdin); print([t['alloc']['net-rate'] for t in p['tenants'] if t['name']=='$1'][0]/1e6)"
 }
 
+# analyse MODE ARGS...: measure.py's lines; if it fails, lines whose premise
+# says so (a window is never passed by an analysis that did not run)
+analyse() {
+	local l
+	if ! python3 "$work/measure.py" "$@" >"$work/analysis" 2>"$work/analysis.err"; then
+		l="the analysis failed: $(tail -1 "$work/analysis.err")"
+		if [ "$1" = limit ]; then echo "$l"; echo; else printf '%s\t0\t\n' "$l" "$l" "$l"; fi
+		return
+	fi
+	cat "$work/analysis"
+}
+
 # The tenants' class minors (from drfd's status) in work/minors: "NAME MINOR" lines.
 tenant_minors() {
 	"$drfctl" status -c "$work/drfd.conf" --json |
@@ -389,7 +401,7 @@ limit_test() { # NAME TENANTS...
 }
 
 limit_window() { # NAME TENANTS...
-	local name=$1 t port=5201 want got bad=0 t0 args=() info
+	local name=$1 t port=5201 want got bad=0 t0 args=() info=''
 	shift
 	write_conf limit "net-rate = $(mbit 100)\nnet-link-rate = $(mbit 100)" "$@"
 	start_drfd || { detail="drfd did not start: $(tail -3 "$work/drfd.log")"; return; }
@@ -405,7 +417,8 @@ limit_window() { # NAME TENANTS...
 	wait "${cpids[@]}"
 	stop_sampling
 	tc -n "$nsA" -s qdisc show dev va >"$work/qdisc.$name"
-	{ read -r premise; read -r info; } < <(python3 "$work/measure.py" limit "$work" "$t0" "${args[@]}")
+	analyse limit "$work" "$t0" "${args[@]}" >"$work/premise"
+	{ read -r premise; read -r info; } <"$work/premise"
 	port=5201
 	for t in "$@"; do
 		t=${t%% *}
@@ -516,11 +529,11 @@ share_scenario() { # RUN
 	client c 5204 8 -P 4
 	wait_clients
 	stop_drfd
+	analyse share "$work" "$t0" "$scale" "$(((again - t0) / 1000))e-3" 3 11 >"$work/premise"
 	while IFS= read -r l; do
 		share_res[run * 3 + w]=$l
 		w=$((w + 1))
-	done < <(python3 "$work/measure.py" share "$work" "$t0" "$scale" \
-		"$(((again - t0) / 1000))e-3" 3 11)
+	done <"$work/premise"
 }
 
 # measure's FUNC for the share checks: window WINDOW of the scenario's next
@@ -551,7 +564,7 @@ share_throttled() {
 	wait "${cpids[@]}"
 	stop_sampling
 	stop_drfd
-	l=$(python3 "$work/measure.py" share "$work" "$t0" "$scale" 0 3 9)
+	l=$(analyse share "$work" "$t0" "$scale" 0 3 9)
 	p=${l%%$'\t'*}
 	l=${l#*$'\t'}
 	# discarded because of c: the premise names c as not backlogged
@@ -667,8 +680,8 @@ sampled_client() {
 	client "$t" "$port" "$@"
 	wait "${cpids[@]}"
 	stop_sampling
-	{ read -r premise; read -r sinfo; } < <(python3 "$work/measure.py" limit "$work" "$t0" "$t" \
-		"$work/$t.$port.json")
+	analyse limit "$work" "$t0" "$t" "$work/$t.$port.json" >"$work/premise"
+	{ read -r premise; read -r sinfo; } <"$work/premise"
 }
 
 # A restart adopts drfd's own qdisc, classes and pinned programs: no duplicate,
@@ -695,7 +708,7 @@ test_restart() {
 }
 
 restart_window() { # sets inv1 (test_restart's), the inventory before the restart
-	local inv2 d0 d1 got want t0 sinfo
+	local inv2 d0 d1 got want t0 sinfo=''
 	stop_drfd
 	write_conf limit "net-rate = $(mbit 50)\nnet-link-rate = $(mbit 100)" "a net-rate=$(mbit 20)"
 	start_drfd || { detail="drfd did not start"; return; }
@@ -711,8 +724,8 @@ restart_window() { # sets inv1 (test_restart's), the inventory before the restar
 	start_drfd || { detail="drfd did not restart: $(tail -3 "$work/drfd.log")"; stop_sampling; return; }
 	wait "${cpids[@]}"
 	stop_sampling
-	{ read -r premise; read -r sinfo; } < <(python3 "$work/measure.py" limit "$work" "$t0" a \
-		"$work/a.5201.json")
+	analyse limit "$work" "$t0" a "$work/a.5201.json" >"$work/premise"
+	{ read -r premise; read -r sinfo; } <"$work/premise"
 	d1=$(tc -n "$nsA" -s class show dev va classid d7f:ffff | awk '/Sent/ {print $2}')
 	inv2=$(inventory)
 	got=$(received "$work/a.5201.json")
@@ -840,7 +853,7 @@ test_rootgone() {
 }
 
 rootgone_window() {
-	local d0 d1 got want sinfo
+	local d0 d1 got want sinfo=''
 	d0=$(tc -n "$nsA" -s class show dev va classid d7f:ffff | awk '/Sent/ {print $2}')
 	sampled_client a 5201 4
 	d1=$(tc -n "$nsA" -s class show dev va classid d7f:ffff | awk '/Sent/ {print $2}')
@@ -879,7 +892,7 @@ test_bridge() {
 }
 
 bridge_window() {
-	local got want in_want in_got sinfo n0 n1 s
+	local got want in_want in_got sinfo='' n0 n1 s
 	sampled_client a 5201 6
 	n0=$(acts_sum)
 	client a 5202 6 -R
