@@ -195,7 +195,8 @@ def limit(w, t0, tenants):
         if hi - lo < 0.9 * rs:
             out.append("%s's class sent for %.1f s, its receiver counted %.2f s" % (n, hi - lo, rs))
         # the first and last intervals are the transfer's start and end: those inside
-        out += unbacklogged(samples, samples[act[0]][0], samples[act[-1] - 1][0], [n], minor)
+        out += [x if x.startswith(n + " ") else "%s's transfer: %s" % (n, x)
+                for x in unbacklogged(samples, samples[act[0]][0], samples[act[-1] - 1][0], [n], minor)]
     print("; ".join(out))
     print("; ".join(info) + " (%d samples)" % len(samples))
 
