@@ -117,6 +117,184 @@ for p in 5201 5202 5203 5204 5205; do
 done
 sleep 0.5
 
+# The measuring tests' analyses, written to $work/measure.py at the start:
+# python3 measure.py limit|share ARGS... (below). Samples are the lines of
+# sample_classes: "TIME SPREAD MINOR BYTES OVERLIMITS QUEUED".
+#
+# A class was backlogged over the interval between two consecutive samples if
+# packets were queued in it at the second one or, in limit mode only, its
+# overlimits grew between them: HTB counts one each time a class reaches its
+# ceil and must wait, which a class held at its rate (rate = ceil) does tens of
+# times a second while its queue is a packet or two (and may read empty); in
+# share mode a backlogged class waits for its parent, not its ceil, and its
+# overlimits stay still, while a bursty sender's (iperf3 -b) grow: no evidence
+# there, the queue alone is (a backlogged class holds 4-11 packets). A
+# tenant was backlogged throughout a window if it was over every interval of
+# the window, and no interval in it is longer than GAP seconds: a sample every
+# quarter second plus tc's time (about 0.3 s on the host, 0.6 s in the VM), so
+# that an idle spell of the sender's of a few tenths goes unseen only if it
+# falls between two samples, and a sender idle a tenth of the time shows an
+# empty queue at some sample of 30 with a probability of 1 - 0.9^30 = 96%.
+cat >"$work/measure.py" <<'PY'
+import json, sys
+
+GAP = 1.5  # s: the longest interval over which a class's backlog is inferred
+
+def load(path, t0, minors):
+    """[(seconds since t0, tc's time in us, {minor: (bytes, overlimits, queued)})], only samples with every minor"""
+    by = {}
+    for l in open(path):
+        f = l.split()
+        if len(f) == 6:
+            by.setdefault((int(f[0]), int(f[1])), {})[f[2]] = tuple(int(x) for x in f[3:])
+    return [((t - t0) / 1e6, sp, c) for (t, sp), c in sorted(by.items()) if all(m in c for m in minors)]
+
+def ts(xs):
+    return ", ".join("%.1f" % x for x in xs[:4]) + (", ..." if len(xs) > 4 else "")
+
+def unbacklogged(samples, lo, hi, names, minor, over=True):
+    """what contradicts 'every tenant of names was backlogged throughout lo-hi s' (empty: nothing);
+    over: overlimits count as evidence (limit mode's, not share mode's)"""
+    s = [x for x in samples if lo <= x[0] <= hi]
+    if len(s) < 2:
+        return ["fewer than two samples in %.1f-%.1f s" % (lo, hi)]
+    out = []
+    gaps = [s[i - 1][0] for i in range(1, len(s)) if s[i][0] - s[i - 1][0] > GAP]
+    if gaps:
+        out.append("%d intervals over %.1f s without a sample (from %s s; longest %.1f s)"
+                   % (len(gaps), GAP, ts(gaps), max(s[i][0] - s[i - 1][0] for i in range(1, len(s)))))
+    for n in names:
+        m = minor[n]
+        idle = [s[i - 1][0] for i in range(1, len(s))
+                if s[i][2][m][2] == 0 and not (over and s[i][2][m][1] > s[i - 1][2][m][1])]
+        if idle:
+            out.append("%s not backlogged in %d of %d intervals of %.1f-%.1f s (from %s s: queue empty%s)"
+                       % (n, len(idle), len(s) - 1, s[0][0], s[-1][0], ts(idle), ", no overlimits" if over else ""))
+    return out
+
+def limit(w, t0, tenants):
+    """limit mode: each tenant's class backlogged (at its ceil) from its transfer's first
+    interval to its last, the transfer as long as its receiver's count says"""
+    minor = dict(l.split() for l in open(w + "/minors"))
+    samples = load(w + "/cls", int(t0), [minor[n] for n, _ in tenants])
+    out, info = [], []
+    for n, js in tenants:
+        try:
+            rs = json.load(open(js))["end"]["sum_received"]["seconds"]
+        except Exception:
+            out.append("%s's iperf3 reported no result" % n)
+            continue
+        m = minor[n]
+        # the transfer: the intervals in which its class sent more than 16 full frames
+        act = [i for i in range(1, len(samples)) if samples[i][2][m][0] - samples[i - 1][2][m][0] > 16 * 1514]
+        if not act:
+            out.append("%s's class sent nothing" % n)
+            continue
+        lo, hi = samples[act[0] - 1][0], samples[act[-1]][0]
+        info.append("%s's class sent %.1f-%.1f s, its receiver counted %.2f s" % (n, lo, hi, rs))
+        if hi - lo < 0.9 * rs:
+            out.append("%s's class sent for %.1f s, its receiver counted %.2f s" % (n, hi - lo, rs))
+        # the first and last intervals are the transfer's start and end: those inside
+        out += [x if x.startswith(n + " ") else "%s's transfer: %s" % (n, x)
+                for x in unbacklogged(samples, samples[act[0]][0], samples[act[-1] - 1][0], [n], minor)]
+    print("; ".join(out))
+    print("; ".join(info) + " (%d samples)" % len(samples))
+
+def share(w, t0, scale, again, lo1, hi1):
+    """share mode, 1:2:3: one line per window, "PREMISE<tab>OK<tab>DETAIL": all backlogged
+    in lo1-hi1 s; c idle (from 2 s after it stopped to `again`, when its second client
+    started), a and b backlogged; c back (from 2 s after, 3 s at least), all backlogged.
+    again 0: the first window only."""
+    t0, scale, again, lo1, hi1 = int(t0), float(scale), float(again), float(lo1), float(hi1)
+    minor = dict(l.split() for l in open(w + "/minors"))
+    samples = load(w + "/cls", t0, minor.values())
+    spreads = sorted(s[1] for s in samples)
+    slow = 2 * spreads[len(spreads) // 2] if spreads else 0
+    # the rates from the samples tc took under twice its median to read (a busy
+    # VM's tc may wait a few tenths, and the instant is then uncertain); the
+    # premise from all of them
+    fast = [s for s in samples if s[1] <= slow]
+    snaps = {s[0]: {m: v[0] for m, v in s[2].items()} for s in fast}
+    times = [s[0] for s in fast]
+    link = 100 * scale
+    def rates(lo, hi):  # (t1, t2, {tenant: Mbit/s on the wire}) from the first sample at or after lo to the last at or before hi
+        t1 = min((t for t in times if t >= lo), default=None)
+        t2 = max((t for t in times if t <= hi), default=None)
+        if t1 is None or t2 is None or t2 <= t1:
+            return lo, hi, None
+        return t1, t2, {n: (snaps[t2][m] - snaps[t1][m]) * 8 / (t2 - t1) / 1e6 for n, m in minor.items()}
+    def split(r, names):
+        tot = sum(r[n] for n in names)
+        return [r[n] / tot if tot else 0 for n in names]
+    def near(got, want, tol=0.05):
+        return all(abs(g - e) <= tol * e for g, e in zip(got, want))
+    c = minor["c"]
+    # c's class quiet in an interval: under 2% of its share of the link (3/6)
+    def quiet(i):
+        return (snaps[times[i]][c] - snaps[times[i - 1]][c]) * 8 / (times[i] - times[i - 1]) / 1e6 < 0.02 * link / 2
+    def line(premise, ok, detail):
+        print("%s\t%d\t%s" % ("; ".join(premise), ok, detail))
+
+    t1, t2, r1 = rates(lo1, hi1)
+    if r1 is None:
+        line(["no samples in %.1f-%.1f s" % (lo1, hi1)], 0, "")
+    else:
+        s1 = split(r1, "abc")
+        line(unbacklogged(samples, t1, t2, "abc", minor, False), near(s1, (1/6, 2/6, 3/6)),
+             "all backlogged, %.1f-%.1f s: a %.1f b %.1f c %.1f Mbit/s, split %.3f:%.3f:%.3f (want 1/6:2/6:3/6,"
+             " %d samples, tc's median read %.0f ms)" % (t1, t2, r1["a"], r1["b"], r1["c"], *s1, len(samples), slow / 2e3))
+    if again == 0:
+        return
+    # c stopped at the first sample after which its class was quiet, and started
+    # again at the first sample after its second client started after which it was not
+    stop = next((times[i - 1] for i in range(1, len(times)) if hi1 < times[i] < again and quiet(i)), None)
+    back = next((times[i - 1] for i in range(1, len(times)) if times[i - 1] >= again and not quiet(i)), None)
+    def idle_window():  # the second window's line
+        if stop is None:
+            line(["c's class did not go quiet after %.1f s (its first client ran 12 s)" % hi1], 0, "")
+        elif stop + 2 + 3 > again:
+            line(["c stopped at %.1f s, too late for 3 s of window before %.1f s" % (stop, again)], 0, "")
+        else:
+            t1, t2, r2 = rates(stop + 2, again)
+            if r2 is None:
+                return line(["no samples in %.1f-%.1f s" % (stop + 2, again)], 0, "")
+            p = unbacklogged(samples, t1, t2, "ab", minor, False)
+            loud = [times[i - 1] for i in range(1, len(times)) if t1 < times[i] <= t2 and not quiet(i)]
+            if loud:
+                p.append("c not idle in %d intervals (from %s s)" % (len(loud), ts(loud)))
+            s2 = split(r2, "ab")
+            line(p, r2["a"] + r2["b"] >= 0.95 * link and near(s2, (1/3, 2/3)),
+                 "c idle from %.1f s, %.1f-%.1f s: a %.1f + b %.1f = %.1f of the link's %.1f Mbit/s, "
+                 "split %.3f:%.3f (want 1/3:2/3)" % (stop, t1, t2, r2["a"], r2["b"], r2["a"] + r2["b"], link, *s2))
+    idle_window()
+    # c's second client runs 8 s: the window ends 6 s after it came back, or
+    # when a or b stopped (their clients run 31 s, from when they started)
+    ab = [minor["a"], minor["b"]]
+    abstop = next((times[i - 1] for i in range(1, len(times)) if times[i - 1] >= again and any(
+        (snaps[times[i]][m] - snaps[times[i - 1]][m]) * 8 / (times[i] - times[i - 1]) / 1e6 < 0.02 * link / 6
+        for m in ab)), times[-1])
+    end = min(times[-1], abstop, (back or 0) + 6)
+    if back is None:
+        line(["c's class did not send again after %.1f s (its second client started then)" % again], 0, "")
+    elif back + 2 + 3 > end:
+        line(["c started again at %.1f s, too late for 3 s of window before %.1f s (a or b stopped at %.1f s)"
+              % (back, end, abstop)], 0, "")
+    else:
+        t1, t2, r3 = rates(back + 2, end)
+        if r3 is None:
+            return line(["no samples in %.1f-%.1f s" % (back + 2, end)], 0, "")
+        s3 = split(r3, "abc")
+        line(unbacklogged(samples, t1, t2, "abc", minor, False), near(s3, (1/6, 2/6, 3/6)),
+             "c back at %.1f s, %.1f-%.1f s: a %.1f b %.1f c %.1f Mbit/s, split %.3f:%.3f:%.3f"
+             % (back, t1, t2, r3["a"], r3["b"], r3["c"], *s3))
+
+if sys.argv[1] == "limit":
+    a = sys.argv[4:]
+    limit(sys.argv[2], sys.argv[3], list(zip(a[::2], a[1::2])))
+else:
+    share(*sys.argv[2:8])
+PY
+
 mbit() { awk -v r="$1" -v s="$scale" 'BEGIN { printf "%dkbit", r * s * 1000 }'; }
 
 # write_conf MODE EXTRA-CAPACITY TENANTS...: TENANTS as "name key=value,..."
@@ -164,7 +342,9 @@ client() {
 	shift 3
 	inA "$drfctl" exec -c "$work/drfd.conf" "$t" -- iperf3 -c $addrB -p "$port" -t "$secs" \
 		-i 0.5 -J "$@" >"$work/$t.$port.json" 2>"$work/$t.$port.err" &
+	cpids+=($!)
 }
+cpids=()
 
 # goodput (Mbit/s) over the whole run, as the receiver counted it: bytes over the
 # test's seconds, free of the clients' per-interval timing (noisy in a VM)
@@ -194,18 +374,69 @@ alloc_of() { # TENANT: its net-rate allocation in Mbit/s, from drfctl plan --jso
 		python3 -c "import json,sys; p=json.load(sys.stdin); print([t['alloc']['net-rate'] for t in p['tenants'] if t['name']=='$1'][0]/1e6)"
 }
 
+# analyse MODE ARGS...: measure.py's lines; if it fails, lines whose premise
+# says so (a window is never passed by an analysis that did not run)
+analyse() {
+	local l
+	if ! python3 "$work/measure.py" "$@" >"$work/analysis" 2>"$work/analysis.err"; then
+		l="the analysis failed: $(tail -1 "$work/analysis.err")"
+		if [ "$1" = limit ]; then echo "$l"; echo; else printf '%s\t0\t\n' "$l" "$l" "$l"; fi
+		return
+	fi
+	cat "$work/analysis"
+}
+
+# The tenants' class minors (from drfd's status) in work/minors: "NAME MINOR" lines.
+tenant_minors() {
+	"$drfctl" status -c "$work/drfd.conf" --json |
+		python3 -c "import json,sys; [print(t['name'], t['net']['class'].split(':')[1]) for t in json.load(sys.stdin)['tenants']]" \
+			>"$work/minors"
+}
+
+# start_sampling / stop_sampling: tc's class counters every quarter second in
+# work/cls (sample_classes, below) while a test's load runs.
+start_sampling() { # START (microseconds, the clock t0 of the analysis)
+	: >"$work/cls"
+	rm -f "$work/cls.stop"
+	sample_classes "$work/cls" $(($1 + 60000000)) &
+	sampler=$!
+}
+stop_sampling() {
+	sleep 0.5 # a sample after the load's end
+	: >"$work/cls.stop"
+	wait "$sampler"
+}
+
 # limit mode, N tenants at once: each one's goodput within 3% of its rate x 1448/1514.
+# The premise, checked in the same window: each one's class was backlogged
+# (measure.py's limit) from its transfer's first interval to its last, and the
+# transfer lasted as long as the receiver's count (goodput is its bytes over
+# its seconds, measured by iperf3's clock).
 limit_test() { # NAME TENANTS...
-	local name=$1 t port=5201 want got detail='' bad=0
+	local name=$1
+	shift
+	measure "$name" 3 limit_window "$name" "$@"
+}
+
+limit_window() { # NAME TENANTS...
+	local name=$1 t port=5201 want got bad=0 t0 args=() info=''
 	shift
 	write_conf limit "net-rate = $(mbit 100)\nnet-link-rate = $(mbit 100)" "$@"
-	start_drfd || { ko "$name" "drfd did not start: $(tail -3 "$work/drfd.log")"; return; }
+	start_drfd || { detail="drfd did not start: $(tail -3 "$work/drfd.log")"; return; }
+	tenant_minors
+	t0=${EPOCHREALTIME/./}
+	start_sampling "$t0"
+	cpids=()
 	for t in "$@"; do
 		client "${t%% *}" $port 10
+		args+=("${t%% *}" "$work/${t%% *}.$port.json")
 		port=$((port + 1))
 	done
-	wait_clients
+	wait "${cpids[@]}"
+	stop_sampling
 	tc -n "$nsA" -s qdisc show dev va >"$work/qdisc.$name"
+	analyse limit "$work" "$t0" "${args[@]}" >"$work/premise"
+	{ read -r premise; read -r info; } <"$work/premise"
 	port=5201
 	for t in "$@"; do
 		t=${t%% *}
@@ -216,8 +447,9 @@ limit_test() { # NAME TENANTS...
 		port=$((port + 1))
 	done
 	stop_drfd
-	check "$name" "[ $bad -eq 0 ]" "goodput/expected within 3%:$detail"
-	[ $bad -eq 0 ] || { tail -5 "$work/drfd.log"; cat "$work/qdisc.$name"; }
+	verdict=$bad
+	detail="goodput/expected within 3%:$detail premise: $info"
+	[ $bad -eq 0 ] || [ -n "$premise" ] || { tail -5 "$work/drfd.log"; cat "$work/qdisc.$name"; }
 }
 
 wait_clients() {
@@ -243,18 +475,27 @@ test_limit3() {
 # all three, which the clients' own clocks are not. The windows after c stops
 # (5 s) and after it starts again begin 2 s after its class's counter says so (a
 # client starts one to three seconds late under TCG, and so stops late).
-class_bytes() { # prints "MINOR BYTES" for every class
-	tc -n "$nsA" -s class show dev va |
-		awk '$1 == "class" { id = $3 } $1 == "Sent" { split(id, h, ":"); print h[2], $2 }'
+# Each window's premise is checked in its own samples (measure.py's share):
+# all three backlogged in every interval of the first and third, a and b in the
+# second and c's class quiet in all of its intervals, c's stop and restart seen
+# in its class's counter; a window's length is its samples' clock's. A window
+# whose premise failed is measured again in a new run of the whole scenario
+# (31 s): at most 3 runs, the first window whose premise held decides each check.
+class_bytes() { # prints "MINOR BYTES OVERLIMITS QUEUED-PACKETS" for every class
+	tc -n "$nsA" -s class show dev va | awk '
+		$1 == "class" { split($3, h, ":"); m = h[2] }
+		$1 == "Sent" { b = $2; o = 0; for (i = 1; i < NF; i++) if ($i == "overlimits") o = $(i + 1) }
+		$1 == "backlog" && m != "" { q = $3; sub(/p$/, "", q); print m, b, o, q; m = "" }'
 }
 
-# appends "TIME SPREAD MINOR BYTES" for every class to FILE, every quarter
-# second, until the clock reads END (microseconds): TIME is halfway between the
-# clock read before tc and after it, SPREAD the time tc took (a sample that took
-# more than twice the median is left out: in a busy VM, tc may wait a few tenths)
+# appends "TIME SPREAD MINOR BYTES OVERLIMITS QUEUED" for every class to FILE,
+# every quarter second, until the clock reads END (microseconds) or FILE.stop
+# exists: TIME is halfway between the clock read before tc and after it, SPREAD
+# the time tc took (a sample that took more than twice the median is left out
+# of rates: in a busy VM, tc may wait a few tenths)
 sample_classes() { # FILE END
 	local t1 t2
-	while t1=${EPOCHREALTIME/./} && [ "$t1" -lt "$2" ]; do
+	while t1=${EPOCHREALTIME/./} && [ "$t1" -lt "$2" ] && [ ! -e "$1.stop" ]; do
 		class_bytes >"$1.one"
 		t2=${EPOCHREALTIME/./}
 		sed "s/^/$(((t1 + t2) / 2)) $((t2 - t1)) /" "$1.one" >>"$1"
@@ -262,133 +503,178 @@ sample_classes() { # FILE END
 	done
 }
 
-test_share() {
-	local r t0 again
+# iperf3 -b for one of four streams of TENANT (weight W of 6) at 30% of its
+# share: its sender cannot keep its class backlogged.
+throttle() { # W
+	awk -v s="$scale" -v w="$1" 'BEGIN { printf "%dk", 100 * s * w / 6 * 0.3 / 4 * 1000 }'
+}
+
+start_share() {
 	write_conf share "net-rate = $(mbit 90)\nnet-link-rate = $(mbit 100)" "a weight=1" \
 		"b weight=2" "c weight=3"
-	start_drfd || { ko share "drfd did not start: $(tail -3 "$work/drfd.log")"; return; }
-	"$drfctl" status -c "$work/drfd.conf" --json |
-		python3 -c "import json,sys; [print(t['name'], t['net']['class'].split(':')[1]) for t in json.load(sys.stdin)['tenants']]" \
-			>"$work/minors"
+	start_drfd && tenant_minors
+}
+
+# One run of the scenario; its three windows' "PREMISE<tab>OK<tab>DETAIL" in
+# share_res[RUN * 3 + WINDOW]. NET_THROTTLE_FIRST=a, b or c throttles that
+# tenant's (first) client in the first run.
+share_scenario() { # RUN
+	local run=$1 t0 again l w=0 thr_a=() thr_b=() thr_c=()
+	if [ "$run" = 1 ]; then
+		case ${NET_THROTTLE_FIRST:-} in
+		a) thr_a=(-b "$(throttle 1)") ;;
+		b) thr_b=(-b "$(throttle 2)") ;;
+		c) thr_c=(-b "$(throttle 3)") ;;
+		esac
+	fi
+	if ! start_share; then
+		l=$(printf '\t0\tdrfd did not start: %s' "$(tail -3 "$work/drfd.log" | tr '\n\t' '  ')")
+		share_res[run * 3]=$l share_res[run * 3 + 1]=$l share_res[run * 3 + 2]=$l
+		return
+	fi
 	t0=${EPOCHREALTIME/./}
-	: >"$work/cls"
-	sample_classes "$work/cls" $((t0 + 31000000)) &
+	start_sampling "$t0"
+	cpids=()
 	# Four streams each, to keep every class backlogged. c's first client
 	# runs 12 s; its second starts 7 s after the first ended.
-	client a 5201 31 -P 4
-	client b 5202 31 -P 4
-	client c 5203 12 -P 4
+	client a 5201 31 -P 4 "${thr_a[@]}"
+	client b 5202 31 -P 4 "${thr_b[@]}"
+	client c 5203 12 -P 4 "${thr_c[@]}"
 	wait $!
 	sleep 7
 	again=${EPOCHREALTIME/./}
 	client c 5204 8 -P 4
-	wait_clients
+	wait "${cpids[@]}"
+	stop_sampling
 	stop_drfd
-	r=$(python3 - "$work" "$t0" "$scale" "$again" <<'PY'
-import sys
-w, t0, scale = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
-again = (int(sys.argv[4]) - t0) / 1e6  # seconds at which c's second client started
-minor = dict(l.split() for l in open(w + "/minors"))
-rows = [l.split() for l in open(w + "/cls")]
-spreads = sorted(int(r[1]) for r in rows)
-slow = 2 * spreads[len(spreads) // 2]
-snaps = {}  # seconds since t0 -> {minor: bytes}, of the samples tc took under twice its median to read
-for t, spread, m, b in rows:
-    if int(spread) <= slow:
-        snaps.setdefault((int(t) - t0) / 1e6, {})[m] = int(b)
-times = sorted(t for t in snaps if all(m in snaps[t] for m in minor.values()))
-def rates(lo, hi):  # Mbit/s on the wire per tenant, first sample at or after lo to last at or before hi
-    t1 = min(t for t in times if t >= lo)
-    t2 = max(t for t in times if t <= hi)
-    return {n: (snaps[t2][m] - snaps[t1][m]) * 8 / (t2 - t1) / 1e6 for n, m in minor.items()}
-def split(r, names):
-    tot = sum(r[n] for n in names)
-    return [r[n] / tot if tot else 0 for n in names]
-def near(got, want, tol=0.05):
-    return all(abs(g - e) <= tol * e for g, e in zip(got, want))
-c = minor["c"]
-def moved(i):  # bytes c's class sent between sample i-1 and i
-    return snaps[times[i]][c] - snaps[times[i - 1]][c]
-link = 100 * scale
-r1 = rates(3, 11)
-s1 = split(r1, "abc")
-# c stopped at the first sample after which its class sent under 2% of its
-# backlogged rate, and started again at the first sample after its second
-# client started at which it sent more than that
-quiet = r1["c"] * 1e6 / 8 * 0.25 * 0.02
-stop = next((times[i - 1] for i in range(1, len(times))
-             if 11 < times[i] < again and moved(i) < quiet), None)
-back = next((times[i - 1] for i in range(1, len(times))
-             if times[i - 1] >= again and moved(i) > quiet), None)
-ok2 = ok3 = 0
-d2 = d3 = "c did not stop after 11 s" if stop is None else ""
-if stop is not None:
-    if stop + 2 + 3 > again:
-        d2 = "c stopped at %.1f s, too late for 3 s of window before %.1f s" % (stop, again)
-    else:
-        r2 = rates(stop + 2, again)
-        s2 = split(r2, "ab")
-        ok2 = int(r2["a"] + r2["b"] >= 0.95 * link and near(s2, (1/3, 2/3)))
-        d2 = ("c idle from %.1f s, %.1f-%.1f s: a %.1f + b %.1f = %.1f of the link's %.1f Mbit/s, "
-              "split %.3f:%.3f (want 1/3:2/3)"
-              % (stop, stop + 2, again, r2["a"], r2["b"], r2["a"] + r2["b"], link, *s2))
-    # c's second client runs 8 s: the window ends 6 s after it came back
-    end = min(times[-1], 30, (back or 0) + 6)
-    if back is None:
-        d3 = "c did not start again after %.1f s" % again
-    elif back + 2 + 3 > end:
-        d3 = "c started again at %.1f s, too late for 3 s of window before %.1f s" % (back, end)
-    else:
-        s3 = split(rates(back + 2, end), "abc")
-        ok3 = int(near(s3, (1/6, 2/6, 3/6)))
-        d3 = ("c back at %.1f s, %.1f-%.1f s: split %.3f:%.3f:%.3f"
-              % (back, back + 2, end, *s3))
-print(int(near(s1, (1/6, 2/6, 3/6))), ok2, ok3,
-      "all backlogged, 3-11 s: a %.1f b %.1f c %.1f Mbit/s, split %.3f:%.3f:%.3f (want 1/6:2/6:3/6,"
-      " %d samples, tc's median read %.0f ms);"
-      % (r1["a"], r1["b"], r1["c"], *s1, len(times), slow / 2e3), d2 + ";", d3)
-PY
-)
-	read -r s1 s2 s3 detail <<<"$r"
-	check share-split "[ '$s1' = 1 ]" "${detail%%;*}"
-	detail=${detail#*; }
-	check share-idle-borrowed "[ '$s2' = 1 ]" "${detail%%;*}"
-	check share-resume "[ '$s3' = 1 ]" "${detail#*; }"
+	analyse share "$work" "$t0" "$scale" "$(((again - t0) / 1000))e-3" 3 11 >"$work/premise"
+	while IFS= read -r l; do
+		share_res[run * 3 + w]=$l
+		w=$((w + 1))
+	done <"$work/premise"
+}
+
+# measure's FUNC for the share checks: window WINDOW of the scenario's next
+# run, the scenario run again when no run is left.
+share_window() { # WINDOW
+	local l
+	share_i=$((share_i + 1))
+	[ "$share_runs" -ge "$share_i" ] || { share_runs=$share_i; share_scenario "$share_i"; }
+	l=${share_res[share_i * 3 + $1]:-$'no result\t0\t'}
+	premise=${l%%$'\t'*}
+	l=${l#*$'\t'}
+	[ "${l%%$'\t'*}" = 1 ] && verdict=0
+	detail=${l#*$'\t'}
+}
+
+# The premise check can fail: c's sender throttled to 30% of its share, in a
+# 10 s run; the first window's premise (all backlogged) must name c, and the
+# window be discarded, neither passed nor failed.
+share_throttled() {
+	local t0 l p named=no
+	start_share || { ko share-premise-throttled-discarded "drfd did not start"; return; }
+	t0=${EPOCHREALTIME/./}
+	start_sampling "$t0"
+	cpids=()
+	client a 5201 10 -P 4
+	client b 5202 10 -P 4
+	client c 5203 10 -P 4 -b "$(throttle 3)"
+	wait "${cpids[@]}"
+	stop_sampling
+	stop_drfd
+	l=$(analyse share "$work" "$t0" "$scale" 0 3 9)
+	p=${l%%$'\t'*}
+	l=${l#*$'\t'}
+	# discarded because of c: the premise names c as not backlogged
+	[[ $p =~ (^|; )c\ not\ backlogged ]] && named=yes
+	check share-premise-throttled-discarded "[ $named = yes ]" \
+		"c sent at most $(throttle 3)bit/s per stream (4): $([ -n "$p" ] && echo "window discarded: $p" || echo "premise HELD (the check cannot fail)"); measured: ${l#*$'\t'} (would have $([ "${l%%$'\t'*}" = 1 ] && echo passed || echo failed))"
+}
+
+test_share() {
+	share_throttled
+	share_runs=0 share_res=()
+	share_i=0
+	measure share-split 3 share_window 0
+	share_i=0
+	measure share-idle-borrowed 3 share_window 1
+	share_i=0
+	measure share-resume 3 share_window 2
+}
+
+# drfd's tick count, from its status (read by the shell: no python a poll); -1 if none
+ticks() {
+	[[ $("$drfctl" status -c "$work/drfd.conf" --json 2>/dev/null) =~ \"ticks\":\ *([0-9]+) ]] &&
+		echo "${BASH_REMATCH[1]}" || echo -1
+}
+
+# waits until drfd has counted N more ticks than FROM, 10 s at most; prints the count
+wait_ticks() { # FROM N
+	local k _
+	for _ in $(seq 50); do
+		k=$(ticks)
+		[ "$k" -ge $(($1 + $2)) ] && break
+		sleep 0.2
+	done
+	echo "$k"
+}
+
+# sent FILE: bytes a client's iperf3 sent (its JSON), 0 if it reported none
+sent() {
+	python3 -c "import json; print(json.load(open('$1'))['end']['sum_sent']['bytes'])" 2>/dev/null || echo 0
 }
 
 # Ticks that find the tree as planned write nothing. Rates not scaled: at 500
 # and 7 mbit/s fq_codel's CoDel times (5000 and 100000 us; 112347 and 449390
 # us) are not whole multiples of the kernel's 1024 ns, and read back 1 us
-# less, which is no reason to replace a leaf.
+# less, which is no reason to replace a leaf. The premise: the window is 4
+# ticks of drfd's, counted in its status, not assumed from a sleep.
 test_steady() {
-	local w0 w1 fq
 	write_conf limit "net-rate = 1gbit\nnet-link-rate = 1gbit" "a net-rate=500mbit" \
 		"b net-rate=7mbit"
 	start_drfd || { ko steady-no-tc-writes "drfd did not start: $(tail -3 "$work/drfd.log")"; return; }
 	sleep 1
-	w0=$(status_py "s['net']['writes_total']")
-	sleep 2
-	w1=$(status_py "s['net']['writes_total']")
-	fq=$(status_py "s['net']['fq_codel']")
+	measure steady-no-tc-writes 3 steady_window
 	stop_drfd
-	check steady-no-tc-writes "[ '$w0' != '?' ] && [ '$w0' = '$w1' ]" \
-		"drfd's tc writes over 2 s (4 ticks) of a tree as planned: $w0 -> $w1 (fq_codel leaves: $fq)"
 }
 
-# Traffic of a process in no tenant goes to the default class, counted to no tenant.
+steady_window() {
+	local w0 w1 k0 k1 fq
+	k0=$(ticks)
+	w0=$(status_py "s['net']['writes_total']")
+	k1=$(wait_ticks "$k0" 4)
+	w1=$(status_py "s['net']['writes_total']")
+	fq=$(status_py "s['net']['fq_codel']")
+	[ "$k0" -ge 0 ] && [ "$k1" -ge $((k0 + 4)) ] ||
+		premise="drfd counted $k0 -> $k1 ticks in 10 s, not the window's 4"
+	[ "$w0" != '?' ] && [ "$w0" = "$w1" ] && verdict=0
+	detail="drfd's tc writes over $((k1 - k0)) ticks ($k0 -> $k1) of a tree as planned: $w0 -> $w1 (fq_codel leaves: $fq)"
+}
+
+# Traffic of a process in no tenant goes to the default class, counted to no
+# tenant. The premise: the load ran (its iperf3 sent 1.2 MB or more), and the
+# tenant's count was read at least two ticks after it ended.
 test_default() {
-	local before after tb ta
 	write_conf limit "net-rate = $(mbit 50)\nnet-link-rate = $(mbit 100)" "a net-rate=$(mbit 20)"
 	start_drfd || { ko default-class "drfd did not start"; return; }
+	measure default-class 3 default_window
+	stop_drfd
+}
+
+default_window() {
+	local before after tb ta k0 k1 s
 	before=$(tc -n "$nsA" -s class show dev va classid d7f:ffff | awk '/Sent/ {print $2}')
 	tb=$(status_py "s['tenants'][0]['net']['egress']['bytes']")
 	inA iperf3 -c $addrB -p 5205 -t 2 -J >"$work/none.json" 2>&1
-	sleep 1
+	k0=$(ticks)
+	k1=$(wait_ticks "$k0" 2)
 	after=$(tc -n "$nsA" -s class show dev va classid d7f:ffff | awk '/Sent/ {print $2}')
 	ta=$(status_py "s['tenants'][0]['net']['egress']['bytes']")
-	stop_drfd
-	check default-class "[ $((after - before)) -gt 1000000 ] && [ '$ta' = '$tb' ]" \
-		"d7f:ffff sent $((after - before)) bytes more; tenant a's counted bytes $tb -> $ta"
+	s=$(sent "$work/none.json")
+	[ "$s" -ge 1200000 ] || premise="the iperf3 of no tenant sent $s bytes, under 1.2 MB"
+	[ "$k1" -ge $((k0 + 2)) ] || premise="$premise${premise:+; }drfd counted $k0 -> $k1 ticks after the load, not 2"
+	[ $((after - before)) -gt 1000000 ] && [ "$ta" = "$tb" ] && verdict=0
+	detail="the iperf3 of no tenant sent $s bytes; d7f:ffff sent $((after - before)) bytes more; tenant a's counted bytes $tb -> $ta (ticks after the load: $((k1 - k0)))"
 }
 
 # One tree, one attachment, one set of pins: tc's root qdiscs and htb classes on
@@ -400,28 +686,32 @@ inventory() {
 	find "$pins" -mindepth 1 -printf '%f\n' 2>/dev/null | sort
 }
 
+# sampled_client TENANT PORT SECONDS [iperf3 args]: one client with its class
+# sampled; sets premise (measure.py's limit: backlogged throughout its
+# transfer, which lasted as long as its receiver counted) and sinfo.
+sampled_client() {
+	local t=$1 port=$2 t0
+	shift 2
+	t0=${EPOCHREALTIME/./}
+	start_sampling "$t0"
+	cpids=()
+	client "$t" "$port" "$@"
+	wait "${cpids[@]}"
+	stop_sampling
+	analyse limit "$work" "$t0" "$t" "$work/$t.$port.json" >"$work/premise"
+	{ read -r premise; read -r sinfo; } <"$work/premise"
+}
+
 # A restart adopts drfd's own qdisc, classes and pinned programs: no duplicate,
 # and the tenant's traffic keeps its class throughout: none of it falls into
 # the default class while drfd is down or starting, and the receiver counts the
-# class's goodput over the whole run. A reload and a kill -9 leave the same
-# single tree, attachment and pins.
+# class's goodput over the whole run (the premise: its class backlogged
+# throughout, measure.py's limit, the restart included). A reload and a kill -9
+# leave the same single tree, attachment and pins.
 test_restart() {
-	local inv1 inv2 inv3 inv4 d0 d1 got want
-	write_conf limit "net-rate = $(mbit 50)\nnet-link-rate = $(mbit 100)" "a net-rate=$(mbit 20)"
-	start_drfd || { ko restart-adopts "drfd did not start"; return; }
-	inv1=$(inventory)
-	client a 5201 10
-	sleep 3
-	d0=$(tc -n "$nsA" -s class show dev va classid d7f:ffff | awk '/Sent/ {print $2}')
-	stop_drfd
-	start_drfd || { ko restart-adopts "drfd did not restart: $(tail -3 "$work/drfd.log")"; return; }
-	wait_clients
-	d1=$(tc -n "$nsA" -s class show dev va classid d7f:ffff | awk '/Sent/ {print $2}')
-	inv2=$(inventory)
-	got=$(received "$work/a.5201.json")
-	want=$(awk -v r="$(mbit 20)" -v g="$GOODPUT" 'BEGIN { printf "%.3f", r / 1000 * g }')
-	check restart-adopts "[ \"\$inv1\" = \"\$inv2\" ] && [ $((d1 - d0)) -lt 65536 ] && within $got $want 0.03" \
-		"one tree, attachment and pins after the restart: $([ "$inv1" = "$inv2" ] && echo yes || echo no) ($(echo "$inv2" | tr '\n' ' ')); default class sent $((d1 - d0)) bytes through the restart; goodput $got/$want Mbit/s"
+	local inv1 inv3 inv4
+	measure restart-adopts 3 restart_window
+	[ -n "$drfd_pid" ] || return
 	kill -HUP "$drfd_pid"
 	sleep 1.5
 	inv3=$(inventory)
@@ -435,18 +725,56 @@ test_restart() {
 		"after a reload: $([ "$inv1" = "$inv3" ] && echo same || echo DIFFERENT); after kill -9 and a start: $([ "$inv1" = "$inv4" ] && echo same || echo DIFFERENT)"
 }
 
-# What the egress program counts agrees with what HTB counts, per tenant.
+restart_window() { # sets inv1 (test_restart's), the inventory before the restart
+	local inv2 d0 d1 got want t0 sinfo=''
+	stop_drfd
+	write_conf limit "net-rate = $(mbit 50)\nnet-link-rate = $(mbit 100)" "a net-rate=$(mbit 20)"
+	start_drfd || { detail="drfd did not start"; return; }
+	inv1=$(inventory)
+	tenant_minors
+	t0=${EPOCHREALTIME/./}
+	start_sampling "$t0"
+	cpids=()
+	client a 5201 10
+	sleep 3
+	d0=$(tc -n "$nsA" -s class show dev va classid d7f:ffff | awk '/Sent/ {print $2}')
+	stop_drfd
+	start_drfd || { detail="drfd did not restart: $(tail -3 "$work/drfd.log")"; stop_sampling; return; }
+	wait "${cpids[@]}"
+	stop_sampling
+	analyse limit "$work" "$t0" a "$work/a.5201.json" >"$work/premise"
+	{ read -r premise; read -r sinfo; } <"$work/premise"
+	d1=$(tc -n "$nsA" -s class show dev va classid d7f:ffff | awk '/Sent/ {print $2}')
+	inv2=$(inventory)
+	got=$(received "$work/a.5201.json")
+	want=$(awk -v r="$(mbit 20)" -v g="$GOODPUT" 'BEGIN { printf "%.3f", r / 1000 * g }')
+	[ "$inv1" = "$inv2" ] && [ $((d1 - d0)) -lt 65536 ] && within "$got" "$want" 0.03 && verdict=0
+	detail="one tree, attachment and pins after the restart: $([ "$inv1" = "$inv2" ] && echo yes || echo no) ($(echo "$inv2" | tr '\n' ' ')); default class sent $((d1 - d0)) bytes through the restart; goodput $got/$want Mbit/s; premise: $sinfo"
+}
+
+# What the egress program counts agrees with what HTB counts, per tenant. The
+# premise: the load ran (each iperf3 sent 2 MB or more) and the counters were
+# read two ticks after it ended, none of it in flight between the two.
 test_counters() {
-	local r
 	write_conf limit "net-rate = $(mbit 100)\nnet-link-rate = $(mbit 100)" "a net-rate=$(mbit 30)" \
 		"b net-rate=$(mbit 60)"
 	start_drfd || { ko counters-agree "drfd did not start"; return; }
+	measure counters-agree 3 counters_window
+	stop_drfd
+}
+
+counters_window() {
+	local r k0 k1 sa sb
+	cpids=()
 	client a 5201 5
 	client b 5202 5 -P 2
-	wait_clients
-	sleep 1.2
+	wait "${cpids[@]}"
+	k0=$(ticks)
+	k1=$(wait_ticks "$k0" 2)
 	r=$(status_py "' '.join('%s %d %d' % (t['name'], t['net']['egress']['bytes'], t['net']['egress']['class_bytes']) for t in s['tenants'])")
-	stop_drfd
+	sa=$(sent "$work/a.5201.json") sb=$(sent "$work/b.5202.json")
+	[ "$sa" -ge 2000000 ] && [ "$sb" -ge 2000000 ] || premise="the load did not run: a's iperf3 sent $sa bytes, b's $sb"
+	[ "$k1" -ge $((k0 + 2)) ] || premise="$premise${premise:+; }drfd counted $k0 -> $k1 ticks after the load, not 2"
 	r=$(python3 - "$r" <<'PY'
 import sys
 a = sys.argv[1].split()
@@ -458,28 +786,49 @@ for i in range(0, len(a), 3):
     out.append("%s: program %d, class %d bytes (%.3f%% apart)" % (n, bpf, htb, d * 100))
 print(ok, "; ".join(out))
 PY
-)
-	check counters-agree "[ '${r%% *}' = 1 ]" "${r#* }"
+	)
+	[ "${r%% *}" = 1 ] && verdict=0
+	detail="${r#* } (iperf3 sent: a $sa, b $sb bytes; ticks after the load: $((k1 - k0)))"
 }
 
 # The ingress policer: a tenant receiving bulk TCP over its net-ingress-rate is
 # held within 10% of it (its goodput: rate x 1448/1514), with and without ECN;
-# another tenant's ingress is untouched.
+# another tenant's ingress is untouched. The premise: the sender offered more
+# than the rate in each policed run (the policer marked or dropped packets in
+# it: counted by run, its counters in drfd's status), each policed mean is over
+# 5 s or more of the receiver's intervals, and the unpoliced runs ran (a result).
 test_ingress() {
-	local ecn noecn b lo acts acts1 want
 	write_conf limit "net-ingress-rate = $(mbit 100)" "a net-ingress-rate=$(mbit 10)" "b"
 	start_drfd || { ko ingress-policer "drfd did not start: $(tail -3 "$work/drfd.log")"; return; }
+	measure ingress-policer 3 ingress_window
+	stop_drfd
+}
+
+acts_sum() { status_py "s['tenants'][0]['net']['ingress']['marked'] + s['tenants'][0]['net']['ingress']['dropped']"; }
+
+# mean_secs FILE FROM TO: the seconds of a client's intervals starting in [FROM, TO)
+mean_secs() {
+	python3 -c "import json, sys; print('%.2f' % sum(i['sum']['seconds'] for i in json.load(open('$1')).get('intervals', []) if $2 <= i['sum']['start'] < $3))" 2>/dev/null || echo 0
+}
+
+ingress_window() {
+	local ecn noecn b lo acts acts1 want n0 n1 n2 s1 s2
 	ip netns exec "$nsA" sysctl -qw net.ipv4.tcp_ecn=1
+	n0=$(acts_sum)
 	client a 5201 8 -R
 	wait_clients
 	# From 2 s on: the bucket starts full, and at low rates its burst (at least four
 	# 64 KiB GRO packets) would weigh in the whole run's mean.
 	ecn=$(mean "$work/a.5201.json" 2 8)
+	s1=$(mean_secs "$work/a.5201.json" 2 8)
 	acts1=$(status_py "'%d marked, %d dropped' % (s['tenants'][0]['net']['ingress']['marked'], s['tenants'][0]['net']['ingress']['dropped'])")
+	n1=$(acts_sum)
 	ip netns exec "$nsA" sysctl -qw net.ipv4.tcp_ecn=0
 	client a 5202 8 -R
 	wait_clients
 	noecn=$(mean "$work/a.5202.json" 2 8)
+	s2=$(mean_secs "$work/a.5202.json" 2 8)
+	n2=$(acts_sum)
 	ip netns exec "$nsA" sysctl -qw net.ipv4.tcp_ecn=1
 	client b 5203 4 -R
 	wait_clients
@@ -491,38 +840,52 @@ test_ingress() {
 		>"$work/a.lo.json" 2>/dev/null
 	lo=$(received "$work/a.lo.json")
 	acts=$(status_py "'%d marked, %d dropped' % (s['tenants'][0]['net']['ingress']['marked'], s['tenants'][0]['net']['ingress']['dropped'])")
-	stop_drfd
 	want=$(awk -v r="$(mbit 10)" -v g="$GOODPUT" 'BEGIN { printf "%.3f", r / 1000 * g }')
-	check ingress-policer "within $ecn $want 0.1 && within $noecn $want 0.1 && awk -v b=$b -v l=$lo -v w=$want 'BEGIN { exit !(b > 3 * w && l > 3 * w) }'" \
-		"a, policed at $(mbit 10) (goodput $want Mbit/s), received $ecn Mbit/s (from 2 s on) with ECN ($acts1) and $noecn without (then $acts in all); b, not policed, $b Mbit/s; a over loopback (not net-device) $lo Mbit/s"
+	local p=()
+	[[ $n0 =~ ^[0-9]+$ && $n1 =~ ^[0-9]+$ && $n2 =~ ^[0-9]+$ ]] || p+=("drfd's status gave no policer counts ($n0, $n1, $n2)")
+	[[ $n0 =~ ^[0-9]+$ && $n1 =~ ^[0-9]+$ ]] && [ "$n1" -le "$n0" ] && p+=("the policer acted on none of the ECN run's packets: its sender offered no more than the rate")
+	[[ $n1 =~ ^[0-9]+$ && $n2 =~ ^[0-9]+$ ]] && [ "$n2" -le "$n1" ] && p+=("the policer acted on none of the run without ECN's packets")
+	awk -v a="$s1" -v b="$s2" 'BEGIN { exit !(a < 5 || b < 5) }' && p+=("the means from 2 s on cover $s1 and $s2 s of the receiver's intervals, not 5")
+	[ "$b" != 0 ] && [ "$lo" != 0 ] || p+=("b's run or the loopback run gave no result")
+	premise=$(IFS=';'; echo "${p[*]}")
+	within "$ecn" "$want" 0.1 && within "$noecn" "$want" 0.1 &&
+		awk -v b="$b" -v l="$lo" -v w="$want" 'BEGIN { exit !(b > 3 * w && l > 3 * w) }' && verdict=0
+	detail="a, policed at $(mbit 10) (goodput $want Mbit/s), received $ecn Mbit/s (from 2 s on, $s1 s) with ECN ($acts1) and $noecn ($s2 s) without (then $acts in all); b, not policed, $b Mbit/s; a over loopback (not net-device) $lo Mbit/s"
 }
 
 # cgroup-root removed and made again while drfd is down (under systemd: a restart
 # of drfd-tenants.service): the pinned links hold the old cgroup, severed; drfd
-# attaches anew, and the tenant's traffic is classified again.
+# attaches anew, and the tenant's traffic is classified again (the goodput's
+# premise: its class backlogged throughout, measure.py's limit).
 test_rootgone() {
-	local progs d0 d1 got want
+	local progs
 	write_conf limit "net-rate = $(mbit 50)\nnet-link-rate = $(mbit 100)" "a net-rate=$(mbit 20)"
 	start_drfd || { ko root-recreated "drfd did not start"; return; }
 	stop_drfd
 	rmdir "$root/a" "$root"
 	start_drfd || { ko root-recreated "drfd did not start: $(tail -3 "$work/drfd.log")"; return; }
 	progs=$(bpftool cgroup show "$root" 2>/dev/null | grep -c drf_net_)
+	tenant_minors
+	measure root-recreated 3 rootgone_window
+	stop_drfd
+}
+
+rootgone_window() {
+	local d0 d1 got want sinfo=''
 	d0=$(tc -n "$nsA" -s class show dev va classid d7f:ffff | awk '/Sent/ {print $2}')
-	client a 5201 4
-	wait_clients
+	sampled_client a 5201 4
 	d1=$(tc -n "$nsA" -s class show dev va classid d7f:ffff | awk '/Sent/ {print $2}')
 	got=$(received "$work/a.5201.json")
 	want=$(awk -v r="$(mbit 20)" -v g="$GOODPUT" 'BEGIN { printf "%.3f", r / 1000 * g }')
-	stop_drfd
-	check root-recreated "[ $progs -eq 2 ] && [ $((d1 - d0)) -lt 65536 ] && within $got $want 0.05" \
-		"programs at the new root: $progs; default class sent $((d1 - d0)) bytes; a's goodput $got/$want Mbit/s"
+	[ "$progs" -eq 2 ] && [ $((d1 - d0)) -lt 65536 ] && within "$got" "$want" 0.05 && verdict=0
+	detail="programs at the new root: $progs; default class sent $((d1 - d0)) bytes; a's goodput $got/$want Mbit/s; premise: $sinfo"
 }
 
 # net-device a port of a bridge that holds the address: the sockets' packets name
 # the bridge (the device with the address), and are still classified and policed.
+# The premises: a's class backlogged throughout its sending run (measure.py's
+# limit), the policer acting in its receiving run and the mean over 3 s or more.
 test_bridge() {
-	local got want in_want in_got
 	if ! { ip -n "$nsA" link add br0 type bridge && ip -n "$nsA" addr del $addrA/24 dev va &&
 		ip -n "$nsA" link set va master br0 && ip -n "$nsA" addr add $addrA/24 dev br0 &&
 		ip -n "$nsA" link set br0 up; }; then
@@ -533,23 +896,37 @@ test_bridge() {
 	write_conf limit "net-rate = $(mbit 50)\nnet-link-rate = $(mbit 100)\nnet-ingress-rate = $(mbit 100)" \
 		"a net-rate=$(mbit 20),net-ingress-rate=$(mbit 10)"
 	if start_drfd; then
-		client a 5201 6
-		wait_clients
-		client a 5202 6 -R
-		wait_clients
-		got=$(received "$work/a.5201.json")
-		in_got=$(mean "$work/a.5202.json" 2 6)
+		tenant_minors
+		measure bridge-port 3 bridge_window
 		stop_drfd
+	else
+		ko bridge-port "drfd did not start: $(tail -3 "$work/drfd.log")"
 	fi
 	inA "$drfctl" net-reset -c "$work/drfd.conf" >/dev/null 2>&1
 	ip -n "$nsA" link del br0
 	ip -n "$nsA" addr add $addrA/24 dev va
 	ip -n "$nsA" link set va up
 	sleep 1
+}
+
+bridge_window() {
+	local got want in_want in_got sinfo='' n0 n1 s
+	sampled_client a 5201 6
+	n0=$(acts_sum)
+	client a 5202 6 -R
+	wait_clients
+	n1=$(acts_sum)
+	got=$(received "$work/a.5201.json")
+	in_got=$(mean "$work/a.5202.json" 2 6)
+	s=$(mean_secs "$work/a.5202.json" 2 6)
+	[[ $n0 =~ ^[0-9]+$ && $n1 =~ ^[0-9]+$ ]] && [ "$n1" -gt "$n0" ] ||
+		premise="$premise${premise:+; }the policer acted on none of the receiving run's packets ($n0 -> $n1)"
+	awk -v a="$s" 'BEGIN { exit !(a < 3) }' &&
+		premise="$premise${premise:+; }the receiving run's mean from 2 s on covers $s s, not 3"
 	want=$(awk -v r="$(mbit 20)" -v g="$GOODPUT" 'BEGIN { printf "%.3f", r / 1000 * g }')
 	in_want=$(awk -v r="$(mbit 10)" -v g="$GOODPUT" 'BEGIN { printf "%.3f", r / 1000 * g }')
-	check bridge-port "within ${got:-0} $want 0.03 && within ${in_got:-0} $in_want 0.1" \
-		"va a port of br0 (the address on br0): a sent ${got:-?}/$want Mbit/s, received ${in_got:-?}/$in_want"
+	within "${got:-0}" "$want" 0.03 && within "${in_got:-0}" "$in_want" 0.1 && verdict=0
+	detail="va a port of br0 (the address on br0): a sent ${got:-?}/$want Mbit/s, received ${in_got:-?}/$in_want (from 2 s on, $s s; policer's marks and drops $n0 -> $n1); premise: $sinfo"
 }
 
 # The device changes while drfd is down: at its start drfd removes its qdisc and
