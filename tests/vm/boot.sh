@@ -70,9 +70,10 @@ vm_boot() {
 	local vm=$! rc
 	[ -n "${VM_NICE:-}" ] && [ "$VM_NICE" -lt 0 ] && vm_autogroup "$vm" "$res/qemu.pid" "$VM_NICE"
 	vm_vcpu_waits "$vm" "$res/qemu.pid" "$res/host-vcpu" &
+	local writer=$!
 	wait "$vm"
 	rc=$?
-	wait
+	wait "$writer" # its own writer only: run.sh's other boots may still be running
 	return $rc
 }
 
