@@ -98,10 +98,12 @@ vm_autogroup() {
 # host's: time the host keeps a vCPU from running is charged, in the guest, to
 # whatever ran there, and no guest counter shows it. The tests read FILE at
 # /mnt/results/host-vcpu to check that their windows had the CPUs they
-# measured (lib.sh: host_waits).
+# measured (lib.sh: host_waits). Beside it, FILE-run: "NS RUN0 RUN1", the
+# nanoseconds each vCPU thread has run on a host CPU (schedstat's first field),
+# what the guest's work cost the host (tests/vm/seq.sh: host-cpu per test).
 vm_vcpu_waits() {
-	local pid=$1 pidfile=$2 file=$3 q="" t c line w
-	local -a d=()
+	local pid=$1 pidfile=$2 file=$3 q="" t c line w r n
+	local -a d=() u=()
 	while kill -0 "$pid" 2>/dev/null; do
 		[ -n "$q" ] || { [ -s "$pidfile" ] && read -r q <"$pidfile"; }
 		line=""
@@ -109,12 +111,18 @@ vm_vcpu_waits() {
 			for t in /proc/"$q"/task/*; do
 				read -r c <"$t/comm" 2>/dev/null || continue
 				case $c in
-				"CPU "*"/TCG") read -r _ w _ <"$t/schedstat" 2>/dev/null && d[${c//[^0-9]/}]=$w ;;
+				"CPU "*"/TCG")
+					read -r r w _ <"$t/schedstat" 2>/dev/null || continue
+					n=${c//[^0-9]/} d[n]=$w u[n]=$r
+					;;
 				esac
 			done
 			[ ${#d[@]} -gt 0 ] && line="${EPOCHREALTIME/./}000 ${d[*]}"
 		fi
-		[ -n "$line" ] && echo "$line" >"$file.new" && mv -f "$file.new" "$file"
+		if [ -n "$line" ]; then
+			echo "$line" >"$file.new" && mv -f "$file.new" "$file"
+			echo "${line%% *} ${u[*]}" >"$file-run.new" && mv -f "$file-run.new" "$file-run"
+		fi
 		sleep 0.25
 	done
 }

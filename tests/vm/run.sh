@@ -69,51 +69,44 @@ boot_alone() {
 	rm -f "$disk"
 	echo "$qrc" >"$res/qemu-exit"
 	echo $(($(date +%s) - start)) >"$res/seconds"
+	vcpu_seconds "$res" >"$res/host-cpu"
+}
+
+# vcpu_seconds RES: the seconds a whole boot's vCPU threads ran on the host's
+# CPUs (the last line boot.sh's vm_vcpu_waits wrote), or "?".
+vcpu_seconds() {
+	awk '{ for (i = 2; i <= NF; i++) s += $i } END { if (NR) printf "%d\n", s / 1e9 + 0.5; else print "?" }' \
+		"$1/host-vcpu-run" 2>/dev/null || echo "?"
 }
 
 shared=()
 for t in "${tests[@]}"; do alone "$t" || shared+=("$t"); done
-# The shared boot runs first the tests that measure nothing a busy host skews
-# (states, files, processes: about 290 s), while t_ioweight boots beside it
-# (below, about 160 s); those that measure CPU time, rates or latencies follow.
-# (With t_cpu first, the other VM's turns on the host CPUs were charged to
-# whichever tenant the vCPU ran: C/A 2.17 for 2.00 once.)
-first=" t_hostcheck t_knobs t_reload t_crash t_daemon t_memory t_top t_tasks "
-ordered=()
-for t in $first; do
-	for s in "${shared[@]}"; do [ "$s" = "$t" ] && ordered+=("$t"); done
-done
-for s in "${shared[@]}"; do [[ $first == *" $s "* ]] || ordered+=("$s"); done
-shared=("${ordered[@]}")
-# The systemd-mode tests boot at once (one after another), beside the shared boot, under VM_NICE=10:
-# they yield the CPUs to it (its measurements count), and are done long before
-# it ends (it may take twice its time alone: its QEMU's limit is 1800 s, not
-# 900). A test that drives a throttled disk (vm-drive: t_ioweight, whose guest
-# mostly waits for that disk) boots at once too, under VM_NICE=-15: the little
-# CPU it asks for it gets at once, so that its split is measured as if alone;
-# the shared boot's tests that measure come after it (above).
-# (At the same priority as a busy VM beside it, BFQ's first split was 6.2% off,
-# 0.5-2.3% alone; after the shared boot, alone, it added about 130 s to a run.)
-# The systemd-mode tests boot one after another, in one queue beside the shared boot: two
-# of them at once beside it would take the CPUs its measurements need.
-# A test marked "# vm-order: last" (t_scale: its 1,000 slices keep both CPUs busy for
-# minutes) boots once the others are done, alone: beside the shared boot it took the CPU
-# the measuring tests there need (CI: t_cpu's hierarchical split 13% off).
-pids=() sysd=() after=()
+# Each VM measures, and takes the host's CPUs for itself: it runs under
+# VM_NICE=-19, in a session and an autogroup of its own at that niceness
+# (boot.sh), so that a build or a CPU hog at the usual priority gets about 1% of
+# what it asks while the VM runs (autogroup weights: 71755 at -19, 1024 at 0);
+# what a busy host still takes, the tests' premises notice (host_premise in
+# lib.sh). The VMs boot one after another: on two cores a second VM's vCPUs take
+# what the first one's measurements need. (CI, with systemd's VM beside the
+# shared boot: a loop's use read while the host held its vCPU back 10% of the
+# window; with t_scale beside it, t_cpu's hierarchical split 13% off; the VM
+# that yielded, starved, took 1-6 s a loop turn and failed steady-minute-quiet.
+# A test that drives a throttled disk, t_ioweight, whose guest mostly waits for
+# that disk, read BFQ's split 12% off beside the shared boot's busy loops even a
+# notch above them, -20 to -19; our guess: BFQ idles 8 ms for a reader's next
+# request, and a vCPU that wakes late loses the reader its turn.) First the tests that drive a disk
+# (vm-drive), then the shared boot, the systemd-mode tests, and a test marked
+# "# vm-order: last" (t_scale).
+sysd=() after=()
 for t in "${tests[@]}"; do
 	if grep -q '^# vm-order: last' "$here/$t.sh"; then
 		after+=("$t")
 	elif alone "$t" && ! grep -q '^# vm-drive: ' "$here/$t.sh"; then
 		sysd+=("$t")
 	elif grep -q '^# vm-drive: ' "$here/$t.sh"; then
-		VM_NICE=-15 boot_alone "$t" &
-		pids+=($!)
+		VM_NICE=-19 boot_alone "$t"
 	fi
 done
-if [ ${#sysd[@]} -gt 0 ]; then
-	(for t in "${sysd[@]}"; do VM_NICE=10 VM_LIMIT=1800 boot_alone "$t"; done) &
-	pids+=($!)
-fi
 if [ ${#shared[@]} -gt 0 ]; then
 	grp=$out/results/shared-boot disk=$out/shared-boot.img
 	rm -rf "$grp"
@@ -121,15 +114,7 @@ if [ ${#shared[@]} -gt 0 ]; then
 	for t in "${shared[@]}"; do rm -rf "$out/results/$t"; done
 	fresh_disk "$disk"
 	start=$(date +%s)
-	# The shared boot measures: under VM_NICE=-10 (and an autogroup of its own at
-	# -10: boot.sh) it takes most of the CPUs from anything else on the host at
-	# the usual priority (a build, a CPU hog); systemd's VM yields (10), and the
-	# throttled disk's guest, which asks little, has an autogroup of its own
-	# (-15). Not -20: systemd's VM, in the session's autogroup, then got about 1%
-	# and its drfd's loop turns took 1-6 s (CI: steady-minute-quiet failed on
-	# their warning). What a busy host still takes, the tests' premises notice
-	# (host_premise in lib.sh).
-	VM_NICE=-10 vm_boot "$here/seq.sh" "$grp" "$build" "$disk" $((900 * ${#shared[@]} + 300)) \
+	VM_NICE=-19 vm_boot "$here/seq.sh" "$grp" "$build" "$disk" $((900 * ${#shared[@]} + 300)) \
 		"drf.tests=$(IFS=,; echo "${shared[*]}")" &
 	qpid=$!
 	# The guest stops a test after 900 s; a guest that ends none for longer
@@ -148,7 +133,7 @@ if [ ${#shared[@]} -gt 0 ]; then
 	wait "$qpid"
 	qrc=$?
 	rm -f "$disk"
-	echo "=== one boot for ${#shared[@]} tests: $(($(date +%s) - start)) s (qemu exit $qrc)"
+	echo "=== one boot for ${#shared[@]} tests: $(($(date +%s) - start)) s, its vCPUs $(vcpu_seconds "$grp") s on the host's CPUs (qemu exit $qrc)"
 	hung=$(locked_up "$grp" && echo yes)
 	[ -n "$hung" ] && { echo "the guest kernel locked up in the shared boot; its log is in $grp:"; \
 		grep -E 'soft lockup|detected stalls' "$grp/serial.log" | head -n 4 | sed 's/^/    /'; }
@@ -166,13 +151,12 @@ if [ ${#shared[@]} -gt 0 ]; then
 		fi
 	done
 fi
-for p in "${pids[@]}"; do wait "$p"; done
-for t in "${after[@]}"; do VM_LIMIT=1800 boot_alone "$t"; done
+for t in "${sysd[@]}" "${after[@]}"; do VM_NICE=-19 VM_LIMIT=1800 boot_alone "$t"; done
 
 pass=0 failed=0 skipped=0 discarded=0
 for t in "${tests[@]}"; do
 	res=$out/results/$t
-	echo "=== $t ($(cat "$res/seconds" 2>/dev/null || echo ?) s in the VM)"
+	echo "=== $t ($(cat "$res/seconds" 2>/dev/null || echo ?) s in the VM, its vCPUs $(cat "$res/host-cpu" 2>/dev/null || echo ?) s on the host's CPUs)"
 	[ -f "$res/diagram.txt" ] && sed 's/^/    /' "$res/diagram.txt"
 	if [ ! -f "$res/results.txt" ]; then
 		echo "FAIL $t: the VM produced no results (qemu exit $(cat "$res/qemu-exit" 2>/dev/null)); its console:"

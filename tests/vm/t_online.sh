@@ -139,8 +139,11 @@ check online-idle-handover '[ "$got" != timeout ] && [ "$n" -le 5 ]' \
 check online-idle-B 'near "$(quota B)" 0.9375 0.02' "B's cpu.max $(quota B) cores, want 0.9375"
 # Utilization of the bottleneck (cpu) over 5 s: the host's (/proc/stat; drfd's
 # own ticks count, as on any host) and what A and B got. The premise, in the
-# same window: A and B wanted more than they got, i.e. each was throttled by
-# its cpu.max in at least 90% of its periods (cpu.stat nr_throttled).
+# same window: the host kept neither vCPU waiting (its waits would count as
+# busy time); and, for a window whose figures were short, A and B wanted more
+# than they got, i.e. each was throttled by its cpu.max in at least 90% of its
+# periods (cpu.stat nr_throttled). (A loop at about 96% of its cap, which other
+# tasks on its vCPU preempt now and then, reads throttled in 82-87%.)
 busy_idle() { awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8, $5 + $6 }' /proc/stat; }
 thr() { awk '$1 == "nr_periods" { p = $2 } $1 == "nr_throttled" { t = $2 } END { print p, t }' "$CG/drf.slice/$1/cpu.stat"; }
 util_window() {
@@ -157,11 +160,15 @@ print(f"{(b1 - b0) / ((b1 - b0) + (i1 - i0)):.3f} {((a1 - a0) + (bb1 - bb0)) / 1
       f" {ta1 - ta0}/{pa1 - pa0} {tb1 - tb0}/{pb1 - pb0}")
 PY
 )"
-	$PY -c "import sys; sys.exit(0 if ${fa%/*} >= 0.9 * ${fa#*/} > 0 and ${fb%/*} >= 0.9 * ${fb#*/} > 0 else 1)" ||
-		premise="throttled in A $fa, B $fb periods (each should be at least 90%: the loops wanted more than their caps)"
-	host_premise "$v0" "$v1"
-	$PY -c "import sys; sys.exit(0 if $util > 0.9 and $ab > 1.6 else 1)"
+	holds "$util > 0.9 && $ab > 1.6"
 	verdict=$?
+	# Loops that wanted less than their caps could only have used less: their
+	# throttling is the premise of a window whose figures were short.
+	[ "$verdict" = 0 ] || holds "${fa%/*} >= 0.9 * ${fa#*/} && ${fa#*/} > 0 && ${fb%/*} >= 0.9 * ${fb#*/} && ${fb#*/} > 0" ||
+		premise="throttled in A $fa, B $fb periods (each should be at least 90%: the loops wanted more than their caps)"
+	# The host's waits are charged to whatever ran, which makes both figures
+	# larger: checked whatever the result.
+	host_premise "$v0" "$v1"
 	detail="cpu busy $util of the host over $($PY -c "print(f'{$w1 - $w0:.2f}')") s (want > 0.90); A and B used $ab cores (their caps before: 2 x 0.667 = 1.333; want > 1.6); throttled in A $fa, B $fb periods; $host_detail"
 }
 measure online-idle-utilization 3 util_window
