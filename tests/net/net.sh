@@ -33,6 +33,7 @@ GOODPUT=$(awk 'BEGIN { printf "%.6f", 1448 / 1514 }')
 
 # NET_TIMES: a file for "NAME SECONDS" at each result, seconds since the start
 times=${NET_TIMES:-/dev/null}
+# NET_KEEP: a folder for the share scenario's samples and classes (the VM's results)
 t0_us=${EPOCHREALTIME/./}
 say() { echo "$*" | tee -a "$results"; }
 stamp() {
@@ -555,6 +556,10 @@ share_scenario() { # RUN
 	client c 5204 8 -P 4
 	wait "${cpids[@]}"
 	stop_sampling
+	# NET_KEEP: a folder that keeps each run's samples and classes, to read a
+	# window that failed (the VM's results)
+	[ -n "${NET_KEEP:-}" ] && { tc -n "$nsA" -d class show dev va >"$NET_KEEP/share-run$run.classes"
+		cp "$work/cls" "$NET_KEEP/share-run$run.cls"; cp "$work/minors" "$NET_KEEP/share-run$run.minors"; }
 	stop_drfd
 	analyse share "$work" "$t0" "$scale" "$(((again - t0) / 1000))e-3" 3 11 >"$work/premise"
 	while IFS= read -r l; do
