@@ -39,3 +39,7 @@ measure() {
 	done
 	check "$_m_name" false "premise never held in $_m_tries windows: $_m_why"
 }
+
+# The host's vCPU waits (host_vcpu, host_waits, host_premise, host_judge).
+# shellcheck source=tests/lib/vcpu.sh
+. "$(dirname "${BASH_SOURCE[0]}")/vcpu.sh"

@@ -34,6 +34,8 @@ GOODPUT=$(awk 'BEGIN { printf "%.6f", 1448 / 1514 }')
 # NET_TIMES: a file for "NAME SECONDS" at each result, seconds since the start
 times=${NET_TIMES:-/dev/null}
 # NET_KEEP: a folder for the share scenario's samples and classes (the VM's results)
+# NET_HOST_VCPU: the file of the host's vCPU waits, in the VM (measure.py's host_waits)
+HOST_VCPU=${NET_HOST_VCPU:-}
 t0_us=${EPOCHREALTIME/./}
 say() { echo "$*" | tee -a "$results"; }
 stamp() {
@@ -173,6 +175,40 @@ def unbacklogged(samples, lo, hi, names, minor, over=True):
                        % (n, len(idle), len(s) - 1, s[0][0], s[-1][0], ts(idle), ", no overlimits" if over else ""))
     return out
 
+# In the VM, the sampler also keeps the host's line of its vCPUs' waits
+# (w/cls.host: "TIME NS WAIT0 WAIT1", tests/vm/boot.sh's vm_vcpu_waits): a
+# vCPU the host keeps waiting holds HTB's dequeue back, and a class loses the
+# tokens beyond its burst: a rate or a sum falls, a split bends. The premise is
+# one-sided (tests/lib/premise.sh: host_premise): a window that passed despite the
+# waits stands (its figures were within bounds), one that failed while the
+# host kept a vCPU waiting over HOST_LIMIT of it is discarded.
+HOST_LIMIT = 0.10
+
+def host_waits(w, t0, lo, hi):
+    """the largest share of lo-hi s any vCPU waited for the host: a float, None on
+    the host (no w/cls.host), "unknown" when no two lines cover the window"""
+    try:
+        rows = [[int(x) for x in l.split()] for l in open(w + "/cls.host")]
+    except OSError:
+        return None
+    rows = [((r[0] - t0) / 1e6, r[1], r[2:]) for r in rows if len(r) >= 3]
+    a = [r for r in rows if r[0] <= lo]
+    b = [r for r in rows if r[0] >= hi]
+    if not a or not b or b[0][1] <= a[-1][1]:
+        return "unknown"
+    a, b = a[-1], b[0]
+    return max((y - x) / (b[1] - a[1]) for x, y in zip(a[2], b[2]))
+
+def host_premise(w, t0, lo, hi, ok):
+    """(what discards a window that failed, the figure for its detail)"""
+    h = host_waits(w, t0, lo, hi)
+    if h is None:
+        return [], ""
+    if h == "unknown":
+        return ([] if ok else ["the host's vCPU waits over %.1f-%.1f s are not known" % (lo, hi)]), "host waits unknown"
+    return ([] if ok or h <= HOST_LIMIT else ["the host kept a vCPU waiting %.3f of the window (over %.2f)" % (h, HOST_LIMIT)],
+            "host kept a vCPU waiting %.3f of it" % h)
+
 def limit(w, t0, tenants):
     """limit mode: each tenant's class backlogged (at its ceil) from its transfer's first
     interval to its last, the transfer as long as its receiver's count says"""
@@ -200,6 +236,10 @@ def limit(w, t0, tenants):
                 for x in unbacklogged(samples, samples[act[0]][0], samples[act[-1] - 1][0], [n], minor)]
     print("; ".join(out))
     print("; ".join(info) + " (%d samples)" % len(samples))
+    # the third line: the host's waits over the whole run, for the shell's
+    # one-sided premise (limit_host), empty on the host
+    h = host_waits(w, int(t0), samples[0][0], samples[-1][0]) if samples else "unknown"
+    print("" if h is None else h if h == "unknown" else "%.3f" % h)
 
 def share(w, t0, scale, again, lo1, hi1):
     """share mode, 1:2:3: one line per window, "PREMISE<tab>OK<tab>DETAIL": all backlogged
@@ -233,7 +273,10 @@ def share(w, t0, scale, again, lo1, hi1):
     # c's class quiet in an interval: under 2% of its share of the link (3/6)
     def quiet(i):
         return (snaps[times[i]][c] - snaps[times[i - 1]][c]) * 8 / (times[i] - times[i - 1]) / 1e6 < 0.02 * link / 2
-    def line(premise, ok, detail):
+    def line(premise, ok, detail, lo=None, hi=None):
+        if lo is not None:
+            p, h = host_premise(w, t0, lo, hi, ok)
+            premise, detail = premise + p, detail + ("; " + h if h else "")
         print("%s\t%d\t%s" % ("; ".join(premise), ok, detail))
 
     t1, t2, r1 = rates(lo1, hi1)
@@ -243,7 +286,8 @@ def share(w, t0, scale, again, lo1, hi1):
         s1 = split(r1, "abc")
         line(unbacklogged(samples, t1, t2, "abc", minor, False), near(s1, (1/6, 2/6, 3/6)),
              "all backlogged, %.1f-%.1f s: a %.1f b %.1f c %.1f Mbit/s, split %.3f:%.3f:%.3f (want 1/6:2/6:3/6,"
-             " %d samples, tc's median read %.0f ms)" % (t1, t2, r1["a"], r1["b"], r1["c"], *s1, len(samples), slow / 2e3))
+             " %d samples, tc's median read %.0f ms)" % (t1, t2, r1["a"], r1["b"], r1["c"], *s1, len(samples), slow / 2e3),
+             t1, t2)
     if again == 0:
         return
     # c stopped at the first sample after which its class was quiet, and started
@@ -266,7 +310,7 @@ def share(w, t0, scale, again, lo1, hi1):
             s2 = split(r2, "ab")
             line(p, r2["a"] + r2["b"] >= 0.95 * link and near(s2, (1/3, 2/3)),
                  "c idle from %.1f s, %.1f-%.1f s: a %.1f + b %.1f = %.1f of the link's %.1f Mbit/s, "
-                 "split %.3f:%.3f (want 1/3:2/3)" % (stop, t1, t2, r2["a"], r2["b"], r2["a"] + r2["b"], link, *s2))
+                 "split %.3f:%.3f (want 1/3:2/3)" % (stop, t1, t2, r2["a"], r2["b"], r2["a"] + r2["b"], link, *s2), t1, t2)
     idle_window()
     # c's second client runs 8 s: the window ends 6 s after it came back, or
     # when a or b stopped (their clients run 31 s, from when they started)
@@ -287,7 +331,7 @@ def share(w, t0, scale, again, lo1, hi1):
         s3 = split(r3, "abc")
         line(unbacklogged(samples, t1, t2, "abc", minor, False), near(s3, (1/6, 2/6, 3/6)),
              "c back at %.1f s, %.1f-%.1f s: a %.1f b %.1f c %.1f Mbit/s, split %.3f:%.3f:%.3f"
-             % (back, t1, t2, r3["a"], r3["b"], r3["c"], *s3))
+             % (back, t1, t2, r3["a"], r3["b"], r3["c"], *s3), t1, t2)
 
 if sys.argv[1] == "limit":
     a = sys.argv[4:]
@@ -429,7 +473,7 @@ limit_test() { # NAME TENANTS...
 }
 
 limit_window() { # NAME TENANTS...
-	local name=$1 t port=5201 want got bad=0 t0 args=() info=''
+	local name=$1 t port=5201 want got bad=0 t0 args=() info='' hw=''
 	shift
 	write_conf limit "net-rate = $(mbit 100)\nnet-link-rate = $(mbit 100)" "$@"
 	start_drfd || { detail="drfd did not start: $(tail -3 "$work/drfd.log")"; return; }
@@ -446,7 +490,7 @@ limit_window() { # NAME TENANTS...
 	stop_sampling
 	tc -n "$nsA" -s qdisc show dev va >"$work/qdisc.$name"
 	analyse limit "$work" "$t0" "${args[@]}" >"$work/premise"
-	{ read -r premise; read -r info; } <"$work/premise"
+	{ read -r premise; read -r info; read -r hw; } <"$work/premise"
 	port=5201
 	for t in "$@"; do
 		t=${t%% *}
@@ -458,8 +502,24 @@ limit_window() { # NAME TENANTS...
 	done
 	stop_drfd
 	verdict=$bad
-	detail="goodput/expected within 3%:$detail premise: $info"
+	limit_host "$hw"
+	detail="goodput/expected within 3%:$detail premise: $info${hw:+; host waits $hw}"
 	[ $bad -eq 0 ] || [ -n "$premise" ] || { tail -5 "$work/drfd.log"; cat "$work/qdisc.$name"; }
+}
+
+# limit_host WAITS: after verdict, with measure.py limit's third line (empty
+# on the host): a window that failed while the host kept a vCPU waiting over
+# 0.10 of it, or with its waits unknown, is discarded (premise.sh: host_judge).
+limit_host() {
+	[ -z "$1" ] || host_judge "$1" "$verdict"
+}
+# host_run FROM TO: host_waits between two host_vcpu lines, in the VM; empty
+# on the host. host_max A B: the larger of two such figures.
+host_run() { [ -z "$HOST_VCPU" ] || host_waits "$1" "$2"; }
+host_max() {
+	if [ -z "$1" ] || [ -z "$2" ]; then echo "$1$2"
+	elif [ "$1" = unknown ] || [ "$2" = unknown ]; then echo unknown
+	else awk -v a="$1" -v b="$2" 'BEGIN { print (a > b ? a : b) }'; fi
 }
 
 wait_clients() {
@@ -503,12 +563,17 @@ class_bytes() { # prints "MINOR BYTES OVERLIMITS QUEUED-PACKETS" for every class
 # exists: TIME is halfway between the clock read before tc and after it, SPREAD
 # the time tc took (a sample that took more than twice the median is left out
 # of rates: in a busy VM, tc may wait a few tenths)
+# In the VM ($HOST_VCPU), also "TIME NS WAIT0 WAIT1" to FILE.host: the host's
+# line of its vCPUs' waits (measure.py's host_waits).
 sample_classes() { # FILE END
-	local t1 t2
+	local t1 t2 h
+	: >"$1.host"
+	[ -n "$HOST_VCPU" ] || rm -f "$1.host"
 	while t1=${EPOCHREALTIME/./} && [ "$t1" -lt "$2" ] && [ ! -e "$1.stop" ]; do
 		class_bytes >"$1.one"
 		t2=${EPOCHREALTIME/./}
 		sed "s/^/$(((t1 + t2) / 2)) $((t2 - t1)) /" "$1.one" >>"$1"
+		[ -n "$HOST_VCPU" ] && read -r h <"$HOST_VCPU" && echo "$(((t1 + t2) / 2)) $h" >>"$1.host"
 		sleep 0.25
 	done
 }
@@ -556,10 +621,9 @@ share_scenario() { # RUN
 	client c 5204 8 -P 4
 	wait "${cpids[@]}"
 	stop_sampling
-	# NET_KEEP: a folder that keeps each run's samples and classes, to read a
-	# window that failed (the VM's results)
 	[ -n "${NET_KEEP:-}" ] && { tc -n "$nsA" -d class show dev va >"$NET_KEEP/share-run$run.classes"
-		cp "$work/cls" "$NET_KEEP/share-run$run.cls"; cp "$work/minors" "$NET_KEEP/share-run$run.minors"; }
+		cp "$work/cls" "$NET_KEEP/share-run$run.cls"; cp "$work/minors" "$NET_KEEP/share-run$run.minors"
+		[ ! -e "$work/cls.host" ] || cp "$work/cls.host" "$NET_KEEP/share-run$run.cls.host"; }
 	stop_drfd
 	analyse share "$work" "$t0" "$scale" "$(((again - t0) / 1000))e-3" 3 11 >"$work/premise"
 	while IFS= read -r l; do
@@ -702,7 +766,8 @@ inventory() {
 
 # sampled_client TENANT PORT SECONDS [iperf3 args]: one client with its class
 # sampled; sets premise (measure.py's limit: backlogged throughout its
-# transfer, which lasted as long as its receiver counted) and sinfo.
+# transfer, which lasted as long as its receiver counted), sinfo and hw (the
+# host's waits over it, measure.py limit's third line).
 sampled_client() {
 	local t=$1 port=$2 t0
 	shift 2
@@ -713,7 +778,7 @@ sampled_client() {
 	wait "${cpids[@]}"
 	stop_sampling
 	analyse limit "$work" "$t0" "$t" "$work/$t.$port.json" >"$work/premise"
-	{ read -r premise; read -r sinfo; } <"$work/premise"
+	{ read -r premise; read -r sinfo; read -r hw; } <"$work/premise"
 }
 
 # A restart adopts drfd's own qdisc, classes and pinned programs: no duplicate,
@@ -740,7 +805,7 @@ test_restart() {
 }
 
 restart_window() { # sets inv1 (test_restart's), the inventory before the restart
-	local inv2 d0 d1 got want t0 sinfo=''
+	local inv2 d0 d1 got want t0 sinfo='' hw=''
 	stop_drfd
 	write_conf limit "net-rate = $(mbit 50)\nnet-link-rate = $(mbit 100)" "a net-rate=$(mbit 20)"
 	start_drfd || { detail="drfd did not start"; return; }
@@ -757,13 +822,14 @@ restart_window() { # sets inv1 (test_restart's), the inventory before the restar
 	wait "${cpids[@]}"
 	stop_sampling
 	analyse limit "$work" "$t0" a "$work/a.5201.json" >"$work/premise"
-	{ read -r premise; read -r sinfo; } <"$work/premise"
+	{ read -r premise; read -r sinfo; read -r hw; } <"$work/premise"
 	d1=$(tc -n "$nsA" -s class show dev va classid d7f:ffff | awk '/Sent/ {print $2}')
 	inv2=$(inventory)
 	got=$(received "$work/a.5201.json")
 	want=$(awk -v r="$(mbit 20)" -v g="$GOODPUT" 'BEGIN { printf "%.3f", r / 1000 * g }')
 	[ "$inv1" = "$inv2" ] && [ $((d1 - d0)) -lt 65536 ] && within "$got" "$want" 0.03 && verdict=0
-	detail="one tree, attachment and pins after the restart: $([ "$inv1" = "$inv2" ] && echo yes || echo no) ($(echo "$inv2" | tr '\n' ' ')); default class sent $((d1 - d0)) bytes through the restart; goodput $got/$want Mbit/s; premise: $sinfo"
+	limit_host "$hw"
+	detail="one tree, attachment and pins after the restart: $([ "$inv1" = "$inv2" ] && echo yes || echo no) ($(echo "$inv2" | tr '\n' ' ')); default class sent $((d1 - d0)) bytes through the restart; goodput $got/$want Mbit/s; premise: $sinfo${hw:+; host waits $hw}"
 }
 
 # What the egress program counts agrees with what HTB counts, per tenant. The
@@ -826,9 +892,9 @@ mean_secs() {
 }
 
 ingress_window() {
-	local ecn noecn b lo acts acts1 want n0 n1 n2 s1 s2
+	local ecn noecn b lo acts acts1 want n0 n1 n2 s1 s2 h0 h1 hw
 	ip netns exec "$nsA" sysctl -qw net.ipv4.tcp_ecn=1
-	n0=$(acts_sum)
+	n0=$(acts_sum) h0=$(host_vcpu)
 	client a 5201 8 -R
 	wait_clients
 	# From 2 s on: the bucket starts full, and at low rates its burst (at least four
@@ -842,7 +908,8 @@ ingress_window() {
 	wait_clients
 	noecn=$(mean "$work/a.5202.json" 2 8)
 	s2=$(mean_secs "$work/a.5202.json" 2 8)
-	n2=$(acts_sum)
+	n2=$(acts_sum) h1=$(host_vcpu)
+	hw=$(host_run "$h0" "$h1")
 	ip netns exec "$nsA" sysctl -qw net.ipv4.tcp_ecn=1
 	client b 5203 4 -R
 	wait_clients
@@ -864,7 +931,8 @@ ingress_window() {
 	premise=$(IFS=';'; echo "${p[*]}")
 	within "$ecn" "$want" 0.1 && within "$noecn" "$want" 0.1 &&
 		awk -v b="$b" -v l="$lo" -v w="$want" 'BEGIN { exit !(b > 3 * w && l > 3 * w) }' && verdict=0
-	detail="a, policed at $(mbit 10) (goodput $want Mbit/s), received $ecn Mbit/s (from 2 s on, $s1 s) with ECN ($acts1) and $noecn ($s2 s) without (then $acts in all); b, not policed, $b Mbit/s; a over loopback (not net-device) $lo Mbit/s"
+	limit_host "$hw"
+	detail="${hw:+host waits $hw over the policed runs; }a, policed at $(mbit 10) (goodput $want Mbit/s), received $ecn Mbit/s (from 2 s on, $s1 s) with ECN ($acts1) and $noecn ($s2 s) without (then $acts in all); b, not policed, $b Mbit/s; a over loopback (not net-device) $lo Mbit/s"
 }
 
 # cgroup-root removed and made again while drfd is down (under systemd: a restart
@@ -885,14 +953,15 @@ test_rootgone() {
 }
 
 rootgone_window() {
-	local d0 d1 got want sinfo=''
+	local d0 d1 got want sinfo='' hw=''
 	d0=$(tc -n "$nsA" -s class show dev va classid d7f:ffff | awk '/Sent/ {print $2}')
 	sampled_client a 5201 4
 	d1=$(tc -n "$nsA" -s class show dev va classid d7f:ffff | awk '/Sent/ {print $2}')
 	got=$(received "$work/a.5201.json")
 	want=$(awk -v r="$(mbit 20)" -v g="$GOODPUT" 'BEGIN { printf "%.3f", r / 1000 * g }')
 	[ "$progs" -eq 2 ] && [ $((d1 - d0)) -lt 65536 ] && within "$got" "$want" 0.05 && verdict=0
-	detail="programs at the new root: $progs; default class sent $((d1 - d0)) bytes; a's goodput $got/$want Mbit/s; premise: $sinfo"
+	limit_host "$hw"
+	detail="programs at the new root: $progs; default class sent $((d1 - d0)) bytes; a's goodput $got/$want Mbit/s; premise: $sinfo${hw:+; host waits $hw}"
 }
 
 # net-device a port of a bridge that holds the address: the sockets' packets name
@@ -924,12 +993,13 @@ test_bridge() {
 }
 
 bridge_window() {
-	local got want in_want in_got sinfo='' n0 n1 s
+	local got want in_want in_got sinfo='' hw='' n0 n1 s h0 h1
 	sampled_client a 5201 6
-	n0=$(acts_sum)
+	n0=$(acts_sum) h0=$(host_vcpu)
 	client a 5202 6 -R
 	wait_clients
-	n1=$(acts_sum)
+	n1=$(acts_sum) h1=$(host_vcpu)
+	hw=$(host_max "$hw" "$(host_run "$h0" "$h1")")
 	got=$(received "$work/a.5201.json")
 	in_got=$(mean "$work/a.5202.json" 2 6)
 	s=$(mean_secs "$work/a.5202.json" 2 6)
@@ -940,7 +1010,8 @@ bridge_window() {
 	want=$(awk -v r="$(mbit 20)" -v g="$GOODPUT" 'BEGIN { printf "%.3f", r / 1000 * g }')
 	in_want=$(awk -v r="$(mbit 10)" -v g="$GOODPUT" 'BEGIN { printf "%.3f", r / 1000 * g }')
 	within "${got:-0}" "$want" 0.03 && within "${in_got:-0}" "$in_want" 0.1 && verdict=0
-	detail="va a port of br0 (the address on br0): a sent ${got:-?}/$want Mbit/s, received ${in_got:-?}/$in_want (from 2 s on, $s s; policer's marks and drops $n0 -> $n1); premise: $sinfo"
+	limit_host "$hw"
+	detail="va a port of br0 (the address on br0): a sent ${got:-?}/$want Mbit/s, received ${in_got:-?}/$in_want (from 2 s on, $s s; policer's marks and drops $n0 -> $n1); premise: $sinfo${hw:+; host waits $hw (both runs)}"
 }
 
 # The device changes while drfd is down: at its start drfd removes its qdisc and

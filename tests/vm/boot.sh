@@ -98,7 +98,7 @@ vm_autogroup() {
 # host's: time the host keeps a vCPU from running is charged, in the guest, to
 # whatever ran there, and no guest counter shows it. The tests read FILE at
 # /mnt/results/host-vcpu to check that their windows had the CPUs they
-# measured (lib.sh: host_waits). Beside it, FILE-run: "NS RUN0 RUN1", the
+# measured (tests/lib/premise.sh: host_waits). Beside it, FILE-run: "NS RUN0 RUN1", the
 # nanoseconds each vCPU thread has run on a host CPU (schedstat's first field),
 # what the guest's work cost the host (tests/vm/seq.sh: host-cpu per test).
 vm_vcpu_waits() {

@@ -4,6 +4,7 @@
 # shellcheck disable=SC2034 # the variables are for the scripts that source this
 set -u
 R=${DRF_RESULTS:-/mnt/results} # tests/vm/seq.sh: one folder per test
+HOST_VCPU=/mnt/results/host-vcpu # tests/vm/boot.sh: vm_vcpu_waits (premise.sh: host_vcpu)
 DRFD=$DRF_BUILD/drfd
 DRFCTL=$DRF_BUILD/drfctl
 PY=/usr/bin/python3
@@ -69,50 +70,6 @@ busy() { # CONF TENANT CPUS
 # premise: awk costs a fork, a python about a second under TCG.
 calc() { awk "BEGIN { printf \"${2:-%.3f}\\n\", $1 }"; }
 holds() { awk "BEGIN { exit !($1) }"; }
-
-# host_vcpu: the host's line of /mnt/results/host-vcpu (tests/vm/boot.sh:
-# vm_vcpu_waits), "NS WAIT0 WAIT1": its clock and how long each vCPU's thread
-# has waited for a host CPU, in nanoseconds; empty when there is none.
-host_vcpu() {
-	local l=""
-	[ -r /mnt/results/host-vcpu ] && read -r l </mnt/results/host-vcpu
-	echo "$l"
-}
-# host_waits FROM TO: between two host_vcpu lines, the largest share of the
-# time any vCPU waited for the host ("0.012"); "unknown" without both lines.
-# Under TCG that time is charged, in the guest, to whatever ran on the vCPU:
-# a window in which the host kept a vCPU waiting did not measure the guest.
-host_waits() {
-	if [ -z "$1" ] || [ -z "$2" ]; then echo unknown; return; fi
-	awk -v a="$1" -v b="$2" 'BEGIN {
-		n = split(a, x, " "); split(b, y, " "); m = 0
-		if (y[1] <= x[1]) { print "unknown"; exit }
-		for (i = 2; i <= n; i++) if ((y[i] - x[i]) / (y[1] - x[1]) > m) m = (y[i] - x[i]) / (y[1] - x[1])
-		printf "%.3f\n", m }'
-}
-# host_premise FROM TO [RESULT]: appends to premise when the host kept a vCPU
-# waiting over 10% of the window, or when that is not known; sets host_detail
-# to the figure either way. With RESULT (a window's exit status, 0 when every
-# figure it decides was within bounds), for a result that the host's waits can
-# only push towards failing (a lower bound on a rate or pace, an upper bound on
-# a CPU share the waits are charged to, an answer's latency): a window that
-# passed despite the waits stands, one that failed with them is discarded.
-# The bound is measured: in t_cpu's windows on a loaded host, those with waits
-# up to 0.107 read within 0.5% of the plan, those from 0.17 up 5.6-11% off (the
-# guest charges the waits to whatever ran, in bursts its scheduler does not
-# even out within the window).
-host_premise() {
-	local w
-	w=$(host_waits "$1" "$2")
-	host_detail="host kept a vCPU waiting $w of the window"
-	if [ -n "${3:-}" ] && [ "$3" = 0 ]; then
-		return 0
-	elif [ "$w" = unknown ]; then
-		premise="${premise:+$premise; }the host's vCPU waits are not known (no /mnt/results/host-vcpu)"
-	elif ! holds "$w <= 0.10"; then
-		premise="${premise:+$premise; }the host kept a vCPU waiting $w of the window (over 0.10)"
-	fi
-}
 
 # Relative difference of $1 from $2 within $3 (fraction)? Prints the figure.
 within() {

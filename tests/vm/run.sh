@@ -69,15 +69,14 @@ boot_alone() {
 	rm -f "$disk"
 	echo "$qrc" >"$res/qemu-exit"
 	echo $(($(date +%s) - start)) >"$res/seconds"
-	vcpu_seconds "$res" >"$res/host-cpu"
+	boot_seconds "$res" >"$res/host-cpu"
 }
 
-# vcpu_seconds RES: the seconds a whole boot's vCPU threads ran on the host's
-# CPUs (the last line boot.sh's vm_vcpu_waits wrote), or "?".
-vcpu_seconds() {
-	awk '{ for (i = 2; i <= NF; i++) s += $i } END { if (NR) printf "%d\n", s / 1e9 + 0.5; else print "?" }' \
-		"$1/host-vcpu-run" 2>/dev/null || echo "?"
-}
+# boot_seconds RES: the seconds a whole boot's vCPU threads ran on the host's
+# CPUs (the line boot.sh's vm_vcpu_waits wrote last), or "?".
+# shellcheck source=tests/lib/vcpu.sh
+. "$here/../lib/vcpu.sh"
+boot_seconds() { vcpu_seconds "" "$(cat "$1/host-vcpu-run" 2>/dev/null)"; }
 
 shared=()
 for t in "${tests[@]}"; do alone "$t" || shared+=("$t"); done
@@ -86,27 +85,28 @@ for t in "${tests[@]}"; do alone "$t" || shared+=("$t"); done
 # (boot.sh), so that a build or a CPU hog at the usual priority gets about 1% of
 # what it asks while the VM runs (autogroup weights: 71755 at -19, 1024 at 0);
 # what a busy host still takes, the tests' premises notice (host_premise in
-# lib.sh). The VMs boot one after another: on two cores a second VM's vCPUs take
-# what the first one's measurements need. (CI, with systemd's VM beside the
-# shared boot: a loop's use read while the host held its vCPU back 10% of the
-# window; with t_scale beside it, t_cpu's hierarchical split 13% off; the VM
-# that yielded, starved, took 1-6 s a loop turn and failed steady-minute-quiet.
-# A test that drives a throttled disk, t_ioweight, whose guest mostly waits for
-# that disk, read BFQ's split 12% off beside the shared boot's busy loops even a
-# notch above them, -20 to -19; our guess: BFQ idles 8 ms for a reader's next
-# request, and a vCPU that wakes late loses the reader its turn.) First the tests that drive a disk
-# (vm-drive), then the shared boot, the systemd-mode tests, and a test marked
-# "# vm-order: last" (t_scale).
-sysd=() after=()
+# tests/lib/vcpu.sh). The VMs boot one after another: on two cores a second
+# VM's vCPUs take what the first one's measurements need. (CI, with systemd's
+# VM beside the shared boot: a loop's use read while the host held its vCPU
+# back 10% of the window; with t_scale beside it, t_cpu's hierarchical split
+# 13% off; the VM that yielded, starved, took 1-6 s a loop turn and failed
+# steady-minute-quiet. A test that drives a throttled disk, t_ioweight, whose
+# guest mostly waits for that disk, read BFQ's split 12% off beside the shared
+# boot's busy loops even a notch above them, -20 to -19; our guess: BFQ idles
+# 8 ms for a reader's next request, and a vCPU that wakes late loses the reader
+# its turn.) First the tests that drive a disk (vm-drive), then the shared
+# boot, the systemd-mode tests, and a test marked "# vm-order: last" (t_scale).
+drive=() sysd=() after=()
 for t in "${tests[@]}"; do
 	if grep -q '^# vm-order: last' "$here/$t.sh"; then
 		after+=("$t")
-	elif alone "$t" && ! grep -q '^# vm-drive: ' "$here/$t.sh"; then
-		sysd+=("$t")
 	elif grep -q '^# vm-drive: ' "$here/$t.sh"; then
-		VM_NICE=-19 boot_alone "$t"
+		drive+=("$t")
+	elif alone "$t"; then
+		sysd+=("$t")
 	fi
 done
+for t in "${drive[@]}"; do VM_NICE=-19 boot_alone "$t"; done
 if [ ${#shared[@]} -gt 0 ]; then
 	grp=$out/results/shared-boot disk=$out/shared-boot.img
 	rm -rf "$grp"
@@ -133,7 +133,7 @@ if [ ${#shared[@]} -gt 0 ]; then
 	wait "$qpid"
 	qrc=$?
 	rm -f "$disk"
-	echo "=== one boot for ${#shared[@]} tests: $(($(date +%s) - start)) s, its vCPUs $(vcpu_seconds "$grp") s on the host's CPUs (qemu exit $qrc)"
+	echo "=== one boot for ${#shared[@]} tests: $(($(date +%s) - start)) s, its vCPUs $(boot_seconds "$grp") s on the host's CPUs (qemu exit $qrc)"
 	hung=$(locked_up "$grp" && echo yes)
 	[ -n "$hung" ] && { echo "the guest kernel locked up in the shared boot; its log is in $grp:"; \
 		grep -E 'soft lockup|detected stalls' "$grp/serial.log" | head -n 4 | sed 's/^/    /'; }

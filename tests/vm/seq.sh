@@ -76,14 +76,9 @@ reset_guest() {
 	echo 3 >/proc/sys/vm/drop_caches
 }
 
-# host_cpu FROM TO: the seconds the VM's vCPU threads ran on the host between
-# two lines of boot.sh's host-vcpu-run ("NS RUN0 RUN1"); "?" without both.
-host_cpu() {
-	awk -v a="$1" -v b="$2" 'BEGIN {
-		n = split(a, x, " "); if (split(b, y, " ") != n || n < 2) { print "?"; exit }
-		for (i = 2; i <= n; i++) s += y[i] - x[i]
-		printf "%d\n", s / 1e9 + 0.5 }'
-}
+# vcpu_seconds: what a test's vCPUs cost the host
+# shellcheck source=tests/lib/vcpu.sh
+. "$top/tests/lib/vcpu.sh"
 
 for t in "${tests[@]}"; do
 	res=/mnt/results/$t
@@ -97,7 +92,7 @@ for t in "${tests[@]}"; do
 	end=$(cut -d' ' -f1 /proc/uptime)
 	awk -v a="$start" -v b="$end" 'BEGIN { printf "%d\n", b - a + 0.5 }' >"$res/seconds"
 	# what its vCPUs cost the host's CPUs, in seconds (boot.sh: vm_vcpu_waits)
-	host_cpu "$run0" "$(cat /mnt/results/host-vcpu-run 2>/dev/null)" >"$res/host-cpu"
+	vcpu_seconds "$run0" "$(cat /mnt/results/host-vcpu-run 2>/dev/null)" >"$res/host-cpu"
 	reset_guest
 done
 sync

@@ -22,6 +22,6 @@ programs; the ingress policer holds a tenant near its rate; ticks on a tree as
 planned write nothing (fq_codel's times read back in the kernel's units)
 DIAGRAM
 
-NET_RESULTS=$R/results.txt NET_TIMES=$R/times.txt NET_KEEP=$R DRFD=$DRFD DRFCTL=$DRFCTL "$DRF_TOP/tests/net/net.sh" 0.2 \
+NET_RESULTS=$R/results.txt NET_TIMES=$R/times.txt NET_KEEP=$R NET_HOST_VCPU=$HOST_VCPU DRFD=$DRFD DRFCTL=$DRFCTL "$DRF_TOP/tests/net/net.sh" 0.2 \
 	limit2 share steady default restart counters ingress rootgone bridge devchange foreign >"$R/net.log" 2>&1
 exit 0

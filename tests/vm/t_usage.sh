@@ -87,7 +87,7 @@ check usage-probes-attached "[ \"\${probes%% *}\" = True ]" "usage.probes: $prob
 # CPU: A loops alone on CPU 0, B on CPU 1; then both on CPU 0. Each window is
 # between two of the daemon's ticks: its length is the ticks' last_tick apart,
 # not the sleep. The premise of both windows: the host kept neither vCPU
-# waiting over 2% of it (lib.sh: host_premise; a vCPU the host holds back makes
+# waiting over 2% of it (premise.sh: host_premise; a vCPU the host holds back makes
 # the guest's tasks wait for it, which the probe would count as run-queue
 # wait). Of the shared window also: both loops ran on CPU 0 throughout (each
 # used at least a third of the window) and CPU 0 did not idle (at most 5%).
