@@ -147,6 +147,27 @@ if [ -n "$drfctl" ]; then
 	fi
 fi
 
+# START-ONLY KEYS names keys: each is one drfd.conf(5) documents in a section.
+cat "$tmp"/{agent,capacity,tenant,group,fleet}.man >"$tmp/all.man"
+sed -n '/^# START-ONLY KEYS$/,/^# THE TENANTS DIRECTORY$/p' "$conf5" | grep -oE '\*[a-z][a-z-]*\*' | tr -d '*' |
+	LC_ALL=C sort -u >"$tmp/startonly.man"
+stray=$(LC_ALL=C sort -u "$tmp/all.man" | LC_ALL=C comm -23 "$tmp/startonly.man" - | tr '\n' ' ')
+if [ ! -s "$tmp/startonly.man" ]; then
+	ko "START-ONLY KEYS: no key found (the parsing no longer matches drfd.conf(5))"
+elif [ -z "$stray" ]; then
+	ok "START-ONLY KEYS: its $(wc -l <"$tmp/startonly.man") keys are documented keys"
+else
+	ko "START-ONLY KEYS names keys no section documents: ${stray% }"
+fi
+# The sections: config.c's error for an unknown one lists them, and so does
+# FILE FORMAT's first rule.
+sed -n '/fail(ps, "unknown section \[%s\] (expected/,/);/p' "$config_c" | tr -d '\n\t' |
+	grep -oE '\[[a-z]+( NAME)?\]' | tr -d '[]' | awk '{print $1}' >"$tmp/sections.code"
+sed -n '/^# FILE FORMAT$/,/^# UNITS$/p' "$conf5" | awk '/^- A section starts with/ { on = 1 } on && /^- / && !/^- A section/ { exit } on' |
+	tr '\n' ' ' | sed 's/(A fleet file.*//' | grep -oE '\*\[[a-z]+' | tr -d '*[' >"$tmp/sections.man"
+same "sections: config.c's unknown-section error against drfd.conf(5)'s FILE FORMAT" "$tmp/sections.code" \
+	"$tmp/sections.man"
+
 # --- metric families ---------------------------------------------------------
 man_drfd=$top/deploy/man/drfd.8.scd
 grep -oE '"drfd_[a-z_]+"' "$top/agent/observe/metrics.c" | tr -d '"' >"$tmp/metrics.code"
@@ -184,6 +205,17 @@ if [ "$cmd" = "./deploy/install-deps.sh && make check-all" ]; then
 	ok ".ci/run's extraction gives [$cmd]"
 else
 	ko ".ci/run's extraction gives [$cmd]"
+fi
+# The Layout names every folder of agent/ the Makefile builds as a layer.
+bad=
+for l in $(sed -n 's/^LAYERS := //p' "$top/Makefile"); do
+	[ -d "$top/agent/$l" ] || continue
+	sed -n '/^## Layout$/,/^## /p' "$readme" | grep -q "\`$l\`" || bad="$bad $l"
+done
+if [ -z "$bad" ]; then
+	ok "README.md's Layout names every folder of agent/"
+else
+	ko "README.md's Layout does not name agent/:$bad"
 fi
 bad=
 for f in "$readme" "$top"/docs/*.md "$top/tests/README.md"; do
