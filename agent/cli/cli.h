@@ -26,6 +26,12 @@ enum {
 
 /* The help of one command ("plan", "status", "exec", "top", ...), or of all with NULL. */
 int drfctl_help(FILE *out, const char *cmd);
+/*
+ * A config that did not load: its error (ERR names the file, line and cause)
+ * on stderr, and, when PATH is the default one and does not exist, how to name
+ * another.
+ */
+void drfctl_config_failed(const char *path, const char *err);
 
 int drfctl_status(int argc, char **argv);
 int drfctl_exec(int argc, char **argv);

@@ -171,7 +171,7 @@ static int cmd_plan(int argc, char **argv)
 
 	err = drf_config_load(path, &drf_host_real, &cfg, errbuf, sizeof(errbuf));
 	if (err < 0) {
-		fprintf(stderr, "drfctl: %s\n", errbuf);
+		drfctl_config_failed(path, errbuf);
 		return EXIT_CONFIG;
 	}
 	if (discrete) {

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
+#include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "fleet.h"
@@ -278,4 +280,13 @@ int drfctl_help(FILE *out, const char *cmd)
 	      "\nsee drfctl(8), drfd(8), drfd.conf(5)\n",
 	      out);
 	return 0;
+}
+
+void drfctl_config_failed(const char *path, const char *err)
+{
+	fprintf(stderr, "drfctl: %s\n", err);
+	if (strcmp(path, DRFCTL_DEFAULT_CONFIG) == 0 && access(path, F_OK) < 0 && errno == ENOENT)
+		fputs("drfctl: " DRFCTL_DEFAULT_CONFIG " is the default config (the package's); "
+		      "name another with -c FILE, e.g. -c deploy/examples/drfd.conf in a checkout\n",
+		      stderr);
 }

@@ -59,7 +59,7 @@ int drfctl_net_reset(int argc, char **argv)
 	}
 	r = drf_config_load(path, &drf_host_real, &cfg, err, sizeof(err));
 	if (r < 0) {
-		fprintf(stderr, "drfctl: %s\n", err);
+		drfctl_config_failed(path, err);
 		return r == -ENOMEM ? EXIT_FAILURE : DRFCTL_EXIT_CONFIG;
 	}
 	/* --device: one the config no longer names (drfd removes those itself at start). */

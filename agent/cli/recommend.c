@@ -380,7 +380,7 @@ int drfctl_recommend(int argc, char **argv)
 		return DRFCTL_EXIT_USAGE;
 	}
 	if (drf_config_load(path, &drf_host_real, &cfg, errbuf, sizeof(errbuf)) < 0) {
-		fprintf(stderr, "drfctl: %s\n", errbuf);
+		drfctl_config_failed(path, errbuf);
 		return DRFCTL_EXIT_CONFIG;
 	}
 	if (only) {

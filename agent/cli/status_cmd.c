@@ -419,7 +419,7 @@ int drfctl_exec(int argc, char **argv)
 	}
 	r = drf_config_load(path, &drf_host_real, &cfg, err, sizeof(err));
 	if (r < 0) {
-		fprintf(stderr, "drfctl: %s\n", err);
+		drfctl_config_failed(path, err);
 		return DRFCTL_EXIT_CONFIG;
 	}
 	for (size_t j = 0; j < cfg.n_tenants && !t; j++)

@@ -28,6 +28,27 @@ for cmd in plan status exec submit tasks cancel help; do
 		ko "drfctl help $cmd (exit $rc, $rc2)"
 	fi
 done
+# No config at the default path (a checkout's first try): exit 2, and the
+# error says how to name one. Where the default exists (drfd installed), root
+# hides its folder under a tmpfs in a mount namespace of its own.
+def=$("$drfctl" help plan | sed -n 's/.*main config file (default \([^)]*\)).*/\1/p' | head -1)
+if [ ! -e "$def" ]; then
+	"$drfctl" plan >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+elif [ "$(id -u)" = 0 ] && command -v unshare >/dev/null; then
+	unshare -m sh -c 'mount -t tmpfs none "$(dirname "$1")" && exec "$0" plan' "$drfctl" "$def" \
+		>"$tmp/out" 2>"$tmp/err"
+	rc=$?
+else
+	rc=skip
+fi
+if [ "$rc" = skip ]; then
+	echo "SKIP drfctl plan without a config: $def exists and only root can hide it"
+elif [ "$rc" = 2 ] && grep -q -- "-c FILE" "$tmp/err"; then
+	ok "drfctl plan with no $def: exit 2, naming -c FILE"
+else
+	ko "drfctl plan with no $def: exit $rc"
+fi
 # The overview (drfctl help, drfctl --help) lists every command, not one.
 "$drfctl" help >"$tmp/out" 2>"$tmp/err"
 rc=$?
