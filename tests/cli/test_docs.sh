@@ -208,7 +208,8 @@ else
 fi
 # The Layout names every folder of agent/ the Makefile builds as a layer.
 bad=
-for l in $(sed -n 's/^LAYERS := //p' "$top/Makefile"); do
+read -ra layers < <(sed -n 's/^LAYERS := //p' "$top/Makefile")
+for l in "${layers[@]}"; do
 	[ -d "$top/agent/$l" ] || continue
 	sed -n '/^## Layout$/,/^## /p' "$readme" | grep -q "\`$l\`" || bad="$bad $l"
 done

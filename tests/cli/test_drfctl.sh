@@ -36,6 +36,7 @@ if [ ! -e "$def" ]; then
 	"$drfctl" plan >"$tmp/out" 2>"$tmp/err"
 	rc=$?
 elif [ "$(id -u)" = 0 ] && command -v unshare >/dev/null; then
+	# shellcheck disable=SC2016 # the inner shell expands them
 	unshare -m sh -c 'mount -t tmpfs none "$(dirname "$1")" && exec "$0" plan' "$drfctl" "$def" \
 		>"$tmp/out" 2>"$tmp/err"
 	rc=$?
