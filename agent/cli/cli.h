@@ -32,6 +32,17 @@ int drfctl_help(FILE *out, const char *cmd);
  * another.
  */
 void drfctl_config_failed(const char *path, const char *err);
+/*
+ * getopt_long for command CMD ("plan", "fleet status"): a bad option (unknown,
+ * or missing its value) is said in one line, with the nearest option's name
+ * when one is a typo away and where the options are listed; it then returns
+ * '?', which the caller answers with DRFCTL_EXIT_USAGE.
+ */
+struct option;
+int drfctl_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts,
+		  const char *cmd);
+/* Of N words, the one WORD is a typo of (at most two edits, or one for a short word), or NULL. */
+const char *drfctl_nearest(const char *word, const char *const *words, size_t n);
 
 int drfctl_status(int argc, char **argv);
 int drfctl_exec(int argc, char **argv);

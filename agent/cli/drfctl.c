@@ -81,7 +81,7 @@ static int cmd_plan(int argc, char **argv)
 	size_t *hparents = NULL;
 	char errbuf[1024];
 
-	while ((opt = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
+	while ((opt = drfctl_getopt(argc, argv, "c:h", opts, "plan")) != -1) {
 		switch (opt) {
 		case 'c':
 			path = optarg;
@@ -125,7 +125,6 @@ static int cmd_plan(int argc, char **argv)
 			drfctl_help(stdout, "plan");
 			return EXIT_SUCCESS;
 		default:
-			drfctl_help(stderr, "plan");
 			return EXIT_USAGE;
 		}
 	}
@@ -313,10 +312,63 @@ out_config:
 	return ret;
 }
 
+static const char *const commands[] = {
+	"plan", "fleet", "reload", "status", "exec", "net-reset", "top", "recommend", "submit",
+	"tasks", "cancel", "help",
+};
+
+/*
+ * -c FILE (--config FILE, --config=FILE, -cFILE) before the command is the
+ * command's: moved after the command's name, where its options are read.
+ * 0, or -1 with the error said.
+ */
+static int global_options(int argc, char **argv)
+{
+	int i = 1, k;
+
+	while (i < argc && argv[i][0] == '-' && strcmp(argv[i], "-h") != 0 &&
+	       strcmp(argv[i], "--help") != 0 && strcmp(argv[i], "--version") != 0) {
+		if (strcmp(argv[i], "-c") == 0 || strcmp(argv[i], "--config") == 0) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "drfctl: option '%s' needs a value (drfctl help)\n",
+					argv[i]);
+				return -1;
+			}
+			i += 2;
+		} else if (strncmp(argv[i], "--config=", 9) == 0 ||
+			   (argv[i][1] == 'c' && argv[i][2])) {
+			i++;
+		} else {
+			fprintf(stderr, "drfctl: unknown option '%s' before the command; before it, "
+					"only -c FILE (drfctl help)\n", argv[i]);
+			return -1;
+		}
+	}
+	if (i == 1)
+		return 0;
+	if (i >= argc) {
+		fputs("drfctl: which command? (drfctl help lists them)\n", stderr);
+		return -1;
+	}
+	/* rotate argv[1..i] right by one: the command first, then the options */
+	{
+		char *cmd = argv[i];
+
+		for (k = i; k > 1; k--)
+			argv[k] = argv[k - 1];
+		argv[1] = cmd;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	const char *near;
+
 	/* A reader that goes away (drfctl status | head) ends the output, not drfctl. */
 	signal(SIGPIPE, SIG_IGN);
+	if (global_options(argc, argv) < 0)
+		return DRFCTL_EXIT_USAGE;
 	if (argc < 2) {
 		drfctl_help(stderr, NULL);
 		return DRFCTL_EXIT_USAGE;
@@ -357,7 +409,11 @@ int main(int argc, char **argv)
 		return drfctl_fleet(argc - 1, argv + 1);
 	if (strcmp(argv[1], "reload") == 0)
 		return drfctl_reload(argc - 1, argv + 1);
-	fprintf(stderr, "drfctl: unknown command '%s'\n", argv[1]);
-	drfctl_help(stderr, NULL);
+	near = drfctl_nearest(argv[1], commands, sizeof(commands) / sizeof(commands[0]));
+	if (near)
+		fprintf(stderr, "drfctl: unknown command '%s'; did you mean '%s'? (drfctl help)\n",
+			argv[1], near);
+	else
+		fprintf(stderr, "drfctl: unknown command '%s' (drfctl help lists them)\n", argv[1]);
 	return DRFCTL_EXIT_USAGE;
 }

@@ -271,7 +271,7 @@ static int fleet_plan(int argc, char **argv)
 	int opt, ret;
 
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
+	while ((opt = drfctl_getopt(argc, argv, "c:h", opts, "fleet plan")) != -1) {
 		switch (opt) {
 		case 'c':
 			path = optarg;
@@ -292,7 +292,6 @@ static int fleet_plan(int argc, char **argv)
 			drfctl_help(stdout, "fleet");
 			return EXIT_SUCCESS;
 		default:
-			drfctl_help(stderr, "fleet");
 			return DRFCTL_EXIT_USAGE;
 		}
 	}

@@ -175,7 +175,7 @@ int drfctl_fleet_apply(int argc, char **argv)
 	int opt, r, ret;
 
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "f:h", opts, NULL)) != -1) {
+	while ((opt = drfctl_getopt(argc, argv, "f:h", opts, "fleet apply")) != -1) {
 		if (etcd_opt(opt, &o))
 			continue;
 		switch (opt) {
@@ -186,7 +186,6 @@ int drfctl_fleet_apply(int argc, char **argv)
 			drfctl_help(stdout, "fleet");
 			return EXIT_SUCCESS;
 		default:
-			drfctl_help(stderr, "fleet");
 			return DRFCTL_EXIT_USAGE;
 		}
 	}
@@ -585,7 +584,7 @@ int drfctl_fleet_status(int argc, char **argv)
 	int opt, r, ret;
 
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((opt = drfctl_getopt(argc, argv, "h", opts, "fleet status")) != -1) {
 		if (etcd_opt(opt, &o))
 			continue;
 		switch (opt) {
@@ -596,7 +595,6 @@ int drfctl_fleet_status(int argc, char **argv)
 			drfctl_help(stdout, "fleet");
 			return EXIT_SUCCESS;
 		default:
-			drfctl_help(stderr, "fleet");
 			return DRFCTL_EXIT_USAGE;
 		}
 	}
@@ -748,7 +746,7 @@ static int submit_options(int argc, char **argv, struct submit_args *a)
 {
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, "+h", submit_opts, NULL)) != -1) {
+	while ((opt = drfctl_getopt(argc, argv, "+h", submit_opts, "fleet submit")) != -1) {
 		int res = opt - OPT_RES;
 		const char *why = NULL;
 
@@ -775,7 +773,6 @@ static int submit_options(int argc, char **argv, struct submit_args *a)
 			}
 			a->given[res] = true;
 		} else {
-			drfctl_help(stderr, "fleet");
 			return DRFCTL_EXIT_USAGE;
 		}
 	}

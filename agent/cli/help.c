@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -289,4 +291,93 @@ void drfctl_config_failed(const char *path, const char *err)
 		fputs("drfctl: " DRFCTL_DEFAULT_CONFIG " is the default config (the package's); "
 		      "name another with -c FILE, e.g. -c deploy/examples/drfd.conf in a checkout\n",
 		      stderr);
+}
+
+/* Edits from A to B (insert, delete, replace, swap two neighbours), up to a cap. */
+static size_t edits(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), d[33][33];
+
+	if (la > 32 || lb > 32)
+		return SIZE_MAX;
+	for (size_t i = 0; i <= la; i++)
+		d[i][0] = i;
+	for (size_t j = 0; j <= lb; j++)
+		d[0][j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		for (size_t j = 1; j <= lb; j++) {
+			size_t v = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+
+			if (d[i - 1][j] + 1 < v)
+				v = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < v)
+				v = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+			    d[i - 2][j - 2] + 1 < v)
+				v = d[i - 2][j - 2] + 1;
+			d[i][j] = v;
+		}
+	}
+	return d[la][lb];
+}
+
+const char *drfctl_nearest(const char *word, const char *const *words, size_t n)
+{
+	size_t best = strlen(word) <= 4 ? 1 : 2, e;
+	const char *found = NULL;
+
+	for (size_t i = 0; i < n; i++) {
+		e = edits(word, words[i]);
+		if (e <= best && (!found || e < best)) {
+			found = words[i];
+			best = e;
+		}
+	}
+	return found;
+}
+
+int drfctl_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts,
+		  const char *cmd)
+{
+	char spec[64], topic[32], name[40];
+	const char *names[64], *bad, *near = NULL;
+	size_t n = 0, k;
+	int r;
+
+	/* ':' first (after a '+'): a missing value is ':', told apart from an unknown option */
+	snprintf(spec, sizeof(spec), "%s:%s", shortopts[0] == '+' ? "+" : "",
+		 shortopts + (shortopts[0] == '+'));
+	opterr = 0;
+	r = getopt_long(argc, argv, spec, longopts, NULL);
+	if (r != '?' && r != ':')
+		return r;
+	snprintf(topic, sizeof(topic), "%s", cmd);
+	topic[strcspn(topic, " ")] = '\0';
+	bad = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
+	if (r == ':') {
+		fprintf(stderr, "drfctl %s: option '%s' needs a value (drfctl help %s)\n", cmd, bad,
+			topic);
+		return '?';
+	}
+	if (strncmp(bad, "--", 2) == 0) {
+		k = strcspn(bad + 2, "=");
+		snprintf(name, sizeof(name), "%.*s", (int)(k < sizeof(name) - 1 ? k : sizeof(name) - 1),
+			 bad + 2);
+		for (const struct option *o = longopts; o && o->name && n < 64; o++)
+			names[n++] = o->name;
+		near = drfctl_nearest(name, names, n);
+	} else if (optopt) {
+		snprintf(name, sizeof(name), "-%c", optopt);
+		bad = name;
+	}
+	if (near && strcmp(near, name) == 0)
+		fprintf(stderr, "drfctl %s: option '--%s' takes no value (drfctl help %s)\n", cmd, near,
+			topic);
+	else if (near)
+		fprintf(stderr, "drfctl %s: unknown option '%s'; did you mean '--%s'? "
+				"(drfctl help %s)\n", cmd, bad, near, topic);
+	else
+		fprintf(stderr, "drfctl %s: unknown option '%s' (drfctl help %s lists them)\n", cmd,
+			bad, topic);
+	return '?';
 }

@@ -40,7 +40,7 @@ int drfctl_net_reset(int argc, char **argv)
 	size_t n;
 	int r, opt;
 
-	while ((opt = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
+	while ((opt = drfctl_getopt(argc, argv, "c:h", opts, "net-reset")) != -1) {
 		if (opt == 'c') {
 			path = optarg;
 		} else if (opt == 'd') {
@@ -49,7 +49,6 @@ int drfctl_net_reset(int argc, char **argv)
 			drfctl_help(stdout, "net-reset");
 			return EXIT_SUCCESS;
 		} else {
-			drfctl_help(stderr, "net-reset");
 			return DRFCTL_EXIT_USAGE;
 		}
 	}

@@ -346,7 +346,7 @@ int drfctl_recommend(int argc, char **argv)
 	struct drf_hist h;
 	size_t nt = 0, extra = 0;
 
-	while ((opt = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
+	while ((opt = drfctl_getopt(argc, argv, "c:h", opts, "recommend")) != -1) {
 		switch (opt) {
 		case 'c':
 			path = optarg;
@@ -369,7 +369,6 @@ int drfctl_recommend(int argc, char **argv)
 			drfctl_help(stdout, "recommend");
 			return EXIT_SUCCESS;
 		default:
-			drfctl_help(stderr, "recommend");
 			return DRFCTL_EXIT_USAGE;
 		}
 	}

@@ -42,7 +42,7 @@ int drfctl_reload(int argc, char **argv)
 	size_t n;
 	int opt, r;
 
-	while ((opt = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
+	while ((opt = drfctl_getopt(argc, argv, "c:h", opts, "reload")) != -1) {
 		if (opt == 'c') {
 			config = optarg;
 		} else if (opt == 's') {
@@ -51,7 +51,6 @@ int drfctl_reload(int argc, char **argv)
 			drfctl_help(stdout, "reload");
 			return EXIT_SUCCESS;
 		} else {
-			drfctl_help(stderr, "reload");
 			return DRFCTL_EXIT_USAGE;
 		}
 	}

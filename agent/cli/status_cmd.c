@@ -307,7 +307,7 @@ int drfctl_status(int argc, char **argv)
 	bool json = false;
 	int opt, r;
 
-	while ((opt = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
+	while ((opt = drfctl_getopt(argc, argv, "c:h", opts, "status")) != -1) {
 		switch (opt) {
 		case 'c':
 			path = optarg;
@@ -322,7 +322,6 @@ int drfctl_status(int argc, char **argv)
 			drfctl_help(stdout, "status");
 			return EXIT_SUCCESS;
 		default:
-			drfctl_help(stderr, "status");
 			return DRFCTL_EXIT_USAGE;
 		}
 	}
@@ -394,14 +393,13 @@ int drfctl_exec(int argc, char **argv)
 	int r, opt, i;
 
 	/* "+": stop at the first non-option, so that CMD keeps its options. */
-	while ((opt = getopt_long(argc, argv, "+c:h", opts, NULL)) != -1) {
+	while ((opt = drfctl_getopt(argc, argv, "+c:h", opts, "exec")) != -1) {
 		if (opt == 'c') {
 			path = optarg;
 		} else if (opt == 'h') {
 			drfctl_help(stdout, "exec");
 			return EXIT_SUCCESS;
 		} else {
-			drfctl_help(stderr, "exec");
 			return DRFCTL_EXIT_USAGE;
 		}
 	}

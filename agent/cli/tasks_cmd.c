@@ -124,7 +124,7 @@ static int submit_options(int argc, char **argv, struct submit_args *a)
 {
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, "+c:h", submit_opts, NULL)) != -1) {
+	while ((opt = drfctl_getopt(argc, argv, "+c:h", submit_opts, "submit")) != -1) {
 		const char *why = NULL;
 		int res = opt - 1000;
 
@@ -154,7 +154,6 @@ static int submit_options(int argc, char **argv, struct submit_args *a)
 			}
 			a->given |= 1u << res;
 		} else {
-			drfctl_help(stderr, "submit");
 			return DRFCTL_EXIT_USAGE;
 		}
 	}
@@ -250,7 +249,7 @@ int drfctl_tasks(int argc, char **argv)
 	bool json = false;
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
+	while ((opt = drfctl_getopt(argc, argv, "c:h", opts, "tasks")) != -1) {
 		if (opt == 'c') {
 			config = optarg;
 		} else if (opt == 's') {
@@ -261,7 +260,6 @@ int drfctl_tasks(int argc, char **argv)
 			drfctl_help(stdout, "tasks");
 			return EXIT_SUCCESS;
 		} else {
-			drfctl_help(stderr, "tasks");
 			return DRFCTL_EXIT_USAGE;
 		}
 	}
@@ -295,7 +293,6 @@ int drfctl_cancel(int argc, char **argv)
 			drfctl_help(stdout, "cancel");
 			return EXIT_SUCCESS;
 		} else {
-			drfctl_help(stderr, "cancel");
 			return DRFCTL_EXIT_USAGE;
 		}
 	}

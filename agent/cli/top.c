@@ -816,7 +816,7 @@ int drfctl_top(int argc, char **argv)
 	char *end;
 	int opt, r;
 
-	while ((opt = getopt_long(argc, argv, "c:d:bn:h", opts, NULL)) != -1) {
+	while ((opt = drfctl_getopt(argc, argv, "c:d:bn:h", opts, "top")) != -1) {
 		switch (opt) {
 		case 'c':
 			path = optarg;
@@ -859,7 +859,6 @@ int drfctl_top(int argc, char **argv)
 			drfctl_help(stdout, "top");
 			return EXIT_SUCCESS;
 		default:
-			drfctl_help(stderr, "top");
 			return DRFCTL_EXIT_USAGE;
 		}
 	}

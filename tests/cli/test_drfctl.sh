@@ -50,6 +50,38 @@ elif [ "$rc" = 2 ] && grep -q -- "-c FILE" "$tmp/err"; then
 else
 	ko "drfctl plan with no $def: exit $rc"
 fi
+# Typos: one line, exit 64, naming the nearest command or option; options
+# before the command (-c FILE) are the command's.
+one_line() { # NAME WANT ARGS...: exit 64 and one line on stderr that names WANT
+	local name=$1 want=$2 rc
+	shift 2
+	"$drfctl" "$@" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	if [ $rc -eq 64 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -qF -- "'$want'" "$tmp/err" &&
+		[ ! -s "$tmp/out" ]; then
+		ok "$name: exit 64, one line naming '$want'"
+	else
+		ko "$name: exit $rc, $(wc -l <"$tmp/err") lines"
+	fi
+}
+one_line "drfctl plna" plan plna
+one_line "drfctl plan --jsn" --json plan --jsn -c "$ex"
+one_line "drfctl plan --bogus" --bogus plan --bogus -c "$ex"
+one_line "drfctl plan -c (no value)" -c plan -c
+one_line "drfctl fleet plan --comapre" --compare fleet plan --comapre -c "$top/deploy/examples/fleet.conf"
+one_line "drfctl status --sokcet" --socket status --sokcet x
+"$drfctl" plan -c "$ex" >"$tmp/want" 2>&1
+for args in "-c $ex plan" "--config $ex plan" "--config=$ex plan" "-c$ex plan"; do
+	# shellcheck disable=SC2086 # the words are the arguments
+	"$drfctl" $args >"$tmp/out" 2>&1
+	rc=$?
+	if [ $rc -eq 0 ] && cmp -s "$tmp/out" "$tmp/want"; then
+		ok "drfctl ${args/$ex/FILE}: the same as drfctl plan -c FILE"
+	else
+		ko "drfctl ${args/$ex/FILE}: exit $rc"
+	fi
+done
+one_line "drfctl -x plan" -x -x plan
 # The overview (drfctl help, drfctl --help) lists every command, not one.
 "$drfctl" help >"$tmp/out" 2>"$tmp/err"
 rc=$?
