@@ -248,6 +248,38 @@ static const struct {
 	  "Prints the help of COMMAND, or of every command.\n" },
 };
 
+/*
+ * "PREFIXSYNOPSIS" within 100 columns: broken at a space outside brackets
+ * before the word that would cross them, the rest indented under the
+ * command's first argument.
+ */
+static void print_synopsis(FILE *out, const char *prefix, const char *syn)
+{
+	size_t col = strlen(prefix), indent, len = strlen(syn), start = 0, brk = 0, depth = 0;
+	/* under the first argument: "drfctl plan [-c FILE]" after "plan ", and
+	 * "drfctl fleet plan -c FLEET.conf" after "fleet plan " */
+	const char *arg = strchr(syn + (strncmp(syn, "drfctl fleet ", 13) == 0 ? 13 : 7), ' ');
+
+	indent = col + (arg ? (size_t)(arg - syn) + 1 : 0);
+	fputs(prefix, out);
+	if (strchr(syn, '\n')) { /* several synopses (fleet's), each already within the width */
+		fprintf(out, "%s\n", syn);
+		return;
+	}
+	for (size_t i = 0; i < len; i++) {
+		if (syn[i] == ' ' && depth == 0)
+			brk = i;
+		depth += syn[i] == '[';
+		depth -= syn[i] == ']' && depth > 0;
+		if (col + (i - start) + 1 > 100 && brk > start) {
+			fprintf(out, "%.*s\n%*s", (int)(brk - start), syn + start, (int)indent, "");
+			col = indent;
+			start = brk + 1;
+		}
+	}
+	fprintf(out, "%s\n", syn + start);
+}
+
 int drfctl_help(FILE *out, const char *cmd)
 {
 	size_t n = sizeof(cmds) / sizeof(cmds[0]);
@@ -255,7 +287,8 @@ int drfctl_help(FILE *out, const char *cmd)
 	for (size_t i = 0; cmd && i < n; i++) {
 		if (strcmp(cmd, cmds[i].name) != 0)
 			continue;
-		fprintf(out, "usage: %s\n\n%s", cmds[i].synopsis, cmds[i].text);
+		print_synopsis(out, "usage: ", cmds[i].synopsis);
+		fprintf(out, "\n%s", cmds[i].text);
 		return 0;
 	}
 	if (cmd) {
@@ -265,7 +298,7 @@ int drfctl_help(FILE *out, const char *cmd)
 	}
 	fputs("usage:\n", out);
 	for (size_t i = 0; i < n; i++)
-		fprintf(out, "  %s\n", cmds[i].synopsis);
+		print_synopsis(out, "  ", cmds[i].synopsis);
 	fputs("  drfctl --version\n\n"
 	      "  plan     what DRF gives each tenant, offline\n"
 	      "  fleet    fair shares over servers that differ (DRFH); the fleet in etcd\n"

@@ -73,10 +73,13 @@ static void fmt_res(double v, int r, char *buf, size_t len)
 static void fmt_units(const struct drf_tenant *t, const struct drf_share *s, bool discrete,
 		      char *buf, size_t len)
 {
+	/* a count a solver gives as 11.99996 is 12, as an exact policy's is (the three places shown) */
+	double whole = round(s->units);
+
 	if (!t->task_model)
 		snprintf(buf, len, "%.1f%%", 100 * s->units);
-	else if (discrete || s->units == floor(s->units))
-		snprintf(buf, len, "%.0f task%s", s->units, s->units == 1 ? "" : "s");
+	else if (discrete || fabs(s->units - whole) < 5e-4)
+		snprintf(buf, len, "%.0f task%s", whole, whole == 1 ? "" : "s");
 	else
 		snprintf(buf, len, "%.3f tasks", s->units);
 }
@@ -404,40 +407,47 @@ int drf_plan_print_compare(FILE *out, const struct drf_config *cfg,
 		      "solver; see drfd.conf(5).\n", out);
 	fputc('\n', out);
 
-	/* Per tenant: what each policy serves. */
-	free(t.cells);
-	t = (struct table){ .cols = 1 + DRF_NPOLICY };
-	if (!table_row(&t)) {
-		err = -ENOMEM;
-		goto out;
-	}
-	snprintf(cell(&t, 0, 0), CELL, "TENANT");
-	for (int pol = 0; pol < DRF_NPOLICY; pol++)
-		snprintf(cell(&t, 0, 1 + (size_t)pol), CELL, "%s", policy_label(pol, p, lab, sizeof(lab)));
-	for (size_t i = 0; i < p->n; i++) {
-		size_t row = t.rows;
-
+	/*
+	 * Per tenant, two tables (each within 100 columns for six policies):
+	 * what each policy serves (tasks, or the share of the demand met), and
+	 * the dominant share of that usable allocation. The columns are the
+	 * policies of the table above, named without their parameters.
+	 */
+	for (int what = 0; what < 2; what++) {
+		free(t.cells);
+		t = (struct table){ .cols = 1 + DRF_NPOLICY };
 		if (!table_row(&t)) {
 			err = -ENOMEM;
 			goto out;
 		}
-		snprintf(cell(&t, row, 0), CELL, "%s", cfg->tenants[i].name);
-		for (int pol = 0; pol < DRF_NPOLICY; pol++) {
-			const struct drf_share *s = &res[pol].shares[i];
-			double usable;
-			char u[32];
+		fputs(what == 0 ? "SERVED: tasks, or the share of the demand met\n"
+				: "\nDOMINANT: the dominant share of what is served\n", out);
+		snprintf(cell(&t, 0, 0), CELL, "TENANT");
+		for (int pol = 0; pol < DRF_NPOLICY; pol++)
+			snprintf(cell(&t, 0, 1 + (size_t)pol), CELL, "%s", drf_policy_name(pol));
+		for (size_t i = 0; i < p->n; i++) {
+			size_t row = t.rows;
 
-			if (gave_up[pol]) {
-				snprintf(cell(&t, row, 1 + (size_t)pol), CELL, "-");
-				continue;
+			if (!table_row(&t)) {
+				err = -ENOMEM;
+				goto out;
 			}
-			usable = s->units * drf_shape_dominant(p, &p->demands[i], NULL);
+			snprintf(cell(&t, row, 0), CELL, "%s", cfg->tenants[i].name);
+			for (int pol = 0; pol < DRF_NPOLICY; pol++) {
+				const struct drf_share *s = &res[pol].shares[i];
+				char *c = cell(&t, row, 1 + (size_t)pol);
 
-			fmt_units(&cfg->tenants[i], s, false, u, sizeof(u));
-			snprintf(cell(&t, row, 1 + (size_t)pol), CELL, "%s (dom %.3f)", u, usable);
+				if (gave_up[pol])
+					snprintf(c, CELL, "-");
+				else if (what == 0)
+					fmt_units(&cfg->tenants[i], s, false, c, CELL);
+				else
+					snprintf(c, CELL, "%.3f", s->units *
+						 drf_shape_dominant(p, &p->demands[i], NULL));
+			}
 		}
+		table_print(out, &t, "");
 	}
-	table_print(out, &t, "");
 out:
 	free(t.cells);
 	for (int pol = 0; pol < DRF_NPOLICY; pol++)

@@ -82,6 +82,22 @@ for args in "-c $ex plan" "--config $ex plan" "--config=$ex plan" "-c$ex plan"; 
 	fi
 done
 one_line "drfctl -x plan" -x -x plan
+# Within 100 columns: every help, and the comparisons on the examples.
+wide=
+for c in "" plan fleet reload status exec net-reset top recommend submit tasks cancel help; do
+	# shellcheck disable=SC2086 # "" is the overview
+	w=$("$drfctl" help $c | awk '{ if (length($0) > m) m = length($0) } END { print m + 0 }')
+	[ "$w" -le 100 ] || wide="$wide help${c:+ $c}:$w"
+done
+w=$("$drfctl" plan --compare -c "$top/deploy/examples/ten-tenants/drfd.conf" | awk '{ if (length($0) > m) m = length($0) } END { print m + 0 }')
+[ "$w" -gt 0 ] && [ "$w" -le 100 ] || wide="$wide plan-compare:$w"
+w=$("$drfctl" fleet plan --compare -c "$top/deploy/examples/fleet.conf" | awk '{ if (length($0) > m) m = length($0) } END { print m + 0 }')
+[ "$w" -gt 0 ] && [ "$w" -le 100 ] || wide="$wide fleet-plan-compare:$w"
+if [ -z "$wide" ]; then
+	ok "every help and the examples' --compare within 100 columns"
+else
+	ko "wider than 100 columns (or empty):$wide"
+fi
 # The overview (drfctl help, drfctl --help) lists every command, not one.
 "$drfctl" help >"$tmp/out" 2>"$tmp/err"
 rc=$?
