@@ -47,10 +47,18 @@ static int parse_family_number(const char *s, double *ret)
 	return 0;
 }
 
+/* drf_config_impossible's notes: warnings on stderr, errors with --strict. */
+static void impossible_note(void *ctx, const char *file, int line, const char *what)
+{
+	fprintf(stderr, "drfctl: %s: %s:%d: %s\n", *(bool *)ctx ? "error" : "warning", file, line,
+		what);
+}
+
 static int cmd_plan(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
+		{ "strict", no_argument, NULL, 'X' },
 		{ "policy", required_argument, NULL, 'p' },
 		{ "discrete", no_argument, NULL, 'd' },
 		{ "json", no_argument, NULL, 'j' },
@@ -64,7 +72,7 @@ static int cmd_plan(int argc, char **argv)
 	};
 	const char *path = DEFAULT_CONFIG;
 	bool json = false, discrete = false, compare = false, has_beta = false, has_lambda = false;
-	bool tradeoff = false;
+	bool tradeoff = false, strict = false;
 	const char *svg = NULL;
 	double beta = 0, lambda = 0;
 	const char *why;
@@ -96,6 +104,9 @@ static int cmd_plan(int argc, char **argv)
 			break;
 		case 'd':
 			discrete = true;
+			break;
+		case 'X':
+			strict = true;
 			break;
 		case 'j':
 			json = true;
@@ -171,6 +182,10 @@ static int cmd_plan(int argc, char **argv)
 	err = drf_config_load(path, &drf_host_real, &cfg, errbuf, sizeof(errbuf));
 	if (err < 0) {
 		drfctl_config_failed(path, errbuf);
+		return EXIT_CONFIG;
+	}
+	if (drf_config_impossible(&cfg, impossible_note, &strict) > 0 && strict) {
+		drf_config_free(&cfg);
 		return EXIT_CONFIG;
 	}
 	if (discrete) {

@@ -12,12 +12,14 @@ static const struct {
 	const char *name, *synopsis, *text;
 } cmds[] = {
 	{ "plan",
-	  "drfctl plan [-c FILE] [--policy drf|asset|per-resource|fds|gfj|ceei] [--beta B] "
+	  "drfctl plan [-c FILE] [--strict] [--policy drf|asset|per-resource|fds|gfj|ceei] [--beta B] "
 	  "[--lambda L] [--discrete] [--json | --compare | --tradeoff [--json] [--svg FILE]]",
 	  "Shows what each tenant gets under a policy, offline: reads the config and touches no\n"
 	  "cgroup. `auto` capacities are read from this machine.\n"
 	  "\n"
 	  "  -c, --config FILE   main config file (default " DRFCTL_DEFAULT_CONFIG ")\n"
+	  "  --strict            a demand no capacity meets (a task bigger than the host, a\n"
+	  "                      demand beyond it) is an error, exit 2; else a warning\n"
 	  "  --policy P          override the config's policy\n"
 	  "  --beta B            fds and gfj: beta in (0, 100] (default the config's, or 2)\n"
 	  "  --lambda L          fds and gfj: lambda (default (1 - beta) / beta); refused\n"

@@ -800,7 +800,39 @@ static void tenant_key(struct parser *ps, int k, const char *value)
 		t->task_model = task;
 		t->vec[r] = v;
 		t->declared[r] = true;
+		t->vec_line[r] = ps->line;
 	}
+}
+
+size_t drf_config_impossible(const struct drf_config *c, drf_config_note_fn *note, void *ctx)
+{
+	char what[256], v[32], cap[32];
+	size_t n = 0;
+
+	for (size_t i = 0; i < c->n_tenants; i++) {
+		const struct drf_tenant *t = &c->tenants[i];
+
+		for (int r = 0; r < DRF_NRES; r++) {
+			double k = c->capacity[r];
+
+			if (!t->declared[r] || !(k > 0) || !(t->vec[r] > k))
+				continue;
+			drf_format_quantity(t->vec[r], drf_res_unit(r), v, sizeof(v));
+			drf_format_quantity(k, drf_res_unit(r), cap, sizeof(cap));
+			if (t->task_model)
+				snprintf(what, sizeof(what), "tenant '%s': task-%s = %s is more than the "
+					 "capacity's %s (%s): not one task fits", t->name,
+					 drf_res_name(r), v, drf_res_name(r), cap);
+			else
+				snprintf(what, sizeof(what), "tenant '%s': %s = %s is more than the "
+					 "capacity's %s (%s): at most %.1f%% of its demand can be met",
+					 t->name, drf_res_name(r), v, drf_res_name(r), cap,
+					 100 * k / t->vec[r]);
+			note(ctx, t->file, t->vec_line[r] ? t->vec_line[r] : t->line, what);
+			n++;
+		}
+	}
+	return n;
 }
 
 static void duplicate_key(struct parser *ps, int *first_line, const char *key)

@@ -55,6 +55,7 @@ struct drf_tenant {
 	bool task_model;       /* task-* keys (shape of one task) rather than a demand */
 	double vec[DRF_NRES];  /* the demand, or one task */
 	bool declared[DRF_NRES];
+	int vec_line[DRF_NRES]; /* the line of each declared key of vec (0: none, or not a file's) */
 	double tasks;          /* task model only: count, or INFINITY for unlimited */
 	const char *file;      /* where its section is; points into drf_config.files */
 	int line;
@@ -173,6 +174,16 @@ struct drf_config {
 int drf_config_load_assigned(const char *path, const struct drf_host_ops *host,
 			     const struct drf_tenant *tenants, size_t n, const char *source,
 			     struct drf_config *ret, char *err, size_t errlen);
+
+/*
+ * Demands no capacity can meet, in a loaded config: a task shape bigger than
+ * the capacity (not one task fits) or a demand beyond it (only part can be
+ * met). They are valid, and planned; each is said to NOTE (its file, the
+ * key's line, and what: "tenant 'x': task-cpu 64 is more than ..."). Returns
+ * how many.
+ */
+typedef void drf_config_note_fn(void *ctx, const char *file, int line, const char *what);
+size_t drf_config_impossible(const struct drf_config *c, drf_config_note_fn *note, void *ctx);
 
 /*
  * Loads and checks the config. On failure returns a negative errno, writes

@@ -842,6 +842,31 @@ static int needs_restart(const struct drfd *d, const struct drf_config *n, char 
 	return 0;
 }
 
+struct impossible_ctx {
+	const struct drf_logger *log;
+	size_t n;
+};
+
+#define IMPOSSIBLE_LOGGED 10 /* a config of thousands of them is said in a few lines */
+
+static void impossible_note(void *ctx, const char *file, int line, const char *what)
+{
+	struct impossible_ctx *c = ctx;
+
+	if (c->n++ < IMPOSSIBLE_LOGGED)
+		drf_log(c->log, LOG_WARNING, "%s:%d: %s", file, line, what);
+}
+
+void drfd_log_impossible(struct drfd *d)
+{
+	struct impossible_ctx c = { .log = d->log };
+	size_t n = drf_config_impossible(&d->decl.cfg, impossible_note, &c);
+
+	if (n > IMPOSSIBLE_LOGGED)
+		drf_log(d->log, LOG_WARNING, "%zu more demands no capacity meets "
+			"(drfctl plan lists them all)", n - IMPOSSIBLE_LOGGED);
+}
+
 /* The start-only keys the reload in force changed and ignores: said at warning. */
 static void log_ignored(const struct drfd *d)
 {
@@ -933,6 +958,7 @@ int drfd_reload(struct drfd *d)
 	drf_log(d->log, LOG_NOTICE, "reloaded %s: %zu tenants", d->config_path,
 		d->decl.cfg.n_tenants);
 	log_ignored(d);
+	drfd_log_impossible(d);
 	drfd_fleet_reloaded(d);
 	drfd_log_plan(d->log, &d->plan, d->has_io ? &d->io : NULL);
 	d->verify = drf_verify_per_tick(d->rc.n + d->rc.n_inner, d->decl.cfg.interval_us,

@@ -215,6 +215,8 @@ void drfd_settle(struct drfd *d);
  */
 struct drfd_settled;
 int drfd_when_settled(struct drfd *d, void (*fn)(struct drfd *d, void *data), void *data);
+/* The config in force's demands no capacity meets (drf_config_impossible), at warning. */
+void drfd_log_impossible(struct drfd *d);
 void drfd_settled_cancel(struct drfd *d, void *data);
 /* The pass in progress run to its end, the loop run meanwhile (a dry run, --once). */
 void drfd_finish_pass(struct drfd *d);

@@ -689,6 +689,7 @@ int main(int argc, char **argv)
 		d.decl.cfg.cgroup_root_auto ? " (auto: " : "",
 		d.decl.cfg.cgroup_root_auto ? how : "", d.decl.cfg.cgroup_root_auto ? ")" : "",
 		o.dry_run ? " (dry run)" : "");
+	drfd_log_impossible(&d);
 	/* The usage probes, and the task queue, for the daemon only: a dry run or one pass
 	 * measures nothing and runs no task. */
 	if (!o.dry_run && !o.once) {

@@ -89,7 +89,7 @@ policies="drf asset per-resource fds gfj ceei"
 # opts COMMAND: the options of COMMAND.
 opts() {
 	case $1 in
-	plan) echo "-c --config --policy --beta --lambda --discrete --json --compare --tradeoff --svg -h --help" ;;
+	plan) echo "-c --config --policy --beta --lambda --discrete --strict --json --compare --tradeoff --svg -h --help" ;;
 	reload) echo "-c --config --socket -h --help" ;;
 	status) echo "-c --config --json --socket -h --help" ;;
 	exec) echo "-c --config -h --help" ;;
@@ -158,7 +158,7 @@ expect "drfctl help <TAB>: the commands" "$commands" drfctl help ""
 expect "drfctl help s<TAB>" "status submit" drfctl help s
 expect "drfctl help plan <TAB>: nothing" "" drfctl help plan ""
 expect "drfctl plan -<TAB>: plan's options" "$(opts plan)" drfctl plan -
-expect "drfctl plan --<TAB>: plan's long options" "--config --policy --beta --lambda --discrete --json --compare --tradeoff --svg --help" \
+expect "drfctl plan --<TAB>: plan's long options" "--config --policy --beta --lambda --discrete --strict --json --compare --tradeoff --svg --help" \
 	drfctl plan --
 expect "drfctl status --<TAB>: status's long options" "--config --json --socket --help" \
 	drfctl status --

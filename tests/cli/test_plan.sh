@@ -34,6 +34,22 @@ else
 	ko "example table shows E1"; cat "$tmp/out"
 fi
 
+# Demands no capacity meets: planned (exit 0) with a warning at each key's
+# FILE:LINE; --strict makes them errors (exit 2); the example has none.
+[ -s "$tmp/err" ] && ko "the example plans with something on stderr: $(head -2 "$tmp/err")"
+printf '[agent]\n[capacity]\ncpu = 16\nmemory = 64G\n[tenant a]\ntask-cpu = 64\ntask-memory = 1G\ntasks = 3\n[tenant b]\ncpu = 64\nmemory = 1T\n[tenant c]\ncpu = 2\n' \
+	>"$tmp/imp.conf"
+expect "impossible demands: planned, exit 0" 0 "$drfctl" plan -c "$tmp/imp.conf"
+lines=$(grep -oE "^drfctl: warning: $tmp/imp.conf:[0-9]+: tenant '[a-z]'" "$tmp/err" | sed -E 's/.*:([0-9]+): tenant .(.)./\2:\1/' | tr '\n' ' ')
+if [ "$lines" = "a:6 b:10 b:11 " ]; then
+	ok "impossible demands: a warning at a's task-cpu (line 6) and b's cpu and memory (10, 11), none for c"
+else
+	ko "impossible demands: warnings at [$lines], want [a:6 b:10 b:11 ]"; cat "$tmp/err"
+fi
+expect "impossible demands with --strict: exit 2" 2 "$drfctl" plan -c "$tmp/imp.conf" --strict
+[ -s "$tmp/out" ] && ko "--strict refused the config and still printed a plan"
+expect "the example with --strict: exit 0" 0 "$drfctl" plan -c "$ex" --strict
+
 expect "example --json runs" 0 "$drfctl" plan -c "$ex" --json
 if python3 "$here/check_json.py" .policy=drf .capacity.cpu=9 .capacity.memory=$((18 * G)) \
 	.unallocated.cpu=0 .unallocated.memory=$((4 * G)) \
