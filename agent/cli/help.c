@@ -321,7 +321,13 @@ int drfctl_help(FILE *out, const char *cmd)
 
 void drfctl_config_failed(const char *path, const char *err)
 {
-	fprintf(stderr, "drfctl: %s\n", err);
+	/* one error a line (a file's independent errors are all said) */
+	for (const char *l = err; *l;) {
+		size_t n = strcspn(l, "\n");
+
+		fprintf(stderr, "drfctl: %.*s\n", (int)n, l);
+		l += n + (l[n] == '\n');
+	}
 	if (strcmp(path, DRFCTL_DEFAULT_CONFIG) == 0 && access(path, F_OK) < 0 && errno == ENOENT)
 		fputs("drfctl: " DRFCTL_DEFAULT_CONFIG " is the default config (the package's); "
 		      "name another with -c FILE, e.g. -c deploy/examples/drfd.conf in a checkout\n",

@@ -82,8 +82,8 @@ int drfctl_reload(int argc, char **argv)
 	}
 	body = strchr(answer, '\n');
 	body = body ? body + 1 : answer + n;
-	body[strcspn(body, "\n")] = '\0';
 	if (strcmp(what, "ok") == 0) {
+		body[strcspn(body, "\n")] = '\0';
 		r = drfctl_print_text(stdout, body);
 		if (r == 0 && (fputc('\n', stdout) == EOF || fflush(stdout) != 0))
 			r = -EIO;
@@ -92,8 +92,18 @@ int drfctl_reload(int argc, char **argv)
 	}
 	fprintf(stderr, "drfctl reload: %s: ", strcmp(what, "refused") == 0
 		? "refused, the configuration before stays in force" : "not allowed");
-	drfctl_print_text(stderr, body);
-	fputc('\n', stderr);
+	/* the reason: a line, or a config's errors, a line each */
+	for (char *l = body, *end; *l; l = end) {
+		end = l + strcspn(l, "\n");
+		if (*end)
+			*end++ = '\0';
+		if (l != body)
+			fputs("drfctl reload: ", stderr);
+		drfctl_print_text(stderr, l);
+		fputc('\n', stderr);
+	}
+	if (!*body)
+		fputc('\n', stderr);
 	r = strcmp(what, "refused") == 0 ? DRFCTL_EXIT_CONFIG : EXIT_FAILURE;
 	free(answer);
 	return r;

@@ -83,6 +83,14 @@ struct parser {
 	char *err;
 	size_t errlen;
 	bool failed;
+	/*
+	 * A file's independent errors are all said (up to CONFIG_ERRORS, a line
+	 * each, in the order of the file): a key's error does not stop the
+	 * reading, one after which the next lines mean nothing does (stop: a
+	 * section header, a line the reader refuses).
+	 */
+	int n_err;
+	bool stop;
 	/* the file being read */
 	const char *file;
 	bool main_file;
@@ -117,6 +125,8 @@ struct parser {
 	struct drf_index gnames; /* group name -> index into cfg->groups */
 };
 
+#define CONFIG_ERRORS 10 /* a file's errors said at most */
+
 /*
  * The error, FILE:LINE first, with control characters escaped: a name or a
  * value may hold an ESC, and the error goes to a terminal or the journal.
@@ -128,8 +138,10 @@ fail_at(struct parser *ps, int line, const char *fmt, ...)
 	size_t off = 0;
 	va_list ap;
 
-	if (ps->failed)
+	if (ps->n_err >= CONFIG_ERRORS) {
+		ps->stop = true;
 		return;
+	}
 	ps->failed = true;
 	if (line > 0)
 		off = (size_t)snprintf(raw, sizeof(raw), "%s:%d: ", ps->file, line);
@@ -140,7 +152,25 @@ fail_at(struct parser *ps, int line, const char *fmt, ...)
 		vsnprintf(raw + off, sizeof(raw) - off, fmt, ap);
 		va_end(ap);
 	}
-	drf_escape_controls(raw, ps->err, ps->errlen);
+	/* after the errors before it, a line each; a line that does not fit
+	 * whole is left out, and ends the list (the first is cut if it must) */
+	if (!ps->n_err) {
+		drf_escape_controls(raw, ps->err, ps->errlen);
+	} else {
+		char one[DRF_ESCAPED_SIZE(sizeof(raw))];
+		size_t len, used = strlen(ps->err);
+
+		drf_escape_controls(raw, one, sizeof(one));
+		len = strlen(one);
+		if (used + 1 + len >= ps->errlen) {
+			ps->stop = true;
+			return;
+		}
+		ps->err[used] = '\n';
+		memcpy(ps->err + used + 1, one, len + 1);
+	}
+	if (++ps->n_err == CONFIG_ERRORS)
+		ps->stop = true;
 }
 
 #define fail(ps, ...) fail_at(ps, (ps)->line, __VA_ARGS__)
@@ -269,6 +299,7 @@ static bool parse_num(struct parser *ps, const char *key, const char *value, enu
 {
 	const char *why = "invalid";
 	int r = drf_parse_quantity(value, unit, ret, &why);
+	char hint[96];
 
 	if (r == 0)
 		return true;
@@ -280,6 +311,8 @@ static bool parse_num(struct parser *ps, const char *key, const char *value, enu
 		 strcmp(key, "task-cpu") != 0)
 		fail(ps, "%s = '%s': %s takes a plain number, with no unit and no %%", key, value,
 		     key);
+	else if (r == -ENOENT && drf_quantity_hint(value, unit, hint, sizeof(hint)))
+		fail(ps, "%s = '%s': %s; %s", key, value, why, hint);
 	else
 		fail(ps, "%s = '%s': %s", key, value, why);
 	return false;
@@ -845,6 +878,7 @@ static void duplicate_key(struct parser *ps, int *first_line, const char *key)
 
 static void server_key(struct parser *ps, const char *name, const char *value)
 {
+	int before;
 	struct drf_server *sv = &ps->fleet->servers[ps->fleet->n_servers - 1];
 	int *lines = &ps->server_lines[(ps->fleet->n_servers - 1) * SK_N];
 	int k = strcmp(name, "count") == 0 ? SK_COUNT : drf_res_from_name(name);
@@ -855,10 +889,11 @@ static void server_key(struct parser *ps, const char *name, const char *value)
 			 "io-write-bps, net-rate, net-ingress-rate, count)", name, sv->name);
 		return;
 	}
+	before = ps->n_err;
 	duplicate_key(ps, &lines[k], name);
-	if (!ps->failed && value[0] == '\0')
+	if (ps->n_err == before && value[0] == '\0')
 		fail(ps, "'%s' has an empty value", name);
-	if (ps->failed)
+	if (ps->n_err != before)
 		return;
 	if (k == SK_COUNT) {
 		if (!parse_num(ps, "count", value, DRF_UNIT_CORES, &v))
@@ -879,6 +914,7 @@ static void server_key(struct parser *ps, const char *name, const char *value)
 
 static void fleet_key(struct parser *ps, const char *name, const char *value)
 {
+	int before;
 	int r = strncmp(name, "slot-", 5) == 0 ? drf_res_from_name(name + 5) : -1;
 	double v;
 
@@ -888,10 +924,11 @@ static void fleet_key(struct parser *ps, const char *name, const char *value)
 		     name);
 		return;
 	}
+	before = ps->n_err;
 	duplicate_key(ps, &ps->fleet_line[r], name);
-	if (!ps->failed && value[0] == '\0')
+	if (ps->n_err == before && value[0] == '\0')
 		fail(ps, "'%s' has an empty value", name);
-	if (ps->failed || !parse_num(ps, name, value, drf_res_unit(r), &v))
+	if (ps->n_err != before || !parse_num(ps, name, value, drf_res_unit(r), &v))
 		return;
 	if (!(v > 0)) {
 		fail(ps, "%s = '%s': a slot must hold some of it", name, value);
@@ -926,6 +963,7 @@ static bool valid_endpoints(const char *s)
 /* drfd.conf's [fleet]: how this node joins its fleet. */
 static void member_key(struct parser *ps, const char *name, const char *value)
 {
+	int before;
 	struct drf_fleet_member *m = &ps->cfg->fleet;
 	int k = lookup(member_keys, 12, name);
 	double ms;
@@ -937,10 +975,11 @@ static void member_key(struct parser *ps, const char *name, const char *value)
 		     name);
 		return;
 	}
+	before = ps->n_err;
 	duplicate_key(ps, &ps->member_line[k], name);
-	if (!ps->failed && value[0] == '\0')
+	if (ps->n_err == before && value[0] == '\0')
 		fail(ps, "'%s' has an empty value", name);
-	if (ps->failed)
+	if (ps->n_err != before)
 		return;
 	switch (k) {
 	case 0:
@@ -1059,13 +1098,15 @@ static int handler(void *user, const char *section, const char *name, const char
 	char nb[32];
 	int k;
 
+	int before = ps->n_err; /* this key's own errors: those after it */
+
 	(void)section; /* the reader tracks sections itself, including empty ones */
-	if (ps->failed)
+	if (ps->stop)
 		return 0;
 	switch (ps->sec) {
 	case SEC_NONE:
 		fail(ps, "'%s' is outside any section", name);
-		return 0;
+		return ps->stop ? 0 : 1;
 	case SEC_AGENT:
 		k = lookup(agent_keys, AK_N, name);
 		if (k < 0) {
@@ -1073,12 +1114,12 @@ static int handler(void *user, const char *section, const char *name, const char
 				 "policy, tenants-dir, state-dir, status-socket, status-group, "
 				 "verify-period, net-replace-qdisc, metrics-file, metrics-detail, "
 				 "metrics-listen, demand, beta, lambda, access, admins, task-output-max)", name);
-			return 0;
+			return ps->stop ? 0 : 1;
 		}
 		duplicate_key(ps, &ps->agent_line[k], name);
 		if (value[0] == '\0')
 			fail(ps, "'%s' has an empty value", name);
-		if (!ps->failed)
+		if (ps->n_err == before)
 			agent_key(ps, k, value);
 		break;
 	case SEC_CAPACITY:
@@ -1087,12 +1128,12 @@ static int handler(void *user, const char *section, const char *name, const char
 			fail(ps, "unknown key '%s' in [capacity] (known: cpu, memory, "
 				 "memory-reserve, io-device, io-read-bps, io-write-bps, net-device, "
 				 "net-rate, net-ingress-rate, net-link-rate)", name);
-			return 0;
+			return ps->stop ? 0 : 1;
 		}
 		duplicate_key(ps, &ps->cap_line[k], name);
 		if (value[0] == '\0')
 			fail(ps, "'%s' has an empty value", name);
-		if (!ps->failed)
+		if (ps->n_err == before)
 			capacity_key(ps, k, value);
 		break;
 	case SEC_SERVER:
@@ -1112,13 +1153,13 @@ static int handler(void *user, const char *section, const char *name, const char
 				 "task-memory, task-io-read-bps, task-io-write-bps, task-net-rate, "
 				 "task-net-ingress-rate, tasks, group, access, admins)",
 			     name, ps->cfg->tenants[ps->tenant].name);
-			return 0;
+			return ps->stop ? 0 : 1;
 		}
 		duplicate_key(ps, &ps->tenant_lines[ps->tenant * TK_N + k],
 			      tenant_key_name(k, nb, sizeof(nb)));
 		if (value[0] == '\0')
 			fail(ps, "'%s' has an empty value", name);
-		if (!ps->failed)
+		if (ps->n_err == before)
 			tenant_key(ps, k, value);
 		break;
 	case SEC_GROUP:
@@ -1127,16 +1168,16 @@ static int handler(void *user, const char *section, const char *name, const char
 			fail(ps, "unknown key '%s' in [group %s] (known: weight, cgroup, group, access, "
 				 "admins)", name,
 			     ps->cfg->groups[ps->group].name);
-			return 0;
+			return ps->stop ? 0 : 1;
 		}
 		duplicate_key(ps, &ps->group_lines[ps->group * GK_N + k], name);
 		if (value[0] == '\0')
 			fail(ps, "'%s' has an empty value", name);
-		if (!ps->failed)
+		if (ps->n_err == before)
 			group_key(ps, k, value);
 		break;
 	}
-	return ps->failed ? 0 : 1;
+	return ps->stop ? 0 : 1;
 }
 
 /* The key of the index of tenant names: loading n tenants is O(n), not O(n^2). */
@@ -1364,13 +1405,21 @@ static void enter_section(struct parser *ps, const char *name)
  * handler), and it refuses indented lines, which inih takes as continuations of
  * the previous value.
  */
+/* An error after which the file's next lines mean nothing: its reading ends. */
+static char *stop(struct parser *ps)
+{
+	ps->stop = true;
+	return NULL;
+}
+
 static char *reader(char *str, int num, void *stream)
 {
 	struct parser *ps = stream;
 	const char *start, *nl, *p;
 	size_t n, content;
+	int before;
 
-	if (ps->failed || ps->pos >= ps->len)
+	if (ps->stop || ps->pos >= ps->len)
 		return NULL;
 	start = ps->buf + ps->pos;
 	nl = memchr(start, '\n', ps->len - ps->pos);
@@ -1382,11 +1431,11 @@ static char *reader(char *str, int num, void *stream)
 		content--;
 	if (memchr(start, '\0', n)) {
 		fail(ps, "contains a NUL byte");
-		return NULL;
+		return stop(ps);
 	}
 	if (num < 3 || (nl ? n - 1 : n) > (size_t)num - 2) {
 		fail(ps, "line is longer than %d characters", num - 2);
-		return NULL;
+		return stop(ps);
 	}
 	memcpy(str, start, n);
 	str[n] = '\0';
@@ -1401,7 +1450,7 @@ static char *reader(char *str, int num, void *stream)
 		if (*p && *p != '\n' && *p != '\r' && *p != ';' && *p != '#') {
 			fail(ps, "indented line: inih would read it as a continuation of the "
 				 "previous value; remove the leading whitespace");
-			return NULL;
+			return stop(ps);
 		}
 		return str;
 	}
@@ -1412,25 +1461,31 @@ static char *reader(char *str, int num, void *stream)
 
 		if (!close) {
 			fail(ps, "section header without ']'");
-			return NULL;
+			return stop(ps);
 		}
 		for (const char *q = close + 1; *q && *q != ';' && *q != '#'; q++) {
 			if (!isspace((unsigned char)*q)) {
 				fail(ps, "text after the section header's ']'");
-				return NULL;
+				return stop(ps);
 			}
 		}
 		len = (size_t)(close - p - 1);
 		if (len >= sizeof(name)) {
 			fail(ps, "section name is too long");
-			return NULL;
+			return stop(ps);
 		}
 		memcpy(name, p + 1, len);
 		name[len] = '\0';
+		before = ps->n_err;
 		enter_section(ps, name);
-		if (ps->failed)
-			return NULL;
+		if (ps->n_err != before)
+			return stop(ps);
+		return str;
 	}
+	/* inih's own error, said here in the order of the file: a line that is
+	 * not a comment and has no '=' or ':' */
+	if (*p && *p != '\n' && *p != '\r' && *p != ';' && *p != '#' && !strpbrk(p, "=:"))
+		fail(ps, "expected 'key = value', '[section]' or a comment");
 	return str;
 }
 
@@ -1527,10 +1582,8 @@ static int parse_file(struct parser *ps, const char *path, bool main_file)
 	 * the number of the first bad line, after going on to the end; ours stop
 	 * it at once. Whichever came first is the one to report.
 	 */
-	if (r > 0 && (!ps->failed || r < ps->line)) {
-		ps->failed = false;
+	if (r > 0 && !ps->failed)
 		fail_at(ps, r, "expected 'key = value', '[section]' or a comment");
-	}
 	free(buf);
 	ps->buf = NULL;
 	return ps->failed ? -EINVAL : 0;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "res.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -164,6 +165,62 @@ range:
 	if (ret_why)
 		*ret_why = why;
 	return -ERANGE;
+}
+
+const char *drf_quantity_hint(const char *s, enum drf_unit unit, char *buf, size_t len)
+{
+	char suf[16];
+	double v;
+	size_t n = scan_decimal(s, &v), k;
+
+	if (n == 0 || strlen(s + n) >= sizeof(suf))
+		return NULL;
+	/* the unit in lower case, spaces before it dropped ("8 GB" -> "gb") */
+	k = 0;
+	for (const char *p = s + n; *p; p++)
+		if (*p != ' ')
+			suf[k++] = (char)tolower((unsigned char)*p);
+	suf[k] = '\0';
+	switch (unit) {
+	case DRF_UNIT_BYTES: {
+		/* K, KB, KiB, kib, k: the binary multiple drfd means */
+		static const char units[] = "kmgt";
+		const char *u = k ? strchr(units, suf[0]) : NULL;
+
+		if (!u || !(k == 1 || strcmp(suf + 1, "b") == 0 || strcmp(suf + 1, "ib") == 0))
+			return NULL;
+		snprintf(buf, len, "did you mean '%.*s%c'? (K, M, G and T are 1024's powers)",
+			 (int)n, s, (char)toupper((unsigned char)*u));
+		return buf;
+	}
+	case DRF_UNIT_BITS: {
+		static const char *const forms[][2] = {
+			{ "k", "kbit" }, { "kbits", "kbit" }, { "kbit/s", "kbit" },
+			{ "m", "mbit" }, { "mbits", "mbit" }, { "mbit/s", "mbit" },
+			{ "g", "gbit" }, { "gbits", "gbit" }, { "gbit/s", "gbit" },
+		};
+		for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+			if (strcmp(suf, forms[i][0]) != 0)
+				continue;
+			snprintf(buf, len, "did you mean '%.*s%s'?", (int)n, s, forms[i][1]);
+			return buf;
+		}
+		return NULL;
+	}
+	case DRF_UNIT_CORES:
+		if (strcmp(suf, "%") == 0)
+			snprintf(buf, len, "cpu is in cores, not percent: did you mean '%g'?", v / 100);
+		else if (strcmp(suf, "m") == 0)
+			snprintf(buf, len, "cpu is in cores, not millicores: did you mean '%g'?",
+				 v / 1000);
+		else if (strcmp(suf, "core") == 0 || strcmp(suf, "cores") == 0 ||
+			 strcmp(suf, "cpu") == 0 || strcmp(suf, "cpus") == 0)
+			snprintf(buf, len, "did you mean '%.*s'?", (int)n, s);
+		else
+			return NULL;
+		return buf;
+	}
+	return NULL;
 }
 
 int drf_parse_duration_ms(const char *s, double *ret_ms, const char **ret_why)

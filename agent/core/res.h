@@ -40,6 +40,13 @@ enum drf_unit drf_res_unit(enum drf_res r);
  */
 int drf_parse_quantity(const char *s, enum drf_unit unit, double *ret, const char **ret_why);
 
+/*
+ * For a quantity drf_parse_quantity refused for its unit: what was probably
+ * meant, as a phrase for the error ("did you mean '8G'?" for 8GB, "cpu is in
+ * cores: did you mean '1.5'?" for 150%), in buf; NULL when nothing is near.
+ */
+const char *drf_quantity_hint(const char *s, enum drf_unit unit, char *buf, size_t len);
+
 /* The largest quantity drf_parse_quantity() takes ("too large" past it). */
 #define DRF_QUANTITY_MAX 1e18
 

@@ -78,17 +78,27 @@ static void setup(void)
 		abort();
 }
 
+/* The error: a line each (a file's errors are all said), each naming the file
+ * first, none empty, and no other control byte. */
 static void check_error(const char *err)
 {
-	if (strncmp(err, dir, strlen(dir)) != 0) {
-		fprintf(stderr, "error does not start with the file: %s\n", err);
-		abort();
-	}
-	for (const unsigned char *p = (const unsigned char *)err; *p; p++)
-		if (*p < 0x20 || *p == 0x7f) {
-			fprintf(stderr, "control byte 0x%02x in the error: %s\n", *p, err);
+	const unsigned char *p = (const unsigned char *)err;
+
+	do {
+		if (strncmp((const char *)p, dir, strlen(dir)) != 0) {
+			fprintf(stderr, "an error line does not start with the file: %s\n", err);
 			abort();
 		}
+		for (; *p && *p != '\n'; p++)
+			if (*p < 0x20 || *p == 0x7f) {
+				fprintf(stderr, "control byte 0x%02x in the error: %s\n", *p, err);
+				abort();
+			}
+	} while (*p && *++p);
+	if (p > (const unsigned char *)err && p[-1] == '\n') {
+		fprintf(stderr, "the error ends in an empty line: %s\n", err);
+		abort();
+	}
 }
 
 static void check_config(const struct drf_config *c)

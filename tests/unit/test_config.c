@@ -99,6 +99,69 @@ static void expect_error(const char *text, int line, const char *phrase)
 	expect_error_in(text, main_path, line, phrase);
 }
 
+/* The lines of err, each "MAIN:LINE: ...": their LINEs into lines; how many. */
+static int error_lines(int *lines, int max)
+{
+	char prefix[160];
+	const char *l = err;
+	int n = 0;
+
+	snprintf(prefix, sizeof(prefix), "%s:", main_path);
+	while (*l && n < max) {
+		assert_int_equal(strncmp(l, prefix, strlen(prefix)), 0);
+		lines[n++] = atoi(l + strlen(prefix));
+		l += strcspn(l, "\n");
+		l += *l == '\n';
+	}
+	return n;
+}
+
+/*
+ * A file's independent errors are all said, a line each, in the file's order;
+ * a section's error ends the reading (what follows it would be misread); ten
+ * at most.
+ */
+static void test_many_errors(void **state)
+{
+	struct drf_config c;
+	char text[2048];
+	int lines[16], n;
+	size_t off;
+
+	(void)state;
+	assert_int_not_equal(load_with("[agent]\nintervl = 1s\n[capacity]\ncpu = 4\nmemory = 8GB\n"
+				       "[tenant a]\ncpu = 150%\nweight = 0\nbogus\n[tenant b]\n"
+				       "memory = 1X\nmemory = 2X\n",
+				       &t_fake_host, &c), 0);
+	n = error_lines(lines, 16);
+	assert_int_equal(n, 7);
+	assert_int_equal(lines[0], 2);  /* unknown key */
+	assert_int_equal(lines[1], 5);  /* 8GB */
+	assert_int_equal(lines[2], 7);  /* 150% */
+	assert_int_equal(lines[3], 8);  /* weight 0 */
+	assert_int_equal(lines[4], 9);  /* no '=' */
+	assert_int_equal(lines[5], 11); /* 1X */
+	assert_int_equal(lines[6], 12); /* set twice */
+	assert_non_null(strstr(err, "did you mean '8G'"));
+
+	/* a section's error: nothing after it is said */
+	assert_int_not_equal(load_with("[capacity]\ncpu = 4\nmemory = 8G\n[tenant a]\ncpu = x\n"
+				       "[tenant .bad]\ncpu = y\n[tenant c]\ncpu = z\n",
+				       &t_fake_host, &c), 0);
+	n = error_lines(lines, 16);
+	assert_int_equal(n, 2);
+	assert_int_equal(lines[0], 5);
+	assert_int_equal(lines[1], 6);
+
+	/* at most ten */
+	off = (size_t)snprintf(text, sizeof(text), "[capacity]\ncpu = 4\nmemory = 8G\n");
+	for (int i = 0; i < 14; i++)
+		off += (size_t)snprintf(text + off, sizeof(text) - off, "[tenant t%d]\ncpu = bad\n", i);
+	assert_int_not_equal(load_with(text, &t_fake_host, &c), 0);
+	assert_int_equal(error_lines(lines, 16), 10);
+	assert_int_equal(lines[9], 23);
+}
+
 /* drfd.conf's [fleet]: a fleet node; its tenants come from the fleet's assignment. */
 static void test_fleet_member(void **state)
 {
@@ -1308,6 +1371,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_defaults, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tenants_dir, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sections, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_many_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unknown_keys, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_numbers, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_family_keys, setup, teardown),

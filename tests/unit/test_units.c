@@ -3,6 +3,7 @@
  * gbit = 1000^k, as tc), cores and durations. */
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "res.h"
@@ -149,13 +150,53 @@ static void test_escape_controls(void **state)
 	assert_string_equal(drf_escape_text("a\nb\x1b\r\n", b, sizeof(b)), "a\nb\\x1b\\x0d\n");
 }
 
+/* A refused quantity's hint names a value the parser takes, and it is WANT. */
+static void hinted(const char *s, enum drf_unit u, double want)
+{
+	char buf[128], val[32];
+	const char *h, *q;
+	double v = -1;
+
+	assert_int_equal(drf_parse_quantity(s, u, &v, NULL), -ENOENT);
+	h = drf_quantity_hint(s, u, buf, sizeof(buf));
+	if (!h || !(q = strchr(h, '\''))) {
+		print_error("'%s': no hint\n", s);
+		fail();
+	}
+	snprintf(val, sizeof(val), "%.*s", (int)strcspn(q + 1, "'"), q + 1);
+	ok(val, u, want);
+}
+
+static void test_hints(void **state)
+{
+	char buf[128];
+
+	(void)state;
+	hinted("8GB", DRF_UNIT_BYTES, 8.0 * 1073741824);
+	hinted("512MiB", DRF_UNIT_BYTES, 512.0 * 1048576);
+	hinted("1g", DRF_UNIT_BYTES, 1073741824);
+	hinted("2 KB", DRF_UNIT_BYTES, 2048);
+	hinted("150%", DRF_UNIT_CORES, 1.5);
+	hinted("500m", DRF_UNIT_CORES, 0.5);
+	hinted("2cores", DRF_UNIT_CORES, 2);
+	hinted("100M", DRF_UNIT_BITS, 100e6);
+	hinted("10kbits", DRF_UNIT_BITS, 10e3);
+	/* nothing near: no hint */
+	assert_null(drf_quantity_hint("8XB", DRF_UNIT_BYTES, buf, sizeof(buf)));
+	assert_null(drf_quantity_hint("abc", DRF_UNIT_BYTES, buf, sizeof(buf)));
+	assert_null(drf_quantity_hint("8Gbit", DRF_UNIT_BYTES, buf, sizeof(buf)));
+	/* a rate in bytes (GB) is not guessed into bits */
+	assert_null(drf_quantity_hint("1GB", DRF_UNIT_BITS, buf, sizeof(buf)));
+	assert_null(drf_quantity_hint("2x", DRF_UNIT_CORES, buf, sizeof(buf)));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_bytes),     cmocka_unit_test(test_bits),
 		cmocka_unit_test(test_cores),     cmocka_unit_test(test_durations),
 		cmocka_unit_test(test_format),    cmocka_unit_test(test_names),
-		cmocka_unit_test(test_escape_controls),
+		cmocka_unit_test(test_escape_controls), cmocka_unit_test(test_hints),
 	};
 
 	return cmocka_run_group_tests_name("units", tests, NULL, NULL);
