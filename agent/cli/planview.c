@@ -229,6 +229,15 @@ int drf_plan_print_table(FILE *out, const struct drf_plan *pl)
 	if (marked)
 		fputs("\n* not declared by the tenant: counts as a demand for the whole capacity\n",
 		      out);
+	/* what the numbers become in the kernel (drfd.conf(5), KNOB MAPPING) */
+	if (p->n > 0 && pl->cfg->mode == DRF_MODE_SHARE)
+		fputs("\nshare mode: each allocation is a guarantee, not a cap: cpu.weight in "
+		      "proportion to it,\nmemory.low = it, memory.max = the demand; what a tenant "
+		      "leaves idle, others use\n(drfd --dry-run shows every knob)\n", out);
+	else if (p->n > 0)
+		fputs("\nlimit mode: each allocation is a cap: cpu.max, memory.high and "
+		      "memory.max, io.max;\nwhat a tenant leaves idle stays idle "
+		      "(drfd --dry-run shows every knob)\n", out);
 	err = ferror(out) ? -EIO : 0;
 out:
 	free(t.cells);

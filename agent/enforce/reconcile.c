@@ -8,6 +8,7 @@
 #include <string.h>
 #include <syslog.h>
 
+#include "slice.h"
 #include "vec.h"
 
 #define MEM_QUEUE 64
@@ -1279,6 +1280,31 @@ static bool kernel_default(enum drf_knob k, const char *val)
 	return false;
 }
 
+
+/*
+ * A knob someone else changed, said at warning: under systemd, with the unit's
+ * property that holds it (drf-web.slice's CPUWeight=: systemctl set-property
+ * on a tenant's slice is put back, and the operator should hear which).
+ */
+static void foreign_log(struct drf_reconciler *rc, const struct drf_tenant_rt *t, const char *file,
+			const char *have, const char *want)
+{
+	struct cgfs_prop props[4];
+	char unit[128] = "", via[256] = "";
+	int n = rc->by_systemd ? cgfs_slice_props(file, want, props, 4) : -1;
+
+	if (n > 0 && cgfs_slice_unit(t->cgroup, unit, sizeof(unit)) == 0) {
+		size_t o = (size_t)snprintf(via, sizeof(via), " (%s's", unit);
+
+		for (int i = 0; i < n && o < sizeof(via); i++)
+			o += (size_t)snprintf(via + o, sizeof(via) - o, " %s=", props[i].name);
+		if (o < sizeof(via))
+			snprintf(via + o, sizeof(via) - o, ", as systemctl set-property sets)");
+	}
+	drf_log(&rc->log, LOG_WARNING, "%s '%s': %s%s was changed by someone else to '%s'; "
+				       "restoring '%s'", KIND(t), t->name, file, via, have, want);
+}
+
 /*
  * What node t needs, into c: each knob set and not as wanted (read back first
  * when verifying or unknown), memory.max and memory.high held while usage is
@@ -1357,9 +1383,7 @@ static int collect(struct drf_reconciler *rc, struct drf_tenant_rt *t, bool veri
 			     (k == DRF_KNOB_IO_WEIGHT && has_device_line(have, rc->io)))) {
 				st->foreign++;
 				rc->total_foreign++;
-				drf_log(&rc->log, LOG_WARNING, "%s '%s': %s was changed by someone "
-							       "else to '%s'; restoring '%s'",
-					KIND(t), t->name, file, have, t->want->val[k]);
+				foreign_log(rc, t, file, have, t->want->val[k]);
 			}
 			/* What the file holds now, so that a held write is not forgotten. */
 			set_seen(t, k, have);
