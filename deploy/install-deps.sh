@@ -1,7 +1,22 @@
 #!/usr/bin/env bash
 # Installs what drfd needs to build, test and run on Debian 12, from Debian's
 # archive only. Idempotent: does nothing when everything is installed already.
+#   ./deploy/install-deps.sh           everything: build, package, every test, the demo
+#   ./deploy/install-deps.sh --build   what `make` and `make deb` need, no more
 set -euo pipefail
+
+case ${1:-} in
+"") only_build=no ;;
+--build) only_build=yes ;;
+-h | --help)
+	sed -n '2,5s/^# \{0,1\}//p' "$0"
+	exit 0
+	;;
+*)
+	echo "install-deps: unknown option '$1' (--build: only what make and make deb need)" >&2
+	exit 64
+	;;
+esac
 
 packages=(
 	# build
@@ -9,13 +24,19 @@ packages=(
 	libinih-dev libcgroup-dev libbpf-dev bpftool libnl-3-dev libnl-route-3-dev
 	libsystemd-dev scdoc libncurses-dev libjson-c-dev libmicrohttpd-dev libglpk-dev libcurl4-openssl-dev
 	# the Debian package
-	dpkg-dev debhelper fakeroot lintian
-	# tests
-	libcmocka-dev python3 shellcheck iproute2 bash-completion valgrind iperf3 util-linux
-	tmux bash-builtins etcd-server etcd-client gnuplot-nox
-	# the real-kernel test VM (tests/vm): QEMU and Debian's kernel
-	qemu-system-x86 linux-image-amd64 busybox-static cpio kmod
+	dpkg-dev debhelper fakeroot
 )
+if [ $only_build = no ]; then
+	packages+=(
+		# the package's checks
+		lintian
+		# tests
+		libcmocka-dev python3 shellcheck iproute2 bash-completion valgrind iperf3 util-linux
+		tmux bash-builtins etcd-server etcd-client gnuplot-nox
+		# the real-kernel test VM (tests/vm): QEMU and Debian's kernel
+		qemu-system-x86 linux-image-amd64 busybox-static cpio kmod
+	)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -66,7 +87,7 @@ install_test_tools() {
 
 if [ ${#missing[@]} -eq 0 ]; then
 	echo "install-deps: all ${#packages[@]} packages present"
-	install_test_tools
+	[ $only_build = yes ] || install_test_tools
 	exit 0
 fi
 
@@ -79,5 +100,5 @@ echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 "${sudo[@]}" apt-get update -qq
 "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-install_test_tools
+[ $only_build = yes ] || install_test_tools
 echo "install-deps: done"

@@ -183,6 +183,24 @@ else
 	ko "drfd(8) names metrics that metrics.c does not emit: ${stray% }"
 fi
 
+# --- the build dependencies --------------------------------------------------
+# `install-deps.sh --build && make deb` on a fresh machine: the build set holds
+# every Build-Depends of debian/control (those for the tests, <!nocheck>, are the
+# full set's), under the names install-deps.sh uses.
+sed -n '/^Build-Depends:/,/^[A-Z][A-Za-z-]*: /p' "$top/debian/control" | sed 's/^Build-Depends://' |
+	grep -v '^[A-Z]' | tr ',' '\n' | grep -v '<!nocheck>' | sed -E 's/\(.*\)//; s/^ *//; s/ *$//' | grep . |
+	sed 's/^debhelper-compat$/debhelper/; s/^pkgconf$/pkg-config/' >"$tmp/bdeps"
+awk '/^packages=\(/ { on = 1; next } on && /^\)/ { exit } on' "$top/deploy/install-deps.sh" |
+	sed 's/#.*//' | tr ' \t' '\n\n' | grep . >"$tmp/build-set"
+missing=$(LC_ALL=C sort -u "$tmp/bdeps" | LC_ALL=C comm -23 - <(LC_ALL=C sort -u "$tmp/build-set") | tr '\n' ' ')
+if [ ! -s "$tmp/bdeps" ] || [ ! -s "$tmp/build-set" ]; then
+	ko "build dependencies: a list is empty (the parsing no longer matches the files)"
+elif [ -z "$missing" ]; then
+	ok "install-deps.sh --build installs debian/control's $(wc -l <"$tmp/bdeps") Build-Depends"
+else
+	ko "install-deps.sh --build lacks Build-Depends: ${missing% }"
+fi
+
 # --- the README --------------------------------------------------------------
 readme=$top/README.md
 n=$(wc -l <"$readme")
