@@ -191,7 +191,7 @@ sed -n '/^Build-Depends:/,/^[A-Z][A-Za-z-]*: /p' "$top/debian/control" | sed 's/
 	grep -v '^[A-Z]' | tr ',' '\n' | grep -v '<!nocheck>' | sed -E 's/\(.*\)//; s/^ *//; s/ *$//' | grep . |
 	sed 's/^debhelper-compat$/debhelper/; s/^pkgconf$/pkg-config/' >"$tmp/bdeps"
 awk '/^packages=\(/ { on = 1; next } on && /^\)/ { exit } on' "$top/deploy/install-deps.sh" |
-	sed 's/#.*//' | tr ' \t' '\n\n' | grep . >"$tmp/build-set"
+	sed 's/#.*//' | tr -s '[:blank:]' '\n' | grep . >"$tmp/build-set"
 missing=$(LC_ALL=C sort -u "$tmp/bdeps" | LC_ALL=C comm -23 - <(LC_ALL=C sort -u "$tmp/build-set") | tr '\n' ' ')
 if [ ! -s "$tmp/bdeps" ] || [ ! -s "$tmp/build-set" ]; then
 	ko "build dependencies: a list is empty (the parsing no longer matches the files)"
