@@ -39,12 +39,22 @@ trap 'exit 1' INT TERM HUP
 # shellcheck disable=SC2034
 start=$(date +%s.%N)
 
-# free_ports N: N ports of 127.0.0.1 free now (held together, so that they differ).
+# free_ports N: N ports of 127.0.0.1 free now (held together, so that they
+# differ), below the kernel's ephemeral range: a port the kernel picks for a
+# bind to 0 is in that range, and any outgoing connection (another test's,
+# etcd's own) may take it before etcd listens on it (seen: "bind: address
+# already in use" for the second member of a cluster).
 free_ports() {
 	python3 -c '
-import socket, sys
-s = [socket.socket() for _ in range(int(sys.argv[1]))]
-for x in s:
-    x.bind(("127.0.0.1", 0))
+import random, socket, sys
+lo = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+s = []
+while len(s) < int(sys.argv[1]):
+    x = socket.socket()
+    try:
+        x.bind(("127.0.0.1", random.randrange(10000, max(lo, 10001))))
+        s.append(x)
+    except OSError:
+        x.close()
 print(*[x.getsockname()[1] for x in s])' "$1"
 }
