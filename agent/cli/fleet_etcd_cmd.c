@@ -333,7 +333,8 @@ static void res_json(json_object *o, const char *key, const double *v, const boo
 
 	for (int r = 0; r < DRF_NRES; r++)
 		if (declared ? declared[r] : v[r] > 0)
-			drf_json_set_num(x, drf_res_name((enum drf_res)r), v[r]);
+			drf_json_set_num(x, drf_res_name((enum drf_res)r),
+					 drf_res_shown((enum drf_res)r, v[r]));
 }
 
 static const char *planner_name(const struct drf_fleet_view *v)

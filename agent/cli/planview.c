@@ -256,7 +256,7 @@ static void json_res_object(json_object *o, const char *key, const struct drf_pr
 		if (is_null && is_null[r])
 			drf_json_set_null(x, drf_res_name(r));
 		else
-			drf_json_set_num(x, drf_res_name(r), v[r]);
+			drf_json_set_num(x, drf_res_name(r), drf_res_shown(r, v[r]));
 	}
 }
 

@@ -223,6 +223,11 @@ const char *drf_quantity_hint(const char *s, enum drf_unit unit, char *buf, size
 	return NULL;
 }
 
+double drf_res_shown(enum drf_res r, double v)
+{
+	return drf_res_unit(r) == DRF_UNIT_CORES || !isfinite(v) ? v : round(v);
+}
+
 int drf_parse_duration_ms(const char *s, double *ret_ms, const char **ret_why)
 {
 	double v;

@@ -47,6 +47,13 @@ int drf_parse_quantity(const char *s, enum drf_unit unit, double *ret, const cha
  */
 const char *drf_quantity_hint(const char *s, enum drf_unit unit, char *buf, size_t len);
 
+/*
+ * A quantity as drfd shows it (JSON, metrics): whole bytes and whole bits/s,
+ * the kernel's units (an allocation of 2300875337.14 bytes is 2300875337),
+ * cores as they are; NaN and infinities as they are.
+ */
+double drf_res_shown(enum drf_res r, double v);
+
 /* The largest quantity drf_parse_quantity() takes ("too large" past it). */
 #define DRF_QUANTITY_MAX 1e18
 

@@ -27,6 +27,11 @@ static int lost_nomem = -ENOMEM, lost_key = -EINVAL;
 
 char *drf_format_double(double v, char *buf, size_t len)
 {
+	/* a whole number in full (5000111180, not 5.00011118e+09), while it is exact */
+	if (v == floor(v) && fabs(v) < 1e15) {
+		snprintf(buf, len, "%.0f", v);
+		return buf;
+	}
 	for (int prec = 1; prec <= 17; prec++) {
 		snprintf(buf, len, "%.*g", prec, v);
 		if (strtod(buf, NULL) == v)

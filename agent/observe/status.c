@@ -139,7 +139,7 @@ static void json_net_tenant(const struct drf_view *v, size_t i, json_object *o, 
 	if (s->egress) {
 		json_object *eg = drf_json_set_object(net, "egress");
 
-		drf_json_set_num(eg, "alloc_bps", sh->alloc[DRF_RES_NET]);
+		drf_json_set_num(eg, "alloc_bps", drf_res_shown(DRF_RES_NET, sh->alloc[DRF_RES_NET]));
 		drf_json_set_u64(eg, "rate_bps", (uint64_t)t->want.rate * 8);
 		drf_json_set_u64(eg, "ceil_bps", (uint64_t)t->want.ceil * 8);
 		drf_json_set_u64(eg, "burst_bytes", t->want.burst);
@@ -167,7 +167,8 @@ static void json_net_tenant(const struct drf_view *v, size_t i, json_object *o, 
 	if (s->ingress) {
 		json_object *in = drf_json_set_object(net, "ingress");
 
-		drf_json_set_num(in, "alloc_bps", sh->alloc[DRF_RES_NET_IN]);
+		drf_json_set_num(in, "alloc_bps", drf_res_shown(DRF_RES_NET_IN,
+								sh->alloc[DRF_RES_NET_IN]));
 		drf_json_set_u64(in, "policer_bps", (uint64_t)t->want_map.in_rate * 8);
 		drf_json_set_u64(in, "burst_bytes", t->want_map.in_burst);
 		drf_json_set_u64(in, "bytes", t->cnt.in_bytes);
@@ -234,9 +235,9 @@ static void json_use(const struct drf_view *v, size_t i, json_object *o, int *pr
 		if (!(cap[r] > 0))
 			continue;
 		x = drf_json_set_object(res, drf_res_name(r));
-		drf_json_set_num(x, "declared", t->declared[r]);
-		drf_json_set_num(x, "allocation", t->alloc[r]);
-		drf_json_set_num(x, "limit", t->limit[r]);
+		drf_json_set_num(x, "declared", drf_res_shown(r, t->declared[r]));
+		drf_json_set_num(x, "allocation", drf_res_shown(r, t->alloc[r]));
+		drf_json_set_num(x, "limit", drf_res_shown(r, t->limit[r]));
 		drf_json_set_num(x, "use_tick", t->use_tick[r]);
 		drf_json_set_num(x, "use_minute", t->use_min[r]);
 		drf_json_set_num(x, "gap", t->gap[r]);
@@ -316,11 +317,12 @@ static void json_demand(const struct drf_view *v, size_t i, json_object *o)
 		if (!(p->problem.capacity[r] > 0))
 			continue;
 		x = drf_json_set_object(dem, drf_res_name(r));
-		drf_json_set_num(x, "declared", p->demands[i].shape[r] > 0
-				 ? p->demands[i].shape[r] * p->demands[i].max_units : 0);
-		drf_json_set_num(x, "effective",
-				 e->problem.demands[i].shape[r] * e->problem.demands[i].max_units);
-		drf_json_set_num(x, "declared_allocation", p->result.shares[i].alloc[r]);
+		drf_json_set_num(x, "declared", drf_res_shown(r, p->demands[i].shape[r] > 0
+				 ? p->demands[i].shape[r] * p->demands[i].max_units : 0));
+		drf_json_set_num(x, "effective", drf_res_shown(r,
+				 e->problem.demands[i].shape[r] * e->problem.demands[i].max_units));
+		drf_json_set_num(x, "declared_allocation",
+				 drf_res_shown(r, p->result.shares[i].alloc[r]));
 		drf_json_set_str(x, "why", drf_dem_why_name(t->dem.changed_why[r]));
 		drf_json_set_str(x, "now", drf_dem_why_name(t->dem.why[r]));
 		drf_json_set_u64(x, "changed_ticks_ago", v->online->steps - t->dem.changed_tick[r]);
@@ -523,7 +525,7 @@ static void json_res(json_object *o, const char *key, const double *cap, const d
 
 	for (int r = 0; r < DRF_NRES; r++)
 		if (cap[r] > 0)
-			drf_json_set_num(x, drf_res_name(r), v[r]);
+			drf_json_set_num(x, drf_res_name(r), drf_res_shown(r, v[r]));
 }
 
 /* Hierarchical DRF's group g: its allocation (its tenants' sum) and dominant share. */

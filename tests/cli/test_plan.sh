@@ -50,6 +50,24 @@ expect "impossible demands with --strict: exit 2" 2 "$drfctl" plan -c "$tmp/imp.
 [ -s "$tmp/out" ] && ko "--strict refused the config and still printed a plan"
 expect "the example with --strict: exit 0" 0 "$drfctl" plan -c "$ex" --strict
 
+# Bytes are whole in JSON (an allocation of 5000111180.4 bytes is 5000111180),
+# written in full (not 5.00011118e+09); cores keep their fractions.
+expect "ten tenants --json runs" 0 "$drfctl" plan -c "$top/deploy/examples/ten-tenants/drfd.conf" --json
+if python3 - "$tmp/out" <<'PY'
+import json, sys
+text = open(sys.argv[1]).read()
+d = json.loads(text)
+mem = [d["unallocated"]["memory"]] + [t["alloc"]["memory"] for t in d["tenants"]]
+cpu = [t["alloc"]["cpu"] for t in d["tenants"]]
+sys.exit(0 if all(isinstance(m, int) for m in mem) and "e+" not in text
+         and any(isinstance(c, float) for c in cpu) else 1)
+PY
+then
+	ok "--json: memory in whole bytes, written in full; cpu with its fractions"
+else
+	ko "--json: fractional or exponent bytes"; head -c 400 "$tmp/out"
+fi
+
 expect "example --json runs" 0 "$drfctl" plan -c "$ex" --json
 if python3 "$here/check_json.py" .policy=drf .capacity.cpu=9 .capacity.memory=$((18 * G)) \
 	.unallocated.cpu=0 .unallocated.memory=$((4 * G)) \
