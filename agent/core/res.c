@@ -258,14 +258,20 @@ int drf_parse_duration_ms(const char *s, double *ret_ms, const char **ret_why)
 
 static void format_scaled(double v, const char *suffix, char *buf, size_t len)
 {
+	char num[64];
+	char *dot;
+
 	if (v == floor(v) && v < 1e15)
-		snprintf(buf, len, "%.0f%s", v, suffix);
-	else if (v >= 100)
-		snprintf(buf, len, "%.1f%s", v, suffix);
-	else if (v >= 10)
-		snprintf(buf, len, "%.2f%s", v, suffix);
+		snprintf(num, sizeof(num), "%.0f", v);
 	else
-		snprintf(buf, len, "%.3f%s", v, suffix);
+		snprintf(num, sizeof(num), "%.*f", v >= 100 ? 1 : v >= 10 ? 2 : 3, v);
+	/* what reads as whole is written whole: a solver's 3.9999996 is "4", as 4 is */
+	dot = strchr(num, '.');
+	if (dot && dot[strspn(dot + 1, "0") + 1] == '\0')
+		*dot = '\0';
+	if (strcmp(num, "-0") == 0)
+		snprintf(num, sizeof(num), "0");
+	snprintf(buf, len, "%s%s", num, suffix);
 }
 
 char *drf_format_quantity(double v, enum drf_unit unit, char *buf, size_t len)

@@ -113,6 +113,12 @@ static void test_format(void **state)
 	assert_string_equal(drf_format_quantity(512, DRF_UNIT_BYTES, b, sizeof(b)), "512");
 	assert_string_equal(drf_format_quantity(1e8, DRF_UNIT_BITS, b, sizeof(b)), "100mbit");
 	assert_string_equal(drf_format_quantity(INFINITY, DRF_UNIT_BITS, b, sizeof(b)), "unlimited");
+	/* what reads as whole is written whole, as the exact value is */
+	assert_string_equal(drf_format_quantity(3.9999996, DRF_UNIT_CORES, b, sizeof(b)), "4");
+	assert_string_equal(drf_format_quantity(12.000001 * 1073741824, DRF_UNIT_BYTES, b, sizeof(b)),
+			    "12G");
+	assert_string_equal(drf_format_quantity(12.8, DRF_UNIT_CORES, b, sizeof(b)), "12.80");
+	assert_string_equal(drf_format_quantity(-0.0000001, DRF_UNIT_CORES, b, sizeof(b)), "0");
 }
 
 static void test_names(void **state)
