@@ -809,7 +809,9 @@ int drf_fairfam_fill(const struct drf_problem *p, enum drf_policy policy, struct
 		s->limited_by = DRF_LIMIT_DEMAND;
 		for (int r = 0; r < m; r++)
 			s->alloc[res[r]] = x * d->shape[res[r]];
-		if (f.capped[j])
+		/* at its cap, or within rounding of it (11.999999999999998 of 12 tasks):
+		 * its demand is what stops it, as the exact policies say */
+		if (f.capped[j] || x >= d->max_units * (1 - 1e-9))
 			continue;
 		/* Stopped by the fullest resource it needs (used up, by the KKT test). */
 		for (int r = 0; r < m; r++)

@@ -68,6 +68,27 @@ else
 	ko "--json: fractional or exponent bytes"; head -c 400 "$tmp/out"
 fi
 
+# A tenant whose whole demand is met is limited by its demand, whatever the
+# policy: a solver's 11.999999999999998 of 12 tasks too (fds and gfj said cpu).
+bad=
+for pol in drf asset fds gfj ceei; do
+	"$drfctl" plan -c "$top/deploy/examples/ten-tenants/drfd.conf" --policy $pol --json >"$tmp/pol.json" 2>/dev/null
+	bad="$bad$(python3 - "$tmp/pol.json" "$pol" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+met = [t for t in d["tenants"] if t["demand"]["cpu"] is not None
+       and t["alloc"]["cpu"] >= t["demand"]["cpu"] * (1 - 1e-9)]
+wrong = [t["name"] for t in met if t["limited_by"] != "demand"]
+print(" %s:%s" % (sys.argv[2], ",".join(wrong)) if wrong or not met else "", end="")
+PY
+)"
+done
+if [ -z "$bad" ]; then
+	ok "a tenant with its whole demand met says LIMITED-BY demand under every policy"
+else
+	ko "a tenant with its demand met is limited by something else (or none met):$bad"
+fi
+
 expect "example --json runs" 0 "$drfctl" plan -c "$ex" --json
 if python3 "$here/check_json.py" .policy=drf .capacity.cpu=9 .capacity.memory=$((18 * G)) \
 	.unallocated.cpu=0 .unallocated.memory=$((4 * G)) \
