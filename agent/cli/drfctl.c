@@ -169,9 +169,9 @@ static int cmd_plan(int argc, char **argv)
 		fputs("drfctl plan: --svg FILE draws the trade-off: it needs --tradeoff\n", stderr);
 		return EXIT_USAGE;
 	}
-	if (compare && (json || discrete || policy >= 0)) {
+	if (compare && (discrete || policy >= 0)) {
 		fputs("drfctl plan: --compare shows every divisible policy; it does not combine "
-		      "with --json, --discrete or --policy\n", stderr);
+		      "with --discrete or --policy\n", stderr);
 		return EXIT_USAGE;
 	}
 	if (discrete && policy >= 0 && policy != DRF_POLICY_DRF) {
@@ -256,7 +256,7 @@ static int cmd_plan(int argc, char **argv)
 	if (has_beta || has_lambda)
 		problem.family = (struct drf_family){ beta, lambda };
 	if (compare) {
-		err = drf_plan_print_compare(stdout, &cfg, &problem);
+		err = drf_plan_print_compare(stdout, &cfg, &problem, json);
 		if (err < 0) {
 			fprintf(stderr, "drfctl: cannot compare policies: %s\n", strerror(-err));
 			goto out_demands;

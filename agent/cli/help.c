@@ -13,7 +13,7 @@ static const struct {
 } cmds[] = {
 	{ "plan",
 	  "drfctl plan [-c FILE] [--strict] [--policy drf|asset|per-resource|fds|gfj|ceei] [--beta B] "
-	  "[--lambda L] [--discrete] [--json | --compare | --tradeoff [--json] [--svg FILE]]",
+	  "[--lambda L] [--discrete] [--compare | --tradeoff [--svg FILE]] [--json]",
 	  "Shows what each tenant gets under a policy, offline: reads the config and touches no\n"
 	  "cgroup. `auto` capacities are read from this machine.\n"
 	  "\n"

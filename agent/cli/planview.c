@@ -339,8 +339,73 @@ int drf_plan_print_json(FILE *out, const struct drf_plan *pl)
 	return err;
 }
 
+/*
+ * --compare --json: {"policies": [{"policy", "label", "gave_up", "jain",
+ * "si_violations", "used": {RES}, "handed_out": {RES}}], "tenants": [{"name",
+ * "served": {POLICY: tasks or the share of the demand met}, "dominant":
+ * {POLICY: the dominant share of it}}]}; a policy whose solver gave up has
+ * null figures.
+ */
+static int print_compare_json(FILE *out, const struct drf_config *cfg, const struct drf_problem *p,
+			      const struct drf_result *res, const struct drf_metrics *met,
+			      const bool *gave_up)
+{
+	json_object *o = drf_json_object(), *pols = drf_json_set_array(o, "policies");
+	json_object *tens = drf_json_set_array(o, "tenants");
+	char lab[CELL];
+	int err;
+
+	drf_json_set_str(o, "config", cfg->path);
+	for (int pol = 0; pol < DRF_NPOLICY; pol++) {
+		json_object *x = drf_json_append_object(pols), *u, *h;
+
+		drf_json_set_str(x, "policy", drf_policy_name(pol));
+		drf_json_set_str(x, "label", policy_label(pol, p, lab, sizeof(lab)));
+		drf_json_set_bool(x, "gave_up", gave_up[pol]);
+		if (gave_up[pol]) {
+			drf_json_set_null(x, "jain");
+			drf_json_set_null(x, "si_violations");
+			continue;
+		}
+		drf_json_set_num(x, "jain", met[pol].jain);
+		drf_json_set_num(x, "si_violations", (double)met[pol].si_violations);
+		u = drf_json_set_object(x, "used");
+		h = drf_json_set_object(x, "handed_out");
+		for (int r = 0; r < DRF_NRES; r++) {
+			if (!(p->capacity[r] > 0))
+				continue;
+			drf_json_set_num(u, drf_res_name(r), met[pol].utilization[r]);
+			drf_json_set_num(h, drf_res_name(r), met[pol].allocated[r]);
+		}
+	}
+	for (size_t i = 0; i < p->n; i++) {
+		json_object *x = drf_json_append_object(tens), *sv, *dm;
+
+		drf_json_set_str(x, "name", cfg->tenants[i].name);
+		sv = drf_json_set_object(x, "served");
+		dm = drf_json_set_object(x, "dominant");
+		for (int pol = 0; pol < DRF_NPOLICY; pol++) {
+			const struct drf_share *s = &res[pol].shares[i];
+
+			if (gave_up[pol]) {
+				drf_json_set_null(sv, drf_policy_name(pol));
+				drf_json_set_null(dm, drf_policy_name(pol));
+				continue;
+			}
+			drf_json_set_num(sv, drf_policy_name(pol), s->units);
+			drf_json_set_num(dm, drf_policy_name(pol),
+					 s->units * drf_shape_dominant(p, &p->demands[i], NULL));
+		}
+	}
+	err = drf_json_print(out, o);
+	json_object_put(o);
+	if (err == 0 && ferror(out))
+		err = -EIO;
+	return err;
+}
+
 int drf_plan_print_compare(FILE *out, const struct drf_config *cfg,
-			   const struct drf_problem *p)
+			   const struct drf_problem *p, bool json)
 {
 	struct drf_result res[DRF_NPOLICY] = { 0 };
 	struct drf_metrics met[DRF_NPOLICY];
@@ -363,6 +428,10 @@ int drf_plan_print_compare(FILE *out, const struct drf_config *cfg,
 		if (err < 0)
 			goto out;
 		drf_metrics_compute(p, &res[pol], &met[pol]);
+	}
+	if (json) {
+		err = print_compare_json(out, cfg, p, res, met, gave_up);
+		goto out;
 	}
 	fprintf(out, "policies compared on %s\n\n", cfg->path);
 

@@ -35,9 +35,9 @@ int drf_plan_print_table(FILE *out, const struct drf_plan *plan);
  */
 int drf_plan_print_json(FILE *out, const struct drf_plan *plan);
 
-/* The six policies side by side. Returns 0 or a negative errno. */
+/* The six policies side by side, as tables or JSON. Returns 0 or a negative errno. */
 int drf_plan_print_compare(FILE *out, const struct drf_config *cfg,
-			   const struct drf_problem *problem);
+			   const struct drf_problem *problem, bool json);
 
 /*
  * The fairness-efficiency trade-off of a problem: FDS and GFJ (or only policy,

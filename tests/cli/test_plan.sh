@@ -89,6 +89,27 @@ else
 	ko "a tenant with its demand met is limited by something else (or none met):$bad"
 fi
 
+# --compare --json: the six policies, and each tenant's served tasks under drf
+# as plan --json says.
+"$drfctl" plan -c "$top/deploy/examples/ten-tenants/drfd.conf" --json >"$tmp/drf.json" 2>/dev/null
+expect "--compare --json runs" 0 "$drfctl" plan -c "$top/deploy/examples/ten-tenants/drfd.conf" --compare --json
+if python3 - "$tmp/out" "$tmp/drf.json" <<'PY'
+import json, sys
+c, d = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+pols = [p["policy"] for p in c["policies"]]
+served = {t["name"]: t["served"]["drf"] for t in c["tenants"]}
+ok = (pols == ["drf", "asset", "per-resource", "fds", "gfj", "ceei"]
+      and all(0 < p["jain"] <= 1 for p in c["policies"] if not p["gave_up"])
+      and all(abs(served[t["name"]] - t["tasks"]) < 1e-9 for t in d["tenants"])
+      and len(served) == len(d["tenants"]))
+sys.exit(0 if ok else 1)
+PY
+then
+	ok "--compare --json: six policies; drf's served tasks as plan --json's"
+else
+	ko "--compare --json"; head -c 600 "$tmp/out"
+fi
+
 expect "example --json runs" 0 "$drfctl" plan -c "$ex" --json
 if python3 "$here/check_json.py" .policy=drf .capacity.cpu=9 .capacity.memory=$((18 * G)) \
 	.unallocated.cpu=0 .unallocated.memory=$((4 * G)) \
@@ -324,7 +345,7 @@ expect "missing config exits 2" 2 "$drfctl" plan -c "$tmp/nope.conf"
 expect "--discrete with a bounded tenant exits 2" 2 "$drfctl" plan -c "$fix/e3.conf" --discrete
 expect "unknown policy exits 64" 64 "$drfctl" plan -c "$ex" --policy fifo
 expect "unknown command exits 64" 64 "$drfctl" frobnicate
-expect "--compare --json exits 64" 64 "$drfctl" plan -c "$ex" --compare --json
+expect "--compare --policy drf exits 64" 64 "$drfctl" plan -c "$ex" --compare --policy drf
 
 # Undeclared resources are marked, in the table and in the JSON.
 expect "undeclared plan runs" 0 "$drfctl" plan -c "$fix/undeclared.conf"
