@@ -25,6 +25,7 @@ DESTDIR ?=
 SBINDIR ?= $(PREFIX)/sbin
 LIBEXECDIR ?= $(PREFIX)/libexec
 BINDIR ?= $(PREFIX)/bin
+DATADIR ?= $(PREFIX)/share
 MANDIR ?= $(PREFIX)/share/man
 DOCDIR ?= $(PREFIX)/share/doc/drfd
 SYSCONFDIR ?= /etc
@@ -527,6 +528,8 @@ install: all
 	install -m 0644 deploy/examples/tenants.d/*.conf $(DESTDIR)$(DOCDIR)/examples/tenants.d/
 	install -m 0644 deploy/examples/ten-tenants/drfd.conf $(DESTDIR)$(DOCDIR)/examples/ten-tenants/
 	install -m 0644 docs/security.md $(DESTDIR)$(DOCDIR)/
+	install -d $(DESTDIR)$(DATADIR)/drfd/prometheus
+	install -m 0644 deploy/prometheus/drfd-alerts.yml $(DESTDIR)$(DATADIR)/drfd/prometheus/
 
 # The Debian package, built from a copy of the tree so that its outputs stay
 # in .output/deb (dpkg-buildpackage writes the .deb beside the source). Its

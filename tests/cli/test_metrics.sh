@@ -64,6 +64,21 @@ prometheus=$(PATH=$tools:$PATH command -v prometheus) ||
 for c in ip nsenter python3 curl; do
 	command -v $c >/dev/null || skip_all "$c is missing (deploy/install-deps.sh installs it)"
 done
+
+# The alerting rules the package ships (deploy/prometheus/drfd-alerts.yml):
+# promtool takes them, their unit test (tests/prometheus/drfd-alerts.test.yml:
+# each alert fires on its fault and not on the healthy series) passes, and every
+# drfd_* name they use is a family drfd emits.
+top=$(cd "$(dirname "$0")/../.." && pwd)
+rules=$top/deploy/prometheus/drfd-alerts.yml
+out=$("$promtool" check rules "$rules" 2>&1)
+check alert-rules-check "[ $? -eq 0 ]" "promtool check rules: $(echo "$out" | tail -1 | tr -s ' ')"
+out=$(cd "$top/tests/prometheus" && "$promtool" test rules drfd-alerts.test.yml 2>&1)
+check alert-rules-test "[ $? -eq 0 ]" "promtool test rules: $(echo "$out" | grep -E 'SUCCESS|FAILED' | tail -1 | tr -s ' ')"
+used=$(grep -v '^ *#' "$rules" | grep -oE 'drfd_[a-z_]+' | sort -u)
+stray=$(for m in $used; do grep -q "\"$m\"" "$top/agent/observe/metrics.c" || echo "$m"; done | tr '\n' ' ')
+check alert-rules-names "[ -n '$used' ] && [ -z '$stray' ]" \
+	"$(echo "$used" | wc -l) drfd_* names in the rules; not emitted by drfd: [${stray% }]"
 # bpffs, mounted as drfd-tenants.service does where nothing has yet.
 # shellcheck source=tests/lib/bpffs.sh
 . "$(dirname "$0")/../lib/bpffs.sh"
