@@ -158,15 +158,29 @@ static void plan_text(const struct fleet_ctx *c, enum drf_fleet_form form,
 	printf("\n");
 }
 
-/* The least weighted global dominant share, of the tenants that need something. */
+/* Whether tenant i has its whole demand (within rounding): capped, not starved. */
+static bool served(const struct fleet_ctx *c, const struct drfh_result *r, size_t i)
+{
+	return r->tenants[i].units >= c->demands[i].max_units * (1 - 1e-9);
+}
+
+/*
+ * The least weighted global dominant share of the tenants that need something
+ * and are not fully served (what DRFH raises: a tenant capped by its demand
+ * would say nothing of fairness); of all of them when every one is served.
+ */
 static double least(const struct fleet_ctx *c, const struct drfh_result *r)
 {
-	double m = INFINITY;
+	double m = INFINITY, all = INFINITY;
 
-	for (size_t i = 0; i < c->p.n; i++)
-		if (r->tenants[i].dominant_res >= 0)
+	for (size_t i = 0; i < c->p.n; i++) {
+		if (r->tenants[i].dominant_res < 0)
+			continue;
+		all = fmin(all, r->tenants[i].gds / c->demands[i].weight);
+		if (!served(c, r, i))
 			m = fmin(m, r->tenants[i].gds / c->demands[i].weight);
-	return m;
+	}
+	return isinf(m) ? all : m;
 }
 
 static int compare(const struct fleet_ctx *c, bool json)
@@ -194,7 +208,7 @@ static int compare(const struct fleet_ctx *c, bool json)
 		doc = drf_json_object();
 		forms = drf_json_set_object(doc, "forms");
 	} else {
-		printf("%-16s %8s %10s %12s", "FORM", "JAIN", "LEAST-G/W", "TASKS");
+		printf("%-16s %8s %11s %12s", "FORM", "JAIN", "LEAST-SHARE", "TASKS");
 		for (int res = 0; res < DRF_NRES; res++)
 			if (pool[res] > 0)
 				printf(" %11s", drf_res_name(res));
@@ -213,9 +227,12 @@ static int compare(const struct fleet_ctx *c, bool json)
 			t = drf_json_set_object(o, "global_dominant_share");
 			for (size_t i = 0; i < c->p.n; i++)
 				drf_json_set_num(t, c->fleet.cfg.tenants[i].name, r[f].tenants[i].gds);
+			t = drf_json_set_object(o, "demand_served");
+			for (size_t i = 0; i < c->p.n; i++)
+				drf_json_set_bool(t, c->fleet.cfg.tenants[i].name, served(c, &r[f], i));
 			continue;
 		}
-		printf("%-16s %8.4f %10.4f %12.6g", name, drfh_jain(&c->p, &r[f]), least(c, &r[f]),
+		printf("%-16s %8.4f %11.4f %12.6g", name, drfh_jain(&c->p, &r[f]), least(c, &r[f]),
 		       tasks[f]);
 		for (int res = 0; res < DRF_NRES; res++)
 			if (pool[res] > 0)
@@ -231,17 +248,32 @@ static int compare(const struct fleet_ctx *c, bool json)
 		json_object_put(doc);
 	} else {
 		double d = least(c, &r[DRF_FLEET_DIVISIBLE]);
+		bool any_served = false;
 
+		fputs("\nJAIN: Jain's index over the tenants' weighted global dominant shares (1 = "
+		      "equal); read it\n  with TASKS: a form that places fewer tasks can look more "
+		      "equal (slots leaves capacity idle).\nLEAST-SHARE: the least weighted global "
+		      "dominant share of a tenant not fully served: what\n  DRFH raises (a tenant "
+		      "capped by its demand says nothing of fairness).\nTASKS: tasks placed; drfh "
+		      "is the divisible bound, a tenant's tasks split over servers\n  where that "
+		      "helps, which best-fit and first-fit place whole. cpu, memory, ...: the "
+		      "pool used.\n", stdout);
 		printf("\nglobal dominant share per tenant:\n%-20s", "TENANT");
 		for (int f = 0; f < DRF_FLEET_NFORMS; f++)
 			printf(" %15s", drf_fleet_form_name((enum drf_fleet_form)f));
 		printf("\n");
 		for (size_t i = 0; i < c->p.n; i++) {
 			printf("%-20s", c->fleet.cfg.tenants[i].name);
-			for (int f = 0; f < DRF_FLEET_NFORMS; f++)
-				printf(" %15.4f", r[f].tenants[i].gds);
+			for (int f = 0; f < DRF_FLEET_NFORMS; f++) {
+				bool all = served(c, &r[f], i);
+
+				printf(" %14.4f%s", r[f].tenants[i].gds, all ? "*" : " ");
+				any_served = any_served || all;
+			}
 			printf("\n");
 		}
+		if (any_served)
+			printf("* its whole demand served\n");
 		if (d > 0)
 			printf("\nBest-Fit's least weighted share is %.1f%% below the divisible "
 			       "DRFH's on this fleet\n",

@@ -87,6 +87,23 @@ else fail "compare"; fi
 rc=$?
 if [ $rc -eq 0 ] && grep -q '^per-server-drf' "$dir/cmp.txt"; then pass "compare as text: exit 0"
 else fail "compare as text: exit $rc"; fi
+# The example fleet: web and analytics get their whole demand; the least share
+# is of a tenant not fully served (analytics' 0.0108 said nothing of fairness).
+if "$DRFCTL" fleet plan -c "$(dirname "$0")/../../deploy/examples/fleet.conf" --compare --json >"$dir/ex.json" &&
+	python3 - "$dir/ex.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+w = {"cache": 1, "batch": 1, "web": 2, "analytics": 1}
+ok = True
+for name, f in d["forms"].items():
+    open_ = [t for t, s in f["demand_served"].items() if not s]
+    want = min(f["global_dominant_share"][t] / w[t] for t in open_) if open_ else None
+    ok = ok and f["demand_served"]["analytics"] and want is not None \
+        and abs(f["least_weighted_gds"] - want) < 1e-9
+sys.exit(0 if ok else 1)
+PY
+then pass "compare: each form's least share is of the tenants not fully served (analytics is)"
+else fail "compare: least share of the tenants not fully served"; fi
 
 # 4. count = N makes NAME-1 .. NAME-N; a server without memory takes no memory task;
 #    a demand tenant's unlisted memory is the whole pool.
