@@ -223,6 +223,10 @@ static int cmd_plan(int argc, char **argv)
 			err = drf_plan_plot_tradeoff(svg, &cfg, &sweep, errbuf, sizeof(errbuf));
 			if (err < 0)
 				fprintf(stderr, "drfctl plan: --svg %s: %s\n", svg, errbuf);
+			else if (!json)
+				printf("\nwrote the picture to %s\n", svg);
+			else
+				fprintf(stderr, "drfctl plan: wrote the picture to %s\n", svg);
 		}
 		ret = err < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 		drf_tradeoff_free(&sweep);

@@ -686,7 +686,14 @@ int drf_plan_print_tradeoff(FILE *out, const struct drf_config *cfg,
 		return err;
 	if (gave_up)
 		fputs("\nsolver gave up: lambda far off (1 - beta) / beta can be beyond the FDS/GFJ "
-		      "solver; see drfd.conf(5).\n", out);
+		      "solver; see drfd.conf(5).\n"
+		      "  drfd refuses such a pair in a config; pick a row that has figures.\n", out);
+	fputs("\nWhich to choose: drf (the default): no tenant gains by lying about its demand,\n"
+	      "and each gets at least its weighted slice; fds to trade fairness for utilization\n"
+	      "on one dial, beta (the first table), or more utilization at a beta with a lower\n"
+	      "lambda (the second); gfj when equal task counts matter more than equal shares;\n"
+	      "ceei (plan --compare) for an envy-free market of equal budgets, which a tenant\n"
+	      "can game. drfd.conf(5), FAIRNESS AND EFFICIENCY, works an example.\n", out);
 	return ferror(out) ? -EIO : 0;
 }
 

@@ -217,6 +217,15 @@ if ! grep -q '^fds ' "$tmp/out" && grep -q '^gfj ' "$tmp/out"; then
 else
 	ko "--tradeoff --policy gfj"; cat "$tmp/out"
 fi
+# --svg says where it wrote the picture (text: the last line; --json: stderr).
+rm -f "$tmp/said.svg"
+expect "--tradeoff --svg exits 0" 0 "$drfctl" plan -c "$ex" --tradeoff --svg "$tmp/said.svg"
+if [ -s "$tmp/said.svg" ] && tail -1 "$tmp/out" | grep -qF "$tmp/said.svg"; then
+	ok "--tradeoff --svg FILE: FILE written, and its name the output's last line"
+else
+	ko "--tradeoff --svg: $(tail -1 "$tmp/out")"
+fi
+
 # The picture: gnuplot's SVG holds the sweep's numbers (check_svg.py maps every
 # point mark back to its row), for E1 and for ten tenants.
 for n in drfd ten-tenants; do
