@@ -311,7 +311,12 @@ fuzz:
 
 # The README's first command: drfd enforcing the example tenants (in a VM on
 # hosts without cgroup v2).
-demo: $(BINS)
+# The build's commands go to a log: the demo's first screen is the plan.
+demo:
+	@mkdir -p .output
+	@echo "== building drfd and drfctl (the compiler's output: .output/demo-build.log)"
+	@$(MAKE) --no-print-directory $(BINS) >.output/demo-build.log 2>&1 || \
+		{ tail -n 30 .output/demo-build.log; exit 1; }
 	@deploy/demo.sh $(BUILD)
 
 # Built with as many jobs as make was given (`make -j2 check`, as the package
