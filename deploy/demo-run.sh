@@ -37,6 +37,13 @@ a=$(((a1 - a0) / 1000))
 b=$(((b1 - b0) / 1000))
 echo "== CPU 0 over 6 s: A ran ${a} ms, B ${b} ms: B/A = $(awk "BEGIN {printf \"%.2f\", $b / $a}")"
 echo "   DRF gives A 3 cores and B 6 (E1), so cpu.weight is 5000 and 10000: B/A should be 2.00"
+echo
+echo "== what the kernel holds for each tenant (share mode: guarantees, not caps)"
+for t in A B; do
+	printf '   %s: cpu.weight %s, memory.low %s bytes (protected from reclaim), memory.max %s\n' "$t" \
+		"$(cat "$cg/$t/cpu.weight")" "$(cat "$cg/$t/memory.low")" "$(cat "$cg/$t/memory.max")"
+done
+echo "   DRF gives A 12G and B 2G of the 18G: the memory each keeps under pressure"
 kill "${loops[@]}" 2>/dev/null
 wait 2>/dev/null
 kill -TERM "$pid"
