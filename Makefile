@@ -532,6 +532,8 @@ install: all
 	install -m 0755 deploy/examples/etcd-roles.sh $(DESTDIR)$(DOCDIR)/examples/
 	install -m 0644 deploy/examples/tenants.d/*.conf $(DESTDIR)$(DOCDIR)/examples/tenants.d/
 	install -m 0644 deploy/examples/ten-tenants/drfd.conf $(DESTDIR)$(DOCDIR)/examples/ten-tenants/
+	install -d $(DESTDIR)$(DOCDIR)/examples/lottery
+	install -m 0644 deploy/examples/lottery/drfd.conf $(DESTDIR)$(DOCDIR)/examples/lottery/
 	install -m 0644 docs/security.md $(DESTDIR)$(DOCDIR)/
 	install -d $(DESTDIR)$(DATADIR)/drfd/prometheus
 	install -m 0644 deploy/prometheus/drfd-alerts.yml $(DESTDIR)$(DATADIR)/drfd/prometheus/

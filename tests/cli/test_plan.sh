@@ -381,6 +381,30 @@ if python3 "$here/check_json.py" .capacity.cpu=4 <"$tmp/out" &&
 else
 	ko "no tenants --json"
 fi
+# Lottery scheduling's currencies as [group]s (deploy/examples/lottery): Ann's
+# threads A 5, B 3, C 7 tickets in her currency worth Bob's 10: A 5, B 3, C 7
+# cores, Bob's job 15; before Ann printed 5 tickets for C (weight 2), A 7.5,
+# B 4.5, C 3, and Bob's job 15 still: inflation inside a currency stays there.
+lot=$top/deploy/examples/lottery/drfd.conf
+sed 's/^weight = 7$/weight = 2/' "$lot" >"$tmp/lottery-before.conf"
+"$drfctl" plan -c "$lot" --json >"$tmp/lot.json" 2>"$tmp/err"
+"$drfctl" plan -c "$tmp/lottery-before.conf" --json >"$tmp/lot0.json" 2>>"$tmp/err"
+if python3 - "$tmp/lot.json" "$tmp/lot0.json" <<'PY'
+import json, sys
+def cores(f):
+    return {t["name"]: t["alloc"]["cpu"] for t in json.load(open(f))["tenants"]}
+after, before = cores(sys.argv[1]), cores(sys.argv[2])
+want_after = {"A": 5, "B": 3, "C": 7, "bobs-job": 15}
+want_before = {"A": 7.5, "B": 4.5, "C": 3, "bobs-job": 15}
+sys.exit(0 if all(abs(after[k] - v) < 1e-9 for k, v in want_after.items())
+         and all(abs(before[k] - v) < 1e-9 for k, v in want_before.items()) else 1)
+PY
+then
+	ok "lottery currencies: A 5, B 3, C 7, Bob 15 cores; before C's new tickets 7.5, 4.5, 3 and Bob 15"
+else
+	ko "lottery currencies"; cat "$tmp/err" "$tmp/lot.json"
+fi
+
 # Groups: the H-DRF example of drfd.conf(5), its table as the page prints it.
 expect "hdrf plan runs" 0 "$drfctl" plan -c "$fix/hdrf.conf"
 man5=$top/deploy/man/drfd.conf.5.scd
