@@ -475,7 +475,7 @@ check-all-clang:
 shellcheck:
 	shellcheck -x $(wildcard deploy/*.sh deploy/examples/*.sh tests/*/*.sh) tests/vm/init .ci/run \
 		deploy/systemd/drfd-hold
-	shellcheck -s bash deploy/bash-completion/drfctl
+	shellcheck -s bash deploy/bash-completion/drfctl deploy/bash-completion/drfd
 
 bench: $(BENCH_BIN) $(BENCH_FLEET_BIN) $(BENCH_HDRF_BIN) $(BENCH_TICK_BIN) $(BENCH_PROBE_BIN) \
 		$(BENCH_STATUS_BIN) $(BENCH_BURST_BIN)
@@ -516,6 +516,7 @@ install: all
 	install -m 0644 $(filter %.5,$(MANS)) $(DESTDIR)$(MANDIR)/man5/
 	install -m 0644 $(filter %.8,$(MANS)) $(DESTDIR)$(MANDIR)/man8/
 	install -m 0644 deploy/bash-completion/drfctl $(DESTDIR)$(BASHCOMPDIR)/drfctl
+	install -m 0644 deploy/bash-completion/drfd $(DESTDIR)$(BASHCOMPDIR)/drfd
 	for u in deploy/systemd/*.service; do \
 		sed -e 's|/usr/sbin/drfd|$(SBINDIR)/drfd|; s|/usr/libexec/drfd|$(LIBEXECDIR)/drfd|' \
 			-e 's|/usr/bin/drfctl|$(BINDIR)/drfctl|' \

@@ -43,6 +43,39 @@ if ! declare -F _drfctl >/dev/null || [ "$(complete -p drfctl 2>/dev/null)" != "
 	exit 1
 fi
 
+# drfd's completion (deploy/bash-completion/drfd): its options, as its --help
+# lists them, and file names after -c.
+drfd_completion=$(dirname "$completion")/drfd
+set +u
+# shellcheck source=deploy/bash-completion/drfd
+. "$drfd_completion"
+set -u
+drfd_line() { # WORD...: as complete_line, for drfd
+	COMP_WORDS=("$@")
+	COMP_CWORD=$(($# - 1))
+	COMP_LINE="$*"
+	COMP_POINT=${#COMP_LINE}
+	COMPREPLY=()
+	set +u
+	_drfd drfd "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD - 1]}"
+	set -u
+	[ ${#COMPREPLY[@]} -gt 0 ] && printf '%s\n' "${COMPREPLY[@]}" | LC_ALL=C sort -u
+}
+got=$(drfd_line drfd -- | tr '\n' ' ')
+if [ -n "${DRFD:-}" ]; then
+	want=$("$DRFD" --help | grep -oE -- '(^| )--[a-z][a-z-]*' | tr -d ' ' | LC_ALL=C sort -u | tr '\n' ' ')
+else
+	want="--config --dry-run --foreground --help --once --version "
+fi
+if [ "$got" = "$want" ]; then
+	ok "drfd --<TAB>: its options as drfd --help lists them: $got"
+else
+	ko "drfd --<TAB>: got [$got], drfd --help [$want]"
+fi
+mkdir -p "$tmp/cfgdir" && : >"$tmp/cfgdir/drfd.conf"
+got=$(cd "$tmp/cfgdir" && drfd_line drfd -c dr)
+if [ "$got" = drfd.conf ]; then ok "drfd -c dr<TAB>: drfd.conf"; else ko "drfd -c dr<TAB>: got [$got]"; fi
+
 # complete_line WORD...: completes the command line WORD... (the last word is the
 # one being completed; '=' is a word of its own, as bash splits it) and prints
 # COMPREPLY, sorted, one a line.
@@ -179,6 +212,13 @@ expect "drfctl fleet submit --task-key <TAB>: nothing (a key)" "" drfctl fleet s
 expect "drfctl fleet a<TAB>" "apply" drfctl fleet a
 expect "drfctl fleet status --e<TAB>" "--endpoints" drfctl fleet status --e
 expect "drfctl fleet apply --endpoints <TAB>: nothing (URLs)" "" drfctl fleet apply --endpoints ""
+# each subcommand its own options: plan's are offline, no etcd option
+expect "drfctl fleet plan --<TAB>: plan's" "--config --json --compare --discrete --first-fit --help" \
+	drfctl fleet plan --
+expect "drfctl fleet apply --<TAB>: apply's" \
+	"--file --endpoints --prefix --cacert --cert --key --user --password-file --help" drfctl fleet apply --
+expect "drfctl fleet status --j<TAB>" "--json" drfctl fleet status --j
+expect "drfctl fleet submit --t<TAB>" "--task-key" drfctl fleet submit --t
 expect "drfctl tasks -<TAB>: tasks's options" "$(opts tasks)" drfctl tasks -
 expect "drfctl cancel -<TAB>: cancel's options" "$(opts cancel)" drfctl cancel -
 expect "drfctl reload -<TAB>: reload's options" "$(opts reload)" drfctl reload -

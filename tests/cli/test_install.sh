@@ -24,6 +24,7 @@ missing=''
 for f in usr/sbin/drfd:755 usr/bin/drfctl:755 usr/libexec/drfd/drfd-hold:755 \
 	usr/share/man/man8/drfd.8:644 usr/share/man/man8/drfctl.8:644 \
 	usr/share/man/man5/drfd.conf.5:644 usr/share/bash-completion/completions/drfctl:644 \
+	usr/share/bash-completion/completions/drfd:644 \
 	lib/systemd/system/drfd.service:644 lib/systemd/system/drfd-tenants.service:644 \
 	etc/drfd/drfd.conf:644 etc/drfd/tenants.d/example.conf:644 \
 	usr/share/doc/drfd/security.md:644 usr/share/drfd/prometheus/drfd-alerts.yml:644; do
