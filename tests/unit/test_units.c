@@ -160,7 +160,7 @@ static void test_escape_controls(void **state)
 static void hinted(const char *s, enum drf_unit u, double want)
 {
 	char buf[128], val[32];
-	const char *h, *q;
+	const char *h, *q = NULL;
 	double v = -1;
 
 	assert_int_equal(drf_parse_quantity(s, u, &v, NULL), -ENOENT);
