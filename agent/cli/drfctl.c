@@ -369,13 +369,24 @@ static int global_options(int argc, char **argv)
 		fputs("drfctl: which command? (drfctl help lists them)\n", stderr);
 		return -1;
 	}
-	/* rotate argv[1..i] right by one: the command first, then the options */
+	/*
+	 * rotate argv[1..i] right by one: the command first, then the options;
+	 * fleet's go after its subcommand (drfctl -c F fleet plan: fleet plan -c F)
+	 */
 	{
-		char *cmd = argv[i];
+		int words = strcmp(argv[i], "fleet") == 0 && i + 1 < argc && argv[i + 1][0] != '-' ? 2 : 1;
 
-		for (k = i; k > 1; k--)
-			argv[k] = argv[k - 1];
-		argv[1] = cmd;
+		if (strcmp(argv[i], "help") == 0) {
+			fputs("drfctl: help takes no -c (drfctl help [COMMAND])\n", stderr);
+			return -1;
+		}
+		for (int w = 0; w < words; w++) {
+			char *cmd = argv[i + w];
+
+			for (k = i + w; k > 1 + w; k--)
+				argv[k] = argv[k - 1];
+			argv[1 + w] = cmd;
+		}
 	}
 	return 0;
 }

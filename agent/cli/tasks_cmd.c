@@ -284,7 +284,7 @@ int drfctl_cancel(int argc, char **argv)
 	unsigned long long id;
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
+	while ((opt = drfctl_getopt(argc, argv, "c:h", opts, "cancel")) != -1) {
 		if (opt == 'c') {
 			config = optarg;
 		} else if (opt == 's') {

@@ -47,14 +47,20 @@ start=$(date +%s.%N)
 free_ports() {
 	python3 -c '
 import random, socket, sys
-lo = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+lo, hi = map(int, open("/proc/sys/net/ipv4/ip_local_port_range").read().split())
+# below the range, or above it where the range starts low (a tuned host)
+pool = range(10000, lo) if lo > 10100 else range(hi + 1, 65536)
 s = []
-while len(s) < int(sys.argv[1]):
+for _ in range(10000):
+    if len(s) == int(sys.argv[1]):
+        break
     x = socket.socket()
     try:
-        x.bind(("127.0.0.1", random.randrange(10000, max(lo, 10001))))
+        x.bind(("127.0.0.1", random.choice(pool)))
         s.append(x)
     except OSError:
         x.close()
+else:
+    sys.exit("free_ports: no free port outside the ephemeral range")
 print(*[x.getsockname()[1] for x in s])' "$1"
 }

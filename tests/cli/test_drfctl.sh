@@ -82,6 +82,14 @@ for args in "-c $ex plan" "--config $ex plan" "--config=$ex plan" "-c$ex plan"; 
 	fi
 done
 one_line "drfctl -x plan" -x -x plan
+"$drfctl" fleet plan -c "$top/deploy/examples/fleet.conf" >"$tmp/want" 2>&1
+"$drfctl" -c "$top/deploy/examples/fleet.conf" fleet plan >"$tmp/out" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && cmp -s "$tmp/out" "$tmp/want"; then
+	ok "drfctl -c FLEET fleet plan: the same as drfctl fleet plan -c FLEET"
+else
+	ko "drfctl -c FLEET fleet plan: exit $rc"
+fi
 # Within 100 columns: every help, and the comparisons on the examples.
 wide=
 for c in "" plan fleet reload status exec net-reset top recommend submit tasks cancel help; do
