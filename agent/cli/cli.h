@@ -43,6 +43,8 @@ int drfctl_getopt(int argc, char **argv, const char *shortopts, const struct opt
 		  const char *cmd);
 /* Of N words, the one WORD is a typo of (at most two edits, or one for a short word), or NULL. */
 const char *drfctl_nearest(const char *word, const char *const *words, size_t n);
+/* The command WORD is a typo of (help.c's table of commands), or NULL. */
+const char *drfctl_nearest_command(const char *word);
 
 int drfctl_status(int argc, char **argv);
 int drfctl_exec(int argc, char **argv);

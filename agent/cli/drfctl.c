@@ -331,11 +331,6 @@ out_config:
 	return ret;
 }
 
-static const char *const commands[] = {
-	"plan", "fleet", "reload", "status", "exec", "net-reset", "top", "recommend", "submit",
-	"tasks", "cancel", "help",
-};
-
 /*
  * -c FILE (--config FILE, --config=FILE, -cFILE) before the command is the
  * command's: moved after the command's name, where its options are read.
@@ -439,7 +434,7 @@ int main(int argc, char **argv)
 		return drfctl_fleet(argc - 1, argv + 1);
 	if (strcmp(argv[1], "reload") == 0)
 		return drfctl_reload(argc - 1, argv + 1);
-	near = drfctl_nearest(argv[1], commands, sizeof(commands) / sizeof(commands[0]));
+	near = drfctl_nearest_command(argv[1]);
 	if (near)
 		fprintf(stderr, "drfctl: unknown command '%s'; did you mean '%s'? (drfctl help)\n",
 			argv[1], near);

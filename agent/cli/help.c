@@ -422,3 +422,12 @@ int drfctl_getopt(int argc, char **argv, const char *shortopts, const struct opt
 			bad, topic);
 	return '?';
 }
+
+const char *drfctl_nearest_command(const char *word)
+{
+	const char *names[sizeof(cmds) / sizeof(cmds[0])];
+
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		names[i] = cmds[i].name;
+	return drfctl_nearest(word, names, sizeof(cmds) / sizeof(cmds[0]));
+}
