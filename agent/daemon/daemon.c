@@ -622,7 +622,7 @@ static void stale_net(struct drfd *d, const char *ifname)
 		return;
 	}
 	/* Another drfd may shape it now: then its qdisc is that one's, and stays. */
-	lock = drf_lock_device(ifname, &holder);
+	lock = drf_lock_device(ifname, DRF_LOCK_DIR, &holder);
 	drf_cgroup2_mount_of(d->root, mount, sizeof(mount));
 	r = drf_pin_paths(d->root, mount[0] ? mount : "/sys/fs/cgroup", &level, pin, sizeof(pin));
 	if (r == 0 && !env->tc)

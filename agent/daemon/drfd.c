@@ -312,6 +312,7 @@ static int open_root(struct drfd *d, struct cgfs *fs, struct cgfs_recorder *rec,
 
 /* The ops of the environment and their state: the real system, or recording for a dry run. */
 struct system {
+	int root_lock_fd;               /* the cgroup-root's lock, held for drfd's life */
 	int lock_fd;                    /* the net device's lock, held for drfd's life */
 	bool nl_open;
 	struct drf_tc_nl nl;
@@ -446,6 +447,8 @@ static void system_free(struct system *sys)
 {
 	if (sys->lock_fd >= 0)
 		close(sys->lock_fd);
+	if (sys->root_lock_fd >= 0)
+		close(sys->root_lock_fd);
 	if (sys->nl_open)
 		drf_tc_nl_close(&sys->nl);
 	free(sys->bpf_rec);
@@ -479,7 +482,7 @@ static void first_pass_done(struct drfd *d, void *data)
 
 int main(int argc, char **argv)
 {
-	struct system sys = { .lock_fd = -1 };
+	struct system sys = { .root_lock_fd = -1, .lock_fd = -1 };
 	struct drfd d = { .listen_fd = -1 };
 	struct drfd_env env = {
 		.clock = &drf_clock_system, .host = &drf_host_real, .check_cgroup = drf_check_cgroup,
@@ -597,7 +600,7 @@ int main(int argc, char **argv)
 	if (!o.dry_run) {
 		pid_t holder = 0;
 
-		r = drf_lock_root(fs.rootfd, &holder);
+		r = sys.root_lock_fd = drf_lock_root(fs.rootfd, DRF_LOCK_DIR, &holder);
 		if (r == -EWOULDBLOCK) {
 			fs.created = false; /* the root is the other drfd's */
 			if (holder > 0)
@@ -611,14 +614,14 @@ int main(int argc, char **argv)
 			goto out_fs;
 		}
 		if (r < 0) {
-			drf_log(d.log, LOG_ERR, "cannot lock cgroup-root '%s': %s",
-				d.root, strerror(-r));
+			drf_log(d.log, LOG_ERR, "cannot lock cgroup-root '%s' under %s: %s",
+				d.root, DRF_LOCK_DIR, strerror(-r));
 			ret = EXIT_ROOT;
 			goto out_fs;
 		}
 		/* And one per network device: in the daemon, so the lock names its pid. */
 		if (d.has_net) {
-			sys.lock_fd = drf_lock_device(d.net.ifname, &holder);
+			sys.lock_fd = drf_lock_device(d.net.ifname, DRF_LOCK_DIR, &holder);
 			if (sys.lock_fd == -EWOULDBLOCK) {
 				drf_log(d.log, LOG_ERR, "another drfd (pid %d) shapes '%s'; one "
 							"drfd per device",
@@ -627,7 +630,7 @@ int main(int argc, char **argv)
 				goto out_fs;
 			}
 			if (sys.lock_fd < 0) {
-				drf_log(d.log, LOG_ERR, "cannot lock '%s' under /run/drfd: %s",
+				drf_log(d.log, LOG_ERR, "cannot lock '%s' under " DRF_LOCK_DIR ": %s",
 					d.net.ifname, strerror(-sys.lock_fd));
 				ret = EXIT_FAIL;
 				goto out_fs;

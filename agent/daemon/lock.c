@@ -2,73 +2,59 @@
 #include "lock.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
-#include <sys/file.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <fcntl.h>
 #include <unistd.h>
 
-/* /proc/locks: "1: FLOCK  ADVISORY  WRITE 1234 00:1b:5678 0 EOF" (dev in hex). */
-static pid_t lock_holder(int fd)
+static int lock_file(const char *dir, const char *name, pid_t *ret_pid)
 {
-	struct stat st;
-	char line[256];
-	pid_t pid = 0;
-	FILE *f;
-
-	if (fstat(fd, &st) < 0)
-		return 0;
-	f = fopen("/proc/locks", "re");
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned maj, min;
-		unsigned long long ino;
-		char type[16];
-		int p;
-
-		/* Blocked waiters are listed with "->" and are not holders. */
-		if (sscanf(line, "%*d: %15s %*s %*s %d %x:%x:%llu", type, &p, &maj, &min, &ino) != 5)
-			continue;
-		if (maj == major(st.st_dev) && min == minor(st.st_dev) &&
-		    ino == (unsigned long long)st.st_ino) {
-			pid = p;
-			break;
-		}
-	}
-	fclose(f);
-	return pid;
-}
-
-int drf_lock_root(int rootfd, pid_t *ret_pid)
-{
-	if (flock(rootfd, LOCK_EX | LOCK_NB) == 0)
-		return 0;
-	if (errno != EWOULDBLOCK)
-		return -errno;
-	*ret_pid = lock_holder(rootfd);
-	return -EWOULDBLOCK;
-}
-
-int drf_lock_device(const char *ifname, pid_t *ret_pid)
-{
-	char path[256];
-	struct stat ns;
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	char path[512];
 	int fd, r;
 
-	if (stat("/proc/self/ns/net", &ns) < 0)
-		ns.st_ino = 0;
-	mkdir("/run/drfd", 0755);
-	snprintf(path, sizeof(path), "/run/drfd/net-%llu-%s.lock", (unsigned long long)ns.st_ino,
-		 ifname);
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	r = snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (r < 0 || (size_t)r >= sizeof(path))
+		return -ENAMETOOLONG;
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return -errno;
-	r = drf_lock_root(fd, ret_pid);
-	if (r < 0) {
-		close(fd);
-		return r;
+	if (fcntl(fd, F_SETLK, &fl) == 0)
+		return fd;
+	r = errno;
+	if (r == EAGAIN || r == EACCES) {
+		/* Held: by whom (the lock may be gone by now: then 0). */
+		fl = (struct flock){ .l_type = F_WRLCK, .l_whence = SEEK_SET };
+		*ret_pid = fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK ? fl.l_pid : 0;
+		r = EWOULDBLOCK;
 	}
-	return fd;
+	close(fd);
+	return -r;
+}
+
+int drf_lock_root(int rootfd, const char *dir, pid_t *ret_pid)
+{
+	struct stat st;
+	char name[96];
+
+	if (fstat(rootfd, &st) < 0)
+		return -errno;
+	snprintf(name, sizeof(name), "root-%u:%u-%llu.lock", major(st.st_dev), minor(st.st_dev),
+		 (unsigned long long)st.st_ino);
+	return lock_file(dir, name, ret_pid);
+}
+
+int drf_lock_device(const char *ifname, const char *dir, pid_t *ret_pid)
+{
+	struct stat ns;
+	char name[96];
+
+	if (stat("/proc/self/ns/net", &ns) < 0)
+		ns.st_ino = 0;
+	snprintf(name, sizeof(name), "net-%llu-%s.lock", (unsigned long long)ns.st_ino, ifname);
+	return lock_file(dir, name, ret_pid);
 }

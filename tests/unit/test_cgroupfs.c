@@ -16,6 +16,7 @@
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cgroupfs.h"
@@ -1171,21 +1172,63 @@ static void test_state_file_many_entries(void **state)
 	drf_state_free(ent, n);
 }
 
-/* One drfd per root: a second lock on the same directory is refused, naming the pid. */
+/* In a child process, the root's lock: 0 taken, 1 refused naming WANT, 2 otherwise. */
+static int lock_in_child(const char *run, pid_t want)
+{
+	pid_t pid = fork(), holder = -1;
+	int st, fd, r;
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		r = drf_lock_root(fd, run, &holder);
+		_exit(r >= 0 ? 0 : r == -EWOULDBLOCK && holder == want ? 1 : 2);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/*
+ * One drfd per root: a second drfd is refused, naming the holder's pid; the
+ * lock goes with its holder, and its children do not keep it (a task's
+ * supervisor, cloned into a throttled tenant, outlived drfd with a flock).
+ */
 static void test_lock(void **state)
 {
-	int a = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	int b = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	pid_t holder = -1;
+	int a = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd, p[2], st;
+	pid_t holder = -1, h;
+	char run[160];
 
 	(void)state;
-	assert_true(a >= 0 && b >= 0);
-	assert_int_equal(drf_lock_root(a, &holder), 0);
-	assert_int_equal(drf_lock_root(b, &holder), -EWOULDBLOCK);
-	assert_int_equal(holder, getpid());
+	assert_true(a >= 0);
+	snprintf(run, sizeof(run), "%s/run", dir);
+	fd = drf_lock_root(a, run, &holder);
+	assert_true(fd >= 0);
+	assert_int_equal(lock_in_child(run, getpid()), 1);
+	close(fd);
+	assert_int_equal(lock_in_child(run, 0), 0);
+
+	/* H takes it and forks C, which lives on after H exits. */
+	assert_int_equal(pipe(p), 0);
+	h = fork();
+	assert_true(h >= 0);
+	if (h == 0) {
+		char c;
+
+		if (drf_lock_root(a, run, &holder) < 0)
+			_exit(3);
+		if (fork() == 0) {
+			close(p[1]);
+			_exit(read(p[0], &c, 1) == 0 ? 0 : 4);
+		}
+		_exit(0);
+	}
+	assert_int_equal(waitpid(h, &st, 0), h);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	assert_int_equal(lock_in_child(run, 0), 0); /* C still waits on the pipe */
+	close(p[0]);
+	close(p[1]); /* C exits */
 	close(a);
-	assert_int_equal(drf_lock_root(b, &holder), 0);
-	close(b);
 }
 
 /* Open fds of this process. */

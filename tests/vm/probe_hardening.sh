@@ -192,7 +192,7 @@ candidate() {
 }
 
 # A second drfd, started beside the running one with PROPS: exit 6, and does its
-# message name the first one's pid (read from /proc/locks)?
+# message name the first one's pid (F_GETLK on the lock file)?
 second_drfd() { # NAME PROP...
 	local name=$1 rc msg
 	shift
@@ -275,7 +275,7 @@ probe syscall-no-privileged-eperm group auto - 'SystemCallFilter=~@privileged' \
 candidate syscall-errno-eperm group auto - 'SystemCallErrorNumber=EPERM'
 candidate af-unix-only group auto - 'RestrictAddressFamilies=' 'RestrictAddressFamilies=AF_UNIX'
 
-# /proc/locks names the holder of the root's lock: hidden by ProcSubset=pid?
+# The refusal names the holder of the root's lock: still under ProcSubset=pid?
 # (memory = 1G: memory = auto cannot start under ProcSubset=pid.)
 sc stop drfd.service
 sc reset-failed drfd.service
