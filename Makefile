@@ -61,6 +61,8 @@ NCURSES_LIBS := $(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncurses
 # links the daemon layer links it (drfd, the tests; not drfctl).
 MHD_CFLAGS := $(shell pkg-config --cflags libmicrohttpd 2>/dev/null)
 MHD_LIBS := $(shell pkg-config --libs libmicrohttpd 2>/dev/null || echo -lmicrohttpd)
+# It gzips its answer for a scraper that asks (zlib, zlib1g-dev).
+MHD_LIBS += $(shell pkg-config --libs zlib 2>/dev/null || echo -lz)
 
 ifeq ($(SANITIZER),address)
 DRF_CFLAGS += -fsanitize=address -fno-omit-frame-pointer

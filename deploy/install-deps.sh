@@ -22,7 +22,7 @@ packages=(
 	# build
 	make gcc clang llvm pkg-config git
 	libinih-dev libcgroup-dev libbpf-dev bpftool libnl-3-dev libnl-route-3-dev
-	libsystemd-dev scdoc libncurses-dev libjson-c-dev libmicrohttpd-dev libglpk-dev libcurl4-openssl-dev
+	libsystemd-dev scdoc libncurses-dev libjson-c-dev libmicrohttpd-dev zlib1g-dev libglpk-dev libcurl4-openssl-dev
 	# the Debian package
 	dpkg-dev debhelper fakeroot
 )

@@ -187,6 +187,21 @@ static struct top_tenant *tenant_of(struct top_frame *f, const char *name)
 	return t;
 }
 
+/*
+ * Whether name is of base's families, one per unit (drfd_allocation_cores,
+ * _bytes, _bytes_per_second), or drfd 0.3's one of mixed units (base itself).
+ */
+static bool family_of(const char *name, const char *base)
+{
+	size_t n = strlen(base);
+
+	if (strncmp(name, base, n) != 0)
+		return false;
+	name += n;
+	return !*name || strcmp(name, "_cores") == 0 || strcmp(name, "_bytes") == 0 ||
+	       strcmp(name, "_bytes_per_second") == 0;
+}
+
 /* One sample of a tenant into the frame. */
 static int take_tenant_sample(struct top_frame *f, const struct expo_sample *s, const char *name)
 {
@@ -203,13 +218,13 @@ static int take_tenant_sample(struct top_frame *f, const struct expo_sample *s, 
 			t->dom_alloc = s->value;
 		else if (strcmp(of, "use") == 0)
 			t->dom_use = s->value;
-	} else if (strcmp(s->name, "drfd_allocation") == 0 && r >= 0) {
+	} else if (family_of(s->name, "drfd_allocation") && r >= 0) {
 		t->alloc[r] = s->value;
-	} else if (strcmp(s->name, "drfd_effective_demand") == 0 && r >= 0) {
+	} else if (family_of(s->name, "drfd_effective_demand") && r >= 0) {
 		t->eff[r] = s->value;
-	} else if (strcmp(s->name, "drfd_declared_demand") == 0 && r >= 0) {
+	} else if (family_of(s->name, "drfd_declared_demand") && r >= 0) {
 		t->decl[r] = s->value;
-	} else if (strcmp(s->name, "drfd_use") == 0 && r >= 0 && window &&
+	} else if (family_of(s->name, "drfd_use") && r >= 0 && window &&
 		   strcmp(window, "tick") == 0) {
 		t->use[r] = s->value;
 	} else if (strcmp(s->name, "drfd_enforcement_not_holding") == 0 && r >= 0) {
@@ -251,7 +266,7 @@ static int frame_build(struct top_frame *f, const struct expo *e)
 				f->jain_alloc = s->value;
 			else if (strcmp(of, "use") == 0)
 				f->jain_use = s->value;
-		} else if (strcmp(s->name, "drfd_capacity") == 0 && (r = res_of(s)) >= 0) {
+		} else if (family_of(s->name, "drfd_capacity") && (r = res_of(s)) >= 0) {
 			f->capacity[r] = s->value;
 		}
 	}

@@ -49,12 +49,12 @@ enum section {
 enum agent_key { AK_CGROUP_ROOT, AK_INTERVAL, AK_MODE, AK_POLICY, AK_TENANTS_DIR, AK_STATE_DIR,
 		 AK_STATUS_SOCKET, AK_STATUS_GROUP, AK_VERIFY_PERIOD, AK_NET_REPLACE, AK_METRICS_FILE,
 		 AK_DEMAND, AK_METRICS_DETAIL, AK_METRICS_LISTEN, AK_BETA, AK_LAMBDA, AK_ACCESS,
-		 AK_ADMINS, AK_TASK_OUTPUT_MAX, AK_N };
+		 AK_ADMINS, AK_TASK_OUTPUT_MAX, AK_METRICS_LEGACY, AK_N };
 static const char *const agent_keys[AK_N] = {
 	"cgroup-root", "interval", "mode", "policy", "tenants-dir", "state-dir", "status-socket",
 	"status-group", "verify-period", "net-replace-qdisc", "metrics-file", "demand",
 	"metrics-detail", "metrics-listen", "beta", "lambda", "access", "admins",
-	"task-output-max",
+	"task-output-max", "metrics-legacy-names",
 };
 
 enum cap_key {
@@ -620,6 +620,14 @@ static void agent_key(struct parser *ps, int k, const char *value)
 		else
 			fail(ps, "net-replace-qdisc = '%s': expected 'yes' or 'no'", value);
 		return;
+	case AK_METRICS_LEGACY:
+		if (strcmp(value, "yes") == 0)
+			c->metrics_legacy_names = true;
+		else if (strcmp(value, "no") == 0)
+			c->metrics_legacy_names = false;
+		else
+			fail(ps, "metrics-legacy-names = '%s': expected 'yes' or 'no'", value);
+		return;
 	}
 }
 
@@ -1113,7 +1121,8 @@ static int handler(void *user, const char *section, const char *name, const char
 			fail(ps, "unknown key '%s' in [agent] (known: cgroup-root, interval, mode, "
 				 "policy, tenants-dir, state-dir, status-socket, status-group, "
 				 "verify-period, net-replace-qdisc, metrics-file, metrics-detail, "
-				 "metrics-listen, demand, beta, lambda, access, admins, task-output-max)", name);
+				 "metrics-listen, metrics-legacy-names, demand, beta, lambda, access, "
+				 "admins, task-output-max)", name);
 			return ps->stop ? 0 : 1;
 		}
 		duplicate_key(ps, &ps->agent_line[k], name);

@@ -143,6 +143,7 @@ struct drf_config {
 	bool net_replace_qdisc;  /* replace a foreign root qdisc on net-device */
 	char *metrics_file;      /* Prometheus text file written each tick; NULL: none */
 	enum drf_metrics_detail metrics_detail; /* of metrics_file and metrics_listen */
+	bool metrics_legacy_names;              /* drfd 0.3's metric names too */
 	char *metrics_listen;    /* [agent] metrics-listen as written; NULL: no HTTP endpoint */
 	struct drf_listen_addr metrics_addr; /* metrics_listen, parsed */
 	enum drf_mode mode;

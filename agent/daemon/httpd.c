@@ -4,7 +4,8 @@
  * mode, driven by two sd-event sources, and the start, reload and stop of it.
  *
  *   GET or HEAD /metrics   200, the latest rendering, text/plain; version=0.0.4
- *                          (503 before the first, which the first tick makes)
+ *                          (503 before the first, which the first tick makes);
+ *                          gzip'ed for a client whose Accept-Encoding takes gzip
  *   another method         405, Allow: GET, HEAD
  *   another path           404
  */
@@ -18,9 +19,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "daemon.h"
 
@@ -51,6 +54,9 @@ struct drfd_httpd {
 	/* The answers, kept from one request to the next: libmicrohttpd counts a
 	 * response's users, and frees it when the last one is done with it. */
 	struct MHD_Response *metrics;   /* NULL before the first rendering */
+	const char *text;               /* its text (the response owns it), and length */
+	size_t text_len;
+	struct MHD_Response *metrics_gz; /* the same gzip'ed, made at the first scrape that asks */
 	struct MHD_Response *not_found, *not_allowed, *unavailable;
 	struct drfd_http_stats st;
 };
@@ -197,6 +203,77 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	}
 }
 
+/*
+ * Whether Accept-Encoding takes gzip: the token gzip (or *), without q=0.
+ * "gzip;q=0" refuses it; anything unparsed counts as no.
+ */
+static bool takes_gzip(const char *ae)
+{
+	while (ae && *ae) {
+		size_t n;
+		const char *semi, *end;
+
+		ae += strspn(ae, " \t,");
+		n = strcspn(ae, " \t,;");
+		end = ae + strcspn(ae, ",");
+		if ((n == 4 && strncasecmp(ae, "gzip", 4) == 0) || (n == 1 && *ae == '*')) {
+			semi = memchr(ae, ';', (size_t)(end - ae));
+			if (!semi)
+				return true;
+			semi += 1 + strspn(semi + 1, " \t");
+			/* q=0, q=0.0, q=0.000: refused; any other q takes it */
+			return !(strncasecmp(semi, "q=0", 3) == 0 &&
+				 strspn(semi + 3, ".0") == strcspn(semi + 3, " \t,"));
+		}
+		ae = end;
+	}
+	return false;
+}
+
+/*
+ * The latest rendering gzip'ed (deflate's fastest level: a tenth of the
+ * bytes of 1,000 tenants' text, in a few milliseconds), made once a
+ * rendering at the first scrape that takes it; NULL when it cannot be made
+ * (the plain text is served).
+ */
+static struct MHD_Response *metrics_gz(struct drfd_httpd *h)
+{
+	z_stream z = { 0 };
+	struct MHD_Response *r;
+	size_t cap;
+	char *out;
+
+	if (h->metrics_gz || !h->metrics)
+		return h->metrics_gz;
+	if (deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+		return NULL;
+	cap = deflateBound(&z, h->text_len);
+	out = malloc(cap);
+	z.next_in = (Bytef *)h->text;
+	z.avail_in = (uInt)h->text_len;
+	z.next_out = (Bytef *)out;
+	z.avail_out = (uInt)cap;
+	if (!out || h->text_len > UINT32_MAX || deflate(&z, Z_FINISH) != Z_STREAM_END) {
+		deflateEnd(&z);
+		free(out);
+		return NULL;
+	}
+	deflateEnd(&z);
+	r = MHD_create_response_from_buffer(z.total_out, out, MHD_RESPMEM_MUST_FREE);
+	if (!r) {
+		free(out);
+		return NULL;
+	}
+	if (MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, CONTENT_TYPE) != MHD_YES ||
+	    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip") != MHD_YES ||
+	    MHD_add_response_header(r, MHD_HTTP_HEADER_VARY, "Accept-Encoding") != MHD_YES) {
+		MHD_destroy_response(r);
+		return NULL;
+	}
+	h->metrics_gz = r;
+	return r;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
 				  const char *method, const char *version,
 				  const char *upload_data, size_t *upload_data_size, void **con_cls)
@@ -249,6 +326,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	} else {
 		status = MHD_HTTP_OK;
 		resp = h->metrics;
+		if (takes_gzip(MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+							   MHD_HTTP_HEADER_ACCEPT_ENCODING)) &&
+		    metrics_gz(h)) {
+			resp = h->metrics_gz;
+			h->st.gzip++;
+		}
 		h->st.ok++;
 	}
 	/* For HEAD, libmicrohttpd sends the headers alone. */
@@ -424,7 +507,8 @@ void drfd_httpd_publish(struct drfd_httpd *h, char *text, size_t len)
 {
 	struct MHD_Response *r = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
 
-	if (!r || MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, CONTENT_TYPE) != MHD_YES) {
+	if (!r || MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, CONTENT_TYPE) != MHD_YES ||
+	    MHD_add_response_header(r, MHD_HTTP_HEADER_VARY, "Accept-Encoding") != MHD_YES) {
 		/* Out of memory: scrapes get the rendering before, which is better than none. */
 		if (r)
 			MHD_destroy_response(r);
@@ -435,7 +519,12 @@ void drfd_httpd_publish(struct drfd_httpd *h, char *text, size_t len)
 	/* Scrapes under way hold the old one until they are done with it. */
 	if (h->metrics)
 		MHD_destroy_response(h->metrics);
+	if (h->metrics_gz)
+		MHD_destroy_response(h->metrics_gz);
 	h->metrics = r;
+	h->metrics_gz = NULL;
+	h->text = text;
+	h->text_len = len;
 }
 
 void drfd_httpd_stats(const struct drfd_httpd *h, struct drfd_http_stats *ret)
@@ -456,6 +545,8 @@ void drfd_httpd_free(struct drfd_httpd *h)
 		MHD_stop_daemon(h->mhd);
 	if (h->metrics)
 		MHD_destroy_response(h->metrics);
+	if (h->metrics_gz)
+		MHD_destroy_response(h->metrics_gz);
 	if (h->not_found)
 		MHD_destroy_response(h->not_found);
 	if (h->not_allowed)
@@ -472,8 +563,13 @@ static void hand_over(struct drfd_httpd *from, struct drfd_httpd *to)
 		return;
 	if (to->metrics)
 		MHD_destroy_response(to->metrics);
+	if (to->metrics_gz)
+		MHD_destroy_response(to->metrics_gz);
 	to->metrics = from->metrics;
-	from->metrics = NULL;
+	to->metrics_gz = from->metrics_gz;
+	to->text = from->text;
+	to->text_len = from->text_len;
+	from->metrics = from->metrics_gz = NULL;
 }
 
 /* Listens on a and serves there: 0, or -errno with why naming the key and the address. */

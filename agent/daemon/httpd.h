@@ -87,6 +87,7 @@ void drfd_httpd_free(struct drfd_httpd *h);
 /* What the endpoint answered since it started (each status code counted). */
 struct drfd_http_stats {
 	unsigned long long ok, not_found, not_allowed, unavailable;
+	unsigned long long gzip;          /* of ok, answered gzip'ed */
 	unsigned long long past_deadline; /* connections shut at the deadline */
 	unsigned long long evicted;       /* shut for a new one, past DRFD_HTTP_CONN_KEEP */
 	unsigned connections;             /* open now */

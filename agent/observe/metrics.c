@@ -2,13 +2,16 @@
 /*
  * Prometheus metrics (see metrics.h), in the text exposition format 0.0.4:
  * every family has its # HELP and # TYPE lines and its samples together, in
- * base units (cores or seconds, bytes, bytes per second: the network's bits
- * are divided by 8). A value that is not known (NAN) has no sample line; no
- * limit is +Inf. The figures are those of the status, from the daemon's
- * measurements (agent/core/use.h) and the plan in force, as the view has them.
- * The daemon's families are always there; of the per-tenant ones, metrics-detail
- * = basic has those of basic_families (see there), full all of them. A family
- * left out has no # HELP or # TYPE either.
+ * base units, one a family and named at its end (_cores or _seconds, _bytes,
+ * _bytes_per_second: the network's bits are divided by 8). A value that is
+ * not known (NAN) has no sample line; no limit is +Inf. The figures are those
+ * of the status, from the daemon's measurements (agent/core/use.h) and the
+ * plan in force, as the view has them. The daemon's families are always
+ * there; of the per-tenant ones, metrics-detail = basic has those of
+ * basic_families (see there), full all of them. A family left out, or with
+ * no sample (nothing measured, a resource that takes no part), has no
+ * # HELP or # TYPE either (struct out). metrics-legacy-names adds drfd 0.3's
+ * names (render_legacy).
  *
  * The file for node-exporter's textfile collector is replaced atomically: a
  * temporary file in the same directory (".NAME.XXXXXX", which the collector
@@ -43,6 +46,23 @@ static const char *const res_label[DRF_NRES] = {
 	[DRF_RES_IO_WRITE] = "io-write",
 	[DRF_RES_NET] = "net-egress",
 	[DRF_RES_NET_IN] = "net-ingress",
+};
+
+/*
+ * One unit per family, its suffix in the name (Prometheus's naming): a family
+ * of quantities is one per unit, drfd_allocation_cores, _bytes and
+ * _bytes_per_second, each with the resource label of its resources. The
+ * units in the order their families are written; res_unit indexes it.
+ */
+static const char *const units[] = { "cores", "bytes", "bytes_per_second" };
+#define NUNITS (sizeof(units) / sizeof(units[0]))
+static const unsigned char res_unit[DRF_NRES] = {
+	[DRF_RES_CPU] = 0,
+	[DRF_RES_MEMORY] = 1,
+	[DRF_RES_IO_READ] = 2,
+	[DRF_RES_IO_WRITE] = 2,
+	[DRF_RES_NET] = 2,
+	[DRF_RES_NET_IN] = 2,
 };
 
 /*
@@ -98,9 +118,31 @@ static const char *fmt_num(double v, char *buf, size_t len)
 	return buf;
 }
 
-static void family(FILE *f, const char *name, const char *type, const char *help)
+/*
+ * Where the text goes, and the family whose # HELP and # TYPE wait for its
+ * first sample: a family with no sample (no tenant, nothing measured) has no
+ * lines at all, as the format wants.
+ */
+struct out {
+	FILE *f;
+	const char *name, *type, *help;
+	char sname[96];         /* a name made up for the family (a unit's suffix) */
+};
+
+static void family(struct out *o, const char *name, const char *type, const char *help)
 {
-	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+	o->name = name;
+	o->type = type;
+	o->help = help;
+}
+
+/* The family of name + "_" + suffix: its name kept in o. */
+static const char *family_unit(struct out *o, const char *name, const char *suffix,
+			       const char *type, const char *help)
+{
+	snprintf(o->sname, sizeof(o->sname), "%s_%s", name, suffix);
+	family(o, o->sname, type, help);
+	return o->sname;
 }
 
 /* A sample line, built in memory and written in one go (a tick writes many). */
@@ -135,9 +177,9 @@ static void put(struct line *l, const char *s, bool esc)
  * One sample line, name{key="value",...} v; the labels are key, value pairs
  * ending with NULL. Nothing for NAN: the value is not known.
  */
-static void __attribute__((sentinel)) sample(FILE *f, const char *name, double v, ...)
+static void __attribute__((sentinel)) sample(struct out *o, const char *name, double v, ...)
 {
-	struct line l = { .f = f };
+	struct line l = { .f = o->f };
 	const char *key;
 	bool first = true;
 	char num[40];
@@ -145,6 +187,10 @@ static void __attribute__((sentinel)) sample(FILE *f, const char *name, double v
 
 	if (isnan(v))
 		return;
+	if (o->name) {
+		fprintf(o->f, "# HELP %s %s\n# TYPE %s %s\n", o->name, o->help, o->name, o->type);
+		o->name = NULL;
+	}
 	put(&l, name, false);
 	va_start(ap, v);
 	while ((key = va_arg(ap, const char *))) {
@@ -159,7 +205,7 @@ static void __attribute__((sentinel)) sample(FILE *f, const char *name, double v
 	put(&l, first ? " " : "} ", false);
 	put(&l, fmt_num(v, num, sizeof(num)), false);
 	put(&l, "\n", false);
-	fwrite(l.b, 1, l.n, f);
+	fwrite(l.b, 1, l.n, o->f);
 }
 
 /* The measurements of tenant i, or NULL before there are any. */
@@ -184,7 +230,7 @@ static unsigned taking_part(const struct drf_view *v)
 	return bits;
 }
 
-static void render_daemon(const struct drf_view *v, FILE *f)
+static void render_daemon(const struct drf_view *v, struct out *f)
 {
 	family(f, "drfd_up", "gauge", "Whether drfd runs (1).");
 	sample(f, "drfd_up", 1, NULL);
@@ -289,13 +335,16 @@ static void render_daemon(const struct drf_view *v, FILE *f)
 	       "Times the allocation in force changed because an effective demand did (demand = "
 	       "observed).");
 	sample(f, "drfd_effective_plan_changes_total", (double)v->online->replans, NULL);
-	family(f, "drfd_capacity", "gauge",
-	       "The capacity drfd shares, in the resource's base unit (cores, bytes, bytes per "
-	       "second); resources that take no part are left out.");
-	for (int r = 0; r < DRF_NRES; r++)
-		if (takes_part(v, r))
-			sample(f, "drfd_capacity", base(r, v->decl->problem.capacity[r]), "resource",
-			       res_label[r], NULL);
+	for (size_t u = 0; u < NUNITS; u++) {
+		const char *name = family_unit(f, "drfd_capacity", units[u], "gauge",
+					       "The capacity drfd shares; resources that take no "
+					       "part are left out.");
+
+		for (int r = 0; r < DRF_NRES; r++)
+			if (takes_part(v, r) && res_unit[r] == u)
+				sample(f, name, base(r, v->decl->problem.capacity[r]), "resource",
+				       res_label[r], NULL);
+	}
 	family(f, "drfd_knob_no_effect", "gauge",
 	       "1 when the resource's knobs have no effect on this host (drfctl status says why).");
 	for (int r = 0; r < DRF_NRES; r++)
@@ -310,13 +359,13 @@ static void render_daemon(const struct drf_view *v, FILE *f)
  * the probes (two histograms): megabytes each tick at 1,000 tenants, for a
  * textfile collector that Prometheus scrapes every 15 s and keeps for weeks.
  * Basic has what a dashboard shows and an alert fires on: 2 lines a tenant
- * and resource and 4 more. At six resources that is about 945 bytes a tenant
+ * and resource and 4 more. At six resources that is about 1,105 bytes a tenant
  * named t0 to t999 (the plan's allocations, use that is no round number:
  * test_basic_size in test_metrics.c), and 16 more for each character of a
  * longer name. The dominant shares are left to full: PromQL derives them
  * from basic's allocation, use and capacity.
- * - drfd_allocation: what DRF gives the tenant, per resource.
- * - drfd_use, window 1m only: what it uses, against that. A scrape every 15
+ * - drfd_allocation_<unit>: what DRF gives the tenant, per resource.
+ * - drfd_use_<unit>, window 1m only: what it uses, against that. A scrape every 15
  *   to 60 s would catch one tick of many (noise); the minute is what a scrape
  *   interval spans.
  * - drfd_tenant_weight, one series: weighted DRF evens out share / weight.
@@ -366,31 +415,35 @@ enum tr {
 	TR_USE_RATIO,
 };
 
+/*
+ * A family with a unit is written once per unit (name_cores, name_bytes,
+ * name_bytes_per_second); a ratio or a flag, one family for all resources.
+ */
 static const struct {
 	const char *name, *help;
 	enum tr what;
+	bool unit;
 } tr_families[] = {
-	{ "drfd_declared_demand", "The demand the tenant declared, in the resource's base unit "
-	  "(cores, bytes, bytes per second); +Inf: none declared.", TR_DECLARED },
+	{ "drfd_declared_demand", "The demand the tenant declared; +Inf: none declared.",
+	  TR_DECLARED, true },
 	{ "drfd_effective_demand", "The demand the allocation in force was computed from: with "
 	  "demand = observed, the one that follows measured use (at most the declared demand, "
-	  "capped at capacity); else the declared one.", TR_EFFECTIVE },
-	{ "drfd_allocation", "The tenant's allocation in force, in the resource's base unit.",
-	  TR_ALLOC },
-	{ "drfd_limit", "The hard limit drfd's knobs enforce, in the resource's base unit; +Inf: "
-	  "no hard limit.", TR_LIMIT },
-	{ "drfd_use", "Measured use, in the resource's base unit, over the last tick (window "
-	  "tick, with metrics-detail = full) and over up to the last minute (window 1m).",
-	  TR_USE },
-	{ "drfd_use_gap", "Allocation minus use over the last tick, in the resource's base unit "
-	  "(negative: using more than allocated).", TR_GAP },
+	  "capped at capacity); else the declared one.", TR_EFFECTIVE, true },
+	{ "drfd_allocation", "The tenant's allocation in force.", TR_ALLOC, true },
+	{ "drfd_limit", "The hard limit drfd's knobs enforce; +Inf: no hard limit.", TR_LIMIT,
+	  true },
+	{ "drfd_use", "Measured use over the last tick (window tick, with metrics-detail = "
+	  "full) and over up to the last minute (window 1m).", TR_USE, true },
+	{ "drfd_use_gap", "Allocation minus use over the last tick (negative: using more than "
+	  "allocated).", TR_GAP, true },
 	{ "drfd_enforcement_not_holding", "1 when the tenant's use is above what its limit allows "
-	  "(the limit does not hold), else 0.", TR_NOT_HOLDING },
+	  "(the limit does not hold), else 0.", TR_NOT_HOLDING, false },
 	{ "drfd_allocation_ratio", "The tenant's allocation as a fraction of the capacity.",
-	  TR_ALLOC_RATIO },
+	  TR_ALLOC_RATIO, false },
 	{ "drfd_use_ratio", "The tenant's use over the last tick as a fraction of the capacity.",
-	  TR_USE_RATIO },
+	  TR_USE_RATIO, false },
 };
+#define NTR (sizeof(tr_families) / sizeof(tr_families[0]))
 
 static double tr_value(const struct drf_tenant_use *u, int r, double cap, enum tr what,
 		       bool eff_active)
@@ -418,40 +471,58 @@ static double tr_value(const struct drf_tenant_use *u, int r, double cap, enum t
 	return NAN;
 }
 
-static void render_tenant_resources(const struct drf_view *v, enum drf_metrics_detail detail,
-				    FILE *f)
+/*
+ * The samples of family k, named name, of the resources in unit u (all of
+ * them: u NUNITS).
+ */
+static void tr_samples(const struct drf_view *v, bool tick, size_t k, const char *name,
+		       size_t u, struct out *f)
 {
 	const struct drf_config *c = &v->decl->cfg;
+
+	for (size_t i = 0; i < c->n_tenants; i++) {
+		const struct drf_tenant_use *tu = tenant_use(v, i);
+		const char *t = c->tenants[i].name;
+
+		for (int r = 0; tu && r < DRF_NRES; r++) {
+			double cap = v->decl->problem.capacity[r];
+
+			if (!takes_part(v, r) || (u < NUNITS && res_unit[r] != u))
+				continue;
+			if (tr_families[k].what != TR_USE) {
+				sample(f, name, tr_value(tu, r, cap, tr_families[k].what,
+							 v->plan->effective),
+				       "tenant", t, "resource", res_label[r], NULL);
+				continue;
+			}
+			if (tick)
+				sample(f, name, base(r, tu->use_tick[r]), "tenant", t, "resource",
+				       res_label[r], "window", "tick", NULL);
+			sample(f, name, base(r, tu->use_min[r]), "tenant", t, "resource",
+			       res_label[r], "window", "1m", NULL);
+		}
+	}
+}
+
+static void render_tenant_resources(const struct drf_view *v, enum drf_metrics_detail detail,
+				    struct out *f)
+{
 	bool tick = detail == DRF_METRICS_FULL; /* drfd_use over the tick too */
 
-	for (size_t k = 0; k < sizeof(tr_families) / sizeof(tr_families[0]); k++) {
+	for (size_t k = 0; k < NTR; k++) {
 		const char *name = tr_families[k].name;
 
 		if (!shown(name, detail))
 			continue;
-		family(f, name, "gauge", tr_families[k].help);
-		for (size_t i = 0; i < c->n_tenants; i++) {
-			const struct drf_tenant_use *u = tenant_use(v, i);
-			const char *t = c->tenants[i].name;
-
-			for (int r = 0; u && r < DRF_NRES; r++) {
-				double cap = v->decl->problem.capacity[r];
-
-				if (!takes_part(v, r))
-					continue;
-				if (tr_families[k].what != TR_USE) {
-					sample(f, name, tr_value(u, r, cap, tr_families[k].what,
-								v->plan->effective),
-					       "tenant", t, "resource", res_label[r], NULL);
-					continue;
-				}
-				if (tick)
-					sample(f, name, base(r, u->use_tick[r]), "tenant", t,
-					       "resource", res_label[r], "window", "tick", NULL);
-				sample(f, name, base(r, u->use_min[r]), "tenant", t, "resource",
-				       res_label[r], "window", "1m", NULL);
-			}
+		if (!tr_families[k].unit) {
+			family(f, name, "gauge", tr_families[k].help);
+			tr_samples(v, tick, k, name, NUNITS, f);
+			continue;
 		}
+		for (size_t u = 0; u < NUNITS; u++)
+			tr_samples(v, tick, k, family_unit(f, name, units[u], "gauge",
+							   tr_families[k].help),
+				   u, f);
 	}
 }
 
@@ -496,9 +567,6 @@ static const struct row {
 	{ "drfd_cpu_throttled_seconds_total", "counter", "Time the tenant's cgroup was throttled "
 	  "by cpu.max (cpu.stat throttled_usec).", S_CTR, DRF_CTR_CPU_THROTTLED_USEC, 1e6, NULL,
 	  NULL, NULL, NULL },
-	{ "drfd_cpu_runqueue_wait_seconds_total", "counter", "Time the tenant's threads were "
-	  "runnable but waited for a CPU, counted by the probe.", S_CTR, DRF_CTR_RUNQ_NS, 1e9,
-	  NULL, NULL, NULL, NULL },
 	{ "drfd_cpu_runqueue_wait_seconds", "histogram", "Run-queue waits of the tenant's "
 	  "threads (from wakeup or preemption to running), counted by the probe.", S_HIST_RUNQ,
 	  DRF_CTR_RUNQ_NS, 1e9, NULL, NULL, NULL, NULL },
@@ -556,17 +624,17 @@ static const struct row {
 	  NULL, NULL, NULL },
 	{ "drfd_pressure_stalled_seconds_total", "counter", "PSI totals of the tenant's cgroup: "
 	  "time some or all of its tasks stalled on the resource.", S_CTR,
-	  DRF_CTR_PSI_CPU_SOME_USEC, 1e6, "resource", "cpu", "kind", "some" },
+	  DRF_CTR_PSI_CPU_SOME_USEC, 1e6, "controller", "cpu", "kind", "some" },
 	{ "drfd_pressure_stalled_seconds_total", NULL, NULL, S_CTR, DRF_CTR_PSI_CPU_FULL_USEC,
-	  1e6, "resource", "cpu", "kind", "full" },
+	  1e6, "controller", "cpu", "kind", "full" },
 	{ "drfd_pressure_stalled_seconds_total", NULL, NULL, S_CTR, DRF_CTR_PSI_MEMORY_SOME_USEC,
-	  1e6, "resource", "memory", "kind", "some" },
+	  1e6, "controller", "memory", "kind", "some" },
 	{ "drfd_pressure_stalled_seconds_total", NULL, NULL, S_CTR, DRF_CTR_PSI_MEMORY_FULL_USEC,
-	  1e6, "resource", "memory", "kind", "full" },
+	  1e6, "controller", "memory", "kind", "full" },
 	{ "drfd_pressure_stalled_seconds_total", NULL, NULL, S_CTR, DRF_CTR_PSI_IO_SOME_USEC,
-	  1e6, "resource", "io", "kind", "some" },
+	  1e6, "controller", "io", "kind", "some" },
 	{ "drfd_pressure_stalled_seconds_total", NULL, NULL, S_CTR, DRF_CTR_PSI_IO_FULL_USEC,
-	  1e6, "resource", "io", "kind", "full" },
+	  1e6, "controller", "io", "kind", "full" },
 };
 
 #define NROWS (sizeof(rows) / sizeof(rows[0]))
@@ -581,7 +649,7 @@ struct le_labels {
  * and _count, which the format wants equal to the +Inf bucket and so is the
  * buckets' total. Nothing while sum is not known (no probe).
  */
-static void histogram(FILE *f, const char *name, const char *tenant, const uint64_t *h,
+static void histogram(struct out *f, const char *name, const char *tenant, const uint64_t *h,
 		      double sum, const struct le_labels *le)
 {
 	char bucket[64], total[64], count[64];
@@ -602,7 +670,7 @@ static void histogram(FILE *f, const char *name, const char *tenant, const uint6
 	sample(f, count, (double)acc, "tenant", tenant, NULL);
 }
 
-static void row_sample(const struct drf_view *v, FILE *f, const struct row *w, size_t i,
+static void row_sample(const struct drf_view *v, struct out *f, const struct row *w, size_t i,
 		       const struct le_labels *le)
 {
 	const struct drf_tenant_use *u = tenant_use(v, i);
@@ -641,7 +709,11 @@ static void row_sample(const struct drf_view *v, FILE *f, const struct row *w, s
 			       drf_pressure_name(p), NULL);
 		return;
 	}
-	if (w->k2)
+	/* drfd 0.3 named the controller resource: both, while its names are asked for. */
+	if (w->k2 && v->decl->cfg.metrics_legacy_names && strcmp(w->k1, "controller") == 0)
+		sample(f, w->name, x, "tenant", t, w->k1, w->v1, "resource", w->v1, w->k2, w->v2,
+		       NULL);
+	else if (w->k2)
 		sample(f, w->name, x, "tenant", t, w->k1, w->v1, w->k2, w->v2, NULL);
 	else if (w->k1)
 		sample(f, w->name, x, "tenant", t, w->k1, w->v1, NULL);
@@ -649,7 +721,30 @@ static void row_sample(const struct drf_view *v, FILE *f, const struct row *w, s
 		sample(f, w->name, x, "tenant", t, NULL);
 }
 
-static void render_tenants(const struct drf_view *v, enum drf_metrics_detail detail, FILE *f)
+/*
+ * The resources a row's family is about (bits 1 << r), when it has samples
+ * only where one of them takes part: io-device's counters and histogram
+ * without an io capacity, net-device's without a network one, are zeros that
+ * say nothing. 0: always there.
+ */
+static unsigned row_needs(const struct row *w)
+{
+	unsigned io = 1u << DRF_RES_IO_READ | 1u << DRF_RES_IO_WRITE;
+
+	if (w->src == S_HIST_IO)
+		return io;
+	if (w->src != S_CTR)
+		return 0;
+	if (w->idx >= DRF_CTR_IO_RBYTES && w->idx <= DRF_CTR_PROBE_DONE)
+		return io;
+	if (w->idx == DRF_CTR_NET_TX_BYTES || w->idx == DRF_CTR_NET_TX_PACKETS)
+		return 1u << DRF_RES_NET;
+	if (w->idx >= DRF_CTR_NET_RX_BYTES && w->idx <= DRF_CTR_NET_RX_MARKED)
+		return 1u << DRF_RES_NET_IN;
+	return 0;
+}
+
+static void render_tenants(const struct drf_view *v, enum drf_metrics_detail detail, struct out *f)
 {
 	size_t n = v->decl->cfg.n_tenants;
 	struct le_labels le;
@@ -660,7 +755,8 @@ static void render_tenants(const struct drf_view *v, enum drf_metrics_detail det
 	for (size_t a = 0, b; a < NROWS; a = b) {
 		for (b = a + 1; b < NROWS && strcmp(rows[b].name, rows[a].name) == 0; b++)
 			;
-		if (!shown(rows[a].name, detail))
+		if (!shown(rows[a].name, detail) ||
+		    (row_needs(&rows[a]) && !(row_needs(&rows[a]) & taking_part(v))))
 			continue;
 		family(f, rows[a].name, rows[a].type, rows[a].help);
 		for (size_t i = 0; i < n; i++)
@@ -669,11 +765,55 @@ static void render_tenants(const struct drf_view *v, enum drf_metrics_detail det
 	}
 }
 
+/*
+ * drfd 0.3's names, beside the new ones, with metrics-legacy-names = yes: its
+ * families of mixed units (drfd_allocation{resource=...} in cores, bytes and
+ * bytes per second) and the run-queue counter, whose name collides with the
+ * histogram's in OpenMetrics (its _sum is the same figure). The pressure
+ * family has the resource label beside controller (row_sample). Gone in the
+ * release after 0.4.
+ */
+static void render_legacy(const struct drf_view *v, enum drf_metrics_detail detail,
+			  struct out *f)
+{
+	bool tick = detail == DRF_METRICS_FULL;
+	const struct drf_config *c = &v->decl->cfg;
+
+	family(f, "drfd_capacity", "gauge", "Deprecated (drfd_capacity_<unit>): the capacity, "
+	       "in the resource's base unit.");
+	for (int r = 0; r < DRF_NRES; r++)
+		if (takes_part(v, r))
+			sample(f, "drfd_capacity", base(r, v->decl->problem.capacity[r]), "resource",
+			       res_label[r], NULL);
+	for (size_t k = 0; k < NTR; k++) {
+		if (!tr_families[k].unit || !shown(tr_families[k].name, detail))
+			continue;
+		family(f, tr_families[k].name, "gauge", "Deprecated (this name with the unit's "
+		       "suffix): the same in the resource's base unit.");
+		tr_samples(v, tick, k, tr_families[k].name, NUNITS, f);
+	}
+	if (detail != DRF_METRICS_FULL)
+		return;
+	family(f, "drfd_cpu_runqueue_wait_seconds_total", "counter", "Deprecated "
+	       "(drfd_cpu_runqueue_wait_seconds_sum): time runnable but waiting for a CPU.");
+	for (size_t i = 0; i < c->n_tenants; i++) {
+		const struct drf_tenant_use *u = tenant_use(v, i);
+
+		if (u)
+			sample(f, "drfd_cpu_runqueue_wait_seconds_total",
+			       u->now.c[DRF_CTR_RUNQ_NS] / 1e9, "tenant", c->tenants[i].name, NULL);
+	}
+}
+
 int drf_metrics_render(const struct drf_view *v, enum drf_metrics_detail detail, FILE *out)
 {
-	render_daemon(v, out);
-	render_tenant_resources(v, detail, out);
-	render_tenants(v, detail, out);
+	struct out o = { .f = out };
+
+	render_daemon(v, &o);
+	render_tenant_resources(v, detail, &o);
+	render_tenants(v, detail, &o);
+	if (v->decl->cfg.metrics_legacy_names)
+		render_legacy(v, detail, &o);
 	return ferror(out) ? -EIO : 0;
 }
 

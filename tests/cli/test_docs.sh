@@ -171,9 +171,19 @@ same "sections: config.c's unknown-section error against drfd.conf(5)'s FILE FOR
 # --- metric families ---------------------------------------------------------
 man_drfd=$top/deploy/man/drfd.8.scd
 grep -oE '"drfd_[a-z_]+"' "$top/agent/observe/metrics.c" | tr -d '"' >"$tmp/metrics.code"
-sed -n '/^# METRICS$/,/^# EXIT STATUS$/p' "$man_drfd" | sed 's/[\\]//g' | grep -oE 'drfd_[a-z_]+' \
-	>"$tmp/metrics.man"
-sed 's/[\\]//g' "$man_drfd" | grep -oE 'drfd_[a-z_]+' >"$tmp/metrics.anywhere"
+# A family of one unit each (metrics.c's family_unit) is the base name in the
+# code, and in drfd(8) drfd_X_cores, drfd_X_bytes, drfd_X_bytes_per_second or
+# drfd_X_*{cores,...}: the man's names are mapped to the base the code has.
+unit_base() { # CODE-NAMES: stdin's names, each as the code names it
+	awk 'NR == FNR { code[$1] = 1; next }
+	     { n = $1; if (!(n in code)) { b = n; sub(/_$/, "", b)
+	       if (!(b in code)) { b = n; sub(/_(cores|bytes_per_second|bytes)$/, "", b) }
+	       if (b in code) n = b }
+	       print n }' "$1" -
+}
+sed -n '/^# METRICS$/,/^# EXIT STATUS$/p' "$man_drfd" | sed 's/[\\]//g' | grep -oE 'drfd_[a-z_]+' |
+	unit_base "$tmp/metrics.code" >"$tmp/metrics.man"
+sed 's/[\\]//g' "$man_drfd" | grep -oE 'drfd_[a-z_]+' | unit_base "$tmp/metrics.code" >"$tmp/metrics.anywhere"
 same "metric families: metrics.c against drfd(8)'s METRICS" "$tmp/metrics.code" "$tmp/metrics.man"
 LC_ALL=C sort -u -o "$tmp/metrics.anywhere" "$tmp/metrics.anywhere"
 stray=$(LC_ALL=C comm -13 "$tmp/metrics.code" "$tmp/metrics.anywhere" | tr '\n' ' ')

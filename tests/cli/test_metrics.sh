@@ -255,7 +255,7 @@ check promtool-socket "[ $rc -eq 0 ] && [ \"\$(head -1 $work/sock.out)\" = 'drfd
 # metrics-detail = basic, the default: the file has basic's families, not the
 # others; the socket's answer is full whatever the config (drfctl top reads it).
 families() { grep -c "^# TYPE $2 " "$1"; }
-check detail-basic "[ $(families "$tf/drfd.prom" drfd_allocation) = 1 ] && [ $(families "$tf/drfd.prom" drfd_limit) = 0 ] && [ $(families "$work/sock.prom" drfd_limit) = 1 ]" \
+check detail-basic "[ $(families "$tf/drfd.prom" drfd_allocation_bytes_per_second) = 1 ] && [ $(families "$tf/drfd.prom" drfd_declared_demand_bytes_per_second) = 0 ] && [ $(families "$work/sock.prom" drfd_declared_demand_bytes_per_second) = 1 ]" \
 	"$(grep -c '^# TYPE ' "$tf/drfd.prom") families in the file, $(grep -c '^# TYPE ' "$work/sock.prom") in the socket's answer"
 
 # Kernel figures: the busy tenant's CPU counter grows (2 s of a busy loop) and
@@ -272,8 +272,8 @@ rate=$(awk -v a="${b0:-0}" -v b="${b1:-0}" -v t0="$t0" -v t1="$t1" 'BEGIN { prin
 check cpu-figures "awk -v r=$rate -v b='${b1:-x}' -v k='${k1:-0}' -v i='${i1:-x}' 'BEGIN {
 	exit !(r > 0.1 && b != \"x\" && b <= k + 0.001 && k - b < 1 && i != \"x\" && i < 0.05) }'" \
 	"busy used $rate cores over 2 s (counter ${b0:-none} -> ${b1:-none} s; cpu.stat then ${k1:-none} s), idle ${i1:-none} s in all"
-alloc=$(value "$prom" drfd_allocation 'tenant="busy",resource="net-egress"')
-cap=$(value "$prom" drfd_capacity 'resource="net-egress"')
+alloc=$(value "$prom" drfd_allocation_bytes_per_second 'tenant="busy",resource="net-egress"')
+cap=$(value "$prom" drfd_capacity_bytes_per_second 'resource="net-egress"')
 check bytes-per-second "[ '$alloc' = 6250000 ] && [ '$cap' = 12500000 ]" \
 	"busy's net-egress allocation $alloc bytes/s of $cap: half of 100mbit"
 
@@ -316,8 +316,8 @@ if start_drfd; then
 	write_conf "metrics-file = $tf/drfd.prom
 metrics-detail = full"
 	kill -HUP "$drfd_pid"
-	wait_for "grep -q '^# TYPE drfd_limit ' $tf/drfd.prom"
-	check reload-detail "grep -q '^# TYPE drfd_limit gauge' $tf/drfd.prom && kill -0 $drfd_pid" \
+	wait_for "grep -q '^# TYPE drfd_declared_demand_bytes_per_second ' $tf/drfd.prom"
+	check reload-detail "grep -q '^# TYPE drfd_declared_demand_bytes_per_second gauge' $tf/drfd.prom && kill -0 $drfd_pid" \
 		"after SIGHUP with metrics-detail = full: $(grep -c '^# TYPE ' "$tf/drfd.prom") families in the file"
 	write_conf ""
 	kill -HUP "$drfd_pid"
@@ -419,6 +419,23 @@ if start_drfd; then
 	fam_http=$(grep '^# TYPE ' "$work/http2.prom" | sort | md5sum)
 	check http-same-as-file "[ $same -ge 1 ] && [ $differ -eq 0 ] && [ '$fam_file' = '$fam_http' ]" \
 		"of 20 scrapes, $same while the file stayed the same tick: byte for byte the file's text ($differ differed); $(grep -c '^# TYPE ' "$work/http2.prom") families, the file's"
+	# gzip for a scraper that asks: the same tick's text, gunzip'ed by curl.
+	gsame=0 gdiffer=0
+	for _ in $(seq 20); do
+		tail -n +2 "$tf/drfd.prom" >"$work/before"
+		inns curl -s -H 'Accept-Encoding: gzip' -D "$work/gz.head" -o "$work/http.gz" \
+			"http://127.0.0.1:$hport/metrics"
+		tail -n +2 "$tf/drfd.prom" >"$work/after"
+		cmp -s "$work/before" "$work/after" || continue
+		if gzip -dc <"$work/http.gz" | cmp -s "$work/before" -; then
+			gsame=$((gsame + 1))
+		else
+			gdiffer=$((gdiffer + 1))
+		fi
+	done
+	genc=$(tr -d '\r' <"$work/gz.head" | awk -F': ' 'tolower($1) == "content-encoding" { print $2 }')
+	check http-gzip "[ $gsame -ge 1 ] && [ $gdiffer -eq 0 ] && [ '$genc' = gzip ]" \
+		"Accept-Encoding: gzip: Content-Encoding '$genc'; of 20 scrapes, $gsame gunzip to the file's text of their tick ($gdiffer did not); $(stat -c %s "$work/http.gz") bytes for $(stat -c %s "$work/after")"
 	c404=$(inns curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$hport/")
 	c405=$(inns curl -s -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:$hport/metrics")
 	chead=$(inns curl -s -o /dev/null -w '%{http_code}' -I "http://127.0.0.1:$hport/metrics")
@@ -529,7 +546,7 @@ YML
 		sleep 0.1
 	done
 	pup=$(got 'up{job="drfd"}') pdrfd=$(got 'drfd_up{job="drfd"}')
-	palloc=$(got 'drfd_allocation{job="drfd",tenant="busy",resource="net-egress"}')
+	palloc=$(got 'drfd_allocation_bytes_per_second{job="drfd",tenant="busy",resource="net-egress"}')
 	check prometheus-scrape "[ '$pup' = 1 ] && [ '$pdrfd' = 1 ] && [ '$palloc' = 6250000 ]" \
 		"Prometheus $("$prometheus" --version 2>&1 | awk 'NR == 1 { print $3 }') scraping 127.0.0.1:$hport: up ${pup:-none}, drfd_up ${pdrfd:-none}, busy's net-egress allocation ${palloc:-none}"
 	stop "$prom_pid"

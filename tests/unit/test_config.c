@@ -897,6 +897,14 @@ static void test_metrics_detail(void **state)
 				   &t_fake_host, &c), 0);
 	assert_int_equal(c.metrics_detail, DRF_METRICS_BASIC);
 	drf_config_free(&c);
+	/* metrics-legacy-names: no by default, yes or no */
+	assert_false(c.metrics_legacy_names);
+	assert_int_equal(load_with("[agent]\nmetrics-legacy-names = yes\n[capacity]\ncpu = 4\n",
+				   &t_fake_host, &c), 0);
+	assert_true(c.metrics_legacy_names);
+	drf_config_free(&c);
+	expect_error("[agent]\nmetrics-legacy-names = true\n", 2,
+		     "metrics-legacy-names = 'true': expected 'yes' or 'no'");
 	expect_error("[agent]\nmetrics-detail = verbose\n[capacity]\ncpu = 4\n", 2,
 		     "metrics-detail = 'verbose': expected 'basic' or 'full'");
 	expect_error("; x\n[agent]\nmetrics-file = /a.prom\nmetrics-detail = Full\n", 4,
@@ -907,7 +915,8 @@ static void test_metrics_detail(void **state)
 		     "unknown key 'metrics-detail' in [capacity]");
 	/* a misspelt key: the list of known ones names it */
 	expect_error("[agent]\nmetrics_detail = full\n", 2,
-		     "metrics-detail, metrics-listen, demand, beta, lambda, access, admins, task-output-max)");
+		     "metrics-detail, metrics-listen, metrics-legacy-names, demand, beta, lambda, "
+		     "access, admins, task-output-max)");
 }
 
 /* What a new user tripped over: the messages name the real problem. */

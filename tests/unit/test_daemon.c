@@ -1122,11 +1122,11 @@ static void test_reload_metrics_detail(void **state)
 	assert_int_equal(fakedrfd_start(&fx), 0);
 	drfd_tick(&d, 0);
 	m = read_metrics(path);
-	assert_true(has_line(m, "drfd_allocation{tenant=\"a\",resource=\"cpu\"} 1\n"));
+	assert_true(has_line(m, "drfd_allocation_cores{tenant=\"a\",resource=\"cpu\"} 1\n"));
 	assert_true(has_line(m, "# TYPE drfd_enforcement_not_holding_resources gauge\n"));
-	assert_false(has_line(m, "# TYPE drfd_declared_demand "));
-	assert_false(has_line(m, "drfd_declared_demand{"));
-	assert_false(has_line(m, "# TYPE drfd_limit "));
+	assert_false(has_line(m, "# TYPE drfd_declared_demand_cores "));
+	assert_false(has_line(m, "drfd_declared_demand_cores{"));
+	assert_false(has_line(m, "# TYPE drfd_limit_cores "));
 	free(m);
 
 	/* the socket answers full while the file is basic */
@@ -1138,9 +1138,9 @@ static void test_reload_metrics_detail(void **state)
 	drfd_req_free(&req);
 	assert_non_null(out);
 	assert_true(strncmp(out, "drfd-metrics 1\n", 15) == 0);
-	assert_true(has_line(out, "drfd_declared_demand{tenant=\"a\",resource=\"cpu\"} 1\n"));
-	assert_true(has_line(out, "# TYPE drfd_limit gauge\n"));
-	assert_true(has_line(out, "drfd_allocation{tenant=\"a\",resource=\"cpu\"} 1\n"));
+	assert_true(has_line(out, "drfd_declared_demand_cores{tenant=\"a\",resource=\"cpu\"} 1\n"));
+	assert_true(has_line(out, "# TYPE drfd_limit_cores gauge\n"));
+	assert_true(has_line(out, "drfd_allocation_cores{tenant=\"a\",resource=\"cpu\"} 1\n"));
 	free(out);
 
 	/* a reload to full: the next tick writes the file in full */
@@ -1150,9 +1150,9 @@ static void test_reload_metrics_detail(void **state)
 	assert_int_equal(d.reloads, 1);
 	drfd_tick(&d, 0);
 	m = read_metrics(path);
-	assert_true(has_line(m, "drfd_declared_demand{tenant=\"a\",resource=\"cpu\"} 1\n"));
-	assert_true(has_line(m, "# TYPE drfd_limit gauge\n"));
-	assert_true(has_line(m, "drfd_allocation{tenant=\"a\",resource=\"cpu\"} 1\n"));
+	assert_true(has_line(m, "drfd_declared_demand_cores{tenant=\"a\",resource=\"cpu\"} 1\n"));
+	assert_true(has_line(m, "# TYPE drfd_limit_cores gauge\n"));
+	assert_true(has_line(m, "drfd_allocation_cores{tenant=\"a\",resource=\"cpu\"} 1\n"));
 	free(m);
 
 	/* and back */
@@ -1162,8 +1162,8 @@ static void test_reload_metrics_detail(void **state)
 	assert_int_equal(d.reloads, 2);
 	drfd_tick(&d, 0);
 	m = read_metrics(path);
-	assert_false(has_line(m, "drfd_declared_demand{"));
-	assert_true(has_line(m, "drfd_allocation{tenant=\"a\",resource=\"cpu\"} 1\n"));
+	assert_false(has_line(m, "drfd_declared_demand_cores{"));
+	assert_true(has_line(m, "drfd_allocation_cores{tenant=\"a\",resource=\"cpu\"} 1\n"));
 	free(m);
 }
 

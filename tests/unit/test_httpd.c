@@ -35,6 +35,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "daemon.h"
 #include "fakedrfd.h"
@@ -209,16 +210,19 @@ static int answer_status(const char *all, size_t len)
 	return len > 0 && sscanf(all, "HTTP/1.1 %d ", &status) == 1 ? status : 0;
 }
 
-/* The answer to "METHOD PATH" at port: its status code, its head and body (to free). */
-static int request(uint16_t port, const char *method, const char *path, char **head,
-		   char **body, size_t *body_len)
+/*
+ * The answer to "METHOD PATH" at port, with the header line extra (NULL:
+ * none): its status code, its head and body (to free).
+ */
+static int request_with(uint16_t port, const char *method, const char *path, const char *extra,
+			char **head, char **body, size_t *body_len)
 {
-	char req[256], *all, *sep;
+	char req[512], *all, *sep;
 	size_t len;
 	int fd = connect_from(1, port), status;
 
-	snprintf(req, sizeof(req), "%s %s HTTP/1.1\r\nHost: drfd\r\nConnection: close\r\n\r\n",
-		 method, path);
+	snprintf(req, sizeof(req), "%s %s HTTP/1.1\r\nHost: drfd\r\n%s%sConnection: close\r\n\r\n",
+		 method, path, extra ? extra : "", extra ? "\r\n" : "");
 	all = exchange(fd, req, 2000, &len);
 	close(fd);
 	status = answer_status(all, len);
@@ -239,6 +243,12 @@ static int request(uint16_t port, const char *method, const char *path, char **h
 	sep[2] = '\0';
 	*head = all;
 	return status;
+}
+
+static int request(uint16_t port, const char *method, const char *path, char **head,
+		   char **body, size_t *body_len)
+{
+	return request_with(port, method, path, NULL, head, body, body_len);
 }
 
 /* The status of GET /metrics at port, the loop run at most turns turns of 100 ms (0: no answer). */
@@ -281,6 +291,94 @@ static char *read_file(const char *path, size_t *ret_len)
 	return buf;
 }
 
+/* body, gunzip'ed into out (to free): its length, or -1 when it is no gzip. */
+static long gunzip(const char *body, size_t len, char **out)
+{
+	z_stream z = { 0 };
+	size_t cap = 1 << 20;
+	long n;
+
+	*out = malloc(cap);
+	assert_non_null(*out);
+	assert_int_equal(inflateInit2(&z, 15 + 16), Z_OK);
+	z.next_in = (Bytef *)body;
+	z.avail_in = (uInt)len;
+	z.next_out = (Bytef *)*out;
+	z.avail_out = (uInt)cap;
+	n = inflate(&z, Z_FINISH) == Z_STREAM_END && z.avail_in == 0 ? (long)z.total_out : -1;
+	inflateEnd(&z);
+	return n;
+}
+
+/*
+ * gzip for a scraper that asks (Prometheus does): the same text, gzip'ed,
+ * Content-Encoding said; not for one that does not ask or refuses it (q=0).
+ */
+static void test_gzip(void **state)
+{
+	static const struct {
+		const char *ae;
+		bool gz;
+	} cases[] = {
+		{ NULL, false },
+		{ "Accept-Encoding: gzip", true },
+		{ "Accept-Encoding: gzip, deflate", true },
+		{ "Accept-Encoding: deflate, GZIP;q=0.5", true },
+		{ "Accept-Encoding: *", true },
+		{ "Accept-Encoding: gzip;q=0", false },
+		{ "Accept-Encoding: gzip; q=0.000, identity", false },
+		{ "Accept-Encoding: identity", false },
+		{ "Accept-Encoding: xgzip", false },
+	};
+	char *head, *body, *plain, *gz;
+	size_t len, plen;
+	uint16_t port;
+	struct drfd_http_stats st;
+	unsigned want_gz = 0;
+
+	(void)state;
+	start_with("127.0.0.1:9100");
+	port = real_port(9100);
+	assert_int_equal(request(port, "GET", "/metrics", &head, &plain, &plen), 200);
+	assert_true(has_header(head, "Vary", "Accept-Encoding"));
+	free(head);
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		assert_int_equal(request_with(port, "GET", "/metrics", cases[k].ae, &head, &body,
+					      &len), 200);
+		if (cases[k].gz) {
+			long n = gunzip(body, len, &gz);
+
+			if (n != (long)plen || memcmp(gz, plain, plen) != 0)
+				fail_msg("'%s': the gunzip'ed body is not the text (%ld, %zu bytes)",
+					 cases[k].ae, n, plen);
+			assert_true(has_header(head, "Content-Encoding", "gzip"));
+			assert_true(len < plen);
+			free(gz);
+			want_gz++;
+		} else {
+			if (strcasestr(head, "Content-Encoding"))
+				fail_msg("'%s': answered with a Content-Encoding", cases[k].ae);
+			assert_int_equal(len, plen);
+			assert_memory_equal(body, plain, plen);
+		}
+		free(head);
+		free(body);
+	}
+	/* the next tick's text, gzip'ed anew */
+	fakedrfd_advance(&fx, DRF_USEC_PER_SEC);
+	drfd_tick(&d, 0);
+	assert_int_equal(request_with(port, "GET", "/metrics", "Accept-Encoding: gzip", &head,
+				      &body, &len), 200);
+	assert_true(gunzip(body, len, &gz) > 0);
+	assert_non_null(strstr(gz, "\ndrfd_ticks_total 2\n"));
+	free(gz);
+	free(head);
+	free(body);
+	free(plain);
+	drfd_httpd_stats(d.http, &st);
+	assert_int_equal(st.gzip, want_gz + 1);
+}
+
 static void test_serves_metrics(void **state)
 {
 	char *head, *body, *file;
@@ -302,7 +400,7 @@ static void test_serves_metrics(void **state)
 	assert_true(flen > mark && strncmp(file, DRFD_METRICS_MARK, mark) == 0);
 	assert_int_equal(len, flen - mark);
 	assert_memory_equal(body, file + mark, len);
-	assert_non_null(strstr(body, "\ndrfd_allocation{tenant=\"a\",resource=\"cpu\"} 1\n"));
+	assert_non_null(strstr(body, "\ndrfd_allocation_cores{tenant=\"a\",resource=\"cpu\"} 1\n"));
 	free(head);
 	free(body);
 	free(file);
@@ -730,6 +828,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_serves_metrics, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_gzip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_per_address_cap, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cap_then_recovers, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_slow_request_shut, setup, teardown),

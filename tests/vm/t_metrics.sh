@@ -24,7 +24,7 @@ drf.slice (share mode, cpu 2, memory 1G, interval 500ms, metrics-file textfile/d
  '- idle  cpu 1, nothing
 node-exporter --collector.disable-defaults --collector.textfile on 127.0.0.1:PORT
 expect: the file replaced whole each tick; promtool check metrics exit 0; the scrape has
-        drfd_up 1, node_textfile_scrape_error 0, busy's drfd_use{resource="cpu",window="tick"}
+        drfd_up 1, node_textfile_scrape_error 0, busy's drfd_use_cores{resource="cpu",window="tick"}
         above 0.5 and idle's below 0.1
 DIAGRAM
 
@@ -136,14 +136,14 @@ kill "$exp_pid" 2>/dev/null
 wait "$exp_pid" 2>/dev/null
 exp_pid=''
 cp "$scrape" "$R/scrape.txt"
-busy_use=$(value "$scrape" drfd_use 'tenant="busy",resource="cpu",window="tick"')
-idle_use=$(value "$scrape" drfd_use 'tenant="idle",resource="cpu",window="tick"')
+busy_use=$(value "$scrape" drfd_use_cores 'tenant="busy",resource="cpu",window="tick"')
+idle_use=$(value "$scrape" drfd_use_cores 'tenant="idle",resource="cpu",window="tick"')
 scrape_err=$(value "$scrape" node_textfile_scrape_error)
 up=$(value "$scrape" drfd_up)
 check metrics-node-exporter "[ '$up' = 1 ] && [ '$scrape_err' = 0 ]" \
 	"scraped 127.0.0.1:$port: drfd_up ${up:-none}, node_textfile_scrape_error ${scrape_err:-none}, $(grep -c '^drfd_' "$scrape") drfd samples"
 check metrics-cpu-use "$PY -c 'import sys; sys.exit(0 if float(\"${busy_use:-nan}\") > 0.5 and float(\"${idle_use:-nan}\") < 0.1 else 1)'" \
-	"in the scrape: busy used ${busy_use:-none} cores over the tick, idle ${idle_use:-none}; allocations $(value "$scrape" drfd_allocation 'tenant="busy",resource="cpu"') and $(value "$scrape" drfd_allocation 'tenant="idle",resource="cpu"') of $(value "$scrape" drfd_capacity 'resource="cpu"'); busy's use over the minute $(value "$scrape" drfd_use 'tenant="busy",resource="cpu",window="1m"'); probes up $(value "$scrape" drfd_probes_up)"
+	"in the scrape: busy used ${busy_use:-none} cores over the tick, idle ${idle_use:-none}; allocations $(value "$scrape" drfd_allocation_cores 'tenant="busy",resource="cpu"') and $(value "$scrape" drfd_allocation_cores 'tenant="idle",resource="cpu"') of $(value "$scrape" drfd_capacity_cores 'resource="cpu"'); busy's use over the minute $(value "$scrape" drfd_use_cores 'tenant="busy",resource="cpu",window="1m"'); probes up $(value "$scrape" drfd_probes_up)"
 
 pkill -f 'while :; do :; done'
 kill "$pid"

@@ -177,10 +177,10 @@ measure online-idle-utilization 3 util_window
 check online-status-demand 'grep -q "demand (observed; [0-9]* changes): cpu 0.125 of 2 (fell)" "$work/status.txt"' \
 	"$(grep -m1 -A0 'demand (observed' "$work/status.txt" | sed -n 1p) (first tenant's line; C's: $(grep 'cpu 0.125 of 2' "$work/status.txt" | head -n 1))"
 for _ in $(seq 20); do [ -s "$work/drfd.prom" ] && break; sleep 0.5; done
-eff=$(awk '$1 == "drfd_effective_demand{tenant=\"C\",resource=\"cpu\"}" { print $2 }' "$work/drfd.prom")
-decl=$(awk '$1 == "drfd_declared_demand{tenant=\"C\",resource=\"cpu\"}" { print $2 }' "$work/drfd.prom")
+eff=$(awk '$1 == "drfd_effective_demand_cores{tenant=\"C\",resource=\"cpu\"}" { print $2 }' "$work/drfd.prom")
+decl=$(awk '$1 == "drfd_declared_demand_cores{tenant=\"C\",resource=\"cpu\"}" { print $2 }' "$work/drfd.prom")
 check online-metrics-demand '[ "$eff" = 0.125 ] && [ "$decl" = 2 ]' \
-	"drfd_effective_demand C cpu $eff, drfd_declared_demand $decl"
+	"drfd_effective_demand_cores C cpu $eff, drfd_declared_demand_cores $decl"
 "$DRFCTL" top -c "$conf" --socket "$sock" -b -n 1 >"$work/top.txt" 2>&1
 check online-top-demand 'grep -E "^C .*~0\.1" "$work/top.txt" >/dev/null' \
 	"drfctl top row: $(grep -E '^C ' "$work/top.txt")"
