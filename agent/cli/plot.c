@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <spawn.h>
@@ -73,15 +74,23 @@ static bool has_rows(const struct drf_tradeoff *t, int pol, bool off, double bet
 
 static void put_script(FILE *f, const struct drf_config *cfg, const struct drf_tradeoff *t)
 {
+	/*
+	 * Colour is the policy in both panels (FDS, GFJ, DRF); on the left, the
+	 * dash and the point say the figure (Jain's index: solid, filled
+	 * circles; a resource's utilization: a dash and an open shape of its
+	 * own).
+	 */
 	static const struct {
 		int pol;
 		const char *name, *block;
-		int dash;
+		int colour;
 	} fam[] = { { DRF_POLICY_FDS, "FDS", "fds", 1 }, { DRF_POLICY_GFJ, "GFJ", "gfj", 2 } };
+	const int drf_colour = 7;
 	double off_betas[8];
 	size_t nob = 0;
 	const struct drf_tradeoff_row *drf = NULL;
 	int mean = 4 + t->m; /* the column of the mean utilization */
+	double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
 	const char *sep;
 
 	for (size_t i = 0; i < t->n; i++) {
@@ -96,7 +105,7 @@ static void put_script(FILE *f, const struct drf_config *cfg, const struct drf_t
 		if (r->off_sweep && k == nob && nob < sizeof(off_betas) / sizeof(off_betas[0]))
 			off_betas[nob++] = r->beta;
 	}
-	fputs("set terminal svg size 1200,640 dynamic noenhanced font 'sans,11'\n"
+	fputs("set terminal svg size 1200,700 dynamic noenhanced font 'sans,11'\n"
 	      "set output\n", f);
 	for (size_t q = 0; q < 2; q++) {
 		char name[32];
@@ -118,57 +127,83 @@ static void put_script(FILE *f, const struct drf_config *cfg, const struct drf_t
 	fputs("set title \"against beta, lambda = (1 - beta) / beta\"\n"
 	      "set logscale x\nset xrange [0.2:120]\nset yrange [0:1.05]\n"
 	      "set xlabel \"beta\"\nset ylabel \"Jain's index; utilization\"\n"
-	      "set key below\nset grid\n", f);
+	      /* the legend below the x axis's label, not on it */
+	      "set key below height 1.5\nset grid\n", f);
 	sep = "plot ";
 	for (size_t q = 0; q < 2; q++) {
 		if (!has_rows(t, fam[q].pol, false, 0))
 			continue;
-		fprintf(f, "%s$%s using 1:3 with linespoints lc 1 dt %d pt 7 title \"%s: Jain's index\"",
-			sep, fam[q].block, fam[q].dash, fam[q].name);
+		fprintf(f, "%s$%s using 1:3 with linespoints lc %d dt 1 pt 7 title \"%s: Jain's index\"",
+			sep, fam[q].block, fam[q].colour, fam[q].name);
 		sep = ", \\\n  ";
 		for (int k = 0; k < t->m; k++) {
 			fprintf(f, "%s$%s using 1:%d with linespoints lc %d dt %d pt %d "
 				   "title \"%s: %s used\"",
-				sep, fam[q].block, 4 + k, k + 2, fam[q].dash, 4 + k,
+				sep, fam[q].block, 4 + k, fam[q].colour, k + 2, 4 + 2 * k,
 				fam[q].name, drf_res_name(t->ids[k]));
 		}
 	}
 	if (drf) {
-		fprintf(f, "%s%.17g with lines lc 1 dt 3 title \"DRF: Jain's index\"", sep,
-			drf->met.jain);
+		fprintf(f, "%s%.17g with lines lc %d dt 1 title \"DRF: Jain's index\"", sep,
+			drf->met.jain, drf_colour);
 		sep = ", \\\n  ";
 		for (int k = 0; k < t->m; k++)
-			fprintf(f, "%s%.17g with lines lc %d dt 3 title \"DRF: %s used\"", sep,
-				drf->met.utilization[t->ids[k]], k + 2, drf_res_name(t->ids[k]));
+			fprintf(f, "%s%.17g with lines lc %d dt %d title \"DRF: %s used\"", sep,
+				drf->met.utilization[t->ids[k]], drf_colour, k + 2,
+				drf_res_name(t->ids[k]));
 	}
 	fputs("\n", f);
 
 	/* Right: the frontier. */
-	fputs("unset logscale x\nset autoscale x\nset yrange [*:*]\n"
+	/* The points' box and 4% more each way: DRF's marker at Jain's 1 is seen whole. */
+	for (size_t i = 0; i < t->n; i++) {
+		const struct drf_tradeoff_row *r = &t->rows[i];
+		double y = drf_tradeoff_mean_used(t, r);
+
+		if (r->gave_up)
+			continue;
+		x0 = fmin(x0, r->met.jain);
+		x1 = fmax(x1, r->met.jain);
+		y0 = fmin(y0, y);
+		y1 = fmax(y1, y);
+	}
+	if (x0 <= x1 && y0 <= y1) {
+		double dx = fmax(x1 - x0, 0.01) * 0.04, dy = fmax(y1 - y0, 0.01) * 0.04;
+
+		fprintf(f, "set xrange [%.17g:%.17g]\nset yrange [%.17g:%.17g]\n", x0 - dx, x1 + dx,
+			y0 - dy, y1 + dy);
+	} else {
+		fputs("set xrange [*:*]\nset yrange [*:*]\n", f);
+	}
+	fputs("unset logscale x\n"
 	      "set title \"the frontier: fairness against efficiency\"\n"
 	      "set xlabel \"Jain's index (fairness)\"\n"
 	      "set ylabel \"mean utilization of the resources (efficiency)\"\n"
-	      "set key below maxrows 3\n", f);
+	      "set key below height 1.5 maxrows 3\n", f);
 	sep = "plot ";
+	/* DRF first, an open triangle: the sweeps' points that end on it stay seen. */
+	if (drf) {
+		fprintf(f, "%s$drf using 1:2 with points lc %d pt 8 ps 2.5 title \"DRF\"", sep,
+			drf_colour);
+		sep = ", \\\n  ";
+	}
 	for (size_t q = 0; q < 2; q++) {
 		if (has_rows(t, fam[q].pol, false, 0)) {
-			fprintf(f, "%s$%s using 3:%d with linespoints lc %zu dt 1 pt 7 "
+			fprintf(f, "%s$%s using 3:%d with linespoints lc %d dt 1 pt 7 "
 				   "title \"%s, beta 0.25 to 100\"",
-				sep, fam[q].block, mean, q + 1, fam[q].name);
+				sep, fam[q].block, mean, fam[q].colour, fam[q].name);
 			sep = ", \\\n  ";
 		}
 		for (size_t b = 0; b < nob; b++) {
 			if (!has_rows(t, fam[q].pol, true, off_betas[b]))
 				continue;
-			fprintf(f, "%s$%s_off%g using 3:%d with linespoints lc %zu dt 2 pt %zu "
+			fprintf(f, "%s$%s_off%g using 3:%d with linespoints lc %d dt 2 pt %zu "
 				   "title \"%s, beta %g, lambda below the line\"",
-				sep, fam[q].block, off_betas[b], mean, q + 1, 4 + b, fam[q].name,
-				off_betas[b]);
+				sep, fam[q].block, off_betas[b], mean, fam[q].colour, 4 + 2 * b,
+				fam[q].name, off_betas[b]);
 			sep = ", \\\n  ";
 		}
 	}
-	if (drf)
-		fprintf(f, "%s$drf using 1:2 with points lc 7 pt 9 ps 2 title \"DRF\"", sep);
 	fputs("\nunset multiplot\n", f);
 }
 

@@ -8,7 +8,9 @@ marks, gnuplot's mark in the key left out) must be the sweep's rows for that
 series, in order: on the left Jain's index and each resource's utilization
 against log beta, on the right Jain's index against the mean utilization. The
 pixels of each panel must be one linear map of the values (within a pixel): a
-picture of other numbers, or of a missing or extra point, fails.
+picture of other numbers, or of a missing or extra point, fails. Colour is the
+policy in both panels: every series of FDS one colour, of GFJ one, of DRF one,
+and the three differ.
 Exit 0 if so; 1, saying what differs, if not.
 """
 import json
@@ -32,6 +34,21 @@ def series_of(svg_path):
                  for u in g.iter(NS + "use")]
         if texts and marks and all(marks):
             out[texts[0]] = [(float(m.group(1)), float(m.group(2))) for m in marks[:-1]]
+    return out
+
+
+def colours_of(svg_path):
+    """{key text: {colours}}: the rgb() colours a series draws with (lines and marks)."""
+    root = ET.parse(svg_path).getroot()
+    out = {}
+    for g in root.iter(NS + "g"):
+        if not re.fullmatch(r"gnuplot_plot_\d+[a-z]?", g.get("id") or ""):
+            continue
+        texts = ["".join(t.itertext()) for t in g.iter(NS + "text")]
+        cols = {re.sub(r"\s+", "", e.get(a)) for e in g.iter() for a in ("stroke", "color")
+                if (e.get(a) or "").startswith("rgb(")}
+        if texts:
+            out[texts[0]] = cols
     return out
 
 
@@ -93,6 +110,16 @@ def main():
                 bad.append(f"{panel}: the {axis} pixels are not one linear map of the values "
                            f"(off by up to {worst:.2f} px)")
         print(f"{panel}: {len(want)} series, {len(xs)} points as in the sweep")
+    by_policy = {}
+    for name, cols in colours_of(svg).items():
+        by_policy.setdefault(re.split(r"[,:]", name)[0], set()).update(cols)
+    for pol, cols in sorted(by_policy.items()):
+        if len(cols) != 1:
+            bad.append(f"{pol}'s series are drawn in {len(cols)} colours ({sorted(cols)}), not one")
+    firsts = [next(iter(c)) for c in by_policy.values() if len(c) == 1]
+    if len(set(firsts)) != len(firsts):
+        bad.append(f"two policies share a colour: {by_policy}")
+    print(f"colours: {', '.join(f'{p} {sorted(c)}' for p, c in sorted(by_policy.items()))}")
     if bad:
         print("\n".join(bad))
         return 1
