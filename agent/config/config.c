@@ -91,6 +91,7 @@ struct parser {
 	 */
 	int n_err;
 	bool stop;
+	bool full;      /* the error text is full: said so, the rest left out */
 	/* the file being read */
 	const char *file;
 	bool main_file;
@@ -126,6 +127,8 @@ struct parser {
 };
 
 #define CONFIG_ERRORS 10 /* a file's errors said at most */
+/* After the errors that fit: the file has more (a line of its own). */
+#define MORE_ERRORS "\n" DRF_CONFIG_MORE_ERRORS
 
 /*
  * The error, FILE:LINE first, with control characters escaped: a name or a
@@ -138,8 +141,16 @@ fail_at(struct parser *ps, int line, const char *fmt, ...)
 	size_t off = 0;
 	va_list ap;
 
+	if (ps->full)
+		return;
 	if (ps->n_err >= CONFIG_ERRORS) {
-		ps->stop = true;
+		size_t used = strlen(ps->err);
+
+		/* an eleventh: said to be there */
+		if (used + sizeof(MORE_ERRORS) <= ps->errlen)
+			memcpy(ps->err + used, MORE_ERRORS, sizeof(MORE_ERRORS));
+		ps->n_err++;
+		ps->full = ps->stop = true;
 		return;
 	}
 	ps->failed = true;
@@ -162,15 +173,18 @@ fail_at(struct parser *ps, int line, const char *fmt, ...)
 
 		drf_escape_controls(raw, one, sizeof(one));
 		len = strlen(one);
-		if (used + 1 + len >= ps->errlen) {
-			ps->stop = true;
+		/* room kept for the line that says some were left out */
+		if (used + 1 + len + sizeof(MORE_ERRORS) > ps->errlen) {
+			if (used + sizeof(MORE_ERRORS) <= ps->errlen)
+				memcpy(ps->err + used, MORE_ERRORS, sizeof(MORE_ERRORS));
+			ps->n_err++; /* said or not, an error: its key is not taken */
+			ps->full = ps->stop = true;
 			return;
 		}
 		ps->err[used] = '\n';
 		memcpy(ps->err + used + 1, one, len + 1);
 	}
-	if (++ps->n_err == CONFIG_ERRORS)
-		ps->stop = true;
+	++ps->n_err;
 }
 
 #define fail(ps, ...) fail_at(ps, (ps)->line, __VA_ARGS__)

@@ -190,7 +190,10 @@ size_t drf_config_impossible(const struct drf_config *c, drf_config_note_fn *not
  * Loads and checks the config. On failure returns a negative errno, writes
  * "FILE:LINE: what is wrong" (or "FILE: ..." when no line applies) into err,
  * and leaves ret untouched. On success ret owns everything; drf_config_free().
+ * A file's independent errors are a line each, ten at most; when more were
+ * found than err holds or ten, the last line is DRF_CONFIG_MORE_ERRORS.
  */
+#define DRF_CONFIG_MORE_ERRORS "(more errors follow; mend these and load it again)"
 int drf_config_load(const char *path, const struct drf_host_ops *host, struct drf_config *ret,
 		    char *err, size_t errlen);
 void drf_config_free(struct drf_config *c);

@@ -940,8 +940,8 @@ int drfd_reload(struct drfd *d)
 		drf_declared_free(&n);
 		d->reloads_refused++;
 		verdict(d, false);
-		drf_log(d->log, LOG_ERR, "reload refused, keeping the configuration in force: %s",
-			err);
+		drf_log_lines(d->log, LOG_ERR, "reload refused, keeping the configuration in force: ",
+			      err);
 		return r;
 	}
 	/* In force: the new config, its plan, its tenants' measurements. */

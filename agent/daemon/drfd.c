@@ -529,7 +529,7 @@ int main(int argc, char **argv)
 	/* The config is loaded before the host check only to know what to check. */
 	r = drf_declared_load(&d.decl, o.config, env.host, err, sizeof(err));
 	if (r < 0) {
-		drf_log(d.log, LOG_ERR, "%s", err);
+		drf_log_lines(d.log, LOG_ERR, "", err);
 		return r == -ENOMEM ? EXIT_FAIL : EXIT_CONFIG;
 	}
 	/* A fleet node starts with no tenants: they come with the fleet's assignment. */

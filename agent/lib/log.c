@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 #include "log.h"
 
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -20,6 +22,18 @@ void drf_log(const struct drf_logger *l, int prio, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	l->fn(l->ctx, prio, msg);
+}
+
+void drf_log_lines(const struct drf_logger *l, int prio, const char *prefix, const char *text)
+{
+	do {
+		size_t n = strcspn(text, "\n");
+
+		if (n > INT_MAX)
+			n = INT_MAX;
+		drf_log(l, prio, "%s%.*s", prefix, (int)n, text);
+		text += n;
+	} while (*text && *++text);
 }
 
 static const char *label(int prio)

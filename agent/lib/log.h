@@ -26,6 +26,13 @@ struct drf_logger {
 void drf_log(const struct drf_logger *l, int prio, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/*
+ * text (a config's errors, a line each) as one record a line, each after
+ * prefix: a journal's record is one line, and a line that ran on with "\n"
+ * escaped reads as one long error.
+ */
+void drf_log_lines(const struct drf_logger *l, int prio, const char *prefix, const char *text);
+
 /* The stderr sink's state: where its lines go and up to which priority. */
 struct drf_stderr_sink {
 	bool journal;

@@ -108,6 +108,9 @@ static int error_lines(int *lines, int max)
 
 	snprintf(prefix, sizeof(prefix), "%s:", main_path);
 	while (*l && n < max) {
+		/* the last line may say that more were left out */
+		if (strcmp(l, DRF_CONFIG_MORE_ERRORS) == 0)
+			break;
 		assert_int_equal(strncmp(l, prefix, strlen(prefix)), 0);
 		lines[n++] = atoi(l + strlen(prefix));
 		l += strcspn(l, "\n");
@@ -143,6 +146,7 @@ static void test_many_errors(void **state)
 	assert_int_equal(lines[5], 11); /* 1X */
 	assert_int_equal(lines[6], 12); /* set twice */
 	assert_non_null(strstr(err, "did you mean '8G'"));
+	assert_null(strstr(err, DRF_CONFIG_MORE_ERRORS));
 
 	/* a section's error: nothing after it is said */
 	assert_int_not_equal(load_with("[capacity]\ncpu = 4\nmemory = 8G\n[tenant a]\ncpu = x\n"
@@ -160,6 +164,25 @@ static void test_many_errors(void **state)
 	assert_int_not_equal(load_with(text, &t_fake_host, &c), 0);
 	assert_int_equal(error_lines(lines, 16), 10);
 	assert_int_equal(lines[9], 23);
+	assert_non_null(strstr(err, "\n" DRF_CONFIG_MORE_ERRORS));
+	/* exactly ten: none left out, none said to be */
+	off = (size_t)snprintf(text, sizeof(text), "[capacity]\ncpu = 4\nmemory = 8G\n");
+	for (int i = 0; i < 10; i++)
+		off += (size_t)snprintf(text + off, sizeof(text) - off, "[tenant t%d]\ncpu = bad\n", i);
+	assert_int_not_equal(load_with(text, &t_fake_host, &c), 0);
+	assert_int_equal(error_lines(lines, 16), 10);
+	assert_null(strstr(err, DRF_CONFIG_MORE_ERRORS));
+
+	/* long errors past err's 1 KiB: whole lines, then the line that says so */
+	off = (size_t)snprintf(text, sizeof(text), "[capacity]\ncpu = 4\nmemory = 8G\n[agent]\n");
+	for (int i = 0; i < 8; i++)
+		off += (size_t)snprintf(text + off, sizeof(text) - off, "%c%0150d = 1\n", 'a' + i, 0);
+	assert_int_not_equal(load_with(text, &t_fake_host, &c), 0);
+	n = error_lines(lines, 16);
+	assert_true(n >= 2 && n < 8);
+	assert_int_equal(lines[n - 1], 5 + n - 1);
+	assert_non_null(strstr(err, "\n" DRF_CONFIG_MORE_ERRORS));
+	assert_true(strlen(err) < sizeof(err));
 }
 
 /* drfd.conf's [fleet]: a fleet node; its tenants come from the fleet's assignment. */

@@ -1310,6 +1310,33 @@ static void test_reload_verdict_kept(void **state)
 	assert_true(metric("drfd_config_last_reload_success_timestamp_seconds") == START_S + 15);
 }
 
+/*
+ * A refused reload's errors go to the log a record each, every one saying
+ * what it is: a journal's record is one line (two errors in one record came
+ * out as one line, the newline escaped).
+ */
+static void test_reload_errors_logged_apart(void **state)
+{
+	size_t refusals = 0;
+
+	(void)state;
+	fx.env.log = &recording_log;
+	assert_int_equal(fakedrfd_start(&fx), 0);
+	memset(&logged, 0, sizeof(logged));
+	assert_int_equal(fakedrfd_write(&fx, NULL, TWO_CPU "[tenant a]\ncpu = x\nmemory = 8GB\n"), 0);
+	assert_int_equal(drfd_reload(&d), -EINVAL);
+	assert_non_null(strchr(d.reload_error, '\n')); /* two errors, a line each */
+	for (size_t i = 0; i < logged.n; i++) {
+		if (logged.prio[i] != LOG_ERR)
+			continue;
+		assert_null(strchr(logged.msg[i], '\n'));
+		if (strncmp(logged.msg[i], "reload refused, keeping the configuration in force: ",
+			    52) == 0)
+			refusals++;
+	}
+	assert_int_equal(refusals, 2);
+}
+
 /* The fakes' config with [agent] cgroup-root and state-dir as given. */
 static void write_with(const char *root, const char *statedir, const char *agent)
 {
@@ -1962,6 +1989,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_pressure_read_when_asked, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reload_metrics_detail, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_log_escapes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reload_errors_logged_apart, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reload_verdict_kept, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reload_start_only_keys, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reload_over_socket, setup, teardown),
