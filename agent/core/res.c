@@ -198,6 +198,8 @@ const char *drf_quantity_hint(const char *s, enum drf_unit unit, char *buf, size
 			{ "k", "kbit" }, { "kbits", "kbit" }, { "kbit/s", "kbit" },
 			{ "m", "mbit" }, { "mbits", "mbit" }, { "mbit/s", "mbit" },
 			{ "g", "gbit" }, { "gbits", "gbit" }, { "gbit/s", "gbit" },
+			/* the unit itself, in another case (100Mbit): lower case it is */
+			{ "kbit", "kbit" }, { "mbit", "mbit" }, { "gbit", "gbit" },
 		};
 		for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
 			if (strcmp(suf, forms[i][0]) != 0)

@@ -1286,6 +1286,19 @@ static bool kernel_default(enum drf_knob k, const char *val)
  * property that holds it (drf-web.slice's CPUWeight=: systemctl set-property
  * on a tenant's slice is put back, and the operator should hear which).
  */
+/*
+ * The setting an operator types (systemctl set-property, a unit file) for a
+ * D-Bus property: they differ for the CPU quota only.
+ */
+static const char *setting_of(const char *prop)
+{
+	if (strcmp(prop, "CPUQuotaPerSecUSec") == 0)
+		return "CPUQuota";
+	if (strcmp(prop, "CPUQuotaPeriodUSec") == 0)
+		return "CPUQuotaPeriodSec";
+	return prop;
+}
+
 static void foreign_log(struct drf_reconciler *rc, const struct drf_tenant_rt *t, const char *file,
 			const char *have, const char *want)
 {
@@ -1297,7 +1310,8 @@ static void foreign_log(struct drf_reconciler *rc, const struct drf_tenant_rt *t
 		size_t o = (size_t)snprintf(via, sizeof(via), " (%s's", unit);
 
 		for (int i = 0; i < n && o < sizeof(via); i++)
-			o += (size_t)snprintf(via + o, sizeof(via) - o, " %s=", props[i].name);
+			o += (size_t)snprintf(via + o, sizeof(via) - o, "%s %s=", i ? "," : "",
+					      setting_of(props[i].name));
 		if (o < sizeof(via))
 			snprintf(via + o, sizeof(via) - o, ", as systemctl set-property sets)");
 	}

@@ -187,6 +187,8 @@ static void test_hints(void **state)
 	hinted("2cores", DRF_UNIT_CORES, 2);
 	hinted("100M", DRF_UNIT_BITS, 100e6);
 	hinted("10kbits", DRF_UNIT_BITS, 10e3);
+	hinted("100Mbit", DRF_UNIT_BITS, 100e6);
+	hinted("1 GBIT", DRF_UNIT_BITS, 1e9);
 	/* nothing near: no hint */
 	assert_null(drf_quantity_hint("8XB", DRF_UNIT_BYTES, buf, sizeof(buf)));
 	assert_null(drf_quantity_hint("abc", DRF_UNIT_BYTES, buf, sizeof(buf)));
