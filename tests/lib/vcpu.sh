@@ -6,10 +6,12 @@
 # CPU) and "NS RUN0 RUN1" (host-vcpu-run: how long each has run on one).
 
 # vcpu_seconds FROM TO: the seconds the vCPU threads ran on the host between two
-# host-vcpu-run lines (FROM empty: since the boot); "?" without TO.
+# host-vcpu-run lines (FROM "boot": since the boot); "?" without FROM or TO (a
+# test whose first line was not there yet is not charged the whole boot).
 vcpu_seconds() {
 	awk -v a="$1" -v b="$2" 'BEGIN {
-		n = split(b, y, " "); if (n < 2 || (a != "" && split(a, x, " ") != n)) { print "?"; exit }
+		n = split(b, y, " "); if (a == "boot") a = ""; else if (a == "") n = 0
+		if (n < 2 || (a != "" && split(a, x, " ") != n)) { print "?"; exit }
 		for (i = 2; i <= n; i++) s += y[i] - x[i]
 		printf "%d\n", s / 1e9 + 0.5 }'
 }

@@ -76,7 +76,7 @@ boot_alone() {
 # CPUs (the line boot.sh's vm_vcpu_waits wrote last), or "?".
 # shellcheck source=tests/lib/vcpu.sh
 . "$here/../lib/vcpu.sh"
-boot_seconds() { vcpu_seconds "" "$(cat "$1/host-vcpu-run" 2>/dev/null)"; }
+boot_seconds() { vcpu_seconds boot "$(cat "$1/host-vcpu-run" 2>/dev/null)"; }
 
 shared=()
 for t in "${tests[@]}"; do alone "$t" || shared+=("$t"); done
