@@ -57,8 +57,9 @@ int drfctl_cancel(int argc, char **argv);
 int drfctl_reload(int argc, char **argv);
 
 /*
- * Asks drfd a task request (submit, cancel, exec); prints the answer's body to
- * out (or the reason to stderr); returns the exit code: 0, 2 refused, 1.
+ * drfd's answers as every command shows them (answer.c). Asks drfd a task
+ * request (submit, cancel, exec); prints the answer's body to out (or the
+ * reason to stderr); returns the exit code: 0, 2 refused, 1.
  */
 int drfctl_task_ask(const char *cmd, const char *sock, const char *req, FILE *out, char *id,
 		    size_t idlen);
@@ -110,7 +111,7 @@ int drfctl_recommend(int argc, char **argv);
 void drfctl_cli_root(const struct drf_config *c, const char *sock, char *ret, size_t len);
 
 /*
- * Prints text from drfd (status, tasks, a refusal) with its control characters
+ * (answer.c) Prints text from drfd (status, tasks, a refusal) with its control characters
  * but newlines escaped: a task's command line is another user's input.
  * 0, or -errno (out of memory, or out's error).
  */

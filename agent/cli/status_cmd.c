@@ -33,19 +33,6 @@
  * the config's, where `auto` means the tenants unit's cgroup if systemd has
  * one, or the default.
  */
-int drfctl_print_text(FILE *out, const char *text)
-{
-	size_t n = DRF_ESCAPED_SIZE(strlen(text));
-	char *e = malloc(n);
-	int r;
-
-	if (!e)
-		return -ENOMEM;
-	r = fputs(drf_escape_text(text, e, n), out) < 0 ? -EIO : 0;
-	free(e);
-	return r;
-}
-
 void drfctl_cli_root(const struct drf_config *c, const char *sock, char *ret, size_t len)
 {
 	const char *how;

@@ -20,66 +20,6 @@
 #include "proto.h"
 #include "vec.h"
 
-#define TASK_TIMEOUT_MS 10000
-
-void drfctl_socket_of(const char *config, const char *sock, char *ret, size_t len)
-{
-	struct drf_config cfg;
-	char err[2048];
-
-	if (sock) {
-		snprintf(ret, len, "%s", sock);
-		return;
-	}
-	snprintf(ret, len, "%s", DRFCTL_DEFAULT_SOCKET);
-	if (drf_config_load(config, &drf_host_real, &cfg, err, sizeof(err)) == 0) {
-		snprintf(ret, len, "%s", cfg.status_socket);
-		drf_config_free(&cfg);
-	}
-}
-
-int drfctl_task_ask(const char *cmd, const char *sock, const char *req, FILE *out, char *id,
-		    size_t idlen)
-{
-	char *answer = NULL, *body, what[32] = "";
-	size_t n;
-	int r = drf_client_ask(sock, req, TASK_TIMEOUT_MS, &answer, &n);
-
-	if (r < 0) {
-		fprintf(stderr, "drfctl %s: cannot ask drfd at %s: %s%s\n", cmd, sock, strerror(-r),
-			r == -ENOENT || r == -ECONNREFUSED ? " (is it running?)"
-			: r == -EACCES ? " (root, or a member of the config's status-group)"
-			: r == -EBUSY ? " (it holds as many connections as it takes; try again)"
-				      : "");
-		free(answer);
-		return EXIT_FAILURE;
-	}
-	if (sscanf(answer, "drfd-task 1 %31s", what) != 1) {
-		answer[strcspn(answer, "\n")] = '\0';
-		answer[strnlen(answer, 80)] = '\0';
-		fprintf(stderr, "drfctl %s: drfd answered something else: ", cmd);
-		drfctl_print_text(stderr, answer);
-		fputc('\n', stderr);
-		free(answer);
-		return EXIT_FAILURE;
-	}
-	body = strchr(answer, '\n');
-	body = body ? body + 1 : answer + n;
-	if (strcmp(what, "ok") != 0) {
-		body[strcspn(body, "\n")] = '\0';
-		fprintf(stderr, "drfctl %s: %s", cmd, strcmp(what, "refused") == 0 ? "refused: " : "");
-		drfctl_print_text(stderr, body);
-		fputc('\n', stderr);
-		free(answer);
-		return strcmp(what, "refused") == 0 ? DRFCTL_EXIT_CONFIG : EXIT_FAILURE;
-	}
-	if (id && sscanf(answer, "drfd-task 1 ok %31s", what) == 1)
-		snprintf(id, idlen, "%s", what);
-	r = out ? drfctl_print_text(out, body) : 0;
-	free(answer);
-	return r == 0 && fflush(stdout) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
-
 static int add_word(char **buf, size_t *len, size_t *cap, const char *w)
 {
 	char *e = drf_proto_escape(w);
