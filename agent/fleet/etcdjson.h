@@ -20,7 +20,7 @@
 #include <json-c/json_object.h>
 #include <json-c/json_tokener.h>
 
-#include "etcd.h"
+#include "etcdmsg.h"
 
 /* Base64 (RFC 4648, with padding) of n bytes: a new string, NULL without memory. */
 char *etcd_b64_encode(const void *p, size_t n);
