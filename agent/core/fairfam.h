@@ -29,7 +29,7 @@
 #ifndef DRF_FAIRFAM_H
 #define DRF_FAIRFAM_H
 
-#include "alloc.h"
+#include "problem.h"
 
 /* beta in (0, DRF_FAMILY_BETA_MAX]: beyond it x^-beta leaves the doubles. */
 #define DRF_FAMILY_BETA_MAX 100.0
