@@ -20,9 +20,6 @@
 #include "pins.h"
 #include "statedir.h"
 #include "statefile.h"
-#include "listener.h"
-#include "taskd.h"
-#include "fleetd.h"
 
 /* One line per tenant: what it gets. */
 void drfd_log_plan(const struct drf_logger *log, const struct drf_plan *p,
@@ -290,7 +287,6 @@ void drfd_view(const struct drfd *d, struct drf_view *ret)
 		.reload_ok = d->reload_ok, .reload_at = d->reload_at, .reload_ok_at = d->reload_ok_at,
 		.reload_error = d->reload_error, .start = &d->start,
 	};
-	drfd_sock_stats(d, &ret->sock);
 	if (d->http) {
 		struct drfd_http_stats h;
 
@@ -302,7 +298,9 @@ void drfd_view(const struct drfd *d, struct drf_view *ret)
 		};
 	}
 	drfd_loop_stats(&d->loop, drf_mono_usec(d->env->clock), &ret->loop);
-	drfd_fleet_view(d, &ret->fleet);
+	for (size_t i = 0; i < d->n_features; i++)
+		if (d->features[i]->view)
+			d->features[i]->view(d, ret);
 	if (d->tasks)
 		ret->tasks = (struct drf_view_tasks){
 			.on = true, .started_total = d->tasks->started_total,
@@ -746,7 +744,9 @@ int drfd_start(struct drfd *d, struct drf_reconcile_stats *ret)
 	/* Observed demand: the effective demands of before the restart, before any write. */
 	if (c->observed)
 		drf_online_restore(&d->online, &d->use, &d->decl);
-	drfd_tasks_start(d);
+	for (size_t i = 0; i < d->n_features; i++)
+		if (d->features[i]->started)
+			d->features[i]->started(d);
 	/* What drfd managed before: departed tenants, the device it shaped, class minors. */
 	if (d->state_path[0]) {
 		r = drf_state_load(d->state_path, d->root, &e, &n, &skipped);
@@ -959,7 +959,9 @@ int drfd_reload(struct drfd *d)
 		d->decl.cfg.n_tenants);
 	log_ignored(d);
 	drfd_log_impossible(d);
-	drfd_fleet_reloaded(d);
+	for (size_t i = 0; i < d->n_features; i++)
+		if (d->features[i]->reloaded)
+			d->features[i]->reloaded(d);
 	drfd_log_plan(d->log, &d->plan, d->has_io ? &d->io : NULL);
 	d->verify = drf_verify_per_tick(d->rc.n + d->rc.n_inner, d->decl.cfg.interval_us,
 					d->decl.cfg.verify_period_us);
@@ -1101,9 +1103,20 @@ int drfd_run(struct drfd *d)
 	return d->exit_code;
 }
 
+int drfd_add_feature(struct drfd *d, const struct drfd_feature *f)
+{
+	if (d->n_features >= DRFD_FEATURES_MAX)
+		return -E2BIG;
+	d->features[d->n_features++] = f;
+	return 0;
+}
+
 void drfd_free(struct drfd *d)
 {
-	drfd_fleet_free(d); /* its etcd calls end first, while the loop is whole */
+	/* The features first (the fleet's etcd calls end while the loop is whole). */
+	for (size_t i = 0; i < d->n_features; i++)
+		if (d->features[i]->free)
+			d->features[i]->free(d);
 	while (d->settled) {
 		struct drfd_settled *w = d->settled;
 
@@ -1112,7 +1125,6 @@ void drfd_free(struct drfd *d)
 	}
 	d->enforce_src = sd_event_source_disable_unref(d->enforce_src);
 	d->sample_src = sd_event_source_disable_unref(d->sample_src);
-	drfd_tasks_free(d);
 	drf_reconciler_free(&d->rc);
 	drf_usage_free(&d->use);
 	drf_online_free(&d->online);
@@ -1120,7 +1132,6 @@ void drfd_free(struct drfd *d)
 	if (d->has_net)
 		drf_shaper_free(&d->net);
 	d->timer = sd_event_source_unref(d->timer);
-	drfd_unlisten(d);
 	drfd_httpd_free(d->http);
 	d->http = NULL;
 	d->event = sd_event_unref(d->event);

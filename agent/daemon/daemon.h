@@ -42,6 +42,23 @@
 struct drfd_listener;
 struct drfd_httpd;
 struct drfd_http_ops;
+struct drfd;
+
+/*
+ * A feature drfd carries beside its loop (the fleet, the task queue, the
+ * sockets): its hooks, which daemon.c calls at its moments, each feature's in
+ * the order they were added (featureset.c adds them all); a hook may be NULL.
+ * daemon.c knows no feature by name: a feature calls the daemon, never the
+ * other way round.
+ */
+struct drfd_feature {
+	const char *name;
+	void (*started)(struct drfd *d);      /* the state restored, before the first pass */
+	void (*reloaded)(struct drfd *d);     /* a reload put its config in force */
+	void (*view)(const struct drfd *d, struct drf_view *ret); /* its part of the reports */
+	void (*free)(struct drfd *d);         /* at exit, first, while the loop is whole */
+};
+#define DRFD_FEATURES_MAX 8
 
 /* Every side effect of the daemon, as ops: built once in main(). */
 struct etcd;
@@ -107,6 +124,8 @@ struct drfd {
 	sd_event_source *sample_src;    /* the next step of the tick's sample (a defer) */
 	size_t pass_verify;             /* the tenants that pass reads back */
 	struct drfd_settled *settled;   /* what waits for the pass to end (drfd_when_settled) */
+	const struct drfd_feature *features[DRFD_FEATURES_MAX]; /* drfd_add_feature() */
+	size_t n_features;
 	sd_event_source *listen_src;
 	int listen_fd;
 	char *socket_path;              /* the socket drfd bound, to unlink at exit */
@@ -249,6 +268,9 @@ int drfd_listen_root(struct drfd *d, const char *status_socket, char *why, size_
 
 /* Closes the sockets and their connections; removes each socket if it is still drfd's. */
 void drfd_unlisten(struct drfd *d);
+
+/* Adds f's hooks (at most DRFD_FEATURES_MAX, before drfd_start()): 0, or -E2BIG. */
+int drfd_add_feature(struct drfd *d, const struct drfd_feature *f);
 
 /* What the reports (status, metrics) see of d: filled in when one is asked for. */
 void drfd_view(const struct drfd *d, struct drf_view *ret);

@@ -20,6 +20,7 @@
 #include "cgroupfs.h"
 #include "config.h"
 #include "daemon.h"
+#include "featureset.h"
 #include "fleetd.h"
 #include "clock.h"
 #include "hostcheck.h"
@@ -514,6 +515,7 @@ int main(int argc, char **argv)
 	stderr_log = drf_log_stderr(&stderr_sink, LOG_INFO);
 	env.log = d.log = &stderr_log;
 	d.env = &env;
+	drfd_add_features(&d); /* the fleet, the task queue, the sockets (featureset.c) */
 	r = parse_args(argc, argv, &o);
 	if (r != 0)
 		return r < 0 ? EXIT_USAGE : EXIT_OK;
@@ -623,9 +625,13 @@ int main(int argc, char **argv)
 		if (d.has_net) {
 			sys.lock_fd = drf_lock_device(d.net.ifname, DRF_LOCK_DIR, &holder);
 			if (sys.lock_fd == -EWOULDBLOCK) {
-				drf_log(d.log, LOG_ERR, "another drfd (pid %d) shapes '%s'; one "
-							"drfd per device",
-					(int)holder, d.net.ifname);
+				if (holder > 0)
+					drf_log(d.log, LOG_ERR, "another drfd (pid %d) shapes '%s'; "
+								"one drfd per device",
+						(int)holder, d.net.ifname);
+				else
+					drf_log(d.log, LOG_ERR, "another drfd shapes '%s'; one drfd "
+								"per device", d.net.ifname);
 				ret = EXIT_LOCKED;
 				goto out_fs;
 			}

@@ -565,3 +565,15 @@ void drfd_fleet_view(const struct drfd *d, struct drf_view_fleet *ret)
 		.campaign_refused_why = st->campaign_refused_why,
 	};
 }
+
+static void fleet_view(const struct drfd *d, struct drf_view *ret)
+{
+	drfd_fleet_view(d, &ret->fleet);
+}
+
+const struct drfd_feature drfd_fleet_feature = {
+	.name = "fleet",
+	.reloaded = drfd_fleet_reloaded,
+	.view = fleet_view,
+	.free = drfd_fleet_free,
+};

@@ -40,4 +40,7 @@ void drfd_fleet_tasks_step(struct drfd *d);
 /* The node's state for status and metrics (on false without [fleet]). */
 void drfd_fleet_view(const struct drfd *d, struct drf_view_fleet *ret);
 
+/* The fleet's hooks in the daemon (daemon.h): reloaded, its view, free. */
+extern const struct drfd_feature drfd_fleet_feature;
+
 #endif

@@ -1117,3 +1117,14 @@ void drfd_sock_stats(const struct drfd *d, struct drf_sock_stats *ret)
 	ret->listening = l->src && sd_event_source_get_enabled(l->src, &on) >= 0 &&
 			 on != SD_EVENT_OFF;
 }
+
+static void sockets_view(const struct drfd *d, struct drf_view *ret)
+{
+	drfd_sock_stats(d, &ret->sock);
+}
+
+const struct drfd_feature drfd_sockets_feature = {
+	.name = "sockets",
+	.view = sockets_view,
+	.free = drfd_unlisten,
+};

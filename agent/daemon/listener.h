@@ -104,4 +104,7 @@ int drfd_reload_answer(const struct drfd *d, bool done, char **out, size_t *out_
 /* All zero without a socket. */
 void drfd_sock_stats(const struct drfd *d, struct drf_sock_stats *ret);
 
+/* The sockets' hooks in the daemon (daemon.h): their counters in the view, closed at exit. */
+extern const struct drfd_feature drfd_sockets_feature;
+
 #endif

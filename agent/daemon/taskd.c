@@ -437,3 +437,9 @@ int drfd_tasks_answer(struct drfd *d, int fd, int sender, const char *req, char 
 	free(line);
 	return r;
 }
+
+const struct drfd_feature drfd_tasks_feature = {
+	.name = "tasks",
+	.started = drfd_tasks_start,
+	.free = drfd_tasks_free,
+};

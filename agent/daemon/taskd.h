@@ -19,4 +19,8 @@ void drfd_tasks_free(struct drfd *d);
 int drfd_tasks_answer(struct drfd *d, int fd, int sender, const char *req, char **out,
 		      size_t *out_len);
 
+/* The task queue's hooks in the daemon (daemon.h): started, free. */
+struct drfd_feature;
+extern const struct drfd_feature drfd_tasks_feature;
+
 #endif

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "featureset.h"
 #include "fakecg.h"
 #include "log.h"
 #include "listener.h"
@@ -146,6 +147,7 @@ static void setup(void)
 	env = (struct drfd_env){ .clock = &fake_clock, .host = &drf_host_real, .fs = &fs,
 				 .spawn = &fake_ops };
 	d = (struct drfd){ .listen_fd = -1, .config_path = "fuzz.conf", .env = &env };
+	check(drfd_add_features(&d) == 0);
 	if (drf_declared_load(&d.decl, conf, env.host, err, sizeof(err)) < 0) {
 		fprintf(stderr, "fuzz_proto: %s\n", err);
 		abort();

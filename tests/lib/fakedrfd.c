@@ -10,6 +10,7 @@
 
 #include "fakecg.h"
 #include "fakeetcd.h"
+#include "featureset.h"
 #include "pins.h"
 
 /* The fakes' host: whatever the config declares is passed down. */
@@ -68,6 +69,8 @@ int fakedrfd_setup(struct fakedrfd *f, const char *agent, const char *text)
 	f->d.env = &f->env;
 	f->d.config_path = f->conf;
 	f->d.listen_fd = -1;
+	if (drfd_add_features(&f->d) < 0)
+		return -E2BIG;
 	f->d.root = strdup(f->root);
 	if (!f->d.root)
 		return -ENOMEM;
@@ -109,6 +112,8 @@ int fakedrfd_reset(struct fakedrfd *f)
 	f->d.env = &f->env;
 	f->d.config_path = f->conf;
 	f->d.listen_fd = -1;
+	if (drfd_add_features(&f->d) < 0)
+		return -E2BIG;
 	f->d.root = strdup(f->root);
 	if (!f->d.root)
 		return -ENOMEM;

@@ -41,6 +41,7 @@
 #include <json-c/json_tokener.h>
 
 #include "daemon.h"
+#include "featureset.h"
 #include "fakecg.h"
 #include "fakedrfd.h"
 #include "listener.h"
@@ -124,6 +125,7 @@ static int test_teardown(void **state)
 static void daemon_new(void)
 {
 	d = (struct drfd){ .listen_fd = -1 };
+	assert_int_equal(drfd_add_features(&d), 0);
 	assert_int_equal(sd_event_new(&d.event), 0);
 	d.root = strdup(ROOT_ANSWER);
 	assert_non_null(d.root);
