@@ -72,6 +72,16 @@ static bool has_rows(const struct drf_tradeoff *t, int pol, bool off, double bet
 	return false;
 }
 
+/*
+ * A resource's dash, one of its own for each of the six (gnuplot's numbered
+ * dash types repeat after five, and a DRF line has no marks to tell it by);
+ * Jain's index is solid.
+ */
+static const char *const res_dash[] = {
+	"(8,4)", "(2,3)", "(8,4,2,4)", "(12,3,2,3,2,3)", "(16,6)", "(3,9)",
+};
+#define NDASH (sizeof(res_dash) / sizeof(res_dash[0]))
+
 static void put_script(FILE *f, const struct drf_config *cfg, const struct drf_tradeoff *t)
 {
 	/*
@@ -137,9 +147,9 @@ static void put_script(FILE *f, const struct drf_config *cfg, const struct drf_t
 			sep, fam[q].block, fam[q].colour, fam[q].name);
 		sep = ", \\\n  ";
 		for (int k = 0; k < t->m; k++) {
-			fprintf(f, "%s$%s using 1:%d with linespoints lc %d dt %d pt %d "
+			fprintf(f, "%s$%s using 1:%d with linespoints lc %d dt %s pt %d "
 				   "title \"%s: %s used\"",
-				sep, fam[q].block, 4 + k, fam[q].colour, k + 2, 4 + 2 * k,
+				sep, fam[q].block, 4 + k, fam[q].colour, res_dash[k % NDASH], 4 + 2 * k,
 				fam[q].name, drf_res_name(t->ids[k]));
 		}
 	}
@@ -148,8 +158,8 @@ static void put_script(FILE *f, const struct drf_config *cfg, const struct drf_t
 			drf->met.jain, drf_colour);
 		sep = ", \\\n  ";
 		for (int k = 0; k < t->m; k++)
-			fprintf(f, "%s%.17g with lines lc %d dt %d title \"DRF: %s used\"", sep,
-				drf->met.utilization[t->ids[k]], drf_colour, k + 2,
+			fprintf(f, "%s%.17g with lines lc %d dt %s title \"DRF: %s used\"", sep,
+				drf->met.utilization[t->ids[k]], drf_colour, res_dash[k % NDASH],
 				drf_res_name(t->ids[k]));
 	}
 	fputs("\n", f);

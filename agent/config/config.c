@@ -166,7 +166,11 @@ fail_at(struct parser *ps, int line, const char *fmt, ...)
 	/* after the errors before it, a line each; a line that does not fit
 	 * whole is left out, and ends the list (the first is cut if it must) */
 	if (!ps->n_err) {
-		drf_escape_controls(raw, ps->err, ps->errlen);
+		/* room kept after it for the line that says more were left out */
+		size_t room = ps->errlen > 2 * sizeof(MORE_ERRORS) ?
+				      ps->errlen - sizeof(MORE_ERRORS) + 1 : ps->errlen;
+
+		drf_escape_controls(raw, ps->err, room);
 	} else {
 		char one[DRF_ESCAPED_SIZE(sizeof(raw))];
 		size_t len, used = strlen(ps->err);

@@ -203,31 +203,45 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	}
 }
 
+/* The q of an Accept-Encoding entry (from its ';' on, up to end): 1 without one, 0 for q=0. */
+static double entry_q(const char *semi, const char *end)
+{
+	const char *q;
+
+	if (!semi)
+		return 1;
+	q = semi + 1 + strspn(semi + 1, " \t");
+	if (end - q < 2 || strncasecmp(q, "q=", 2) != 0)
+		return 1;
+	return strtod(q + 2, NULL);
+}
+
 /*
- * Whether Accept-Encoding takes gzip: the token gzip (or *), without q=0.
- * "gzip;q=0" refuses it; anything unparsed counts as no.
+ * Whether Accept-Encoding takes gzip: an entry gzip with a q above 0, or
+ * none for gzip and * with a q above 0 ("gzip;q=0" refuses it whatever *
+ * says; "*;q=0, gzip" takes it).
  */
 static bool takes_gzip(const char *ae)
 {
+	double gzip_q = -1, star_q = -1;
+
 	while (ae && *ae) {
+		const char *end, *semi;
 		size_t n;
-		const char *semi, *end;
 
 		ae += strspn(ae, " \t,");
-		n = strcspn(ae, " \t,;");
+		if (!*ae)
+			break;
 		end = ae + strcspn(ae, ",");
-		if ((n == 4 && strncasecmp(ae, "gzip", 4) == 0) || (n == 1 && *ae == '*')) {
-			semi = memchr(ae, ';', (size_t)(end - ae));
-			if (!semi)
-				return true;
-			semi += 1 + strspn(semi + 1, " \t");
-			/* q=0, q=0.0, q=0.000: refused; any other q takes it */
-			return !(strncasecmp(semi, "q=0", 3) == 0 &&
-				 strspn(semi + 3, ".0") == strcspn(semi + 3, " \t,"));
-		}
+		n = strcspn(ae, " \t,;");
+		semi = memchr(ae, ';', (size_t)(end - ae));
+		if (n == 4 && strncasecmp(ae, "gzip", 4) == 0)
+			gzip_q = entry_q(semi, end);
+		else if (n == 1 && *ae == '*')
+			star_q = entry_q(semi, end);
 		ae = end;
 	}
-	return false;
+	return gzip_q >= 0 ? gzip_q > 0 : star_q > 0;
 }
 
 /*
@@ -241,7 +255,7 @@ static struct MHD_Response *metrics_gz(struct drfd_httpd *h)
 	z_stream z = { 0 };
 	struct MHD_Response *r;
 	size_t cap;
-	char *out;
+	char *out, *shrunk;
 
 	if (h->metrics_gz || !h->metrics)
 		return h->metrics_gz;
@@ -259,6 +273,10 @@ static struct MHD_Response *metrics_gz(struct drfd_httpd *h)
 		return NULL;
 	}
 	deflateEnd(&z);
+	/* deflateBound() is about the text's size: keep what the gzip holds */
+	shrunk = realloc(out, z.total_out ? z.total_out : 1);
+	if (shrunk)
+		out = shrunk;
 	r = MHD_create_response_from_buffer(z.total_out, out, MHD_RESPMEM_MUST_FREE);
 	if (!r) {
 		free(out);

@@ -1282,11 +1282,6 @@ static bool kernel_default(enum drf_knob k, const char *val)
 
 
 /*
- * A knob someone else changed, said at warning: under systemd, with the unit's
- * property that holds it (drf-web.slice's CPUWeight=: systemctl set-property
- * on a tenant's slice is put back, and the operator should hear which).
- */
-/*
  * The setting an operator types (systemctl set-property, a unit file) for a
  * D-Bus property: they differ for the CPU quota only.
  */
@@ -1299,6 +1294,11 @@ static const char *setting_of(const char *prop)
 	return prop;
 }
 
+/*
+ * A knob someone else changed, said at warning: under systemd, with the unit's
+ * property that holds it (drf-web.slice's CPUWeight=: systemctl set-property
+ * on a tenant's slice is put back, and the operator should hear which).
+ */
 static void foreign_log(struct drf_reconciler *rc, const struct drf_tenant_rt *t, const char *file,
 			const char *have, const char *want)
 {

@@ -10,7 +10,8 @@ against log beta, on the right Jain's index against the mean utilization. The
 pixels of each panel must be one linear map of the values (within a pixel): a
 picture of other numbers, or of a missing or extra point, fails. Colour is the
 policy in both panels: every series of FDS one colour, of GFJ one, of DRF one,
-and the three differ.
+and the three differ; on the left the dash is the figure: each resource's
+utilization one dash in every policy, Jain's index solid, no two alike.
 Exit 0 if so; 1, saying what differs, if not.
 """
 import json
@@ -49,6 +50,19 @@ def colours_of(svg_path):
                 if (e.get(a) or "").startswith("rgb(")}
         if texts:
             out[texts[0]] = cols
+    return out
+
+
+def dashes_of(svg_path):
+    """{key text: {dasharray or 'solid'}}: the dashes of the left panel's lines."""
+    root = ET.parse(svg_path).getroot()
+    out = {}
+    for g in root.iter(NS + "g"):
+        if not re.fullmatch(r"gnuplot_plot_\d+a", g.get("id") or ""):
+            continue
+        texts = ["".join(t.itertext()) for t in g.iter(NS + "text")]
+        if texts:
+            out[texts[0]] = {e.get("stroke-dasharray") or "solid" for e in g.iter(NS + "path")}
     return out
 
 
@@ -120,6 +134,19 @@ def main():
     if len(set(firsts)) != len(firsts):
         bad.append(f"two policies share a colour: {by_policy}")
     print(f"colours: {', '.join(f'{p} {sorted(c)}' for p, c in sorted(by_policy.items()))}")
+    by_figure = {}
+    for name, dashes in dashes_of(svg).items():
+        if ": " in name:
+            by_figure.setdefault(name.split(": ", 1)[1], set()).update(dashes)
+    for fig, dashes in sorted(by_figure.items()):
+        if len(dashes) != 1:
+            bad.append(f"'{fig}' is drawn with {len(dashes)} dashes ({sorted(dashes)}), not one")
+    firsts = [next(iter(d)) for d in by_figure.values() if len(d) == 1]
+    if len(set(firsts)) != len(firsts):
+        bad.append(f"two figures share a dash: {by_figure}")
+    jain = by_figure.get("Jain's index")
+    if jain not in (None, {"solid"}):
+        bad.append(f"Jain's index is not solid: {jain}")
     if bad:
         print("\n".join(bad))
         return 1

@@ -227,10 +227,39 @@ else
 fi
 
 # The picture: gnuplot's SVG holds the sweep's numbers (check_svg.py maps every
-# point mark back to its row), for E1 and for ten tenants.
-for n in drfd ten-tenants; do
+# point mark back to its row), for E1, for ten tenants, and for all six resources
+# (a dash each: gnuplot's numbered ones repeat after five).
+cat >"$tmp/six.conf" <<'CONF'
+[capacity]
+cpu = 8
+memory = 16G
+io-device = 8:0
+io-read-bps = 200M
+io-write-bps = 100M
+net-device = lo
+net-rate = 1gbit
+net-ingress-rate = 1gbit
+[tenant a]
+cpu = 4
+memory = 2G
+io-read-bps = 50M
+net-rate = 100mbit
+[tenant b]
+cpu = 1
+memory = 8G
+io-write-bps = 80M
+net-ingress-rate = 600mbit
+[tenant c]
+cpu = 2
+memory = 4G
+io-read-bps = 150M
+io-write-bps = 20M
+net-rate = 700mbit
+CONF
+for n in drfd ten-tenants six; do
 	c=$ex
 	[ $n = ten-tenants ] && c=$top/deploy/examples/ten-tenants/drfd.conf
+	[ $n = six ] && c=$tmp/six.conf
 	rm -f "$tmp/$n.svg"
 	expect "--tradeoff --json --svg $n exits 0" 0 "$drfctl" plan -c "$c" --tradeoff --json --svg "$tmp/$n.svg"
 	if cp "$tmp/out" "$tmp/$n.json" && python3 "$here/check_svg.py" "$tmp/$n.svg" "$tmp/$n.json" >"$tmp/chk" 2>&1; then

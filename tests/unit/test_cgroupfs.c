@@ -1228,6 +1228,25 @@ static void test_lock(void **state)
 	assert_int_equal(lock_in_child(run, 0), 0); /* C still waits on the pipe */
 	close(p[0]);
 	close(p[1]); /* C exits */
+
+	/* The device's lock: the same rules, its file under run too. */
+	fd = drf_lock_device("lo", run, &holder);
+	assert_true(fd >= 0);
+	h = fork();
+	assert_true(h >= 0);
+	if (h == 0) {
+		pid_t other = -1;
+		int r = drf_lock_device("lo", run, &other);
+
+		_exit(r == -EWOULDBLOCK && other == getppid() ? 0 : 1);
+	}
+	assert_int_equal(waitpid(h, &st, 0), h);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	close(fd);
+	fd = drf_lock_device("lo", run, &holder);
+	assert_true(fd >= 0);
+	close(fd);
+
 	close(a);
 }
 

@@ -183,6 +183,17 @@ static void test_many_errors(void **state)
 	assert_int_equal(lines[n - 1], 5 + n - 1);
 	assert_non_null(strstr(err, "\n" DRF_CONFIG_MORE_ERRORS));
 	assert_true(strlen(err) < sizeof(err));
+
+	/* a first error that fills the text alone: cut, and the marker still after it */
+	assert_int_not_equal(load_with("[agent]\nintervl = 1s\nbogus = 1\n", &t_fake_host, &c), 0);
+	{
+		char small[200];
+
+		assert_int_not_equal(drf_config_load(main_path, &t_fake_host, &c, small,
+						     sizeof(small)), 0);
+		assert_non_null(strstr(small, "\n" DRF_CONFIG_MORE_ERRORS));
+		assert_true(strlen(small) < sizeof(small));
+	}
 }
 
 /* drfd.conf's [fleet]: a fleet node; its tenants come from the fleet's assignment. */
@@ -921,10 +932,16 @@ static void test_metrics_detail(void **state)
 	assert_int_equal(c.metrics_detail, DRF_METRICS_BASIC);
 	drf_config_free(&c);
 	/* metrics-legacy-names: no by default, yes or no */
+	assert_int_equal(load_with("[capacity]\ncpu = 4\n", &t_fake_host, &c), 0);
 	assert_false(c.metrics_legacy_names);
+	drf_config_free(&c);
 	assert_int_equal(load_with("[agent]\nmetrics-legacy-names = yes\n[capacity]\ncpu = 4\n",
 				   &t_fake_host, &c), 0);
 	assert_true(c.metrics_legacy_names);
+	drf_config_free(&c);
+	assert_int_equal(load_with("[agent]\nmetrics-legacy-names = no\n[capacity]\ncpu = 4\n",
+				   &t_fake_host, &c), 0);
+	assert_false(c.metrics_legacy_names);
 	drf_config_free(&c);
 	expect_error("[agent]\nmetrics-legacy-names = true\n", 2,
 		     "metrics-legacy-names = 'true': expected 'yes' or 'no'");

@@ -295,7 +295,7 @@ static char *read_file(const char *path, size_t *ret_len)
 static long gunzip(const char *body, size_t len, char **out)
 {
 	z_stream z = { 0 };
-	size_t cap = 1 << 20;
+	size_t cap = (1 << 20) + 1;
 	long n;
 
 	*out = malloc(cap);
@@ -304,9 +304,10 @@ static long gunzip(const char *body, size_t len, char **out)
 	z.next_in = (Bytef *)body;
 	z.avail_in = (uInt)len;
 	z.next_out = (Bytef *)*out;
-	z.avail_out = (uInt)cap;
+	z.avail_out = (uInt)(cap - 1);
 	n = inflate(&z, Z_FINISH) == Z_STREAM_END && z.avail_in == 0 ? (long)z.total_out : -1;
 	inflateEnd(&z);
+	(*out)[n >= 0 && (size_t)n < cap ? (size_t)n : 0] = '\0'; /* a string, for strstr */
 	return n;
 }
 
@@ -329,6 +330,10 @@ static void test_gzip(void **state)
 		{ "Accept-Encoding: gzip; q=0.000, identity", false },
 		{ "Accept-Encoding: identity", false },
 		{ "Accept-Encoding: xgzip", false },
+		/* gzip's own entry decides over *'s */
+		{ "Accept-Encoding: *;q=0.5, gzip;q=0", false },
+		{ "Accept-Encoding: *;q=0, gzip", true },
+		{ "Accept-Encoding: gzip;q=0.001", true },
 	};
 	char *head, *body, *plain, *gz;
 	size_t len, plen;

@@ -249,7 +249,8 @@ static void check_unit(const char *fam, const char *line)
 		if (strncmp(r, u[k].res, strlen(u[k].res)) || r[strlen(u[k].res)] != '"')
 			continue;
 		if (n > m && strcmp(fam + n - m, u[k].unit) == 0 &&
-		    (strcmp(u[k].unit, "_bytes") || strcmp(fam + n - 17, "_bytes_per_second")))
+		    (strcmp(u[k].unit, "_bytes") || n < 17 ||
+		     strcmp(fam + n - 17, "_bytes_per_second")))
 			return;
 		if (allow_legacy)
 			return;
