@@ -33,6 +33,8 @@ if [ $only_build = no ]; then
 		# tests
 		libcmocka-dev python3 shellcheck iproute2 bash-completion valgrind iperf3 util-linux
 		tmux bash-builtins etcd-server etcd-client gnuplot-nox
+		# containers in a tenant (tests/vm/t_systemd.sh, docs/containers.md)
+		podman
 		# the real-kernel test VM (tests/vm): QEMU and Debian's kernel
 		qemu-system-x86 linux-image-amd64 busybox-static cpio kmod
 	)

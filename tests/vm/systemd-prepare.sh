@@ -22,6 +22,8 @@ env | grep '^DRF_' >"$root/etc/drf-vm.env"
 
 # Units the host image enables that a test VM does not need, and those that are
 # slow over 9p (systemd-tmpfiles-setup walks the whole tree) or wait for a login.
+# podman's package enables its API service and two podman runs at boot; the
+# tests run podman themselves, with storage of their own.
 masks="systemd-tmpfiles-setup.service systemd-tmpfiles-clean.timer tmp.mount
 serial-getty@ttyS0.service getty@tty1.service console-getty.service
 systemd-firstboot.service systemd-timesyncd.service systemd-pstore.service
@@ -30,7 +32,9 @@ apt-daily-upgrade.timer dpkg-db-backup.timer logrotate.timer
 postgresql.service docker.service docker.socket containerd.service ssh.service
 cron.service rsyslog.service exim4.service networking.service
 systemd-networkd.service NetworkManager.service ModemManager.service
-unattended-upgrades.service etcd.service redis-server.service nginx.service memcached.service"
+unattended-upgrades.service etcd.service redis-server.service nginx.service memcached.service
+podman.service podman.socket podman-restart.service podman-auto-update.service
+podman-auto-update.timer"
 mkdir -p "$etc/multi-user.target.wants"
 for u in $masks; do
 	rm -f "$etc/$u"

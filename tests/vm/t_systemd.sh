@@ -21,10 +21,14 @@ systemd (PID 1, cgroup v2)             dpkg -i drfd_*.deb: /etc/drfd/drfd.conf a
  |- system.slice/drfd.service          drfd alone (Type=notify, 4 capabilities, cgroupfs read-only)
  '- drf.slice                          cgroup-root = auto: drfd sets its slices' properties over D-Bus
      |- drf-web.slice    weight 2, cpu 1, memory 256M   webapp.service (Slice=, User=nobody);
-     |                                                   a `sleep` via drfctl exec (a scope)
+     |                                                   a `sleep` via drfctl exec (a scope);
+     |                                                   podman containers (--cgroup-parent)
      '- drf-batch.slice  weight 1, cpu 2, memory 128M   empty
 expect: knobs = mapping(drfctl plan --json), written by systemd; webapp runs as nobody in web's
-        slice with systemd's accounting, and stopping it leaves no process; the sleep keeps its cgroup and limits across
+        slice with systemd's accounting, and stopping it leaves no process; a podman container's
+        libpod-ID.scope and conmon's are in web's slice, one allocating 300M is OOM-killed there
+        (exit 137, the slice's oom_kill and drfd's count rise, podman's OOMKilled false), and a
+        reload that sets MemoryMax=192M leaves the other running in its scope; the sleep keeps its cgroup and limits across
         systemctl restart/stop/start and a package upgrade; reload applies a change (exit 0); a
         bad reload is refused at priority 3 and systemctl reload fails, as it does for an
         io-device added (needs a restart), the reason in status; a second drfd exits 6; a tenant removed while drfd
@@ -131,6 +135,122 @@ check service-stop-leaves-nothing "[ '$left' = 0 ] && [ ! -d $TROOT/drf-web.slic
 	"after systemctl stop: $left sleeps of nobody left, its cgroup $([ -d "$TROOT/drf-web.slice/webapp.service" ] && echo kept || echo gone)"
 rm -f /etc/systemd/system/webapp.service
 systemctl daemon-reload
+
+# 2c. Containers in a tenant (docs/containers.md). podman, with systemd's cgroup
+# manager, puts a container run with --cgroup-parent=drf-web.slice in a scope of
+# the slice, libpod-ID.scope, and its conmon in libpod-conmon-ID.scope beside it:
+# web's MemoryMax= holds them together. A container that allocates past it is
+# OOM-killed in the slice: exit 137, the slice's memory.events counts the kill, and
+# so does drfd. podman's OOMKilled stays false: conmon reads the "oom" line of the
+# container's own memory.events, and the kernel counts an oom in the cgroup whose
+# limit was hit (the slice) and its ancestors, the kill in the victim's cgroup and
+# its ancestors. A reload that sets the slice's MemoryMax= anew, and drfd's ticks,
+# leave the container's scope alone. The image is Debian's static busybox,
+# imported from a tar: no registry, no network (--network none), its storage
+# under /run.
+pm_dir=/run/drftest-podman
+pm() {
+	podman --root "$pm_dir/root" --runroot "$pm_dir/run" --tmpdir "$pm_dir/tmp" \
+		--storage-driver vfs --cgroup-manager systemd --events-backend none "$@"
+}
+ev() { awk -v k="$1" '$1 == k {print $2}' "$TROOT/drf-web.slice/memory.events" 2>/dev/null; }
+# shellcheck disable=SC2317 # called through poll_for
+web_max_is() { [ "$(cat "$TROOT/drf-web.slice/memory.max" 2>/dev/null)" = "$1" ]; }
+# shellcheck disable=SC2317 # called through poll_for
+no_libpod_in_web() { [ -z "$(find "$TROOT/drf-web.slice" -mindepth 1 -maxdepth 1 -name 'libpod*')" ]; }
+ticks() { # drfd's tick counter, from its status
+	local j
+	j=$("$DRFCTL" status --json 2>/dev/null) && [[ $j =~ \"ticks\":\ *([0-9]+) ]] && echo "${BASH_REMATCH[1]}"
+}
+# shellcheck disable=SC2317 # called through poll_for
+ticks_past() { local n; n=$(ticks) && [ "$n" -ge "$1" ]; }
+web_py() { # EXPR over tenant web's object in drfctl status --json, as t
+	status_json
+	jq_py "[t for t in s['tenants'] if t['name'] == 'web'][0]$1"
+}
+# shellcheck disable=SC2317 # called through poll_for
+web_oom_kills_are() { [ "$(web_py "['use']['counters']['memory_events_oom_kill']" | cut -d. -f1)" = "$1" ]; }
+podman_in_tenant() {
+	local rc cid cpid mpid ccg mcg scope cin sslice mmax pmax smax k0 k1 o0 o1 got kd t0 ccg2
+	mkdir -p "$pm_dir/tmp" "$pm_dir/box/bin" "$pm_dir/box/dev" "$pm_dir/box/etc" \
+		"$pm_dir/box/proc" "$pm_dir/box/sys" "$pm_dir/box/tmp"
+	cp /bin/busybox "$pm_dir/box/bin/"
+	for a in sh sleep dd; do ln -s busybox "$pm_dir/box/bin/$a"; done
+	tar -C "$pm_dir/box" -cf "$pm_dir/box.tar" .
+	pm import "$pm_dir/box.tar" localhost/drfbox >"$work/pm-import.log" 2>&1
+	rc=$?
+	check container-image-imported "[ $rc -eq 0 ]" \
+		"podman import of a static busybox's tar ($(du -k "$pm_dir/box.tar" | cut -f1) KiB): exit $rc $(tail -n 1 "$work/pm-import.log")"
+	[ $rc -eq 0 ] || return
+
+	# A container in the tenant: its process and its conmon in web's slice.
+	pm run -d --name webbox --network none --cgroup-parent=drf-web.slice localhost/drfbox \
+		/bin/sleep 3100 >"$work/pm-run.log" 2>&1
+	rc=$?
+	read -r cid cpid mpid < <(pm inspect --format '{{.Id}} {{.State.Pid}} {{.State.ConmonPid}}' webbox 2>/dev/null)
+	scope=libpod-$cid.scope
+	ccg=$(cat "/proc/$cpid/cgroup" 2>/dev/null)
+	mcg=$(cat "/proc/$mpid/cgroup" 2>/dev/null)
+	case $ccg in "0::/drf.slice/drf-web.slice/$scope" | "0::/drf.slice/drf-web.slice/$scope/"*) cin=yes ;; *) cin=no ;; esac
+	sslice=$(systemctl show -P Slice "$scope" 2>/dev/null)
+	check container-in-tenant "[ $rc -eq 0 ] && [ -n '$cid' ] && [ $cin = yes ] && [ '$sslice' = drf-web.slice ] && [ '$mcg' = 0::/drf.slice/drf-web.slice/libpod-conmon-$cid.scope ]" \
+		"podman run -d --cgroup-parent=drf-web.slice: exit $rc $(head -c 200 "$work/pm-run.log" | tr '\n' ' '); its sleep (pid $cpid) in '$ccg', unit $scope with Slice=$sslice; conmon (pid $mpid) in '$mcg'"
+	[ $rc -eq 0 ] && [ $cin = yes ] || return
+	mmax=$(cat "$TROOT/drf-web.slice/memory.max")
+	pmax=$(systemctl show -P MemoryMax drf-web.slice)
+	smax=$(cat "$TROOT/drf-web.slice/$scope/memory.max" 2>/dev/null)
+	got=$(web_py "['usage']['processes']")
+	check container-held-by-tenant-memory-max "[ '$mmax' = 268435456 ] && [ '$pmax' = 268435456 ] && [ '$smax' = max ] && [ '$got' -ge 2 ] 2>/dev/null" \
+		"drf-web.slice memory.max $mmax, MemoryMax=$pmax (web's memory = 256M); the container's scope memory.max $smax; drfd counts $got processes in web"
+
+	# Past the tenant's memory.max: dd's 300M buffer, in a second container.
+	k0=$(ev oom_kill) o0=$(ev oom)
+	pm run --name webhog --network none --cgroup-parent=drf-web.slice localhost/drfbox \
+		/bin/dd if=/dev/zero of=/dev/null bs=300M count=1 >"$work/pm-hog.log" 2>&1
+	rc=$?
+	k1=$(ev oom_kill) o1=$(ev oom)
+	got=$(pm inspect --format '{{.State.OOMKilled}} {{.State.ExitCode}}' webhog 2>/dev/null)
+	check container-oom-killed-in-tenant "[ $rc -eq 137 ] && [ '${got#* }' = 137 ] && [ '$k1' -gt '$k0' ] && [ '$o1' -gt '$o0' ]" \
+		"podman run of dd bs=300M in drf-web.slice: exit $rc, inspect's ExitCode ${got#* }; the slice's memory.events oom_kill $k0 -> $k1, oom $o0 -> $o1"
+	check container-oom-not-the-containers "[ '${got% *}' = false ]" \
+		"podman inspect's OOMKilled: ${got% *} (conmon reads the oom line of the container's scope; the oom was the slice's)"
+	kd=$(wait_until 15 web_oom_kills_are "$k1")
+	check container-oom-counted-by-drfd "[ '$kd' != timeout ]" \
+		"drfctl status --json: web's use.counters.memory_events_oom_kill $(web_py "['use']['counters']['memory_events_oom_kill']") (the slice's $k1), within $kd s"
+	ccg2=$(cat "/proc/$cpid/cgroup" 2>/dev/null)
+	check container-oom-spares-sibling "[ '$ccg2' = '$ccg' ]" \
+		"the sleeping container (pid $cpid) after the kill: '$ccg2'"
+
+	# A reload that changes web's MemoryMax= (256M -> 192M), then ticks: the
+	# container's scope stays, and so does the container in it.
+	sed -i 's/^memory = 256M$/memory = 192M/' "$conf"
+	systemctl reload drfd.service
+	rc=$?
+	poll_for 20 web_max_is 201326592
+	t0=$(ticks)
+	poll_for 30 ticks_past $((t0 + 3))
+	mmax=$(cat "$TROOT/drf-web.slice/memory.max")
+	ccg2=$(cat "/proc/$cpid/cgroup" 2>/dev/null)
+	got=$(pm inspect --format '{{.State.Status}}' webbox 2>/dev/null)
+	check container-kept-across-reload "[ $rc -eq 0 ] && [ $mmax = 201326592 ] && [ '$ccg2' = '$ccg' ] && systemctl -q is-active $scope && [ '$got' = running ]" \
+		"systemctl reload with web's memory 192M: exit $rc, memory.max $mmax; $(($(ticks) - t0)) ticks later the sleep (pid $cpid) in '$ccg2', $scope $(systemctl is-active "$scope"), podman says '$got'"
+
+	pm rm -a -f -t 0 >"$work/pm-rm.log" 2>&1
+	rc=$?
+	poll_for 20 no_libpod_in_web
+	got=$(find "$TROOT/drf-web.slice" -mindepth 1 -maxdepth 1 -name 'libpod*' | wc -l)
+	check container-removed-leaves-nothing "[ $rc -eq 0 ] && [ $got -eq 0 ] && ! kill -0 $cpid 2>/dev/null && [ -d $TROOT/drf-web.slice ]" \
+		"podman rm -a -f: exit $rc; libpod cgroups left in web's slice: $got; sleep $(kill -0 "$cpid" 2>/dev/null && echo alive || echo gone); the slice $([ -d "$TROOT/drf-web.slice" ] && echo kept || echo gone)"
+}
+if command -v podman >/dev/null; then
+	podman_in_tenant
+	rm -rf "$pm_dir"
+	sed -i 's/^memory = 192M$/memory = 256M/' "$conf"
+	systemctl reload drfd.service
+	poll_for 20 web_max_is 268435456
+else
+	result FAIL podman-present "podman is missing (deploy/install-deps.sh installs it): no container ran in a tenant"
+fi
 
 # 3. A process in a tenant survives restarts, stops and an upgrade of drfd.
 "$DRFCTL" exec web -- sleep 3000 &
