@@ -462,6 +462,21 @@ static void acl_key(struct parser *ps, struct drf_acl *a, const char *value)
 	a->line = ps->line;
 }
 
+/*
+ * A key of two words (mode = share | limit, yes | no, ...): 0 for the first,
+ * 1 for the second; else the error, FILE:LINE, and -1.
+ */
+static int two_words(struct parser *ps, const char *key, const char *value, const char *first,
+		     const char *second)
+{
+	if (strcmp(value, first) == 0)
+		return 0;
+	if (strcmp(value, second) == 0)
+		return 1;
+	fail(ps, "%s = '%s': expected '%s' or '%s'", key, value, first, second);
+	return -1;
+}
+
 static void agent_key(struct parser *ps, int k, const char *value)
 {
 	struct drf_config *c = ps->cfg;
@@ -571,12 +586,9 @@ static void agent_key(struct parser *ps, int k, const char *value)
 		c->interval_us = (uint64_t)llround(ms * 1000);
 		return;
 	case AK_MODE:
-		if (strcmp(value, "share") == 0)
-			c->mode = DRF_MODE_SHARE;
-		else if (strcmp(value, "limit") == 0)
-			c->mode = DRF_MODE_LIMIT;
-		else
-			fail(ps, "mode = '%s': expected 'share' or 'limit'", value);
+		v = two_words(ps, "mode", value, "share", "limit");
+		if (v >= 0)
+			c->mode = v ? DRF_MODE_LIMIT : DRF_MODE_SHARE;
 		return;
 	case AK_POLICY:
 		v = drf_policy_from_name(value);
@@ -608,20 +620,14 @@ static void agent_key(struct parser *ps, int k, const char *value)
 		return;
 	}
 	case AK_DEMAND:
-		if (strcmp(value, "declared") == 0)
-			c->observed = false;
-		else if (strcmp(value, "observed") == 0)
-			c->observed = true;
-		else
-			fail(ps, "demand = '%s': expected 'declared' or 'observed'", value);
+		v = two_words(ps, "demand", value, "declared", "observed");
+		if (v >= 0)
+			c->observed = v;
 		return;
 	case AK_METRICS_DETAIL:
-		if (strcmp(value, "basic") == 0)
-			c->metrics_detail = DRF_METRICS_BASIC;
-		else if (strcmp(value, "full") == 0)
-			c->metrics_detail = DRF_METRICS_FULL;
-		else
-			fail(ps, "metrics-detail = '%s': expected 'basic' or 'full'", value);
+		v = two_words(ps, "metrics-detail", value, "basic", "full");
+		if (v >= 0)
+			c->metrics_detail = v ? DRF_METRICS_FULL : DRF_METRICS_BASIC;
 		return;
 	case AK_METRICS_LISTEN:
 		if (drf_parse_listen(value, &c->metrics_addr, &why) < 0) {
@@ -631,20 +637,10 @@ static void agent_key(struct parser *ps, int k, const char *value)
 		set_string(ps, &c->metrics_listen, value);
 		return;
 	case AK_NET_REPLACE:
-		if (strcmp(value, "yes") == 0)
-			c->net_replace_qdisc = true;
-		else if (strcmp(value, "no") == 0)
-			c->net_replace_qdisc = false;
-		else
-			fail(ps, "net-replace-qdisc = '%s': expected 'yes' or 'no'", value);
-		return;
 	case AK_METRICS_LEGACY:
-		if (strcmp(value, "yes") == 0)
-			c->metrics_legacy_names = true;
-		else if (strcmp(value, "no") == 0)
-			c->metrics_legacy_names = false;
-		else
-			fail(ps, "metrics-legacy-names = '%s': expected 'yes' or 'no'", value);
+		v = two_words(ps, agent_keys[k], value, "yes", "no");
+		if (v >= 0)
+			*(k == AK_NET_REPLACE ? &c->net_replace_qdisc : &c->metrics_legacy_names) = !v;
 		return;
 	}
 }
@@ -1058,14 +1054,13 @@ static void member_key(struct parser *ps, const char *name, const char *value)
 		}
 		m->grace_us = (uint64_t)ms * DRF_USEC_PER_MSEC;
 		return;
-	case 11:
-		if (strcmp(value, "yes") == 0)
-			m->plain = false;
-		else if (strcmp(value, "no") == 0)
-			m->plain = true;
-		else
-			fail(ps, "planner = '%s': expected 'yes' or 'no'", value);
+	case 11: {
+		int v = two_words(ps, "planner", value, "yes", "no");
+
+		if (v >= 0)
+			m->plain = v;
 		return;
+	}
 	case 9:
 		/* Resolved once the file is read (fleet_member), with the host's user database. */
 		set_string(ps, &m->task_user, value);

@@ -540,8 +540,10 @@ void drfd_fleet_free(struct drfd *d)
 	d->fleet_status = NULL;
 }
 
-void drfd_fleet_view(const struct drfd *d, struct drf_view_fleet *ret)
+/* The node's state for status and metrics (on false without [fleet]): the view's fleet. */
+static void fleet_view(const struct drfd *d, struct drf_view *v)
 {
+	struct drf_view_fleet *ret = &v->fleet;
 	struct drf_fleet_status *st = d->fleet_status;
 
 	memset(ret, 0, sizeof(*ret));
@@ -564,11 +566,6 @@ void drfd_fleet_view(const struct drfd *d, struct drf_view_fleet *ret)
 		.plain = st->plain, .campaign_refused = st->campaign_refused,
 		.campaign_refused_why = st->campaign_refused_why,
 	};
-}
-
-static void fleet_view(const struct drfd *d, struct drf_view *ret)
-{
-	drfd_fleet_view(d, &ret->fleet);
 }
 
 const struct drfd_feature drfd_fleet_feature = {

@@ -37,10 +37,8 @@ void drfd_fleet_reloaded(struct drfd *d);
 #define DRFD_FLEET_QUEUE_STEP_MAX 32
 void drfd_fleet_tasks_step(struct drfd *d);
 
-/* The node's state for status and metrics (on false without [fleet]). */
-void drfd_fleet_view(const struct drfd *d, struct drf_view_fleet *ret);
-
-/* The fleet's hooks in the daemon (daemon.h): reloaded, its view, free. */
+/* The fleet's hooks in the daemon (daemon.h): reloaded, its view (the node's state for
+ * status and metrics; on false without [fleet]), free. */
 extern const struct drfd_feature drfd_fleet_feature;
 
 #endif

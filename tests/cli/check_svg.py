@@ -23,47 +23,38 @@ import xml.etree.ElementTree as ET
 NS = "{http://www.w3.org/2000/svg}"
 
 
+def plot_groups(svg_path, panels="[a-z]?"):
+    """(key text, group) of each series gnuplot drew (panel "a": the left one, "b": the right)."""
+    root = ET.parse(svg_path).getroot()
+    for g in root.iter(NS + "g"):
+        if re.fullmatch(r"gnuplot_plot_\d+" + panels, g.get("id") or ""):
+            texts = ["".join(t.itertext()) for t in g.iter(NS + "text")]
+            if texts:
+                yield texts[0], g
+
+
 def series_of(svg_path):
     """{key text: [(x, y), ...]}: each series' point marks, but the last (its key's)."""
-    root = ET.parse(svg_path).getroot()
     out = {}
-    for g in root.iter(NS + "g"):
-        if not re.fullmatch(r"gnuplot_plot_\d+[a-z]?", g.get("id") or ""):
-            continue
-        texts = ["".join(t.itertext()) for t in g.iter(NS + "text")]
+    for name, g in plot_groups(svg_path):
         marks = [re.match(r"translate\((-?[\d.]+),(-?[\d.]+)\)", u.get("transform") or "")
                  for u in g.iter(NS + "use")]
-        if texts and marks and all(marks):
-            out[texts[0]] = [(float(m.group(1)), float(m.group(2))) for m in marks[:-1]]
+        if marks and all(marks):
+            out[name] = [(float(m.group(1)), float(m.group(2))) for m in marks[:-1]]
     return out
 
 
 def colours_of(svg_path):
     """{key text: {colours}}: the rgb() colours a series draws with (lines and marks)."""
-    root = ET.parse(svg_path).getroot()
-    out = {}
-    for g in root.iter(NS + "g"):
-        if not re.fullmatch(r"gnuplot_plot_\d+[a-z]?", g.get("id") or ""):
-            continue
-        texts = ["".join(t.itertext()) for t in g.iter(NS + "text")]
-        cols = {re.sub(r"\s+", "", e.get(a)) for e in g.iter() for a in ("stroke", "color")
-                if (e.get(a) or "").startswith("rgb(")}
-        if texts:
-            out[texts[0]] = cols
-    return out
+    return {name: {re.sub(r"\s+", "", e.get(a)) for e in g.iter() for a in ("stroke", "color")
+                   if (e.get(a) or "").startswith("rgb(")}
+            for name, g in plot_groups(svg_path)}
 
 
 def dashes_of(svg_path):
     """{key text: {dasharray or 'solid'}}: the dashes of the left panel's lines."""
-    root = ET.parse(svg_path).getroot()
-    out = {}
-    for g in root.iter(NS + "g"):
-        if not re.fullmatch(r"gnuplot_plot_\d+a", g.get("id") or ""):
-            continue
-        texts = ["".join(t.itertext()) for t in g.iter(NS + "text")]
-        if texts:
-            out[texts[0]] = {e.get("stroke-dasharray") or "solid" for e in g.iter(NS + "path")}
-    return out
+    return {name: {e.get("stroke-dasharray") or "solid" for e in g.iter(NS + "path")}
+            for name, g in plot_groups(svg_path, "a")}
 
 
 def fit(pairs):
